@@ -1,0 +1,70 @@
+# rig — build, test, demo. Targets that touch the network (test, demo, bench)
+# need root: they build network namespaces. See README.md.
+
+GO        ?= go
+BIN       ?= bin/rig
+PKGS      ?= ./...
+FUZZTIME  ?= 30s
+STATICCHECK_VERSION ?= v0.8.2
+GOBIN     ?= $(shell $(GO) env GOPATH)/bin
+export PATH := $(GOBIN):$(PATH)
+
+# Debian packages the tests and the demo use; installed only when missing.
+DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf chromium
+
+.PHONY: all build deps test unit lint fmt-check vet staticcheck fuzz fuzz-smoke bench bench-smoke demo clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/rig
+
+# deps: Go modules plus the Debian packages the integration tests need.
+deps:
+	$(GO) mod download
+	@./.ci/install-debs.sh $(DEB_PKGS)
+
+# test: the whole suite as CI runs it: lint, unit + integration tests under
+# the race detector (integration tests need root and skip without it), and a
+# short run of every fuzz target.
+test: deps lint
+	$(GO) test -race -count=1 -timeout 40m $(PKGS)
+	$(MAKE) fuzz-smoke
+
+# unit: fast tests only (no root needed), no race detector.
+unit:
+	$(GO) test -short -count=1 $(PKGS)
+
+lint: fmt-check vet staticcheck
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+staticcheck:
+	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	staticcheck $(PKGS)
+
+# fuzz runs every Fuzz target for FUZZTIME each.
+fuzz:
+	@./.ci/fuzz.sh $(FUZZTIME)
+
+fuzz-smoke:
+	@./.ci/fuzz.sh 3s
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
+
+bench-smoke:
+	$(GO) test -run='^$$' -bench=. -benchtime=100x -count=1 $(PKGS)
+
+# demo: build rig and run the demo scenario on the built-in emulated topology.
+demo: build
+	@./.ci/install-debs.sh iproute2 stress-ng
+	./$(BIN) run scenarios/demo.yaml
+
+clean:
+	rm -rf bin

@@ -1,0 +1,435 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/samples"
+)
+
+func hwClock(iface string, phc int) samples.Clock {
+	return samples.Clock{Source: "hw", Clock: "phc", Iface: iface, PHCIndex: phc}
+}
+
+// joined builds a round with the given clocks; every record carries every
+// stamp (value = base + offset per stamp) so only the clocks decide.
+func joined(clocks map[string]samples.Clock, roles ...samples.Role) *samples.Joined {
+	j := &samples.Joined{Clocks: clocks, Roles: roles}
+	for _, r := range roles {
+		for _, s := range samples.ColumnsFor(r) {
+			j.Present[s] = true
+		}
+	}
+	for i := 0; i < 50; i++ {
+		var rec samples.Record
+		rec.Seq = uint64(i)
+		for s := samples.Stamp(0); s < samples.NumStamps; s++ {
+			rec.T[s] = 1_000_000 + int64(s)*1000 + int64(i)
+		}
+		j.Records = append(j.Records, rec)
+	}
+	return j
+}
+
+func analyzeJoined(t *testing.T, rounds ...*samples.Joined) *Report {
+	t.Helper()
+	arm := InputArm{Name: "a"}
+	for k, j := range rounds {
+		arm.Rounds = append(arm.Rounds, InputRound{K: k, Load: func() (*samples.Joined, error) { return j, nil }})
+	}
+	rep, err := Analyze(&Input{Run: "t", Warmup: 2, Arms: []InputArm{arm}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestSourceSelection(t *testing.T) {
+	all := []samples.Role{samples.RoleSender, samples.RoleResponder, samples.RoleCapture}
+	hw := map[string]samples.Clock{
+		"tx_hw": hwClock("eth1", 0), "rx_hw": hwClock("eth1", 0),
+		"req_rx_hw": hwClock("eth2", 1), "rep_tx_hw": hwClock("eth2", 1),
+		"req_rx_sw": {Source: "sw"}, "rep_tx_sw": {Source: "sw"}, "tx_sw": {Source: "sw"}, "rx_sw": {Source: "sw"},
+	}
+	// No capture clocks: the responder NIC wins; network = rtt hw − turnaround hw.
+	rep := analyzeJoined(t, joined(hw, all...))
+	a := rep.Arm("a")
+	if got := a.Metrics[Turnaround].Source; got != "responder hw" {
+		t.Fatalf("turnaround source %q", got)
+	}
+	if got := a.Metrics[RTT].Source; got != "sender hw" {
+		t.Fatalf("rtt source %q", got)
+	}
+	nw := a.Metrics[Network]
+	if nw == nil || nw.Source != "sender hw − responder hw" {
+		t.Fatalf("network %+v", nw)
+	}
+	// value: (rx_hw − tx_hw) − (rep_tx_hw − req_rx_hw) = (10−3)·1000 − (9−4)·1000
+	if *nw.Rounds[0].MedianNS != 2000 {
+		t.Fatalf("network median %d", *nw.Rounds[0].MedianNS)
+	}
+	// rtt_from_due must not pair due (CLOCK_REALTIME) with rx_hw (PHC).
+	if got := a.Metrics[RTTFromDue].Source; got != "sender user→sw" {
+		t.Fatalf("rtt_from_due source %q", got)
+	}
+
+	// With capture clocks the capture wins.
+	hwc := map[string]samples.Clock{"cap_req": hwClock("eth3", 2), "cap_rep": hwClock("eth3", 2)}
+	for k, v := range hw {
+		hwc[k] = v
+	}
+	if got := analyzeJoined(t, joined(hwc, all...)).Arm("a").Metrics[Turnaround].Source; got != "capture hw" {
+		t.Fatalf("with capture: %q", got)
+	}
+
+	// Sender TX and RX stamps on two different PHCs are not one clock: rtt
+	// falls back to software, and network is not computed.
+	mixed := map[string]samples.Clock{}
+	for k, v := range hw {
+		mixed[k] = v
+	}
+	mixed["rx_hw"] = hwClock("eth9", 5)
+	rep = analyzeJoined(t, joined(mixed, all...))
+	if got := rep.Arm("a").Metrics[RTT].Source; got != "sender sw" {
+		t.Fatalf("mixed PHCs: rtt source %q", got)
+	}
+	if rep.Arm("a").Metrics[Network] != nil {
+		t.Fatal("network computed without hardware rtt")
+	}
+
+	// One round without capture: the arm uses the responder for every round
+	// rather than mixing clocks across rounds.
+	rep = analyzeJoined(t, joined(hwc, all...), joined(hw, all...))
+	mr := rep.Arm("a").Metrics[Turnaround]
+	if mr.Source != "responder hw" || len(mr.Rounds) != 2 {
+		t.Fatalf("rounds with different clocks: %q, %d rounds", mr.Source, len(mr.Rounds))
+	}
+}
+
+// A record lacking a stamp the source needs is missing, never filled in
+// from another clock.
+func TestMissingNotFilled(t *testing.T) {
+	ck := map[string]samples.Clock{"cap_req": {Source: "sw"}, "cap_rep": {Source: "sw"}, "req_rx_sw": {Source: "sw"}, "rep_tx_sw": {Source: "sw"}, "rx_sw": {Source: "sw"}, "tx_sw": {Source: "sw"}}
+	j := joined(ck, samples.RoleSender, samples.RoleResponder, samples.RoleCapture)
+	j.Records[10].T[samples.CapRep] = 0
+	j.Records[11].T[samples.CapReq] = 0
+	rs := analyzeJoined(t, j).Arm("a").Metrics[Turnaround]
+	if rs.Source != "capture sw" || rs.Rounds[0].Missing != 2 || rs.Rounds[0].N != 46 {
+		t.Fatalf("%s %+v", rs.Source, rs.Rounds[0].Counts)
+	}
+}
+
+func TestMalformedRunDir(t *testing.T) {
+	dir := t.TempDir()
+	spec := goldenSpec
+	spec.Events = nil
+	writeRun(t, dir, spec)
+	// Truncate base round 1's sender file in the middle of the records.
+	snd := filepath.Join(rundir.RoundDir(dir, "base", 1), samples.FileName(samples.RoleSender))
+	b, err := os.ReadFile(snd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snd, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Garbage in isolated round 2's responder file.
+	bad := filepath.Join(rundir.RoundDir(dir, "isolated", 2), samples.FileName(samples.RoleResponder))
+	if err := os.WriteFile(bad, []byte("not a sample file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A broken manifest.
+	if err := os.WriteFile(filepath.Join(dir, rundir.ManifestFile), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probs := strings.Join(rep.Problems, "\n")
+	for _, want := range []string{"bad manifest", snd, bad, "truncated", "round skipped"} {
+		if !strings.Contains(probs, want) {
+			t.Errorf("problems do not mention %q:\n%s", want, probs)
+		}
+	}
+	if len(rep.Arms) != 2 || rep.Baseline != "base" {
+		t.Fatalf("arms %v baseline %q", rep.armNames(), rep.Baseline)
+	}
+	if got := rep.Arm("isolated").Rounds; len(got) != 2 {
+		t.Fatalf("isolated rounds %v, want 0 and 1", got)
+	}
+	// The truncated round still reports its complete records.
+	r1 := rep.Arm("base").Metrics[RTT].Rounds[1]
+	if r1.Round != 1 || r1.N == 0 || r1.N >= spec.Count-spec.Warmup {
+		t.Fatalf("truncated round %+v", r1.Counts)
+	}
+	// Sequences cut from the sender file are not "lost": the capture saw
+	// both packets, so the turnaround keeps them and rtt counts them missing.
+	if r1.Lost != 0 || r1.Missing != spec.Count-spec.Warmup-r1.N {
+		t.Fatalf("truncated sender file: rtt %+v", r1.Counts)
+	}
+	if ta := rep.Arm("base").Metrics[Turnaround].Rounds[1]; ta.N != spec.Count-spec.Warmup || ta.Lost != 0 {
+		t.Fatalf("truncated sender file: turnaround %+v", ta.Counts)
+	}
+	// Every output still renders, and the problems are printed.
+	var md bytes.Buffer
+	if err := WriteTablesMD(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "## Problems") || !strings.Contains(md.String(), bad) {
+		t.Fatal("tables.md does not list the bad file")
+	}
+	if err := WriteAll(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+
+	// A directory with no arms is an error that says so.
+	if _, err := Run(t.TempDir(), Options{}); err == nil || !strings.Contains(err.Error(), "no arms") {
+		t.Fatalf("empty dir: %v", err)
+	}
+}
+
+func TestWriteAllAndHistLog(t *testing.T) {
+	dir := t.TempDir()
+	writeRun(t, dir, goldenSpec)
+	rep, err := Run(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteAll(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{TablesMD, TablesCSV, ReportJSON, ReportMD, ReportHTML, HistLog,
+		"plots/percentiles-turnaround.svg", "plots/percentiles-turnaround.png", "plots/turnaround-over-time-round-2.png", "plots/turnaround-over-time-round-0.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	// report.json round-trips and carries the documented fields.
+	var js struct {
+		FormatVersion int `json:"format_version"`
+		Arms          []struct {
+			Name    string
+			Metrics map[string]struct {
+				Source string
+				Rounds []map[string]any
+			}
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, ReportJSON))
+	if err := json.Unmarshal(b, &js); err != nil {
+		t.Fatal(err)
+	}
+	if js.FormatVersion != FormatVersion || len(js.Arms) != 2 || js.Arms[0].Metrics["turnaround"].Source != "capture sw" {
+		t.Fatalf("report.json: %+v", js)
+	}
+	for _, k := range []string{"n", "lost", "median_ns", "p99_ns", "p999_ns", "worst_ns"} {
+		if _, ok := js.Arms[0].Metrics["turnaround"].Rounds[0][k]; !ok {
+			t.Errorf("report.json rounds[] lacks %q", k)
+		}
+	}
+	// hist.hlog reads back with the HdrHistogram log reader: one histogram
+	// per arm × metric, tagged arm/metric, counting every sample.
+	f, err := os.Open(filepath.Join(dir, HistLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lr := hdrhistogram.NewHistogramLogReader(f)
+	got := map[string]int64{}
+	for {
+		h, err := lr.NextIntervalHistogram()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
+			break
+		}
+		got[h.Tag()] = h.TotalCount()
+	}
+	for _, a := range rep.Arms {
+		for m, mr := range a.Metrics {
+			if got[a.Name+"/"+m] != int64(mr.Summary.N)-mr.HistDropped {
+				t.Errorf("hlog %s/%s count %d, want %d", a.Name, m, got[a.Name+"/"+m], mr.Summary.N)
+			}
+		}
+	}
+	if len(got) != 14 { // 7 metrics (no network on sw clocks) × 2 arms
+		t.Errorf("hlog has %d histograms: %v", len(got), got)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, ReportMD))
+	if !strings.Contains(string(md), "](plots/percentiles-turnaround.svg)") || !strings.Contains(string(md), "No round carries telemetry.json") {
+		t.Fatal("report.md lacks plots or the telemetry section")
+	}
+}
+
+func TestTelemetryHook(t *testing.T) {
+	dir := t.TempDir()
+	spec := goldenSpec
+	spec.Rounds = 1
+	writeRun(t, dir, spec)
+	if err := os.WriteFile(filepath.Join(rundir.RoundDir(dir, "base", 0), rundir.Telemetry), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.TelemetryFiles != 1 || !strings.Contains(telemetryText(rep), "1 rounds carry telemetry.json") {
+		t.Fatalf("without summarizer: %d %q", rep.TelemetryFiles, telemetryText(rep))
+	}
+	rep, err = Run(dir, Options{Telemetry: func(rd string) (string, error) { return "stress-ng on CPU 3 for 12 ms", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteReportMD(&b, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "### base, round 0\n\nstress-ng on CPU 3 for 12 ms") {
+		t.Fatalf("telemetry section:\n%s", b.String())
+	}
+}
+
+func TestCompare(t *testing.T) {
+	mk := func(src string, rounds ...[2]int64) *MetricReport { // (median, p99.9) per round
+		var rs []RoundStats
+		for k, v := range rounds {
+			rs = append(rs, RoundStats{Round: k, Counts: Counts{N: 10000}, MedianNS: ptr(v[0]), P99NS: ptr(v[0]), P999NS: ptr(v[1]), WorstNS: ptr(v[1] + 1),
+				Percentiles: []PercentileStat{
+					{Q: "50", ValueNS: v[0], CILowNS: ptr(v[0] - 10), CIHighNS: ptr(v[0] + 10)},
+					{Q: "99", ValueNS: v[0], CILowNS: ptr(v[0] - 10), CIHighNS: ptr(v[0] + 10)},
+					{Q: "99.9", ValueNS: v[1], CILowNS: ptr(v[1] - 100), CIHighNS: nil, Undersampled: true}}})
+		}
+		return &MetricReport{Source: src, Rounds: rs, Summary: summarize(rs)}
+	}
+	base := mk("capture hw", [2]int64{1000, 5000}, [2]int64{1010, 5100}, [2]int64{1005, 5050})
+	far := mk("capture hw", [2]int64{2000, 9000}, [2]int64{2010, 9100}, [2]int64{2005, 9050})
+	near := mk("capture hw", [2]int64{1008, 5000}, [2]int64{1030, 5100}, [2]int64{1020, 5050})
+	other := mk("responder sw", [2]int64{2000, 9000}, [2]int64{2010, 9100}, [2]int64{2005, 9050})
+	verdicts := func(cs []Comparison) map[string]string {
+		m := map[string]string{}
+		for _, c := range cs {
+			m[c.Stat] = c.Verdict
+		}
+		return m
+	}
+	v := verdicts(compareMetric(Turnaround, "far", "base", far, base))
+	if v["median"] != VerdictReal || v["p99.9"] != VerdictUndersampled || v["worst"] != VerdictReal {
+		t.Fatalf("far: %v", v)
+	}
+	c := compareMetric(Turnaround, "far", "base", far, base)[0]
+	if *c.DeltaNS != 1000 || *c.Ratio < 1.99 || *c.Ratio > 2.0 {
+		t.Fatalf("delta %d ratio %f", *c.DeltaNS, *c.Ratio)
+	}
+	if v := verdicts(compareMetric(Turnaround, "near", "base", near, base)); v["median"] != VerdictNoise || v["worst"] != VerdictNoise {
+		t.Fatalf("near: %v", v)
+	}
+	if v := verdicts(compareMetric(Turnaround, "other", "base", other, base)); v["median"] != VerdictClocks {
+		t.Fatalf("different sources: %v", v)
+	}
+	if v := verdicts(compareMetric(Turnaround, "x", "base", nil, base)); v["median"] != VerdictNoData {
+		t.Fatalf("no data: %v", v)
+	}
+	// One round a side: the worst has no interval and no range: no verdict.
+	one := mk("capture hw", [2]int64{1000, 5000})
+	one2 := mk("capture hw", [2]int64{3000, 9000})
+	if v := verdicts(compareMetric(Turnaround, "x", "base", one2, one)); v["worst"] != VerdictNoCI || v["median"] != VerdictReal {
+		t.Fatalf("one round: %v", v)
+	}
+}
+
+func TestCompareRuns(t *testing.T) {
+	da, db := t.TempDir(), t.TempDir()
+	writeRun(t, da, goldenSpec)
+	spec := goldenSpec
+	spec.Arms = []string{"base", "other"}
+	writeRun(t, db, spec)
+	ra, _ := Run(da, Options{})
+	rb, _ := Run(db, Options{})
+	cs, notes := CompareRuns(ra, rb)
+	for _, c := range cs {
+		if c.Arm != "base" {
+			t.Fatalf("compared arm %q", c.Arm)
+		}
+		if c.Stat == "median" && c.Metric == Turnaround && *c.DeltaNS != 0 {
+			t.Fatalf("same data, delta %d", *c.DeltaNS)
+		}
+	}
+	if len(notes) != 2 {
+		t.Fatalf("notes %v", notes)
+	}
+	var b bytes.Buffer
+	if err := WriteComparisonMD(&b, ra, rb, cs, notes); err != nil || !strings.Contains(b.String(), `arm "other" is only in`) {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+}
+
+func TestOnly(t *testing.T) {
+	rep, err := Run(goldenRun, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := rep.Only(RTT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	WriteTablesMD(&b, o)
+	if strings.Contains(b.String(), "## turnaround") || !strings.Contains(b.String(), "## rtt") {
+		t.Fatal("--metric rtt output")
+	}
+	if _, err := rep.Only("bogus"); err == nil || !strings.Contains(err.Error(), "known: turnaround") {
+		t.Fatalf("bogus metric: %v", err)
+	}
+}
+
+// FuzzRoundFile feeds arbitrary bytes as a round's sample file (decoded by
+// the sample reader, joined) through the whole analysis and every writer: whatever the sample reader accepts (any
+// stamps, flags, sequences) must produce a report, not a panic.
+func FuzzRoundFile(f *testing.F) {
+	var seed bytes.Buffer
+	snd, _, _ := genRound(genSpec{Arms: []string{"a"}, Count: 30, Warmup: 2, Seed: 1}, 0, 0)
+	snd[3].T[samples.RxSW] = -5
+	snd[4].T[samples.TxSW] = 1 << 62
+	h := samples.Header{Role: samples.RoleSender, RunID: "00000000000000aa", Warmup: 2, Clocks: clockMap(samples.TxSW, samples.RxSW)}
+	if err := samples.Write(&seed, h, snd, samples.Footer{}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed.Bytes())
+	f.Add(seed.Bytes()[:seed.Len()/2])
+	f.Add([]byte("RIGSMPL\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		load := func() (*samples.Joined, error) {
+			sf, err := samples.Read(bytes.NewReader(data))
+			if sf == nil {
+				return nil, err
+			}
+			return samples.Join(sf)
+		}
+		in := &Input{Run: "fuzz", Warmup: -1, Baseline: "a", Arms: []InputArm{
+			{Name: "a", Rounds: []InputRound{{K: 0, Load: load}}},
+			{Name: "b", Rounds: []InputRound{{K: 0, Load: load}, {K: 1, Load: load}}}}}
+		rep, err := Analyze(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		for _, w := range []func(*bytes.Buffer, *Report) error{
+			func(b *bytes.Buffer, r *Report) error { return WriteTablesMD(b, r) },
+			func(b *bytes.Buffer, r *Report) error { return WriteTablesCSV(b, r) },
+			func(b *bytes.Buffer, r *Report) error { return WriteJSON(b, r) },
+			func(b *bytes.Buffer, r *Report) error { return WriteHistLog(b, r) },
+		} {
+			if err := w(&b, rep); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,594 @@
+// Package analysis turns the sample files of a run directory into the
+// published tables: exact per-round statistics of every metric, the
+// comparison against the baseline arm, and the report files (tables.md,
+// tables.csv, report.json, report.md, report.html, hist.hlog, plots/).
+//
+// The rules (DESIGN §2) are fixed and printed with every table: warm-up by
+// sequence (seq < W is excluded), exact nearest-rank percentiles
+// sorted[ceil(q/100·n)−1] from integer nanoseconds, worst = max after
+// warm-up, per round and then across rounds as median [min–max], a
+// distribution-free 95 % interval for each percentile, and "undersampled"
+// when fewer than MinTail samples lie at or above the percentile's rank.
+// Each metric is computed from stamps of one clock only; the source is chosen
+// per arm as the best one every round's clocks provide.
+//
+// The package is pure Go: it builds and runs on any OS.
+package analysis
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/samples"
+)
+
+// FormatVersion is the version of report.json (analysis/REPORT_FORMAT.md).
+const FormatVersion = 1
+
+// Report is the analysis of one run; it is report.json.
+type Report struct {
+	Format        string       `json:"format"` // "rig-report"
+	FormatVersion int          `json:"format_version"`
+	Run           string       `json:"run"` // run directory base name
+	RunID         string       `json:"run_id,omitempty"`
+	Scenario      string       `json:"scenario,omitempty"`
+	Baseline      string       `json:"baseline"`
+	Headline      string       `json:"headline"`
+	Rules         Rules        `json:"rules"`
+	Arms          []*ArmReport `json:"arms"`
+	// Comparisons of every arm against the baseline, per metric and
+	// statistic.
+	Comparisons []Comparison `json:"comparisons"`
+	// Problems are damaged or missing files and everything that was not
+	// analysed; the report covers what remained.
+	Problems []string `json:"problems"`
+	// Notes explain metrics that were not computed (e.g. network without
+	// hardware clocks).
+	Notes []string `json:"notes"`
+	// Telemetry are optional per-round sections (see TelemetryFunc).
+	Telemetry      []TelemetrySection `json:"telemetry,omitempty"`
+	TelemetryFiles int                `json:"telemetry_files"`
+
+	hists   map[string]*hdrhistogram.Histogram // arm/metric → pooled after warm-up
+	scatter map[string][]ScatterRound          // arm → headline points per round
+}
+
+// Rules are the statistics rules, printed with every table.
+type Rules struct {
+	Warmup       int    `json:"warmup"`
+	WarmupRule   string `json:"warmup_rule"`
+	Percentile   string `json:"percentile_rule"`
+	Worst        string `json:"worst_rule"`
+	AcrossRounds string `json:"across_rounds_rule"`
+	CI           string `json:"ci_rule"`
+	Undersampled string `json:"undersampled_rule"`
+	Population   string `json:"population_rule"`
+	Units        string `json:"units"`
+}
+
+func rules(w int) Rules {
+	return Rules{
+		Warmup:       w,
+		WarmupRule:   fmt.Sprintf("samples with sequence < %d (the first %d of each round) are excluded from every statistic", w, w),
+		Percentile:   "exact nearest-rank on the sorted samples after warm-up: p(q) = sorted[ceil(q/100·n) − 1], integer ns, no interpolation",
+		Worst:        "worst = maximum after warm-up",
+		AcrossRounds: "per round first; a cell is the median of the per-round values (nearest-rank: the lower middle for an even count) with [min–max]",
+		CI:           "95 % distribution-free order-statistic interval [x(lo), x(hi)] from the exact Binomial(n, q) distribution; a side is open (null in report.json, \"open\" in tables) when too few samples lie below or above",
+		Undersampled: fmt.Sprintf("a percentile is undersampled when fewer than %d samples lie at or above its rank: n − ceil(q/100·n) + 1 < %d (p99.9 needs n ≥ 9 000, p99.99 n ≥ 90 000)", MinTail, MinTail),
+		Population:   "after warm-up, a request flagged not-sent counts as not_sent; one with no reply stamp or a late reply counts as lost (the sender's view; the capture's, request without reply, for sequences the sender file lacks); neither contributes to any metric; a remaining request without the stamps of a metric counts as missing for that metric",
+		Units:        "JSON in integer nanoseconds; tables in µs with 2 decimals",
+	}
+}
+
+// ArmReport is one arm.
+type ArmReport struct {
+	Name    string                   `json:"name"`
+	Skipped string                   `json:"skipped,omitempty"`
+	Rounds  []int                    `json:"rounds"` // rounds analysed
+	Metrics map[string]*MetricReport `json:"metrics"`
+}
+
+// MetricReport is one metric of one arm.
+type MetricReport struct {
+	Source  string       `json:"source"`  // "capture sw", "responder hw", …
+	Formula string       `json:"formula"` // "cap_rep − cap_req"
+	Clock   string       `json:"clock"`   // the one clock of the stamps
+	Rounds  []RoundStats `json:"rounds"`
+	Summary Summary      `json:"summary"`
+	// HistDropped counts values the HDR histogram (plots, hist.hlog) could
+	// not hold (negative or above 100 s); the tables are exact regardless.
+	HistDropped int64 `json:"hist_dropped,omitempty"`
+}
+
+// Counts are the per-round request counts after warm-up.
+type Counts struct {
+	N          int `json:"n"`
+	Lost       int `json:"lost"`
+	NotSent    int `json:"not_sent"`
+	Duplicated int `json:"duplicated"`
+	Reordered  int `json:"reordered"`
+	Missing    int `json:"missing"`
+}
+
+// RoundStats are the exact statistics of one round.
+type RoundStats struct {
+	Round int `json:"round"`
+	Counts
+	MedianNS *int64 `json:"median_ns"`
+	P90NS    *int64 `json:"p90_ns"`
+	P99NS    *int64 `json:"p99_ns"`
+	P999NS   *int64 `json:"p999_ns"`
+	P9999NS  *int64 `json:"p9999_ns"`
+	WorstNS  *int64 `json:"worst_ns"`
+	MinNS    *int64 `json:"min_ns"`
+	// Percentiles repeat the values with rank, 95 % interval and the
+	// undersampled flag.
+	Percentiles []PercentileStat `json:"percentiles"`
+}
+
+// Summary is a metric across the rounds of an arm.
+type Summary struct {
+	Rounds int     `json:"rounds"` // rounds with n > 0
+	Counts         // totals over rounds
+	Median *Spread `json:"median"`
+	P90    *Spread `json:"p90"`
+	P99    *Spread `json:"p99"`
+	P999   *Spread `json:"p999"`
+	P9999  *Spread `json:"p9999"`
+	Worst  *Spread `json:"worst"`
+	// Undersampled lists percentiles ("99.9") undersampled in any round.
+	Undersampled []string `json:"undersampled"`
+	// CI is per percentile the envelope of the rounds' 95 % intervals: the
+	// lowest low and the highest high; null when a side is open in any round.
+	CI []CIEnvelope `json:"ci"`
+}
+
+// CIEnvelope is the envelope of the rounds' intervals of one percentile.
+type CIEnvelope struct {
+	Q      string `json:"q"`
+	LowNS  *int64 `json:"low_ns"`
+	HighNS *int64 `json:"high_ns"`
+}
+
+// Stat returns the across-round spread of a statistic: "median", "p90",
+// "p99", "p99.9", "p99.99" or "worst".
+func (s *Summary) Stat(name string) *Spread {
+	switch name {
+	case "median":
+		return s.Median
+	case "p90":
+		return s.P90
+	case "p99":
+		return s.P99
+	case "p99.9":
+		return s.P999
+	case "p99.99":
+		return s.P9999
+	case "worst":
+		return s.Worst
+	}
+	return nil
+}
+
+// ScatterRound is the headline metric of one round over time, thinned for
+// plotting: every sample above the round's p99 and every Stride-th of the
+// rest.
+type ScatterRound struct {
+	Round  int
+	Stride int
+	Seq    []uint64
+	NS     []int64
+}
+
+// TelemetryFunc summarizes arms/<arm>/round-<k>/telemetry.json (what else
+// ran on the responder CPU) as a Markdown fragment. The telemetry format is
+// designed elsewhere; until a summarizer is linked in, report.md only says
+// how many rounds carry the file.
+type TelemetryFunc func(roundDir string) (markdown string, err error)
+
+// DefaultTelemetry is used when Options.Telemetry is nil. A telemetry
+// package may set it from an init function.
+var DefaultTelemetry TelemetryFunc
+
+// TelemetrySection is one round's telemetry summary.
+type TelemetrySection struct {
+	Arm      string `json:"arm"`
+	Round    int    `json:"round"`
+	Markdown string `json:"markdown"`
+}
+
+// Options tune Analyze.
+type Options struct {
+	// OverrideWarmup replaces the warm-up of the manifest (else of the
+	// sample headers) with Warmup. The zero Options use the run's own W.
+	OverrideWarmup bool
+	Warmup         int
+	// ScatterPoints bounds the thinned headline points per arm and round
+	// (default 2000).
+	ScatterPoints int
+	Telemetry     TelemetryFunc
+}
+
+// histogram range: 1 ns … 100 s at 3 significant digits.
+const histMax = 100_000_000_000
+
+// acc accumulates one candidate source of one metric of one arm.
+type acc struct {
+	src     Source
+	first   int // position in the first round's candidate list
+	rounds  []RoundStats
+	hist    *hdrhistogram.Histogram
+	dropped int64
+	scatter []ScatterRound
+}
+
+// Analyze computes the report of in. Rounds that cannot be read become
+// problems; the arms that remain are reported.
+func Analyze(in *Input, opt Options) (*Report, error) {
+	if opt.ScatterPoints <= 0 {
+		opt.ScatterPoints = 2000
+	}
+	if opt.Telemetry == nil {
+		opt.Telemetry = DefaultTelemetry
+	}
+	rep := &Report{
+		Format: "rig-report", FormatVersion: FormatVersion, Run: filepath.Base(in.Run),
+		RunID: in.RunID, Scenario: in.Scenario, Baseline: in.Baseline, Headline: Headline,
+		Problems: slices.Clone(in.Problems), Notes: []string{},
+		hists: map[string]*hdrhistogram.Histogram{}, scatter: map[string][]ScatterRound{},
+	}
+	w := in.Warmup
+	if opt.OverrideWarmup {
+		if opt.Warmup < 0 {
+			return nil, fmt.Errorf("warm-up %d: must be ≥ 0", opt.Warmup)
+		}
+		w = opt.Warmup
+	}
+	for _, a := range in.Arms {
+		ar := &ArmReport{Name: a.Name, Skipped: a.Skipped, Rounds: []int{}, Metrics: map[string]*MetricReport{}}
+		rep.Arms = append(rep.Arms, ar)
+		if a.Skipped != "" {
+			continue
+		}
+		accs := map[string]map[string]*acc{} // metric → label → acc
+		for _, rd := range a.Rounds {
+			j, err := rd.Load()
+			if err != nil {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %v (round skipped)", a.Name, rd.K, err))
+				continue
+			}
+			for _, p := range j.Problems {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %s (complete records used)", a.Name, rd.K, p))
+			}
+			if w < 0 {
+				w = j.Header.Warmup
+			}
+			if j.Header.Warmup != w && !opt.OverrideWarmup {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: sample header says warm-up %d; using W=%d for the whole run", a.Name, rd.K, j.Header.Warmup, w))
+			}
+			ar.Rounds = append(ar.Rounds, rd.K)
+			analyzeRound(j, rd.K, w, accs, opt)
+			if rd.Dir != "" {
+				tp := filepath.Join(rd.Dir, rundir.Telemetry)
+				if _, err := os.Stat(tp); err == nil {
+					rep.TelemetryFiles++
+					if opt.Telemetry != nil {
+						md, err := opt.Telemetry(rd.Dir)
+						if err != nil {
+							rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", tp, err))
+						} else {
+							rep.Telemetry = append(rep.Telemetry, TelemetrySection{Arm: a.Name, Round: rd.K, Markdown: md})
+						}
+					}
+				}
+			}
+		}
+		if len(a.Rounds) == 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q: no rounds", a.Name))
+		}
+		chosen := map[string]*acc{}
+		for _, m := range MetricNames {
+			var best *acc
+			for _, c := range accs[m] {
+				if len(c.rounds) != len(ar.Rounds) {
+					continue // not available in every round: would mix clocks
+				}
+				if m == Network {
+					// Network must use the rtt and turnaround sources chosen.
+					t, r := chosen[Turnaround], chosen[RTT]
+					if t == nil || r == nil || c.src.Label != r.src.Label+" − "+t.src.Label {
+						continue
+					}
+				}
+				if best == nil || c.first < best.first {
+					best = c
+				}
+			}
+			if best == nil {
+				if len(ar.Rounds) > 0 {
+					rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q: %s not computed: %s", a.Name, m, whyMissing(m, accs, chosen)))
+				}
+				continue
+			}
+			chosen[m] = best
+			ar.Metrics[m] = &MetricReport{
+				Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock,
+				Rounds: best.rounds, Summary: summarize(best.rounds), HistDropped: best.dropped,
+			}
+			rep.hists[a.Name+"/"+m] = best.hist
+			if m == Headline {
+				rep.scatter[a.Name] = best.scatter
+			}
+		}
+	}
+	if w < 0 {
+		w = 0
+	}
+	rep.Rules = rules(w)
+	if rep.Baseline != "" && !slices.ContainsFunc(rep.Arms, func(a *ArmReport) bool { return a.Name == rep.Baseline }) {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("baseline arm %q has no data: no comparison", rep.Baseline))
+	} else if rep.Baseline != "" {
+		rep.Comparisons = CompareArms(rep, rep.Baseline)
+	}
+	return rep, nil
+}
+
+func whyMissing(m string, accs map[string]map[string]*acc, chosen map[string]*acc) string {
+	switch {
+	case m == Network:
+		t, r := chosen[Turnaround], chosen[RTT]
+		if t == nil || r == nil {
+			return "needs both rtt and turnaround"
+		}
+		return fmt.Sprintf("needs hardware clocks for both rtt and turnaround (have %s, %s)", r.src.Label, t.src.Label)
+	case len(accs[m]) == 0:
+		return "no round has the stamps on one clock"
+	default:
+		var ls []string
+		for l := range accs[m] {
+			ls = append(ls, l)
+		}
+		slices.Sort(ls)
+		return fmt.Sprintf("no source is available in every round (some rounds have %s)", strings.Join(ls, ", "))
+	}
+}
+
+// classify says whether record r (after warm-up) was not sent or lost. The
+// sender decides when it recorded the sequence; a sequence absent from the
+// sender file (truncated file) falls back to the capture, else counts as
+// answered. Lost: no reply stamp at all, or a reply after the timeout
+// (FlagLate); for the capture a request seen without its reply.
+func classify(r *samples.Record, hasSender, hasCapture bool) (lost, notSent bool) {
+	if r.Flags&samples.FlagNotSent != 0 {
+		return false, true
+	}
+	t := &r.T
+	rx := t[samples.RxHW] | t[samples.RxSW] | t[samples.RxUser]
+	if hasSender && (t[samples.Due]|t[samples.TxUser]|t[samples.TxSW]|t[samples.TxHW]|rx) != 0 {
+		return r.Flags&samples.FlagLate != 0 || rx == 0, false
+	}
+	if hasCapture && t[samples.CapReq] != 0 {
+		return t[samples.CapRep] == 0, false
+	}
+	return false, false
+}
+
+// analyzeRound computes every candidate source of every metric of one round.
+func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, opt Options) {
+	hasSender := slices.Contains(j.Roles, samples.RoleSender)
+	hasCapture := slices.Contains(j.Roles, samples.RoleCapture)
+	var base Counts
+	recs := j.Records
+	// first post-warm-up record (records are sorted by seq).
+	start, _ := slices.BinarySearchFunc(recs, uint64(w), func(r samples.Record, s uint64) int {
+		switch {
+		case r.Seq < s:
+			return -1
+		case r.Seq > s:
+			return 1
+		}
+		return 0
+	})
+	recs = recs[start:]
+	use := make([]bool, len(recs))
+	completed := 0
+	for i := range recs {
+		r := &recs[i]
+		if r.Flags&samples.FlagDuplicate != 0 {
+			base.Duplicated++
+		}
+		if r.Flags&samples.FlagReordered != 0 {
+			base.Reordered++
+		}
+		lost, notSent := classify(r, hasSender, hasCapture)
+		switch {
+		case notSent:
+			base.NotSent++
+		case lost:
+			base.Lost++
+		default:
+			use[i] = true
+			completed++
+		}
+	}
+	vals := make([]int64, 0, completed)
+	scratch := make([]int64, completed)
+	for _, m := range MetricNames {
+		for pos, src := range candidates(m, j) {
+			if accs[m] == nil {
+				accs[m] = map[string]*acc{}
+			}
+			a := accs[m][src.Label]
+			if a == nil {
+				h := hdrhistogram.New(1, histMax, 3)
+				h.SetTag(tagSafe(m))
+				a = &acc{src: src, first: pos, hist: h}
+				accs[m][src.Label] = a
+			}
+			vals = vals[:0]
+			for i := range recs {
+				if !use[i] {
+					continue
+				}
+				if v, ok := src.Value(&recs[i]); ok {
+					vals = append(vals, v)
+					if v < 0 || a.hist.RecordValue(v) != nil {
+						a.dropped++
+					}
+				}
+			}
+			c := base
+			c.N = len(vals)
+			c.Missing = completed - len(vals)
+			sortInt64(vals, scratch)
+			st := computeSorted(vals)
+			if m == Headline {
+				a.scatter = append(a.scatter, thin(recs, use, &src, k, opt.ScatterPoints, &st))
+			}
+			a.rounds = append(a.rounds, roundStats(k, c, &st))
+		}
+	}
+}
+
+func roundStats(k int, c Counts, st *Stats) RoundStats {
+	rs := RoundStats{Round: k, Counts: c, Percentiles: st.Percentiles, MinNS: st.MinNS, WorstNS: st.WorstNS}
+	if rs.Percentiles == nil {
+		rs.Percentiles = []PercentileStat{}
+	}
+	get := func(q Quantile) *int64 {
+		if v, ok := st.Value(q); ok {
+			return ptr(v)
+		}
+		return nil
+	}
+	rs.MedianNS, rs.P90NS, rs.P99NS, rs.P999NS, rs.P9999NS = get(P50), get(P90), get(P99), get(P999), get(P9999)
+	return rs
+}
+
+// thin keeps the headline samples of one round for the scatter plot: all
+// above the round's p99 (the tail is what the plot is for) and every
+// stride-th of the others.
+func thin(recs []samples.Record, use []bool, src *Source, k, maxPoints int, st *Stats) ScatterRound {
+	sr := ScatterRound{Round: k, Stride: 1}
+	p99, ok := st.Value(P99)
+	if !ok {
+		return sr
+	}
+	sr.Stride = max(1, (st.N+maxPoints-1)/maxPoints)
+	n := 0
+	for i := range recs {
+		if !use[i] {
+			continue
+		}
+		v, ok := src.Value(&recs[i])
+		if !ok {
+			continue
+		}
+		if v > p99 || n%sr.Stride == 0 {
+			sr.Seq = append(sr.Seq, recs[i].Seq)
+			sr.NS = append(sr.NS, v)
+		}
+		n++
+	}
+	return sr
+}
+
+func tagSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == ',' || r == ' ' || r == '\n' || r == '\r' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// summarize computes the across-round summary of per-round statistics.
+func summarize(rounds []RoundStats) Summary {
+	s := Summary{Undersampled: []string{}, CI: []CIEnvelope{}}
+	col := func(f func(*RoundStats) *int64) *Spread {
+		var v []int64
+		for i := range rounds {
+			if p := f(&rounds[i]); p != nil {
+				v = append(v, *p)
+			}
+		}
+		if sp, ok := SpreadOf(v); ok {
+			return &sp
+		}
+		return nil
+	}
+	for i := range rounds {
+		r := &rounds[i]
+		if r.N > 0 {
+			s.Rounds++
+		}
+		s.N += r.N
+		s.Lost += r.Lost
+		s.NotSent += r.NotSent
+		s.Duplicated += r.Duplicated
+		s.Reordered += r.Reordered
+		s.Missing += r.Missing
+	}
+	s.Median = col(func(r *RoundStats) *int64 { return r.MedianNS })
+	s.P90 = col(func(r *RoundStats) *int64 { return r.P90NS })
+	s.P99 = col(func(r *RoundStats) *int64 { return r.P99NS })
+	s.P999 = col(func(r *RoundStats) *int64 { return r.P999NS })
+	s.P9999 = col(func(r *RoundStats) *int64 { return r.P9999NS })
+	s.Worst = col(func(r *RoundStats) *int64 { return r.WorstNS })
+	for _, q := range Percentiles {
+		qs := q.Percent()
+		env := CIEnvelope{Q: qs}
+		under, lowOpen, highOpen, any := false, false, false, false
+		for i := range rounds {
+			if rounds[i].N == 0 {
+				continue
+			}
+			any = true
+			for _, p := range rounds[i].Percentiles {
+				if p.Q != qs {
+					continue
+				}
+				under = under || p.Undersampled
+				if p.CILowNS == nil {
+					lowOpen = true
+				} else if env.LowNS == nil || *p.CILowNS < *env.LowNS {
+					env.LowNS = ptr(*p.CILowNS)
+				}
+				if p.CIHighNS == nil {
+					highOpen = true
+				} else if env.HighNS == nil || *p.CIHighNS > *env.HighNS {
+					env.HighNS = ptr(*p.CIHighNS)
+				}
+			}
+		}
+		if !any {
+			continue
+		}
+		if under {
+			s.Undersampled = append(s.Undersampled, qs)
+		}
+		if lowOpen {
+			env.LowNS = nil
+		}
+		if highOpen {
+			env.HighNS = nil
+		}
+		s.CI = append(s.CI, env)
+	}
+	return s
+}
+
+// Arm returns the arm with the given name, or nil.
+func (r *Report) Arm(name string) *ArmReport {
+	for _, a := range r.Arms {
+		if a.Name == name {
+			return a
+		}
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package analysis
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/samples"
+)
+
+// Input is what Analyze reads: the arms of a run and a loader per round.
+// Load builds it from a run directory; tests and benchmarks build it from
+// synthetic rounds.
+type Input struct {
+	Run      string // directory (or a name)
+	RunID    string
+	Scenario string
+	Baseline string
+	// Warmup from the manifest; −1 when unknown (then each round's sample
+	// header decides).
+	Warmup   int
+	Arms     []InputArm
+	Problems []string
+}
+
+// InputArm is one arm and its rounds.
+type InputArm struct {
+	Name    string
+	Skipped string
+	Rounds  []InputRound
+}
+
+// InputRound is one round of an arm.
+type InputRound struct {
+	K    int
+	Dir  string // round directory; "" for synthetic rounds
+	Load func() (*samples.Joined, error)
+}
+
+// Load discovers the arms and rounds of a run directory. A missing or bad
+// manifest.json is a problem, not an error: the arms are then found from
+// arms/*/round-*/. The error is non-nil only when no arm can be found.
+func Load(run string) (*Input, error) {
+	in := &Input{Run: run, Warmup: -1}
+	st, err := os.Stat(run)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a run directory", run)
+	}
+	m, merr := rundir.ReadManifest(run)
+	onDisk, derr := armDirs(run)
+	if merr != nil {
+		if errors.Is(merr, os.ErrNotExist) {
+			in.Problems = append(in.Problems, fmt.Sprintf("%s: missing; arms discovered from %s/*/round-*/",
+				filepath.Join(run, rundir.ManifestFile), rundir.ArmsDir))
+		} else {
+			in.Problems = append(in.Problems, fmt.Sprintf("bad manifest: %v; arms discovered from %s/*/round-*/", merr, rundir.ArmsDir))
+		}
+		for _, a := range onDisk {
+			in.Arms = append(in.Arms, InputArm{Name: a})
+		}
+		if len(in.Arms) > 0 {
+			in.Baseline = in.Arms[0].Name
+			in.Problems = append(in.Problems, fmt.Sprintf("baseline unknown without a manifest: comparing against %q (first by name)", in.Baseline))
+		}
+	} else {
+		in.RunID, in.Scenario, in.Baseline, in.Warmup = m.RunID, m.Scenario, m.Baseline, m.Warmup
+		for _, a := range m.Arms {
+			in.Arms = append(in.Arms, InputArm{Name: a.Name, Skipped: a.Skipped})
+		}
+		for _, d := range onDisk {
+			if !slices.ContainsFunc(in.Arms, func(a InputArm) bool { return a.Name == d }) {
+				in.Problems = append(in.Problems, fmt.Sprintf("%s: arm not in the manifest; reported anyway", filepath.Join(run, rundir.ArmsDir, d)))
+				in.Arms = append(in.Arms, InputArm{Name: d})
+			}
+		}
+	}
+	if len(in.Arms) == 0 {
+		if derr != nil {
+			return nil, fmt.Errorf("%s: no arms: %v", run, derr)
+		}
+		return nil, fmt.Errorf("%s: no arms (no manifest arms and no %s/*/round-*/ directories)", run, rundir.ArmsDir)
+	}
+	for i := range in.Arms {
+		a := &in.Arms[i]
+		ks, err := roundNumbers(filepath.Join(run, rundir.ArmsDir, a.Name))
+		if err != nil && a.Skipped == "" {
+			in.Problems = append(in.Problems, fmt.Sprintf("arm %q: %v", a.Name, err))
+		}
+		for _, k := range ks {
+			dir := rundir.RoundDir(run, a.Name, k)
+			a.Rounds = append(a.Rounds, InputRound{K: k, Dir: dir, Load: func() (*samples.Joined, error) { return samples.JoinDir(dir) }})
+		}
+	}
+	return in, nil
+}
+
+// armDirs lists arms/* directories that hold at least one round-<k>.
+func armDirs(run string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(run, rundir.ArmsDir))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if ks, _ := roundNumbers(filepath.Join(run, rundir.ArmsDir, e.Name())); len(ks) > 0 {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// roundNumbers lists k of the round-<k> directories, ascending.
+func roundNumbers(armDir string) ([]int, error) {
+	ents, err := os.ReadDir(armDir)
+	if err != nil {
+		return nil, err
+	}
+	var ks []int
+	for _, e := range ents {
+		s, ok := strings.CutPrefix(e.Name(), "round-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		k, err := strconv.Atoi(s)
+		if err != nil || k < 0 {
+			continue
+		}
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	if len(ks) == 0 {
+		return nil, fmt.Errorf("%s: no round-<k> directories", armDir)
+	}
+	return ks, nil
+}

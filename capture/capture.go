@@ -1,0 +1,374 @@
+// Package capture timestamps the rig's requests and replies on a mirror or
+// tap port: one AF_PACKET socket receives both directions, so the
+// responder's turnaround (reply − request) is taken on ONE clock, the
+// capture NIC's (hardware where granted, else the kernel's software stamp,
+// labelled as such).
+//
+// Frames are filtered in the kernel (cBPF on the rig's UDP ports), parsed
+// in place, and paired by (run id, sequence). The per-packet path does not
+// allocate; an optional pcap copy of each frame goes to preallocated memory
+// and is written after the round.
+package capture
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/internal/version"
+	"github.com/rig-project/rig/internal/wire"
+)
+
+// Config configures a capture.
+type Config struct {
+	Iface      string   // the mirror/tap port
+	Ports      []uint16 // UDP ports of requests and replies
+	Timestamps tstamp.Mode
+	RunID      uint64 // 0 = adopt the first run seen
+	Capacity   int    // sequences recorded (0..Capacity-1)
+	// PcapFrames > 0 keeps that many frames (first Snaplen bytes each) for
+	// WritePcap.
+	PcapFrames int
+	Snaplen    int // default 128
+	Host       string
+	Arm        string
+	Ready      func()
+}
+
+// Capture pairs requests and replies seen on a mirror port.
+type Capture struct {
+	cfg     Config
+	conn    *tstamp.PacketConn
+	granted tstamp.Granted
+	useHW   bool
+	recs    []samples.Record
+	cnt     samples.Counters
+	runID   uint64
+	buf     [2048]byte
+	hdr     wire.Header
+	stop    atomic.Bool
+	frames  atomic.Int64
+	started time.Time
+	stopped string
+
+	pcap struct {
+		data []byte
+		meta []frameMeta
+		n    int
+	}
+}
+
+type frameMeta struct {
+	ts       int64
+	length   int
+	captured int
+}
+
+// New opens the capture socket on Iface.
+func New(cfg Config) (*Capture, error) {
+	if cfg.Capacity <= 0 {
+		cfg.Capacity = 100_000
+	}
+	if cfg.Snaplen <= 0 {
+		cfg.Snaplen = 128
+	}
+	if len(cfg.Ports) == 0 {
+		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
+	}
+	ifi, err := net.InterfaceByName(cfg.Iface)
+	if err != nil {
+		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)
+	}
+	conn, err := tstamp.ListenPacket(ifi.Index, true)
+	if err != nil {
+		return nil, err
+	}
+	c := &Capture{cfg: cfg, conn: conn, runID: cfg.RunID, recs: make([]samples.Record, cfg.Capacity)}
+	if c.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	c.useHW = c.granted.HardwareRX()
+	// A SPAN/mirror port delivers frames addressed to other hosts: the NIC
+	// drops them unless promiscuous. The kernel undoes this on close.
+	if err := conn.SetPromiscuous(true); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := conn.AttachUDPPortFilter(cfg.Ports...); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if cfg.PcapFrames > 0 {
+		c.pcap.data = make([]byte, cfg.PcapFrames*cfg.Snaplen)
+		c.pcap.meta = make([]frameMeta, cfg.PcapFrames)
+	}
+	return c, nil
+}
+
+// Granted reports the timestamping granted on the capture port.
+func (c *Capture) Granted() tstamp.Granted { return c.granted }
+
+// Source is "hw" or "sw": the clock of cap_req and cap_rep.
+func (c *Capture) Source() string {
+	if c.useHW {
+		return "hw"
+	}
+	return "sw"
+}
+
+// Stop ends Run (safe from any goroutine).
+func (c *Capture) Stop() { c.stop.Store(true) }
+
+// Frames is the number of rig frames seen so far.
+func (c *Capture) Frames() int { return int(c.frames.Load()) }
+
+// Run captures until ctx is done or Stop is called.
+func (c *Capture) Run(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		done <- c.loop()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		c.stopped = "interrupted: " + context.Cause(ctx).Error()
+		c.Stop()
+		return <-done
+	}
+}
+
+func (c *Capture) loop() error {
+	gc := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(gc)
+	c.started = time.Now()
+	if c.cfg.Ready != nil {
+		c.cfg.Ready()
+	}
+	for !c.stop.Load() {
+		ok, err := c.conn.Poll(50 * time.Millisecond)
+		if err != nil {
+			return fmt.Errorf("poll: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		if err := c.drain(); err != nil {
+			return err
+		}
+	}
+	c.finish()
+	return nil
+}
+
+// drain reads every queued frame without blocking.
+func (c *Capture) drain() error {
+	for {
+		n, _, st, err := c.conn.RecvPacket(c.buf[:])
+		switch {
+		case err == nil:
+		case errors.Is(err, tstamp.ErrWouldBlock):
+			return nil
+		case errors.Is(err, tstamp.ErrTruncated):
+			c.cnt.Malformed++
+			continue
+		default:
+			return fmt.Errorf("capture recvmsg: %w", err)
+		}
+		c.onFrame(c.buf[:n], st)
+	}
+}
+
+// onFrame files one Ethernet frame. It does not allocate.
+func (c *Capture) onFrame(f []byte, st tstamp.Stamps) {
+	payload, ok := udpPayload(f)
+	if !ok {
+		c.cnt.Foreign++
+		return
+	}
+	if err := wire.Decode(payload, c.runID, &c.hdr); err != nil {
+		if err == wire.ErrShort || err == wire.ErrMagic || err == wire.ErrRunID {
+			c.cnt.Foreign++
+		} else {
+			c.cnt.Malformed++
+		}
+		return
+	}
+	if c.runID == 0 {
+		c.runID = c.hdr.RunID
+	}
+	c.frames.Add(1)
+	ts := st.SW
+	if c.useHW {
+		ts = st.HW // never fall back to SW inside a HW column
+	}
+	c.keepFrame(f, ts)
+	if ts == 0 {
+		c.cnt.RxStampsMissing++
+	}
+	if c.hdr.Seq >= uint64(len(c.recs)) {
+		c.cnt.OutOfRange++
+		return
+	}
+	r := &c.recs[c.hdr.Seq]
+	r.Seq = c.hdr.Seq
+	col := samples.CapReq
+	if c.hdr.Type == wire.Reply {
+		col = samples.CapRep
+	}
+	if r.T[col] != 0 {
+		r.Flags |= samples.FlagDuplicate
+		c.cnt.Duplicated++
+		return
+	}
+	r.T[col] = ts
+	c.cnt.Received++
+}
+
+// udpPayload returns the UDP payload of an Ethernet (optionally 802.1Q)
+// IPv4 frame, or false.
+func udpPayload(f []byte) ([]byte, bool) {
+	if len(f) < 14 {
+		return nil, false
+	}
+	et := binary.BigEndian.Uint16(f[12:14])
+	off := 14
+	if et == 0x8100 && len(f) >= 18 {
+		et = binary.BigEndian.Uint16(f[16:18])
+		off = 18
+	}
+	if et != 0x0800 || len(f) < off+20 {
+		return nil, false
+	}
+	ip := f[off:]
+	ihl := int(ip[0]&0x0f) * 4
+	if ip[0]>>4 != 4 || ihl < 20 || ip[9] != 17 || len(ip) < ihl+8 {
+		return nil, false
+	}
+	if binary.BigEndian.Uint16(ip[6:8])&0x1fff != 0 {
+		return nil, false // not a first fragment
+	}
+	total := int(binary.BigEndian.Uint16(ip[2:4]))
+	if total > len(ip) || total < ihl+8 {
+		return nil, false
+	}
+	udp := ip[ihl:total]
+	ulen := int(binary.BigEndian.Uint16(udp[4:6]))
+	if ulen < 8 || ulen > len(udp) {
+		return nil, false
+	}
+	return udp[8:ulen], true
+}
+
+func (c *Capture) keepFrame(f []byte, ts int64) {
+	if c.pcap.n >= len(c.pcap.meta) {
+		return
+	}
+	sl := c.cfg.Snaplen
+	k := copy(c.pcap.data[c.pcap.n*sl:(c.pcap.n+1)*sl], f)
+	c.pcap.meta[c.pcap.n] = frameMeta{ts: ts, length: len(f), captured: k}
+	c.pcap.n++
+}
+
+func (c *Capture) finish() {
+	for i := range c.recs {
+		r := &c.recs[i]
+		if (r.T[samples.CapReq] == 0) != (r.T[samples.CapRep] == 0) {
+			c.cnt.Unpaired++
+		}
+	}
+}
+
+// RunID is the run the capture paired (adopted when Config.RunID was 0).
+func (c *Capture) RunID() uint64 { return c.runID }
+
+// Counters returns the capture's counts.
+func (c *Capture) Counters() samples.Counters { return c.cnt }
+
+// Records returns the sequences seen in either direction.
+func (c *Capture) Records() []samples.Record {
+	var out []samples.Record
+	for i := range c.recs {
+		if c.recs[i].T[samples.CapReq] != 0 || c.recs[i].T[samples.CapRep] != 0 || c.recs[i].Flags != 0 {
+			out = append(out, c.recs[i])
+		}
+	}
+	return out
+}
+
+// Header describes the capture's sample file.
+func (c *Capture) Header(arm, round int) samples.Header {
+	ck := samples.Clock{Source: "sw", Clock: "CLOCK_REALTIME", Iface: c.cfg.Iface}
+	if c.useHW {
+		ck = samples.Clock{Source: "hw", Clock: "phc", Iface: c.cfg.Iface, PHCIndex: c.granted.Caps.PHCIndex}
+	}
+	return samples.Header{
+		WireVersion: wire.Version,
+		RigVersion:  version.String(),
+		Role:        samples.RoleCapture,
+		RunID:       wire.FormatRunID(c.runID),
+		Arm:         c.cfg.Arm,
+		ArmIndex:    arm,
+		Round:       round,
+		Host:        c.cfg.Host,
+		Iface:       c.cfg.Iface,
+		Clocks:      map[string]samples.Clock{"cap_req": ck, "cap_rep": ck},
+		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports},
+		StartedAt:   c.started.UTC().Format(time.RFC3339Nano),
+	}
+}
+
+// WriteFile writes the capture's sample file.
+func (c *Capture) WriteFile(path string, arm, round int) error {
+	return samples.WriteFile(path, c.Header(arm, round), c.Records(), samples.Footer{
+		Counters: c.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: c.stopped,
+	})
+}
+
+// WritePcap writes the kept frames as a pcap file with nanosecond stamps
+// (magic a1b23c4d). HW stamps are raw PHC time, not wall time: the file's
+// times are then PHC seconds, which tcpdump shows as a date near 1970 or
+// offset from wall time; the sample header says which clock it is.
+func (c *Capture) WritePcap(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := pcapgo.NewWriterNanos(f)
+	if err := w.WriteFileHeader(uint32(c.cfg.Snaplen), layers.LinkTypeEthernet); err != nil {
+		f.Close()
+		return err
+	}
+	sl := c.cfg.Snaplen
+	for i := 0; i < c.pcap.n; i++ {
+		m := c.pcap.meta[i]
+		ts := m.ts
+		if ts == 0 {
+			ts = 1 // pcapgo would substitute time.Now() for a zero time
+		}
+		ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, ts), CaptureLength: m.captured, Length: m.length}
+		if err := w.WritePacket(ci, c.pcap.data[i*sl:i*sl+m.captured]); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// Close releases the socket.
+func (c *Capture) Close() error { return c.conn.Close() }

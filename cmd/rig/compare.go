@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+
+	"github.com/rig-project/rig/analysis"
+)
+
+func init() {
+	register(&command{
+		name:    "compare",
+		summary: "compare two run directories arm by arm (B against A)",
+		run:     runCompare,
+	})
+}
+
+func runCompare(ctx context.Context, args []string) error {
+	fs := newFlagSet("compare", "RUN_A RUN_B [--format md|json] [--metric NAME]")
+	format := fs.String("format", "md", "output format: md or json")
+	metric := fs.String("metric", "", "only this metric")
+	pos, err := splitArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("compare: want two run directories RUN_A RUN_B, got %d arguments", len(pos))
+	}
+	if *format != "md" && *format != "json" {
+		return usagef("compare: --format %q: want md or json", *format)
+	}
+	var reps [2]*analysis.Report
+	for i, d := range pos {
+		r, err := analysis.Run(d, analysis.Options{})
+		if err != nil {
+			return err
+		}
+		if *metric != "" {
+			if r, err = r.Only(*metric); err != nil {
+				return usagef("compare: --metric: %v", err)
+			}
+		}
+		reps[i] = r
+	}
+	cs, notes := analysis.CompareRuns(reps[0], reps[1])
+	if *format == "json" {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"format": "rig-compare", "format_version": analysis.FormatVersion,
+			"a": reps[0].Run, "b": reps[1].Run, "comparisons": cs, "notes": notes,
+			"problems": map[string][]string{"a": reps[0].Problems, "b": reps[1].Problems}}); err != nil {
+			return err
+		}
+	} else if err := analysis.WriteComparisonMD(os.Stdout, reps[0], reps[1], cs, notes); err != nil {
+		return err
+	}
+	if n := len(reps[0].Problems) + len(reps[1].Problems); n > 0 {
+		return problemsError{n}
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rig-project/rig/internal/netlab"
+)
+
+const labUsage = `up|down|show [flags] [NAME]
+
+  up    build the emulated topology: sender, responder and capture namespaces
+        on a bridge in a switch namespace, both directions mirrored to capture
+  down  remove it (a lab that is not there is fine)
+  show  print a lab and whether the live namespaces still match it`
+
+func init() {
+	register(&command{name: "lab", summary: "build, show or remove the emulated sender/responder/capture topology", run: runLab})
+}
+
+func runLab(ctx context.Context, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fs := newFlagSet("lab", labUsage)
+		if err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		return usagef("lab: missing subcommand up, down or show")
+	}
+	switch args[0] {
+	case "up":
+		return labUp(ctx, args[1:])
+	case "down":
+		return labDown(args[1:])
+	case "show":
+		return labShow(args[1:])
+	}
+	return usagef("lab: unknown subcommand %q: want up, down or show", args[0])
+}
+
+// labName takes the name from --name or a single positional argument.
+func labName(fs *flag.FlagSet, flagName string) (string, error) {
+	name := flagName
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		if flagName != netlab.DefaultName && flagName != fs.Arg(0) {
+			return "", usagef("%s: name given twice (--name %s and %s)", fs.Name(), flagName, fs.Arg(0))
+		}
+		name = fs.Arg(0)
+	default:
+		return "", usagef("%s: unexpected arguments %q", fs.Name(), fs.Args()[1:])
+	}
+	if err := netlab.ValidateName(name); err != nil {
+		return "", usageError{err}
+	}
+	return name, nil
+}
+
+func labUp(ctx context.Context, args []string) error {
+	fs := newFlagSet("lab up", "[--name NAME] [--rx-queues N] [--tx-queues N] [--mtu N] [--subnet CIDR] [--dynamic-neighbors] [--tx-csum-offload] [--json]")
+	name := fs.String("name", netlab.DefaultName, "lab name: a-z, 0-9, '-', at most 10 characters; prefixes every namespace and interface")
+	rxq := fs.Int("rx-queues", 1, "RX queues of the responder veth (1.."+fmt.Sprint(netlab.MaxQueues)+")")
+	txq := fs.Int("tx-queues", 0, "TX queues of the responder veth (default: same as --rx-queues)")
+	mtu := fs.Int("mtu", netlab.DefaultMTU, "MTU of every lab interface")
+	subnet := fs.String("subnet", "", "IPv4 prefix of the lab (default 10.99.X.0/24, X from the name)")
+	dyn := fs.Bool("dynamic-neighbors", false, "leave ARP to the kernel instead of permanent sender/responder neighbour entries")
+	csum := fs.Bool("tx-csum-offload", false, "keep veth TX checksum offload (captured UDP checksums are then left unfilled)")
+	asJSON := fs.Bool("json", false, "print the topology as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	n, err := labName(fs, *name)
+	if err != nil {
+		return err
+	}
+	opts := netlab.Options{RxQueues: *rxq, TxQueues: *txq, MTU: *mtu, DynamicNeighbors: *dyn, TxChecksumOffload: *csum}
+	if *subnet != "" {
+		p, err := netip.ParsePrefix(*subnet)
+		if err != nil {
+			return usagef("lab up: --subnet %q: %v (want e.g. 10.99.7.0/24)", *subnet, err)
+		}
+		opts.Subnet = p
+	}
+	start := time.Now()
+	topo, err := netlab.Up(ctx, n, opts)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(os.Stdout, topo)
+	}
+	state := "up"
+	if topo.CreatedAt.Before(start) {
+		state = "already up since " + topo.CreatedAt.Format(time.RFC3339)
+	}
+	printLab(os.Stdout, topo, state)
+	printLabUsage(os.Stdout, topo)
+	return nil
+}
+
+func labDown(args []string) error {
+	fs := newFlagSet("lab down", "[--name NAME]")
+	name := fs.String("name", netlab.DefaultName, "lab name")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	n, err := labName(fs, *name)
+	if err != nil {
+		return err
+	}
+	if !netlab.Exists(n) {
+		fmt.Printf("lab %s: not present, nothing to remove\n", n)
+		return nil
+	}
+	if err := netlab.Down(n); err != nil {
+		return err
+	}
+	fmt.Printf("lab %s: removed namespaces %s and %s\n", n, strings.Join(netlab.Namespaces(n), " "), netlab.Path(n))
+	return nil
+}
+
+func labShow(args []string) error {
+	fs := newFlagSet("lab show", "[--name NAME] [--json]")
+	name := fs.String("name", netlab.DefaultName, "lab name")
+	asJSON := fs.Bool("json", false, "print the stored description as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	n, err := labName(fs, *name)
+	if err != nil {
+		return err
+	}
+	topo, err := netlab.Load(n)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(os.Stdout, topo)
+	}
+	state := "up since " + topo.CreatedAt.Format(time.RFC3339)
+	cerr := topo.Check()
+	if cerr != nil {
+		state = "BROKEN (rig lab up --name " + n + " rebuilds it)"
+	}
+	printLab(os.Stdout, topo, state)
+	if cerr != nil {
+		return cerr
+	}
+	printLabUsage(os.Stdout, topo)
+	return nil
+}
+
+func printJSON(w io.Writer, t *netlab.Topology) error {
+	b, err := t.MarshalIndent()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func printLab(w io.Writer, t *netlab.Topology, state string) {
+	neigh := "permanent sender/responder neighbour entries"
+	if !t.StaticNeighbors {
+		neigh = "dynamic ARP"
+	}
+	csum := "checksums computed in software"
+	if t.TxChecksumOffload {
+		csum = "tx checksum offload on (captured UDP checksums unfilled)"
+	}
+	fmt.Fprintf(w, "lab %s: %s\n  subnet %v, mtu %d, responder veth %d rx / %d tx queues, %s, %s, IPv6 off\n\n",
+		t.Name, state, t.Subnet, t.MTU, t.RxQueues, t.TxQueues, neigh, csum)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ROLE\tNETNS\tINTERFACE\tIFINDEX\tADDRESS\tMAC\tSWITCH PORT")
+	for _, r := range []netlab.Role{netlab.Sender, netlab.Responder, netlab.Capture} {
+		h, _ := t.Host(r)
+		addr := "-"
+		if h.Addr.IsValid() {
+			addr = netip.PrefixFrom(h.Addr, t.Subnet.Bits()).String()
+		}
+		port := h.Port + " (bridged)"
+		if r == netlab.Capture {
+			port = h.Port + " (mirror of both directions)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\n", r, h.Netns, h.Interface, h.Ifindex, addr, h.MAC, port)
+	}
+	fmt.Fprintf(tw, "  switch\t%s\t%s (bridge, hub mode)\t%d\t-\t-\t-\n", t.Switch.Netns, t.Switch.Bridge, t.Switch.BridgeIfindex)
+	tw.Flush()
+}
+
+func printLabUsage(w io.Writer, t *netlab.Topology) {
+	ex := func(r netlab.Role) string { return strings.Join(t.Exec(r), " ") }
+	fmt.Fprintf(w, "\nuse it (start responder and capture first; multicast is routed out of the lab veth):\n")
+	fmt.Fprintf(w, "  %s rig respond --iface %s &    # %v\n", ex(netlab.Responder), t.Responder.Interface, t.Responder.Addr)
+	fmt.Fprintf(w, "  %s rig capture --iface %s --duration 20s &    # sees every request and reply once\n", ex(netlab.Capture), t.Capture.Interface)
+	fmt.Fprintf(w, "  %s rig send --iface %s --count 10000    # %v\n", ex(netlab.Sender), t.Sender.Interface, t.Sender.Addr)
+	fmt.Fprintf(w, "  description: %s\n  remove:      rig lab down --name %s\n", netlab.Path(t.Name), t.Name)
+}

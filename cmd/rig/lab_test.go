@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/netlab/netlabtest"
+)
+
+func TestLabUsageErrors(t *testing.T) {
+	t.Setenv(netlab.EnvDir, t.TempDir())
+	for _, args := range [][]string{
+		{},
+		{"bogus"},
+		{"up", "--name", "Bad_Name"},
+		{"up", "--name", "waytoolongname"},
+		{"up", "--subnet", "10.1.2"},
+		{"up", "a", "b"},
+		{"up", "--name", "x1", "x2"},
+		{"down", "--rx-queues", "4"},
+		{"show", "-bad"},
+	} {
+		err := runLab(context.Background(), args)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("rig lab %q: %v, want a usage error (exit 2)", args, err)
+		}
+	}
+}
+
+func TestLabDownAndShowMissing(t *testing.T) {
+	t.Setenv(netlab.EnvDir, t.TempDir())
+	name := netlab.UniqueName("cli")
+	// Down of a lab that is not there succeeds without privileges.
+	if err := runLab(context.Background(), []string{"down", "--name", name}); err != nil {
+		t.Errorf("down on a missing lab: %v", err)
+	}
+	err := runLab(context.Background(), []string{"show", name})
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "rig lab up --name "+name) {
+		t.Errorf("show on a missing lab: %v, want not-exist naming the fix", err)
+	}
+}
+
+func TestLabShowLive(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	if err := runLab(context.Background(), []string{"show", topo.Name}); err != nil {
+		t.Errorf("show %s: %v", topo.Name, err)
+	}
+	// Up of the same lab is idempotent through the CLI as well.
+	if err := runLab(context.Background(), []string{"up", "--json", topo.Name}); err != nil {
+		t.Errorf("up %s again: %v", topo.Name, err)
+	}
+	if err := runLab(context.Background(), []string{"up", "--mtu", "9000", topo.Name}); !errors.Is(err, os.ErrExist) {
+		t.Errorf("up %s with another MTU: %v, want os.ErrExist", topo.Name, err)
+	}
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/nicctl"
+)
+
+func init() {
+	register(&command{name: "nicctl", summary: "show or change (journaled, always undone) NIC queues, rings, coalescing, IRQ affinity", run: runNicctl})
+}
+
+const nicctlUsage = `show IFACE [--json]
+       rig nicctl set IFACE [--irq-cpus LIST | --irq-cpu-per-queue LIST] [--rx-usecs N] [--tx-usecs N]
+                     [--adaptive-rx on|off] [--rx-ring N] [--tx-ring N] [--channels N] [--hold-irqbalance]
+                     [--require-irq-affinity] [--allow-mgmt] [--for DURATION | --keep]`
+
+func nicctlEnv(root string) *nicctl.Env {
+	fs := hostfs.Default()
+	if root != "" {
+		fs = hostfs.FS{Root: root}
+	}
+	return &nicctl.Env{FS: fs, IRQBalance: nicctl.HostIRQBalance{FS: fs}}
+}
+
+func runNicctl(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("usage: rig nicctl %s", nicctlUsage)
+	}
+	switch args[0] {
+	case "show":
+		return nicctlShow(ctx, args[1:])
+	case "set":
+		return nicctlSet(ctx, args[1:])
+	case "-h", "--help", "help":
+		fmt.Printf("usage: rig nicctl %s\n", nicctlUsage)
+		return nil
+	}
+	return usagef("rig nicctl: unknown subcommand %q (want show or set)", args[0])
+}
+
+// splitIface takes the interface name from the front or back of args, so
+// both `set eth1 --channels 2` and `set --channels 2 eth1` work.
+func splitIface(fs *flag.FlagSet, args []string) (string, error) {
+	var iface string
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		iface, args = args[0], args[1:]
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
+	}
+	if iface == "" && fs.NArg() == 1 {
+		iface = fs.Arg(0)
+	} else if fs.NArg() != 0 {
+		return "", usagef("unexpected arguments %q", fs.Args())
+	}
+	if iface == "" {
+		return "", usagef("missing interface name")
+	}
+	return iface, nil
+}
+
+func nicctlShow(ctx context.Context, args []string) error {
+	fs := newFlagSet("nicctl show", "IFACE [--json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	root := fs.String("host-root", "", "read /proc and /sys below this root (default $"+hostfs.EnvRoot+" or /)")
+	iface, err := splitIface(fs, args)
+	if err != nil {
+		return err
+	}
+	env := nicctlEnv(*root)
+	defer env.Close()
+	in, err := nicctl.Show(ctx, env, iface)
+	if errors.Is(err, nicctl.ErrNoDevice) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		e := json.NewEncoder(os.Stdout)
+		e.SetIndent("", "  ")
+		return e.Encode(in)
+	}
+	in.WriteText(os.Stdout)
+	return nil
+}
+
+// optU32 is a flag that records whether it was given.
+type optU32 struct{ v *uint32 }
+
+func (o *optU32) String() string {
+	if o.v == nil {
+		return ""
+	}
+	return strconv.FormatUint(uint64(*o.v), 10)
+}
+func (o *optU32) Set(s string) error {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return fmt.Errorf("%q is not a non-negative integer", s)
+	}
+	v := uint32(n)
+	o.v = &v
+	return nil
+}
+
+type onOff struct{ v *bool }
+
+func (o *onOff) String() string {
+	if o.v == nil {
+		return ""
+	}
+	return map[bool]string{true: "on", false: "off"}[*o.v]
+}
+func (o *onOff) Set(s string) error {
+	var b bool
+	switch s {
+	case "on":
+		b = true
+	case "off":
+	default:
+		return fmt.Errorf("%q: want on or off", s)
+	}
+	o.v = &b
+	return nil
+}
+
+type cpuFlag struct{ cpus []int }
+
+func (c *cpuFlag) String() string { return cpulist.Format(c.cpus) }
+func (c *cpuFlag) Set(s string) error {
+	v, err := cpulist.Parse(s)
+	if err == nil && len(v) == 0 {
+		err = fmt.Errorf("empty CPU list")
+	}
+	c.cpus = v
+	return err
+}
+
+func nicctlSet(ctx context.Context, args []string) error {
+	fs := newFlagSet("nicctl set", "IFACE [flags]")
+	var s nicctl.Settings
+	var irqCPUs, perQueue cpuFlag
+	var rxUsecs, txUsecs, rxRing, txRing, channels optU32
+	var adaptive onOff
+	fs.Var(&irqCPUs, "irq-cpus", "CPU list for every queue IRQ (e.g. 2-3)")
+	fs.Var(&perQueue, "irq-cpu-per-queue", "CPUs assigned round-robin, one per queue (queue q → list[q mod n])")
+	fs.Var(&rxUsecs, "rx-usecs", "RX interrupt moderation, µs")
+	fs.Var(&txUsecs, "tx-usecs", "TX interrupt moderation, µs")
+	fs.Var(&adaptive, "adaptive-rx", "adaptive RX moderation: on|off")
+	fs.Var(&rxRing, "rx-ring", "RX ring size (drivers may round: the effective size is reported)")
+	fs.Var(&txRing, "tx-ring", "TX ring size")
+	fs.Var(&channels, "channels", "queue count (combined, or rx and tx where the driver has no combined)")
+	fs.BoolVar(&s.HoldIRQBalance, "hold-irqbalance", false, "stop irqbalance (systemd) while the change is held, start it again after")
+	fs.BoolVar(&s.RequireIRQAffinity, "require-irq-affinity", false, "fail if any queue IRQ's affinity cannot be set (kernel-managed IRQs)")
+	fs.BoolVar(&s.AllowMgmt, "allow-mgmt", false, "allow changing the interface that carries the default route")
+	hold := fs.Duration("for", 0, "hold the change this long, then undo it (default: until Ctrl-C/SIGTERM)")
+	keep := fs.Bool("keep", false, "leave the change in place and exit; the journal stays pending until `rig restore`")
+	hwts := fs.String("hwtstamp", "", "HW timestamp config: all (TX on, RX all) | ptp (TX on, RX PTPv2 events) | off")
+	root := fs.String("host-root", "", "change /proc and /sys below this root (default $"+hostfs.EnvRoot+" or /)")
+	iface, err := splitIface(fs, args)
+	if err != nil {
+		return err
+	}
+	if *hwts != "" {
+		m, ok := nicctl.HWTstampModes[*hwts]
+		if !ok {
+			return usagef("--hwtstamp %q: want all, ptp or off", *hwts)
+		}
+		s.HWTstamp = &m
+	}
+	if *keep && *hold != 0 {
+		return usagef("--keep and --for exclude each other")
+	}
+	s.IRQCPUs, s.IRQCPUPerQueue = irqCPUs.cpus, perQueue.cpus
+	s.RxUsecs, s.TxUsecs, s.AdaptiveRx = rxUsecs.v, txUsecs.v, adaptive.v
+	s.RxRing, s.TxRing, s.Channels = rxRing.v, txRing.v, channels.v
+
+	env := nicctlEnv(*root)
+	defer env.Close()
+	j, err := journal.Open(journal.Dir(), nicctl.Handlers(env))
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	changes, setErr := nicctl.Set(ctx, env, j, iface, s)
+	printChanges(changes)
+	var ue *nicctl.UsageError
+	if setErr == nil && *keep {
+		fmt.Printf("kept: run `rig restore` to put %s back (journal %s)\n", iface, j.Dir())
+		return nil
+	}
+	if setErr == nil {
+		if *hold > 0 {
+			fmt.Printf("holding for %s (Ctrl-C to restore now)\n", *hold)
+			t := time.NewTimer(*hold)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+		} else {
+			fmt.Println("holding until Ctrl-C or SIGTERM")
+			<-ctx.Done()
+		}
+	}
+	// Undo on every path: success after the hold, error, signal.
+	restored, uerr := j.Undo(context.WithoutCancel(ctx))
+	printRestored(restored)
+	if errors.As(setErr, &ue) {
+		setErr = usageError{setErr}
+	}
+	return errors.Join(setErr, uerr)
+}
+
+func printChanges(cs []nicctl.Change) {
+	if len(cs) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANGE\tPREVIOUS\tREQUESTED\tEFFECTIVE\tNOTE")
+	for _, c := range cs {
+		note := c.Note
+		if c.Err != "" {
+			note = "ERROR: " + c.Err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.What, c.Previous, c.Requested, c.Effective, note)
+	}
+	tw.Flush()
+}
+
+func printRestored(rs []journal.Restored) {
+	for _, r := range rs {
+		if r.Err != nil {
+			fmt.Printf("NOT restored: %v\n", r.Err)
+			continue
+		}
+		fmt.Printf("restored %s %s = %s (was set to %s)\n", r.Entry.Kind, r.Entry.Target, r.Restored, r.Entry.Applied)
+	}
+}

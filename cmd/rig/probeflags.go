@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/internal/wire"
+)
+
+// probeFlags are the flags shared by respond, send and capture.
+type probeFlags struct {
+	iface, group, timestamps, out, runID, arm string
+	armIndex, round                           int
+}
+
+func (p *probeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.iface, "iface", "", "network interface (required), e.g. ens5 or the lab's veth")
+	fs.StringVar(&p.group, "group", "239.1.1.1:9000", "request multicast group:port")
+	fs.StringVar(&p.timestamps, "timestamps", "auto", "hardware | software | auto: NIC stamps, kernel stamps, or the best granted")
+	fs.StringVar(&p.out, "out", "", "write the per-request sample file here")
+	fs.StringVar(&p.runID, "run-id", "", "16 hex digits; accept/emit only this run (default: random for send, first seen otherwise)")
+	fs.StringVar(&p.arm, "arm", "", "arm name recorded in the sample file")
+	fs.IntVar(&p.armIndex, "arm-index", 0, "arm index carried in every packet")
+	fs.IntVar(&p.round, "round", 0, "round index carried in every packet")
+}
+
+func (p *probeFlags) parse() (group netip.AddrPort, mode tstamp.Mode, runID uint64, err error) {
+	if p.iface == "" {
+		return group, mode, 0, usagef("--iface is required (e.g. --iface ens5)")
+	}
+	group, err = netip.ParseAddrPort(p.group)
+	if err != nil || !group.Addr().Is4() || !group.Addr().IsMulticast() || group.Port() == 0 {
+		return group, mode, 0, usagef("--group %q: want an IPv4 multicast group:port such as 239.1.1.1:9000", p.group)
+	}
+	if mode, err = tstamp.ParseMode(p.timestamps); err != nil {
+		return group, mode, 0, usageError{err}
+	}
+	if p.runID != "" {
+		if runID, err = wire.ParseRunID(p.runID); err != nil {
+			return group, mode, 0, usageError{err}
+		}
+	}
+	return group, mode, runID, nil
+}
+
+func parseSched(s string) (cpusched.Sched, error) {
+	sc, err := cpusched.ParseSched(s)
+	if err != nil {
+		return sc, usageError{err}
+	}
+	return sc, nil
+}
+
+// parseReply parses --reply: "unicast" or a multicast group:port.
+func parseReply(s string) (netip.AddrPort, error) {
+	if s == "" || s == "unicast" {
+		return netip.AddrPort{}, nil
+	}
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil || !ap.Addr().Is4() || !ap.Addr().IsMulticast() || ap.Port() == 0 {
+		return ap, usagef("--reply %q: want unicast or an IPv4 multicast group:port such as 239.1.1.2:9001", s)
+	}
+	return ap, nil
+}
+
+// setupError maps a setup error to the right exit: bad input (unknown
+// interface, CPU, no hardware stamps where demanded) is a usage error.
+func setupError(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	err = fmt.Errorf("%s: %w", what, err)
+	switch {
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, errors.ErrUnsupported):
+		return usageError{err}
+	case errors.Is(err, os.ErrPermission):
+		if !strings.Contains(err.Error(), "CAP_") {
+			err = fmt.Errorf("%w (needs root or CAP_NET_RAW/CAP_NET_ADMIN)", err)
+		}
+	}
+	return err
+}
+
+func logf(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }

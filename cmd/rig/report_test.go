@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// copyTree copies the committed analysis test run so --write can modify it.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReportCompareExitCodes drives `rig report` and `rig compare` through
+// the binary's entry point: 0 clean, 1 unreadable, 2 bad usage, 3 reported
+// with problems.
+func TestReportCompareExitCodes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	copyTree(t, "../../analysis/testdata/run", dir)
+	broken := filepath.Join(t.TempDir(), "broken")
+	copyTree(t, "../../analysis/testdata/run", broken)
+	if err := os.WriteFile(filepath.Join(broken, "manifest.json"), []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"report", dir}, 0},
+		{[]string{"report", dir, "--format", "csv", "--metric", "rtt"}, 0},
+		{[]string{"report", "--format", "json", dir}, 0},
+		{[]string{"report", dir, "--write"}, 0},
+		{[]string{"report", dir, "--format", "xml"}, 2},
+		{[]string{"report", dir, "--metric", "bogus"}, 2},
+		{[]string{"report", dir, "--warmup", "-5"}, 2},
+		{[]string{"report"}, 2},
+		{[]string{"report", filepath.Join(dir, "no-such")}, 1},
+		{[]string{"report", broken}, 3},
+		{[]string{"compare", dir, dir}, 0},
+		{[]string{"compare", dir, dir, "--format", "json"}, 0},
+		{[]string{"compare", dir}, 2},
+		{[]string{"compare", dir, broken}, 3},
+	} {
+		if code := run(c.args); code != c.want {
+			t.Errorf("rig %s: exit %d, want %d", strings.Join(c.args, " "), code, c.want)
+		}
+	}
+	for _, f := range []string{"tables.md", "tables.csv", "report.json", "report.md", "report.html", "hist.hlog", "plots/percentiles-turnaround.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("--write: %v", err)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/rig-project/rig/responder"
+)
+
+func init() {
+	register(&command{name: "respond", summary: "answer rig requests on a pinned CPU and record their stamps", run: runRespond})
+}
+
+func runRespond(ctx context.Context, args []string) error {
+	fs := newFlagSet("respond", "--iface IF [flags]")
+	var pf probeFlags
+	pf.register(fs)
+	reply := fs.String("reply", "unicast", "where replies go: unicast (back to the sender) or a multicast group:port")
+	cpu := fs.Int("cpu", -1, "CPU to pin the responder loop to (-1: no pinning)")
+	poll := fs.String("poll", "block", "block (sleep in ppoll) | busy (spin, one CPU at 100%) | busy-poll:µs (SO_BUSY_POLL)")
+	sched := fs.String("sched", "other", "scheduling policy of the loop: other | fifo:N (needs CAP_SYS_NICE)")
+	count := fs.Int("count", 0, "stop after answering this many requests (0: until Ctrl-C)")
+	capacity := fs.Int("capacity", 100000, "sequences recorded (0..capacity-1); more are answered but not recorded")
+	txWait := fs.Duration("tx-wait", 500*time.Millisecond, "how long to wait for the last replies' TX stamps")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	group, mode, runID, err := pf.parse()
+	if err != nil {
+		return err
+	}
+	replyTo, err := parseReply(*reply)
+	if err != nil {
+		return err
+	}
+	pm, busyPoll, err := responder.ParsePoll(*poll)
+	if err != nil {
+		return usageError{err}
+	}
+	sc, err := parseSched(*sched)
+	if err != nil {
+		return err
+	}
+	r, err := responder.New(responder.Config{
+		Iface: pf.iface, Group: group, ReplyTo: replyTo, CPU: *cpu, Poll: pm, BusyPollUS: busyPoll,
+		Sched: sc, Timestamps: mode, RunID: runID, Capacity: *capacity, TxWait: *txWait,
+		StopAfter: *count, Arm: pf.arm,
+		Ready: func() { logf("rig respond: ready on %s group %s (poll %s)", pf.iface, group, *poll) },
+	})
+	if err != nil {
+		return setupError("respond", err)
+	}
+	defer r.Close()
+	logf("rig respond: timestamps %s", r.Granted())
+	runErr := r.Run(ctx)
+	c := r.Counters()
+	logf("rig respond: answered %d, duplicated %d, foreign %d, malformed %d, send errors %d, TX stamps missing %d",
+		c.Sent, c.Duplicated, c.Foreign, c.Malformed, c.SendErrors, c.TxStampsMissing)
+	if pf.out != "" {
+		if err := r.WriteFile(pf.out, pf.armIndex, pf.round); err != nil {
+			return err
+		}
+		logf("rig respond: wrote %s", pf.out)
+	}
+	if runErr != nil && ctx.Err() == nil {
+		return runErr
+	}
+	return nil
+}

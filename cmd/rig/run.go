@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/scenario"
+)
+
+func init() {
+	register(&command{name: "run", summary: "run a scenario file (--dry-run: check it and print the plan)", run: runCmd})
+}
+
+func runCmd(ctx context.Context, args []string) error {
+	fs := newFlagSet("run", "[--dry-run] FILE")
+	dry := fs.Bool("dry-run", false, "check the scenario against this host and print the plan; change nothing")
+	results := fs.String("results", "results", "directory that receives the run directory")
+	verbose := fs.Bool("v", false, "log every step, knob change and process line on stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("run: want one scenario FILE, got %d arguments (usage: rig run [--dry-run] FILE)", fs.NArg())
+	}
+	if !*dry {
+		return execRun(ctx, fs.Arg(0), *results, *verbose)
+	}
+	return dryRun(os.Stdout, fs.Arg(0), hostfs.Default())
+}
+
+// dryRun loads, validates and prints the plan of the scenario at path.
+// Problems in the file are usage errors (exit 2).
+func dryRun(w io.Writer, path string, root hostfs.FS) error {
+	s, err := scenario.Load(path)
+	if err != nil {
+		return usageError{err}
+	}
+	facts := map[string]scenario.HostFacts{}
+	local := scenario.LocalFacts{FS: root}
+	var localFS *hostfs.FS
+	for _, h := range s.Hosts {
+		// The emulated hosts are namespaces of this machine: same CPUs.
+		if s.Emulate != "" || h.Local() {
+			facts[h.Name] = local
+			if h.Has(scenario.RoleResponder) {
+				localFS = &root
+			}
+		}
+	}
+	if err := scenario.Validate(s, facts); err != nil {
+		var list scenario.ErrorList
+		if errors.As(err, &list) {
+			return usageError{err}
+		}
+		return fmt.Errorf("run: %w", err)
+	}
+	return scenario.WriteDryRun(w, s, s.Plan(), scenario.DryRunOptions{Local: localFS, Unchecked: s.Unchecked(facts)})
+}

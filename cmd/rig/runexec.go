@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/runner"
+	"github.com/rig-project/rig/internal/scenario"
+)
+
+// execRun loads, validates and runs a scenario, then prints the tables and
+// where the run directory is.
+func execRun(ctx context.Context, path, results string, verbose bool) error {
+	root := hostfs.Default()
+	s, err := loadAndValidate(path, root)
+	if err != nil {
+		return err
+	}
+	if err := journal.CheckPending(journal.Dir()); err != nil {
+		return usageError{err}
+	}
+	plan := s.Plan()
+	for _, a := range plan.Skipped {
+		logf("rig run: arm %s skipped: %s", a.Name, a.Skip)
+	}
+	logf("rig run: %s: %d arms × %d rounds × %d requests every %v (about %v of sending)",
+		s.Name, len(plan.Arms), len(plan.Rounds), s.Traffic.Count, s.Traffic.Interval, plan.Duration(s.Traffic).Round(time.Second))
+	o := runner.Options{Scenario: s, ResultsDir: results, CommandLine: os.Args, FS: root}
+	if verbose {
+		o.Log = os.Stderr
+	}
+	bar := newRunBar(ctx, len(plan.Rounds)*len(plan.Arms))
+	o.Progress = bar.update
+	res, err := runner.Run(ctx, o)
+	bar.done()
+	if res != nil && res.Report != nil {
+		fmt.Println()
+		if werr := analysis.WriteTablesMD(os.Stdout, res.Report); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	if res != nil {
+		abs, _ := filepath.Abs(res.Dir)
+		logf("rig run: run directory %s (report.html, tables.md, report.json, plots/)", abs)
+	}
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("interrupted: finished rounds are kept, host settings restored: %w", err)
+	}
+	return err
+}
+
+// runBar is the terminal progress display of rig run; mpb draws nothing
+// when stderr is not a terminal.
+type runBar struct {
+	p    *mpb.Progress
+	bar  *mpb.Bar
+	info string
+}
+
+func newRunBar(ctx context.Context, steps int) *runBar {
+	b := &runBar{p: mpb.NewWithContext(ctx, mpb.WithOutput(os.Stderr), mpb.WithWidth(30))}
+	b.bar = b.p.AddBar(int64(steps*1000),
+		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return b.info })),
+		mpb.AppendDecorators(decor.Percentage()))
+	return b
+}
+
+func (b *runBar) update(p runner.Progress) {
+	loss := ""
+	if p.Sent > 0 && p.Received < p.Sent {
+		loss = fmt.Sprintf(" loss %d", p.Sent-p.Received)
+	}
+	b.info = fmt.Sprintf("round %d/%d arm %-14s %5d/%d%s ETA %s ", p.Round+1, p.Rounds, p.Arm, p.Sent, p.Count, loss,
+		p.ETA.Round(time.Second))
+	b.bar.SetCurrent(int64(p.Step*1000 + p.Sent*1000/max(1, p.Count)))
+}
+
+func (b *runBar) done() {
+	b.bar.Abort(false)
+	b.p.Wait()
+}
+
+// loadAndValidate loads a scenario and checks it against the hosts this
+// process can read; problems in the file are usage errors (exit 2).
+func loadAndValidate(path string, root hostfs.FS) (*scenario.Scenario, error) {
+	s, err := scenario.Load(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	facts := map[string]scenario.HostFacts{}
+	local := scenario.LocalFacts{FS: root}
+	for _, h := range s.Hosts {
+		if s.Emulate != "" || h.Local() || strings.HasPrefix(h.Via, "ip netns exec") {
+			facts[h.Name] = local
+		}
+	}
+	if err := scenario.Validate(s, facts); err != nil {
+		var list scenario.ErrorList
+		if errors.As(err, &list) {
+			return nil, usageError{err}
+		}
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/rig-project/rig/internal/samples"
+)
+
+func init() {
+	register(&command{
+		name:    "samples",
+		summary: "print the joined per-request stamps of a round (CSV)",
+		run:     runSamples,
+	})
+}
+
+func runSamples(ctx context.Context, args []string) error {
+	fs := newFlagSet("samples", "[--csv] ROUND_DIR|FILE")
+	_ = fs.Bool("csv", true, "print CSV: one row per sequence, every stamp in ns (empty when missing) and its source")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("samples: want one round directory or sample file, got %d arguments (e.g. rig samples results/demo-*/arms/block/round-0)", fs.NArg())
+	}
+	j, err := samples.JoinDir(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	for _, p := range j.Problems {
+		fmt.Fprintln(os.Stderr, "rig samples: warning:", p)
+	}
+	return j.WriteCSV(os.Stdout)
+}

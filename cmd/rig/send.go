@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/sender"
+)
+
+func init() {
+	register(&command{name: "send", summary: "send paced multicast requests, receive replies, print the RTT summary", run: runSend})
+}
+
+func runSend(ctx context.Context, args []string) error {
+	fs := newFlagSet("send", "--iface IF [flags]")
+	var pf probeFlags
+	pf.register(fs)
+	count := fs.Int("count", 10000, "requests in the round")
+	interval := fs.Duration("interval", time.Millisecond, "request k is due at start + k·interval")
+	size := fs.Int("size", 64, "UDP payload bytes (40..1472)")
+	spin := fs.Duration("spin", 50*time.Microsecond, "spin this long before each due time instead of sleeping (0: sleep only)")
+	cpu := fs.Int("cpu", -1, "CPU to pin the pacing thread to (-1: no pinning)")
+	sched := fs.String("sched", "other", "scheduling policy of the pacing thread: other | fifo:N")
+	port := fs.Int("port", -1, "local UDP port; replies come back to it (-1: the group's port)")
+	replyGroup := fs.String("reply-group", "", "join this group:port for replies (the responder's --reply); its port becomes the local port")
+	warmup := fs.Int("warmup", 2, "leading sequences excluded from the summary (recorded anyway)")
+	replyTimeout := fs.Duration("reply-timeout", time.Second, "a reply later than this after its due time counts as lost")
+	txWait := fs.Duration("tx-wait", 500*time.Millisecond, "how long to wait for TX stamps after the last send")
+	quiet := fs.Bool("quiet", false, "do not print the summary")
+	progressLines := fs.Bool("progress-lines", false, "print 'progress SENT RECEIVED' lines on stderr every second (for rig run)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	group, mode, runID, err := pf.parse()
+	if err != nil {
+		return err
+	}
+	sc, err := parseSched(*sched)
+	if err != nil {
+		return err
+	}
+	cfg := sender.Config{Iface: pf.iface, Group: group, Interval: *interval, Count: *count, Size: *size,
+		Spin: *spin, CPU: *cpu, Sched: sc, Timestamps: mode, RunID: runID, Arm: pf.arm,
+		ArmIndex: pf.armIndex, Round: pf.round, Warmup: *warmup, ReplyTimeout: *replyTimeout, TxWait: *txWait}
+	switch {
+	case *port > 65535:
+		return usagef("--port %d: want 0..65535", *port)
+	case *port >= 0:
+		cfg.Port = uint16(*port)
+	default:
+		cfg.Port = group.Port()
+	}
+	if *replyGroup != "" {
+		rg, err := parseReply(*replyGroup)
+		if err != nil || !rg.IsValid() {
+			return usagef("--reply-group %q: want an IPv4 multicast group:port", *replyGroup)
+		}
+		cfg.ReplyGroup, cfg.Port = rg.Addr(), rg.Port()
+	}
+	if *warmup < 0 || *warmup >= *count {
+		return usagef("--warmup %d: want 0..count-1", *warmup)
+	}
+	s, err := sender.New(cfg)
+	if err != nil {
+		if errors.Is(err, sender.ErrConfig) {
+			return usageError{err}
+		}
+		return setupError("send", err)
+	}
+	defer s.Close()
+	if !*quiet {
+		logf("rig send: %d requests to %s every %v from %s, timestamps %s", *count, group, *interval, pf.iface, s.Granted())
+	}
+	stopProgress := startProgress(ctx, s, *count, *progressLines)
+	runErr := s.Run(ctx)
+	stopProgress()
+	if pf.out != "" {
+		if err := s.WriteFile(pf.out); err != nil {
+			return err
+		}
+		if !*quiet {
+			logf("rig send: wrote %s", pf.out)
+		}
+	}
+	if !*quiet {
+		j, err := samples.Join(&samples.File{Header: s.Header(), Records: s.Records()})
+		if err == nil {
+			j.Counters[samples.RoleSender] = s.Counters()
+			err = printSendSummary(os.Stdout, j, *warmup)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if runErr != nil && ctx.Err() == nil {
+		return runErr
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted after %d requests", s.Counters().Sent)
+	}
+	return nil
+}
+

@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/scenario"
+)
+
+// LocalFacts reads the facts of the agent's host (in its network
+// namespace, for the interfaces).
+func LocalFacts(fs hostfs.FS) (*Facts, error) {
+	l := scenario.LocalFacts{FS: fs}
+	f := &Facts{Siblings: map[int][]int{}, HWTimestamps: map[string]bool{}, IdleStates: map[int][]string{}}
+	var err error
+	if f.Online, err = l.OnlineCPUs(); err != nil {
+		return nil, err
+	}
+	missing := func(what string, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			f.Missing = append(f.Missing, what)
+			return nil
+		}
+		return err
+	}
+	if f.Isolated, err = l.IsolatedCPUs(); missing("isolated", err) != nil {
+		return nil, err
+	}
+	if f.NohzFull, err = l.NohzFullCPUs(); missing("nohz_full", err) != nil {
+		return nil, err
+	}
+	for _, c := range f.Online {
+		sib, err := l.ThreadSiblings(c)
+		if err != nil {
+			return nil, err
+		}
+		f.Siblings[c] = sib
+		st, err := l.IdleStates(c)
+		if err == nil {
+			f.IdleStates[c] = st
+		} else if !slices.Contains(f.Missing, "cpuidle") {
+			if missing("cpuidle", err) != nil {
+				return nil, err
+			}
+		}
+	}
+	if f.Ifaces, err = l.Interfaces(); err != nil {
+		return nil, err
+	}
+	for _, i := range f.Ifaces {
+		ok, err := l.HWTimestamps(i)
+		if err == nil {
+			f.HWTimestamps[i] = ok
+		}
+	}
+	if f.StressNG, err = l.HasStressNG(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// HostFacts returns facts received from an agent as scenario.HostFacts.
+func (f *Facts) HostFacts() scenario.HostFacts { return remoteFacts{f} }
+
+type remoteFacts struct{ f *Facts }
+
+var _ scenario.HostFacts = remoteFacts{}
+
+func (r remoteFacts) lacks(what string) error {
+	if slices.Contains(r.f.Missing, what) {
+		return fmt.Errorf("%s: %w", what, os.ErrNotExist)
+	}
+	return nil
+}
+
+func (r remoteFacts) OnlineCPUs() ([]int, error) { return r.f.Online, nil }
+func (r remoteFacts) ThreadSiblings(cpu int) ([]int, error) {
+	if s, ok := r.f.Siblings[cpu]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("cpu%d: %w", cpu, os.ErrNotExist)
+}
+func (r remoteFacts) IsolatedCPUs() ([]int, error)  { return r.f.Isolated, r.lacks("isolated") }
+func (r remoteFacts) NohzFullCPUs() ([]int, error)  { return r.f.NohzFull, r.lacks("nohz_full") }
+func (r remoteFacts) Interfaces() ([]string, error) { return r.f.Ifaces, nil }
+func (r remoteFacts) HasStressNG() (bool, error)    { return r.f.StressNG, nil }
+func (r remoteFacts) HWTimestamps(iface string) (bool, error) {
+	if !slices.Contains(r.f.Ifaces, iface) {
+		return false, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	}
+	return r.f.HWTimestamps[iface], nil
+}
+func (r remoteFacts) IdleStates(cpu int) ([]string, error) {
+	if err := r.lacks("cpuidle"); err != nil {
+		return nil, err
+	}
+	if s, ok := r.f.IdleStates[cpu]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
+}

@@ -1,0 +1,136 @@
+// Package agent is how the rig controller works on a host: it starts
+// `rig agent --stdio` through whatever reaches the host (nothing for this
+// machine, `ip netns exec NS`, `ssh HOST`, `kubectl exec -i POD --`) and
+// speaks a small versioned protocol over the agent's stdin and stdout.
+//
+// The protocol is JSON, one message per line. The agent speaks first with
+// a Hello; the controller refuses a protocol or version it does not know.
+// Then the controller sends Requests and the agent answers each with a
+// Response of the same ID, in any order; between them the agent sends
+// Events (log and progress lines of the processes it runs).
+//
+// The agent executes rig operations only: host facts, the environment
+// snapshot, applying and taking back an arm's knobs (journaled), and the
+// rig probe processes (respond, send, capture) whose sample files it hands
+// back. It never runs an arbitrary command. When its stdin closes — the
+// controller exited or died — it stops its processes and takes every knob
+// back before it exits.
+package agent
+
+import "encoding/json"
+
+// Proto and Version identify the protocol. A change that an older peer
+// would misread bumps Version.
+const (
+	Proto   = "rig-agent"
+	Version = 1
+)
+
+// Hello is the agent's first line.
+type Hello struct {
+	Proto   string `json:"proto"`
+	Version int    `json:"version"`
+	Rig     string `json:"rig"`  // rig version and commit
+	Host    string `json:"host"` // hostname
+	PID     int    `json:"pid"`
+	Netns   string `json:"netns,omitempty"`
+}
+
+// Request is one operation.
+type Request struct {
+	ID   uint64          `json:"id"`
+	Op   string          `json:"op"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// Response answers the Request with the same ID.
+type Response struct {
+	ID     uint64          `json:"id"`
+	OK     bool            `json:"ok"`
+	Error  string          `json:"error,omitempty"`
+	Usage  bool            `json:"usage,omitempty"` // the error is bad input (exit 2 material)
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// Event is an unsolicited line from a process the agent runs.
+type Event struct {
+	Event  string `json:"event"` // "log" or "progress"
+	Handle int    `json:"handle"`
+	Line   string `json:"line"`
+}
+
+// Operations.
+const (
+	OpFacts = "facts" // → Facts
+	OpEnv   = "env"   // EnvArgs → envsnap.Snapshot
+	OpApply = "apply" // ApplyArgs → ApplyResult
+	OpUndo  = "undo"  // → ApplyResult
+	OpStart = "start" // StartArgs → StartResult
+	OpReady = "ready" // HandleArgs{Timeout} → {}
+	OpStop  = "stop"  // HandleArgs → {}
+	OpWait  = "wait"  // HandleArgs → WaitResult
+	OpFetch = "fetch" // HandleArgs → FetchResult
+	OpBye   = "bye"   // → {}; the agent cleans up and exits
+)
+
+// Facts is what scenario validation needs to know about a host.
+type Facts struct {
+	Online       []int            `json:"online"`
+	Siblings     map[int][]int    `json:"siblings"`
+	Isolated     []int            `json:"isolated"`
+	NohzFull     []int            `json:"nohz_full"`
+	Ifaces       []string         `json:"ifaces"`
+	StressNG     bool             `json:"stress_ng"`
+	HWTimestamps map[string]bool  `json:"hw_timestamps"`
+	IdleStates   map[int][]string `json:"idle_states"`
+	// Missing names facilities the host lacks (isolated, nohz_full, cpuidle).
+	Missing []string `json:"missing,omitempty"`
+}
+
+// EnvArgs selects the NICs of the snapshot.
+type EnvArgs struct {
+	Ifaces []string `json:"ifaces"`
+}
+
+// ApplyArgs is an arm to put in force on the agent's host.
+type ApplyArgs struct {
+	Arm      string          `json:"arm"`
+	Knobs    json.RawMessage `json:"knobs"` // scenario.Knobs
+	Iface    string          `json:"iface"`
+	LengthNS int64           `json:"length_ns"`
+}
+
+// ApplyResult lists what changed or was restored, one line each.
+type ApplyResult struct {
+	Report []string `json:"report"`
+}
+
+// StartArgs starts a rig probe process: Command is "respond", "send" or
+// "capture"; Args are its flags without --out (the agent picks the file).
+type StartArgs struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+}
+
+// StartResult names the process.
+type StartResult struct {
+	Handle int `json:"handle"`
+}
+
+// HandleArgs names a process.
+type HandleArgs struct {
+	Handle    int   `json:"handle"`
+	TimeoutNS int64 `json:"timeout_ns,omitempty"`
+}
+
+// WaitResult is how a process ended.
+type WaitResult struct {
+	ExitCode int      `json:"exit_code"`
+	Error    string   `json:"error,omitempty"`
+	Tail     []string `json:"tail,omitempty"` // last stderr lines
+}
+
+// FetchResult is a process's sample file.
+type FetchResult struct {
+	Data []byte `json:"data"` // base64 in JSON
+}

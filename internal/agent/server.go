@@ -1,0 +1,378 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rig-project/rig/internal/envsnap"
+	"github.com/rig-project/rig/internal/hostctl"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/internal/version"
+	"github.com/rig-project/rig/nicctl"
+)
+
+// probeCommands are the only processes an agent starts.
+var probeCommands = []string{"respond", "send", "capture"}
+
+// Server is the agent side: `rig agent --stdio`.
+type Server struct {
+	FS       hostfs.FS
+	StateDir string // journal directory (default journal.Dir())
+	Rig      string // this rig binary (default os.Executable)
+	WorkDir  string // where sample files go (default a temp dir)
+
+	out     *json.Encoder
+	outMu   sync.Mutex
+	mu      sync.Mutex
+	procs   map[int]*serverProc
+	next    int
+	applied *hostctl.Applied
+	host    *hostctl.Host
+	nic     *nicctl.Env
+	j       *journal.Journal
+}
+
+type serverProc struct {
+	cmd   *exec.Cmd
+	out   string
+	ready chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	err   error
+	mu    sync.Mutex
+	tail  []string
+}
+
+// Serve speaks the protocol on r/w until the controller says bye or r
+// closes; then it stops every process and takes every knob back.
+func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	if s.FS.Root == "" {
+		s.FS = hostfs.Default()
+	}
+	if s.StateDir == "" {
+		s.StateDir = journal.Dir()
+	}
+	if s.Rig == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		s.Rig = exe
+	}
+	if s.WorkDir == "" {
+		d, err := os.MkdirTemp("", "rig-agent-")
+		if err != nil {
+			return err
+		}
+		s.WorkDir = d
+		defer os.RemoveAll(d)
+	}
+	s.procs = map[int]*serverProc{}
+	s.out = json.NewEncoder(w)
+	host, _ := os.Hostname()
+	ns, _ := os.Readlink("/proc/self/ns/net")
+	if err := s.send(Hello{Proto: Proto, Version: Version, Rig: version.String(), Host: host, PID: os.Getpid(), Netns: ns}); err != nil {
+		return err
+	}
+	defer s.cleanup()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<24)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for sc.Scan() {
+		var req Request
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			s.send(Response{OK: false, Error: fmt.Sprintf("agent: bad request line: %v", err)})
+			continue
+		}
+		if req.Op == OpBye {
+			s.cleanup()
+			s.send(Response{ID: req.ID, OK: true})
+			return nil
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.handle(ctx, req)
+			resp := Response{ID: req.ID, OK: err == nil}
+			if err != nil {
+				resp.Error = err.Error()
+				var ue *nicctl.UsageError
+				resp.Usage = errors.As(err, &ue)
+			} else if res != nil {
+				resp.Result, _ = json.Marshal(res)
+			}
+			s.send(resp)
+		}()
+	}
+	return sc.Err()
+}
+
+func (s *Server) send(v any) error {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	return s.out.Encode(v)
+}
+
+func (s *Server) handle(ctx context.Context, req Request) (any, error) {
+	switch req.Op {
+	case OpFacts:
+		return LocalFacts(s.FS)
+	case OpEnv:
+		var a EnvArgs
+		if err := decode(req.Args, &a); err != nil {
+			return nil, err
+		}
+		return envsnap.Take(ctx, s.FS, envsnap.Options{Ifaces: a.Ifaces}), nil
+	case OpApply:
+		var a ApplyArgs
+		if err := decode(req.Args, &a); err != nil {
+			return nil, err
+		}
+		return s.apply(ctx, a)
+	case OpUndo:
+		return s.undo(ctx)
+	case OpStart:
+		var a StartArgs
+		if err := decode(req.Args, &a); err != nil {
+			return nil, err
+		}
+		return s.start(a)
+	case OpReady, OpStop, OpWait, OpFetch:
+		var a HandleArgs
+		if err := decode(req.Args, &a); err != nil {
+			return nil, err
+		}
+		p, err := s.proc(a.Handle)
+		if err != nil {
+			return nil, err
+		}
+		switch req.Op {
+		case OpReady:
+			return struct{}{}, p.waitReady(time.Duration(a.TimeoutNS))
+		case OpStop:
+			p.stop()
+			return struct{}{}, nil
+		case OpWait:
+			<-p.done
+			return p.result(), nil
+		default:
+			<-p.done
+			b, err := os.ReadFile(p.out)
+			return FetchResult{Data: b}, err
+		}
+	}
+	return nil, fmt.Errorf("agent: unknown operation %q (this agent speaks %s version %d)", req.Op, Proto, Version)
+}
+
+func decode(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("agent: bad arguments: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) apply(ctx context.Context, a ApplyArgs) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.applied != nil {
+		return nil, errors.New("agent: an arm is already applied; undo it first")
+	}
+	var k scenario.Knobs
+	if err := json.Unmarshal(a.Knobs, &k); err != nil {
+		return nil, fmt.Errorf("agent: knobs: %w", err)
+	}
+	if s.j == nil {
+		s.nic = &nicctl.Env{FS: s.FS, IRQBalance: nicctl.HostIRQBalance{FS: s.FS}}
+		j, err := journal.Open(s.StateDir, nicctl.Handlers(s.nic))
+		if err != nil {
+			return nil, err
+		}
+		s.j = j
+	}
+	s.host = &hostctl.Host{FS: s.FS, NIC: s.nic, Journal: s.j, Iface: a.Iface}
+	ap, err := hostctl.Apply(ctx, s.host, hostctl.Arm{Name: a.Arm, Knobs: k, Length: time.Duration(a.LengthNS)})
+	if err != nil {
+		return nil, err
+	}
+	s.applied = ap
+	return ApplyResult{Report: ap.Report}, nil
+}
+
+func (s *Server) undo(ctx context.Context) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.applied == nil {
+		return ApplyResult{}, nil
+	}
+	n := len(s.applied.Report)
+	err := s.applied.Undo(context.WithoutCancel(ctx))
+	res := ApplyResult{Report: s.applied.Report[n:]}
+	s.applied = nil
+	return res, err
+}
+
+func (s *Server) start(a StartArgs) (any, error) {
+	if !slices.Contains(probeCommands, a.Command) {
+		return nil, fmt.Errorf("agent: %q is not a rig probe command (want %s)", a.Command, strings.Join(probeCommands, ", "))
+	}
+	for _, arg := range a.Args {
+		if arg == "--out" || strings.HasPrefix(arg, "--out=") {
+			return nil, errors.New("agent: --out is chosen by the agent")
+		}
+	}
+	s.mu.Lock()
+	s.next++
+	h := s.next
+	s.mu.Unlock()
+	out := filepath.Join(s.WorkDir, fmt.Sprintf("%d-%s.samples", h, a.Command))
+	argv := append([]string{a.Command}, a.Args...)
+	argv = append(argv, "--out", out)
+	cmd := exec.Command(s.Rig, argv...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &serverProc{cmd: cmd, out: out, ready: make(chan struct{}), done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("agent: start rig %s: %w", a.Command, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "progress ") {
+				s.send(Event{Event: "progress", Handle: h, Line: line})
+				continue
+			}
+			if strings.Contains(line, ": ready") {
+				p.once.Do(func() { close(p.ready) })
+			}
+			p.mu.Lock()
+			p.tail = append(p.tail, line)
+			if len(p.tail) > 8 {
+				p.tail = p.tail[1:]
+			}
+			p.mu.Unlock()
+			s.send(Event{Event: "log", Handle: h, Line: line})
+		}
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	s.mu.Lock()
+	s.procs[h] = p
+	s.mu.Unlock()
+	return StartResult{Handle: h}, nil
+}
+
+func (s *Server) proc(h int) (*serverProc, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.procs[h]
+	if !ok {
+		return nil, fmt.Errorf("agent: no process %d", h)
+	}
+	return p, nil
+}
+
+func (p *serverProc) waitReady(timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	select {
+	case <-p.ready:
+		return nil
+	case <-p.done:
+		return fmt.Errorf("exited before it was ready: %v%s", p.err, p.tailText())
+	case <-time.After(timeout):
+		return fmt.Errorf("not ready after %v%s", timeout, p.tailText())
+	}
+}
+
+// stop asks the process to finish (SIGINT: it writes its file and exits)
+// and kills its group if it has not after 5 s.
+func (p *serverProc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+func (p *serverProc) result() WaitResult {
+	r := WaitResult{}
+	p.mu.Lock()
+	r.Tail = append(r.Tail, p.tail...)
+	p.mu.Unlock()
+	if p.err != nil {
+		r.Error = p.err.Error()
+		r.ExitCode = -1
+		var ee *exec.ExitError
+		if errors.As(p.err, &ee) {
+			r.ExitCode = ee.ExitCode()
+		}
+	}
+	return r
+}
+
+func (p *serverProc) tailText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.tail) == 0 {
+		return ""
+	}
+	return "\n    " + strings.Join(p.tail, "\n    ")
+}
+
+// Shutdown stops every process and takes the arm back (for signals).
+func (s *Server) Shutdown() { s.cleanup() }
+
+// cleanup stops every process and takes the arm back; it runs on bye and
+// when the controller goes away.
+func (s *Server) cleanup() {
+	s.mu.Lock()
+	procs := make([]*serverProc, 0, len(s.procs))
+	for _, p := range s.procs {
+		procs = append(procs, p)
+	}
+	s.mu.Unlock()
+	for _, p := range procs {
+		p.stop()
+	}
+	s.undo(context.Background())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.j != nil {
+		s.j.Close()
+		s.j = nil
+	}
+	if s.nic != nil {
+		s.nic.Close()
+		s.nic = nil
+	}
+}

@@ -1,0 +1,606 @@
+// Package check runs the preflight checks behind `rig check`: is the
+// responder CPU really quiet and isolated, and can the NIC give the stamps
+// the run wants? Each check reports ok, warn or FAIL with the observed value
+// and the exact fix (boot parameter, sysfs write, kubelet setting); checks
+// that do not apply (no --iface, not in Kubernetes, no cpufreq) are "skip".
+//
+// Severity policy: FAIL means the run would measure something broken
+// (CPU offline or outside the cpuset, CFS quota throttling, no such
+// interface); warn means a known source of tail latency is present.
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
+)
+
+// Severity orders results; the worst decides the exit code.
+type Severity int
+
+const (
+	Skip Severity = iota // not applicable here
+	OK
+	Warn
+	Fail
+)
+
+func (s Severity) String() string {
+	return [...]string{"skip", "ok", "warn", "FAIL"}[s]
+}
+
+// MarshalJSON writes the severity as its name.
+func (s Severity) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// Exit codes of `rig check`, by worst severity.
+const (
+	ExitOK   = 0 // every check ok or skipped
+	ExitWarn = 3 // worst is warn
+	ExitFail = 4 // at least one FAIL
+)
+
+// Result is one check.
+type Result struct {
+	ID       string   `json:"id"`
+	Severity Severity `json:"severity"`
+	Observed string   `json:"observed"`
+	Fix      string   `json:"fix,omitempty"`
+}
+
+// Report is the outcome of Run.
+type Report struct {
+	CPU       int      `json:"cpu"`
+	CPUChoice string   `json:"cpu_choice,omitempty"`
+	Siblings  []int    `json:"smt_siblings,omitempty"`
+	Iface     string   `json:"iface,omitempty"`
+	Results   []Result `json:"results"`
+	Worst     Severity `json:"worst"`
+}
+
+// ExitCode maps the worst severity to 0, 3 or 4.
+func (r *Report) ExitCode() int {
+	switch r.Worst {
+	case Fail:
+		return ExitFail
+	case Warn:
+		return ExitWarn
+	}
+	return ExitOK
+}
+
+// Get returns the result with the given ID, or nil.
+func (r *Report) Get(id string) *Result {
+	for i := range r.Results {
+		if r.Results[i].ID == id {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}
+
+// WriteText prints one line per check and the fix under each non-ok one.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rig check: responder CPU %d", r.CPU)
+	if r.CPUChoice != "" {
+		fmt.Fprintf(&b, " (%s)", r.CPUChoice)
+	}
+	if len(r.Siblings) > 0 {
+		fmt.Fprintf(&b, ", SMT sibling %s", cpulist.Format(r.Siblings))
+	}
+	if r.Iface != "" {
+		fmt.Fprintf(&b, ", interface %s", r.Iface)
+	}
+	b.WriteString("\n")
+	for _, x := range r.Results {
+		fmt.Fprintf(&b, "%-4s  %-20s %s\n", x.Severity, x.ID, x.Observed)
+		if x.Fix != "" && x.Severity >= Warn {
+			fmt.Fprintf(&b, "      %-20s fix: %s\n", "", x.Fix)
+		}
+	}
+	fmt.Fprintf(&b, "worst: %s (exit %d)\n", r.Worst, r.ExitCode())
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// TSInfo is the NIC's timestamping capability (ETHTOOL_GET_TS_INFO).
+type TSInfo struct {
+	SoTimestamping uint32 // SOF_TIMESTAMPING_* capability bits
+	TxTypes        uint32 // 1<<HWTSTAMP_TX_*
+	RxFilters      uint32 // 1<<HWTSTAMP_FILTER_*
+	PHCIndex       int32  // -1: no PTP hardware clock
+}
+
+// TSInfoer reads timestamping capabilities. The default uses the
+// ETHTOOL_GET_TS_INFO ioctl directly; it moves to internal/tstamp once that
+// package lands.
+type TSInfoer interface {
+	TSInfo(iface string) (TSInfo, error)
+}
+
+// Options configure Run.
+type Options struct {
+	// CPU is the responder CPU; negative picks the first isolated CPU, else
+	// the last online one.
+	CPU int
+	// Iface enables the NIC checks.
+	Iface string
+	// TS reads timestamp capabilities; nil means the ethtool ioctl.
+	TS TSInfoer
+	// Getenv reads the environment (Kubernetes detection); nil: os.Getenv.
+	Getenv func(string) string
+	// BusyWindow is how long CPU use is measured; 0 means 250 ms.
+	BusyWindow time.Duration
+	// Sleep waits BusyWindow; nil means time.Sleep. Tests use it to move
+	// the counters of a fake tree.
+	Sleep func(time.Duration)
+	// MaxExitLatencyUS is the deepest enabled idle-state exit latency that
+	// is still ok; 0 means 2 µs (C1 on Intel and AMD; deeper is a warn).
+	MaxExitLatencyUS uint64
+	// BusyPct is the CPU use above which a CPU counts as busy; 0 means 10.
+	BusyPct float64
+}
+
+type runner struct {
+	ctx      context.Context
+	fs       hostfs.FS
+	o        Options
+	r        *Report
+	online   []int
+	isolated []int
+	nohz     []int
+	nohzErr  error
+	cmd      *hostinfo.Cmdline
+	cg       *hostinfo.Cgroup
+	cgErr    error
+	inK8s    bool
+}
+
+// Run runs every check. It returns an error only when nothing can be
+// checked (the online CPU list is unreadable); every other problem is a
+// result.
+func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.BusyWindow == 0 {
+		o.BusyWindow = 250 * time.Millisecond
+	}
+	if o.Sleep == nil {
+		o.Sleep = time.Sleep
+	}
+	if o.MaxExitLatencyUS == 0 {
+		o.MaxExitLatencyUS = 2
+	}
+	if o.BusyPct == 0 {
+		o.BusyPct = 10
+	}
+	if o.TS == nil {
+		o.TS = ethtoolTS{}
+	}
+	x := &runner{ctx: ctx, fs: fs, o: o, r: &Report{CPU: o.CPU, Iface: o.Iface}}
+	var err error
+	if x.online, err = hostinfo.OnlineCPUs(fs); err != nil {
+		return nil, fmt.Errorf("rig check: %w", err)
+	}
+	x.isolated, _ = hostinfo.IsolatedCPUs(fs)
+	x.nohz, x.nohzErr = hostinfo.NohzFullCPUs(fs)
+	if x.cmd, err = hostinfo.ReadCmdline(fs); err != nil {
+		x.cmd = hostinfo.ParseCmdline("")
+	}
+	x.cg, x.cgErr = hostinfo.ReadCgroup(fs, "self")
+	x.inK8s = o.Getenv("KUBERNETES_SERVICE_HOST") != ""
+	if o.CPU < 0 {
+		if len(x.isolated) > 0 {
+			x.r.CPU, x.r.CPUChoice = x.isolated[0], "first isolated CPU; choose with --cpu"
+		} else {
+			x.r.CPU, x.r.CPUChoice = x.online[len(x.online)-1], "last online CPU; choose with --cpu"
+		}
+	}
+	cpu := x.r.CPU
+	if t, err := hostinfo.ReadTopology(fs, cpu); err == nil {
+		x.r.Siblings = t.Siblings()
+	}
+	x.cpuOnline()
+	x.cpuAllowed()
+	x.isolcpus()
+	x.nohzFull()
+	x.rcuNocbs()
+	x.irqsOnCPU()
+	x.irqbalance()
+	x.busy(cpu, x.r.Siblings)
+	x.governor()
+	x.turbo()
+	x.cstates()
+	x.clocksource()
+	x.thp()
+	x.nic()
+	x.cgroup()
+	for _, res := range x.r.Results {
+		x.r.Worst = max(x.r.Worst, res.Severity)
+	}
+	return x.r, nil
+}
+
+func (x *runner) add(id string, s Severity, fix, format string, a ...any) {
+	x.r.Results = append(x.r.Results, Result{ID: id, Severity: s, Observed: fmt.Sprintf(format, a...), Fix: fix})
+}
+
+// measured is the responder CPU with its siblings: what isolation covers.
+func (x *runner) measured() []int {
+	return sortedUnion([]int{x.r.CPU}, x.r.Siblings)
+}
+
+// housekeeping is where everything else should go.
+func (x *runner) housekeeping() []int {
+	var hk []int
+	for _, c := range x.online {
+		if !slices.Contains(x.measured(), c) && !slices.Contains(x.isolated, c) && !slices.Contains(x.nohz, c) {
+			hk = append(hk, c)
+		}
+	}
+	if len(hk) == 0 {
+		hk = []int{0}
+	}
+	// The admin already chose housekeeping CPUs for IRQs: follow that.
+	if ia := x.cmd.IRQAffinity; ia.Set && len(ia.CPUs) > 0 && !slices.Contains(ia.CPUs, x.r.CPU) {
+		return ia.CPUs
+	}
+	return hk
+}
+
+func list(l []int) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return cpulist.Format(l)
+}
+
+func sortedUnion(a, b []int) []int {
+	l, _ := cpulist.Parse(cpulist.Format(append(append([]int(nil), a...), b...)))
+	return l
+}
+
+func (x *runner) bootFix() string {
+	m, hk := list(x.measured()), list(x.housekeeping())
+	return fmt.Sprintf("kernel command line: isolcpus=domain,managed_irq,%s nohz_full=%s rcu_nocbs=%s irqaffinity=%s, then reboot (GRUB: /etc/default/grub.d/90-rig-isolation.cfg + update-grub)", m, m, m, hk)
+}
+
+func (x *runner) cpuOnline() {
+	if slices.Contains(x.online, x.r.CPU) {
+		x.add("cpu.online", OK, "", "CPU %d is online (online: %s)", x.r.CPU, list(x.online))
+		return
+	}
+	x.add("cpu.online", Fail, fmt.Sprintf("pick an online CPU with --cpu (online: %s), or echo 1 > /sys/devices/system/cpu/cpu%d/online", list(x.online), x.r.CPU),
+		"CPU %d is not online (online: %s)", x.r.CPU, list(x.online))
+}
+
+func (x *runner) cpuAllowed() {
+	allowed, err := hostinfo.CPUsAllowed(x.fs, "self")
+	if err != nil {
+		x.add("cpu.allowed", Warn, "", "cannot read Cpus_allowed_list of rig: %v", err)
+		return
+	}
+	if slices.Contains(allowed, x.r.CPU) {
+		x.add("cpu.allowed", OK, "", "rig may run on CPU %d (allowed: %s)", x.r.CPU, list(allowed))
+		return
+	}
+	x.add("cpu.allowed", Fail, fmt.Sprintf("use a CPU in %s, or run rig outside this cpuset (taskset/cgroup/pod spec)", list(allowed)),
+		"CPU %d is outside the CPUs rig may use (%s): the responder cannot be pinned there", x.r.CPU, list(allowed))
+}
+
+func (x *runner) isolcpus() {
+	cpu := x.r.CPU
+	if slices.Contains(x.isolated, cpu) {
+		obs := fmt.Sprintf("CPU %d is isolated (isolated: %s, flags %s)", cpu, list(x.isolated), strings.Join(x.cmd.IsolcpusFlags, ","))
+		if !slices.Contains(x.cmd.IsolcpusFlags, "managed_irq") && x.cmd.Isolcpus.Set {
+			x.add("isolcpus", Warn, x.bootFix(), "%s; without managed_irq, managed IRQs (NVMe) may still land on it", obs)
+			return
+		}
+		x.add("isolcpus", OK, "", "%s", obs)
+		return
+	}
+	x.add("isolcpus", Warn, x.bootFix(), "CPU %d is not isolated (isolated: %s): the scheduler balances other tasks onto it", cpu, list(x.isolated))
+}
+
+func (x *runner) nohzFull() {
+	cpu := x.r.CPU
+	switch {
+	case errors.Is(x.nohzErr, os.ErrNotExist):
+		x.add("nohz_full", Warn, "use a kernel built with CONFIG_NO_HZ_FULL=y, then "+x.bootFix(), "kernel has no nohz_full support: CPU %d gets the periodic tick", cpu)
+	case x.nohzErr != nil:
+		x.add("nohz_full", Warn, "", "cannot read nohz_full: %v", x.nohzErr)
+	case slices.Contains(x.nohz, cpu):
+		x.add("nohz_full", OK, "", "CPU %d is nohz_full (%s)", cpu, list(x.nohz))
+	default:
+		x.add("nohz_full", Warn, x.bootFix(), "CPU %d is not nohz_full (nohz_full: %s): the scheduler tick interrupts it", cpu, list(x.nohz))
+	}
+}
+
+func (x *runner) rcuNocbs() {
+	cpu := x.r.CPU
+	switch {
+	case x.cmd.RcuNocbs.Contains(cpu):
+		x.add("rcu_nocbs", OK, "", "CPU %d offloads RCU callbacks (rcu_nocbs=%s)", cpu, x.cmd.RcuNocbs.Raw)
+	case slices.Contains(x.nohz, cpu):
+		x.add("rcu_nocbs", OK, "", "CPU %d offloads RCU callbacks (implied by nohz_full)", cpu)
+	default:
+		x.add("rcu_nocbs", Warn, x.bootFix(), "CPU %d runs its own RCU callbacks (no rcu_nocbs= for it on the command line)", cpu)
+	}
+}
+
+func (x *runner) irqsOnCPU() {
+	cpu := x.r.CPU
+	irqs, err := hostinfo.ListIRQs(x.fs)
+	if err != nil {
+		x.add("irqs.on_cpu", Warn, "", "cannot list /proc/irq: %v", err)
+		return
+	}
+	names := map[string]string{}
+	counts := map[string]uint64{}
+	if tab, err := hostinfo.ReadInterrupts(x.fs); err == nil {
+		for _, r := range tab.Rows {
+			names[r.ID] = r.Name
+			counts[r.ID], _ = tab.Count(r.ID, cpu)
+		}
+	}
+	var hits, nums []string
+	for _, n := range irqs {
+		a, err := hostinfo.ReadIRQAffinity(x.fs, n)
+		if err != nil || !slices.Contains(a.Targets(), cpu) {
+			continue
+		}
+		name := names[itoa(n)]
+		if name == "" {
+			continue // no handler: never fires
+		}
+		hits = append(hits, fmt.Sprintf("%d %s (%d so far)", n, name, counts[itoa(n)]))
+		nums = append(nums, itoa(n))
+	}
+	if len(hits) == 0 {
+		x.add("irqs.on_cpu", OK, "", "no device IRQ targets CPU %d", cpu)
+		return
+	}
+	hk := list(x.housekeeping())
+	fix := fmt.Sprintf("for i in %s; do echo %s > /proc/irq/$i/smp_affinity_list; done (managed IRQs refuse: boot with isolcpus=managed_irq,...; keep the probe queue's IRQ here only for an irq-local arm)",
+		strings.Join(nums, " "), hk)
+	x.add("irqs.on_cpu", Warn, fix, "%d device IRQ(s) fire on CPU %d: %s", len(hits), cpu, strings.Join(hits, ", "))
+}
+
+func (x *runner) irqbalance() {
+	ps, err := hostinfo.FindProcesses(x.fs, "irqbalance")
+	if err != nil {
+		x.add("irqbalance", Warn, "", "cannot scan /proc: %v", err)
+		return
+	}
+	if len(ps) == 0 {
+		x.add("irqbalance", OK, "", "irqbalance is not running")
+		return
+	}
+	cpu := x.r.CPU
+	banned, from := sortedUnion(x.isolated, x.nohz), "its default (isolated ∪ nohz_full)"
+	v, ok, err := hostinfo.ProcessEnv(x.fs, ps[0].PID, "IRQBALANCE_BANNED_CPULIST")
+	if err != nil {
+		from = "its default; environ unreadable (" + err.Error() + ")"
+	} else if ok {
+		if l, err := cpulist.Parse(v); err == nil {
+			banned, from = l, "IRQBALANCE_BANNED_CPULIST"
+		}
+	}
+	if slices.Contains(banned, cpu) {
+		x.add("irqbalance", OK, "", "irqbalance (pid %d) runs but leaves CPU %d alone (banned %s by %s)", ps[0].PID, cpu, list(banned), from)
+		return
+	}
+	m := list(x.measured())
+	x.add("irqbalance", Warn,
+		fmt.Sprintf("set IRQBALANCE_BANNED_CPULIST=%s in /etc/default/irqbalance (Debian) or /etc/sysconfig/irqbalance (RHEL) and systemctl restart irqbalance; or systemctl stop irqbalance for the run", m),
+		"irqbalance (pid %d) may move IRQs onto CPU %d (banned: %s, from %s)", ps[0].PID, cpu, list(banned), from)
+}
+
+// busy measures the CPU and its siblings over BusyWindow from /proc/stat
+// and names the threads running there.
+func (x *runner) busy(cpu int, sibs []int) {
+	a, err := hostinfo.ReadCPUTimes(x.fs)
+	if err != nil {
+		x.add("cpu.busy", Warn, "", "cannot read /proc/stat: %v", err)
+		return
+	}
+	x.o.Sleep(x.o.BusyWindow)
+	b, err := hostinfo.ReadCPUTimes(x.fs)
+	if err != nil {
+		x.add("cpu.busy", Warn, "", "cannot read /proc/stat: %v", err)
+		return
+	}
+	pct := func(c int) (float64, bool) {
+		var p, q *hostinfo.CPUTimes
+		for i := range a {
+			if a[i].CPU == c {
+				p = &a[i]
+			}
+		}
+		for i := range b {
+			if b[i].CPU == c {
+				q = &b[i]
+			}
+		}
+		if p == nil || q == nil || q.Total() <= p.Total() {
+			return 0, p != nil && q != nil
+		}
+		return 100 * float64(q.Busy()-p.Busy()) / float64(q.Total()-p.Total()), true
+	}
+	win := x.o.BusyWindow
+	if v, ok := pct(cpu); !ok {
+		x.add("cpu.busy", Warn, "", "CPU %d has no line in /proc/stat", cpu)
+	} else if v > x.o.BusyPct {
+		x.add("cpu.busy", Warn, "stop or move what runs there (taskset -cp "+list(x.housekeeping())+" PID), or pick another --cpu",
+			"CPU %d was %.0f%% busy over %v before the run; running there: %s", cpu, v, win, x.running(cpu))
+	} else {
+		x.add("cpu.busy", OK, "", "CPU %d was %.0f%% busy over %v", cpu, v, win)
+	}
+	if len(sibs) == 0 {
+		x.add("smt.sibling", OK, "", "CPU %d has no SMT sibling", cpu)
+		return
+	}
+	for _, s := range sibs {
+		if !slices.Contains(x.online, s) {
+			x.add("smt.sibling", OK, "", "SMT sibling %d is offline", s)
+			continue
+		}
+		v, _ := pct(s)
+		if v > x.o.BusyPct {
+			x.add("smt.sibling", Warn,
+				fmt.Sprintf("keep CPU %d idle: isolate it with the responder (isolcpus=...,%d), move its tasks away, or echo off > /sys/devices/system/cpu/smt/control", s, s),
+				"SMT sibling %d of CPU %d was %.0f%% busy over %v (it shares the core's pipeline and caches); running there: %s", s, cpu, v, win, x.running(s))
+		} else {
+			x.add("smt.sibling", OK, "", "SMT sibling %d was %.0f%% busy over %v", s, v, win)
+		}
+	}
+}
+
+// running names the runnable threads whose last CPU is cpu.
+func (x *runner) running(cpu int) string {
+	var out []string
+	procs, _ := x.fs.ReadDir("/proc")
+	for _, p := range procs {
+		if _, err := fmt.Sscanf(p.Name(), "%d", new(int)); err != nil {
+			continue
+		}
+		tasks, _ := x.fs.ReadDir("/proc/" + p.Name() + "/task")
+		for _, t := range tasks {
+			b, err := x.fs.ReadFile("/proc/" + p.Name() + "/task/" + t.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			tid, comm, state, c, ok := hostinfo.ParseTaskStatFields(b)
+			if ok && c == cpu && state == 'R' && len(out) < 8 {
+				out = append(out, fmt.Sprintf("%s[%d]", comm, tid))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "no runnable thread at the moment"
+	}
+	return strings.Join(out, " ")
+}
+
+func (x *runner) governor() {
+	cpu := x.r.CPU
+	f, err := hostinfo.ReadFreq(x.fs, cpu)
+	if errors.Is(err, os.ErrNotExist) {
+		x.add("governor", Skip, "", "no cpufreq on CPU %d: frequency is not OS-controlled (VM, cloud or firmware)", cpu)
+		return
+	}
+	if err != nil {
+		x.add("governor", Warn, "", "cannot read cpufreq: %v", err)
+		return
+	}
+	if f.Governor == "performance" {
+		x.add("governor", OK, "", "CPU %d governor performance (%s)", cpu, f.Driver)
+		return
+	}
+	x.add("governor", Warn, fmt.Sprintf("echo performance > /sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor (or tuned-adm profile network-latency)", cpu),
+		"CPU %d governor %s (%s): the clock ramps up after idle", cpu, f.Governor, f.Driver)
+}
+
+func (x *runner) turbo() {
+	t, err := hostinfo.ReadTurbo(x.fs)
+	if errors.Is(err, os.ErrNotExist) {
+		x.add("turbo", Skip, "", "no turbo control (intel_pstate/no_turbo or cpufreq/boost absent)")
+		return
+	}
+	if err != nil {
+		x.add("turbo", Warn, "", "cannot read turbo state: %v", err)
+		return
+	}
+	if !t.Enabled {
+		x.add("turbo", OK, "", "turbo off (%s)", t.Source)
+		return
+	}
+	fix := "echo 0 > " + t.Source
+	if strings.HasSuffix(t.Source, "no_turbo") {
+		fix = "echo 1 > " + t.Source
+	}
+	x.add("turbo", Warn, fix, "turbo on (%s): the clock follows load and temperature of the other cores", t.Source)
+}
+
+func (x *runner) cstates() {
+	cpu := x.r.CPU
+	st, err := hostinfo.ReadIdleStates(x.fs, cpu)
+	if errors.Is(err, os.ErrNotExist) {
+		x.add("cstates", OK, "", "CPU %d has no cpuidle states (idle=poll or cpuidle off)", cpu)
+		return
+	}
+	if err != nil {
+		x.add("cstates", Warn, "", "cannot read cpuidle: %v", err)
+		return
+	}
+	var deep, fixes []string
+	for _, s := range st {
+		if !s.Disabled && s.LatencyUS > x.o.MaxExitLatencyUS {
+			deep = append(deep, fmt.Sprintf("%s (exit %d µs, entered %d times)", s.Name, s.LatencyUS, s.Usage))
+			fixes = append(fixes, fmt.Sprintf("echo 1 > %s/disable", hostinfo.IdleStatePath(cpu, s.Index)))
+		}
+	}
+	var all []string
+	for _, s := range st {
+		d := ""
+		if s.Disabled {
+			d = " disabled"
+		}
+		all = append(all, fmt.Sprintf("%s %dµs%s", s.Name, s.LatencyUS, d))
+	}
+	if len(deep) == 0 {
+		x.add("cstates", OK, "", "CPU %d idle states within %d µs exit latency: %s", cpu, x.o.MaxExitLatencyUS, strings.Join(all, ", "))
+		return
+	}
+	x.add("cstates", Warn, strings.Join(fixes, "; ")+" (or boot with intel_idle.max_cstate=1 / processor.max_cstate=1)",
+		"CPU %d may enter deep idle states: %s", cpu, strings.Join(deep, ", "))
+}
+
+func (x *runner) clocksource() {
+	cur, avail, err := hostinfo.Clocksource(x.fs)
+	if err != nil {
+		x.add("clocksource", Warn, "", "cannot read clocksource: %v", err)
+		return
+	}
+	switch cur {
+	case "tsc", "arch_sys_counter", "kvm-clock":
+		x.add("clocksource", OK, "", "clocksource %s (available: %s)", cur, strings.Join(avail, " "))
+		return
+	}
+	fix := "boot with tsc=reliable if the CPU has constant_tsc and nonstop_tsc"
+	if slices.Contains(avail, "tsc") {
+		fix = "echo tsc > /sys/devices/system/clocksource/clocksource0/current_clocksource"
+	}
+	x.add("clocksource", Warn, fix, "clocksource %s: every timestamp is a slow read (no vDSO fast path)", cur)
+}
+
+func (x *runner) thp() {
+	e, _, err := hostinfo.THP(x.fs)
+	if errors.Is(err, os.ErrNotExist) {
+		x.add("thp", Skip, "", "no transparent hugepage support")
+		return
+	}
+	if err != nil {
+		x.add("thp", Warn, "", "cannot read THP: %v", err)
+		return
+	}
+	if e == "always" {
+		x.add("thp", Warn, "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
+			"THP enabled=always: page faults may compact memory and khugepaged scans run")
+		return
+	}
+	x.add("thp", OK, "", "THP enabled=%s", e)
+}
+
+func itoa(n int) string { return fmt.Sprint(n) }

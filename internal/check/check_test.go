@@ -1,0 +1,270 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/hostfs"
+)
+
+func fx(name string) hostfs.FS { return hostfs.FS{Root: "../hostinfo/testdata/" + name} }
+
+func copyTree(t *testing.T, name string) hostfs.FS {
+	t.Helper()
+	src := filepath.Join("../hostinfo/testdata", name)
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hostfs.FS{Root: dst}
+}
+
+func write(t *testing.T, h hostfs.FS, p, v string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(h.Path(p)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.Path(p), []byte(v), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type fakeTS struct {
+	ti  TSInfo
+	err error
+}
+
+func (f fakeTS) TSInfo(string) (TSInfo, error) { return f.ti, f.err }
+
+var hwAll = TSInfo{SoTimestamping: unix.SOF_TIMESTAMPING_TX_HARDWARE | unix.SOF_TIMESTAMPING_RX_HARDWARE | unix.SOF_TIMESTAMPING_RAW_HARDWARE,
+	TxTypes: 3, RxFilters: 1<<0 | 1<<1, PHCIndex: 0}
+
+func k8s(k string) string {
+	if k == "KUBERNETES_SERVICE_HOST" {
+		return "10.96.0.1"
+	}
+	return ""
+}
+
+func run(t *testing.T, h hostfs.FS, o Options) *Report {
+	t.Helper()
+	if o.Getenv == nil {
+		o.Getenv = func(string) string { return "" }
+	}
+	if o.Sleep == nil {
+		o.Sleep = func(time.Duration) {}
+	}
+	r, err := Run(context.Background(), h, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func expect(t *testing.T, r *Report, want map[string]Severity) {
+	t.Helper()
+	for id, sev := range want {
+		got := r.Get(id)
+		if got == nil {
+			t.Errorf("no check %s", id)
+			continue
+		}
+		if got.Severity != sev {
+			t.Errorf("%s = %s (%s), want %s", id, got.Severity, got.Observed, sev)
+		}
+		if got.Severity >= Warn && got.Fix == "" && !strings.HasPrefix(got.Observed, "cannot") {
+			t.Errorf("%s is %s without a fix", id, got.Severity)
+		}
+	}
+}
+
+func TestIsolatedHost(t *testing.T) {
+	r := run(t, fx("isolated"), Options{CPU: 2})
+	expect(t, r, map[string]Severity{
+		"cpu.online": OK, "cpu.allowed": OK, "isolcpus": OK, "nohz_full": OK, "rcu_nocbs": OK,
+		"irqs.on_cpu": Warn, "irqbalance": OK, "cpu.busy": OK, "smt.sibling": OK, "governor": OK, "turbo": OK,
+		"cstates": Warn, "clocksource": OK, "thp": OK, "nic.hwts": Skip, "cgroup.cpu_max": OK, "cgroup.throttled": OK,
+		"cgroup.cpuset": Skip, "cgroup.whole_cores": Skip,
+	})
+	irq := r.Get("irqs.on_cpu")
+	if !strings.Contains(irq.Observed, "121 mlx5_comp0") || !strings.Contains(irq.Fix, "echo 0,4 > /proc/irq/$i/smp_affinity_list") {
+		t.Fatalf("irq check must name IRQ 121 and move it to irqaffinity= CPUs: %+v", irq)
+	}
+	if c := r.Get("cstates"); !strings.Contains(c.Observed, "C1E") || strings.Contains(c.Observed, "C6") || !strings.Contains(c.Fix, "cpu2/cpuidle/state2/disable") {
+		t.Fatalf("C6 is disabled, C1E is not: %+v", c)
+	}
+	if r.ExitCode() != ExitWarn || r.Siblings[0] != 6 {
+		t.Fatalf("exit %d siblings %v", r.ExitCode(), r.Siblings)
+	}
+	// CPU 3 is neither isolated nor nohz_full and no IRQ targets it.
+	r = run(t, fx("isolated"), Options{CPU: 3})
+	expect(t, r, map[string]Severity{"isolcpus": Warn, "nohz_full": Warn, "rcu_nocbs": Warn, "irqs.on_cpu": OK})
+	if !strings.Contains(r.Get("isolcpus").Fix, "isolcpus=domain,managed_irq,3,7 nohz_full=3,7 rcu_nocbs=3,7 irqaffinity=0,4") {
+		t.Fatal(r.Get("isolcpus").Fix)
+	}
+	// Auto choice: first isolated CPU.
+	if r := run(t, fx("isolated"), Options{CPU: -1}); r.CPU != 2 || r.CPUChoice == "" {
+		t.Fatalf("auto CPU %d", r.CPU)
+	}
+	expect(t, run(t, fx("isolated"), Options{CPU: 9}), map[string]Severity{"cpu.online": Fail, "cpu.allowed": Fail})
+}
+
+func TestBusyCPUAndSibling(t *testing.T) {
+	h := copyTree(t, "isolated")
+	sleep := func(time.Duration) {
+		// 50 of 100 ticks busy on CPU 2 and 90 of 100 on its sibling 6.
+		b, _ := os.ReadFile(h.Path("/proc/stat"))
+		s := strings.Replace(string(b), "cpu2 90000 0 45000 10000 0 0 9000", "cpu2 90050 0 45000 10050 0 0 9000", 1)
+		s = strings.Replace(s, "cpu6 200 0 100 99800 0 0 20", "cpu6 290 0 100 99810 0 0 20", 1)
+		write(t, h, "/proc/stat", s)
+	}
+	r := run(t, h, Options{CPU: 2, Sleep: sleep})
+	expect(t, r, map[string]Severity{"cpu.busy": Warn, "smt.sibling": Warn})
+	if !strings.Contains(r.Get("cpu.busy").Observed, "50% busy") || !strings.Contains(r.Get("cpu.busy").Observed, "rig-responder[4250]") {
+		t.Fatal(r.Get("cpu.busy").Observed)
+	}
+	if !strings.Contains(r.Get("smt.sibling").Observed, "90% busy") {
+		t.Fatal(r.Get("smt.sibling").Observed)
+	}
+}
+
+func TestIRQBalanceHost(t *testing.T) {
+	o := Options{CPU: 1, Iface: "enp3s0", TS: fakeTS{ti: hwAll}}
+	r := run(t, fx("irqbalance"), o)
+	expect(t, r, map[string]Severity{
+		"irqbalance": Warn, "governor": Warn, "turbo": Warn, "cstates": Warn, "clocksource": Warn, "thp": Warn,
+		"nohz_full": Warn, "irqs.on_cpu": Warn, "smt.sibling": OK, "nic.hwts": OK, "nic.phc": OK, "nic.ptp4l": Warn,
+	})
+	for id, want := range map[string]string{
+		"irqbalance":  "IRQBALANCE_BANNED_CPULIST=1 in /etc/default/irqbalance",
+		"governor":    "echo performance > /sys/devices/system/cpu/cpu1/cpufreq/scaling_governor",
+		"turbo":       "echo 0 > /sys/devices/system/cpu/cpufreq/boost",
+		"clocksource": "echo tsc > /sys/devices/system/clocksource/clocksource0/current_clocksource",
+		"thp":         "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
+		"cstates":     "echo 1 > /sys/devices/system/cpu/cpu1/cpuidle/state3/disable",
+	} {
+		if !strings.Contains(r.Get(id).Fix, want) {
+			t.Errorf("%s fix %q lacks %q", id, r.Get(id).Fix, want)
+		}
+	}
+	if strings.Contains(r.Get("nohz_full").Observed, "no nohz_full support") {
+		t.Error("' (null)' means supported but unused")
+	}
+	// irqbalance told to keep off CPU 1; ptp4l on another interface.
+	h := copyTree(t, "irqbalance")
+	write(t, h, "/proc/812/environ", "IRQBALANCE_BANNED_CPULIST=1\x00")
+	o.Iface = "eth9"
+	expect(t, run(t, h, o), map[string]Severity{"irqbalance": OK, "nic.ptp4l": OK})
+}
+
+func TestNICCapabilities(t *testing.T) {
+	sw := TSInfo{SoTimestamping: unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE, PHCIndex: -1}
+	rxOnly := hwAll
+	rxOnly.SoTimestamping &^= unix.SOF_TIMESTAMPING_TX_HARDWARE
+	ptpOnly := hwAll
+	ptpOnly.RxFilters = 1 << 12
+	for name, c := range map[string]struct {
+		ts       fakeTS
+		hwts     Severity
+		phc      Severity
+		contains string
+	}{
+		"hw":         {fakeTS{ti: hwAll}, OK, OK, "RX and TX"},
+		"sw":         {fakeTS{ti: sw}, Warn, Warn, "software timestamps only"},
+		"rx only":    {fakeTS{ti: rxOnly}, Warn, OK, "no HW TX"},
+		"ptp only":   {fakeTS{ti: ptpOnly}, Warn, OK, "FILTER_ALL"},
+		"no dev":     {fakeTS{err: unix.ENODEV}, Fail, Skip, "does not exist"},
+		"eopnotsupp": {fakeTS{err: unix.EOPNOTSUPP}, Warn, Skip, "EOPNOTSUPP"},
+	} {
+		r := run(t, fx("vm"), Options{CPU: 1, Iface: "x0", TS: c.ts})
+		if g := r.Get("nic.hwts"); g.Severity != c.hwts || !strings.Contains(g.Observed, c.contains) {
+			t.Errorf("%s: %+v", name, g)
+		}
+		if g := r.Get("nic.phc"); (g == nil && c.phc != Skip) || (g != nil && g.Severity != c.phc) {
+			t.Errorf("%s: phc %+v", name, g)
+		}
+	}
+}
+
+func TestRealVMTree(t *testing.T) {
+	r := run(t, fx("vm"), Options{CPU: 1})
+	expect(t, r, map[string]Severity{"governor": Skip, "turbo": Skip, "cstates": OK, "clocksource": OK, "nohz_full": Warn,
+		"isolcpus": Warn, "smt.sibling": OK, "cgroup.cpu_max": OK})
+	if !strings.Contains(r.Get("nohz_full").Observed, "no nohz_full support") {
+		t.Fatal(r.Get("nohz_full").Observed)
+	}
+	h := copyTree(t, "vm")
+	if err := os.RemoveAll(h.Path("/sys/devices/system/cpu/cpu1/cpuidle")); err != nil {
+		t.Fatal(err)
+	}
+	if c := run(t, h, Options{CPU: 1}).Get("cstates"); c.Severity != OK || !strings.Contains(c.Observed, "no cpuidle") {
+		t.Fatal(c)
+	}
+}
+
+func TestKubernetesPod(t *testing.T) {
+	r := run(t, fx("k8spod"), Options{CPU: 2, Getenv: k8s})
+	expect(t, r, map[string]Severity{"cgroup.cpu_max": Fail, "cgroup.throttled": Warn, "cgroup.cpuset": OK, "cgroup.whole_cores": Warn, "cpu.allowed": OK})
+	if r.ExitCode() != ExitFail {
+		t.Fatalf("exit %d", r.ExitCode())
+	}
+	if !strings.Contains(r.Get("cgroup.cpu_max").Fix, "DisableCPUQuotaWithExclusiveCPUs") || !strings.Contains(r.Get("cgroup.whole_cores").Fix, "full-pcpus-only") {
+		t.Fatal(r.Get("cgroup.cpu_max").Fix, r.Get("cgroup.whole_cores").Fix)
+	}
+	if !strings.Contains(r.Get("cgroup.whole_cores").Observed, "2 (sibling 6)") {
+		t.Fatal(r.Get("cgroup.whole_cores").Observed)
+	}
+	expect(t, run(t, fx("k8spod"), Options{CPU: 0, Getenv: k8s}), map[string]Severity{"cgroup.cpuset": Fail, "cpu.allowed": Fail})
+	// A fixed pod: no quota, no throttling, whole cores 2,6; and a pod in
+	// the shared pool.
+	h := copyTree(t, "k8spod")
+	write(t, h, "/sys/fs/cgroup/cpu.max", "max 100000\n")
+	write(t, h, "/sys/fs/cgroup/cpu.stat", "nr_periods 10\nnr_throttled 0\nthrottled_usec 0\n")
+	write(t, h, "/sys/fs/cgroup/cpuset.cpus.effective", "2,6\n")
+	write(t, h, "/proc/self/status", "Cpus_allowed_list:\t2,6\n")
+	expect(t, run(t, h, Options{CPU: 2, Getenv: k8s}), map[string]Severity{"cgroup.cpu_max": OK, "cgroup.throttled": OK, "cgroup.whole_cores": OK})
+	write(t, h, "/sys/fs/cgroup/cpuset.cpus.effective", "0-7\n")
+	expect(t, run(t, h, Options{CPU: 2, Getenv: k8s}), map[string]Severity{"cgroup.cpuset": Warn})
+}
+
+func TestOutput(t *testing.T) {
+	r := run(t, fx("k8spod"), Options{CPU: 2, Getenv: k8s})
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "FAIL  cgroup.cpu_max") || !strings.Contains(out, "fix: ") || !strings.HasSuffix(out, "worst: FAIL (exit 4)\n") {
+		t.Fatal(out)
+	}
+	j, err := json.Marshal(r)
+	if err != nil || !strings.Contains(string(j), `"severity":"FAIL"`) || !strings.Contains(string(j), `"worst":"FAIL"`) {
+		t.Fatal(string(j), err)
+	}
+	if (&Report{Worst: OK}).ExitCode() != 0 || (&Report{Worst: Skip}).ExitCode() != 0 {
+		t.Fatal("ok/skip must exit 0")
+	}
+}

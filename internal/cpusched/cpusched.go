@@ -1,0 +1,151 @@
+// Package cpusched places the calling OS thread: CPU affinity and
+// scheduling policy. Callers lock their goroutine to its OS thread first
+// (runtime.LockOSThread) and never unlock it afterwards: a pinned, real-time
+// thread must not go back to the Go scheduler's pool.
+package cpusched
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/hostfs"
+)
+
+// Policy is a scheduling policy.
+type Policy int
+
+const (
+	Other Policy = iota // SCHED_OTHER, the default
+	FIFO                // SCHED_FIFO with a priority 1..99
+)
+
+// Sched is a policy with its priority ("other", "fifo:50").
+type Sched struct {
+	Policy   Policy
+	Priority int
+}
+
+func (s Sched) String() string {
+	if s.Policy == FIFO {
+		return "fifo:" + strconv.Itoa(s.Priority)
+	}
+	return "other"
+}
+
+// ParseSched parses "other" or "fifo:N" (N in 1..99).
+func ParseSched(s string) (Sched, error) {
+	switch {
+	case s == "" || s == "other":
+		return Sched{}, nil
+	case strings.HasPrefix(s, "fifo:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(s, "fifo:"))
+		if err != nil || n < 1 || n > 99 {
+			return Sched{}, fmt.Errorf("sched %q: the FIFO priority must be 1..99 (e.g. fifo:50)", s)
+		}
+		return Sched{Policy: FIFO, Priority: n}, nil
+	}
+	return Sched{}, fmt.Errorf("sched %q: want other or fifo:N (N 1..99)", s)
+}
+
+// OnlineCPUs returns the online CPUs of the host.
+func OnlineCPUs(fs hostfs.FS) ([]int, error) {
+	s, err := fs.ReadString("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, fmt.Errorf("reading online CPUs: %w", err)
+	}
+	return cpulist.Parse(s)
+}
+
+// CheckCPU returns an error naming the online CPUs when cpu is not one.
+func CheckCPU(fs hostfs.FS, cpu int) error {
+	online, err := OnlineCPUs(fs)
+	if err != nil {
+		return err
+	}
+	if !cpulist.Contains(online, cpu) {
+		return fmt.Errorf("CPU %d does not exist or is offline on this host (online: %s): %w",
+			cpu, cpulist.Format(online), os.ErrNotExist)
+	}
+	return nil
+}
+
+// PinThread binds the calling OS thread to one CPU. The caller must have
+// called runtime.LockOSThread.
+func PinThread(cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin thread to CPU %d: %w", cpu, err)
+	}
+	return nil
+}
+
+// PinThreadSet binds the calling OS thread to a set of CPUs.
+func PinThreadSet(cpus []int) error {
+	var set unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin thread to CPUs %s: %w", cpulist.Format(cpus), err)
+	}
+	return nil
+}
+
+// ThreadCPUs returns the calling thread's allowed CPUs.
+func ThreadCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, err
+	}
+	var out []int
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Apply sets the calling thread's scheduling policy. SCHED_FIFO needs
+// CAP_SYS_NICE (or an RLIMIT_RTPRIO allowance); the error says so.
+func Apply(s Sched) error {
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr}
+	switch s.Policy {
+	case Other:
+		attr.Policy = unix.SCHED_NORMAL
+	case FIFO:
+		attr.Policy = unix.SCHED_FIFO
+		attr.Priority = uint32(s.Priority)
+	}
+	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("set scheduling policy %s: needs CAP_SYS_NICE (run as root or grant it): %w", s, os.ErrPermission)
+		}
+		return fmt.Errorf("set scheduling policy %s: %w", s, err)
+	}
+	return nil
+}
+
+// Tid returns the calling thread's id (for telemetry of the thread).
+func Tid() int { return unix.Gettid() }
+
+// SetTimerSlack sets the calling thread's timer slack (PR_SET_TIMERSLACK).
+// SCHED_OTHER threads default to 50 µs: the kernel may fire their sleeps
+// that late to batch wake-ups, which a pacing thread cannot afford.
+func SetTimerSlack(d time.Duration) error {
+	if d < 1 {
+		d = 1 // 0 would mean "back to the default"
+	}
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(d), 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_TIMERSLACK: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package cpusched
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/rig-project/rig/internal/hostfs"
+)
+
+func TestParseSched(t *testing.T) {
+	for in, want := range map[string]Sched{"": {}, "other": {}, "fifo:1": {FIFO, 1}, "fifo:99": {FIFO, 99}} {
+		got, err := ParseSched(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSched(%q) = %v, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"fifo:0", "fifo:100", "fifo:x", "rr:5", "FIFO"} {
+		if _, err := ParseSched(bad); err == nil {
+			t.Errorf("ParseSched(%q) accepted", bad)
+		}
+	}
+}
+
+func TestCheckCPUFake(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "sys/devices/system/cpu"), 0o755)
+	os.WriteFile(filepath.Join(root, "sys/devices/system/cpu/online"), []byte("0-3\n"), 0o644)
+	fs := hostfs.FS{Root: root}
+	if err := CheckCPU(fs, 3); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckCPU(fs, 7)
+	if !errors.Is(err, os.ErrNotExist) || err.Error() != "CPU 7 does not exist or is offline on this host (online: 0-3): file does not exist" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestPinThread(t *testing.T) {
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if err := PinThread(0); err != nil {
+			done <- err
+			return
+		}
+		cpus, err := ThreadCPUs()
+		if err == nil && !slices.Equal(cpus, []int{0}) {
+			err = errors.New("affinity not applied")
+		}
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,225 @@
+// Package hostctl applies the host knobs of one arm on the responder host
+// and takes them back: NIC queue IRQs, coalescing, rings and channels
+// (through nicctl), idle states (cstate), and noisy neighbours (stress-ng on
+// a CPU list and on the responder CPU's SMT sibling).
+//
+// Every persistent change goes through the journal, so a crash leaves a
+// record that `rig restore` replays; loads and PM QoS requests die with
+// their process.
+package hostctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/cstate"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/load"
+	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/nicctl"
+)
+
+// Host is the responder host as the arm sees it.
+type Host struct {
+	FS      hostfs.FS
+	NIC     *nicctl.Env
+	Journal *journal.Journal
+	Iface   string // responder interface
+	// InNetns runs fn in the network namespace of Iface (nil: this one).
+	InNetns func(fn func() error) error
+}
+
+// Arm is what to apply.
+type Arm struct {
+	Name  string
+	Knobs scenario.Knobs
+	// Length bounds the loads: they end by themselves after it.
+	Length time.Duration
+}
+
+// Applied is an arm in force on a host.
+type Applied struct {
+	host   *Host
+	loads  []*load.Process
+	holder *cstate.Holder
+	// Report lists what changed, one line each, for the log and manifest.
+	Report []string
+}
+
+// Apply puts the arm's knobs in force. On error everything applied so far
+// is taken back before it returns.
+func Apply(ctx context.Context, h *Host, a Arm) (_ *Applied, err error) {
+	ap := &Applied{host: h}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, ap.Undo(context.WithoutCancel(ctx)))
+			ap = nil
+		}
+	}()
+	k := a.Knobs
+	if err := ap.nic(ctx, k); err != nil {
+		return ap, err
+	}
+	if cs := k.CState; cs != nil {
+		if err := ap.cstate(ctx, cs, k.Responder.CPU); err != nil {
+			return ap, err
+		}
+	}
+	if l := k.Load; l != nil {
+		cpus := l.CPUs
+		if cpus == nil {
+			online, err := hostinfo.OnlineCPUs(h.FS)
+			if err != nil {
+				return ap, err
+			}
+			cpus = online
+		}
+		if err := ap.startLoad(strings.Join(l.StressNG, " "), cpus, a.Length, "load"); err != nil {
+			return ap, err
+		}
+	}
+	if s := k.SMTSibling; s != nil {
+		if k.Responder.CPU == nil {
+			return ap, errors.New("smt-sibling load needs responder.cpu")
+		}
+		sib, err := Sibling(h.FS, *k.Responder.CPU)
+		if err != nil {
+			return ap, err
+		}
+		if err := ap.startLoad(strings.Join(s.StressNG, " "), []int{sib}, a.Length, "smt-sibling load"); err != nil {
+			return ap, err
+		}
+	}
+	return ap, nil
+}
+
+// Sibling returns the other hardware thread of cpu's core.
+func Sibling(fs hostfs.FS, cpu int) (int, error) {
+	t, err := hostinfo.ReadTopology(fs, cpu)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range t.ThreadSiblings {
+		if c != cpu {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("CPU %d has no SMT sibling (thread_siblings_list %s): %w", cpu, cpulist.Format(t.ThreadSiblings), errors.ErrUnsupported)
+}
+
+func (ap *Applied) nic(ctx context.Context, k scenario.Knobs) error {
+	var s nicctl.Settings
+	any := false
+	if k.IRQ != nil {
+		s.IRQCPUs, s.HoldIRQBalance, any = k.IRQ.CPUs, true, true
+	}
+	c := k.NIC.Coalesce
+	if c.RxUsecs != nil || c.TxUsecs != nil || c.AdaptiveRx != nil {
+		s.RxUsecs, s.TxUsecs, s.AdaptiveRx, any = c.RxUsecs, c.TxUsecs, c.AdaptiveRx, true
+	}
+	if k.NIC.Ring.RX != nil || k.NIC.Ring.TX != nil {
+		s.RxRing, s.TxRing, any = k.NIC.Ring.RX, k.NIC.Ring.TX, true
+	}
+	if k.NIC.Channels != nil {
+		s.Channels, any = k.NIC.Channels, true
+	}
+	if !any {
+		return nil
+	}
+	h := ap.host
+	if h.NIC == nil {
+		return errors.New("arm changes the NIC but no NIC control is configured for this host")
+	}
+	run := func() error {
+		changes, err := nicctl.Set(ctx, h.NIC, h.Journal, h.Iface, s)
+		for _, c := range changes {
+			line := fmt.Sprintf("nic %s: %s → %s (effective %s)", c.What, c.Previous, c.Requested, c.Effective)
+			if c.Note != "" {
+				line += " — " + c.Note
+			}
+			if c.Err != "" {
+				line += " — error: " + c.Err
+			}
+			ap.Report = append(ap.Report, line)
+		}
+		return err
+	}
+	if h.InNetns != nil {
+		return h.InNetns(run)
+	}
+	return run()
+}
+
+func (ap *Applied) cstate(ctx context.Context, cs *scenario.CState, cpu *int) error {
+	h := ap.host
+	if cs.MaxLatencyUS != nil {
+		hd, err := cstate.HoldMaxLatency(h.FS, *cs.MaxLatencyUS)
+		if err != nil {
+			return err
+		}
+		ap.holder = hd
+		ap.Report = append(ap.Report, "cstate: "+hd.Describe())
+		return nil
+	}
+	if cpu == nil {
+		return errors.New("cstate disable/poll needs responder.cpu (the CPU whose idle states change)")
+	}
+	changes, err := cstate.DisableChanges(h.FS, *cpu, cs.Disable, cs.Poll)
+	if err != nil {
+		return err
+	}
+	res, err := cstate.Apply(ctx, h.Journal, changes)
+	for i, r := range res {
+		ap.Report = append(ap.Report, fmt.Sprintf("cstate: %s %q → %q", changes[i].Target,
+			strings.TrimSpace(r.Previous), strings.TrimSpace(r.Effective)))
+	}
+	return err
+}
+
+func (ap *Applied) startLoad(args string, cpus []int, length time.Duration, what string) error {
+	p, err := load.Start(load.Spec{Args: args, CPUs: cpus, Timeout: length + 30*time.Second})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	ap.loads = append(ap.loads, p)
+	ap.Report = append(ap.Report, fmt.Sprintf("%s: %s (pid %d)", what, strings.Join(p.Argv, " "), p.Pid()))
+	return nil
+}
+
+// Loads returns the running loads (for telemetry and the manifest).
+func (ap *Applied) Loads() []*load.Process { return ap.loads }
+
+// Undo stops the loads, releases the PM QoS request and unwinds the
+// journal. It tries everything and joins the errors.
+func (ap *Applied) Undo(ctx context.Context) error {
+	if ap == nil {
+		return nil
+	}
+	var errs []error
+	for _, p := range ap.loads {
+		if err := p.Stop(ctx, 3*time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ap.loads = nil
+	if ap.holder != nil {
+		errs = append(errs, ap.holder.Close())
+		ap.holder = nil
+	}
+	if ap.host.Journal != nil {
+		res, err := ap.host.Journal.Undo(ctx)
+		for _, r := range res {
+			if r.Err == nil {
+				ap.Report = append(ap.Report, fmt.Sprintf("restored %s %s → %q", r.Entry.Kind, r.Entry.Target, r.Restored))
+			}
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

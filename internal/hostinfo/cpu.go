@@ -1,0 +1,292 @@
+package hostinfo
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/hostfs"
+)
+
+const cpuDir = "/sys/devices/system/cpu"
+
+// readList reads a sysfs CPU list file. An empty file is an empty list.
+func readList(fs hostfs.FS, p string) ([]int, error) {
+	s, err := fs.ReadString(p)
+	if err != nil {
+		return nil, err
+	}
+	l, err := cpulist.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return l, nil
+}
+
+// OnlineCPUs reads /sys/devices/system/cpu/online.
+func OnlineCPUs(fs hostfs.FS) ([]int, error) { return readList(fs, cpuDir+"/online") }
+
+// IsolatedCPUs reads /sys/devices/system/cpu/isolated (isolcpus= domain CPUs).
+func IsolatedCPUs(fs hostfs.FS) ([]int, error) { return readList(fs, cpuDir+"/isolated") }
+
+// NohzFullCPUs reads /sys/devices/system/cpu/nohz_full. Kernels without
+// CONFIG_NO_HZ_FULL have no such file: the error wraps os.ErrNotExist.
+func NohzFullCPUs(fs hostfs.FS) ([]int, error) {
+	l, err := readList(fs, cpuDir+"/nohz_full")
+	// The kernel prints " (null)" when nohz_full is built in but unused.
+	if err != nil && strings.Contains(err.Error(), "(null)") {
+		return nil, nil
+	}
+	return l, err
+}
+
+// CPUTopology is one CPU's place in the machine.
+type CPUTopology struct {
+	CPU            int   `json:"cpu"`
+	Package        int   `json:"package"`
+	Core           int   `json:"core"`
+	Node           int   `json:"node"` // NUMA node, -1 if unknown
+	ThreadSiblings []int `json:"thread_siblings"`
+}
+
+// Siblings returns the SMT siblings of t.CPU, excluding itself.
+func (t CPUTopology) Siblings() []int {
+	var s []int
+	for _, c := range t.ThreadSiblings {
+		if c != t.CPU {
+			s = append(s, c)
+		}
+	}
+	return s
+}
+
+// ReadTopology reads the topology of one CPU.
+func ReadTopology(fs hostfs.FS, cpu int) (CPUTopology, error) {
+	d := fmt.Sprintf("%s/cpu%d/topology", cpuDir, cpu)
+	t := CPUTopology{CPU: cpu, Node: -1}
+	pkg, err := fs.ReadInt(d + "/physical_package_id")
+	if err != nil {
+		return t, err
+	}
+	core, err := fs.ReadInt(d + "/core_id")
+	if err != nil {
+		return t, err
+	}
+	t.Package, t.Core = int(pkg), int(core)
+	if t.ThreadSiblings, err = readList(fs, d+"/thread_siblings_list"); err != nil {
+		return t, err
+	}
+	if m, _ := fs.Glob(fmt.Sprintf("%s/cpu%d/node*", cpuDir, cpu)); len(m) > 0 {
+		if n, err := strconv.Atoi(strings.TrimPrefix(m[0][strings.LastIndex(m[0], "/")+1:], "node")); err == nil {
+			t.Node = n
+		}
+	}
+	return t, nil
+}
+
+// CPUModel returns the first "model name" of /proc/cpuinfo (x86) or the
+// "CPU part"/"Hardware" line elsewhere; "" when there is none.
+func CPUModel(fs hostfs.FS) (string, error) {
+	b, err := fs.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "", err
+	}
+	for _, key := range []string{"model name", "Hardware", "CPU part"} {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && strings.TrimSpace(k) == key {
+				return strings.TrimSpace(v), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// IdleState is one cpuidle state of one CPU
+// (/sys/devices/system/cpu/cpuN/cpuidle/stateK).
+type IdleState struct {
+	Index       int    `json:"index"`
+	Name        string `json:"name"`
+	Desc        string `json:"desc,omitempty"`
+	LatencyUS   uint64 `json:"exit_latency_us"`
+	ResidencyUS uint64 `json:"target_residency_us"`
+	Disabled    bool   `json:"disabled"`
+	Usage       uint64 `json:"usage"`   // entries
+	TimeUS      uint64 `json:"time_us"` // requested residency, not what the hardware did
+	Above       uint64 `json:"above"`
+	Below       uint64 `json:"below"`
+}
+
+// IdleStatePath is the sysfs directory of a cpuidle state.
+func IdleStatePath(cpu, state int) string {
+	return fmt.Sprintf("%s/cpu%d/cpuidle/state%d", cpuDir, cpu, state)
+}
+
+// ReadIdleStates reads all cpuidle states of cpu, ordered by index. A CPU
+// without cpuidle (driver "none", idle=poll) gives an error wrapping
+// os.ErrNotExist.
+func ReadIdleStates(fs hostfs.FS, cpu int) ([]IdleState, error) {
+	dir := fmt.Sprintf("%s/cpu%d/cpuidle", cpuDir, cpu)
+	ents, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []IdleState
+	for _, e := range ents {
+		k, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "state"))
+		if !strings.HasPrefix(e.Name(), "state") || err != nil {
+			continue
+		}
+		s, err := readIdleState(fs, dir+"/"+e.Name(), k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no state directories: %w", dir, os.ErrNotExist)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out, nil
+}
+
+func readIdleState(fs hostfs.FS, d string, k int) (IdleState, error) {
+	s := IdleState{Index: k}
+	var err error
+	if s.Name, err = fs.ReadString(d + "/name"); err != nil {
+		return s, err
+	}
+	s.Desc, _ = fs.ReadString(d + "/desc")
+	nums := []struct {
+		f   string
+		dst *uint64
+		opt bool
+	}{{"latency", &s.LatencyUS, false}, {"residency", &s.ResidencyUS, true}, {"usage", &s.Usage, false},
+		{"time", &s.TimeUS, false}, {"above", &s.Above, true}, {"below", &s.Below, true}}
+	for _, n := range nums {
+		b, err := fs.ReadFile(d + "/" + n.f)
+		if err != nil {
+			if n.opt && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return s, err
+		}
+		v, ok := ParseUint(b)
+		if !ok {
+			return s, fmt.Errorf("%s/%s: %q is not a number", d, n.f, clip(b))
+		}
+		*n.dst = v
+	}
+	dis, err := fs.ReadFile(d + "/disable")
+	if err != nil {
+		return s, err
+	}
+	v, ok := ParseUint(dis)
+	if !ok {
+		return s, fmt.Errorf("%s/disable: %q is not 0 or 1", d, clip(dis))
+	}
+	s.Disabled = v != 0
+	return s, nil
+}
+
+// IdleDriver returns the cpuidle driver and governor ("none" when cpuidle
+// is off; errors wrap os.ErrNotExist when the kernel has no cpuidle).
+func IdleDriver(fs hostfs.FS) (driver, governor string, err error) {
+	if driver, err = fs.ReadString(cpuDir + "/cpuidle/current_driver"); err != nil {
+		return "", "", err
+	}
+	governor, _ = fs.ReadString(cpuDir + "/cpuidle/current_governor")
+	if governor == "" {
+		governor, _ = fs.ReadString(cpuDir + "/cpuidle/current_governor_ro")
+	}
+	return driver, governor, nil
+}
+
+// Freq is one CPU's cpufreq policy.
+type Freq struct {
+	Driver   string `json:"driver"`
+	Governor string `json:"governor"`
+	CurKHz   int64  `json:"cur_khz"`
+	MinKHz   int64  `json:"min_khz"`
+	MaxKHz   int64  `json:"max_khz"`
+}
+
+// ReadFreq reads cpuN/cpufreq. Without cpufreq (VMs, fixed-frequency
+// clouds) the error wraps os.ErrNotExist.
+func ReadFreq(fs hostfs.FS, cpu int) (Freq, error) {
+	d := fmt.Sprintf("%s/cpu%d/cpufreq", cpuDir, cpu)
+	var f Freq
+	var err error
+	if f.Governor, err = fs.ReadString(d + "/scaling_governor"); err != nil {
+		return f, err
+	}
+	f.Driver, _ = fs.ReadString(d + "/scaling_driver")
+	f.CurKHz, _ = fs.ReadInt(d + "/scaling_cur_freq")
+	f.MinKHz, _ = fs.ReadInt(d + "/scaling_min_freq")
+	f.MaxKHz, _ = fs.ReadInt(d + "/scaling_max_freq")
+	return f, nil
+}
+
+// Turbo is the frequency-boost state. Source names the file it came from.
+type Turbo struct {
+	Enabled    bool   `json:"enabled"`
+	Source     string `json:"source"`
+	PstateMode string `json:"intel_pstate_status,omitempty"`
+	MinPerfPct int64  `json:"intel_pstate_min_perf_pct,omitempty"`
+	MaxPerfPct int64  `json:"intel_pstate_max_perf_pct,omitempty"`
+}
+
+// ReadTurbo reads intel_pstate/no_turbo or, for acpi-cpufreq and
+// amd-pstate, cpufreq/boost. Neither present: error wraps os.ErrNotExist.
+func ReadTurbo(fs hostfs.FS) (Turbo, error) {
+	p := cpuDir + "/intel_pstate/no_turbo"
+	if v, err := fs.ReadInt(p); err == nil {
+		t := Turbo{Enabled: v == 0, Source: p}
+		t.PstateMode, _ = fs.ReadString(cpuDir + "/intel_pstate/status")
+		t.MinPerfPct, _ = fs.ReadInt(cpuDir + "/intel_pstate/min_perf_pct")
+		t.MaxPerfPct, _ = fs.ReadInt(cpuDir + "/intel_pstate/max_perf_pct")
+		return t, nil
+	}
+	p = cpuDir + "/cpufreq/boost"
+	v, err := fs.ReadInt(p)
+	if err != nil {
+		return Turbo{}, err
+	}
+	return Turbo{Enabled: v != 0, Source: p}, nil
+}
+
+// Clocksource reads the current and available clocksources.
+func Clocksource(fs hostfs.FS) (current string, available []string, err error) {
+	const d = "/sys/devices/system/clocksource/clocksource0"
+	if current, err = fs.ReadString(d + "/current_clocksource"); err != nil {
+		return "", nil, err
+	}
+	a, _ := fs.ReadString(d + "/available_clocksource")
+	return current, strings.Fields(a), nil
+}
+
+// Bracketed returns the [selected] word of a sysfs choice file such as
+// transparent_hugepage/enabled ("always [madvise] never"), "" if none.
+func Bracketed(s string) string {
+	i := strings.IndexByte(s, '[')
+	j := strings.IndexByte(s, ']')
+	if i < 0 || j < i {
+		return ""
+	}
+	return s[i+1 : j]
+}
+
+// THP reads transparent_hugepage/enabled and defrag (selected values).
+func THP(fs hostfs.FS) (enabled, defrag string, err error) {
+	const d = "/sys/kernel/mm/transparent_hugepage"
+	e, err := fs.ReadString(d + "/enabled")
+	if err != nil {
+		return "", "", err
+	}
+	df, _ := fs.ReadString(d + "/defrag")
+	return Bracketed(e), Bracketed(df), nil
+}

@@ -1,0 +1,211 @@
+package hostinfo
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/rig-project/rig/internal/hostfs"
+)
+
+func seedFiles(f *testing.F, path string) {
+	for _, tree := range trees {
+		if b, err := os.ReadFile("testdata/" + tree + path); err == nil {
+			f.Add(b)
+		}
+	}
+}
+
+// asciiPlain reports input the fast and slow parsers must agree on: the slow
+// one splits on Unicode whitespace, the fast one on ' ' and '\t' only.
+func asciiPlain(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 || (c < ' ' && c != '\n' && c != '\t') {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzInterrupts checks that the table parser never panics and that the
+// allocation-free reader agrees with it on every row it accepts.
+func FuzzInterrupts(f *testing.F) {
+	seedFiles(f, "/proc/interrupts")
+	f.Add([]byte("  CPU0 CPU1\n 1: 2\n ERR: 0\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tab, err := ParseCounterTable(b)
+		if err != nil || len(tab.CPUs) == 0 || !asciiPlain(b) {
+			return
+		}
+		for _, r := range tab.Rows {
+			if len(r.Counts) != len(tab.CPUs) {
+				t.Fatalf("row %q has %d counts for %d CPUs", r.ID, len(r.Counts), len(tab.CPUs))
+			}
+		}
+		seen := map[int]bool{}
+		for _, c := range tab.CPUs {
+			if seen[c] {
+				return // duplicate CPU columns: reader picks one, fine
+			}
+			seen[c] = true
+		}
+		rd, tab2, err := NewCounterReader(b, tab.CPUs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		for _, r := range tab2.Rows {
+			if ids[r.ID] {
+				return // duplicate IDs: reader keeps the first
+			}
+			ids[r.ID] = true
+		}
+		dst := make([]uint64, rd.Len())
+		if _, err := rd.Read(b, dst, nil); err != nil {
+			t.Fatal(err)
+		}
+		n := len(tab.CPUs)
+		for k, r := range tab2.Rows {
+			if !bytes.Equal(u64b(dst[k*n:(k+1)*n]), u64b(r.Counts)) {
+				t.Fatalf("row %q: fast %v slow %v", r.ID, dst[k*n:(k+1)*n], r.Counts)
+			}
+		}
+	})
+}
+
+func u64b(v []uint64) []byte {
+	var b []byte
+	for _, x := range v {
+		for i := 0; i < 8; i++ {
+			b = append(b, byte(x>>(8*i)))
+		}
+	}
+	return b
+}
+
+// FuzzSoftirqs runs the table parser on softirq-shaped input.
+func FuzzSoftirqs(f *testing.F) {
+	seedFiles(f, "/proc/softirqs")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tab, err := ParseCounterTable(b)
+		if err != nil {
+			return
+		}
+		for _, r := range tab.Rows {
+			if r.ID == "" || len(r.Counts) != len(tab.CPUs) {
+				t.Fatalf("bad row %+v", r)
+			}
+		}
+	})
+}
+
+// FuzzSoftnet checks ParseSoftnetInto stays within dst and never panics.
+func FuzzSoftnet(f *testing.F) {
+	seedFiles(f, "/proc/net/softnet_stat")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dst := make([]Softnet, 4)
+		n, _ := ParseSoftnetInto(b, dst)
+		if n > len(dst) {
+			t.Fatal(n)
+		}
+	})
+}
+
+// FuzzCpuidle fuzzes the per-file number parser cpuidle and the sampler use.
+func FuzzCpuidle(f *testing.F) {
+	f.Add([]byte("133\n"))
+	f.Add([]byte(" 18446744073709551615 "))
+	f.Add([]byte("18446744073709551616"))
+	f.Add([]byte("1 2"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, ok := ParseUint(b)
+		if !ok {
+			return
+		}
+		ref, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
+		if err != nil || ref != v {
+			t.Fatalf("%q parsed as %d, strconv says %d, %v", b, v, ref, err)
+		}
+	})
+}
+
+// FuzzCmdline checks the command-line parser never panics and that decoded
+// isolation lists come from parameters that are present.
+func FuzzCmdline(f *testing.F) {
+	seedFiles(f, "/proc/cmdline")
+	f.Add([]byte(`isolcpus=nohz,domain,1-3 rcu_nocbs "a b=c" -- x`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := ParseCmdline(string(b))
+		if len(c.Isolcpus.CPUs) > 0 && !c.Isolcpus.Set {
+			t.Fatal("isolcpus decoded but not set")
+		}
+		for _, p := range c.Params {
+			if p.Key == "--" && !p.HasValue {
+				t.Fatal("-- kept as a parameter")
+			}
+		}
+	})
+}
+
+// FuzzCgroup fuzzes /proc/PID/cgroup, cpu.max and cpu.stat.
+func FuzzCgroup(f *testing.F) {
+	seedFiles(f, "/proc/self/cgroup")
+	seedFiles(f, "/sys/fs/cgroup/cpu.stat")
+	f.Add([]byte("200000 100000"))
+	f.Add([]byte("max"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if ents, err := ParseProcCgroup(b); err == nil {
+			for _, e := range ents {
+				if e.ID < 0 {
+					t.Fatal(e)
+				}
+			}
+		}
+		if m, err := ParseCPUMax(string(b)); err == nil && (m.PeriodUS <= 0 || m.QuotaUS == 0) {
+			t.Fatalf("%q -> %+v", b, m)
+		}
+		_, _ = ParseCPUStat(b)
+	})
+}
+
+// FuzzTaskStat fuzzes the stat and status parsers of the thread sampler.
+func FuzzTaskStat(f *testing.F) {
+	seedFiles(f, "/proc/4242/task/4250/stat")
+	seedFiles(f, "/proc/4242/task/4250/status")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if pid, comm, _, cpu, ok := ParseTaskStatFields(b); ok && (pid < 0 || cpu < 0 || len(comm) > len(b)) {
+			t.Fatal(pid, cpu)
+		}
+		ParseCtxSwitches(b)
+	})
+}
+
+// FuzzIdleState writes fuzzed sysfs values into a cpuidle state directory
+// and checks ReadIdleStates either rejects them or returns exactly them.
+func FuzzIdleState(f *testing.F) {
+	f.Add([]byte("C6\n"), []byte("133\n"), []byte("7\n"), []byte("1\n"))
+	f.Add([]byte("POLL"), []byte("0"), []byte("x"), []byte("0"))
+	f.Fuzz(func(t *testing.T, name, latency, usage, disable []byte) {
+		root := t.TempDir()
+		d := root + IdleStatePath(0, 0)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for fn, v := range map[string][]byte{"name": name, "latency": latency, "usage": usage, "disable": disable, "time": []byte("5\n")} {
+			if err := os.WriteFile(d+"/"+fn, v, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := ReadIdleStates(hostfs.FS{Root: root}, 0)
+		if err != nil {
+			return
+		}
+		lat, ok1 := ParseUint(latency)
+		use, ok2 := ParseUint(usage)
+		dis, ok3 := ParseUint(disable)
+		if len(st) != 1 || !ok1 || !ok2 || !ok3 || st[0].LatencyUS != lat || st[0].Usage != use || st[0].Disabled != (dis != 0) || st[0].TimeUS != 5 {
+			t.Fatalf("%+v from %q %q %q", st, latency, usage, disable)
+		}
+	})
+}

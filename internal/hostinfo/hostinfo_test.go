@@ -1,0 +1,354 @@
+package hostinfo
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/rig-project/rig/internal/hostfs"
+)
+
+func fx(name string) hostfs.FS { return hostfs.FS{Root: "testdata/" + name} }
+
+var trees = []string{"vm", "isolated", "irqbalance", "k8spod"}
+
+func TestInterruptsRealVM(t *testing.T) {
+	tab, err := ReadInterrupts(fx("vm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(tab.CPUs, []int{0, 1}) {
+		t.Fatalf("CPUs = %v", tab.CPUs)
+	}
+	r := tab.Row("41")
+	if r == nil || r.Name != "virtio3-rx" || !r.IsDevice() {
+		t.Fatalf("row 41 = %+v", r)
+	}
+	if r.Desc != "PCI-MSIX-0000:00:04.0 1-edge virtio3-rx" {
+		t.Fatalf("desc %q", r.Desc)
+	}
+	loc := tab.Row("LOC")
+	if loc == nil || loc.Name != "Local timer interrupts" || loc.IsDevice() || loc.Counts[0] == 0 {
+		t.Fatalf("LOC = %+v", loc)
+	}
+	// ERR has a single column; the second must be zero-padded, not shifted.
+	if e := tab.Row("ERR"); e == nil || len(e.Counts) != 2 || e.Desc != "" {
+		t.Fatalf("ERR = %+v", e)
+	}
+	if r := tab.Row("24"); r.Name != "ACPI:Ged" {
+		t.Fatalf("24 name %q", r.Name)
+	}
+}
+
+func TestInterruptsNames(t *testing.T) {
+	tab, err := ReadInterrupts(fx("isolated"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"121": "mlx5_comp0@pci:0000:3b:00.0", "140": "i801_smbus, ehci_hcd:usb1", "9": "acpi"} {
+		if got := tab.Row(id).Name; got != want {
+			t.Errorf("IRQ %s name %q, want %q", id, got, want)
+		}
+	}
+	if v, ok := tab.Count("121", 2); !ok || v != 5123 {
+		t.Fatalf("121 on CPU2 = %d %v", v, ok)
+	}
+	if _, ok := tab.Count("121", 9); ok {
+		t.Fatal("CPU 9 has no column")
+	}
+	gic := "           CPU0       CPU1\n 11:    1234   5678   GICv3  27 Level     arch_timer\n"
+	g, err := ParseCounterTable([]byte(gic))
+	if err != nil || g.Rows[0].Name != "arch_timer" {
+		t.Fatalf("GIC row: %+v %v", g, err)
+	}
+}
+
+func TestCounterTableErrors(t *testing.T) {
+	for _, in := range []string{"", "CPUx\n", "CPU0\nno colon here\n", "CPU0 CPU1\n a b: 1 2\n"} {
+		if _, err := ParseCounterTable([]byte(in)); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}
+
+// procfs is the reference for /proc/softirqs; the hot path cannot use it
+// (it allocates and drops unknown softirq types).
+func TestSoftirqsMatchProcfs(t *testing.T) {
+	for _, tree := range trees {
+		tab, err := ReadSoftirqs(fx(tree))
+		if err != nil {
+			t.Fatal(tree, err)
+		}
+		pfs, err := procfs.NewFS(fx(tree).Path("/proc"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := pfs.Softirqs()
+		if err != nil {
+			t.Fatal(tree, err)
+		}
+		for id, want := range map[string][]uint64{"NET_RX": ref.NetRx, "SCHED": ref.Sched, "TIMER": ref.Timer, "RCU": ref.RCU} {
+			if got := tab.Row(id).Counts; !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s = %v, procfs %v", tree, id, got, want)
+			}
+		}
+	}
+}
+
+func TestCounterReaderMatchesSlow(t *testing.T) {
+	for _, tree := range trees {
+		for _, f := range []string{"/proc/interrupts", "/proc/softirqs"} {
+			b, err := fx(tree).ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, tab, err := NewCounterReader(b, []int{1, 0})
+			if err != nil {
+				t.Fatal(tree, f, err)
+			}
+			dst := make([]uint64, r.Len())
+			if _, err := r.Read(b, dst, nil); err != nil {
+				t.Fatal(err)
+			}
+			for k, row := range tab.Rows {
+				if dst[2*k] != row.Counts[1] || dst[2*k+1] != row.Counts[0] {
+					t.Fatalf("%s %s row %s: fast %v slow %v", tree, f, row.ID, dst[2*k:2*k+2], row.Counts)
+				}
+			}
+			if n := testing.AllocsPerRun(20, func() { _, _ = r.Read(b, dst, nil) }); n != 0 {
+				t.Fatalf("Read allocates %v", n)
+			}
+		}
+	}
+}
+
+func TestCounterReaderLayout(t *testing.T) {
+	a := []byte("   CPU0 CPU1\n 1: 5 6 x\n 2: 7 8 y\n")
+	r, _, err := NewCounterReader(a, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := NewCounterReader(a, []int{3}); err == nil {
+		t.Fatal("offline CPU accepted")
+	}
+	dst, prev := make([]uint64, 2), []uint64{60, 80}
+	// Row 1 freed, row 3 new: row 1 keeps prev, row 3 is counted unknown.
+	n, err := r.Read([]byte("   CPU0 CPU1\n 2: 7 9 y\n 3: 1 1 z\n"), dst, prev)
+	if err != nil || n != 1 || dst[0] != 60 || dst[1] != 9 {
+		t.Fatalf("Read = %d %v %v", n, dst, err)
+	}
+	if _, err := r.Read([]byte("   CPU0\n 1: 5\n"), dst, nil); !errors.Is(err, ErrLayoutChanged) {
+		t.Fatalf("hotplug: %v", err)
+	}
+}
+
+func TestSoftnet(t *testing.T) {
+	s, err := ReadSoftnet(fx("isolated"))
+	if err != nil || len(s) != 8 || s[2].Dropped != 2 || s[2].CPU != 2 || s[7].Processed != 8000 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	v, err := ReadSoftnet(fx("vm"))
+	if err != nil || len(v) != 2 || v[1].CPU != 1 {
+		t.Fatalf("vm %+v %v", v, err)
+	}
+	dst := make([]Softnet, 8)
+	b, _ := fx("isolated").ReadFile("/proc/net/softnet_stat")
+	if n := testing.AllocsPerRun(20, func() { _, _ = ParseSoftnetInto(b, dst) }); n != 0 {
+		t.Fatalf("allocs %v", n)
+	}
+	if _, err := ParseSoftnetInto([]byte("zz 0 0\n"), dst); err == nil {
+		t.Fatal("bad hex accepted")
+	}
+}
+
+func TestIdleStates(t *testing.T) {
+	s, err := ReadIdleStates(fx("isolated"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) != 4 || s[3].Name != "C6" || s[3].LatencyUS != 133 || !s[3].Disabled || s[2].Disabled || s[1].Usage != 3000 {
+		t.Fatalf("%+v", s)
+	}
+	v, err := ReadIdleStates(fx("vm"), 1)
+	if err != nil || len(v) != 2 || v[1].Name != "haltpoll idle" {
+		t.Fatalf("vm %+v %v", v, err)
+	}
+	if _, err := ReadIdleStates(fx("vm"), 7); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing cpu: %v", err)
+	}
+	d, g, err := IdleDriver(fx("isolated"))
+	if d != "intel_idle" || g != "menu" || err != nil {
+		t.Fatal(d, g, err)
+	}
+}
+
+func TestCPUFacts(t *testing.T) {
+	f := fx("isolated")
+	top, err := ReadTopology(f, 2)
+	if err != nil || !reflect.DeepEqual(top.Siblings(), []int{6}) || top.Core != 2 || top.Node != 0 {
+		t.Fatalf("%+v %v", top, err)
+	}
+	if iso, _ := IsolatedCPUs(f); !reflect.DeepEqual(iso, []int{2, 6}) {
+		t.Fatal(iso)
+	}
+	if nz, _ := NohzFullCPUs(f); !reflect.DeepEqual(nz, []int{2, 6}) {
+		t.Fatal(nz)
+	}
+	if nz, err := NohzFullCPUs(fx("irqbalance")); nz != nil || err != nil {
+		t.Fatal("(null) nohz_full:", nz, err)
+	}
+	if _, err := NohzFullCPUs(fx("vm")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	fr, err := ReadFreq(f, 2)
+	if err != nil || fr.Governor != "performance" || fr.Driver != "intel_pstate" {
+		t.Fatal(fr, err)
+	}
+	if _, err := ReadFreq(fx("vm"), 0); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if tb, err := ReadTurbo(f); err != nil || tb.Enabled || tb.MinPerfPct != 100 {
+		t.Fatal(tb, err)
+	}
+	if tb, err := ReadTurbo(fx("irqbalance")); err != nil || !tb.Enabled {
+		t.Fatal(tb, err)
+	}
+	if cs, av, err := Clocksource(fx("vm")); cs != "tsc" || len(av) != 2 || err != nil {
+		t.Fatal(cs, av, err)
+	}
+	if e, d, err := THP(fx("irqbalance")); e != "always" || d != "madvise" || err != nil {
+		t.Fatal(e, d, err)
+	}
+	if m, _ := CPUModel(f); m != "Intel(R) Xeon(R) Gold 6346 CPU @ 3.10GHz" {
+		t.Fatal(m)
+	}
+	ct, err := ReadCPUTimes(f)
+	if err != nil || len(ct) != 8 || ct[2].User != 900 || ct[7].CPU != 7 {
+		t.Fatal(ct, err)
+	}
+}
+
+func TestCmdline(t *testing.T) {
+	c, err := ReadCmdline(fx("isolated"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.IsolcpusFlags, []string{"domain", "managed_irq"}) || !reflect.DeepEqual(c.Isolcpus.CPUs, []int{2, 6}) {
+		t.Fatalf("isolcpus %+v %+v", c.IsolcpusFlags, c.Isolcpus)
+	}
+	if !c.NohzFull.Contains(6) || !c.RcuNocbs.Contains(2) || c.RcuNocbs.Contains(3) || !reflect.DeepEqual(c.IRQAffinity.CPUs, []int{0, 4}) {
+		t.Fatalf("%+v", c)
+	}
+	if v, ok := c.Get("acpi-osi"); !ok || v != "Linux" {
+		t.Fatalf("quoted param %q %v", v, ok)
+	}
+	if _, ok := c.Get("init-arg"); ok {
+		t.Fatal("args after -- belong to init")
+	}
+	p := ParseCmdline(`isolcpus=1-3 rcu_nocbs nohz_full=all isolcpus=bogus,4 irqaffinity=N`)
+	if !p.RcuNocbs.All || !p.NohzFull.All || len(p.Problems) != 2 || !reflect.DeepEqual(p.Isolcpus.CPUs, []int{4}) {
+		t.Fatalf("%+v", p)
+	}
+	vm, _ := ReadCmdline(fx("vm"))
+	if vm.Isolcpus.Set || vm.NohzFull.Set || len(vm.Problems) != 0 {
+		t.Fatalf("vm: %+v", vm)
+	}
+}
+
+func TestCgroup(t *testing.T) {
+	c, err := ReadCgroup(fx("k8spod"), "self")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Version != 2 || !reflect.DeepEqual(c.CPUSet, []int{2, 3}) || c.CPUMax.QuotaUS != 200000 || c.CPUMax.Unlimited() || c.Stat.NrThrottled != 17 || c.Stat.ThrottledUS != 84000 {
+		t.Fatalf("%+v", c)
+	}
+	i, err := ReadCgroup(fx("isolated"), "self")
+	if err != nil || !i.CPUMax.Unlimited() || len(i.CPUSet) != 8 {
+		t.Fatalf("%+v %v", i, err)
+	}
+	// The VM is a cgroup v1 hybrid host with nothing but the memory path set.
+	// The unified tree has no cpu controller there, so v1 must be used.
+	v, err := ReadCgroup(fx("vm"), "self")
+	if err != nil || v.Version != 1 || !reflect.DeepEqual(v.CPUSet, []int{0, 1}) || !v.CPUMax.Unlimited() {
+		t.Fatalf("%+v %v", v, err)
+	}
+	for _, bad := range []string{"", "0 100", "max x", "a b c", "-5 100"} {
+		if _, err := ParseCPUMax(bad); err == nil {
+			t.Errorf("cpu.max %q accepted", bad)
+		}
+	}
+	if s, err := ParseCPUStat([]byte("nr_throttled 3\nthrottled_time 5000\n")); err != nil || s.ThrottledUS != 5 {
+		t.Fatal(s, err)
+	}
+}
+
+func TestTasks(t *testing.T) {
+	b, err := fx("isolated").ReadFile("/proc/4242/task/4250/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseTaskStat(b)
+	if err != nil || s.PID != 4250 || s.Comm != "rig-responder" || s.CPU != 2 || s.State != 'R' {
+		t.Fatalf("%+v %v", s, err)
+	}
+	tricky := []byte("77 (a) b (c) S" + strings.Repeat(" 0", 35) + " 3 0 0 0 0\n")
+	if s, err := ParseTaskStat(tricky); err != nil || s.Comm != "a) b (c" || s.CPU != 3 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	own, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseTaskStat(own); err != nil {
+		t.Fatal("live stat:", err)
+	}
+	st, _ := fx("isolated").ReadFile("/proc/4242/task/4250/status")
+	if v, i, ok := ParseCtxSwitches(st); !ok || v != 4350 || i != 4250%7 {
+		t.Fatal(v, i, ok)
+	}
+	if n := testing.AllocsPerRun(20, func() { ParseCtxSwitches(st); ParseTaskStatFields(b) }); n != 0 {
+		t.Fatalf("allocs %v", n)
+	}
+	p, err := FindProcesses(fx("irqbalance"), "irqbalance", "ptp4l")
+	if err != nil || len(p) != 2 || p[1].Cmdline[2] != "enp3s0" {
+		t.Fatalf("%+v %v", p, err)
+	}
+	if v, ok, err := ProcessEnv(fx("irqbalance"), 812, "IRQBALANCE_BANNED_CPULIST"); ok || err != nil || v != "" {
+		t.Fatal(v, ok, err)
+	}
+	a, err := ReadIRQAffinity(fx("isolated"), 131)
+	if err != nil || !reflect.DeepEqual(a.Affinity, []int{4, 5}) || !reflect.DeepEqual(a.Targets(), []int{4}) {
+		t.Fatalf("%+v %v", a, err)
+	}
+	irqs, err := ListIRQs(fx("vm"))
+	if err != nil || len(irqs) == 0 {
+		t.Fatal(irqs, err)
+	}
+}
+
+func TestFileReadAll(t *testing.T) {
+	f, err := Open(hostfs.FS{Root: "/"}, "/proc/interrupts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 16)
+	b, err := f.ReadGrow(&buf)
+	if err != nil || len(b) < 100 {
+		t.Fatal(len(b), err)
+	}
+	if _, err := ParseCounterTable(b); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(10, func() { _, _ = f.ReadAll(buf) }); n != 0 {
+		t.Fatalf("ReadAll allocates %v", n)
+	}
+	if _, err := Open(hostfs.FS{Root: t.TempDir()}, "/proc/nope"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+}

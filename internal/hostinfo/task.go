@@ -1,0 +1,275 @@
+package hostinfo
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/hostfs"
+)
+
+// TaskStat is what rig uses from /proc/PID/task/TID/stat.
+type TaskStat struct {
+	PID   int    // the TID for a task file
+	Comm  string // without the parentheses
+	State byte
+	// CPU is field 39 "processor": the CPU the task last ran on.
+	CPU int
+}
+
+// ParseTaskStat parses a /proc/PID/stat or /proc/PID/task/TID/stat line.
+func ParseTaskStat(b []byte) (TaskStat, error) {
+	pid, comm, state, cpu, ok := ParseTaskStatFields(b)
+	if !ok {
+		return TaskStat{}, fmt.Errorf("stat %q: want \"pid (comm) state ...\" with at least 39 fields", clip(b))
+	}
+	return TaskStat{PID: pid, Comm: string(comm), State: state, CPU: cpu}, nil
+}
+
+// ParseTaskStatFields is the allocation-free form of ParseTaskStat; comm
+// aliases b. The comm may contain spaces and ')', so the fields after it
+// are found from the last ')'.
+func ParseTaskStatFields(b []byte) (pid int, comm []byte, state byte, cpu int, ok bool) {
+	open := bytes.IndexByte(b, '(')
+	close := bytes.LastIndexByte(b, ')')
+	if open < 1 || close < open {
+		return 0, nil, 0, 0, false
+	}
+	p, n, ok1 := parseUintPrefix(bytes.TrimSpace(b[:open]))
+	if !ok1 || n != len(bytes.TrimSpace(b[:open])) || p > 1<<31 {
+		return 0, nil, 0, 0, false
+	}
+	comm = b[open+1 : close]
+	rest := b[close+1:]
+	// Field 3 (state) is the first after ')'; processor is field 39.
+	for field := 3; ; field++ {
+		rest = trimLeftSpace(rest)
+		if len(rest) == 0 {
+			return 0, nil, 0, 0, false
+		}
+		end := bytes.IndexAny(rest, " \n")
+		if end < 0 {
+			end = len(rest)
+		}
+		tok := rest[:end]
+		switch field {
+		case 3:
+			if len(tok) != 1 {
+				return 0, nil, 0, 0, false
+			}
+			state = tok[0]
+		case 39:
+			v, m, ok := parseUintPrefix(tok)
+			if !ok || m != len(tok) || v > 1<<20 {
+				return 0, nil, 0, 0, false
+			}
+			return int(p), comm, state, int(v), true
+		}
+		rest = rest[end:]
+	}
+}
+
+// ParseCtxSwitches extracts voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches from a /proc/.../status file without
+// allocating.
+func ParseCtxSwitches(b []byte) (vol, invol uint64, ok bool) {
+	var haveV, haveI bool
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte("\n"))
+		k, v, found := bytes.Cut(line, []byte(":"))
+		if !found {
+			continue
+		}
+		var dst *uint64
+		switch string(k) {
+		case "voluntary_ctxt_switches":
+			dst, haveV = &vol, true
+		case "nonvoluntary_ctxt_switches":
+			dst, haveI = &invol, true
+		default:
+			continue
+		}
+		x, good := ParseUint(v)
+		if !good {
+			return 0, 0, false
+		}
+		*dst = x
+	}
+	return vol, invol, haveV && haveI
+}
+
+// StatusField returns the value of "Key:" in a /proc/.../status file.
+func StatusField(b []byte, key string) (string, bool) {
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && k == key {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// CPUsAllowed reads Cpus_allowed_list of a task ("self", "PID" or
+// "PID/task/TID").
+func CPUsAllowed(fs hostfs.FS, task string) ([]int, error) {
+	p := "/proc/" + task + "/status"
+	b, err := fs.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := StatusField(b, "Cpus_allowed_list")
+	if !ok {
+		return nil, fmt.Errorf("%s: no Cpus_allowed_list line", p)
+	}
+	l, err := cpulist.Parse(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return l, nil
+}
+
+// Process is a running process found by name.
+type Process struct {
+	PID     int      `json:"pid"`
+	Comm    string   `json:"comm"`
+	Cmdline []string `json:"cmdline,omitempty"`
+}
+
+// FindProcesses returns the processes whose comm is one of names, ordered
+// by PID. Processes that exit during the scan are skipped.
+func FindProcesses(fs hostfs.FS, names ...string) ([]Process, error) {
+	ents, err := fs.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []Process
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := fs.ReadString("/proc/" + e.Name() + "/comm")
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			if comm == n {
+				p := Process{PID: pid, Comm: comm}
+				if cl, err := fs.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil {
+					for _, a := range bytes.Split(bytes.TrimRight(cl, "\x00"), []byte{0}) {
+						p.Cmdline = append(p.Cmdline, string(a))
+					}
+				}
+				out = append(out, p)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out, nil
+}
+
+// ProcessEnv returns one variable of /proc/PID/environ (root only on most
+// hosts; errors wrap os.ErrPermission then).
+func ProcessEnv(fs hostfs.FS, pid int, key string) (string, bool, error) {
+	b, err := fs.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return "", false, err
+	}
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if k, v, ok := bytes.Cut(kv, []byte("=")); ok && string(k) == key {
+			return string(v), true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// IRQAffinity is the configured and effective affinity of one IRQ.
+type IRQAffinity struct {
+	IRQ      int   `json:"irq"`
+	Affinity []int `json:"affinity"`
+	// Effective is where the IRQ actually fires (x86 picks one CPU of the
+	// mask); nil with EffectiveKnown false on kernels without the file.
+	Effective      []int `json:"effective,omitempty"`
+	EffectiveKnown bool  `json:"effective_known"`
+}
+
+// Targets returns Effective when known, else Affinity.
+func (a IRQAffinity) Targets() []int {
+	if a.EffectiveKnown {
+		return a.Effective
+	}
+	return a.Affinity
+}
+
+// ReadIRQAffinity reads /proc/irq/N/{smp,effective}_affinity_list.
+func ReadIRQAffinity(fs hostfs.FS, irq int) (IRQAffinity, error) {
+	a := IRQAffinity{IRQ: irq}
+	d := fmt.Sprintf("/proc/irq/%d", irq)
+	var err error
+	if a.Affinity, err = readList(fs, d+"/smp_affinity_list"); err != nil {
+		return a, err
+	}
+	a.Effective, err = readList(fs, d+"/effective_affinity_list")
+	switch {
+	case err == nil:
+		a.EffectiveKnown = true
+	case !os.IsNotExist(err):
+		return a, err
+	}
+	return a, nil
+}
+
+// ListIRQs returns the numbered IRQs under /proc/irq, ascending.
+func ListIRQs(fs hostfs.FS) ([]int, error) {
+	ents, err := fs.ReadDir("/proc/irq")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() {
+			out = append(out, n)
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// CPUTimes are the time counters of one /proc/stat cpuN line, in seconds.
+type CPUTimes struct {
+	CPU                              int
+	User, Nice, System, Idle, Iowait float64
+	IRQ, SoftIRQ, Steal              float64
+}
+
+// Busy is everything except idle and iowait.
+func (t CPUTimes) Busy() float64 { return t.User + t.Nice + t.System + t.IRQ + t.SoftIRQ + t.Steal }
+
+// Total is all the counters.
+func (t CPUTimes) Total() float64 { return t.Busy() + t.Idle + t.Iowait }
+
+// ReadCPUTimes reads the per-CPU lines of /proc/stat with prometheus/procfs
+// (which covers this file well), ordered by CPU.
+func ReadCPUTimes(fs hostfs.FS) ([]CPUTimes, error) {
+	pfs, err := procfs.NewFS(fs.Path("/proc"))
+	if err != nil {
+		return nil, err
+	}
+	st, err := pfs.Stat()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CPUTimes, 0, len(st.CPU))
+	for cpu, c := range st.CPU {
+		out = append(out, CPUTimes{int(cpu), c.User, c.Nice, c.System, c.Idle, c.Iowait, c.IRQ, c.SoftIRQ, c.Steal})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CPU < out[j].CPU })
+	return out, nil
+}

@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""Builds the fake /proc + /sys trees used by hostinfo, envsnap, telemetry
+and check tests. Run from this directory:
+
+  python3 make_fixtures.py --vm      # copy THIS machine's files into vm/ (once)
+  python3 make_fixtures.py           # (re)write the hand-made trees
+
+vm/         real files of the dev VM (Firecracker, 2 vCPUs, haltpoll cpuidle)
+isolated/   8 CPUs (4 cores x 2 threads), isolcpus/nohz_full/rcu_nocbs 2,6,
+            intel_idle POLL/C1/C1E/C6 (C6 disabled), performance, no_turbo
+irqbalance/ 4 CPUs, no isolation, irqbalance running, IRQs on CPU 1,
+            acpi_idle with deep states, powersave, boost on, hpet, THP always
+k8spod/     Kubernetes pod (cgroup v2 namespace): cpuset 2-3 on an SMT host
+            (siblings 6,7 not owned), cpu.max quota, nr_throttled > 0
+"""
+import os, shutil, sys, glob
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+def w(root, path, text):
+    p = os.path.join(root, path.lstrip('/'))
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, 'w') as f:
+        f.write(text)
+
+def copy_vm():
+    root = os.path.join(HERE, 'vm')
+    shutil.rmtree(root, ignore_errors=True)
+    files = ['/proc/interrupts', '/proc/softirqs', '/proc/stat', '/proc/cmdline', '/proc/cpuinfo',
+             '/proc/net/softnet_stat', '/proc/sys/kernel/osrelease', '/proc/version',
+             '/proc/self/cgroup', '/proc/self/status',
+             '/sys/fs/cgroup/cpuset/cpuset.effective_cpus', '/sys/fs/cgroup/cpu/cpu.cfs_quota_us',
+             '/sys/fs/cgroup/cpu/cpu.cfs_period_us', '/sys/fs/cgroup/cpu/cpu.stat',
+             '/sys/fs/cgroup/unified/cgroup.controllers',
+             '/sys/kernel/mm/transparent_hugepage/enabled', '/sys/kernel/mm/transparent_hugepage/defrag',
+             '/sys/devices/system/clocksource/clocksource0/current_clocksource',
+             '/sys/devices/system/clocksource/clocksource0/available_clocksource']
+    cpu = '/sys/devices/system/cpu'
+    files += [cpu + '/' + f for f in ('online', 'possible', 'present', 'offline', 'isolated', 'kernel_max',
+                                      'smt/active', 'smt/control')]
+    files += glob.glob(cpu + '/cpuidle/*')
+    files += glob.glob(cpu + '/cpu[0-9]*/topology/*')
+    files += glob.glob(cpu + '/cpu[0-9]*/cpuidle/state*/*')
+    files += glob.glob('/proc/irq/*/smp_affinity_list') + glob.glob('/proc/irq/*/effective_affinity_list')
+    for f in files:
+        try:
+            with open(f) as src:
+                data = src.read()
+        except OSError:
+            continue
+        w(root, f, data)
+    for n in glob.glob(cpu + '/cpu[0-9]*/node*'):
+        os.makedirs(os.path.join(root, n.lstrip('/')), exist_ok=True)
+    w(root, '/proc/sys/kernel/hostname', 'vm\n')
+
+def header(ncpu, width=11):
+    return ' ' * 12 + ''.join(('CPU%d' % c).ljust(width) for c in range(ncpu)) + '\n'
+
+def irqline(irq, counts, desc):
+    return '%4s:' % irq + ''.join('%11d' % c for c in counts) + '  ' + desc + '\n'
+
+SOFTIRQS = ['HI', 'TIMER', 'NET_TX', 'NET_RX', 'BLOCK', 'IRQ_POLL', 'TASKLET', 'SCHED', 'HRTIMER', 'RCU']
+
+def softirqs(ncpu, scale):
+    s = header(ncpu)
+    for i, n in enumerate(SOFTIRQS):
+        s += '%12s:' % n + ''.join('%11d' % (scale[c] * (i + 1)) for c in range(ncpu)) + '\n'
+    return s
+
+def cpu_tree(root, ncpu, siblings, core_of, driver, states, governor=None, cpufreq_driver=None):
+    cpu = '/sys/devices/system/cpu'
+    w(root, cpu + '/online', '0-%d\n' % (ncpu - 1))
+    w(root, cpu + '/possible', '0-%d\n' % (ncpu - 1))
+    w(root, cpu + '/present', '0-%d\n' % (ncpu - 1))
+    w(root, cpu + '/offline', '\n')
+    w(root, cpu + '/cpuidle/current_driver', driver + '\n')
+    w(root, cpu + '/cpuidle/current_governor', 'menu\n')
+    for c in range(ncpu):
+        d = '%s/cpu%d' % (cpu, c)
+        w(root, d + '/topology/physical_package_id', '0\n')
+        w(root, d + '/topology/core_id', '%d\n' % core_of(c))
+        w(root, d + '/topology/thread_siblings_list', siblings(c) + '\n')
+        os.makedirs(os.path.join(root, (d + '/node0').lstrip('/')), exist_ok=True)
+        for k, (name, lat, res, dis, usage, time) in enumerate(states(c)):
+            sd = '%s/cpuidle/state%d' % (d, k)
+            for f, v in (('name', name), ('desc', name + ' idle state'), ('latency', lat), ('residency', res),
+                         ('disable', dis), ('usage', usage), ('time', time), ('above', 0), ('below', 0)):
+                w(root, sd + '/' + f, '%s\n' % v)
+        if governor:
+            fd = d + '/cpufreq'
+            w(root, fd + '/scaling_governor', governor + '\n')
+            w(root, fd + '/scaling_driver', cpufreq_driver + '\n')
+            w(root, fd + '/scaling_cur_freq', '3000000\n')
+            w(root, fd + '/scaling_min_freq', '800000\n')
+            w(root, fd + '/scaling_max_freq', '3500000\n')
+
+def task(root, pid, tid, comm, cpu, state='S'):
+    # 52 fields as in Linux 6.x; field 39 is processor.
+    fields = [str(tid), '(%s)' % comm, state] + ['0'] * 49
+    fields[38] = str(cpu)
+    w(root, '/proc/%d/task/%d/stat' % (pid, tid), ' '.join(fields) + '\n')
+    if pid == tid:
+        w(root, '/proc/%d/stat' % pid, ' '.join(fields) + '\n')
+        w(root, '/proc/%d/comm' % pid, comm + '\n')
+        w(root, '/proc/%d/cmdline' % pid, comm + '\0')
+    w(root, '/proc/%d/task/%d/status' % (pid, tid),
+      'Name:\t%s\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t%d\n'
+      'voluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t%d\n' % (comm, pid, tid, cpu, 100 + tid, tid % 7))
+
+def common(root, cmdline, clocksource, avail, thp):
+    w(root, '/proc/cmdline', cmdline + '\n')
+    w(root, '/proc/sys/kernel/osrelease', '6.8.0-rig-fixture\n')
+    w(root, '/proc/sys/kernel/hostname', os.path.basename(root) + '\n')
+    w(root, '/proc/version', 'Linux version 6.8.0-rig-fixture (fixture) #1 SMP PREEMPT_DYNAMIC\n')
+    w(root, '/sys/devices/system/clocksource/clocksource0/current_clocksource', clocksource + '\n')
+    w(root, '/sys/devices/system/clocksource/clocksource0/available_clocksource', avail + ' \n')
+    sel = {'always': '[always] madvise never', 'madvise': 'always [madvise] never', 'never': 'always madvise [never]'}
+    w(root, '/sys/kernel/mm/transparent_hugepage/enabled', sel[thp] + '\n')
+    w(root, '/sys/kernel/mm/transparent_hugepage/defrag', 'always defer defer+madvise [madvise] never\n')
+
+def irqs(root, table):
+    for irq, aff, eff in table:
+        w(root, '/proc/irq/%d/smp_affinity_list' % irq, aff + '\n')
+        w(root, '/proc/irq/%d/effective_affinity_list' % irq, eff + '\n')
+
+def stat(ncpu, busy):
+    s = 'cpu  0 0 0 0 0 0 0 0 0 0\n'
+    for c in range(ncpu):
+        s += 'cpu%d %d 0 %d %d 0 0 %d 0 0 0\n' % (c, busy[c], busy[c] // 2, 100000 - busy[c], busy[c] // 10)
+    return s + 'intr 0\nctxt 1000\nbtime 1700000000\nprocesses 10\nprocs_running 1\nprocs_blocked 0\n'
+
+def isolated():
+    root = os.path.join(HERE, 'isolated')
+    shutil.rmtree(root, ignore_errors=True)
+    n = 8
+    common(root, 'BOOT_IMAGE=/vmlinuz root=/dev/nvme0n1p2 ro quiet isolcpus=domain,managed_irq,2,6 '
+           'nohz_full=2,6 rcu_nocbs=2,6 irqaffinity=0,4 intel_idle.max_cstate=3 "acpi_osi=Linux" -- init-arg',
+           'tsc', 'tsc hpet acpi_pm', 'madvise')
+    states = lambda c: [('POLL', 0, 0, 0, 5 + c, 100), ('C1', 1, 1, 0, 1000 * (c + 1), 50000),
+                        ('C1E', 10, 20, 0, 300 + c, 90000), ('C6', 133, 600, 1 if c in (2, 6) else 0, 7 * c, 400000)]
+    cpu_tree(root, n, lambda c: '%d,%d' % (c % 4, c % 4 + 4), lambda c: c % 4, 'intel_idle', states,
+             'performance', 'intel_pstate')
+    cpu = '/sys/devices/system/cpu'
+    w(root, cpu + '/isolated', '2,6\n')
+    w(root, cpu + '/nohz_full', '2,6\n')
+    w(root, cpu + '/intel_pstate/no_turbo', '1\n')
+    w(root, cpu + '/intel_pstate/status', 'active\n')
+    w(root, cpu + '/intel_pstate/min_perf_pct', '100\n')
+    w(root, cpu + '/intel_pstate/max_perf_pct', '100\n')
+    w(root, '/proc/cpuinfo', 'processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6346 CPU @ 3.10GHz\n\n')
+    hdr = header(n)
+    body = irqline(0, [45] + [0] * 7, 'IO-APIC   2-edge      timer')
+    body += irqline(8, [1] + [0] * 7, 'IO-APIC   8-edge      rtc0')
+    body += irqline(9, [0] * 8, 'IO-APIC   9-fasteoi   acpi')
+    body += irqline(120, [2000, 0, 0, 0, 0, 0, 0, 0], 'IR-PCI-MSIX-0000:3b:00.0    0-edge      mlx5_async0@pci:0000:3b:00.0')
+    body += irqline(121, [0, 0, 5123, 0, 0, 0, 0, 0], 'IR-PCI-MSIX-0000:3b:00.0    1-edge      mlx5_comp0@pci:0000:3b:00.0')
+    body += irqline(122, [0, 31000, 0, 0, 0, 0, 0, 0], 'IR-PCI-MSIX-0000:3b:00.0    2-edge      mlx5_comp1@pci:0000:3b:00.0')
+    body += irqline(130, [700, 0, 0, 0, 0, 0, 0, 0], 'IR-PCI-MSIX-0000:01:00.0    0-edge      nvme0q0')
+    body += irqline(131, [0, 0, 0, 0, 812, 0, 0, 0], 'IR-PCI-MSIX-0000:01:00.0    1-edge      nvme0q1')
+    body += irqline(140, [0] * 8, 'IR-IO-APIC   16-fasteoi   i801_smbus, ehci_hcd:usb1')
+    arch = [('NMI', 'Non-maskable interrupts'), ('LOC', 'Local timer interrupts'), ('SPU', 'Spurious interrupts'),
+            ('RES', 'Rescheduling interrupts'), ('CAL', 'Function call interrupts'), ('TLB', 'TLB shootdowns')]
+    for i, (a, d) in enumerate(arch):
+        body += '%4s:' % a + ''.join('%11d' % ((i + 1) * (10 if c in (2, 6) else 1000) + c) for c in range(n)) + '   ' + d + '\n'
+    body += ' ERR:          0\n MIS:          0\n'
+    w(root, '/proc/interrupts', hdr + body)
+    w(root, '/proc/softirqs', softirqs(n, [500, 500, 3, 500, 500, 500, 3, 500]))
+    w(root, '/proc/stat', stat(n, [5000, 5000, 90000, 100, 100, 100, 200, 100]))
+    w(root, '/proc/net/softnet_stat', ''.join(
+        '%08x %08x %08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 %08x 00000000 00000000\n'
+        % (1000 * (c + 1), 2 if c == 2 else 0, c, c) for c in range(n)))
+    # mlx5_comp0 (121) is pinned on the isolated CPU 2 on purpose (the probe
+    # queue's IRQ); nvme0q1 is managed and lands on 4.
+    irqs(root, [(0, '0', '0'), (8, '0', '0'), (9, '0', '0'), (120, '0,4', '0'), (121, '2', '2'), (122, '1', '1'),
+                (130, '0', '0'), (131, '4-5', '4'), (140, '0', '0')])
+    w(root, '/proc/irq/default_smp_affinity', '11\n')
+    task(root, 1, 1, 'systemd', 0)
+    task(root, 900, 900, 'sshd', 4)
+    task(root, 4242, 4242, 'rig', 0)
+    task(root, 4242, 4250, 'rig-responder', 2, 'R')
+    task(root, 30, 30, 'ksoftirqd/2', 2)
+    task(root, 31, 31, 'kworker/2:1', 2, 'I')
+    task(root, 66, 66, 'ksoftirqd/6', 6)
+    w(root, '/proc/self/cgroup', '0::/user.slice/user-0.slice/session-1.scope\n')
+    d = '/sys/fs/cgroup/user.slice/user-0.slice/session-1.scope'
+    w(root, '/sys/fs/cgroup/cgroup.controllers', 'cpuset cpu io memory pids\n')
+    w(root, d + '/cpuset.cpus.effective', '0-7\n')
+    w(root, d + '/cpu.max', 'max 100000\n')
+    w(root, d + '/cpu.stat', 'usage_usec 1000\nuser_usec 600\nsystem_usec 400\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n')
+    w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t0-7\n')
+
+def irqbalance():
+    root = os.path.join(HERE, 'irqbalance')
+    shutil.rmtree(root, ignore_errors=True)
+    n = 4
+    common(root, 'BOOT_IMAGE=/vmlinuz-6.8.0 root=UUID=1234 ro quiet splash', 'hpet', 'tsc hpet acpi_pm', 'always')
+    states = lambda c: [('POLL', 0, 0, 0, 1, 1), ('C1_ACPI', 1, 2, 0, 100, 5000), ('C2_ACPI', 18, 36, 0, 4000, 800000),
+                        ('C3_ACPI', 350, 700, 0, 9000, 9000000)]
+    cpu_tree(root, n, lambda c: str(c), lambda c: c, 'acpi_idle', states, 'powersave', 'acpi-cpufreq')
+    cpu = '/sys/devices/system/cpu'
+    w(root, cpu + '/isolated', '\n')
+    w(root, cpu + '/nohz_full', ' (null)\n')
+    w(root, cpu + '/cpufreq/boost', '1\n')
+    w(root, '/proc/cpuinfo', 'processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD Ryzen 7 5800X 8-Core Processor\n\n')
+    body = irqline(0, [40, 0, 0, 0], 'IO-APIC   2-edge      timer')
+    body += irqline(1, [0, 9, 0, 0], 'IO-APIC   1-edge      i8042')
+    body += irqline(27, [0, 88123, 0, 0], 'PCI-MSI 1048576-edge      enp3s0')
+    body += irqline(28, [0, 12005, 0, 0], 'PCI-MSI 524288-edge      nvme0q0')
+    body += irqline(29, [0, 0, 400, 0], 'PCI-MSI 32768-edge      xhci_hcd')
+    for i, (a, d) in enumerate([('NMI', 'Non-maskable interrupts'), ('LOC', 'Local timer interrupts'),
+                                ('RES', 'Rescheduling interrupts'), ('CAL', 'Function call interrupts')]):
+        body += '%4s:' % a + ''.join('%11d' % ((i + 1) * 1000 + c) for c in range(n)) + '   ' + d + '\n'
+    body += ' ERR:          0\n MIS:          0\n'
+    w(root, '/proc/interrupts', header(n) + body)
+    w(root, '/proc/softirqs', softirqs(n, [100, 900, 100, 100]))
+    w(root, '/proc/stat', stat(n, [3000, 40000, 2000, 2000]))
+    w(root, '/proc/net/softnet_stat', ''.join(
+        '%08x 00000000 %08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 %08x\n'
+        % (500 * (c + 1), c, c) for c in range(n)))
+    irqs(root, [(0, '0', '0'), (1, '0-3', '1'), (27, '1', '1'), (28, '0-3', '1'), (29, '2', '2')])
+    task(root, 1, 1, 'systemd', 0)
+    task(root, 812, 812, 'irqbalance', 3)
+    w(root, '/proc/812/environ', 'PATH=/usr/bin\0IRQBALANCE_ARGS=\0')
+    task(root, 950, 950, 'ptp4l', 0)
+    w(root, '/proc/950/cmdline', 'ptp4l\0-i\0enp3s0\0-m\0')
+    task(root, 2000, 2000, 'firefox', 1, 'R')
+    w(root, '/proc/self/cgroup', '0::/user.slice\n')
+    w(root, '/sys/fs/cgroup/cgroup.controllers', 'cpuset cpu io memory pids\n')
+    w(root, '/sys/fs/cgroup/user.slice/cpuset.cpus.effective', '0-3\n')
+    w(root, '/sys/fs/cgroup/user.slice/cpu.max', 'max 100000\n')
+    w(root, '/sys/fs/cgroup/user.slice/cpu.stat', 'nr_periods 0\nnr_throttled 0\nthrottled_usec 0\n')
+    w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t0-3\n')
+
+def k8spod():
+    root = os.path.join(HERE, 'k8spod')
+    shutil.rmtree(root, ignore_errors=True)
+    n = 8
+    common(root, 'BOOT_IMAGE=/boot/vmlinuz root=/dev/nvme0n1p1 ro console=ttyS0', 'tsc', 'tsc kvm-clock', 'madvise')
+    states = lambda c: [('POLL', 0, 0, 0, 0, 0), ('C1', 1, 1, 0, 500, 4000), ('C6', 100, 500, 0, 50, 200000)]
+    cpu_tree(root, n, lambda c: '%d,%d' % (c % 4, c % 4 + 4), lambda c: c % 4, 'intel_idle', states)
+    w(root, '/sys/devices/system/cpu/isolated', '\n')
+    w(root, '/proc/cpuinfo', 'processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8488C\n\n')
+    body = irqline(24, [0] * 8, 'PCI-MSIX-0000:00:05.0   0-edge      ena-mgmnt@pci:0000:00:05.0')
+    body += irqline(25, [10, 0, 9000, 0, 0, 0, 0, 0], 'PCI-MSIX-0000:00:05.0   1-edge      ens5-Tx-Rx-0')
+    body += ' LOC:' + ''.join('%11d' % (1000 + c) for c in range(n)) + '   Local timer interrupts\n'
+    w(root, '/proc/interrupts', header(n) + body)
+    w(root, '/proc/softirqs', softirqs(n, [10] * n))
+    w(root, '/proc/stat', stat(n, [1000] * n))
+    irqs(root, [(24, '0-7', '0'), (25, '2', '2')])
+    task(root, 1, 1, 'responder', 2)
+    w(root, '/proc/self/cgroup', '0::/\n')
+    w(root, '/sys/fs/cgroup/cgroup.controllers', 'cpuset cpu io memory pids\n')
+    w(root, '/sys/fs/cgroup/cpuset.cpus.effective', '2-3\n')
+    w(root, '/sys/fs/cgroup/cpuset.mems.effective', '0\n')
+    w(root, '/sys/fs/cgroup/cpu.max', '200000 100000\n')
+    w(root, '/sys/fs/cgroup/cpu.stat', 'usage_usec 123456\nuser_usec 100000\nsystem_usec 23456\n'
+      'nr_periods 5000\nnr_throttled 17\nthrottled_usec 84000\nnr_bursts 0\nburst_usec 0\n')
+    w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t2-3\n')
+
+if __name__ == '__main__':
+    if '--vm' in sys.argv:
+        copy_vm()
+    isolated(); irqbalance(); k8spod()

@@ -1,0 +1,209 @@
+// Package round runs one round: a responder, an optional capture and a
+// sender, each as its own rig process on its own host, started through
+// that host's agent, and brings their sample files back.
+//
+// Separate processes keep the measured loops free of each other's garbage
+// collector and scheduler; the files they write are joined afterwards.
+package round
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/wire"
+)
+
+// Host is where one role runs.
+type Host struct {
+	Agent *agent.Client
+	Iface string
+}
+
+// Spec is one round.
+type Spec struct {
+	Dir       string // round directory: the sample files go here
+	Sender    Host
+	Responder Host
+	Capture   *Host // nil: no capture
+
+	Group      string // group:port
+	Reply      string // "unicast" or group:port
+	Count      int
+	Interval   time.Duration
+	Size       int
+	Warmup     int
+	Timestamps string
+	RunID      uint64
+	Arm        string
+	ArmIndex   int
+	Round      int
+
+	ResponderCPU int // -1: not pinned
+	Poll         string
+	Sched        string
+	SenderCPU    int // -1: not pinned
+	Spin         time.Duration
+	ReadyTimeout time.Duration // default 10 s
+	// Progress, when set, receives the sender's progress (once a second).
+	Progress func(sent, received int)
+}
+
+// Result is what one round produced.
+type Result struct {
+	Dir     string
+	Files   map[samples.Role]string
+	Elapsed time.Duration
+}
+
+// proc is one started rig process.
+type proc struct {
+	role samples.Role
+	host Host
+	h    int
+}
+
+// Run runs the round. On ctx cancellation every process is stopped and the
+// files written so far are still brought back.
+func Run(ctx context.Context, s Spec) (*Result, error) {
+	if s.RunID == 0 {
+		s.RunID = wire.NewRunID()
+	}
+	if s.ReadyTimeout == 0 {
+		s.ReadyTimeout = 10 * time.Second
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: s.Dir, Files: map[samples.Role]string{}}
+	start := time.Now()
+	common := func(iface string) []string {
+		return []string{"--iface", iface, "--group", s.Group, "--timestamps", s.Timestamps,
+			"--run-id", wire.FormatRunID(s.RunID), "--arm", s.Arm, "--arm-index", strconv.Itoa(s.ArmIndex),
+			"--round", strconv.Itoa(s.Round)}
+	}
+	cleanup := context.WithoutCancel(ctx)
+	var procs []proc
+	// finish stops what runs, waits for it and brings the files back.
+	finish := func() error {
+		var errs []error
+		for i := len(procs) - 1; i >= 0; i-- {
+			p := procs[i]
+			_ = p.host.Agent.Stop(cleanup, p.h)
+			wr, err := p.host.Agent.Wait(cleanup, p.h)
+			if err == nil && wr.Error != "" {
+				err = fmt.Errorf("%s exited: %s\n    %s", p.role, wr.Error, strings.Join(wr.Tail, "\n    "))
+			}
+			if err != nil && ctx.Err() == nil {
+				errs = append(errs, err)
+			}
+			data, ferr := p.host.Agent.Fetch(cleanup, p.h)
+			if ferr != nil {
+				if ctx.Err() == nil {
+					errs = append(errs, fmt.Errorf("%s sample file: %w", p.role, ferr))
+				}
+				continue
+			}
+			path := filepath.Join(s.Dir, samples.FileName(p.role))
+			if err := rundir.WriteFileAtomic(path, data); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			res.Files[p.role] = path
+		}
+		res.Elapsed = time.Since(start)
+		return errors.Join(errs...)
+	}
+	startProc := func(role samples.Role, host Host, cmd string, args []string, progress func(string)) error {
+		h, err := host.Agent.Start(ctx, cmd, args, progress)
+		if err != nil {
+			return fmt.Errorf("%s: %w", role, err)
+		}
+		procs = append(procs, proc{role: role, host: host, h: h})
+		return nil
+	}
+	rsp := append(common(s.Responder.Iface), "--reply", orDefault(s.Reply, "unicast"),
+		"--cpu", strconv.Itoa(s.ResponderCPU), "--poll", orDefault(s.Poll, "block"),
+		"--sched", orDefault(s.Sched, "other"), "--capacity", strconv.Itoa(s.Count))
+	if err := startProc(samples.RoleResponder, s.Responder, "respond", rsp, nil); err != nil {
+		return res, errors.Join(err, finish())
+	}
+	if s.Capture != nil {
+		capArgs := append(common(s.Capture.Iface), "--capacity", strconv.Itoa(s.Count))
+		if p := replyPort(s.Reply); p != "" {
+			capArgs = append(capArgs, "--reply-port", p)
+		}
+		if err := startProc(samples.RoleCapture, *s.Capture, "capture", capArgs, nil); err != nil {
+			return res, errors.Join(err, finish())
+		}
+	}
+	for _, p := range procs {
+		if err := p.host.Agent.Ready(ctx, p.h, s.ReadyTimeout); err != nil {
+			return res, errors.Join(fmt.Errorf("%s: %w", p.role, err), finish())
+		}
+	}
+	snd := append(common(s.Sender.Iface), "--count", strconv.Itoa(s.Count), "--interval", s.Interval.String(),
+		"--size", strconv.Itoa(orInt(s.Size, wire.DefaultSize)), "--warmup", strconv.Itoa(s.Warmup),
+		"--cpu", strconv.Itoa(s.SenderCPU), "--spin", s.Spin.String(), "--quiet", "--progress-lines")
+	if s.Reply != "" && s.Reply != "unicast" {
+		snd = append(snd, "--reply-group", s.Reply)
+	}
+	onLine := func(line string) {
+		var sent, recv int
+		if s.Progress != nil {
+			if _, err := fmt.Sscanf(line, "progress %d %d", &sent, &recv); err == nil {
+				s.Progress(sent, recv)
+			}
+		}
+	}
+	if err := startProc(samples.RoleSender, s.Sender, "send", snd, onLine); err != nil {
+		return res, errors.Join(err, finish())
+	}
+	// The sender ends the round: wait for it first, then stop the others.
+	sp := procs[len(procs)-1]
+	procs = procs[:len(procs)-1]
+	wr, werr := sp.host.Agent.Wait(ctx, sp.h)
+	if werr != nil { // interrupted: stop the sender too
+		procs = append(procs, sp)
+		return res, errors.Join(werr, finish())
+	}
+	procs = append([]proc{sp}, procs...) // fetched like the others, stopped first (no-op)
+	err := finish()
+	if wr.Error != "" {
+		err = errors.Join(fmt.Errorf("sender exited: %s\n    %s", wr.Error, strings.Join(wr.Tail, "\n    ")), err)
+	}
+	if ctx.Err() != nil {
+		return res, errors.Join(ctx.Err(), err)
+	}
+	return res, err
+}
+
+func replyPort(reply string) string {
+	if i := strings.LastIndexByte(reply, ':'); i >= 0 && reply != "unicast" {
+		return reply[i+1:]
+	}
+	return ""
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func orInt(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}

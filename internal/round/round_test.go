@@ -1,0 +1,129 @@
+package round
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/testbin"
+)
+
+// TestInstrumentOnEmulatedTopology is issue 2's acceptance test: 3 000
+// requests at 1 ms through the emulated two-host topology (multicast
+// request, unicast reply), with a capture on the mirror port and foreign
+// packets sent to the group during the run.
+func TestInstrumentOnEmulatedTopology(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	topo := netlabtest.New(t, netlab.Options{})
+	rig := testbin.Rig(t)
+	dir := t.TempDir()
+	const count = 3000
+	var log bytes.Buffer
+	ag := func(r netlab.Role) *agent.Client {
+		c, err := agent.DialRig(context.Background(), string(r), topo.Exec(r), rig, nil, &log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	spec := Spec{
+		Dir:       dir,
+		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
+		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
+		Capture:   &Host{Agent: ag(netlab.Capture), Iface: topo.Capture.Interface},
+		Group:     "239.7.7.7:9100", Reply: "unicast", Count: count, Interval: time.Millisecond,
+		Warmup: 2, Timestamps: "software", Arm: "test", ResponderCPU: -1, SenderCPU: -1,
+		Spin: 50 * time.Microsecond,
+	}
+	// Foreign traffic to the group while the round runs (after the first
+	// progress report, so the responder is surely up): not rig packets.
+	const foreign = 20
+	var foreignSent atomic.Int64
+	started := make(chan struct{})
+	var once sync.Once
+	spec.Progress = func(sent, _ int) {
+		if sent > 0 {
+			once.Do(func() { close(started) })
+		}
+	}
+	injectorDone := make(chan error, 1)
+	go func() {
+		injectorDone <- topo.Do(netlab.Sender, func() error {
+			c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(239, 7, 7, 7), Port: 9100})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second):
+				return nil
+			}
+			for i := 0; i < foreign; i++ {
+				if _, err := c.Write([]byte("not a rig packet, just noise on the group")); err == nil {
+					foreignSent.Add(1)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			return nil
+		})
+	}()
+	res, err := Run(context.Background(), spec)
+	if ierr := <-injectorDone; ierr != nil {
+		t.Errorf("injector: %v", ierr)
+	}
+	if err != nil {
+		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
+	}
+	j, err := samples.JoinDir(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Problems) > 0 {
+		t.Fatalf("sample problems: %v", j.Problems)
+	}
+	snd := j.Counters[samples.RoleSender]
+	rsp := j.Counters[samples.RoleResponder]
+	if snd.Sent != count || snd.Lost != 0 || snd.Received != count {
+		t.Errorf("sender counters: %+v (want %d sent, 0 lost)", snd, count)
+	}
+	if len(j.Records) != count {
+		t.Fatalf("%d joined records, want %d", len(j.Records), count)
+	}
+	for i := range j.Records {
+		r := &j.Records[i]
+		for _, s := range []samples.Stamp{samples.TxSW, samples.RxSW, samples.ReqRxSW, samples.RepTxSW, samples.CapReq, samples.CapRep} {
+			if r.T[s] == 0 {
+				t.Fatalf("seq %d: %s missing", r.Seq, s)
+			}
+		}
+		turn := r.T[samples.CapRep] - r.T[samples.CapReq]
+		rtt := r.T[samples.RxSW] - r.T[samples.TxSW]
+		if turn < 0 || turn > rtt {
+			t.Fatalf("seq %d: capture turnaround %d ns outside [0, sender sw rtt %d ns]", r.Seq, turn, rtt)
+		}
+	}
+	if fs := foreignSent.Load(); fs != foreign || rsp.Foreign != uint64(fs) {
+		t.Errorf("responder counted %d foreign packets, the injector sent %d", rsp.Foreign, fs)
+	}
+	for _, k := range []string{"cap_req", "cap_rep", "tx_sw", "req_rx_sw"} {
+		if ck := j.Clocks[k]; ck.Source != "sw" || ck.Clock != "CLOCK_REALTIME" {
+			t.Errorf("clock of %s = %+v, want software CLOCK_REALTIME", k, ck)
+		}
+	}
+	if _, err := os.Stat(res.Files[samples.RoleCapture]); err != nil {
+		t.Error(err)
+	}
+}

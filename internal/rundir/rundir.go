@@ -1,0 +1,130 @@
+// Package rundir names the files of a run directory (DESIGN §7) and holds
+// its manifest, so the runner that writes a run and the analysis that reads
+// it agree on one layout.
+//
+//	results/<scenario>-<UTC time>/
+//	  manifest.json
+//	  env/<host>.json
+//	  arms/<arm>/round-<k>/{sender,responder,capture}.samples, telemetry.json
+//	  tables.md tables.csv report.md report.json report.html hist.hlog plots/
+package rundir
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// FormatVersion is the run-directory/manifest format version.
+const FormatVersion = 1
+
+// Manifest is manifest.json: what ran, with which versions, how.
+type Manifest struct {
+	Format        string   `json:"format"` // "rig-run"
+	FormatVersion int      `json:"format_version"`
+	RigVersion    string   `json:"rig_version"`
+	RigCommit     string   `json:"rig_commit"`
+	WireVersion   int      `json:"wire_version"`
+	SampleVersion int      `json:"sample_format_version"`
+	CommandLine   []string `json:"command_line"`
+	Scenario      string   `json:"scenario"` // name
+	ScenarioFile  string   `json:"scenario_file,omitempty"`
+	ScenarioGiven string   `json:"scenario_given,omitempty"` // the file as given
+	Effective     any      `json:"scenario_effective,omitempty"`
+	RunID         string   `json:"run_id"`
+	StartedAt     string   `json:"started_at"`
+	EndedAt       string   `json:"ended_at,omitempty"`
+	Interrupted   string   `json:"interrupted,omitempty"`
+	Baseline      string   `json:"baseline"`
+	Warmup        int      `json:"warmup"`
+	Rounds        int      `json:"rounds"`
+	Count         int      `json:"count"`
+	IntervalNS    int64    `json:"interval_ns"`
+	Timestamps    string   `json:"timestamps"` // mode asked: hardware|software|auto
+	Arms          []Arm    `json:"arms"`
+	// Order[r] lists arm indexes in the order they ran in round r.
+	Order [][]int         `json:"order"`
+	Hosts map[string]Host `json:"hosts,omitempty"`
+	// Granted records the timestamp sources each host granted.
+	Granted map[string]any `json:"timestamps_granted,omitempty"`
+}
+
+// Arm is one named set of knobs.
+type Arm struct {
+	Name    string         `json:"name"`
+	Index   int            `json:"index"`
+	Knobs   map[string]any `json:"knobs,omitempty"`
+	Skipped string         `json:"skipped,omitempty"` // reason, when a requirement is missing
+}
+
+// Host is one host of the run.
+type Host struct {
+	Roles []string `json:"roles"`
+	Via   string   `json:"via"` // "local", "ssh h", "ip netns exec ns", ...
+}
+
+// ManifestFile etc. name the fixed files of a run directory.
+const (
+	ManifestFile = "manifest.json"
+	EnvDir       = "env"
+	ArmsDir      = "arms"
+	Telemetry    = "telemetry.json"
+)
+
+// RoundDir is the directory of one arm's round k.
+func RoundDir(run, arm string, k int) string {
+	return filepath.Join(run, ArmsDir, arm, "round-"+strconv.Itoa(k))
+}
+
+// ReadManifest reads manifest.json of a run directory.
+func ReadManifest(run string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(run, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(run, ManifestFile), err)
+	}
+	if m.Format != "rig-run" || m.FormatVersion > FormatVersion {
+		return nil, fmt.Errorf("%s: format %q version %d (this rig reads rig-run version %d)",
+			filepath.Join(run, ManifestFile), m.Format, m.FormatVersion, FormatVersion)
+	}
+	return &m, nil
+}
+
+// WriteJSON writes v as indented JSON atomically (temp file, fsync, rename).
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, append(b, '\n'))
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory and a rename, so readers see the old file or the new one.
+func WriteFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

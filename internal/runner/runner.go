@@ -1,0 +1,443 @@
+// Package runner executes a scenario: it turns the plan (arms × rounds)
+// into rounds on the hosts, applies and takes back each arm's knobs on the
+// responder host, writes a self-describing run directory, and analyses it.
+//
+// The order of work for every arm of every round is fixed: apply the knobs
+// (journaled) → run the round → take the knobs back → write the files. A
+// cancelled context (Ctrl-C, SIGTERM) stops the current round, takes the
+// knobs back, keeps finished rounds on disk and marks the manifest.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/round"
+	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/internal/version"
+	"github.com/rig-project/rig/internal/wire"
+)
+
+// Options configure a run.
+type Options struct {
+	Scenario    *scenario.Scenario
+	ResultsDir  string   // parent of the run directory (default "results")
+	Rig         string   // this rig binary, run by local and netns agents (default: os.Executable)
+	RemoteRig   string   // the rig binary on hosts reached by ssh/kubectl (default "rig" on their PATH)
+	CommandLine []string // recorded in the manifest
+	StateDir    string   // journal directory (default journal.Dir())
+	FS          hostfs.FS
+	// Log receives progress and process logs (nil: discard).
+	Log io.Writer
+	// Progress, if set, is told about each round as it runs.
+	Progress ProgressFunc
+}
+
+// ProgressFunc reports the arm and round running, requests sent and
+// replies received so far, and the planned totals.
+type ProgressFunc func(p Progress)
+
+// Progress is one progress report.
+type Progress struct {
+	Arm            string
+	Round, Rounds  int
+	Step, Steps    int // arm-rounds done / planned
+	Sent, Received int
+	Count          int
+	Elapsed        time.Duration
+	ETA            time.Duration
+}
+
+// Result is a finished (or interrupted) run.
+type Result struct {
+	Dir    string
+	Report *analysis.Report
+}
+
+// hosts are the agents of a run, one per host (per namespace when
+// emulated), and which one plays each role.
+type hosts struct {
+	agents            map[string]*agent.Client // by host name
+	sender, responder round.Host
+	capture           *round.Host
+	lab               string // emulated lab name to remove at the end
+}
+
+func (hs *hosts) close() error {
+	var errs []error
+	for _, c := range hs.agents {
+		errs = append(errs, c.Close())
+	}
+	if hs.lab != "" {
+		errs = append(errs, netlab.Down(hs.lab))
+	}
+	return errors.Join(errs...)
+}
+
+// Run executes the scenario. The run directory is returned even when the
+// run fails or is interrupted, so finished rounds are never lost.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	s := o.Scenario
+	if o.ResultsDir == "" {
+		o.ResultsDir = "results"
+	}
+	if o.StateDir == "" {
+		o.StateDir = journal.Dir()
+	}
+	if o.FS.Root == "" {
+		o.FS = hostfs.Default()
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Rig == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		o.Rig = exe
+	}
+	if err := journal.CheckPending(o.StateDir); err != nil {
+		return nil, err
+	}
+	hs, err := setupHosts(ctx, s, o)
+	if hs != nil {
+		defer func() {
+			if cerr := hs.close(); cerr != nil {
+				fmt.Fprintf(o.Log, "rig run: closing hosts: %v\n", cerr)
+			}
+		}()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := validate(ctx, s, hs); err != nil {
+		return nil, err
+	}
+	plan := s.Plan()
+	if len(plan.Arms) == 0 {
+		return nil, errors.New("no arm can run on these hosts: every arm was skipped (see rig run --dry-run)")
+	}
+	start := time.Now().UTC()
+	dir := filepath.Join(o.ResultsDir, fmt.Sprintf("%s-%s", s.Name, start.Format("20060102T150405Z")))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: dir}
+	man := manifest(s, plan, o, start)
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.ManifestFile), man); err != nil {
+		return res, err
+	}
+	writeEnv(ctx, dir, s, hs)
+
+	steps := len(plan.Rounds) * len(plan.Arms)
+	step := 0
+	runErr := func() error {
+		for r, order := range plan.Rounds {
+			for _, ai := range order {
+				arm := plan.Arms[ai]
+				armIndex := armIndexOf(s, arm.Name)
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				err := runArmRound(ctx, o, s, hs, dir, arm, armIndex, r, man.RunID, func(sent, recv int) {
+					if o.Progress != nil {
+						el := time.Since(start)
+						done := float64(step) + float64(sent)/float64(max(1, s.Traffic.Count))
+						eta := time.Duration(0)
+						if done > 0 {
+							eta = time.Duration(float64(el) * (float64(steps) - done) / done)
+						}
+						o.Progress(Progress{Arm: arm.Name, Round: r, Rounds: len(plan.Rounds), Step: step, Steps: steps,
+							Sent: sent, Received: recv, Count: s.Traffic.Count, Elapsed: el, ETA: eta})
+					}
+				})
+				if err != nil {
+					return fmt.Errorf("arm %s round %d: %w", arm.Name, r, err)
+				}
+				step++
+			}
+		}
+		return nil
+	}()
+	man.EndedAt = time.Now().UTC().Format(time.RFC3339)
+	if runErr != nil {
+		man.Interrupted = runErr.Error()
+	}
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.ManifestFile), man); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	rep, aerr := analysis.Regenerate(dir, analysis.Options{})
+	res.Report = rep
+	if aerr != nil && runErr == nil {
+		runErr = fmt.Errorf("analysis: %w", aerr)
+	}
+	return res, runErr
+}
+
+func armIndexOf(s *scenario.Scenario, name string) int {
+	for i, a := range s.Arms {
+		if a.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// runArmRound applies the arm on the responder host, runs one round, and
+// takes the arm back.
+func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts,
+	dir string, arm scenario.Arm, armIndex, r int, runID string, progress func(int, int)) (err error) {
+	k := arm.Effective
+	length := s.Traffic.RoundDuration() + 10*time.Second
+	fmt.Fprintf(o.Log, "rig run: round %d arm %s\n", r, arm.Name)
+	rsp := hs.responder.Agent
+	report, err := rsp.Apply(ctx, arm.Name, k, hs.responder.Iface, length)
+	for _, line := range report {
+		fmt.Fprintf(o.Log, "  %s\n", line)
+	}
+	if err != nil {
+		return fmt.Errorf("applying knobs: %w", err)
+	}
+	defer func() {
+		// Take the arm back even when the round was interrupted.
+		report, uerr := rsp.Undo(context.WithoutCancel(ctx))
+		for _, line := range report {
+			fmt.Fprintf(o.Log, "  %s\n", line)
+		}
+		if uerr != nil {
+			err = errors.Join(err, fmt.Errorf("taking back the knobs: %w (run `rig restore` on host %s)", uerr, rsp.Name))
+		}
+	}()
+	id, _ := wire.ParseRunID(runID)
+	spec := round.Spec{
+		Dir:    rundir.RoundDir(dir, arm.Name, r),
+		Sender: hs.sender, Responder: hs.responder, Capture: hs.capture,
+		Group: s.Traffic.Group.String(), Reply: replyString(s.Traffic), Count: s.Traffic.Count,
+		Interval: s.Traffic.Interval, Size: s.Traffic.Size, Warmup: s.Traffic.Warmup,
+		Timestamps: string(s.Timestamps), RunID: id, Arm: arm.Name, ArmIndex: armIndex, Round: r,
+		ResponderCPU: -1, SenderCPU: -1, Poll: "block", Sched: "other", Spin: 50 * time.Microsecond,
+		Progress: progress,
+	}
+	if c := k.Responder.CPU; c != nil {
+		spec.ResponderCPU = *c
+	}
+	if p := k.Responder.Poll; p != nil {
+		spec.Poll = p.String()
+	}
+	if sc := k.Responder.Sched; sc != nil {
+		spec.Sched = sc.String()
+	}
+	_, err = round.Run(ctx, spec)
+	return err
+}
+
+func replyString(t scenario.Traffic) string {
+	if t.UnicastReply() {
+		return "unicast"
+	}
+	return t.Reply.String()
+}
+
+// setupHosts reaches the hosts: it builds the emulated topology when the
+// scenario asks for it, and starts one agent per host.
+func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, error) {
+	hs := &hosts{agents: map[string]*agent.Client{}}
+	dial := func(name string, prefix []string, rig string) (*agent.Client, error) {
+		c, err := agent.DialRig(ctx, name, prefix, rig, []string{journal.EnvDir + "=" + o.StateDir}, o.Log)
+		if err != nil {
+			return nil, err
+		}
+		hs.agents[name] = c
+		fmt.Fprintf(o.Log, "rig run: host %s: agent pid %d on %s (%s)\n", name, c.Hello.PID, c.Hello.Host, c.Hello.Rig)
+		return c, nil
+	}
+	if s.Emulate == "netns" {
+		name := netlab.UniqueName("run")
+		hs.lab = name
+		topo, err := netlab.Up(ctx, name, netlab.Options{})
+		if err != nil {
+			return hs, fmt.Errorf("building the emulated topology: %w", err)
+		}
+		for _, r := range []struct {
+			role netlab.Role
+			host string
+			dst  *round.Host
+		}{{netlab.Sender, scenario.EmulatedSender, &hs.sender}, {netlab.Responder, scenario.EmulatedResponder, &hs.responder}} {
+			h, _ := topo.Host(r.role)
+			c, err := dial(r.host, topo.Exec(r.role), o.Rig)
+			if err != nil {
+				return hs, err
+			}
+			*r.dst = round.Host{Agent: c, Iface: h.Interface}
+		}
+		c, err := dial("capture", topo.Exec(netlab.Capture), o.Rig)
+		if err != nil {
+			return hs, err
+		}
+		hs.capture = &round.Host{Agent: c, Iface: topo.Capture.Interface}
+		return hs, nil
+	}
+	for _, h := range s.Hosts {
+		rig := o.Rig
+		if !h.Local() && !isNetns(h) {
+			rig = o.RemoteRig
+			if rig == "" {
+				rig = "rig"
+			}
+		}
+		c, err := dial(h.Name, h.Command, rig)
+		if err != nil {
+			return hs, err
+		}
+		rh := round.Host{Agent: c, Iface: h.Iface}
+		if h.Has(scenario.RoleSender) {
+			hs.sender = rh
+		}
+		if h.Has(scenario.RoleResponder) {
+			hs.responder = rh
+		}
+		if h.Has(scenario.RoleCapture) {
+			c := rh
+			hs.capture = &c
+		}
+	}
+	return hs, nil
+}
+
+func isNetns(h scenario.Host) bool {
+	return len(h.Command) >= 3 && h.Command[0] == "ip" && h.Command[1] == "netns" && h.Command[2] == "exec"
+}
+
+// validate checks the scenario against the facts each agent reports,
+// before anything on any host changes. File problems come back as
+// scenario.ErrorList (bad input).
+func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) error {
+	facts := map[string]scenario.HostFacts{}
+	for name, c := range hs.agents {
+		f, err := c.Facts(ctx)
+		if err != nil {
+			return err
+		}
+		facts[name] = f.HostFacts()
+	}
+	return scenario.Validate(s, facts)
+}
+
+func manifest(s *scenario.Scenario, p scenario.Plan, o Options, start time.Time) *rundir.Manifest {
+	m := &rundir.Manifest{
+		Format: "rig-run", FormatVersion: rundir.FormatVersion,
+		RigVersion: version.Version, RigCommit: version.Commit(),
+		WireVersion: wire.Version, SampleVersion: samples.FormatVersion,
+		CommandLine: o.CommandLine, Scenario: s.Name, ScenarioFile: s.File, ScenarioGiven: string(s.Source),
+		Effective: effective(s, p),
+		RunID:     wire.FormatRunID(wire.NewRunID()), StartedAt: start.Format(time.RFC3339),
+		Baseline: s.Baseline, Warmup: s.Traffic.Warmup, Rounds: s.Rounds, Count: s.Traffic.Count,
+		IntervalNS: int64(s.Traffic.Interval), Timestamps: string(s.Timestamps),
+		Hosts: map[string]rundir.Host{},
+	}
+	for _, a := range s.Arms {
+		m.Arms = append(m.Arms, rundir.Arm{Name: a.Name, Index: armIndexOf(s, a.Name), Skipped: a.Skip, Knobs: knobMap(a.Effective)})
+	}
+	for _, order := range p.Rounds {
+		var idx []int
+		for _, ai := range order {
+			idx = append(idx, armIndexOf(s, p.Arms[ai].Name))
+		}
+		m.Order = append(m.Order, idx)
+	}
+	for _, h := range s.Hosts {
+		var roles []string
+		for _, r := range h.Roles {
+			roles = append(roles, string(r))
+		}
+		m.Hosts[h.Name] = rundir.Host{Roles: roles, Via: h.Via}
+	}
+	return m
+}
+
+// effectiveScenario is the scenario after defaults and host facts: what
+// the run actually did.
+type effectiveScenario struct {
+	Name       string            `json:"name"`
+	Emulate    string            `json:"emulate,omitempty"`
+	Traffic    map[string]any    `json:"traffic"`
+	Timestamps string            `json:"timestamps"`
+	Rounds     int               `json:"rounds"`
+	Order      string            `json:"order"`
+	Baseline   string            `json:"baseline"`
+	Arms       []effectiveArm    `json:"arms"`
+	Skipped    map[string]string `json:"skipped,omitempty"`
+}
+
+type effectiveArm struct {
+	Name  string         `json:"name"`
+	Knobs map[string]any `json:"knobs"`
+}
+
+func effective(s *scenario.Scenario, p scenario.Plan) effectiveScenario {
+	e := effectiveScenario{Name: s.Name, Emulate: s.Emulate, Timestamps: string(s.Timestamps), Rounds: s.Rounds,
+		Order: s.Order.String(), Baseline: s.Baseline, Skipped: map[string]string{},
+		Traffic: map[string]any{
+			"group": s.Traffic.Group.String(), "reply": replyString(s.Traffic), "interval": s.Traffic.Interval.String(),
+			"count": s.Traffic.Count, "size": s.Traffic.Size, "warmup": s.Traffic.Warmup,
+			"reply_timeout": s.Traffic.ReplyTimeout.String(),
+		}}
+	for _, a := range p.Arms {
+		e.Arms = append(e.Arms, effectiveArm{Name: a.Name, Knobs: knobMap(a.Effective)})
+	}
+	for _, a := range p.Skipped {
+		e.Skipped[a.Name] = a.Skip
+	}
+	return e
+}
+
+// knobMap renders knobs as plain JSON values for the manifest.
+func knobMap(k scenario.Knobs) map[string]any {
+	b, err := json.Marshal(k)
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	for key, v := range m {
+		if v == nil {
+			delete(m, key)
+		}
+	}
+	return m
+}
+
+// writeEnv records each host's environment into env/<host>.json. A
+// snapshot that cannot be taken is logged, not fatal.
+func writeEnv(ctx context.Context, dir string, s *scenario.Scenario, hs *hosts) {
+	for name, c := range hs.agents {
+		var ifaces []string
+		switch {
+		case c == hs.responder.Agent:
+			ifaces = []string{hs.responder.Iface}
+		case c == hs.sender.Agent:
+			ifaces = []string{hs.sender.Iface}
+		case hs.capture != nil && c == hs.capture.Agent:
+			ifaces = []string{hs.capture.Iface}
+		}
+		raw, err := c.Env(ctx, ifaces)
+		if err != nil {
+			raw, _ = json.Marshal(map[string]string{"error": err.Error()})
+		}
+		_ = rundir.WriteFileAtomic(filepath.Join(dir, rundir.EnvDir, name+".json"), append(raw, '\n'))
+	}
+}

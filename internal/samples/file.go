@@ -1,0 +1,251 @@
+package samples
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+var (
+	fileMagic   = [8]byte{'R', 'I', 'G', 'S', 'M', 'P', 'L', '\n'}
+	footerMagic = [8]byte{'R', 'I', 'G', 'F', 'O', 'O', 'T', '\n'}
+	castagnoli  = crc32.MakeTable(crc32.Castagnoli)
+)
+
+// Limits that keep a corrupt file from making the reader allocate wildly.
+const (
+	maxJSON    = 1 << 20
+	maxRecords = 1 << 30
+)
+
+// ErrTruncated is wrapped by Read when the file ends early; the records
+// before the damage are still returned.
+var ErrTruncated = errors.New("sample file truncated")
+
+// ErrCorrupt is wrapped by Read for a file that is not a valid sample file.
+var ErrCorrupt = errors.New("not a valid rig sample file")
+
+// File is a decoded sample file.
+type File struct {
+	Header  Header
+	Footer  *Footer // nil when the file was truncated before the footer
+	Records []Record
+	cols    []Stamp
+}
+
+// Stamps returns the stamp columns the file carries: those of its header,
+// or for a File built in memory without columns, those of its role.
+func (f *File) Stamps() []Stamp {
+	if f.cols == nil {
+		if len(f.Header.Columns) == 0 {
+			return ColumnsFor(f.Header.Role)
+		}
+		for _, n := range f.Header.Columns {
+			if s, err := ParseStamp(n); err == nil {
+				f.cols = append(f.cols, s)
+			}
+		}
+	}
+	return f.cols
+}
+
+// Write encodes one sample file. Columns and format fields of h are filled
+// from the role when empty.
+func Write(w io.Writer, h Header, recs []Record, foot Footer) error {
+	cols, err := prepareHeader(&h)
+	if err != nil {
+		return err
+	}
+	hj, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	bw.Write(fileMagic[:])
+	var u [8]byte
+	binary.LittleEndian.PutUint32(u[:4], uint32(len(hj)))
+	bw.Write(u[:4])
+	bw.Write(hj)
+	binary.LittleEndian.PutUint64(u[:], uint64(len(recs)))
+	bw.Write(u[:])
+	crc := crc32.New(castagnoli)
+	rec := make([]byte, 16+8*len(cols))
+	for i := range recs {
+		r := &recs[i]
+		binary.LittleEndian.PutUint64(rec[0:], r.Seq)
+		binary.LittleEndian.PutUint64(rec[8:], uint64(r.Flags))
+		for j, c := range cols {
+			binary.LittleEndian.PutUint64(rec[16+8*j:], uint64(r.T[c]))
+		}
+		crc.Write(rec)
+		bw.Write(rec)
+	}
+	foot.Records = uint64(len(recs))
+	foot.CRC32C = crc.Sum32()
+	fj, err := json.Marshal(foot)
+	if err != nil {
+		return err
+	}
+	bw.Write(footerMagic[:])
+	binary.LittleEndian.PutUint32(u[:4], uint32(len(fj)))
+	bw.Write(u[:4])
+	bw.Write(fj)
+	return bw.Flush()
+}
+
+func prepareHeader(h *Header) ([]Stamp, error) {
+	h.Format = "rig-samples"
+	h.FormatVersion = FormatVersion
+	if len(h.Columns) == 0 {
+		for _, s := range ColumnsFor(h.Role) {
+			h.Columns = append(h.Columns, s.String())
+		}
+	}
+	if len(h.Columns) == 0 {
+		return nil, fmt.Errorf("samples: role %q has no columns; set Header.Columns", h.Role)
+	}
+	cols := make([]Stamp, len(h.Columns))
+	for i, n := range h.Columns {
+		s, err := ParseStamp(n)
+		if err != nil {
+			return nil, fmt.Errorf("samples: %v", err)
+		}
+		cols[i] = s
+	}
+	return cols, nil
+}
+
+// WriteFile writes a sample file atomically: a temporary file in the same
+// directory, fsync, then rename, so a reader never sees half a file.
+func WriteFile(path string, h Header, recs []Record, foot Footer) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := Write(tmp, h, recs, foot); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Read decodes a sample file. On a truncated file it returns the complete
+// records read so far together with an error wrapping ErrTruncated; on a
+// file that is not a sample file (or of an unknown version) an error
+// wrapping ErrCorrupt.
+func Read(r io.Reader) (*File, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var m [8]byte
+	if _, err := io.ReadFull(br, m[:]); err != nil {
+		return nil, fmt.Errorf("%w: no magic: %v", ErrCorrupt, err)
+	}
+	if m != fileMagic {
+		return nil, fmt.Errorf("%w: bad magic %q", ErrCorrupt, m[:])
+	}
+	hj, err := readBlob(br)
+	if err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
+	}
+	f := &File{}
+	if err := json.Unmarshal(hj, &f.Header); err != nil {
+		return nil, fmt.Errorf("%w: header JSON: %v", ErrCorrupt, err)
+	}
+	if f.Header.Format != "rig-samples" || f.Header.FormatVersion != FormatVersion {
+		return nil, fmt.Errorf("%w: format %q version %d (this rig reads rig-samples version %d)",
+			ErrCorrupt, f.Header.Format, f.Header.FormatVersion, FormatVersion)
+	}
+	for _, n := range f.Header.Columns {
+		s, err := ParseStamp(n)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		f.cols = append(f.cols, s)
+	}
+	if _, err := io.ReadFull(br, m[:]); err != nil {
+		return f, fmt.Errorf("%w: no record count", ErrTruncated)
+	}
+	count := binary.LittleEndian.Uint64(m[:])
+	if count > maxRecords {
+		return nil, fmt.Errorf("%w: record count %d", ErrCorrupt, count)
+	}
+	rec := make([]byte, 16+8*len(f.cols))
+	f.Records = make([]Record, 0, min(count, 1<<20))
+	crc := crc32.New(castagnoli)
+	for i := uint64(0); i < count; i++ {
+		if _, err := io.ReadFull(br, rec); err != nil {
+			return f, fmt.Errorf("%w: %d of %d records", ErrTruncated, i, count)
+		}
+		crc.Write(rec)
+		var r Record
+		r.Seq = binary.LittleEndian.Uint64(rec[0:])
+		r.Flags = Flags(binary.LittleEndian.Uint64(rec[8:]))
+		for j, c := range f.cols {
+			r.T[c] = int64(binary.LittleEndian.Uint64(rec[16+8*j:]))
+		}
+		f.Records = append(f.Records, r)
+	}
+	if _, err := io.ReadFull(br, m[:]); err != nil {
+		return f, fmt.Errorf("%w: footer missing", ErrTruncated)
+	}
+	if m != footerMagic {
+		return f, fmt.Errorf("%w: bad footer magic", ErrCorrupt)
+	}
+	fj, err := readBlob(br)
+	if err != nil {
+		return f, fmt.Errorf("%w: footer: %v", ErrTruncated, err)
+	}
+	var foot Footer
+	if err := json.Unmarshal(fj, &foot); err != nil {
+		return f, fmt.Errorf("%w: footer JSON: %v", ErrCorrupt, err)
+	}
+	if foot.Records != count || foot.CRC32C != crc.Sum32() {
+		return f, fmt.Errorf("%w: footer says %d records crc %08x, file has %d crc %08x",
+			ErrCorrupt, foot.Records, foot.CRC32C, count, crc.Sum32())
+	}
+	f.Footer = &foot
+	return f, nil
+}
+
+func readBlob(br *bufio.Reader) ([]byte, error) {
+	var u [4]byte
+	if _, err := io.ReadFull(br, u[:]); err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint32(u[:])
+	if n > maxJSON {
+		return nil, fmt.Errorf("block of %d bytes exceeds %d", n, maxJSON)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(br, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// ReadFile reads a sample file from disk; errors name the file.
+func ReadFile(path string) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	f, err := Read(fh)
+	if err != nil {
+		return f, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}

@@ -1,0 +1,175 @@
+package samples
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// FileName is the name of a role's sample file inside a round directory.
+func FileName(r Role) string { return string(r) + ".samples" }
+
+// Joined is one round's records from every role, joined by sequence.
+type Joined struct {
+	Header   Header            // of the sender file (else the first file)
+	Clocks   map[string]Clock  // per stamp column, from the file that took it
+	Present  [NumStamps]bool   // columns some file carries
+	Records  []Record          // sorted by Seq
+	Counters map[Role]Counters // per role, from the footers
+	Roles    []Role            // roles joined
+	Problems []string          // per-file problems (truncation) that did not stop the join
+}
+
+// Join merges the files of one round by sequence number. The files must
+// share the run id, arm and round; a role may appear once.
+func Join(files ...*File) (*Joined, error) {
+	if len(files) == 0 {
+		return nil, errors.New("samples: nothing to join")
+	}
+	j := &Joined{Clocks: map[string]Clock{}, Counters: map[Role]Counters{}}
+	j.Header = files[0].Header
+	for _, f := range files {
+		if f.Header.Role == RoleSender {
+			j.Header = f.Header
+		}
+	}
+	bySeq := map[uint64]int{}
+	for _, f := range files {
+		h := f.Header
+		if h.RunID != j.Header.RunID || h.ArmIndex != j.Header.ArmIndex || h.Round != j.Header.Round {
+			return nil, fmt.Errorf("samples: %s file is run %s arm %d round %d, %s file is run %s arm %d round %d",
+				h.Role, h.RunID, h.ArmIndex, h.Round, j.Header.Role, j.Header.RunID, j.Header.ArmIndex, j.Header.Round)
+		}
+		if slices.Contains(j.Roles, h.Role) {
+			return nil, fmt.Errorf("samples: two %s files for one round", h.Role)
+		}
+		j.Roles = append(j.Roles, h.Role)
+		if f.Footer != nil {
+			j.Counters[h.Role] = f.Footer.Counters
+		}
+		for _, c := range f.Stamps() {
+			j.Present[c] = true
+			if ck, ok := h.Clocks[c.String()]; ok {
+				j.Clocks[c.String()] = ck
+			}
+		}
+		for i := range f.Records {
+			r := &f.Records[i]
+			k, ok := bySeq[r.Seq]
+			if !ok {
+				k = len(j.Records)
+				bySeq[r.Seq] = k
+				j.Records = append(j.Records, Record{Seq: r.Seq})
+			}
+			d := &j.Records[k]
+			d.Flags |= r.Flags
+			for _, c := range f.Stamps() {
+				if r.T[c] != 0 {
+					d.T[c] = r.T[c]
+				}
+			}
+		}
+	}
+	slices.SortFunc(j.Records, func(a, b Record) int {
+		switch {
+		case a.Seq < b.Seq:
+			return -1
+		case a.Seq > b.Seq:
+			return 1
+		}
+		return 0
+	})
+	return j, nil
+}
+
+// JoinDir reads and joins every role's file in a round directory (or the
+// single sample file named by path). Truncated files still contribute their
+// complete records; the damage is listed in Problems.
+func JoinDir(path string) (*Joined, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	if st.IsDir() {
+		for _, r := range []Role{RoleSender, RoleResponder, RoleCapture} {
+			p := filepath.Join(path, FileName(r))
+			if _, err := os.Stat(p); err == nil {
+				names = append(names, p)
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("%s: no sample files (want %s, %s or %s)", path,
+				FileName(RoleSender), FileName(RoleResponder), FileName(RoleCapture))
+		}
+	} else {
+		names = []string{path}
+	}
+	var files []*File
+	var problems []string
+	for _, n := range names {
+		f, err := ReadFile(n)
+		if err != nil {
+			if f == nil || !errors.Is(err, ErrTruncated) {
+				return nil, err
+			}
+			problems = append(problems, err.Error())
+		}
+		files = append(files, f)
+	}
+	j, err := Join(files...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	j.Problems = problems
+	return j, nil
+}
+
+// SourceLabel is the short source text of a clock: "hw:eth1:phc0", "sw",
+// "user".
+func (c Clock) SourceLabel() string {
+	if c.Source == "hw" {
+		return fmt.Sprintf("hw:%s:phc%d", c.Iface, c.PHCIndex)
+	}
+	return c.Source
+}
+
+// WriteCSV prints one row per sequence: seq, flags, then for every stamp
+// column the value in ns (empty when missing) and its source.
+func (j *Joined) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	head := []string{"seq", "flags"}
+	var cols []Stamp
+	for s := Stamp(0); s < NumStamps; s++ {
+		if j.Present[s] {
+			cols = append(cols, s)
+			head = append(head, s.String()+"_ns", s.String()+"_src")
+		}
+	}
+	if err := cw.Write(head); err != nil {
+		return err
+	}
+	row := make([]string, len(head))
+	for i := range j.Records {
+		r := &j.Records[i]
+		row[0] = strconv.FormatUint(r.Seq, 10)
+		row[1] = strconv.FormatUint(uint64(r.Flags), 10)
+		for k, s := range cols {
+			row[2+2*k], row[3+2*k] = "", ""
+			if r.T[s] != 0 {
+				row[2+2*k] = strconv.FormatInt(r.T[s], 10)
+				row[3+2*k] = j.Clocks[s.String()].SourceLabel()
+			}
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

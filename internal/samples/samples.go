@@ -1,0 +1,181 @@
+// Package samples is the one file format for the per-request records of the
+// sender, the responder and the capture.
+//
+// A sample file is self-describing and versioned:
+//
+//	"RIGSMPL\n"                      8 bytes magic
+//	u32 LE n, n bytes JSON Header   what was measured, how, with which clocks
+//	u64 LE count                    number of records
+//	count × record                  u64 seq, u64 flags, then one int64 per
+//	                                column named in Header.Columns (LE)
+//	"RIGFOOT\n", u32 LE n, n bytes JSON Footer
+//	                                counters, CRC-32C of the record bytes
+//
+// Stamps are nanoseconds on the clock named for their column in
+// Header.Clocks; 0 means "not taken". Records are written from memory after a
+// round, never during it. A reader of a truncated file gets the complete
+// records before the damage and an error that says what is missing.
+package samples
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FormatVersion is the sample file format version.
+const FormatVersion = 1
+
+// Stamp names one timestamp column (DESIGN §1).
+type Stamp int
+
+// The stamps of one request, in the order they happen.
+const (
+	Due       Stamp = iota // sender: scheduled send time (start + k·interval)
+	TxUser                 // sender: just before sendmsg
+	TxSW                   // sender: kernel TX software stamp
+	TxHW                   // sender: NIC TX stamp (sender PHC)
+	ReqRxHW                // responder: NIC RX of the request (responder PHC)
+	ReqRxSW                // responder: kernel RX software stamp
+	ReqRxUser              // responder: user space got the request
+	RepTxUser              // responder: just before sendmsg of the reply
+	RepTxSW                // responder: kernel TX software stamp of the reply
+	RepTxHW                // responder: NIC TX stamp of the reply (responder PHC)
+	RxHW                   // sender: NIC RX of the reply (sender PHC)
+	RxSW                   // sender: kernel RX software stamp of the reply
+	RxUser                 // sender: user space got the reply
+	CapReq                 // capture: RX of the mirrored request
+	CapRep                 // capture: RX of the mirrored reply
+	NumStamps
+)
+
+var stampNames = [NumStamps]string{
+	"due", "tx_user", "tx_sw", "tx_hw",
+	"req_rx_hw", "req_rx_sw", "req_rx_user",
+	"rep_tx_user", "rep_tx_sw", "rep_tx_hw",
+	"rx_hw", "rx_sw", "rx_user",
+	"cap_req", "cap_rep",
+}
+
+func (s Stamp) String() string {
+	if s >= 0 && s < NumStamps {
+		return stampNames[s]
+	}
+	return fmt.Sprintf("stamp(%d)", int(s))
+}
+
+// ParseStamp returns the stamp with the given column name.
+func ParseStamp(name string) (Stamp, error) {
+	for i, n := range stampNames {
+		if n == name {
+			return Stamp(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown stamp %q (known: %s)", name, strings.Join(stampNames[:], ", "))
+}
+
+// Flags mark what happened to one request.
+type Flags uint64
+
+const (
+	FlagDuplicate Flags = 1 << iota // the reply (or request, at the responder) arrived more than once
+	FlagReordered                   // the reply arrived after a reply with a higher sequence
+	FlagLate                        // the reply arrived after the reply timeout (counted lost, stamps kept)
+	FlagTxLate                      // a TX stamp arrived after its wait expired (not used)
+	FlagNotSent                     // the sender stopped before this sequence was sent
+)
+
+// Record is one request as seen by one role, or joined across roles.
+type Record struct {
+	Seq   uint64
+	Flags Flags
+	T     [NumStamps]int64
+}
+
+// Has reports whether stamp s was taken.
+func (r *Record) Has(s Stamp) bool { return r.T[s] != 0 }
+
+// Role is who wrote a sample file.
+type Role string
+
+const (
+	RoleSender    Role = "sender"
+	RoleResponder Role = "responder"
+	RoleCapture   Role = "capture"
+)
+
+// Columns each role records, in file order.
+var roleColumns = map[Role][]Stamp{
+	RoleSender:    {Due, TxUser, TxSW, TxHW, RxHW, RxSW, RxUser},
+	RoleResponder: {ReqRxHW, ReqRxSW, ReqRxUser, RepTxUser, RepTxSW, RepTxHW},
+	RoleCapture:   {CapReq, CapRep},
+}
+
+// ColumnsFor returns the stamp columns a role records.
+func ColumnsFor(r Role) []Stamp { return roleColumns[r] }
+
+// Clock says where the values of one stamp column come from.
+type Clock struct {
+	// Source is "hw" (NIC clock), "sw" (kernel software stamp) or "user"
+	// (clock_gettime in the program).
+	Source string `json:"source"`
+	// Clock is the time base: "CLOCK_REALTIME" or "phc" (raw PHC time).
+	Clock string `json:"clock"`
+	// Iface and PHCIndex identify the NIC clock for "hw" stamps; two hw
+	// stamps are only comparable when both match.
+	Iface    string `json:"iface,omitempty"`
+	PHCIndex int    `json:"phc_index,omitempty"`
+	// Note records a fallback or a limit (e.g. "rx_filter ALL not granted").
+	Note string `json:"note,omitempty"`
+}
+
+// Header describes one sample file.
+type Header struct {
+	Format        string           `json:"format"` // always "rig-samples"
+	FormatVersion int              `json:"format_version"`
+	WireVersion   int              `json:"wire_version"`
+	RigVersion    string           `json:"rig_version"`
+	Role          Role             `json:"role"`
+	RunID         string           `json:"run_id"` // 16 hex digits
+	Arm           string           `json:"arm,omitempty"`
+	ArmIndex      int              `json:"arm_index"`
+	Round         int              `json:"round"`
+	Host          string           `json:"host,omitempty"`
+	Iface         string           `json:"iface,omitempty"`
+	Group         string           `json:"group,omitempty"` // request group:port
+	IntervalNS    int64            `json:"interval_ns,omitempty"`
+	Count         int              `json:"count,omitempty"` // requests planned
+	Size          int              `json:"size,omitempty"`  // UDP payload bytes
+	Warmup        int              `json:"warmup"`          // leading sequences excluded from statistics
+	Columns       []string         `json:"columns"`         // stamp names, file order
+	Clocks        map[string]Clock `json:"clocks"`          // per column
+	Settings      map[string]any   `json:"settings,omitempty"`
+	StartedAt     string           `json:"started_at,omitempty"` // RFC 3339, UTC
+}
+
+// Counters are the per-role event counts of one round.
+type Counters struct {
+	Sent            uint64 `json:"sent,omitempty"`
+	Received        uint64 `json:"received,omitempty"`
+	Lost            uint64 `json:"lost,omitempty"`
+	Duplicated      uint64 `json:"duplicated,omitempty"`
+	Reordered       uint64 `json:"reordered,omitempty"`
+	Late            uint64 `json:"late,omitempty"`
+	Foreign         uint64 `json:"foreign,omitempty"`   // not rig packets, or other runs
+	Malformed       uint64 `json:"malformed,omitempty"` // rig magic but invalid
+	TxStampsMissing uint64 `json:"tx_stamps_missing,omitempty"`
+	TxStampsLate    uint64 `json:"tx_stamps_late,omitempty"`
+	RxStampsMissing uint64 `json:"rx_stamps_missing,omitempty"`
+	SendErrors      uint64 `json:"send_errors,omitempty"`
+	Unpaired        uint64 `json:"unpaired,omitempty"`     // capture: request or reply seen alone
+	OutOfRange      uint64 `json:"out_of_range,omitempty"` // sequences beyond the preallocated records (answered, not recorded)
+}
+
+// Footer closes a sample file.
+type Footer struct {
+	Records  uint64   `json:"records"`
+	CRC32C   uint32   `json:"crc32c"` // over the record bytes
+	Counters Counters `json:"counters"`
+	EndedAt  string   `json:"ended_at,omitempty"`
+	// Stopped is set when the round was interrupted (Ctrl-C, error).
+	Stopped string `json:"stopped,omitempty"`
+}

@@ -1,0 +1,158 @@
+package samples
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func senderFile(n int) (Header, []Record) {
+	h := Header{Role: RoleSender, RunID: "00000000000000aa", Arm: "base", Round: 1, Warmup: 2,
+		Clocks: map[string]Clock{"tx_sw": {Source: "sw", Clock: "CLOCK_REALTIME"}, "rx_sw": {Source: "sw", Clock: "CLOCK_REALTIME"}}}
+	var recs []Record
+	for i := 0; i < n; i++ {
+		var r Record
+		r.Seq = uint64(i)
+		r.T[Due] = int64(1000 + i)
+		r.T[TxSW] = int64(1100 + i)
+		if i != 3 {
+			r.T[RxSW] = int64(1500 + i)
+		}
+		recs = append(recs, r)
+	}
+	return h, recs
+}
+
+func TestRoundTrip(t *testing.T) {
+	h, recs := senderFile(10)
+	var buf bytes.Buffer
+	if err := Write(&buf, h, recs, Footer{Counters: Counters{Sent: 10, Lost: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Header.FormatVersion != FormatVersion || f.Header.Role != RoleSender || len(f.Header.Columns) != 7 {
+		t.Fatalf("header %+v", f.Header)
+	}
+	if len(f.Records) != 10 || f.Records[5] != recs[5] || f.Footer.Counters.Lost != 1 || f.Footer.Records != 10 {
+		t.Fatalf("records/footer mismatch: %+v %+v", f.Records[5], f.Footer)
+	}
+	// A column the role does not record is not stored.
+	recs[0].T[CapReq] = 99
+	buf.Reset()
+	Write(&buf, h, recs, Footer{})
+	f, _ = Read(&buf)
+	if f.Records[0].T[CapReq] != 0 {
+		t.Fatal("capture column leaked into a sender file")
+	}
+}
+
+func TestTruncatedAndCorrupt(t *testing.T) {
+	h, recs := senderFile(10)
+	var buf bytes.Buffer
+	Write(&buf, h, recs, Footer{})
+	full := buf.Bytes()
+	recLen := 16 + 8*7
+	// Cut in the middle of record 4: records 0..3 survive.
+	hdrEnd := 8 + 4 + int(binary.LittleEndian.Uint32(full[8:12])) + 8
+	cut := full[:hdrEnd+4*recLen+10]
+	f, err := Read(bytes.NewReader(cut))
+	if !errors.Is(err, ErrTruncated) || f == nil || len(f.Records) != 4 {
+		t.Fatalf("truncated: err=%v records=%d", err, len(f.Records))
+	}
+	// Flip one record byte: the CRC catches it.
+	bad := bytes.Clone(full)
+	bad[hdrEnd+5] ^= 0xff
+	if _, err := Read(bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("crc: %v", err)
+	}
+	if _, err := Read(strings.NewReader("hello world, not samples")); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("magic: %v", err)
+	}
+	// Future format version is refused, with the version in the text.
+	h2 := bytes.Replace(full, []byte(`"format_version":1`), []byte(`"format_version":9`), 1)
+	if _, err := Read(bytes.NewReader(h2)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "version 9") {
+		t.Fatalf("version: %v", err)
+	}
+}
+
+func TestJoinDirAndCSV(t *testing.T) {
+	dir := t.TempDir()
+	h, recs := senderFile(5)
+	if err := WriteFile(filepath.Join(dir, FileName(RoleSender)), h, recs, Footer{}); err != nil {
+		t.Fatal(err)
+	}
+	rh := Header{Role: RoleResponder, RunID: h.RunID, Round: 1,
+		Clocks: map[string]Clock{"req_rx_sw": {Source: "sw", Clock: "CLOCK_REALTIME"}}}
+	var rr []Record
+	for i := 4; i >= 0; i-- { // out of order on purpose
+		var r Record
+		r.Seq = uint64(i)
+		r.T[ReqRxSW] = int64(1200 + i)
+		rr = append(rr, r)
+	}
+	WriteFile(filepath.Join(dir, FileName(RoleResponder)), rh, rr, Footer{Counters: Counters{Foreign: 2}})
+	j, err := JoinDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Records) != 5 || j.Records[2].T[ReqRxSW] != 1202 || j.Records[2].T[TxSW] != 1102 || j.Counters[RoleResponder].Foreign != 2 {
+		t.Fatalf("join: %+v", j.Records[2])
+	}
+	var out bytes.Buffer
+	if err := j.WriteCSV(&out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	head := strings.Split(lines[0], ",")
+	if len(head) != 2+2*13 || head[0] != "seq" || head[2] != "due_ns" || head[3] != "due_src" {
+		t.Fatalf("csv head %q", lines[0])
+	}
+	row := strings.Split(lines[4], ",") // seq 3: reply lost
+	get := func(col string) string {
+		for i, h := range head {
+			if h == col {
+				return row[i]
+			}
+		}
+		t.Fatalf("no column %s", col)
+		return ""
+	}
+	if get("seq") != "3" || get("tx_sw_ns") != "1103" || get("tx_sw_src") != "sw" || get("req_rx_sw_ns") != "1203" ||
+		get("rx_sw_ns") != "" || get("rx_sw_src") != "" || get("tx_hw_ns") != "" {
+		t.Fatalf("csv row for lost seq 3: %q", lines[4])
+	}
+	// Mismatched runs refuse to join.
+	rh.RunID = "00000000000000bb"
+	WriteFile(filepath.Join(dir, FileName(RoleResponder)), rh, rr, Footer{})
+	if _, err := JoinDir(dir); err == nil || !strings.Contains(err.Error(), "run") {
+		t.Fatalf("mismatch: %v", err)
+	}
+	if _, err := JoinDir(filepath.Join(dir, "nope")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing: %v", err)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	h, recs := senderFile(3)
+	var buf bytes.Buffer
+	Write(&buf, h, recs, Footer{})
+	f.Add(buf.Bytes())
+	f.Add(buf.Bytes()[:40])
+	f.Add([]byte("RIGSMPL\n\xff\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, err := Read(bytes.NewReader(b))
+		if err == nil && file.Footer == nil {
+			t.Fatal("nil error without footer")
+		}
+		if err != nil && !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("unclassified error %v", err)
+		}
+	})
+}

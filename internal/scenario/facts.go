@@ -1,0 +1,441 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/tstamp"
+)
+
+// HostFacts is what validation needs to know about one host. Methods return
+// an error wrapping os.ErrNotExist when the host has no such facility (no
+// nohz_full file, no cpuidle); other errors mean the facts could not be read.
+type HostFacts interface {
+	OnlineCPUs() ([]int, error)
+	// ThreadSiblings lists the SMT siblings of cpu, cpu included.
+	ThreadSiblings(cpu int) ([]int, error)
+	IsolatedCPUs() ([]int, error)
+	NohzFullCPUs() ([]int, error)
+	Interfaces() ([]string, error)
+	HasStressNG() (bool, error)
+	// HWTimestamps reports whether iface stamps every received packet in
+	// hardware (HWTSTAMP_FILTER_ALL), which the capture needs.
+	HWTimestamps(iface string) (bool, error)
+	// IdleStates lists the cpuidle state names of cpu in index order.
+	IdleStates(cpu int) ([]string, error)
+}
+
+// LocalFacts reads the facts of the machine rig runs on through FS.
+type LocalFacts struct {
+	FS hostfs.FS
+}
+
+var _ HostFacts = LocalFacts{}
+
+func (l LocalFacts) OnlineCPUs() ([]int, error) { return hostinfo.OnlineCPUs(l.FS) }
+
+func (l LocalFacts) ThreadSiblings(cpu int) ([]int, error) {
+	s, err := l.FS.ReadString(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu))
+	if err != nil {
+		return nil, err
+	}
+	return cpulist.Parse(s)
+}
+
+func (l LocalFacts) IsolatedCPUs() ([]int, error) { return hostinfo.IsolatedCPUs(l.FS) }
+func (l LocalFacts) NohzFullCPUs() ([]int, error) { return hostinfo.NohzFullCPUs(l.FS) }
+
+func (l LocalFacts) Interfaces() ([]string, error) {
+	ents, err := l.FS.ReadDir("/sys/class/net")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(ents))
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out, nil
+}
+
+// HasStressNG looks stress-ng up in $PATH. It is only meaningful for the
+// live host, whatever FS says.
+func (l LocalFacts) HasStressNG() (bool, error) {
+	_, err := exec.LookPath("stress-ng")
+	if errors.Is(err, exec.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// HWTimestamps asks the kernel (ETHTOOL_GET_TS_INFO). A fake FS has no
+// kernel behind it, so it gives an error wrapping errors.ErrUnsupported.
+func (l LocalFacts) HWTimestamps(iface string) (bool, error) {
+	if !l.FS.IsReal() {
+		return false, fmt.Errorf("timestamping of %s: cannot ask a fake host root: %w", iface, errors.ErrUnsupported)
+	}
+	c, err := tstamp.Capabilities(iface)
+	if err != nil {
+		return false, err
+	}
+	return c.RxAll(), nil
+}
+
+func (l LocalFacts) IdleStates(cpu int) ([]string, error) {
+	st, err := hostinfo.ReadIdleStates(l.FS, cpu)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(st))
+	for i, s := range st {
+		out[i] = s.Name
+	}
+	return out, nil
+}
+
+// StaticFacts is HostFacts from fixed values, for tests and for facts that
+// arrived from an agent. A nil Siblings entry means "no SMT sibling"; a nil
+// Idle means "no cpuidle".
+type StaticFacts struct {
+	Online   []int
+	Siblings map[int][]int // cpu → siblings including cpu
+	Isolated []int
+	NohzFull []int
+	Ifaces   []string
+	StressNG bool
+	HWStamp  map[string]bool
+	Idle     []string // state names, the same on every CPU
+}
+
+var _ HostFacts = (*StaticFacts)(nil)
+
+func (f *StaticFacts) OnlineCPUs() ([]int, error) { return f.Online, nil }
+func (f *StaticFacts) ThreadSiblings(cpu int) ([]int, error) {
+	if s, ok := f.Siblings[cpu]; ok {
+		return s, nil
+	}
+	return []int{cpu}, nil
+}
+func (f *StaticFacts) IsolatedCPUs() ([]int, error)  { return f.Isolated, nil }
+func (f *StaticFacts) NohzFullCPUs() ([]int, error)  { return f.NohzFull, nil }
+func (f *StaticFacts) Interfaces() ([]string, error) { return f.Ifaces, nil }
+func (f *StaticFacts) HasStressNG() (bool, error)    { return f.StressNG, nil }
+func (f *StaticFacts) HWTimestamps(iface string) (bool, error) {
+	if !slices.Contains(f.Ifaces, iface) {
+		return false, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	}
+	return f.HWStamp[iface], nil
+}
+func (f *StaticFacts) IdleStates(cpu int) ([]string, error) {
+	if f.Idle == nil {
+		return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
+	}
+	return f.Idle, nil
+}
+
+// HostError is a failure to read a host's facts (not a problem in the file).
+type HostError struct {
+	Host string
+	Err  error
+}
+
+func (e *HostError) Error() string { return fmt.Sprintf("host %s: reading facts: %v", e.Host, e.Err) }
+func (e *HostError) Unwrap() error { return e.Err }
+
+// Validate checks s against the facts of its hosts, before anything on any
+// host changes. facts maps host names to their facts; a host missing from
+// the map is not checked (Unchecked lists them). It sets Arm.Skip for arms
+// whose requirements the responder host lacks and clears it for the others.
+//
+// Problems in the file against the facts come back as an ErrorList, each
+// pointing at the field at fault; a failure to read facts is a *HostError.
+func Validate(s *Scenario, facts map[string]HostFacts) error {
+	v := &validator{s: s, c: &checker{x: s.pos}}
+	for i := range s.Arms {
+		s.Arms[i].Skip = ""
+	}
+	if err := v.run(facts); err != nil {
+		return err
+	}
+	if len(v.c.errs) > 0 {
+		return v.c.errs.sorted()
+	}
+	return nil
+}
+
+// Unchecked lists the hosts of s that facts does not cover.
+func (s *Scenario) Unchecked(facts map[string]HostFacts) []string {
+	var out []string
+	for _, h := range s.Hosts {
+		if facts[h.Name] == nil {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
+type validator struct {
+	s *Scenario
+	c *checker
+}
+
+// hostFacts caches what was read from one host.
+type hostFacts struct {
+	name     string
+	f        HostFacts
+	online   []int
+	isolated []int
+	nohz     []int
+	ifaces   []string
+	stress   *bool
+}
+
+func (v *validator) load(name string, f HostFacts) (*hostFacts, error) {
+	h := &hostFacts{name: name, f: f}
+	var err error
+	if h.online, err = f.OnlineCPUs(); err != nil {
+		return nil, &HostError{name, err}
+	}
+	if h.isolated, err = f.IsolatedCPUs(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, &HostError{name, err}
+	}
+	if h.nohz, err = f.NohzFullCPUs(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, &HostError{name, err}
+	}
+	if v.s.Emulate == "" {
+		if h.ifaces, err = f.Interfaces(); err != nil {
+			return nil, &HostError{name, err}
+		}
+	}
+	return h, nil
+}
+
+func (h *hostFacts) hasStress() (bool, error) {
+	if h.stress == nil {
+		ok, err := h.f.HasStressNG()
+		if err != nil {
+			return false, &HostError{h.name, err}
+		}
+		h.stress = &ok
+	}
+	return *h.stress, nil
+}
+
+func listOrNone(l []int) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return cpulist.Format(l)
+}
+
+func (v *validator) run(facts map[string]HostFacts) error {
+	s, c := v.s, v.c
+	hosts := map[string]*hostFacts{}
+	for _, h := range s.Hosts {
+		f := facts[h.Name]
+		if f == nil {
+			continue
+		}
+		hf, err := v.load(h.Name, f)
+		if err != nil {
+			return err
+		}
+		hosts[h.Name] = hf
+		if h.Iface != "" && !slices.Contains(hf.ifaces, h.Iface) {
+			hint := "interfaces there: " + strings.Join(hf.ifaces, ", ")
+			if d := closest(h.Iface, hf.ifaces); d != "" {
+				hint = fmt.Sprintf("did you mean %q? %s", d, hint)
+			}
+			c.val("hosts."+h.Name+".iface", fmt.Sprintf("interface %s does not exist on host %s", h.Iface, h.Name), hint)
+		}
+	}
+	if s.Timestamps == TimestampsHardware {
+		for _, h := range s.Hosts {
+			hf := hosts[h.Name]
+			if hf == nil || h.Iface == "" || !slices.Contains(hf.ifaces, h.Iface) {
+				continue
+			}
+			ok, err := hf.f.HWTimestamps(h.Iface)
+			if err != nil {
+				return &HostError{h.Name, err}
+			}
+			if !ok {
+				c.val("timestamps", fmt.Sprintf("timestamps: hardware, and %s on host %s cannot stamp every received packet in hardware", h.Iface, h.Name), "use timestamps: auto (takes the best granted and says so), or a NIC with HW timestamps (rig check shows them)")
+			}
+		}
+	}
+	rsp := s.HostWith(RoleResponder)
+	if rsp == nil {
+		return nil
+	}
+	hf := hosts[rsp.Name]
+	if hf == nil {
+		return nil
+	}
+	// Knobs as written, each checked where it is written.
+	v.knobs("defaults", s.Defaults, hf)
+	for i, a := range s.Arms {
+		v.knobs(fmt.Sprintf("arms[%d]", i), a.Knobs, hf)
+	}
+	if len(c.errs) > 0 {
+		return nil // requirements of an arm with a bad CPU mean nothing
+	}
+	for i := range s.Arms {
+		if err := v.arm(i, rsp, hf); err != nil {
+			return err
+		}
+	}
+	runnable := 0
+	for i, a := range s.Arms {
+		if a.Skip == "" {
+			runnable++
+			continue
+		}
+		if a.Name == s.Baseline {
+			p := "baseline"
+			if !s.pos.has(p) {
+				p = fmt.Sprintf("arms[%d].name", i)
+			}
+			c.val(p, fmt.Sprintf("the baseline arm %s cannot run on host %s: %s", a.Name, rsp.Name, a.Skip), "pick a baseline arm the host can run (baseline: NAME), or run on a host that has what it requires")
+		}
+	}
+	if runnable == 0 && len(s.Arms) > 0 {
+		c.key("arms", fmt.Sprintf("no arm can run on host %s (every arm is skipped)", rsp.Name), "see the skip reasons in `rig run --dry-run`")
+	}
+	return nil
+}
+
+// field returns where a knob of an arm is written: in the arm, or else in
+// defaults.
+func (v *validator) field(i int, sub string) string {
+	if p := fmt.Sprintf("arms[%d].%s", i, sub); v.s.pos.has(p) {
+		return p
+	}
+	if p := "defaults." + sub; v.s.pos.has(p) {
+		return p
+	}
+	return fmt.Sprintf("arms[%d]", i)
+}
+
+func (v *validator) cpus(path string, cpus []int, hf *hostFacts, what string) {
+	for _, cpu := range cpus {
+		if !slices.Contains(hf.online, cpu) {
+			v.c.val(path, fmt.Sprintf("CPU %d does not exist on host %s (online: %s)", cpu, hf.name, listOrNone(hf.online)), fmt.Sprintf("pick %s from %s", what, listOrNone(hf.online)))
+			return
+		}
+	}
+}
+
+func (v *validator) knobs(p string, k Knobs, hf *hostFacts) {
+	if k.Responder.CPU != nil {
+		v.cpus(p+".responder.cpu", []int{*k.Responder.CPU}, hf, "a responder CPU")
+	}
+	if k.IRQ != nil {
+		v.cpus(p+".irq.cpus", k.IRQ.CPUs, hf, "IRQ CPUs")
+	}
+	if k.Load != nil && k.Load.CPUs != nil {
+		v.cpus(p+".load.cpus", k.Load.CPUs, hf, "load CPUs")
+	}
+}
+
+// arm decides whether arm i can run, and checks what depends on the
+// effective responder CPU.
+func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
+	a := &v.s.Arms[i]
+	e := a.Effective
+	var skip []string
+	cpu := -1
+	if e.Responder.CPU != nil {
+		cpu = *e.Responder.CPU
+	}
+	var siblings []int
+	if cpu >= 0 && (e.SMTSibling != nil || slices.Contains(e.Requires, RequireSMT)) {
+		sib, err := hf.f.ThreadSiblings(cpu)
+		if err != nil {
+			return &HostError{hf.name, err}
+		}
+		for _, c := range sib {
+			if c != cpu {
+				siblings = append(siblings, c)
+			}
+		}
+	}
+	for _, q := range e.Requires {
+		switch q {
+		case RequireIsolated:
+			if !slices.Contains(hf.isolated, cpu) {
+				skip = append(skip, fmt.Sprintf("CPU %d is not isolated (isolated: %s)", cpu, listOrNone(hf.isolated)))
+			}
+		case RequireNohzFull:
+			if !slices.Contains(hf.nohz, cpu) {
+				skip = append(skip, fmt.Sprintf("CPU %d is not nohz_full (nohz_full: %s)", cpu, listOrNone(hf.nohz)))
+			}
+		case RequireSMT:
+			if len(siblings) == 0 {
+				skip = append(skip, fmt.Sprintf("CPU %d has no SMT sibling", cpu))
+			}
+		case RequireHWTimestamps:
+			// The capture host's NIC is checked by the runner when it
+			// grants timestamps; here only the responder's facts are at hand.
+			if rsp.Iface == "" {
+				skip = append(skip, fmt.Sprintf("the responder host %s has no iface: to check for hardware timestamps", rsp.Name))
+				break
+			}
+			ok, err := hf.f.HWTimestamps(rsp.Iface)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return &HostError{rsp.Name, err}
+			}
+			if !ok {
+				skip = append(skip, fmt.Sprintf("%s has no hardware RX timestamps", rsp.Iface))
+			}
+		}
+	}
+	if e.SMTSibling != nil && len(siblings) == 0 && !slices.Contains(e.Requires, RequireSMT) {
+		skip = append(skip, fmt.Sprintf("CPU %d has no SMT sibling for the smt-sibling load", cpu))
+	}
+	if cs := e.CState; cs != nil && cpu >= 0 && (cs.Disable != nil || cs.Poll) {
+		names, err := hf.f.IdleStates(cpu)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states to disable", cpu, hf.name), "the host idles without cpuidle (idle=poll or cpuidle.off?); use max-latency-us, or leave cstate out")
+		case err != nil:
+			return &HostError{hf.name, err}
+		default:
+			for j, n := range cs.Disable {
+				if !slices.Contains(names, n) {
+					p := v.field(i, fmt.Sprintf("cstate.disable[%d]", j))
+					v.c.val(p, fmt.Sprintf("idle state %s does not exist on CPU %d of host %s (states: %s)", n, cpu, hf.name, strings.Join(names, ", ")), "use the names in /sys/devices/system/cpu/cpuN/cpuidle/state*/name")
+				}
+			}
+		}
+	}
+	// stress-ng matters only for an arm that can otherwise run.
+	needStress := e.Load != nil || e.SMTSibling != nil
+	if len(skip) == 0 && (needStress || slices.Contains(e.Requires, RequireStressNG)) {
+		ok, err := hf.hasStress()
+		if err != nil {
+			return err
+		}
+		switch {
+		case ok:
+		case slices.Contains(e.Requires, RequireStressNG):
+			skip = append(skip, "stress-ng is not installed")
+		default:
+			sub := "load"
+			if e.Load == nil {
+				sub = "smt-sibling"
+			}
+			v.c.key(v.field(i, sub), fmt.Sprintf("arm %s runs stress-ng, which is not installed on host %s", a.Name, hf.name), "install it (apt-get install stress-ng / dnf install stress-ng), or add requires: [stress-ng] to skip the arm where it is missing")
+		}
+	}
+	sort.Strings(skip)
+	a.Skip = strings.Join(slices.Compact(skip), "; ")
+	return nil
+}

@@ -1,0 +1,310 @@
+package scenario
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
+)
+
+// Plan is the arms × rounds schedule of a scenario.
+type Plan struct {
+	Arms     []Arm   // the arms that run, in file order, with their effective knobs
+	Skipped  []Arm   // arms that Validate marked as skipped (Arm.Skip says why)
+	Rounds   [][]int // Rounds[r] lists indexes into Arms in the order round r runs them
+	Baseline int     // index into Arms of the baseline arm, -1 if it is skipped
+}
+
+// Plan orders the runnable arms for every round by s.Order:
+//   - rotate: round r (0-based) runs arm (r+i) mod A at position i, so
+//     each arm leads once per A rounds and drift is not mistaken for an arm;
+//   - sequential: file order in every round;
+//   - random:SEED: a Fisher-Yates shuffle per round driven by PCG(SEED, r),
+//     the same on every machine and Go version.
+func (s *Scenario) Plan() Plan {
+	p := Plan{Baseline: -1}
+	for _, a := range s.Arms {
+		if a.Skip != "" {
+			p.Skipped = append(p.Skipped, a)
+			continue
+		}
+		if a.Name == s.Baseline {
+			p.Baseline = len(p.Arms)
+		}
+		p.Arms = append(p.Arms, a)
+	}
+	n := len(p.Arms)
+	if n == 0 {
+		return p
+	}
+	for r := 0; r < s.Rounds; r++ {
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+		switch s.Order.Kind {
+		case OrderRotate:
+			for i := range order {
+				order[i] = (r + i) % n
+			}
+		case OrderRandom:
+			rng := rand.NewPCG(s.Order.Seed, uint64(r))
+			for i := n - 1; i > 0; i-- {
+				j := int(rng.Uint64() % uint64(i+1))
+				order[i], order[j] = order[j], order[i]
+			}
+		}
+		p.Rounds = append(p.Rounds, order)
+	}
+	return p
+}
+
+// Duration is the sending time of the whole plan (setup and analysis not
+// included).
+func (p Plan) Duration(t Traffic) time.Duration {
+	return time.Duration(len(p.Rounds)*len(p.Arms)) * t.RoundDuration()
+}
+
+// DryRunOptions says what the dry run may read.
+type DryRunOptions struct {
+	// Local is the FS of the responder host when that host is this machine
+	// (via: local or emulate: netns); nil when it is remote, and then no
+	// current values are shown.
+	Local *hostfs.FS
+	// Unchecked names hosts whose facts were not validated.
+	Unchecked []string
+}
+
+// WriteDryRun prints the plan: the settings, the arm order of every round,
+// and per arm what will change on which host, with current values where
+// they can be read here.
+func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
+	ew := &errWriter{w: w}
+	t := s.Traffic
+	ew.printf("scenario %s (%s)\n", s.Name, s.File)
+	if s.Description != "" {
+		ew.printf("  %s\n", strings.TrimSpace(strings.ReplaceAll(s.Description, "\n", "\n  ")))
+	}
+	reply := "unicast"
+	if !t.UnicastReply() {
+		reply = t.Reply.String()
+	}
+	ew.printf("traffic: requests to %s, reply %s, every %v, %d per round (first %d are warm-up), %d B payload, reply timeout %v\n",
+		t.Group, reply, t.Interval, t.Count, t.Warmup, t.Size, t.ReplyTimeout)
+	ew.printf("timestamps: %s; rounds: %d; order: %s; baseline: %s; rig check first: %v\n", s.Timestamps, s.Rounds, s.Order, s.Baseline, s.RequireCheck)
+	ew.printf("sending time: %d arms × %d rounds × %v = %v (plus setup)\n", len(p.Arms), len(p.Rounds), t.RoundDuration(), p.Duration(t))
+	ew.printf("\nhosts:")
+	if s.Emulate != "" {
+		ew.printf(" (emulate: %s — built by rig in network namespaces)", s.Emulate)
+	}
+	ew.printf("\n")
+	for _, h := range s.Hosts {
+		roles := make([]string, len(h.Roles))
+		for i, r := range h.Roles {
+			roles[i] = string(r)
+		}
+		iface := h.Iface
+		if iface == "" {
+			iface = "-"
+		}
+		ew.printf("  %-12s via %-24s roles %-26s iface %s\n", h.Name, h.Via, strings.Join(roles, ","), iface)
+	}
+	for _, u := range o.Unchecked {
+		ew.printf("  note: facts of host %s were not checked (it is remote; the runner checks it before changing anything)\n", u)
+	}
+	ew.printf("\nrounds:\n")
+	for r, order := range p.Rounds {
+		names := make([]string, len(order))
+		for i, a := range order {
+			names[i] = p.Arms[a].Name
+		}
+		ew.printf("  %d: %s\n", r+1, strings.Join(names, " → "))
+	}
+	rsp := s.HostWith(RoleResponder)
+	rname, iface := "?", "IFACE"
+	if rsp != nil {
+		rname = rsp.Name
+		if rsp.Iface != "" {
+			iface = rsp.Iface
+		}
+	}
+	ew.printf("\narms (changes on host %s):\n", rname)
+	for _, a := range p.Arms {
+		tag := ""
+		if a.Name == s.Baseline {
+			tag = " (baseline)"
+		}
+		ew.printf("  %s%s\n", a.Name, tag)
+		lines := describe(a, iface, o.Local)
+		if len(lines) == 0 {
+			ew.printf("    no changes: the host as it is\n")
+		}
+		for _, l := range lines {
+			ew.printf("    %s\n", l)
+		}
+	}
+	if len(p.Skipped) > 0 {
+		ew.printf("\nskipped arms:\n")
+		for _, a := range p.Skipped {
+			ew.printf("  %s: %s\n", a.Name, a.Skip)
+		}
+	}
+	return ew.err
+}
+
+// describe lists what an arm sets, one line per knob, with the current
+// value where it is readable here.
+func describe(a Arm, iface string, local *hostfs.FS) []string {
+	e, k := a.Effective, a.Knobs
+	var out []string
+	from := func(set bool) string {
+		if set {
+			return ""
+		}
+		return "  [defaults]"
+	}
+	r := e.Responder
+	if r.CPU != nil || r.Sched != nil || r.Poll != nil {
+		var parts []string
+		if r.CPU != nil {
+			parts = append(parts, fmt.Sprintf("CPU %d", *r.CPU))
+		}
+		if r.Sched != nil {
+			parts = append(parts, "sched "+r.Sched.String())
+		}
+		if r.Poll != nil {
+			parts = append(parts, "poll "+r.Poll.String())
+		}
+		set := k.Responder.CPU != nil || k.Responder.Sched != nil || k.Responder.Poll != nil
+		out = append(out, "responder process: "+strings.Join(parts, ", ")+from(set))
+	}
+	if e.IRQ != nil {
+		out = append(out, fmt.Sprintf("IRQs of %s queues → CPUs %s (/proc/irq/N/smp_affinity_list; irqbalance held)%s", iface, cpulist.Format(e.IRQ.CPUs), from(k.IRQ != nil)))
+	}
+	if c := e.NIC.Coalesce; c != (Coalesce{}) {
+		var parts []string
+		for _, f := range []struct {
+			n string
+			b *bool
+		}{{"adaptive-rx", c.AdaptiveRx}, {"adaptive-tx", c.AdaptiveTx}} {
+			if f.b != nil {
+				parts = append(parts, f.n+" "+onOff(*f.b))
+			}
+		}
+		for _, f := range []struct {
+			n string
+			v *uint32
+		}{{"rx-usecs", c.RxUsecs}, {"tx-usecs", c.TxUsecs}, {"rx-frames", c.RxFrames}} {
+			if f.v != nil {
+				parts = append(parts, fmt.Sprintf("%s %d", f.n, *f.v))
+			}
+		}
+		out = append(out, fmt.Sprintf("coalescing: ethtool -C %s %s%s", iface, strings.Join(parts, " "), from(k.NIC.Coalesce != (Coalesce{}))))
+	}
+	if g := e.NIC.Ring; g != (Ring{}) {
+		var parts []string
+		if g.RX != nil {
+			parts = append(parts, fmt.Sprintf("rx %d", *g.RX))
+		}
+		if g.TX != nil {
+			parts = append(parts, fmt.Sprintf("tx %d", *g.TX))
+		}
+		out = append(out, fmt.Sprintf("rings: ethtool -G %s %s%s", iface, strings.Join(parts, " "), from(k.NIC.Ring != (Ring{}))))
+	}
+	if e.NIC.Channels != nil {
+		out = append(out, fmt.Sprintf("channels: ethtool -L %s combined %d%s", iface, *e.NIC.Channels, from(k.NIC.Channels != nil)))
+	}
+	if cs := e.CState; cs != nil {
+		out = append(out, cstateLines(cs, r.CPU, local, from(k.CState != nil))...)
+	}
+	if l := e.Load; l != nil {
+		where := "stress-ng's default affinity"
+		if l.CPUs != nil {
+			where = "--taskset " + cpulist.Format(l.CPUs)
+		}
+		out = append(out, fmt.Sprintf("load: stress-ng %s (%s), stopped at the end of the arm%s", strings.Join(l.StressNG, " "), where, from(k.Load != nil)))
+	}
+	if sm := e.SMTSibling; sm != nil && r.CPU != nil {
+		sib := fmt.Sprintf("the SMT sibling of CPU %d", *r.CPU)
+		if local != nil {
+			if l, err := (LocalFacts{FS: *local}).ThreadSiblings(*r.CPU); err == nil {
+				sib = fmt.Sprintf("CPU %s (sibling of %d)", cpulist.Format(slices.DeleteFunc(l, func(c int) bool { return c == *r.CPU })), *r.CPU)
+			}
+		}
+		out = append(out, fmt.Sprintf("smt-sibling load: stress-ng %s on %s%s", strings.Join(sm.StressNG, " "), sib, from(k.SMTSibling != nil)))
+	}
+	if r.CPU != nil && local != nil {
+		if f, err := hostinfo.ReadFreq(*local, *r.CPU); err == nil {
+			out = append(out, fmt.Sprintf("(unchanged) cpufreq governor of CPU %d: %s", *r.CPU, f.Governor))
+		}
+	}
+	if len(e.Requires) > 0 {
+		names := make([]string, len(e.Requires))
+		for i, q := range e.Requires {
+			names[i] = string(q)
+		}
+		out = append(out, "requires: "+strings.Join(names, ", "))
+	}
+	return out
+}
+
+func cstateLines(cs *CState, cpu *int, local *hostfs.FS, from string) []string {
+	if cs.MaxLatencyUS != nil {
+		return []string{fmt.Sprintf("C-states: /dev/cpu_dma_latency held open at %d µs (all CPUs)%s", *cs.MaxLatencyUS, from)}
+	}
+	what := "disable " + strings.Join(cs.Disable, ", ")
+	if cs.Poll {
+		what = "disable every state but POLL"
+	}
+	if cpu == nil {
+		return []string{"C-states: " + what + from}
+	}
+	line := fmt.Sprintf("C-states on CPU %d: %s%s", *cpu, what, from)
+	if local == nil {
+		return []string{line}
+	}
+	st, err := hostinfo.ReadIdleStates(*local, *cpu)
+	if err != nil {
+		return []string{line, fmt.Sprintf("  (current idle states unreadable: %v)", err)}
+	}
+	out := []string{line}
+	for _, x := range st {
+		target := slices.Contains(cs.Disable, x.Name) || (cs.Poll && x.Name != "POLL")
+		if !target {
+			continue
+		}
+		out = append(out, fmt.Sprintf("  %s (%s): disable %d → 1", strings.TrimPrefix(hostinfo.IdleStatePath(*cpu, x.Index), "/sys/devices/system/cpu/"), x.Name, b2i(x.Disabled)))
+	}
+	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, a ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, a...)
+	}
+}

@@ -1,0 +1,254 @@
+// Package scenario reads rig scenario files: the strict YAML loader, the
+// checks against the facts of the hosts, and the plan of arms × rounds.
+//
+// The flow is Load → Validate → Plan. Load rejects anything malformed or
+// impossible in the file itself; Validate checks the file against what the
+// hosts have (CPUs, interfaces, stress-ng, timestamping) and marks arms whose
+// `requires` the host lacks as skipped; Plan orders the arms of every round.
+// Nothing in this package changes a host.
+//
+// Every problem in a file is reported as an *Error carrying file:line:col, the
+// offending source line with a caret, and a hint; Load and Validate return
+// them as an ErrorList (use errors.As). The file format is documented field
+// by field in FORMAT.md.
+package scenario
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// Defaults of the optional fields (FORMAT.md documents them).
+const (
+	DefaultCount        = 10000
+	DefaultSize         = 64
+	DefaultWarmup       = 2
+	DefaultRounds       = 3
+	DefaultInterval     = time.Millisecond
+	DefaultReplyTimeout = 500 * time.Millisecond
+)
+
+// Names of the hosts that `emulate: netns` creates.
+const (
+	EmulatedSender    = "sender"    // roles sender and capture
+	EmulatedResponder = "responder" // role responder
+)
+
+// Scenario is one loaded and statically valid scenario file.
+type Scenario struct {
+	File         string // path as given to Load
+	Source       []byte // the file as read
+	Name         string
+	Description  string
+	Emulate      string // "" or "netns"
+	Hosts        []Host // sorted by name; the built-in ones when Emulate is set
+	Traffic      Traffic
+	Timestamps   TimestampMode
+	Rounds       int
+	Order        Order
+	Baseline     string // an arm name; the first arm unless the file says otherwise
+	RequireCheck bool   // run `rig check` on every host before the first round
+	Defaults     Knobs  // as written under `defaults`
+	Arms         []Arm
+
+	pos *posIndex
+}
+
+// Host is one machine the scenario runs on.
+type Host struct {
+	Name    string
+	Via     string   // "local", or the command that reaches the host
+	Command []string // Via split into argv; nil for local
+	Roles   []Role
+	Iface   string // "" when not given
+}
+
+// Has reports whether h plays role r.
+func (h Host) Has(r Role) bool {
+	for _, x := range h.Roles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// Local reports whether the host is the machine rig runs on.
+func (h Host) Local() bool { return h.Via == "local" }
+
+// Role is what a host does in a scenario.
+type Role string
+
+const (
+	RoleSender    Role = "sender"
+	RoleResponder Role = "responder"
+	RoleCapture   Role = "capture"
+)
+
+// HostWith returns the host playing role r, or nil.
+func (s *Scenario) HostWith(r Role) *Host {
+	for i := range s.Hosts {
+		if s.Hosts[i].Has(r) {
+			return &s.Hosts[i]
+		}
+	}
+	return nil
+}
+
+// Traffic is the request stream of every round.
+type Traffic struct {
+	Group        netip.AddrPort // IPv4 multicast group and port of the requests
+	Reply        netip.AddrPort // multicast reply group; invalid (zero) = unicast reply
+	Interval     time.Duration
+	Count        int // requests per round, warm-up included
+	Size         int // UDP payload bytes
+	Warmup       int // leading samples excluded from every statistic
+	ReplyTimeout time.Duration
+}
+
+// UnicastReply reports whether the responder answers the sender by unicast.
+func (t Traffic) UnicastReply() bool { return !t.Reply.IsValid() }
+
+// RoundDuration is the time one round takes to send its requests.
+func (t Traffic) RoundDuration() time.Duration { return time.Duration(t.Count) * t.Interval }
+
+// TimestampMode selects the timestamp source of every metric.
+type TimestampMode string
+
+const (
+	TimestampsAuto     TimestampMode = "auto"
+	TimestampsHardware TimestampMode = "hardware"
+	TimestampsSoftware TimestampMode = "software"
+)
+
+// OrderKind is the rule that orders the arms inside each round.
+type OrderKind string
+
+const (
+	OrderRotate     OrderKind = "rotate"     // round r starts at arm r mod A
+	OrderSequential OrderKind = "sequential" // file order in every round
+	OrderRandom     OrderKind = "random"     // a shuffle per round, fixed by Seed
+)
+
+// Order is the arm order rule; Seed is used by OrderRandom only.
+type Order struct {
+	Kind OrderKind
+	Seed uint64
+}
+
+func (o Order) String() string {
+	if o.Kind == OrderRandom {
+		return fmt.Sprintf("random:%d", o.Seed)
+	}
+	return string(o.Kind)
+}
+
+// Arm is a named set of knobs.
+type Arm struct {
+	Name      string
+	Knobs     Knobs // as written in the arm
+	Effective Knobs // defaults merged with Knobs
+	// Skip is why the arm cannot run on the hosts ("" = it runs). Validate
+	// sets it from `requires` (and the implicit ones, see FORMAT.md).
+	Skip string
+}
+
+// Knobs are the settings an arm applies on the responder host. A nil
+// pointer or slice means "leave the host as it is".
+type Knobs struct {
+	Responder  Responder
+	IRQ        *IRQ
+	NIC        NIC
+	CState     *CState
+	Load       *StressLoad
+	SMTSibling *SMTSibling
+	Requires   []Requirement
+}
+
+// Responder says where and how the responder runs.
+type Responder struct {
+	CPU   *int
+	Sched *Sched
+	Poll  *Poll
+}
+
+// Sched is the scheduling policy of the responder thread.
+type Sched struct {
+	Policy   string // "other" or "fifo"
+	Priority int    // 1..99 for fifo, 0 for other
+}
+
+func (s Sched) String() string {
+	if s.Policy == "fifo" {
+		return fmt.Sprintf("fifo:%d", s.Priority)
+	}
+	return s.Policy
+}
+
+// Poll is how the responder waits for a request.
+type Poll struct {
+	Mode       string // "block", "busy" (non-blocking spin) or "busy-poll" (SO_BUSY_POLL)
+	BusyPollUS int    // SO_BUSY_POLL microseconds, busy-poll only
+}
+
+func (p Poll) String() string {
+	if p.Mode == "busy-poll" {
+		return fmt.Sprintf("busy-poll:%d", p.BusyPollUS)
+	}
+	return p.Mode
+}
+
+// IRQ places the queue IRQs of the responder NIC.
+type IRQ struct {
+	CPUs []int
+}
+
+// NIC holds the ethtool settings of the responder NIC.
+type NIC struct {
+	Coalesce Coalesce
+	Ring     Ring
+	Channels *uint32 // combined channels
+}
+
+// Coalesce is interrupt moderation (ethtool -C).
+type Coalesce struct {
+	RxUsecs, TxUsecs, RxFrames *uint32
+	AdaptiveRx, AdaptiveTx     *bool
+}
+
+// Ring is the ring sizes (ethtool -G).
+type Ring struct {
+	RX, TX *uint32
+}
+
+// CState limits idle states for the responder CPU; exactly one field is set.
+type CState struct {
+	MaxLatencyUS *int     // hold /dev/cpu_dma_latency open with this value
+	Disable      []string // disable these cpuidle states (by name) on the responder CPU
+	Poll         bool     // disable every state but POLL on the responder CPU
+}
+
+// StressLoad runs stress-ng beside the responder.
+type StressLoad struct {
+	StressNG []string // stress-ng arguments (rig adds --taskset and stops it)
+	CPUs     []int    // --taskset list; nil = stress-ng's default affinity
+}
+
+// SMTSibling runs stress-ng on the SMT sibling of the responder CPU.
+type SMTSibling struct {
+	StressNG []string
+}
+
+// Requirement is a host state an arm needs; without it the arm is skipped.
+type Requirement string
+
+const (
+	RequireIsolated     Requirement = "isolated"      // responder CPU in isolcpus
+	RequireNohzFull     Requirement = "nohz_full"     // responder CPU in nohz_full
+	RequireSMT          Requirement = "smt"           // responder CPU has an SMT sibling
+	RequireHWTimestamps Requirement = "hw-timestamps" // responder and capture NICs stamp in hardware
+	RequireStressNG     Requirement = "stress-ng"     // stress-ng installed on the responder host
+)
+
+var requirements = []Requirement{RequireIsolated, RequireNohzFull, RequireSMT, RequireHWTimestamps, RequireStressNG}

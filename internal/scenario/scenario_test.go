@@ -1,0 +1,577 @@
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rig-project/rig/internal/hostfs"
+)
+
+// smallHost is a 2-CPU machine without isolation, SMT or stress-ng.
+func smallHost() *StaticFacts {
+	return &StaticFacts{
+		Online: []int{0, 1},
+		Ifaces: []string{"eth0", "lo"},
+		Idle:   []string{"POLL", "C1"},
+	}
+}
+
+// bigHost is seed 002's responder: 26 CPUs, isolcpus=1-3, SMT pairs
+// (n, n+13), hardware timestamps, intel_idle states, stress-ng.
+func bigHost() *StaticFacts {
+	f := &StaticFacts{
+		Isolated: []int{1, 2, 3},
+		NohzFull: []int{1, 2, 3},
+		Ifaces:   []string{"lo", "eth0", "eth1", "ens1f0", "exanic0", "exanic1"},
+		StressNG: true,
+		HWStamp:  map[string]bool{"eth1": true, "ens1f0": true, "exanic0": true, "exanic1": true},
+		Idle:     []string{"POLL", "C1", "C1E", "C6"},
+		Siblings: map[int][]int{},
+	}
+	for c := 0; c < 26; c++ {
+		f.Online = append(f.Online, c)
+		f.Siblings[c] = []int{c % 13, c%13 + 13}
+	}
+	return f
+}
+
+func factsFor(s *Scenario, f HostFacts) map[string]HostFacts {
+	m := map[string]HostFacts{}
+	for _, h := range s.Hosts {
+		m[h.Name] = f
+	}
+	return m
+}
+
+func shipped(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../scenarios/*.yaml")
+	if err != nil || len(files) < 7 {
+		t.Fatalf("shipped scenarios: %v (found %d)", err, len(files))
+	}
+	return files
+}
+
+func TestShippedScenarios(t *testing.T) {
+	for _, file := range shipped(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			s, err := Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Emulate == "" {
+				src := string(s.Source)
+				if !strings.HasPrefix(src, "# ") || !strings.Contains(src, "Needs:") {
+					t.Errorf("real-hardware scenario lacks the comment header with a Needs: line")
+				}
+			}
+			facts := bigHost()
+			if s.Emulate != "" {
+				// demo.yaml must run here, on this machine.
+				local := LocalFacts{FS: hostfs.Default()}
+				if err := Validate(s, factsFor(s, local)); err != nil {
+					t.Fatalf("against this machine: %v", err)
+				}
+			} else if err := Validate(s, factsFor(s, facts)); err != nil {
+				t.Fatalf("against the fake 26-CPU host: %v", err)
+			}
+			p := s.Plan()
+			if len(p.Skipped) != 0 {
+				t.Errorf("skipped on a host that has everything: %+v", p.Skipped)
+			}
+			if len(p.Rounds) != s.Rounds || len(p.Arms) != len(s.Arms) || p.Baseline < 0 {
+				t.Fatalf("plan: %d rounds, %d arms, baseline %d", len(p.Rounds), len(p.Arms), p.Baseline)
+			}
+			var out bytes.Buffer
+			if err := WriteDryRun(&out, s, p, DryRunOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Log("\n" + out.String())
+			for _, a := range s.Arms {
+				if !strings.Contains(out.String(), a.Name) {
+					t.Errorf("dry run does not mention arm %s:\n%s", a.Name, out.String())
+				}
+			}
+		})
+	}
+}
+
+func TestShippedSpecifics(t *testing.T) {
+	irq, err := Load("../../scenarios/irq-local.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(irq.Arms) != 6 {
+		t.Errorf("irq-local has %d arms, want seed 002's 6", len(irq.Arms))
+	}
+	withLoad := 0
+	for _, a := range irq.Arms {
+		if a.Effective.Load != nil {
+			withLoad++
+		}
+	}
+	if withLoad != 3 {
+		t.Errorf("irq-local: %d arms load the shared CPUs, want 3", withLoad)
+	}
+	// On a host without isolated CPUs the isolated arms are skipped with
+	// the reason, not refused.
+	small := bigHost()
+	small.Isolated = nil
+	if err := Validate(irq, factsFor(irq, small)); err != nil {
+		t.Fatal(err)
+	}
+	p := irq.Plan()
+	if len(p.Arms) != 2 || len(p.Skipped) != 4 || !strings.Contains(p.Skipped[0].Skip, "CPU 1 is not isolated") {
+		t.Errorf("without isolcpus: runs %d, skips %d (%+v)", len(p.Arms), len(p.Skipped), p.Skipped)
+	}
+	var out bytes.Buffer
+	if err := WriteDryRun(&out, irq, p, DryRunOptions{Unchecked: []string{"rsp"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"skipped arms:\n  isolated: CPU 1 is not isolated (isolated: none)", "1: shared → shared-stress\n", "facts of host rsp were not checked"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out.String())
+		}
+	}
+	// Validate is repeatable: skips from a previous call are cleared.
+	if err := Validate(irq, factsFor(irq, bigHost())); err != nil {
+		t.Fatal(err)
+	}
+	if p := irq.Plan(); len(p.Skipped) != 0 {
+		t.Errorf("skips survived a second Validate: %v", p.Skipped)
+	}
+
+	demo, err := Load("../../scenarios/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := demo.Plan().Duration(demo.Traffic); d >= 2*time.Minute || demo.Timestamps != TimestampsSoftware || len(demo.Arms) != 2 || demo.Rounds != 2 {
+		t.Errorf("demo: %v sending, %s stamps, %d arms, %d rounds", d, demo.Timestamps, len(demo.Arms), demo.Rounds)
+	}
+
+	smt, err := Load("../../scenarios/smt-sibling.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSMT := bigHost()
+	noSMT.Siblings = nil
+	err = Validate(smt, factsFor(smt, noSMT))
+	var list ErrorList
+	if !errors.As(err, &list) || !strings.Contains(err.Error(), "baseline arm sibling-idle cannot run") {
+		t.Errorf("smt-sibling without SMT: %v", err)
+	}
+}
+
+var wantRE = regexp.MustCompile(`(?m)^# want: (\d+):(\d+) (.+)$`)
+
+// TestBadScenarios runs the battery in testdata/bad. Each file says in a
+// comment where its first error must be and what it must say; `# facts:
+// fake` files are loaded fine and fail against a 2-CPU host.
+func TestBadScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 25 {
+		t.Fatalf("only %d bad scenarios", len(files))
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			src, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := wantRE.FindStringSubmatch(string(src))
+			if m == nil {
+				t.Fatal("no `# want: LINE:COL text` line")
+			}
+			s, err := Parse(file, src)
+			if strings.Contains(string(src), "# facts: fake") {
+				if err != nil {
+					t.Fatalf("must load and fail only against the host: %v", err)
+				}
+				err = Validate(s, factsFor(s, smallHost()))
+			}
+			var list ErrorList
+			if !errors.As(err, &list) || len(list) == 0 {
+				t.Fatalf("want an ErrorList, got %v", err)
+			}
+			first := list[0]
+			msg := first.Error()
+			if got := fmt.Sprintf("%d:%d", first.Line, first.Col); got != m[1]+":"+m[2] {
+				t.Errorf("error at %s, want %s:%s\n%s", got, m[1], m[2], msg)
+			}
+			if !strings.HasPrefix(msg, fmt.Sprintf("%s:%s:%s: ", file, m[1], m[2])) {
+				t.Errorf("message does not start with file:line:col:\n%s", msg)
+			}
+			for _, part := range strings.Split(m[3], "; ") {
+				if !strings.Contains(msg, part) {
+					t.Errorf("message lacks %q:\n%s", part, msg)
+				}
+			}
+			if first.Source == "" || !strings.Contains(msg, "^") {
+				t.Errorf("no source line with a caret:\n%s", msg)
+			}
+			if first.Hint == "" {
+				t.Errorf("no hint:\n%s", msg)
+			}
+		})
+	}
+}
+
+func TestErrorCaret(t *testing.T) {
+	e := (&posIndex{file: "f.yaml", lines: []string{"a:", "\tb: 1x"}}).errAt(pos{2, 5}, "bad", "fix it")
+	want := "f.yaml:2:5: bad\n 2 | \tb: 1x\n   | \t   ^\nhint: fix it"
+	if e.Error() != want {
+		t.Errorf("got\n%s\nwant\n%s", e.Error(), want)
+	}
+}
+
+func load(t *testing.T, src string) *Scenario {
+	t.Helper()
+	s, err := Parse("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const threeArms = `name: t
+emulate: netns
+traffic: {group: "239.1.1.1:5000"}
+rounds: 4
+order: %s
+arms: [{name: a}, {name: b}, {name: c}]
+`
+
+func names(p Plan) []string {
+	var out []string
+	for _, r := range p.Rounds {
+		var n []string
+		for _, i := range r {
+			n = append(n, p.Arms[i].Name)
+		}
+		out = append(out, strings.Join(n, ""))
+	}
+	return out
+}
+
+func TestPlanOrder(t *testing.T) {
+	for _, tc := range []struct {
+		order string
+		want  []string
+	}{
+		{"rotate", []string{"abc", "bca", "cab", "abc"}},
+		{"sequential", []string{"abc", "abc", "abc", "abc"}},
+	} {
+		got := names(load(t, fmt.Sprintf(threeArms, tc.order)).Plan())
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.order, got, tc.want)
+		}
+	}
+	r1 := names(load(t, fmt.Sprintf(threeArms, "random:42")).Plan())
+	r2 := names(load(t, fmt.Sprintf(threeArms, "random:42")).Plan())
+	if !slices.Equal(r1, r2) {
+		t.Errorf("random:42 differs between plans: %v %v", r1, r2)
+	}
+	distinct := map[string]bool{}
+	for _, r := range r1 {
+		b := []byte(r)
+		slices.Sort(b)
+		if string(b) != "abc" {
+			t.Errorf("random round %q is not a permutation of abc", r)
+		}
+		distinct[r] = true
+	}
+	var other []string
+	for seed := 0; seed < 20 && len(other) == 0; seed++ {
+		if o := names(load(t, fmt.Sprintf(threeArms, fmt.Sprintf("random:%d", seed))).Plan()); !slices.Equal(o, r1) {
+			other = o
+		}
+	}
+	if len(distinct) < 2 || other == nil {
+		t.Errorf("random orders do not vary with round and seed: %v", r1)
+	}
+}
+
+func TestDefaultsAndMerge(t *testing.T) {
+	s := load(t, `name: t
+hosts:
+  rsp: {via: ssh rsp, roles: [responder], iface: eth1}
+  snd: {via: local, roles: [sender, capture]}
+traffic:
+  group: 239.1.1.1:5000
+defaults:
+  responder: {cpu: 2, sched: "fifo:50"}
+  nic: {coalesce: {adaptive-rx: false, rx-usecs: 8}}
+  cstate: {poll: true}
+  requires: [isolated]
+arms:
+  - name: a
+  - name: b
+    responder: {cpu: 3, poll: "busy-poll:50"}
+    nic: {coalesce: {rx-usecs: 0}, ring: {rx: 512}}
+    cstate: {max-latency-us: 0}
+    requires: [smt]
+`)
+	tr := s.Traffic
+	if tr.Count != DefaultCount || tr.Size != DefaultSize || tr.Warmup != DefaultWarmup || tr.Interval != time.Millisecond || tr.ReplyTimeout != DefaultReplyTimeout || !tr.UnicastReply() {
+		t.Errorf("traffic defaults: %+v", tr)
+	}
+	if s.Rounds != DefaultRounds || s.Order.Kind != OrderRotate || s.Baseline != "a" || s.Timestamps != TimestampsAuto {
+		t.Errorf("defaults: rounds %d order %s baseline %s stamps %s", s.Rounds, s.Order, s.Baseline, s.Timestamps)
+	}
+	if s.Hosts[0].Name != "rsp" || !slices.Equal(s.Hosts[0].Command, []string{"ssh", "rsp"}) {
+		t.Errorf("hosts: %+v", s.Hosts)
+	}
+	a, b := s.Arms[0].Effective, s.Arms[1].Effective
+	if *a.Responder.CPU != 2 || a.Responder.Sched.String() != "fifo:50" || a.Responder.Poll != nil || !a.CState.Poll || *a.NIC.Coalesce.RxUsecs != 8 {
+		t.Errorf("arm a: %+v", a)
+	}
+	if *b.Responder.CPU != 3 || b.Responder.Sched.Priority != 50 || b.Responder.Poll.BusyPollUS != 50 ||
+		*b.NIC.Coalesce.RxUsecs != 0 || *b.NIC.Coalesce.AdaptiveRx || *b.NIC.Ring.RX != 512 ||
+		b.CState.Poll || *b.CState.MaxLatencyUS != 0 || !slices.Equal(b.Requires, []Requirement{RequireIsolated, RequireSMT}) {
+		t.Errorf("arm b: %+v", b)
+	}
+	if s.Arms[1].Knobs.Responder.Sched != nil {
+		t.Error("arm b as written got the default sched")
+	}
+}
+
+func TestCPUListForms(t *testing.T) {
+	for _, v := range []string{`"0-2,5"`, `[0, 1, 2, 5]`, `[5, 2, 1, 0, 2]`} {
+		s := load(t, `name: t
+hosts: {h: {via: local, roles: [sender, responder], iface: eth0}}
+traffic: {group: "239.1.1.1:5000"}
+arms:
+  - name: a
+    irq: {cpus: `+v+`}
+`)
+		if got := s.Arms[0].Effective.IRQ.CPUs; !slices.Equal(got, []int{0, 1, 2, 5}) {
+			t.Errorf("%s: %v", v, got)
+		}
+	}
+}
+
+func TestDryRunCurrentValues(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []struct{ p, v string }{
+		{"sys/devices/system/cpu/online", "0-1"},
+		{"sys/devices/system/cpu/cpu1/cpuidle/state0/name", "POLL"},
+		{"sys/devices/system/cpu/cpu1/cpuidle/state1/name", "C1"},
+		{"sys/devices/system/cpu/cpu1/cpuidle/state1/disable", "0"},
+		{"sys/devices/system/cpu/cpu1/cpuidle/state0/disable", "0"},
+		{"sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "performance"},
+	} {
+		p := filepath.Join(root, f.p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f.v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, st := range []string{"state0", "state1"} {
+		for _, n := range []string{"latency", "usage", "time"} {
+			os.WriteFile(filepath.Join(root, "sys/devices/system/cpu/cpu1/cpuidle", st, n), []byte("1\n"), 0o644)
+		}
+	}
+	s := load(t, `name: t
+emulate: netns
+traffic: {group: "239.1.1.1:5000"}
+arms:
+  - name: poll
+    responder: {cpu: 1}
+    cstate: {poll: true}
+`)
+	fs := hostfs.FS{Root: root}
+	var out bytes.Buffer
+	if err := WriteDryRun(&out, s, s.Plan(), DryRunOptions{Local: &fs}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cpu1/cpuidle/state1 (C1): disable 0 → 1", "governor of CPU 1: performance"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "(POLL)") {
+		t.Errorf("dry run disables POLL:\n%s", out.String())
+	}
+}
+
+func TestLocalFacts(t *testing.T) {
+	f := LocalFacts{FS: hostfs.Default()}
+	on, err := f.OnlineCPUs()
+	if err != nil || len(on) == 0 {
+		t.Fatalf("online CPUs: %v %v", on, err)
+	}
+	sib, err := f.ThreadSiblings(on[0])
+	if err != nil || !slices.Contains(sib, on[0]) {
+		t.Errorf("siblings of %d: %v %v", on[0], sib, err)
+	}
+	ifs, err := f.Interfaces()
+	if err != nil || !slices.Contains(ifs, "lo") {
+		t.Errorf("interfaces: %v %v", ifs, err)
+	}
+	if _, err := (LocalFacts{FS: hostfs.FS{Root: t.TempDir()}}).HWTimestamps("lo"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("HW stamps on a fake root: %v", err)
+	}
+	if ok, err := f.HWTimestamps("lo"); err != nil || ok {
+		t.Errorf("lo HW stamps: %v %v", ok, err)
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	for _, g := range []string{"../../scenarios/*.yaml", "testdata/bad/*.yaml"} {
+		files, _ := filepath.Glob(g)
+		for _, file := range files {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("a: &x [1]\nb: *x\n<<: {c: 1}\n"))
+	facts := smallHost()
+	f.Fuzz(func(t *testing.T, src []byte) {
+		s, err := Parse("fuzz.yaml", src)
+		if err != nil {
+			var list ErrorList
+			if !errors.As(err, &list) || len(list) == 0 {
+				t.Fatalf("not an ErrorList: %v", err)
+			}
+			for _, e := range list {
+				if e.Line < 1 || e.Col < 1 {
+					t.Fatalf("no position: %v", e)
+				}
+			}
+			return
+		}
+		if err := Validate(s, factsFor(s, facts)); err != nil {
+			var list ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("validate: %v", err)
+			}
+		}
+		p := s.Plan()
+		if err := WriteDryRun(&bytes.Buffer{}, s, p, DryRunOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestFormatDoc keeps FORMAT.md honest: its complete example loads, and
+// every key the loader accepts is documented.
+func TestFormatDoc(t *testing.T) {
+	b, err := os.ReadFile("FORMAT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	_, ex, ok := strings.Cut(doc, "## Complete example\n\n```yaml\n")
+	ex, _, ok2 := strings.Cut(ex, "```")
+	if !ok || !ok2 {
+		t.Fatal("FORMAT.md has no complete example")
+	}
+	s, err := Parse("FORMAT.md example", []byte(ex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(s, factsFor(s, smallHost())); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"", "hosts.x", "traffic", "arms[0]", "arms[0].responder", "arms[0].irq", "arms[0].nic",
+		"arms[0].nic.coalesce", "arms[0].nic.ring", "arms[0].cstate", "arms[0].load", "arms[0].smt-sibling"} {
+		keys := knownKeys(path)
+		if len(keys) == 0 {
+			t.Errorf("no keys known under %q", path)
+		}
+		for _, k := range keys {
+			if !strings.Contains(doc, "`"+k+"`") && !strings.Contains(doc, "."+k+"`") {
+				t.Errorf("FORMAT.md does not document %s.%s", path, k)
+			}
+		}
+	}
+}
+
+func TestAnchorsKeepPositions(t *testing.T) {
+	src := `name: t
+emulate: netns
+traffic: {group: "239.1.1.1:5000"}
+defaults: &d
+  responder: {cpu: 1}
+arms:
+  - name: a
+    <<: *d
+  - name: b
+    responder: {sched: "fifo:0"}
+`
+	_, err := Parse("t.yaml", []byte(src))
+	var list ErrorList
+	if !errors.As(err, &list) || list[0].Line != 10 {
+		t.Fatalf("want an error on line 10, got %v", err)
+	}
+}
+
+func TestSkipReasons(t *testing.T) {
+	s := load(t, `name: t
+hosts:
+  rsp: {via: ssh rsp, roles: [responder], iface: eth0}
+  snd: {via: local, roles: [sender, capture], iface: eth0}
+traffic: {group: "239.1.1.1:5000"}
+defaults:
+  responder: {cpu: 1}
+arms:
+  - name: base
+  - name: sib
+    smt-sibling: {load: --cpu 1}
+  - name: optional-load
+    load: {stress-ng: --cpu 1}
+    requires: [stress-ng]
+  - name: hw
+    requires: [hw-timestamps, nohz_full]
+`)
+	if err := Validate(s, factsFor(s, smallHost())); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"base":          "",
+		"sib":           "CPU 1 has no SMT sibling for the smt-sibling load",
+		"optional-load": "stress-ng is not installed",
+		"hw":            "CPU 1 is not nohz_full (nohz_full: none); eth0 has no hardware RX timestamps",
+	}
+	for _, a := range s.Arms {
+		if a.Skip != want[a.Name] {
+			t.Errorf("arm %s: skip %q, want %q", a.Name, a.Skip, want[a.Name])
+		}
+	}
+	if p := s.Plan(); len(p.Arms) != 1 || len(p.Rounds[0]) != 1 || p.Baseline != 0 {
+		t.Errorf("plan: %+v", p)
+	}
+
+	// timestamps: hardware is an error, not a skip, where a NIC cannot.
+	s.Timestamps = TimestampsHardware
+	err := Validate(s, factsFor(s, smallHost()))
+	if err == nil || !strings.Contains(err.Error(), "timestamps: hardware, and eth0 on host rsp cannot stamp") {
+		t.Errorf("hardware stamps on a software NIC: %v", err)
+	}
+	// A failure to read facts is not a file problem.
+	var list ErrorList
+	err = Validate(s, map[string]HostFacts{"rsp": LocalFacts{FS: hostfs.FS{Root: t.TempDir()}}})
+	var he *HostError
+	if errors.As(err, &list) || !errors.As(err, &he) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("unreadable host: %v", err)
+	}
+	if u := s.Unchecked(map[string]HostFacts{"rsp": smallHost()}); !slices.Equal(u, []string{"snd"}) {
+		t.Errorf("unchecked: %v", u)
+	}
+}

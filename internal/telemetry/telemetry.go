@@ -1,0 +1,453 @@
+// Package telemetry samples what happens on the measured CPUs during a
+// round: interrupts per source, softirqs per type, local timer ticks,
+// cpuidle usage and residency per state, softnet drops, context switches
+// of the responder thread, the threads seen on the CPUs and drift of NIC
+// IRQ affinity. It reads procfs/sysfs only (no IPIs to the measured CPUs)
+// from one OS thread pinned to a CPU that is not measured, into memory
+// preallocated by New: a sample costs no allocation.
+//
+// The round runner creates a Sampler per round, calls Start before the
+// first packet and Stop after the last, and writes the Result as
+// telemetry.json. The report lines its worst samples up with
+// Result.IntervalAt.
+package telemetry
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
+)
+
+// Config says what to watch.
+type Config struct {
+	FS hostfs.FS
+	// CPUs are the measured CPUs: the responder CPU and its SMT sibling.
+	CPUs []int
+	// PID and TID name the responder thread whose context switches are
+	// counted (/proc/PID/task/TID/status). TID 0: no thread is watched.
+	PID, TID int
+	// Interval between samples; 0 means 100 ms.
+	Interval time.Duration
+	// MaxSamples is the preallocated capacity; samples beyond it are
+	// counted in Result.Missed. 0 means 1024 (102 s at 100 ms).
+	MaxSamples int
+	// PinCPU is the CPU the sampler thread runs on. It must not be one of
+	// CPUs: the sampler would then perturb what it measures.
+	PinCPU int
+	// IRQs are IRQ numbers (the NIC's queues) whose effective affinity is
+	// re-read every sample; changes are reported as drift.
+	IRQs []int
+	// ThreadScanEvery: scan /proc/*/task/*/stat for threads on CPUs every
+	// this many samples. 0 means 10 (1 s at 100 ms); negative disables.
+	// The scan allocates (directory listings, new thread names); it is the
+	// one part of sampling that does, at this lower rate.
+	ThreadScanEvery int
+	// NICStats, when set, is called every sample to fill dst (one value per
+	// NICStatNames entry) with NIC drop and ring-overrun counters. It is the
+	// hook for nicctl's ethtool -S reader, which the lead wires later; it
+	// must not allocate for the sampler to stay allocation-free.
+	NICStats     func(dst []uint64) error
+	NICStatNames []string
+}
+
+// Sampler is one round's telemetry. Use New, Start, Stop.
+type Sampler struct {
+	cfg     Config
+	scanner *threadScanner
+
+	irqF, softF, netF, statusF *hostinfo.File
+	irqR, softR                *hostinfo.CounterReader
+	irqTab, softTab            *hostinfo.CounterTable
+	buf                        []byte
+	small                      []byte
+	softnet                    []hostinfo.Softnet
+	idle                       []idleFiles
+	aff                        []affWatch
+
+	// Preallocated sample storage, [sample][...] flat.
+	n, missed int
+	t         []int64
+	irq       []uint64
+	soft      []uint64
+	idleU     []uint64
+	idleT     []uint64
+	net       []uint64 // [sample][cpu][processed, dropped, squeeze]
+	vol, inv  []uint64
+	nic       []uint64
+
+	errCount int
+	firstErr error
+	drift    []AffinityChange
+
+	stop    chan struct{}
+	done    chan struct{}
+	tid     int
+	started bool
+	stopped bool
+	mu      sync.Mutex
+}
+
+type idleFiles struct {
+	cpu, state  int
+	name        string
+	latency     uint64
+	usage, time *hostinfo.File
+}
+
+type affWatch struct {
+	irq     int
+	f       *hostinfo.File
+	initial string
+	last    []byte
+	lastN   int
+	changes int
+}
+
+const netCols = 3
+
+// New validates cfg, opens every file it will re-read and preallocates the
+// sample memory. It fails when PinCPU is a measured CPU, when a measured
+// CPU has no column in /proc/interrupts (offline), or when a file is
+// missing; optional sources (cpuidle, softnet, the watched thread) fail
+// only if asked for explicitly (TID, IRQs).
+func New(cfg Config) (*Sampler, error) {
+	if len(cfg.CPUs) == 0 {
+		return nil, errors.New("telemetry: no CPUs to watch (want the responder CPU and its SMT sibling)")
+	}
+	if slices.Contains(cfg.CPUs, cfg.PinCPU) {
+		return nil, fmt.Errorf("telemetry: PinCPU %d is a measured CPU %v; pin the sampler to a housekeeping CPU", cfg.PinCPU, cfg.CPUs)
+	}
+	if cfg.PinCPU < 0 {
+		return nil, fmt.Errorf("telemetry: PinCPU %d is not a CPU", cfg.PinCPU)
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 100 * time.Millisecond
+	}
+	if cfg.Interval < time.Millisecond {
+		return nil, fmt.Errorf("telemetry: interval %v is below 1 ms; procfs reads cost more than that", cfg.Interval)
+	}
+	if cfg.MaxSamples == 0 {
+		cfg.MaxSamples = 1024
+	}
+	if cfg.ThreadScanEvery == 0 {
+		cfg.ThreadScanEvery = 10
+	}
+	if len(cfg.NICStatNames) > 0 && cfg.NICStats == nil {
+		return nil, errors.New("telemetry: NICStatNames given without NICStats")
+	}
+	s := &Sampler{cfg: cfg, small: make([]byte, 4096), stop: make(chan struct{}), done: make(chan struct{})}
+	if err := s.open(); err != nil {
+		s.close()
+		return nil, err
+	}
+	m := cfg.MaxSamples
+	s.t = make([]int64, m)
+	s.irq = make([]uint64, m*s.irqR.Len())
+	s.soft = make([]uint64, m*s.softR.Len())
+	s.idleU = make([]uint64, m*len(s.idle))
+	s.idleT = make([]uint64, m*len(s.idle))
+	s.net = make([]uint64, m*len(cfg.CPUs)*netCols)
+	s.vol = make([]uint64, m)
+	s.inv = make([]uint64, m)
+	s.nic = make([]uint64, m*len(cfg.NICStatNames))
+	s.drift = make([]AffinityChange, 0, 64)
+	if cfg.ThreadScanEvery > 0 {
+		s.scanner = newThreadScanner(cfg.FS, cfg.CPUs)
+	}
+	return s, nil
+}
+
+func (s *Sampler) open() error {
+	fs, cfg := s.cfg.FS, s.cfg
+	var err error
+	if s.irqF, err = hostinfo.Open(fs, "/proc/interrupts"); err != nil {
+		return err
+	}
+	if s.softF, err = hostinfo.Open(fs, "/proc/softirqs"); err != nil {
+		return err
+	}
+	s.buf = make([]byte, 64<<10)
+	for _, x := range []struct {
+		f   *hostinfo.File
+		r   **hostinfo.CounterReader
+		tab **hostinfo.CounterTable
+	}{{s.irqF, &s.irqR, &s.irqTab}, {s.softF, &s.softR, &s.softTab}} {
+		b, err := x.f.ReadGrow(&s.buf)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", x.f.Path, err)
+		}
+		if *x.r, *x.tab, err = hostinfo.NewCounterReader(b, cfg.CPUs); err != nil {
+			return fmt.Errorf("%s: %w", x.f.Path, err)
+		}
+		if len(s.buf) < 2*len(b) {
+			s.buf = make([]byte, 2*len(b))
+		}
+	}
+	// softnet_stat is per network namespace view of per-CPU data; absent
+	// only without CONFIG_NET.
+	if s.netF, err = hostinfo.Open(fs, "/proc/net/softnet_stat"); err != nil {
+		return err
+	}
+	s.softnet = make([]hostinfo.Softnet, 4096)
+	for _, cpu := range cfg.CPUs {
+		states, err := hostinfo.ReadIdleStates(fs, cpu)
+		if err != nil {
+			continue // no cpuidle (driver none, idle=poll): nothing to count
+		}
+		for _, st := range states {
+			d := hostinfo.IdleStatePath(cpu, st.Index)
+			u, err := hostinfo.Open(fs, d+"/usage")
+			if err != nil {
+				return err
+			}
+			tm, err := hostinfo.Open(fs, d+"/time")
+			if err != nil {
+				u.Close()
+				return err
+			}
+			s.idle = append(s.idle, idleFiles{cpu: cpu, state: st.Index, name: st.Name, latency: st.LatencyUS, usage: u, time: tm})
+		}
+	}
+	if cfg.TID != 0 {
+		if s.statusF, err = hostinfo.Open(fs, fmt.Sprintf("/proc/%d/task/%d/status", cfg.PID, cfg.TID)); err != nil {
+			return err
+		}
+	}
+	for _, irq := range cfg.IRQs {
+		p := fmt.Sprintf("/proc/irq/%d/effective_affinity_list", irq)
+		f, err := hostinfo.Open(fs, p)
+		if err != nil {
+			// Kernels before 4.15 have no effective_affinity_list.
+			if f, err = hostinfo.Open(fs, fmt.Sprintf("/proc/irq/%d/smp_affinity_list", irq)); err != nil {
+				return err
+			}
+		}
+		b, err := f.ReadAll(s.small)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("read %s: %w", f.Path, err)
+		}
+		w := affWatch{irq: irq, f: f, initial: string(trim(b)), last: make([]byte, len(s.small))}
+		w.lastN = copy(w.last, b)
+		s.aff = append(s.aff, w)
+	}
+	return nil
+}
+
+func (s *Sampler) close() {
+	for _, f := range []*hostinfo.File{s.irqF, s.softF, s.netF, s.statusF} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	for _, i := range s.idle {
+		i.usage.Close()
+		i.time.Close()
+	}
+	for _, a := range s.aff {
+		a.f.Close()
+	}
+}
+
+// ThreadID is the OS thread the sampler runs on (0 before Start).
+func (s *Sampler) ThreadID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tid
+}
+
+// Start starts sampling on a new OS thread pinned to PinCPU and takes the
+// first sample. It returns the error of sched_setaffinity (e.g. EINVAL when
+// PinCPU is outside the process's cpuset).
+func (s *Sampler) Start() error {
+	if s.started {
+		return errors.New("telemetry: Start called twice")
+	}
+	s.started = true
+	ready := make(chan error, 1)
+	go s.run(ready)
+	return <-ready
+}
+
+func (s *Sampler) run(ready chan<- error) {
+	// Never unlocked: the thread exits with the goroutine, so its
+	// affinity does not leak into the Go runtime's thread pool.
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(s.cfg.PinCPU)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		close(s.done)
+		ready <- fmt.Errorf("telemetry: pin sampler to CPU %d: %w", s.cfg.PinCPU, err)
+		return
+	}
+	s.mu.Lock()
+	s.tid = unix.Gettid()
+	s.mu.Unlock()
+	tick := time.NewTicker(s.cfg.Interval)
+	defer tick.Stop()
+	s.sample()
+	ready <- nil
+	for {
+		select {
+		case <-tick.C:
+			s.sample()
+		case <-s.stop:
+			s.sample()
+			close(s.done)
+			return
+		}
+	}
+}
+
+// Stop takes a last sample, stops the sampler, closes its files and
+// returns the result.
+func (s *Sampler) Stop() (*Result, error) {
+	if s.stopped {
+		return nil, errors.New("telemetry: Stop called twice")
+	}
+	s.stopped = true
+	if !s.started {
+		s.close()
+		return nil, errors.New("telemetry: Stop before Start")
+	}
+	close(s.stop)
+	<-s.done
+	s.close()
+	if s.n == 0 {
+		return nil, errors.New("telemetry: the sampler never ran (see Start's error)")
+	}
+	return s.result(), nil
+}
+
+// sample reads every source into slot s.n. It must not allocate (except
+// the thread scan every ThreadScanEvery samples and affinity changes).
+func (s *Sampler) sample() {
+	if s.n == len(s.t) {
+		s.missed++
+		return
+	}
+	i := s.n
+	s.t[i] = time.Now().UnixNano()
+	var prevIRQ, prevSoft []uint64
+	if i > 0 {
+		prevIRQ = s.irq[(i-1)*s.irqR.Len() : i*s.irqR.Len()]
+		prevSoft = s.soft[(i-1)*s.softR.Len() : i*s.softR.Len()]
+	}
+	s.readTable(s.irqF, s.irqR, s.irq[i*s.irqR.Len():(i+1)*s.irqR.Len()], prevIRQ)
+	s.readTable(s.softF, s.softR, s.soft[i*s.softR.Len():(i+1)*s.softR.Len()], prevSoft)
+	for k, f := range s.idle {
+		s.idleU[i*len(s.idle)+k] = s.readUint(f.usage)
+		s.idleT[i*len(s.idle)+k] = s.readUint(f.time)
+	}
+	if b, err := s.netF.ReadAll(s.buf); err != nil {
+		s.fail(err)
+	} else if n, err := hostinfo.ParseSoftnetInto(b, s.softnet); err != nil {
+		s.fail(err)
+	} else {
+		row := s.net[i*len(s.cfg.CPUs)*netCols:]
+		for c, cpu := range s.cfg.CPUs {
+			for _, sn := range s.softnet[:n] {
+				if sn.CPU == cpu {
+					row[c*netCols], row[c*netCols+1], row[c*netCols+2] = sn.Processed, sn.Dropped, sn.TimeSqueeze
+				}
+			}
+		}
+	}
+	if s.statusF != nil {
+		if b, err := s.statusF.ReadAll(s.small); err != nil {
+			s.fail(err) // ESRCH: the thread exited
+		} else if v, iv, ok := hostinfo.ParseCtxSwitches(b); ok {
+			s.vol[i], s.inv[i] = v, iv
+		} else {
+			s.fail(errNoCtx)
+		}
+	}
+	for k := range s.aff {
+		a := &s.aff[k]
+		b, err := a.f.ReadAll(s.small)
+		if err != nil {
+			s.fail(err)
+			continue
+		}
+		if string(b) != string(a.last[:a.lastN]) {
+			s.recordDrift(a, b, i)
+		}
+	}
+	if n := len(s.cfg.NICStatNames); n > 0 {
+		if err := s.cfg.NICStats(s.nic[i*n : (i+1)*n]); err != nil {
+			s.fail(err)
+		}
+	}
+	if s.scanner != nil && i%s.cfg.ThreadScanEvery == 0 {
+		s.scanner.scan(i)
+	}
+	s.n++
+}
+
+var errNoCtx = errors.New("status has no voluntary_ctxt_switches/nonvoluntary_ctxt_switches")
+
+func (s *Sampler) readTable(f *hostinfo.File, r *hostinfo.CounterReader, dst, prev []uint64) {
+	b, err := f.ReadAll(s.buf)
+	if err == hostinfo.ErrShortBuffer {
+		b, err = f.ReadGrow(&s.buf) // the file grew a lot; rare allocation
+	}
+	if err != nil {
+		s.fail(err)
+		copy(dst, prev)
+		return
+	}
+	if _, err := r.Read(b, dst, prev); err != nil {
+		s.fail(err)
+		copy(dst, prev)
+	}
+}
+
+func (s *Sampler) readUint(f *hostinfo.File) uint64 {
+	b, err := f.ReadAll(s.small)
+	if err != nil {
+		s.fail(err)
+		return 0
+	}
+	v, ok := hostinfo.ParseUint(b)
+	if !ok {
+		s.fail(errNotNumber)
+	}
+	return v
+}
+
+var errNotNumber = errors.New("sysfs value is not a number")
+
+func (s *Sampler) fail(err error) {
+	s.errCount++
+	if s.firstErr == nil {
+		s.firstErr = err
+	}
+}
+
+func (s *Sampler) recordDrift(a *affWatch, b []byte, i int) {
+	from := string(trim(a.last[:a.lastN]))
+	a.lastN = copy(a.last, b)
+	a.changes++
+	if len(s.drift) == cap(s.drift) {
+		return // bounded: the count of changes is still in the result
+	}
+	s.drift = append(s.drift, AffinityChange{T: s.t[i], IRQ: a.irq, From: from, To: string(trim(b))})
+}
+
+func trim(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

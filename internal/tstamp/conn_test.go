@@ -1,0 +1,498 @@
+package tstamp
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+var loopback = netip.MustParseAddrPort("127.0.0.1:0")
+
+func listen(t *testing.T, o UDPOptions) *Conn {
+	t.Helper()
+	c, err := ListenUDP(loopback, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func localAddr(t *testing.T, c *Conn) netip.AddrPort {
+	t.Helper()
+	a, err := c.LocalAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// waitErr polls the error queue until a TX stamp of kind arrives.
+func waitErr(t testing.TB, c *Conn, kind Kind) TxStamp {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		ts, err := c.RecvErr()
+		switch {
+		case err == nil && ts.Kind == kind:
+			return ts
+		case err == nil, errors.Is(err, ErrWouldBlock):
+			if errors.Is(err, ErrWouldBlock) {
+				if _, err := c.Poll(50 * time.Millisecond); err != nil {
+					t.Fatal(err)
+				}
+			}
+		default:
+			t.Fatalf("RecvErr: %v", err)
+		}
+	}
+	t.Fatalf("no %s TX stamp within 2s", kind)
+	return TxStamp{}
+}
+
+func TestEnableSoftwareLoopback(t *testing.T) {
+	c := listen(t, UDPOptions{})
+	g, err := c.EnableTimestamping(Software)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := FlagTxSoftware | FlagRxSoftware | FlagSoftware | FlagOptID | FlagOptTSOnly
+	if g.Flags&want != want || g.Flags&(FlagTxHardware|FlagRxHardware|FlagRawHardware) != 0 {
+		t.Fatalf("granted %s, want at least %s and no HW bits", g.Flags, want)
+	}
+	if !g.New {
+		t.Fatalf("SO_TIMESTAMPING_NEW not in use on a 5.1+ kernel: %s", g)
+	}
+	if c.Keying() != KeyPerSend {
+		t.Fatalf("keying %s, want %s", c.Keying(), KeyPerSend)
+	}
+	if g.HardwareRX() || g.HardwareTX() {
+		t.Fatal("software mode reports hardware")
+	}
+}
+
+func TestEnableHardwareNeedsDevice(t *testing.T) {
+	c := listen(t, UDPOptions{})
+	_, err := c.EnableTimestamping(Hardware)
+	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "bound to a device") {
+		t.Fatalf("Hardware on unbound socket: %v", err)
+	}
+	g, err := c.EnableTimestamping(Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Fallbacks) == 0 || !strings.Contains(g.Fallbacks[0], "not bound") {
+		t.Fatalf("Auto on unbound socket should say so: %s", g)
+	}
+}
+
+func TestEnableHardwareOnLoopbackFails(t *testing.T) {
+	c, err := ListenUDP(loopback, UDPOptions{Device: "lo"})
+	if errors.Is(err, os.ErrPermission) {
+		t.Skip("SO_BINDTODEVICE not permitted:", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.EnableTimestamping(Hardware)
+	if err == nil || !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "lo: so_timestamping=") {
+		t.Fatalf("Hardware on lo: error %v, want ErrUnsupported with the capability report", err)
+	}
+	g, err := c.EnableTimestamping(Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Ifname != "lo" || g.Flags&FlagRawHardware != 0 || !strings.Contains(strings.Join(g.Fallbacks, ";"), "software only") {
+		t.Fatalf("Auto on lo: %s", g)
+	}
+}
+
+func TestEnableWithRejectsHardwareExtra(t *testing.T) {
+	c := listen(t, UDPOptions{})
+	if _, err := EnableWith(c.FD(), Software, FlagRxHardware); err == nil {
+		t.Fatal("hardware bits in extra accepted")
+	}
+	g, err := EnableWith(c.FD(), Software, FlagTxSched)
+	if err != nil || g.Flags&FlagTxSched == 0 {
+		t.Fatalf("EnableWith TX_SCHED: %s, %v", g, err)
+	}
+}
+
+// TestLoopbackStamps sends keyed datagrams and checks the RX SW stamp, the
+// sender address, and SCHED+SND TX stamps carrying the chosen key.
+func TestLoopbackStamps(t *testing.T) {
+	rx := listen(t, UDPOptions{})
+	tx := listen(t, UDPOptions{})
+	if _, err := rx.EnableTimestamping(Software); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.EnableTimestampingWith(Software, FlagTxSched); err != nil {
+		t.Fatal(err)
+	}
+	to, from := localAddr(t, rx), localAddr(t, tx)
+	warmUp(t, tx, rx, to)
+	buf := make([]byte, 64)
+	for _, key := range []uint32{777777, 5, 0xffffffff} {
+		before := time.Now().UnixNano()
+		if err := tx.SendTo([]byte("probe"), to, key); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := rx.Poll(2 * time.Second); err != nil || !ok {
+			t.Fatalf("Poll = %v, %v", ok, err)
+		}
+		n, src, st, err := rx.Recv(buf, 0)
+		if err != nil || string(buf[:n]) != "probe" || src != from {
+			t.Fatalf("Recv = %d %q from %s, %v", n, buf[:n], src, err)
+		}
+		if st.SW < before || st.SW > time.Now().UnixNano() || st.HW != 0 {
+			t.Fatalf("RX stamps %+v outside [%d, now]", st, before)
+		}
+		sched := waitErr(t, tx, KindSched)
+		snd := waitErr(t, tx, KindSnd)
+		if sched.Key != key || snd.Key != key {
+			t.Fatalf("keys sched=%d snd=%d, want %d", sched.Key, snd.Key, key)
+		}
+		if !(before <= sched.SW && sched.SW <= snd.SW && snd.SW <= st.SW) {
+			t.Fatalf("stamp order: before=%d sched=%d snd=%d rx=%d", before, sched.SW, snd.SW, st.SW)
+		}
+	}
+	if _, err := tx.RecvErr(); !errors.Is(err, ErrWouldBlock) || !errors.Is(err, syscall.EAGAIN) {
+		t.Fatalf("empty error queue: %v", err)
+	}
+}
+
+// TestCounterFallback forces the kernel to refuse the per-send key cmsg and
+// checks the switch to the OPT_ID counter, which still yields SendTo keys.
+func TestCounterFallback(t *testing.T) {
+	rx := listen(t, UDPOptions{})
+	tx := listen(t, UDPOptions{})
+	if _, err := tx.EnableTimestamping(Software); err != nil {
+		t.Fatal(err)
+	}
+	// An unknown SOL_SOCKET cmsg type gets EINVAL, as SCM_TS_OPT_ID does
+	// before 6.13.
+	nativeEndian.PutUint32(tx.tx.oob[cmsgHdrLen-4:], 0x7fff)
+	to := localAddr(t, rx)
+	keys := []uint32{1000, 1001, 1005}
+	for _, k := range keys {
+		if err := tx.SendTo([]byte("x"), to, k); err != nil {
+			t.Fatal(err)
+		}
+		if tx.Keying() != KeyCounter {
+			t.Fatalf("keying %s after refused cmsg", tx.Keying())
+		}
+	}
+	for _, k := range keys {
+		if ts := waitErr(t, tx, KindSnd); ts.Key != k {
+			t.Fatalf("counter mode key %d, want %d", ts.Key, k)
+		}
+	}
+}
+
+func TestRecvErrors(t *testing.T) {
+	rx := listen(t, UDPOptions{NonBlocking: true})
+	tx := listen(t, UDPOptions{})
+	buf := make([]byte, 4)
+	if _, _, _, err := rx.Recv(buf, 0); !errors.Is(err, ErrWouldBlock) {
+		t.Fatalf("empty non-blocking Recv: %v", err)
+	}
+	if _, _, _, err := rx.Recv(nil, 0); err == nil {
+		t.Fatal("Recv(nil) accepted")
+	}
+	if err := tx.SendTo([]byte("too long"), localAddr(t, rx), 0); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := rx.Poll(2 * time.Second); !ok {
+		t.Fatal("not readable")
+	}
+	n, _, st, err := rx.Recv(buf, 0)
+	if !errors.Is(err, ErrTruncated) || n != 4 || st != (Stamps{}) {
+		t.Fatalf("truncated Recv = %d, %+v, %v", n, st, err)
+	}
+	if ok, err := rx.Poll(0); ok || err != nil {
+		t.Fatalf("Poll(0) on empty socket = %v, %v", ok, err)
+	}
+	if err := tx.SendTo(buf, netip.MustParseAddrPort("[::1]:9"), 0); err == nil {
+		t.Fatal("IPv6 destination accepted")
+	}
+}
+
+func TestCloseWakesBlockedRecv(t *testing.T) {
+	c, err := ListenUDP(loopback, UDPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, _, err := c.Recv(make([]byte, 16), 0)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("blocked Recv returned %v, want ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not wake a blocked Recv")
+	}
+	if err := c.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := c.SendTo([]byte("x"), loopback, 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("SendTo after Close: %v", err)
+	}
+}
+
+func TestConnOptions(t *testing.T) {
+	c := listen(t, UDPOptions{ReuseAddr: true})
+	if err := c.SetMulticastLoop(false); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := unix.GetsockoptInt(c.FD(), unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP); v != 0 {
+		t.Fatalf("IP_MULTICAST_LOOP = %d", v)
+	}
+	if err := c.SetMulticastTTL(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetMulticastTTL(300); err == nil {
+		t.Fatal("TTL 300 accepted")
+	}
+	if err := c.SetMulticastInterface(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.JoinGroup(netip.MustParseAddr("239.1.2.3"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.JoinGroup(netip.MustParseAddr("10.0.0.1"), 1); err == nil {
+		t.Fatal("unicast group accepted")
+	}
+	if err := c.SetRcvBuf(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetNonblock(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetBusyPoll(50); err != nil && !errors.Is(err, os.ErrPermission) {
+		t.Fatal(err)
+	}
+	if _, err := ListenUDP(netip.MustParseAddrPort("[::1]:0"), UDPOptions{}); err == nil {
+		t.Fatal("IPv6 listen accepted")
+	}
+}
+
+// warmUp pings until RX SW stamps appear: the kernel flips its global RX
+// timestamp switch from a workqueue after the first socket asks, so the
+// first packets can arrive unstamped.
+func warmUp(tb testing.TB, tx, rx *Conn, to netip.AddrPort) {
+	buf := make([]byte, 64)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := tx.SendTo(buf[:8], to, 0); err != nil {
+			tb.Fatal(err)
+		}
+		if ok, err := rx.Poll(time.Second); err != nil || !ok {
+			tb.Fatal("not readable", err)
+		}
+		_, _, st, err := rx.Recv(buf, 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for {
+			if _, err := tx.RecvErr(); err != nil {
+				break
+			}
+		}
+		if st.SW != 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tb.Fatal("no RX SW stamp within 3s of enabling")
+}
+
+// pingOnce is one hot-path round: send, wait, receive, drain the errqueue.
+func pingOnce(tb testing.TB, tx, rx *Conn, to netip.AddrPort, key uint32, buf []byte) {
+	if err := tx.SendTo(buf[:32], to, key); err != nil {
+		tb.Fatal(err)
+	}
+	if ok, err := rx.Poll(time.Second); err != nil || !ok {
+		tb.Fatal("not readable", err)
+	}
+	if _, _, st, err := rx.Recv(buf, 0); err != nil || st.SW == 0 {
+		tb.Fatal("Recv", err)
+	}
+	for {
+		if _, err := tx.RecvErr(); errors.Is(err, ErrWouldBlock) {
+			break
+		} else if err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func TestConnAllocs(t *testing.T) {
+	rx := listen(t, UDPOptions{})
+	tx := listen(t, UDPOptions{})
+	if _, err := rx.EnableTimestamping(Software); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.EnableTimestamping(Software); err != nil {
+		t.Fatal(err)
+	}
+	to := localAddr(t, rx)
+	warmUp(t, tx, rx, to)
+	buf := make([]byte, 256)
+	key := uint32(0)
+	if n := testing.AllocsPerRun(200, func() {
+		key++
+		pingOnce(t, tx, rx, to, key, buf)
+	}); n != 0 {
+		t.Fatalf("SendTo+Poll+Recv+RecvErr: %v allocs per round, want 0", n)
+	}
+}
+
+func BenchmarkConnPingPong(b *testing.B) {
+	rx, err := ListenUDP(loopback, UDPOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rx.Close()
+	tx, err := ListenUDP(loopback, UDPOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Close()
+	rx.EnableTimestamping(Software)
+	tx.EnableTimestamping(Software)
+	to, _ := rx.LocalAddr()
+	warmUp(b, tx, rx, to)
+	buf := make([]byte, 256)
+	b.ReportAllocs()
+	key := uint32(0)
+	for b.Loop() {
+		key++
+		pingOnce(b, tx, rx, to, key, buf)
+	}
+}
+
+// TestBusySpinLockedThread receives on a locked OS thread with MsgDontWait
+// spins (raw syscalls) while another goroutine sends.
+func TestBusySpinLockedThread(t *testing.T) {
+	rx := listen(t, UDPOptions{})
+	tx := listen(t, UDPOptions{})
+	if _, err := rx.EnableTimestamping(Software); err != nil {
+		t.Fatal(err)
+	}
+	to := localAddr(t, rx)
+	warmUp(t, tx, rx, to)
+	const count = 20
+	got := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		buf := make([]byte, 64)
+		n, stamped := 0, 0
+		deadline := time.Now().Add(5 * time.Second)
+		for n < count && time.Now().Before(deadline) {
+			_, _, st, err := rx.Recv(buf, MsgDontWait)
+			if errors.Is(err, ErrWouldBlock) {
+				runtime.Gosched() // 2 shared vCPUs: spin politely in tests
+				continue
+			}
+			if err != nil {
+				break
+			}
+			n++
+			if st.SW != 0 {
+				stamped++
+			}
+		}
+		got <- stamped
+	}()
+	for i := 0; i < count; i++ {
+		if err := tx.SendTo([]byte("spin"), to, uint32(i)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if stamped := <-got; stamped != count {
+		t.Fatalf("spinning receiver got %d stamped packets, want %d", stamped, count)
+	}
+}
+
+// TestPollWakesOnErrqueue: a socket with only TX stamps queued (POLLERR) is
+// reported readable, so one Poll serves both queues.
+func TestPollWakesOnErrqueue(t *testing.T) {
+	rx := listen(t, UDPOptions{})
+	tx := listen(t, UDPOptions{})
+	if _, err := tx.EnableTimestamping(Software); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := tx.Poll(0); ok {
+		t.Fatal("readable before sending")
+	}
+	if err := tx.SendTo([]byte("x"), localAddr(t, rx), 42); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := tx.Poll(2 * time.Second); !ok || err != nil {
+		t.Fatalf("Poll with a queued TX stamp = %v, %v", ok, err)
+	}
+	if ts := waitErr(t, tx, KindSnd); ts.Key != 42 {
+		t.Fatalf("key %d", ts.Key)
+	}
+}
+
+// TestCloseDuringUse closes while other goroutines send and receive; every
+// call must end with ErrClosed (never touch a reused descriptor or panic).
+func TestCloseDuringUse(t *testing.T) {
+	c, err := ListenUDP(loopback, UDPOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EnableTimestamping(Software); err != nil {
+		t.Fatal(err)
+	}
+	to := localAddr(t, c)
+	done := make(chan error, 3)
+	loop := func(f func() error) {
+		for {
+			if err := f(); errors.Is(err, ErrClosed) {
+				done <- nil
+				return
+			} else if err != nil && !errors.Is(err, ErrWouldBlock) && !errors.Is(err, ErrNotTimestamp) {
+				done <- err
+				return
+			}
+		}
+	}
+	buf := make([]byte, 64)
+	go loop(func() error { return c.SendTo(buf[:8], to, 1) })
+	go loop(func() error { _, _, _, err := c.Recv(buf, 0); return err })
+	go loop(func() error { _, err := c.RecvErr(); return err })
+	time.Sleep(20 * time.Millisecond)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("a goroutine did not see ErrClosed")
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package tstamp
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// PHC offset methods, best first (linuxptp sysoff.c).
+const (
+	MethodPrecise  = "PTP_SYS_OFFSET_PRECISE"
+	MethodExtended = "PTP_SYS_OFFSET_EXTENDED"
+	MethodBasic    = "PTP_SYS_OFFSET"
+)
+
+// PHCOffset relates a PHC to CLOCK_REALTIME at one instant.
+type PHCOffset struct {
+	// Offset = PHC time − CLOCK_REALTIME, in ns: realtime = hw − Offset.
+	Offset int64
+	// Window is the uncertainty in ns: the width of the system-clock
+	// bracket around the PHC read used (0 for a hardware cross-timestamp).
+	Window int64
+	// At is the CLOCK_REALTIME instant of the estimate, in ns.
+	At int64
+	// Method names the ioctl used (MethodPrecise, MethodExtended, MethodBasic).
+	Method string
+	// Fallback says why better methods were not used ("" when none failed).
+	Fallback string
+}
+
+// phcDev is the PHC ioctl surface; tests use a fake.
+type phcDev interface {
+	crossTimestamping() (bool, error)
+	precise() (dev, sys int64, err error)
+	// extended fills n (before, phc, after) triplets.
+	extended(n int, out *[unix.PTP_MAX_SAMPLES][3]int64) error
+	// basic fills 2n+1 alternating sys, phc, sys, …, sys readings.
+	basic(n int, out *[2*unix.PTP_MAX_SAMPLES + 1]int64) error
+}
+
+// PHC is an open PTP hardware clock (/dev/ptpN), read-only.
+type PHC struct {
+	f   *os.File
+	dev phcDev
+	// Samples is how many reads EXTENDED/basic take per Offset call
+	// (1..25, default 5). Each is a device access: ENA allows 125 per
+	// second in total, so sample at 1-2 Hz there.
+	Samples int
+}
+
+// OpenPHC opens /dev/ptp<index> read-only. A missing device wraps
+// os.ErrNotExist; a device the process may not open wraps os.ErrPermission.
+func OpenPHC(index int) (*PHC, error) {
+	if index < 0 {
+		return nil, fmt.Errorf("tstamp: PHC index %d: the interface has no PHC: %w", index, os.ErrNotExist)
+	}
+	return OpenPHCPath("/dev/ptp" + strconv.Itoa(index))
+}
+
+// OpenPHCPath opens a PHC character device by path (e.g. /dev/ptp0).
+func OpenPHCPath(path string) (*PHC, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("tstamp: open PHC: %w", err)
+	}
+	return &PHC{f: f, dev: phcIoctl{int(f.Fd())}, Samples: 5}, nil
+}
+
+// Close closes the device.
+func (p *PHC) Close() error { return p.f.Close() }
+
+// Now reads the PHC time in ns (clock_gettime on its dynamic clock id).
+func (p *PHC) Now() (int64, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.FdToClockID(int(p.f.Fd())), &ts); err != nil {
+		return 0, fmt.Errorf("tstamp: clock_gettime(%s): %w", p.f.Name(), err)
+	}
+	return ts.Nano(), nil
+}
+
+// Offset measures PHC − CLOCK_REALTIME with the best method the device
+// has: PRECISE when its caps report cross-timestamping, else EXTENDED
+// (the sample with the shortest bracket, midpoint estimate, window =
+// bracket), else basic PTP_SYS_OFFSET (same rule over alternating reads).
+// A method that fails with EOPNOTSUPP, EINVAL or ENOTTY falls through to the
+// next, and PHCOffset.Fallback records why; other errors are returned.
+func (p *PHC) Offset() (PHCOffset, error) { return offset(p.dev, p.Samples) }
+
+func offset(dev phcDev, samples int) (PHCOffset, error) {
+	if samples < 1 || samples > unix.PTP_MAX_SAMPLES {
+		return PHCOffset{}, fmt.Errorf("tstamp: PHC samples %d out of range 1..%d", samples, unix.PTP_MAX_SAMPLES)
+	}
+	var why []string
+	cross, err := dev.crossTimestamping()
+	if err != nil {
+		return PHCOffset{}, fmt.Errorf("tstamp: PTP_CLOCK_GETCAPS: %w", err)
+	}
+	if cross {
+		d, s, err := dev.precise()
+		if err == nil {
+			return PHCOffset{Offset: d - s, At: s, Method: MethodPrecise}, nil
+		}
+		if !fallThrough(err) {
+			return PHCOffset{}, fmt.Errorf("tstamp: %s: %w", MethodPrecise, err)
+		}
+		why = append(why, MethodPrecise+": "+errName(err))
+	} else {
+		why = append(why, MethodPrecise+": no cross-timestamping")
+	}
+	var ext [unix.PTP_MAX_SAMPLES][3]int64
+	err = dev.extended(samples, &ext)
+	if err == nil {
+		o, err := bestTriplet(ext[:samples])
+		if err != nil {
+			return PHCOffset{}, err
+		}
+		o.Method, o.Fallback = MethodExtended, joinWhy(why)
+		return o, nil
+	}
+	if !fallThrough(err) {
+		return PHCOffset{}, fmt.Errorf("tstamp: %s: %w", MethodExtended, err)
+	}
+	why = append(why, MethodExtended+": "+errName(err))
+	var alt [2*unix.PTP_MAX_SAMPLES + 1]int64
+	if err := dev.basic(samples, &alt); err != nil {
+		return PHCOffset{}, fmt.Errorf("tstamp: %s (after %s): %w", MethodBasic, joinWhy(why), err)
+	}
+	var tri [unix.PTP_MAX_SAMPLES][3]int64
+	for i := 0; i < samples; i++ {
+		tri[i] = [3]int64{alt[2*i], alt[2*i+1], alt[2*i+2]}
+	}
+	o, err := bestTriplet(tri[:samples])
+	if err != nil {
+		return PHCOffset{}, err
+	}
+	o.Method, o.Fallback = MethodBasic, joinWhy(why)
+	return o, nil
+}
+
+func joinWhy(why []string) string {
+	s := ""
+	for i, w := range why {
+		if i > 0 {
+			s += "; "
+		}
+		s += w
+	}
+	return s
+}
+
+func fallThrough(err error) bool {
+	return errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTTY)
+}
+
+// bestTriplet picks the (before, phc, after) sample with the shortest
+// non-negative window; the estimate is phc − midpoint(before, after).
+func bestTriplet(ts [][3]int64) (PHCOffset, error) {
+	best := -1
+	var bestW int64
+	for i, t := range ts {
+		w := t[2] - t[0]
+		if w < 0 {
+			continue // the system clock stepped backwards during the read
+		}
+		if best < 0 || w < bestW {
+			best, bestW = i, w
+		}
+	}
+	if best < 0 {
+		return PHCOffset{}, errors.New("tstamp: PHC offset: every sample has a negative window (system clock stepped)")
+	}
+	t := ts[best]
+	mid := t[0] + bestW/2
+	return PHCOffset{Offset: t[1] - mid, Window: bestW, At: mid}, nil
+}
+
+type phcIoctl struct{ fd int }
+
+func ptpNano(t unix.PtpClockTime) int64 { return t.Sec*1e9 + int64(t.Nsec) }
+
+func (d phcIoctl) crossTimestamping() (bool, error) {
+	c, err := unix.IoctlPtpClockGetcaps(d.fd)
+	if err != nil {
+		return false, err
+	}
+	return c.Cross_timestamping != 0, nil
+}
+
+func (d phcIoctl) precise() (int64, int64, error) {
+	v, err := unix.IoctlPtpSysOffsetPrecise(d.fd)
+	if err != nil {
+		return 0, 0, err
+	}
+	return ptpNano(v.Device), ptpNano(v.Realtime), nil
+}
+
+func (d phcIoctl) extended(n int, out *[unix.PTP_MAX_SAMPLES][3]int64) error {
+	v, err := unix.IoctlPtpSysOffsetExtended(d.fd, uint(n))
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		for j := 0; j < 3; j++ {
+			out[i][j] = ptpNano(v.Ts[i][j])
+		}
+	}
+	return nil
+}
+
+func (d phcIoctl) basic(n int, out *[2*unix.PTP_MAX_SAMPLES + 1]int64) error {
+	// x/sys has no wrapper for the basic ioctl.
+	v := unix.PtpSysOffset{Samples: uint32(n)}
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(d.fd), uintptr(unix.PTP_SYS_OFFSET2), uintptr(unsafe.Pointer(&v)))
+	if e != 0 {
+		return e
+	}
+	for i := 0; i < 2*n+1; i++ {
+		out[i] = ptpNano(v.Ts[i])
+	}
+	return nil
+}

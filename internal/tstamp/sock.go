@@ -1,0 +1,252 @@
+package tstamp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+var nativeEndian = binary.NativeEndian
+
+// ErrWouldBlock is returned by the receive methods when nothing is queued on
+// a non-blocking socket (or with MSG_DONTWAIT). It is unix.EAGAIN, so
+// errors.Is(err, syscall.EAGAIN) also holds.
+var ErrWouldBlock error = unix.EAGAIN
+
+// ErrTruncated is returned with the bytes that fit when a datagram or frame
+// was longer than the buffer.
+var ErrTruncated = errors.New("tstamp: packet truncated: receive buffer too small")
+
+// ErrClosed is returned by methods called after Close. It is net.ErrClosed.
+var ErrClosed = net.ErrClosed
+
+// Preallocated errors: converting most syscall.Errno values to error would
+// not allocate either (small integers), but these are the common ones.
+var (
+	errEINTR  error = unix.EINTR
+	errEINVAL error = unix.EINVAL
+)
+
+func errnoErr(e syscall.Errno) error {
+	switch e {
+	case 0:
+		return nil
+	case unix.EAGAIN:
+		return ErrWouldBlock
+	case unix.EINTR:
+		return errEINTR
+	case unix.EINVAL:
+		return errEINVAL
+	}
+	return e
+}
+
+// sock is the fd plus the reference count that keeps Close from releasing
+// the descriptor while another thread is inside a syscall on it (a reused fd
+// number would otherwise receive someone else's traffic).
+type sock struct {
+	fd    int
+	state atomic.Int64 // bit 0: closed; bits 1..: callers inside
+	// nonblock mirrors O_NONBLOCK so receive calls that cannot block use
+	// RawSyscall (no scheduler hand-off in a busy-spin loop).
+	nonblock atomic.Bool
+	shutdown bool // shutdown(2) wakes blocked readers (UDP yes, AF_PACKET no)
+
+	pollMu  atomic.Bool // guards pollFds/pollTs: one Poll at a time
+	pollFds [1]unix.PollFd
+	pollTs  unix.Timespec
+}
+
+func (s *sock) acquire() bool {
+	for {
+		v := s.state.Load()
+		if v&1 != 0 {
+			return false
+		}
+		if s.state.CompareAndSwap(v, v+2) {
+			return true
+		}
+	}
+}
+
+func (s *sock) release() {
+	if s.state.Add(-2) == 1 {
+		unix.Close(s.fd)
+	}
+}
+
+// close marks the socket closed, wakes blocked readers where the protocol
+// supports it, and closes the fd now or when the last caller leaves.
+func (s *sock) close() error {
+	for {
+		v := s.state.Load()
+		if v&1 != 0 {
+			return ErrClosed
+		}
+		if s.state.CompareAndSwap(v, v|1) {
+			if v == 0 {
+				return unix.Close(s.fd)
+			}
+			if s.shutdown {
+				_ = unix.Shutdown(s.fd, unix.SHUT_RDWR)
+			}
+			return nil
+		}
+	}
+}
+
+// FD returns the descriptor for options this package does not wrap. Do not
+// close it; it is invalid after Close.
+func (s *sock) FD() int { return s.fd }
+
+// SetNonblock switches O_NONBLOCK. In non-blocking mode receives return
+// ErrWouldBlock instead of waiting (busy-spin loops).
+func (s *sock) SetNonblock(on bool) error {
+	if !s.acquire() {
+		return ErrClosed
+	}
+	defer s.release()
+	if err := unix.SetNonblock(s.fd, on); err != nil {
+		return fmt.Errorf("tstamp: set O_NONBLOCK=%v: %w", on, err)
+	}
+	s.nonblock.Store(on)
+	return nil
+}
+
+// SetRcvBuf sets SO_RCVBUF (the kernel doubles it). The TX-stamp error queue
+// is charged to the same buffer: when it is full new stamps are dropped
+// silently, so size it for the stamps in flight.
+func (s *sock) SetRcvBuf(bytes int) error {
+	return s.setInt(unix.SOL_SOCKET, unix.SO_RCVBUF, bytes, "SO_RCVBUF")
+}
+
+// SetBusyPoll sets SO_BUSY_POLL: how long (µs) a blocking receive busy-polls
+// the device queue before sleeping. Values above net.core.busy_poll need
+// CAP_NET_ADMIN.
+func (s *sock) SetBusyPoll(usec int) error {
+	return s.setInt(unix.SOL_SOCKET, unix.SO_BUSY_POLL, usec, "SO_BUSY_POLL")
+}
+
+func (s *sock) setInt(level, opt, v int, name string) error {
+	if !s.acquire() {
+		return ErrClosed
+	}
+	defer s.release()
+	if err := unix.SetsockoptInt(s.fd, level, opt, v); err != nil {
+		return fmt.Errorf("tstamp: setsockopt(%s=%d): %w", name, v, err)
+	}
+	return nil
+}
+
+// Poll waits up to timeout (negative: forever) until the socket is readable
+// or its error queue holds TX stamps (POLLIN|POLLERR). It reports false on
+// timeout and on a signal interruption (EINTR), so callers simply loop. It
+// does not allocate. Only one goroutine may Poll a socket at a time.
+func (s *sock) Poll(timeout time.Duration) (readable bool, err error) {
+	if !s.acquire() {
+		return false, ErrClosed
+	}
+	defer s.release()
+	if !s.pollMu.CompareAndSwap(false, true) {
+		return false, errConcurrentPoll
+	}
+	defer s.pollMu.Store(false)
+	s.pollFds[0] = unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN | unix.POLLERR}
+	var tsp uintptr
+	if timeout >= 0 {
+		s.pollTs = unix.NsecToTimespec(int64(timeout))
+		tsp = uintptr(unsafe.Pointer(&s.pollTs))
+	}
+	var n uintptr
+	var e syscall.Errno
+	if timeout == 0 {
+		n, _, e = unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&s.pollFds[0])), 1, tsp, 0, 0, 0)
+	} else {
+		n, _, e = unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&s.pollFds[0])), 1, tsp, 0, 0, 0)
+	}
+	if e == unix.EINTR {
+		return false, nil
+	}
+	if e != 0 {
+		return false, errnoErr(e)
+	}
+	if s.state.Load()&1 != 0 {
+		return false, ErrClosed
+	}
+	return n > 0 && s.pollFds[0].Revents&(unix.POLLIN|unix.POLLERR|unix.POLLHUP) != 0, nil
+}
+
+var errConcurrentPoll = errors.New("tstamp: Poll called concurrently on one socket")
+
+func getsockopt(fd, level, opt int, buf []byte) (int, error) {
+	l := uint32(len(buf))
+	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), uintptr(level), uintptr(opt),
+		uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&l)), 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(l), nil
+}
+
+// socketDevice returns the socket family and the name of the device it is
+// bound to ("" when unbound), resolved through the socket itself so it is
+// right inside any network namespace.
+func socketDevice(fd int) (family int, ifname string, err error) {
+	family, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return 0, "", fmt.Errorf("tstamp: fd %d: getsockopt(SO_DOMAIN): %w", fd, err)
+	}
+	if family == unix.AF_PACKET {
+		var sa unix.RawSockaddrLinklayer
+		l := uint32(unsafe.Sizeof(sa))
+		_, _, e := unix.Syscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&l)))
+		if e != 0 {
+			return family, "", fmt.Errorf("tstamp: fd %d: getsockname: %w", fd, e)
+		}
+		if sa.Ifindex == 0 {
+			return family, "", nil
+		}
+		name, err := ifnameOf(fd, int(sa.Ifindex))
+		return family, name, err
+	}
+	name, err := unix.GetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE)
+	if err != nil {
+		return family, "", fmt.Errorf("tstamp: fd %d: getsockopt(SO_BINDTODEVICE): %w", fd, err)
+	}
+	return family, name, nil
+}
+
+// ifnameOf maps an ifindex to its name with SIOCGIFNAME on fd (fd's netns).
+func ifnameOf(fd, ifindex int) (string, error) {
+	ifr, err := unix.NewIfreq("")
+	if err != nil {
+		return "", err
+	}
+	ifr.SetUint32(uint32(ifindex))
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFNAME, ifr); err != nil {
+		return "", fmt.Errorf("tstamp: ifindex %d: SIOCGIFNAME: %w", ifindex, wrapNoDev(err))
+	}
+	return ifr.Name(), nil
+}
+
+// wrapNoDev makes ENODEV/ENXIO also match os.ErrNotExist.
+func wrapNoDev(err error) error {
+	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO) {
+		return fmt.Errorf("%w (%w)", err, errNotExist)
+	}
+	return err
+}
+
+// htons converts to network byte order on any host.
+func htons(v uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	return nativeEndian.Uint16(b[:])
+}

@@ -1,0 +1,149 @@
+// Package wire is the rig's probe packet format: the UDP payload of every
+// request and reply.
+//
+// Layout (big endian), HeaderLen = 40 bytes, then zero padding up to the
+// configured size (default 64 bytes of UDP payload):
+//
+//	off len field
+//	  0   4 magic 'R' 'I' 'G' 0xA7
+//	  4   1 version (Version)
+//	  5   1 type: 1 request, 2 reply
+//	  6   2 length of the whole payload, padding included
+//	  8   8 run id (random per run; foreign and stale packets are rejected)
+//	 16   4 arm index
+//	 20   4 round index
+//	 24   8 sequence number within the round
+//	 32   8 due: the sender's scheduled send time, CLOCK_REALTIME ns
+//
+// A reply is the request with the type changed, so the responder does no
+// work beyond one byte. Encode and Decode work in caller buffers and never
+// allocate.
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Version is the wire format version; it changes with any layout change.
+const Version = 1
+
+// HeaderLen is the smallest valid payload.
+const HeaderLen = 40
+
+// DefaultSize is the default UDP payload size.
+const DefaultSize = 64
+
+// MaxSize keeps a probe within one Ethernet frame (1500 − 20 IP − 8 UDP):
+// only the first fragment of a datagram gets a timestamp.
+const MaxSize = 1472
+
+var magic = [4]byte{'R', 'I', 'G', 0xA7}
+
+// Type tells a request from a reply.
+type Type uint8
+
+const (
+	Request Type = 1
+	Reply   Type = 2
+)
+
+func (t Type) String() string {
+	switch t {
+	case Request:
+		return "request"
+	case Reply:
+		return "reply"
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Header is the decoded fixed part of a packet.
+type Header struct {
+	Type  Type
+	Len   uint16
+	RunID uint64
+	Arm   uint32
+	Round uint32
+	Seq   uint64
+	Due   int64
+}
+
+// Errors returned by Decode. They are sentinel values so that the hot path
+// can count them without allocating.
+var (
+	ErrShort   = errors.New("wire: shorter than the rig header")
+	ErrMagic   = errors.New("wire: not a rig packet (bad magic)")
+	ErrVersion = errors.New("wire: unsupported wire format version")
+	ErrType    = errors.New("wire: unknown packet type")
+	ErrLength  = errors.New("wire: length field does not match the datagram")
+	ErrRunID   = errors.New("wire: packet from another run")
+)
+
+// CheckSize validates a configured payload size.
+func CheckSize(size int) error {
+	if size < HeaderLen || size > MaxSize {
+		return fmt.Errorf("payload size %d out of range: use %d..%d bytes (default %d)", size, HeaderLen, MaxSize, DefaultSize)
+	}
+	return nil
+}
+
+// Encode writes h into b[:size] with zero padding and returns the payload.
+// h.Len is ignored; the length written is size. It panics only on a
+// programming error (size out of range or b too small), which CheckSize
+// prevents at configuration time.
+func Encode(b []byte, size int, h *Header) []byte {
+	b = b[:size]
+	copy(b[0:4], magic[:])
+	b[4] = Version
+	b[5] = byte(h.Type)
+	binary.BigEndian.PutUint16(b[6:8], uint16(size))
+	binary.BigEndian.PutUint64(b[8:16], h.RunID)
+	binary.BigEndian.PutUint32(b[16:20], h.Arm)
+	binary.BigEndian.PutUint32(b[20:24], h.Round)
+	binary.BigEndian.PutUint64(b[24:32], h.Seq)
+	binary.BigEndian.PutUint64(b[32:40], uint64(h.Due))
+	clear(b[HeaderLen:])
+	return b
+}
+
+// Decode parses b into h. It rejects anything that is not a rig packet of
+// this version; when runID is non-zero it also rejects other runs.
+func Decode(b []byte, runID uint64, h *Header) error {
+	if len(b) < HeaderLen {
+		return ErrShort
+	}
+	if b[0] != magic[0] || b[1] != magic[1] || b[2] != magic[2] || b[3] != magic[3] {
+		return ErrMagic
+	}
+	if b[4] != Version {
+		return ErrVersion
+	}
+	t := Type(b[5])
+	if t != Request && t != Reply {
+		return ErrType
+	}
+	n := binary.BigEndian.Uint16(b[6:8])
+	if int(n) != len(b) {
+		return ErrLength
+	}
+	id := binary.BigEndian.Uint64(b[8:16])
+	if runID != 0 && id != runID {
+		return ErrRunID
+	}
+	h.Type = t
+	h.Len = n
+	h.RunID = id
+	h.Arm = binary.BigEndian.Uint32(b[16:20])
+	h.Round = binary.BigEndian.Uint32(b[20:24])
+	h.Seq = binary.BigEndian.Uint64(b[24:32])
+	h.Due = int64(binary.BigEndian.Uint64(b[32:40]))
+	return nil
+}
+
+// MakeReply turns a valid request in b into its reply in place.
+func MakeReply(b []byte) { b[5] = byte(Reply) }
+
+// PeekSeq returns the sequence number of a packet already validated by Decode.
+func PeekSeq(b []byte) uint64 { return binary.BigEndian.Uint64(b[24:32]) }

@@ -1,0 +1,737 @@
+// Package nicctl reads and changes a NIC's queues, rings, interrupt
+// moderation and IRQ affinity, and irqbalance, through the host-change
+// journal so every change is put back.
+//
+// All /proc and /sys access goes through hostfs (fake trees in tests); all
+// ethtool access goes through ethtoolnl.Client; all irqbalance control
+// through IRQBalancer.
+package nicctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
+)
+
+// Journal kinds nicctl writes (besides journal.KindSysfs for IRQ affinity).
+const (
+	KindCoalesce   = "ethtool-coalesce"
+	KindRings      = "ethtool-rings"
+	KindChannels   = "ethtool-channels"
+	KindIRQBalance = "irqbalance"
+	KindHWTstamp   = "hwtstamp"
+)
+
+// Env is what nicctl works through.
+type Env struct {
+	FS hostfs.FS
+	// Files reads and writes /proc/irq files; nil means FS. Tests wrap FS
+	// to make writes fail the way a managed IRQ's do.
+	Files journal.ReadWriter
+	// Ethtool is opened on first use by DialEthtool (nil: ethtoolnl.Dial).
+	DialEthtool func() (ethtoolnl.Client, error)
+	IRQBalance  IRQBalancer
+	// Link reads link state and mode (nil: HostLink).
+	Link LinkReader
+	// Ioctl does ETHTOOL_GDRVINFO and SIOC[GS]HWTSTAMP (nil: HostIoctl).
+	Ioctl DeviceIoctl
+
+	once    sync.Once
+	client  ethtoolnl.Client
+	dialErr error
+}
+
+func (e *Env) files() journal.ReadWriter {
+	if e.Files != nil {
+		return e.Files
+	}
+	return e.FS
+}
+
+func (e *Env) ethtool() (ethtoolnl.Client, error) {
+	e.once.Do(func() {
+		dial := e.DialEthtool
+		if dial == nil {
+			dial = func() (ethtoolnl.Client, error) { return ethtoolnl.Dial() }
+		}
+		e.client, e.dialErr = dial()
+	})
+	return e.client, e.dialErr
+}
+
+func (e *Env) ioctl() DeviceIoctl {
+	if e.Ioctl != nil {
+		return e.Ioctl
+	}
+	return HostIoctl()
+}
+
+// Close closes the ethtool client if one was opened.
+func (e *Env) Close() error {
+	if e.client != nil {
+		return e.client.Close()
+	}
+	return nil
+}
+
+// Info is everything `rig nicctl show` reports about one interface.
+type Info struct {
+	Device
+	OperState  string              `json:"operstate"`
+	SpeedMbps  int64               `json:"speed_mbps,omitempty"`
+	MTU        int64               `json:"mtu"`
+	Mgmt       bool                `json:"carries_default_route"`
+	Link       *Link               `json:"link,omitempty"`
+	DrvInfo    *DrvInfo            `json:"drvinfo,omitempty"`
+	HWTstamp   *HWTstamp           `json:"hwtstamp_config,omitempty"`
+	Channels   *ethtoolnl.Channels `json:"channels,omitempty"`
+	Rings      *ethtoolnl.Rings    `json:"rings,omitempty"`
+	Coalesce   *ethtoolnl.Coalesce `json:"coalesce,omitempty"`
+	TSInfo     *ethtoolnl.TSInfo   `json:"tsinfo,omitempty"`
+	Errors     map[string]string   `json:"errors,omitempty"` // per section: why it is missing
+	CPUs       []int               `json:"irq_count_cpus"`   // CPU of each IRQ count column
+	IRQs       []IRQ               `json:"irqs"`
+	IRQBalance *IRQBalanceState    `json:"irqbalance,omitempty"`
+}
+
+// Show reads everything about iface. Missing parts (a driver without
+// coalescing, a virtual device without IRQs) are reported in Info.Errors,
+// not as an error; an unknown interface is an error matching ErrNoDevice.
+func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
+	d, err := FindDevice(env.FS, iface)
+	if err != nil {
+		return nil, err
+	}
+	in := &Info{Device: d, Errors: map[string]string{}}
+	base := "/sys/class/net/" + iface + "/"
+	in.OperState, _ = env.FS.ReadString(base + "operstate")
+	in.SpeedMbps, _ = env.FS.ReadInt(base + "speed") // EINVAL when the link is down
+	in.MTU, _ = env.FS.ReadInt(base + "mtu")
+	if mg, err := MgmtInterfaces(env.FS); err == nil {
+		in.Mgmt = slices.Contains(mg, iface)
+	}
+	linkRead := env.Link
+	if linkRead == nil {
+		linkRead = HostLink
+	}
+	if v, err := linkRead(iface); err != nil {
+		in.Errors["link"] = err.Error()
+	} else {
+		in.Link = &v
+	}
+	if v, err := env.ioctl().DrvInfo(iface); err != nil {
+		in.Errors["drvinfo"] = err.Error()
+	} else {
+		in.DrvInfo = &v
+	}
+	if v, err := env.ioctl().HWTstamp(iface); err != nil {
+		in.Errors["hwtstamp_config"] = err.Error()
+	} else {
+		in.HWTstamp = &v
+	}
+	if c, err := env.ethtool(); err != nil {
+		in.Errors["ethtool"] = err.Error()
+	} else {
+		if v, err := c.Channels(ctx, iface); err != nil {
+			in.Errors["channels"] = err.Error()
+		} else {
+			in.Channels = &v
+		}
+		if v, err := c.Rings(ctx, iface); err != nil {
+			in.Errors["rings"] = err.Error()
+		} else {
+			in.Rings = &v
+		}
+		if v, err := c.Coalesce(ctx, iface); err != nil {
+			in.Errors["coalesce"] = err.Error()
+		} else {
+			in.Coalesce = &v
+		}
+		if v, err := c.TSInfo(ctx, iface); err != nil {
+			in.Errors["tsinfo"] = err.Error()
+		} else {
+			in.TSInfo = &v
+		}
+	}
+	ints, err := readInterrupts(env.FS)
+	if err != nil {
+		return nil, err
+	}
+	in.CPUs = ints.CPUs
+	if in.IRQs, err = DiscoverIRQs(env.FS, d, ints); err != nil {
+		return nil, err
+	}
+	if env.IRQBalance != nil {
+		if st, err := env.IRQBalance.State(ctx); err != nil {
+			in.Errors["irqbalance"] = err.Error()
+		} else {
+			in.IRQBalance = &st
+		}
+	}
+	if len(in.Errors) == 0 {
+		in.Errors = nil
+	}
+	return in, nil
+}
+
+func readInterrupts(fs hostfs.FS) (*Interrupts, error) {
+	b, err := fs.ReadFile("/proc/interrupts")
+	if err != nil {
+		return nil, err
+	}
+	return ParseInterrupts(b)
+}
+
+// MgmtInterfaces returns the interfaces that carry a default route, from
+// /proc/net/route and /proc/net/ipv6_route (of the caller's netns).
+func MgmtInterfaces(fs hostfs.FS) ([]string, error) {
+	var out []string
+	b, err := fs.ReadFile("/proc/net/route")
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(l)
+		// Iface Destination Gateway Flags RefCnt Use Metric Mask ...
+		if len(f) >= 8 && f[1] == "00000000" && f[7] == "00000000" && !slices.Contains(out, f[0]) {
+			out = append(out, f[0])
+		}
+	}
+	if b, err := fs.ReadFile("/proc/net/ipv6_route"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if len(f) == 10 && f[0] == strings.Repeat("0", 32) && f[1] == "00" && f[9] != "lo" && !slices.Contains(out, f[9]) {
+				out = append(out, f[9])
+			}
+		}
+	}
+	return out, nil
+}
+
+// Settings are the changes of `rig nicctl set`. Nil/empty fields are left
+// alone.
+type Settings struct {
+	IRQCPUs        []int // every queue IRQ gets this list
+	IRQCPUPerQueue []int // queue q's IRQs get CPU list[q % len]
+	RxUsecs        *uint32
+	TxUsecs        *uint32
+	AdaptiveRx     *bool
+	RxRing         *uint32
+	TxRing         *uint32
+	Channels       *uint32
+	HoldIRQBalance bool
+	// HWTstamp, if set, is applied with SIOCSHWTSTAMP (see HWTstampModes).
+	HWTstamp *HWTstamp
+	// RequireIRQAffinity makes an IRQ whose affinity cannot be set (a
+	// kernel-managed one) an error instead of a reported warning.
+	RequireIRQAffinity bool
+	// AllowMgmt permits changing the interface that carries the default route.
+	AllowMgmt bool
+}
+
+// Change is one line of the set report.
+type Change struct {
+	What      string `json:"what"`
+	Previous  string `json:"previous"`
+	Requested string `json:"requested"`
+	Effective string `json:"effective"`
+	Note      string `json:"note,omitempty"` // e.g. why an IRQ was left alone
+	Err       string `json:"error,omitempty"`
+}
+
+// UsageError marks a refusal caused by the request itself (unknown
+// interface, out-of-range value, management interface): exit code 2.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usage(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
+
+// Set applies s to iface through j, in the order that keeps each step's
+// result: irqbalance, channels and rings (they re-create IRQs), coalescing,
+// IRQ affinity last. It returns what it did, including partial work when it
+// fails; the caller unwinds j.
+func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Settings) ([]Change, error) {
+	d, err := FindDevice(env.FS, iface)
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	if !s.AllowMgmt {
+		mg, err := MgmtInterfaces(env.FS)
+		if err != nil {
+			return nil, fmt.Errorf("finding the management interface: %w", err)
+		}
+		if slices.Contains(mg, iface) {
+			return nil, usage("%s carries the default route: refusing to change the management interface (use --allow-mgmt if you really mean it)", iface)
+		}
+	}
+	if err := validateCPUs(env.FS, s); err != nil {
+		return nil, err
+	}
+	needEthtool := s.Channels != nil || s.RxRing != nil || s.TxRing != nil || s.RxUsecs != nil || s.TxUsecs != nil || s.AdaptiveRx != nil
+	var c ethtoolnl.Client
+	if needEthtool {
+		if c, err = env.ethtool(); err != nil {
+			return nil, err
+		}
+	}
+	// Validate everything before the first change.
+	var ch *ethtoolnl.Channels
+	var rg *ethtoolnl.Rings
+	var co *ethtoolnl.Coalesce
+	if s.Channels != nil {
+		if ch, err = planChannels(ctx, c, iface, *s.Channels); err != nil {
+			return nil, err
+		}
+	}
+	if s.RxRing != nil || s.TxRing != nil {
+		if rg, err = planRings(ctx, c, iface, s.RxRing, s.TxRing); err != nil {
+			return nil, err
+		}
+	}
+	if s.RxUsecs != nil || s.TxUsecs != nil || s.AdaptiveRx != nil {
+		co = &ethtoolnl.Coalesce{RxUsecs: s.RxUsecs, TxUsecs: s.TxUsecs, AdaptiveRx: s.AdaptiveRx}
+		if err := planCoalesce(ctx, c, iface, *co); err != nil {
+			return nil, err
+		}
+	}
+	if s.HWTstamp != nil {
+		// Refuse up front if the current config cannot be read: it could
+		// not be put back.
+		if _, err := env.ioctl().HWTstamp(iface); err != nil {
+			return nil, fmt.Errorf("cannot read the current HW timestamp config, so it could not be restored: %w", err)
+		}
+	}
+	var out []Change
+	if s.HoldIRQBalance && env.IRQBalance != nil {
+		chg, err := holdIRQBalance(ctx, env, j)
+		if chg != nil {
+			out = append(out, *chg)
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	if s.HWTstamp != nil {
+		// Before queues and IRQs: on ENA it bounces the link and resets IRQ affinity.
+		val, _ := json.Marshal(s.HWTstamp)
+		res, err := j.Apply(ctx, hwtstampChange(env.ioctl(), iface, string(val)))
+		chg := Change{What: "hwtstamp", Previous: res.Previous, Requested: string(val), Effective: res.Effective}
+		if err != nil {
+			chg.Err = err.Error()
+			return append(out, chg), err
+		}
+		out = append(out, chg)
+	}
+	type step struct {
+		what string
+		kind string
+		v    any
+	}
+	var steps []step
+	if ch != nil {
+		steps = append(steps, step{"channels", KindChannels, ch})
+	}
+	if rg != nil {
+		steps = append(steps, step{"rings", KindRings, rg})
+	}
+	if co != nil {
+		steps = append(steps, step{"coalesce", KindCoalesce, co})
+	}
+	for _, st := range steps {
+		val, _ := json.Marshal(st.v)
+		res, err := j.Apply(ctx, ethtoolChange(c, st.kind, iface, string(val)))
+		chg := Change{What: st.what, Previous: res.Previous, Requested: string(val), Effective: res.Effective}
+		if err != nil {
+			chg.Err = err.Error()
+			return append(out, chg), err
+		}
+		out = append(out, chg)
+	}
+	if len(s.IRQCPUs) == 0 && len(s.IRQCPUPerQueue) == 0 {
+		return out, nil
+	}
+	// Channel changes re-create the queue IRQs: discover after them.
+	ints, err := readInterrupts(env.FS)
+	if err != nil {
+		return out, err
+	}
+	irqs, err := DiscoverIRQs(env.FS, d, ints)
+	if err != nil {
+		return out, err
+	}
+	if !s.HoldIRQBalance && env.IRQBalance != nil {
+		if st, err := env.IRQBalance.State(ctx); err == nil && st.Running {
+			banned, _ := cpulist.Parse(st.BannedCPUs)
+			want := append(slices.Clone(s.IRQCPUs), s.IRQCPUPerQueue...)
+			var exposed []int
+			for _, c := range want {
+				if !slices.Contains(banned, c) {
+					exposed = append(exposed, c)
+				}
+			}
+			if len(exposed) > 0 {
+				out = append(out, Change{What: "irqbalance", Previous: "running", Requested: "running", Effective: "running",
+					Note: fmt.Sprintf("WARNING: irqbalance (pid %d) does not ban CPU %s and may move these IRQs back: use --hold-irqbalance", st.PID, cpulist.Format(exposed))})
+			}
+		}
+	}
+	var queues []IRQ
+	for _, q := range irqs {
+		if q.IsQueue() {
+			queues = append(queues, q)
+		}
+	}
+	if len(queues) == 0 {
+		return out, fmt.Errorf("%s: no queue IRQs found (driver %q, %d IRQs attributed to the device): cannot set IRQ affinity", iface, d.Driver, len(irqs))
+	}
+	var failed []string
+	for _, q := range queues {
+		want := s.IRQCPUs
+		if len(s.IRQCPUPerQueue) > 0 {
+			qi := max(q.Queue, 0)
+			want = []int{s.IRQCPUPerQueue[qi%len(s.IRQCPUPerQueue)]}
+		}
+		list := cpulist.Format(want)
+		chg := Change{What: fmt.Sprintf("irq %d (%s)", q.Number, q.Name), Previous: q.Affinity, Requested: list}
+		if q.Managed {
+			chg.Effective, chg.Note = q.Affinity, "kernel-managed ("+q.ManagedWhy+"): left alone"
+			failed = append(failed, fmt.Sprintf("IRQ %d (%s)", q.Number, q.ManagedWhy))
+			out = append(out, chg)
+			continue
+		}
+		res, err := j.Apply(ctx, journal.SysfsChange(env.files(), env.FS.Root, irqFile(q.Number, "smp_affinity_list"), list))
+		chg.Previous, chg.Effective = strings.TrimSpace(res.Previous), strings.TrimSpace(res.Effective)
+		if eff, e := env.FS.ReadString(irqFile(q.Number, "effective_affinity_list")); e == nil {
+			chg.Note = "effective_affinity_list " + eff
+		}
+		if err != nil {
+			if !res.Changed && (errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EPERM)) {
+				chg.Note = "kernel refused (managed IRQ): " + errnoName(err)
+				chg.Err = err.Error()
+				failed = append(failed, fmt.Sprintf("IRQ %d (%s)", q.Number, errnoName(err)))
+				out = append(out, chg)
+				continue
+			}
+			chg.Err = err.Error()
+			return append(out, chg), err
+		}
+		out = append(out, chg)
+	}
+	if len(failed) > 0 && s.RequireIRQAffinity {
+		return out, fmt.Errorf("%s: affinity of %s could not be set and --require-irq-affinity was given", iface, strings.Join(failed, ", "))
+	}
+	return out, nil
+}
+
+func errnoName(err error) string {
+	switch {
+	case errors.Is(err, syscall.EIO):
+		return "EIO"
+	case errors.Is(err, syscall.EPERM):
+		return "EPERM"
+	}
+	return err.Error()
+}
+
+func validateCPUs(fs hostfs.FS, s Settings) error {
+	if len(s.IRQCPUs) > 0 && len(s.IRQCPUPerQueue) > 0 {
+		return usage("--irq-cpus and --irq-cpu-per-queue exclude each other")
+	}
+	want := append(slices.Clone(s.IRQCPUs), s.IRQCPUPerQueue...)
+	if len(want) == 0 {
+		return nil
+	}
+	on, err := fs.ReadString("/sys/devices/system/cpu/online")
+	if err != nil {
+		return fmt.Errorf("reading online CPUs: %w", err)
+	}
+	online, err := cpulist.Parse(on)
+	if err != nil {
+		return err
+	}
+	for _, c := range want {
+		if !slices.Contains(online, c) {
+			return usage("CPU %d is not online (online CPUs: %s)", c, on)
+		}
+	}
+	return nil
+}
+
+func u32(p *uint32) uint32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func planChannels(ctx context.Context, c ethtoolnl.Client, iface string, n uint32) (*ethtoolnl.Channels, error) {
+	cur, err := c.Channels(ctx, iface)
+	if err != nil {
+		return nil, err
+	}
+	v := n
+	switch {
+	case u32(cur.CombinedMax) > 0:
+		if n < 1 || n > *cur.CombinedMax {
+			return nil, usage("%s: --channels %d out of range: combined channels 1..%d", iface, n, *cur.CombinedMax)
+		}
+		return &ethtoolnl.Channels{Combined: &v}, nil
+	case u32(cur.RxMax) > 0 && u32(cur.TxMax) > 0:
+		lim := min(*cur.RxMax, *cur.TxMax)
+		if n < 1 || n > lim {
+			return nil, usage("%s: --channels %d out of range: rx/tx channels 1..%d", iface, n, lim)
+		}
+		return &ethtoolnl.Channels{Rx: &v, Tx: &v}, nil
+	}
+	return nil, fmt.Errorf("%s: channel count cannot be changed: the driver reports no maximum: %w", iface, errors.ErrUnsupported)
+}
+
+func planRings(ctx context.Context, c ethtoolnl.Client, iface string, rx, tx *uint32) (*ethtoolnl.Rings, error) {
+	cur, err := c.Rings(ctx, iface)
+	if err != nil {
+		return nil, err
+	}
+	check := func(name string, v *uint32, max *uint32) error {
+		if v == nil {
+			return nil
+		}
+		if max == nil || *max == 0 {
+			return fmt.Errorf("%s: %s cannot be changed: not supported by this driver: %w", iface, name, errors.ErrUnsupported)
+		}
+		if *v < 1 || *v > *max {
+			return usage("%s: %s %d out of range: 1..%d", iface, name, *v, *max)
+		}
+		return nil
+	}
+	if err := errors.Join(check("--rx-ring", rx, cur.RxMax), check("--tx-ring", tx, cur.TxMax)); err != nil {
+		return nil, err
+	}
+	return &ethtoolnl.Rings{Rx: rx, Tx: tx}, nil
+}
+
+func planCoalesce(ctx context.Context, c ethtoolnl.Client, iface string, want ethtoolnl.Coalesce) error {
+	cur, err := c.Coalesce(ctx, iface)
+	if err != nil {
+		return err
+	}
+	var miss []string
+	if want.RxUsecs != nil && cur.RxUsecs == nil {
+		miss = append(miss, "rx-usecs")
+	}
+	if want.TxUsecs != nil && cur.TxUsecs == nil {
+		miss = append(miss, "tx-usecs")
+	}
+	if want.AdaptiveRx != nil && cur.AdaptiveRx == nil {
+		miss = append(miss, "adaptive-rx")
+	}
+	if len(miss) > 0 {
+		return fmt.Errorf("%s: %s not supported by this driver: %w", iface, strings.Join(miss, ", "), errors.ErrUnsupported)
+	}
+	return nil
+}
+
+// ethtoolChange journals one ethtool SET. Values are JSON of the ethtoolnl
+// struct holding only the fields being changed; Read projects the current
+// state onto the same fields so that undo restores exactly those.
+func ethtoolChange(c ethtoolnl.Client, kind, iface, value string) journal.Change {
+	return journal.Change{
+		Kind: kind, Target: iface, Value: value,
+		Read:  func(ctx context.Context) (string, error) { return readEthtool(ctx, c, kind, iface, value) },
+		Write: func(ctx context.Context, v string) error { return writeEthtool(ctx, c, kind, iface, v) },
+	}
+}
+
+func readEthtool(ctx context.Context, c ethtoolnl.Client, kind, iface, shape string) (string, error) {
+	var cur any
+	var err error
+	switch kind {
+	case KindChannels:
+		var want, got ethtoolnl.Channels
+		json.Unmarshal([]byte(shape), &want)
+		if got, err = c.Channels(ctx, iface); err == nil {
+			cur = ethtoolnl.Channels{Rx: pick(want.Rx, got.Rx), Tx: pick(want.Tx, got.Tx), Other: pick(want.Other, got.Other), Combined: pick(want.Combined, got.Combined)}
+		}
+	case KindRings:
+		var want, got ethtoolnl.Rings
+		json.Unmarshal([]byte(shape), &want)
+		if got, err = c.Rings(ctx, iface); err == nil {
+			cur = ethtoolnl.Rings{Rx: pick(want.Rx, got.Rx), Tx: pick(want.Tx, got.Tx)}
+		}
+	case KindCoalesce:
+		var want, got ethtoolnl.Coalesce
+		json.Unmarshal([]byte(shape), &want)
+		if got, err = c.Coalesce(ctx, iface); err == nil {
+			cur = ethtoolnl.Coalesce{RxUsecs: pick(want.RxUsecs, got.RxUsecs), TxUsecs: pick(want.TxUsecs, got.TxUsecs),
+				RxFrames: pick(want.RxFrames, got.RxFrames), TxFrames: pick(want.TxFrames, got.TxFrames),
+				AdaptiveRx: pick(want.AdaptiveRx, got.AdaptiveRx), AdaptiveTx: pick(want.AdaptiveTx, got.AdaptiveTx)}
+		}
+	default:
+		return "", fmt.Errorf("nicctl: unknown ethtool kind %q", kind)
+	}
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(cur)
+	return string(b), err
+}
+
+// pick returns got where the wanted shape has the field.
+func pick[T any](want, got *T) *T {
+	if want == nil {
+		return nil
+	}
+	return got
+}
+
+func writeEthtool(ctx context.Context, c ethtoolnl.Client, kind, iface, value string) error {
+	dec := func(v any) error {
+		if err := json.Unmarshal([]byte(value), v); err != nil {
+			return fmt.Errorf("journal value for %s %s: %w", kind, iface, err)
+		}
+		return nil
+	}
+	switch kind {
+	case KindChannels:
+		var v ethtoolnl.Channels
+		if err := dec(&v); err != nil {
+			return err
+		}
+		return c.SetChannels(ctx, iface, v)
+	case KindRings:
+		var v ethtoolnl.Rings
+		if err := dec(&v); err != nil {
+			return err
+		}
+		return c.SetRings(ctx, iface, v)
+	case KindCoalesce:
+		var v ethtoolnl.Coalesce
+		if err := dec(&v); err != nil {
+			return err
+		}
+		return c.SetCoalesce(ctx, iface, v)
+	}
+	return fmt.Errorf("nicctl: unknown ethtool kind %q", kind)
+}
+
+func hwtstampChange(io DeviceIoctl, iface, value string) journal.Change {
+	return journal.Change{
+		Kind: KindHWTstamp, Target: iface, Value: value,
+		Read: func(context.Context) (string, error) {
+			h, err := io.HWTstamp(iface)
+			if err != nil {
+				return "", err
+			}
+			b, err := json.Marshal(h)
+			return string(b), err
+		},
+		Write: func(_ context.Context, v string) error {
+			var h HWTstamp
+			if err := json.Unmarshal([]byte(v), &h); err != nil {
+				return fmt.Errorf("journal value for %s %s: %w", KindHWTstamp, iface, err)
+			}
+			return io.SetHWTstamp(iface, h)
+		},
+	}
+}
+
+func holdIRQBalance(ctx context.Context, env *Env, j *journal.Journal) (*Change, error) {
+	st, err := env.IRQBalance.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Running {
+		return &Change{What: "irqbalance", Previous: "stopped", Requested: "stopped", Effective: "stopped", Note: "not running: nothing to stop"}, nil
+	}
+	res, err := j.Apply(ctx, irqbalanceChange(env.IRQBalance))
+	chg := &Change{What: "irqbalance", Previous: res.Previous, Requested: "stopped", Effective: res.Effective}
+	if err != nil {
+		chg.Err = err.Error()
+	}
+	return chg, err
+}
+
+func irqbalanceChange(b IRQBalancer) journal.Change {
+	return journal.Change{
+		Kind: KindIRQBalance, Target: "irqbalance", Value: "stopped",
+		Read: func(ctx context.Context) (string, error) {
+			st, err := b.State(ctx)
+			if err != nil {
+				return "", err
+			}
+			if st.Running {
+				return "running", nil
+			}
+			return "stopped", nil
+		},
+		Write: func(ctx context.Context, v string) error {
+			if v == "running" {
+				return b.Start(ctx)
+			}
+			return b.Stop(ctx)
+		},
+	}
+}
+
+// Handlers returns the undo handlers for every kind nicctl journals. The
+// ethtool client is opened only if an ethtool entry is undone, so that
+// restoring sysfs entries needs no netlink. An ethtool entry made in
+// another network namespace is refused with the command that restores it.
+func Handlers(env *Env) journal.Handlers {
+	myNS, _ := os.Readlink("/proc/self/ns/net")
+	ethUndo := func(ctx context.Context, e journal.Entry) (string, error) {
+		if e.NetNS != "" && myNS != "" && e.NetNS != myNS {
+			return "", fmt.Errorf("%s was changed in network namespace %s, this process is in %s: run `ip netns exec NAME rig restore` in that namespace", e.Target, e.NetNS, myNS)
+		}
+		c, err := env.ethtool()
+		if err != nil {
+			return "", err
+		}
+		if err := writeEthtool(ctx, c, e.Kind, e.Target, e.Previous); err != nil {
+			return "", err
+		}
+		return readEthtool(ctx, c, e.Kind, e.Target, e.Previous)
+	}
+	hw := func(ctx context.Context, e journal.Entry) (string, error) {
+		if e.NetNS != "" && myNS != "" && e.NetNS != myNS {
+			return "", fmt.Errorf("%s was changed in network namespace %s, this process is in %s: run `ip netns exec NAME rig restore` in that namespace", e.Target, e.NetNS, myNS)
+		}
+		c := hwtstampChange(env.ioctl(), e.Target, e.Previous)
+		if err := c.Write(ctx, e.Previous); err != nil {
+			return "", err
+		}
+		return c.Read(ctx)
+	}
+	h := journal.Handlers{
+		KindHWTstamp:      hw,
+		journal.KindSysfs: journal.SysfsUndo(env.files(), env.FS.Root),
+		KindChannels:      ethUndo,
+		KindRings:         ethUndo,
+		KindCoalesce:      ethUndo,
+		KindIRQBalance: func(ctx context.Context, e journal.Entry) (string, error) {
+			if env.IRQBalance == nil {
+				return "", errors.New("no irqbalance controller")
+			}
+			if e.Previous != "running" {
+				return e.Previous, nil
+			}
+			if err := env.IRQBalance.Start(ctx); err != nil {
+				return "", err
+			}
+			return "running", nil
+		},
+	}
+	return h
+}

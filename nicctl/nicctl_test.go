@@ -1,0 +1,428 @@
+package nicctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
+)
+
+func TestParseInterruptsRealFixture(t *testing.T) {
+	b, err := os.ReadFile("testdata/interrupts.firecracker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := ParseInterrupts(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(in.CPUs, []int{0, 1}) {
+		t.Fatalf("CPUs %v", in.CPUs)
+	}
+	l, ok := in.ByIRQ(38)
+	if !ok || l.Chip != "PCI-MSIX-0000:00:03.0" || l.HWIRQ != "1-edge" || !slices.Equal(l.Actions, []string{"virtio2-input.0"}) || len(l.Counts) != 2 {
+		t.Fatalf("IRQ 38: %+v", l)
+	}
+	var loc, errRow bool
+	for _, l := range in.Lines {
+		loc = loc || (l.Label == "LOC" && len(l.Counts) == 2)
+		errRow = errRow || (l.Label == "ERR" && len(l.Counts) == 1)
+	}
+	if !loc || !errRow {
+		t.Fatal("LOC/ERR rows not parsed")
+	}
+	mixed, _ := os.ReadFile("testdata/interrupts.mixed")
+	in, err = ParseInterrupts(mixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := in.ByIRQ(16); !slices.Equal(l.Actions, []string{"i801_smbus", "ehci_hcd:usb1"}) {
+		t.Fatalf("shared IRQ actions %q", l.Actions)
+	}
+	if _, err := ParseInterrupts([]byte("  CPU0 CPU1\n 5: 1 x chip 1-edge foo\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("short count row: %v", err)
+	}
+}
+
+func FuzzParseInterrupts(f *testing.F) {
+	for _, n := range []string{"testdata/interrupts.firecracker", "testdata/interrupts.mixed"} {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("CPU0\n 1: 5 a b c, d\nNMI: 1 x\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in, err := ParseInterrupts(b)
+		if err != nil {
+			return
+		}
+		for _, l := range in.Lines {
+			if l.IRQ >= 0 && len(l.Counts) != len(in.CPUs) {
+				t.Fatalf("IRQ %d: %d counts for %d CPUs", l.IRQ, len(l.Counts), len(in.CPUs))
+			}
+			for _, a := range l.Actions {
+				if a == "" || strings.TrimSpace(a) != a {
+					t.Fatalf("bad action %q", a)
+				}
+			}
+		}
+	})
+}
+
+type wantIRQ struct {
+	n     int
+	kind  string
+	queue int
+}
+
+func TestDiscoverIRQsPerDriver(t *testing.T) {
+	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	b, _ := fs.ReadFile("/proc/interrupts")
+	in, _ := ParseInterrupts(b)
+	cases := map[string]struct {
+		driver, bdf string
+		want        []wantIRQ
+	}{
+		"ens5": {"ena", "0000:00:05.0", []wantIRQ{{25, IRQTxRx, 0}, {26, IRQTxRx, 1}, {27, IRQTxRx, 2}, {28, IRQTxRx, 3}, {24, IRQMisc, -1}}},
+		"ens3f0np0": {"mlx5_core", "0000:3b:00.0", []wantIRQ{{61, IRQTxRx, 0}, {62, IRQTxRx, 1}, {63, IRQTxRx, 2}, {64, IRQTxRx, 3}, {60, IRQMisc, -1},
+			{65, IRQNone, -1}}}, // in msi_irqs, no rule: still listed
+		"ens1f0": {"ice", "0000:5e:00.0", []wantIRQ{{91, IRQTxRx, 0}, {92, IRQTxRx, 1}, {93, IRQTxRx, 2}, {94, IRQTxRx, 3}, {90, IRQMisc, -1}}},
+		"eth1":   {"virtio_net", "0000:00:03.0", []wantIRQ{{121, IRQRx, 0}, {122, IRQTx, 0}, {123, IRQRx, 1}, {124, IRQTx, 1}, {120, IRQMisc, -1}}},
+	}
+	for iface, c := range cases {
+		t.Run(iface, func(t *testing.T) {
+			d, err := FindDevice(fs, iface)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Driver != c.driver || d.BDF != c.bdf {
+				t.Fatalf("device %+v", d)
+			}
+			irqs, err := DiscoverIRQs(fs, d, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []wantIRQ
+			for _, q := range irqs {
+				got = append(got, wantIRQ{q.Number, q.Kind, q.Queue})
+				if q.Affinity != "0-3" || len(q.Counts) != 4 {
+					t.Errorf("IRQ %d affinity %q counts %v", q.Number, q.Affinity, q.Counts)
+				}
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("got %v\nwant %v", got, c.want)
+			}
+		})
+	}
+	if _, err := FindDevice(fs, "nope0"); !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("unknown iface: %v", err)
+	}
+	if _, err := FindDevice(fs, "../etc"); err == nil {
+		t.Fatal("path in interface name accepted")
+	}
+}
+
+// managedFS makes writes to some /proc/irq files fail with an errno, the
+// way the kernel refuses a managed IRQ. File permissions cannot simulate
+// that: tests run as root in CI and root writes read-only files.
+type managedFS struct {
+	hostfs.FS
+	refuse map[string]error
+}
+
+func (m managedFS) WriteFile(p, v string) error {
+	if e := m.refuse[p]; e != nil {
+		return &os.PathError{Op: "write", Path: p, Err: e}
+	}
+	return m.FS.WriteFile(p, v)
+}
+
+func newEnv(fs hostfs.FS, et ethtoolnl.Client) *Env {
+	return &Env{FS: fs, Ioctl: &fakeIoctl{}, Link: func(string) (Link, error) { return Link{Up: true, SpeedMbps: 100000, Duplex: "full"}, nil }, DialEthtool: func() (ethtoolnl.Client, error) { return et, nil }, IRQBalance: HostIRQBalance{FS: fs, Run: func(context.Context, string, ...string) error { return errors.New("no systemctl in tests") }}}
+}
+
+func openJournal(t *testing.T, env *Env) (*journal.Journal, string) {
+	dir := t.TempDir()
+	j, err := journal.Open(dir, Handlers(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j, dir
+}
+
+func TestSetIRQAffinityManagedAndRestore(t *testing.T) {
+	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	before := snapshot(t, fs.Root)
+	// IRQ 93 refuses with EIO (older kernels); IRQ 94 has a read-only file (newer kernels).
+	write(t, fs.Root, "/proc/irq/94/smp_affinity_list", "0-3\n", 0o444)
+	before["proc/irq/94/smp_affinity_list"] = "-r--r--r-- 0-3\n"
+	env := newEnv(fs, &fakeEthtool{})
+	env.Files = managedFS{fs, map[string]error{"/proc/irq/93/smp_affinity_list": syscall.EIO}}
+	j, dir := openJournal(t, env)
+	ctx := context.Background()
+	chg, err := Set(ctx, env, j, "ens1f0", Settings{IRQCPUPerQueue: []int{2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range chg {
+		got[c.What] = c.Effective + "|" + c.Note
+	}
+	if !strings.HasPrefix(got["irq 91 (ice-ens1f0-TxRx-0)"], "2|") || !strings.HasPrefix(got["irq 92 (ice-ens1f0-TxRx-1)"], "3|") {
+		t.Fatalf("per-queue affinity: %v", got)
+	}
+	if !strings.Contains(got["irq 93 (ice-ens1f0-TxRx-2)"], "EIO") || !strings.Contains(got["irq 94 (ice-ens1f0-TxRx-3)"], "read-only") {
+		t.Fatalf("managed IRQs not reported: %v", got)
+	}
+	if v, _ := fs.ReadString("/proc/irq/90/smp_affinity_list"); v != "0-3" {
+		t.Fatalf("misc IRQ moved: %q", v)
+	}
+	// Another rig must refuse while this journal is open/pending.
+	if _, err := journal.Open(dir, Handlers(env)); !errors.Is(err, journal.ErrLocked) {
+		t.Fatalf("second journal: %v", err)
+	}
+	rs, err := j.Undo(ctx)
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("undo: %v %v", rs, err)
+	}
+	if d := diffSnap(before, snapshot(t, fs.Root)); len(d) > 0 {
+		t.Fatalf("tree differs after undo:\n%s", strings.Join(d, "\n"))
+	}
+	// The same request with --require-irq-affinity fails, after doing the rest.
+	_, err = Set(ctx, env, j, "ens1f0", Settings{IRQCPUs: []int{1}, RequireIRQAffinity: true})
+	if err == nil || !strings.Contains(err.Error(), "IRQ 93 (EIO)") || !strings.Contains(err.Error(), "IRQ 94") {
+		t.Fatalf("required affinity: %v", err)
+	}
+	if _, err := j.Undo(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSetEthtoolJournaledAndRestored(t *testing.T) {
+	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	et := &fakeEthtool{
+		ch:        &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)},
+		rings:     &ethtoolnl.Rings{RxMax: p32(16384), TxMax: p32(1024), Rx: p32(1024), Tx: p32(512)},
+		coal:      &ethtoolnl.Coalesce{RxUsecs: p32(20), TxUsecs: p32(64), AdaptiveRx: pb(true)},
+		ringRound: func(v uint32) uint32 { return 1 << (31 - uint32(countLeadingZeros(v))) }, // ENA: round down to a power of two
+	}
+	env := newEnv(fs, et)
+	j, _ := openJournal(t, env)
+	ctx := context.Background()
+	chg, err := Set(ctx, env, j, "ens5", Settings{Channels: p32(2), RxRing: p32(3000), RxUsecs: p32(0), AdaptiveRx: pb(false), IRQCPUs: []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(et.sets, []string{"channels", "rings", "coalesce"}) {
+		t.Fatalf("order %v (want channels, rings, coalesce, then IRQs)", et.sets)
+	}
+	byWhat := map[string]Change{}
+	for _, c := range chg {
+		byWhat[c.What] = c
+	}
+	if c := byWhat["rings"]; c.Requested != `{"rx":3000}` || c.Effective != `{"rx":2048}` || c.Previous != `{"rx":1024}` {
+		t.Fatalf("rings change %+v (driver rounding must show in effective)", c)
+	}
+	if c := byWhat["coalesce"]; c.Previous != `{"rx_usecs":20,"adaptive_rx":true}` {
+		t.Fatalf("coalesce %+v", c)
+	}
+	if _, err := j.Undo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if *et.ch.Combined != 8 || *et.rings.Rx != 1024 || *et.rings.Tx != 512 || *et.coal.RxUsecs != 20 || !*et.coal.AdaptiveRx || *et.coal.TxUsecs != 64 {
+		t.Fatalf("not restored: %+v %+v %+v", *et.ch, *et.rings, *et.coal)
+	}
+}
+
+func countLeadingZeros(v uint32) int {
+	n := 0
+	for i := 31; i >= 0 && v&(1<<i) == 0; i-- {
+		n++
+	}
+	return n
+}
+
+func TestSetRefusals(t *testing.T) {
+	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	et := &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)}, rings: &ethtoolnl.Rings{RxMax: p32(4096), TxMax: p32(1024), Rx: p32(1024), Tx: p32(1024)}}
+	env := newEnv(fs, et)
+	j, dir := openJournal(t, env)
+	ctx := context.Background()
+	for _, c := range []struct {
+		iface string
+		s     Settings
+		want  string
+		usage bool
+	}{
+		{"eth0", Settings{IRQCPUs: []int{1}}, "carries the default route", true},
+		{"nope0", Settings{IRQCPUs: []int{1}}, "no such network interface", true},
+		{"ens5", Settings{IRQCPUs: []int{7}}, "CPU 7 is not online (online CPUs: 0-3)", true},
+		{"ens5", Settings{Channels: p32(9)}, "combined channels 1..8", true},
+		{"ens5", Settings{RxRing: p32(0)}, "--rx-ring 0 out of range: 1..4096", true},
+		{"ens5", Settings{RxUsecs: p32(0)}, "COALESCE_GET ens5: not supported by this driver", false},
+		{"ens5", Settings{IRQCPUs: []int{1}, IRQCPUPerQueue: []int{2}}, "exclude each other", true},
+	} {
+		_, err := Set(ctx, env, j, c.iface, c.s)
+		var ue *UsageError
+		if err == nil || !strings.Contains(err.Error(), c.want) || errors.As(err, &ue) != c.usage {
+			t.Errorf("%s %+v: got %v, want %q (usage %v)", c.iface, c.s, err, c.want, c.usage)
+		}
+	}
+	if c, _ := fs.ReadString("/proc/irq/25/smp_affinity_list"); c != "0-3" || len(et.sets) != 0 {
+		t.Fatal("a refused request changed the host")
+	}
+	if err := journal.CheckPending(dir); err != nil {
+		t.Fatalf("refusals left a pending journal: %v", err)
+	}
+	// --allow-mgmt lifts the guard (eth0 has no IRQs in this tree, so the
+	// error is now about IRQs, not the route).
+	_, err := Set(ctx, env, j, "eth0", Settings{IRQCPUs: []int{1}, AllowMgmt: true})
+	if err == nil || !strings.Contains(err.Error(), "no queue IRQs") {
+		t.Fatalf("allow-mgmt: %v", err)
+	}
+}
+
+func TestShowFakeTree(t *testing.T) {
+	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	write(t, fs.Root, "/proc/4242/comm", "irqbalance\n", 0o444)
+	write(t, fs.Root, "/proc/4242/cgroup", "0::/system.slice/irqbalance.service\n", 0o444)
+	write(t, fs.Root, "/proc/4242/environ", "PATH=/bin\x00IRQBALANCE_BANNED_CPUS=0000000c\x00", 0o444)
+	write(t, fs.Root, "/proc/1/comm", "systemd\n", 0o444)
+	env := newEnv(fs, &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: p32(4), Combined: p32(4)}})
+	in, err := Show(context.Background(), env, "ens3f0np0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Driver != "mlx5_core" || len(in.IRQs) != 6 || in.IRQBalance == nil || !in.IRQBalance.Systemd || in.IRQBalance.BannedCPUs != "2-3" || in.IRQBalance.PID != 4242 {
+		t.Fatalf("show: %+v %+v", in, in.IRQBalance)
+	}
+	if !strings.Contains(in.Errors["coalesce"], "not supported by this driver") || in.Mgmt {
+		t.Fatalf("errors %v mgmt %v", in.Errors, in.Mgmt)
+	}
+	var sb strings.Builder
+	in.WriteText(&sb)
+	for _, w := range []string{"mlx5_comp3@pci:0000:3b:00.0", "combined 4/4", "banned CPUs 2-3", "unattributed"} {
+		if !strings.Contains(sb.String(), w) {
+			t.Errorf("text output lacks %q:\n%s", w, sb.String())
+		}
+	}
+}
+
+// recIRQBalance records Stop/Start, standing in for systemctl.
+type recIRQBalance struct {
+	running bool
+	calls   []string
+}
+
+func (r *recIRQBalance) State(context.Context) (IRQBalanceState, error) {
+	return IRQBalanceState{Running: r.running, Systemd: true}, nil
+}
+func (r *recIRQBalance) Stop(context.Context) error {
+	r.calls = append(r.calls, "stop")
+	r.running = false
+	return nil
+}
+func (r *recIRQBalance) Start(context.Context) error {
+	r.calls = append(r.calls, "start")
+	r.running = true
+	return nil
+}
+
+func TestHoldIRQBalance(t *testing.T) {
+	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	for _, running := range []bool{true, false} {
+		t.Run(fmt.Sprint("running=", running), func(t *testing.T) {
+			rb := &recIRQBalance{running: running}
+			env := newEnv(fs, &fakeEthtool{})
+			env.IRQBalance = rb
+			j, _ := openJournal(t, env)
+			if _, err := Set(context.Background(), env, j, "ens5", Settings{HoldIRQBalance: true, IRQCPUs: []int{0}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j.Undo(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"stop", "start"}
+			if !running {
+				want = nil // restart it only if nicctl stopped it
+			}
+			if !slices.Equal(rb.calls, want) {
+				t.Fatalf("calls %v, want %v", rb.calls, want)
+			}
+		})
+	}
+}
+
+func TestIRQBalanceWarning(t *testing.T) {
+	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	write(t, fs.Root, "/proc/4242/comm", "irqbalance\n", 0o444)
+	write(t, fs.Root, "/proc/4242/environ", "IRQBALANCE_BANNED_CPULIST=2\x00", 0o444)
+	env := newEnv(fs, &fakeEthtool{})
+	j, _ := openJournal(t, env)
+	chg, err := Set(context.Background(), env, j, "ens5", Settings{IRQCPUPerQueue: []int{2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chg[0].What != "irqbalance" || !strings.Contains(chg[0].Note, "does not ban CPU 3") {
+		t.Fatalf("no irqbalance warning: %+v", chg[0])
+	}
+	j.Undo(context.Background())
+}
+
+func TestHostIRQBalanceStop(t *testing.T) {
+	fs := buildTree(t, "interrupts.mixed", nil)
+	write(t, fs.Root, "/proc/77/comm", "irqbalance\n", 0o444)
+	write(t, fs.Root, "/proc/77/cgroup", "0::/user.slice\n", 0o444)
+	var ran []string
+	h := HostIRQBalance{FS: fs, Run: func(_ context.Context, n string, a ...string) error {
+		ran = append(ran, n+" "+strings.Join(a, " "))
+		return nil
+	}}
+	if err := h.Stop(context.Background()); !errors.Is(err, ErrNotSystemd) || len(ran) != 0 {
+		t.Fatalf("non-systemd irqbalance: %v %v", err, ran)
+	}
+	write(t, fs.Root, "/proc/77/cgroup", "0::/system.slice/irqbalance.service\n", 0o444)
+	if err := h.Stop(context.Background()); err != nil || !slices.Equal(ran, []string{"systemctl stop irqbalance.service"}) {
+		t.Fatalf("systemd irqbalance: %v %v", err, ran)
+	}
+}
+
+func TestSetHWTstampFirstAndRestored(t *testing.T) {
+	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	et := &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)}}
+	env := newEnv(fs, et)
+	io := &fakeIoctl{hw: &HWTstamp{}}
+	env.Ioctl = io
+	j, _ := openJournal(t, env)
+	ptp := HWTstampModes["ptp"]
+	chg, err := Set(context.Background(), env, j, "ens5", Settings{HWTstamp: &ptp, Channels: p32(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chg[0].What != "hwtstamp" || chg[0].Effective != `{"tx_type":1,"rx_filter":1}` || chg[0].Requested != `{"tx_type":1,"rx_filter":12}` {
+		t.Fatalf("hwtstamp must come first and show the upscaled filter: %+v", chg)
+	}
+	if _, err := j.Undo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if *io.hw != (HWTstamp{}) || *et.ch.Combined != 8 {
+		t.Fatalf("not restored: %+v %+v", *io.hw, *et.ch)
+	}
+	// Without HW timestamping: refused before anything changes.
+	env.Ioctl = &fakeIoctl{}
+	_, err = Set(context.Background(), env, j, "ens5", Settings{HWTstamp: &ptp, Channels: p32(4)})
+	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "not supported by this driver") || len(et.sets) != 2 {
+		t.Fatalf("unsupported hwtstamp: %v (sets %v)", err, et.sets)
+	}
+}

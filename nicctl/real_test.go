@@ -1,0 +1,216 @@
+package nicctl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/rig-project/rig/internal/hostfs"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+func ethtoolOut(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("ethtool", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ethtool %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// field returns the value after "name:" in the section that follows
+// header (or the whole text when header is "").
+func field(t *testing.T, text, header, name string) string {
+	t.Helper()
+	if header != "" {
+		i := strings.Index(text, header)
+		if i < 0 {
+			t.Fatalf("no %q in\n%s", header, text)
+		}
+		text = text[i:]
+	}
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `:\s*(\S+)`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no %q in\n%s", name, text)
+	}
+	return m[1]
+}
+
+// TestRealShowEth0 reads eth0 (read only) and compares with ethtool(8).
+func TestRealShowEth0(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("ethtool"); err != nil {
+		t.Skip("ethtool(8) not installed (apt-get install -y ethtool): cannot compare")
+	}
+	if _, err := os.Stat("/sys/class/net/eth0"); err != nil {
+		t.Skip("no eth0 on this machine")
+	}
+	env := &Env{FS: hostfs.FS{Root: "/"}, IRQBalance: HostIRQBalance{FS: hostfs.FS{Root: "/"}}}
+	defer env.Close()
+	in, err := Show(context.Background(), env, "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := func(p *uint32) string {
+		if p == nil {
+			return "n/a"
+		}
+		return fmt.Sprint(*p)
+	}
+	c := ethtoolOut(t, "-c", "eth0")
+	if in.Coalesce == nil {
+		t.Fatalf("coalesce missing: %v", in.Errors)
+	}
+	for name, got := range map[string]string{"rx-usecs": str(in.Coalesce.RxUsecs), "rx-frames": str(in.Coalesce.RxFrames), "tx-usecs": str(in.Coalesce.TxUsecs), "tx-frames": str(in.Coalesce.TxFrames)} {
+		if want := field(t, c, "", name); got != want {
+			t.Errorf("%s: nicctl %s, ethtool %s", name, got, want)
+		}
+	}
+	if want := field(t, c, "", "Adaptive RX"); in.Coalesce.AdaptiveRx == nil || map[bool]string{true: "on", false: "off"}[*in.Coalesce.AdaptiveRx] != want {
+		t.Errorf("adaptive-rx: nicctl %v, ethtool %s", in.Coalesce.AdaptiveRx, want)
+	}
+	g := ethtoolOut(t, "-g", "eth0")
+	for _, x := range []struct{ got, hdr, name string }{
+		{str(in.Rings.RxMax), "Pre-set maximums", "RX"}, {str(in.Rings.TxMax), "Pre-set maximums", "TX"},
+		{str(in.Rings.Rx), "Current hardware settings", "RX"}, {str(in.Rings.Tx), "Current hardware settings", "TX"},
+	} {
+		if want := field(t, g, x.hdr, x.name); x.got != want {
+			t.Errorf("rings %s %s: nicctl %s, ethtool %s", x.hdr, x.name, x.got, want)
+		}
+	}
+	l := ethtoolOut(t, "-l", "eth0")
+	for _, x := range []struct{ got, hdr, name string }{
+		{str(in.Channels.CombinedMax), "Pre-set maximums", "Combined"}, {str(in.Channels.Combined), "Current hardware settings", "Combined"},
+		{str(in.Channels.RxMax), "Pre-set maximums", "RX"}, {str(in.Channels.Rx), "Current hardware settings", "RX"},
+	} {
+		if want := field(t, l, x.hdr, x.name); x.got != want {
+			t.Errorf("channels %s %s: nicctl %s, ethtool %s", x.hdr, x.name, x.got, want)
+		}
+	}
+	ts := ethtoolOut(t, "-T", "eth0")
+	caps := ts[strings.Index(ts, "Capabilities:"):strings.Index(ts, "PTP Hardware Clock")]
+	var want []string
+	for _, f := range strings.Fields(caps)[1:] {
+		want = append(want, strings.Trim(f, "()"))
+	}
+	var got []string
+	for _, n := range in.TSInfo.Timestamping.Names {
+		got = append(got, n)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("timestamping: nicctl %v, ethtool %v", got, want)
+	}
+	phc := field(t, ts, "", "PTP Hardware Clock")
+	if (phc == "none") != (in.TSInfo.PHCIndex < 0) {
+		t.Errorf("PHC: nicctl %d, ethtool %s", in.TSInfo.PHCIndex, phc)
+	}
+	i := ethtoolOut(t, "-i", "eth0")
+	if in.DrvInfo == nil || in.DrvInfo.Driver != field(t, i, "", "driver") || in.DrvInfo.BusInfo != field(t, i, "", "bus-info") {
+		t.Errorf("drvinfo %+v vs\n%s", in.DrvInfo, i)
+	}
+	if fw := regexp.MustCompile(`(?m)^firmware-version: ?(.*)$`).FindStringSubmatch(i); fw == nil || in.DrvInfo.Firmware != strings.TrimSpace(fw[1]) {
+		t.Errorf("firmware %q vs\n%s", in.DrvInfo.Firmware, i)
+	}
+	e := ethtoolOut(t, "eth0")
+	if in.Link == nil || (field(t, e, "", "\tLink detected") == "yes") != in.Link.Up {
+		t.Errorf("link %+v vs\n%s", in.Link, e)
+	}
+	// IRQs: every queue IRQ nicctl found is in /proc/interrupts under a name
+	// of this device, and the management guard knows eth0 carries the route.
+	if len(in.IRQs) == 0 {
+		t.Error("no IRQs found for eth0")
+	}
+	if !in.Mgmt {
+		t.Fatal("eth0 not recognised as the management interface")
+	}
+	// The guard: refused before anything changes. The request is eth0's
+	// current value anyway (1 combined channel), so even a broken guard
+	// would change nothing.
+	if in.Channels == nil || in.Channels.Combined == nil || *in.Channels.Combined != 1 {
+		t.Skip("eth0 has more than one channel: not running the guard check")
+	}
+	bin := buildRig(t)
+	cmd := exec.Command(bin, "nicctl", "set", "eth0", "--channels", "1", "--for", "1ms")
+	cmd.Env = append(os.Environ(), "RIG_STATE_DIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "carries the default route") {
+		t.Fatalf("guard: %v\n%s", err, out)
+	}
+}
+
+// TestRealVethChannels creates a 4-queue veth in its own netns, changes its
+// channels with the rig binary there, and restores them with `rig restore`.
+func TestRealVethChannels(t *testing.T) {
+	needRoot(t)
+	bin := buildRig(t)
+	ns := fmt.Sprintf("rignic%d", os.Getpid())
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("ip", "netns", "add", ns); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { run("ip", "netns", "del", ns) })
+	if out, err := run("ip", "-n", ns, "link", "add", "va", "numtxqueues", "4", "numrxqueues", "4", "type", "veth",
+		"peer", "name", "vb", "numtxqueues", "4", "numrxqueues", "4"); err != nil {
+		t.Fatalf("veth: %v\n%s", err, out)
+	}
+	state := t.TempDir()
+	rig := func(args ...string) (string, error) {
+		c := exec.Command("ip", append([]string{"netns", "exec", ns, bin}, args...)...)
+		c.Env = append(os.Environ(), "RIG_STATE_DIR="+state)
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	channels := func() (rx, tx uint32) {
+		out, err := rig("nicctl", "show", "va", "--json")
+		if err != nil {
+			t.Fatalf("show: %v\n%s", err, out)
+		}
+		var in Info
+		if err := json.Unmarshal([]byte(out), &in); err != nil || in.Channels == nil || in.Channels.Rx == nil {
+			t.Fatalf("show json: %v\n%s", err, out)
+		}
+		return *in.Channels.Rx, *in.Channels.Tx
+	}
+	if rx, tx := channels(); rx != 4 || tx != 4 {
+		t.Fatalf("start: rx %d tx %d", rx, tx)
+	}
+	if out, err := rig("nicctl", "set", "va", "--channels", "2", "--keep"); err != nil {
+		t.Fatalf("set: %v\n%s", err, out)
+	}
+	if rx, tx := channels(); rx != 2 || tx != 2 {
+		t.Fatalf("after set: rx %d tx %d", rx, tx)
+	}
+	out, err := rig("restore")
+	if err != nil || !strings.Contains(out, "restored ethtool-channels va") {
+		t.Fatalf("restore: %v\n%s", err, out)
+	}
+	if rx, tx := channels(); rx != 4 || tx != 4 {
+		t.Fatalf("after restore: rx %d tx %d", rx, tx)
+	}
+	for _, args := range [][]string{{"--rx-usecs", "0"}, {"--rx-ring", "128"}, {"--hwtstamp", "all"}} {
+		out, err := rig(append([]string{"nicctl", "set", "va", "--keep"}, args...)...)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out, "not supported by this driver") {
+			t.Errorf("set %v on veth: %v\n%s", args, err, out)
+		}
+	}
+	if out, err := rig("nicctl", "set", "va", "--channels", "9", "--keep"); err == nil || !strings.Contains(out, "rx/tx channels 1..4") {
+		t.Errorf("channels 9: %v\n%s", err, out)
+	}
+	if out, err := rig("restore"); err != nil || !strings.Contains(out, "nothing to restore") {
+		t.Errorf("refusals left a journal: %v\n%s", err, out)
+	}
+}

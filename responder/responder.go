@@ -1,0 +1,400 @@
+// Package responder is the host under test: it answers every rig request
+// from a loop on a locked, pinned OS thread, and records when the request
+// reached the NIC, the kernel and the program, and when the reply left them.
+//
+// The loop does not allocate: buffers and one record per sequence are
+// preallocated, and the garbage collector is off for the round. Foreign and
+// malformed packets are counted and ignored.
+package responder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/internal/version"
+	"github.com/rig-project/rig/internal/wire"
+)
+
+// Config configures a responder.
+type Config struct {
+	Iface string         // interface that receives the requests (required)
+	Group netip.AddrPort // multicast group and port of the requests
+	// ReplyTo is where replies go: invalid (zero) = unicast back to the
+	// request's source address and port; otherwise a group:port.
+	ReplyTo    netip.AddrPort
+	CPU        int // CPU to pin the loop to; -1 = no pinning
+	Poll       PollMode
+	BusyPollUS int // SO_BUSY_POLL (µs); with Block, recvmsg blocks with busy polling
+	Sched      cpusched.Sched
+	Timestamps tstamp.Mode
+	// RunID accepts only requests of this run; 0 adopts the first run seen.
+	RunID uint64
+	// Capacity is the number of sequences recorded (0..Capacity-1).
+	Capacity int
+	// TxWait bounds the wait for the last replies' TX stamps at the end.
+	TxWait time.Duration
+	// StopAfter ends the loop after that many requests were answered
+	// (0 = run until stopped).
+	StopAfter int
+	// Host names this host in the sample file.
+	Host string
+	Arm  string
+	// Ready is called from the loop thread once the socket is joined and
+	// the loop is about to wait for the first request.
+	Ready func()
+}
+
+// Responder answers requests and records their stamps.
+type Responder struct {
+	cfg     Config
+	conn    *tstamp.Conn
+	granted tstamp.Granted
+	recs    []samples.Record
+	cnt     samples.Counters
+	runID   uint64
+	buf     [2048]byte
+	hdr     wire.Header
+	stop    atomic.Bool
+	tid     atomic.Int64
+	started time.Time
+	stopped string
+}
+
+// New opens the responder's socket: bound to the group's port, joined to
+// the group on Iface, timestamping enabled per Config.Timestamps. Errors
+// name the interface or the missing privilege.
+func New(cfg Config) (*Responder, error) {
+	if cfg.Capacity <= 0 {
+		cfg.Capacity = 100_000
+	}
+	if cfg.TxWait <= 0 {
+		cfg.TxWait = 500 * time.Millisecond
+	}
+	if !cfg.Group.Addr().Is4() || !cfg.Group.Addr().IsMulticast() {
+		return nil, fmt.Errorf("group %s is not an IPv4 multicast address (e.g. 239.1.1.1:9000)", cfg.Group)
+	}
+	if cfg.CPU >= 0 {
+		if err := cpusched.CheckCPU(hostfs.Default(), cfg.CPU); err != nil {
+			return nil, err
+		}
+	}
+	ifi, err := net.InterfaceByName(cfg.Iface)
+	if err != nil {
+		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)
+	}
+	conn, err := tstamp.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), cfg.Group.Port()),
+		tstamp.UDPOptions{Device: cfg.Iface, ReuseAddr: true, NonBlocking: cfg.Poll == Busy})
+	if err != nil {
+		return nil, err
+	}
+	r := &Responder{cfg: cfg, conn: conn, runID: cfg.RunID, recs: make([]samples.Record, cfg.Capacity)}
+	fail := func(err error) (*Responder, error) { conn.Close(); return nil, err }
+	if r.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
+		return fail(err)
+	}
+	if err := conn.JoinGroup(cfg.Group.Addr(), ifi.Index); err != nil {
+		return fail(err)
+	}
+	if err := conn.SetMulticastInterface(ifi.Index); err != nil {
+		return fail(err)
+	}
+	if err := conn.SetMulticastLoop(false); err != nil {
+		return fail(err)
+	}
+	if cfg.BusyPollUS > 0 {
+		if err := conn.SetBusyPoll(cfg.BusyPollUS); err != nil {
+			return fail(err)
+		}
+	}
+	return r, nil
+}
+
+// Granted reports the timestamping the kernel granted.
+func (r *Responder) Granted() tstamp.Granted { return r.granted }
+
+// ThreadID is the OS thread id of the loop once it runs (0 before).
+func (r *Responder) ThreadID() int { return int(r.tid.Load()) }
+
+// Stop ends Run at the next loop iteration (safe from any goroutine).
+func (r *Responder) Stop() { r.stop.Store(true) }
+
+// Run answers requests until ctx is done or Stop is called, then waits up
+// to TxWait for the last TX stamps. The loop runs on a locked OS thread,
+// pinned and scheduled per Config; the GC is off while it runs.
+func (r *Responder) Run(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() {
+		// This goroutine's thread is pinned and perhaps real-time: it is
+		// never unlocked, so the runtime discards it when we return.
+		runtime.LockOSThread()
+		done <- r.loop()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		r.stopped = "interrupted: " + context.Cause(ctx).Error()
+		r.Stop()
+		return <-done
+	}
+}
+
+func (r *Responder) loop() error {
+	r.tid.Store(int64(cpusched.Tid()))
+	if r.cfg.CPU >= 0 {
+		if err := cpusched.PinThread(r.cfg.CPU); err != nil {
+			return err
+		}
+	}
+	if err := cpusched.Apply(r.cfg.Sched); err != nil {
+		return err
+	}
+	if r.cfg.BusyPollUS > 0 && r.cfg.Poll == Block {
+		// Busy polling happens inside a blocking recvmsg, not in ppoll: wait
+		// in recvmsg with a timeout so the loop still sees Stop.
+		tv := unix.NsecToTimeval(int64(50 * time.Millisecond))
+		if err := unix.SetsockoptTimeval(r.conn.FD(), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+			return fmt.Errorf("SO_RCVTIMEO: %w", err)
+		}
+	}
+	gc := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(gc)
+	r.started = time.Now()
+	if r.cfg.Ready != nil {
+		r.cfg.Ready()
+	}
+	for !r.stop.Load() {
+		if err := r.step(); err != nil {
+			return err
+		}
+	}
+	// Collect the TX stamps of the last replies.
+	deadline := time.Now().Add(r.cfg.TxWait)
+	for r.pendingTx() && time.Now().Before(deadline) {
+		r.drainErrqueue()
+		time.Sleep(time.Millisecond)
+	}
+	r.countMissingTx()
+	return nil
+}
+
+const pollTimeout = 50 * time.Millisecond
+
+// step is one loop iteration: wait (per mode), drain TX stamps, answer at
+// most one request. It does not allocate.
+func (r *Responder) step() error {
+	flags := syscall.MSG_DONTWAIT
+	switch {
+	case r.cfg.Poll == Busy:
+	case r.cfg.BusyPollUS > 0:
+		flags = 0 // blocking recvmsg with busy polling and SO_RCVTIMEO
+	default:
+		ok, err := r.conn.Poll(pollTimeout)
+		if err != nil {
+			return fmt.Errorf("poll: %w", err)
+		}
+		if !ok {
+			return nil
+		}
+	}
+	r.drainErrqueue()
+	n, from, st, err := r.conn.Recv(r.buf[:], flags)
+	user := time.Now().UnixNano()
+	switch {
+	case err == nil:
+	case errors.Is(err, tstamp.ErrWouldBlock), errors.Is(err, syscall.EINTR):
+		return nil
+	case errors.Is(err, tstamp.ErrTruncated):
+		r.cnt.Malformed++
+		return nil
+	default:
+		return fmt.Errorf("recvmsg: %w", err)
+	}
+	p := r.buf[:n]
+	if err := wire.Decode(p, r.runID, &r.hdr); err != nil {
+		r.countBad(err)
+		return nil
+	}
+	if r.hdr.Type != wire.Request {
+		r.cnt.Foreign++
+		return nil
+	}
+	if r.runID == 0 {
+		r.runID = r.hdr.RunID
+	}
+	r.cnt.Received++
+	seq := r.hdr.Seq
+	var rec *samples.Record
+	if seq < uint64(len(r.recs)) {
+		rec = &r.recs[seq]
+		if rec.T[samples.ReqRxUser] != 0 {
+			rec.Flags |= samples.FlagDuplicate
+			r.cnt.Duplicated++
+			return nil // answer each sequence once
+		}
+		rec.Seq = seq
+		rec.T[samples.ReqRxSW] = st.SW
+		rec.T[samples.ReqRxHW] = st.HW
+		rec.T[samples.ReqRxUser] = user
+	} else {
+		r.cnt.OutOfRange++
+	}
+	wire.MakeReply(p)
+	dst := from
+	if r.cfg.ReplyTo.IsValid() {
+		dst = r.cfg.ReplyTo
+	}
+	txUser := time.Now().UnixNano()
+	if err := r.conn.SendTo(p, dst, uint32(seq)); err != nil {
+		r.cnt.SendErrors++
+		return nil
+	}
+	r.cnt.Sent++
+	if rec != nil {
+		rec.T[samples.RepTxUser] = txUser
+	}
+	if r.cfg.StopAfter > 0 && r.cnt.Sent >= uint64(r.cfg.StopAfter) {
+		r.stop.Store(true)
+	}
+	return nil
+}
+
+func (r *Responder) countBad(err error) {
+	switch err {
+	case wire.ErrShort, wire.ErrMagic, wire.ErrRunID:
+		r.cnt.Foreign++
+	default:
+		r.cnt.Malformed++
+	}
+}
+
+// drainErrqueue files every queued TX stamp under its sequence.
+func (r *Responder) drainErrqueue() {
+	for {
+		ts, err := r.conn.RecvErr()
+		if err != nil {
+			if errors.Is(err, tstamp.ErrNotTimestamp) || errors.Is(err, tstamp.ErrUnknownKey) {
+				continue
+			}
+			return
+		}
+		if ts.Kind != tstamp.KindSnd || uint64(ts.Key) >= uint64(len(r.recs)) {
+			continue
+		}
+		rec := &r.recs[ts.Key]
+		if ts.SW != 0 {
+			rec.T[samples.RepTxSW] = ts.SW
+		}
+		if ts.HW != 0 {
+			rec.T[samples.RepTxHW] = ts.HW
+		}
+	}
+}
+
+// wantTx reports whether a record should still get a TX stamp.
+func (r *Responder) wantTx(rec *samples.Record) bool {
+	if rec.T[samples.RepTxUser] == 0 {
+		return false
+	}
+	if rec.T[samples.RepTxSW] == 0 {
+		return true
+	}
+	return r.granted.HardwareTX() && rec.T[samples.RepTxHW] == 0
+}
+
+func (r *Responder) pendingTx() bool {
+	for i := range r.recs {
+		if r.wantTx(&r.recs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Responder) countMissingTx() {
+	for i := range r.recs {
+		if r.wantTx(&r.recs[i]) {
+			r.cnt.TxStampsMissing++
+		}
+	}
+}
+
+// RunID is the run the responder answered (adopted from the first request
+// when Config.RunID was 0).
+func (r *Responder) RunID() uint64 { return r.runID }
+
+// Counters returns the counts of the last Run.
+func (r *Responder) Counters() samples.Counters { return r.cnt }
+
+// Records returns the records of the sequences that were answered.
+func (r *Responder) Records() []samples.Record {
+	var out []samples.Record
+	for i := range r.recs {
+		if r.recs[i].T[samples.ReqRxUser] != 0 {
+			out = append(out, r.recs[i])
+		}
+	}
+	return out
+}
+
+// Header describes the responder's sample file.
+func (r *Responder) Header(arm, round int) samples.Header {
+	return samples.Header{
+		WireVersion: wire.Version,
+		RigVersion:  version.String(),
+		Role:        samples.RoleResponder,
+		RunID:       wire.FormatRunID(r.runID),
+		Arm:         r.cfg.Arm,
+		ArmIndex:    arm,
+		Round:       round,
+		Host:        r.cfg.Host,
+		Iface:       r.cfg.Iface,
+		Group:       r.cfg.Group.String(),
+		Clocks:      Clocks(r.granted, r.cfg.Iface, "req_rx", "rep_tx"),
+		Settings: map[string]any{
+			"cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "busy_poll_us": r.cfg.BusyPollUS,
+			"sched": r.cfg.Sched.String(), "timestamps": r.granted.String(),
+			"tx_keying": r.conn.Keying().String(),
+		},
+		StartedAt: r.started.UTC().Format(time.RFC3339Nano),
+	}
+}
+
+// Clocks describes the stamp columns prefix_{hw,sw,user} (e.g. "req_rx",
+// "rep_tx") taken on a socket with the given grant.
+func Clocks(g tstamp.Granted, iface string, prefixes ...string) map[string]samples.Clock {
+	m := map[string]samples.Clock{}
+	for _, p := range prefixes {
+		m[p+"_sw"] = samples.Clock{Source: "sw", Clock: "CLOCK_REALTIME", Iface: iface}
+		m[p+"_user"] = samples.Clock{Source: "user", Clock: "CLOCK_REALTIME"}
+		if g.HardwareRX() || g.HardwareTX() {
+			m[p+"_hw"] = samples.Clock{Source: "hw", Clock: "phc", Iface: iface, PHCIndex: g.Caps.PHCIndex}
+		}
+	}
+	return m
+}
+
+// WriteFile writes the responder's sample file for one round.
+func (r *Responder) WriteFile(path string, arm, round int) error {
+	return samples.WriteFile(path, r.Header(arm, round), r.Records(), samples.Footer{
+		Counters: r.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: r.stopped,
+	})
+}
+
+// Close releases the socket.
+func (r *Responder) Close() error { return r.conn.Close() }

@@ -1,0 +1,461 @@
+// Package sender emits the rig's requests on an absolute schedule and
+// receives the replies.
+//
+// Two locked OS threads share one socket: the pacer only sends (hybrid
+// sleep-then-spin wait, due/tx_user recorded), the receiver serves the data
+// queue (replies: rx stamps) and the error queue (TX stamps, keyed by
+// sequence). Neither allocates per request; records are preallocated, one
+// per sequence.
+package sender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/internal/version"
+	"github.com/rig-project/rig/internal/wire"
+	"github.com/rig-project/rig/responder"
+)
+
+// Config configures one round of requests.
+type Config struct {
+	Iface string         // interface the requests leave on (required)
+	Group netip.AddrPort // destination group:port
+	// Port is the local (source) port; 0 = ephemeral. Replies sent to a
+	// reply group must use this port, and ReplyGroup is joined.
+	Port       uint16
+	ReplyGroup netip.Addr    // joined on Iface when replies go to a group
+	Interval   time.Duration // default 1 ms
+	Count      int           // requests in the round
+	Size       int           // UDP payload bytes (default 64)
+	Spin       time.Duration // spin window before each due time (default 50 µs)
+	CPU        int           // pacer CPU; -1 = no pinning
+	Sched      cpusched.Sched
+	Timestamps tstamp.Mode
+	RunID      uint64 // random when 0
+	Arm        string
+	ArmIndex   int
+	Round      int
+	Warmup     int
+	// ReplyTimeout: a reply later than this after its due time is late
+	// (counted lost, stamps kept). Default 1 s.
+	ReplyTimeout time.Duration
+	// TxWait bounds the wait for TX stamps after the last send (default 500 ms).
+	TxWait time.Duration
+	Host   string
+}
+
+// ErrConfig is wrapped by New for an invalid Config (bad input, not a host
+// failure).
+var ErrConfig = errors.New("invalid sender configuration")
+
+func (c *Config) defaults() error {
+	if err := c.check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+func (c *Config) check() error {
+	if c.Interval == 0 {
+		c.Interval = time.Millisecond
+	}
+	if c.Interval < 0 {
+		return fmt.Errorf("interval %v must be positive (e.g. 1ms)", c.Interval)
+	}
+	if c.Size == 0 {
+		c.Size = wire.DefaultSize
+	}
+	if err := wire.CheckSize(c.Size); err != nil {
+		return err
+	}
+	if c.Count <= 0 || c.Count > 1<<31 {
+		return fmt.Errorf("count %d out of range: 1..%d", c.Count, 1<<31)
+	}
+	if c.Spin < 0 {
+		return fmt.Errorf("spin %v must not be negative", c.Spin)
+	}
+	if c.ReplyTimeout <= 0 {
+		c.ReplyTimeout = time.Second
+	}
+	if c.TxWait <= 0 {
+		c.TxWait = 500 * time.Millisecond
+	}
+	if !c.Group.Addr().Is4() || !c.Group.Addr().IsMulticast() || c.Group.Port() == 0 {
+		return fmt.Errorf("group %s is not an IPv4 multicast group:port (e.g. 239.1.1.1:9000)", c.Group)
+	}
+	if c.RunID == 0 {
+		c.RunID = wire.NewRunID()
+	}
+	return nil
+}
+
+// Sender is one round's sender.
+type Sender struct {
+	cfg     Config
+	conn    *tstamp.Conn
+	granted tstamp.Granted
+	sched   Schedule
+	recs    []samples.Record
+	txBuf   [wire.MaxSize]byte
+	rxBuf   [2048]byte
+	txHdr   wire.Header
+	rxHdr   wire.Header
+
+	// Counters owned by the pacer and the receiver respectively; merged
+	// after both have stopped.
+	pc, rc     samples.Counters
+	maxSeq     uint64
+	seenAny    bool
+	sent       atomic.Int64
+	received   atomic.Int64
+	pacerDone  atomic.Bool
+	lastSendNS atomic.Int64
+	stopped    string
+	started    time.Time
+}
+
+// New opens the sender socket on Iface with timestamps per Config.
+func New(cfg Config) (*Sender, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	if cfg.CPU >= 0 {
+		if err := cpusched.CheckCPU(hostfs.Default(), cfg.CPU); err != nil {
+			return nil, err
+		}
+	}
+	ifi, err := net.InterfaceByName(cfg.Iface)
+	if err != nil {
+		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)
+	}
+	conn, err := tstamp.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), cfg.Port),
+		tstamp.UDPOptions{Device: cfg.Iface, ReuseAddr: cfg.ReplyGroup.IsValid()})
+	if err != nil {
+		return nil, err
+	}
+	s := &Sender{cfg: cfg, conn: conn, recs: make([]samples.Record, cfg.Count)}
+	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
+	if s.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
+		return fail(err)
+	}
+	if err := conn.SetMulticastInterface(ifi.Index); err != nil {
+		return fail(err)
+	}
+	if err := conn.SetMulticastLoop(false); err != nil {
+		return fail(err)
+	}
+	if cfg.ReplyGroup.IsValid() {
+		if err := conn.JoinGroup(cfg.ReplyGroup, ifi.Index); err != nil {
+			return fail(err)
+		}
+	}
+	return s, nil
+}
+
+// Granted reports the timestamping the kernel granted.
+func (s *Sender) Granted() tstamp.Granted { return s.granted }
+
+// RunID is the run id carried by every request.
+func (s *Sender) RunID() uint64 { return s.cfg.RunID }
+
+// Progress returns requests sent and replies received so far.
+func (s *Sender) Progress() (sent, received int) {
+	return int(s.sent.Load()), int(s.received.Load())
+}
+
+// Run sends Count requests and collects replies and TX stamps. On ctx
+// cancellation it stops sending, still collects what is in flight, and
+// returns ctx's error with the records kept.
+func (s *Sender) Run(ctx context.Context) error {
+	gc := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(gc)
+	s.started = time.Now()
+	// Start one interval from now so both threads are up before request 0.
+	s.sched = NewSchedule(s.started.Add(s.cfg.Interval), s.cfg.Interval)
+	var wg sync.WaitGroup
+	var perr, rerr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		runtime.LockOSThread() // pinned/real-time: never returned to the pool
+		perr = s.pace(ctx)
+		s.pacerDone.Store(true)
+	}()
+	go func() {
+		defer wg.Done()
+		runtime.LockOSThread()
+		rerr = s.receive()
+	}()
+	wg.Wait()
+	if ctx.Err() != nil {
+		s.stopped = "interrupted: " + context.Cause(ctx).Error()
+	}
+	s.finish()
+	if err := errors.Join(perr, rerr); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+func (s *Sender) pace(ctx context.Context) error {
+	if s.cfg.CPU >= 0 {
+		if err := cpusched.PinThread(s.cfg.CPU); err != nil {
+			return err
+		}
+	}
+	if err := cpusched.Apply(s.cfg.Sched); err != nil {
+		return err
+	}
+	if err := cpusched.SetTimerSlack(time.Nanosecond); err != nil {
+		return err
+	}
+	done := ctx.Done()
+	for k := 0; k < s.cfg.Count; k++ {
+		select {
+		case <-done:
+			return nil
+		default:
+		}
+		s.sendOne(uint64(k))
+	}
+	return nil
+}
+
+// sendOne waits for request k's due time and sends it. It does not allocate.
+func (s *Sender) sendOne(k uint64) {
+	WaitUntil(s.sched.Due(k), s.cfg.Spin)
+	rec := &s.recs[k]
+	rec.Seq = k
+	rec.T[samples.Due] = s.sched.DueNS(k)
+	s.txHdr = wire.Header{Type: wire.Request, RunID: s.cfg.RunID, Arm: uint32(s.cfg.ArmIndex),
+		Round: uint32(s.cfg.Round), Seq: k, Due: rec.T[samples.Due]}
+	p := wire.Encode(s.txBuf[:], s.cfg.Size, &s.txHdr)
+	now := time.Now().UnixNano()
+	if err := s.conn.SendTo(p, s.cfg.Group, uint32(k)); err != nil {
+		s.pc.SendErrors++
+		return
+	}
+	rec.T[samples.TxUser] = now
+	s.pc.Sent++
+	s.lastSendNS.Store(now)
+	s.sent.Add(1)
+}
+
+const recvPoll = 10 * time.Millisecond
+
+// receive serves the data queue and the error queue of the socket until
+// every reply is in or ReplyTimeout has passed since the last send, and TX
+// stamps are in or TxWait has passed.
+func (s *Sender) receive() error {
+	for {
+		ok, err := s.conn.Poll(recvPoll)
+		if err != nil {
+			return fmt.Errorf("poll: %w", err)
+		}
+		if ok {
+			s.drainErrqueue()
+			if err := s.drainReplies(); err != nil {
+				return err
+			}
+		}
+		if s.pacerDone.Load() && s.receiveDone() {
+			s.drainErrqueue()
+			return nil
+		}
+	}
+}
+
+func (s *Sender) receiveDone() bool {
+	last := s.lastSendNS.Load()
+	now := time.Now().UnixNano()
+	allReplies := s.received.Load() >= s.sent.Load()
+	repliesDone := allReplies || now-last > int64(s.cfg.ReplyTimeout)
+	txDone := !s.txPending() || now-last > int64(s.cfg.TxWait)
+	return repliesDone && txDone
+}
+
+func (s *Sender) txPending() bool {
+	// Only called after the pacer stopped: reading its fields is safe.
+	for i := range s.recs {
+		if s.wantTx(&s.recs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Sender) wantTx(r *samples.Record) bool {
+	if r.T[samples.TxUser] == 0 {
+		return false
+	}
+	return r.T[samples.TxSW] == 0 || (s.granted.HardwareTX() && r.T[samples.TxHW] == 0)
+}
+
+func (s *Sender) drainErrqueue() {
+	for {
+		ts, err := s.conn.RecvErr()
+		if err != nil {
+			if errors.Is(err, tstamp.ErrNotTimestamp) || errors.Is(err, tstamp.ErrUnknownKey) {
+				continue
+			}
+			return
+		}
+		if ts.Kind != tstamp.KindSnd || int(ts.Key) >= len(s.recs) {
+			continue
+		}
+		// A stamp read long after its due time is late: keep it, count it.
+		if time.Now().UnixNano()-s.sched.DueNS(uint64(ts.Key)) > int64(s.cfg.TxWait) {
+			s.rc.TxStampsLate++
+		}
+		r := &s.recs[ts.Key]
+		if ts.SW != 0 {
+			r.T[samples.TxSW] = ts.SW
+		}
+		if ts.HW != 0 {
+			r.T[samples.TxHW] = ts.HW
+		}
+	}
+}
+
+func (s *Sender) drainReplies() error {
+	for {
+		n, _, st, err := s.conn.Recv(s.rxBuf[:], syscall.MSG_DONTWAIT)
+		user := time.Now().UnixNano()
+		switch {
+		case err == nil:
+		case errors.Is(err, tstamp.ErrWouldBlock):
+			return nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, tstamp.ErrTruncated):
+			s.rc.Malformed++
+			continue
+		default:
+			return fmt.Errorf("recvmsg: %w", err)
+		}
+		s.onReply(s.rxBuf[:n], st, user)
+	}
+}
+
+// onReply files one received datagram. It does not allocate.
+func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) {
+	if err := wire.Decode(p, s.cfg.RunID, &s.rxHdr); err != nil {
+		if err == wire.ErrShort || err == wire.ErrMagic || err == wire.ErrRunID {
+			s.rc.Foreign++
+		} else {
+			s.rc.Malformed++
+		}
+		return
+	}
+	h := &s.rxHdr
+	if h.Type != wire.Reply || h.Seq >= uint64(len(s.recs)) || h.Arm != uint32(s.cfg.ArmIndex) || h.Round != uint32(s.cfg.Round) {
+		s.rc.Foreign++
+		return
+	}
+	r := &s.recs[h.Seq]
+	if r.T[samples.RxUser] != 0 {
+		r.Flags |= samples.FlagDuplicate
+		s.rc.Duplicated++
+		return
+	}
+	if s.seenAny && h.Seq < s.maxSeq {
+		r.Flags |= samples.FlagReordered
+		s.rc.Reordered++
+	}
+	if !s.seenAny || h.Seq > s.maxSeq {
+		s.maxSeq, s.seenAny = h.Seq, true
+	}
+	// Late is judged against the due time carried in the packet, so the
+	// receiver never reads the pacer's memory.
+	if user-h.Due > int64(s.cfg.ReplyTimeout) {
+		r.Flags |= samples.FlagLate
+		s.rc.Late++
+	}
+	r.T[samples.RxSW] = st.SW
+	r.T[samples.RxHW] = st.HW
+	r.T[samples.RxUser] = user
+	s.received.Add(1)
+}
+
+// finish merges the counters after both threads stopped.
+func (s *Sender) finish() {
+	c := s.rc
+	c.Sent = s.pc.Sent
+	c.SendErrors = s.pc.SendErrors
+	for i := range s.recs {
+		r := &s.recs[i]
+		if r.T[samples.TxUser] == 0 {
+			r.Seq = uint64(i)
+			r.Flags |= samples.FlagNotSent
+			continue
+		}
+		if r.T[samples.RxUser] != 0 && r.Flags&samples.FlagLate == 0 {
+			c.Received++
+		}
+		if s.wantTx(r) {
+			c.TxStampsMissing++
+		}
+	}
+	c.Lost = c.Sent - c.Received
+	s.pc, s.rc = samples.Counters{}, c
+}
+
+// Counters returns the round's counts (valid after Run).
+func (s *Sender) Counters() samples.Counters { return s.rc }
+
+// Records returns one record per sequence (valid after Run).
+func (s *Sender) Records() []samples.Record { return s.recs }
+
+// Header describes the sender's sample file.
+func (s *Sender) Header() samples.Header {
+	clocks := responder.Clocks(s.granted, s.cfg.Iface, "tx", "rx")
+	clocks["due"] = samples.Clock{Source: "user", Clock: "CLOCK_REALTIME", Note: "start + k·interval"}
+	return samples.Header{
+		WireVersion: wire.Version,
+		RigVersion:  version.String(),
+		Role:        samples.RoleSender,
+		RunID:       wire.FormatRunID(s.cfg.RunID),
+		Arm:         s.cfg.Arm,
+		ArmIndex:    s.cfg.ArmIndex,
+		Round:       s.cfg.Round,
+		Host:        s.cfg.Host,
+		Iface:       s.cfg.Iface,
+		Group:       s.cfg.Group.String(),
+		IntervalNS:  int64(s.cfg.Interval),
+		Count:       s.cfg.Count,
+		Size:        s.cfg.Size,
+		Warmup:      s.cfg.Warmup,
+		Clocks:      clocks,
+		Settings: map[string]any{
+			"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "spin_ns": int64(s.cfg.Spin),
+			"timestamps": s.granted.String(), "tx_keying": s.conn.Keying().String(),
+			"reply_timeout_ns": int64(s.cfg.ReplyTimeout), "tx_wait_ns": int64(s.cfg.TxWait),
+		},
+		StartedAt: s.started.UTC().Format(time.RFC3339Nano),
+	}
+}
+
+// WriteFile writes the sender's sample file.
+func (s *Sender) WriteFile(path string) error {
+	return samples.WriteFile(path, s.Header(), s.recs, samples.Footer{
+		Counters: s.rc, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: s.stopped,
+	})
+}
+
+// Close releases the socket.
+func (s *Sender) Close() error { return s.conn.Close() }

@@ -433,3 +433,24 @@ func FuzzRoundFile(f *testing.F) {
 		}
 	})
 }
+
+// A clock listed in the header whose stamps no record carries (hardware RX
+// granted but not TX) is not a source: the next best one is used and a note
+// says why.
+func TestListedClockWithoutStamps(t *testing.T) {
+	ck := map[string]samples.Clock{
+		"req_rx_hw": hwClock("eth2", 1), "rep_tx_hw": hwClock("eth2", 1),
+		"req_rx_sw": {Source: "sw"}, "rep_tx_sw": {Source: "sw"},
+	}
+	j := joined(ck, samples.RoleResponder)
+	for i := range j.Records {
+		j.Records[i].T[samples.RepTxHW] = 0
+	}
+	rep := analyzeJoined(t, j)
+	if got := rep.Arm("a").Metrics[Turnaround].Source; got != "responder sw" {
+		t.Fatalf("source %q", got)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "responder hw (rep_tx_hw − req_rx_hw) has a clock but no record carries its stamps") {
+		t.Fatalf("notes %q", rep.Notes)
+	}
+}

@@ -21,13 +21,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 )
 
-// FormatVersion is the version of report.json (analysis/REPORT_FORMAT.md).
+// FormatVersion is the version of report.json (README.md, Reports).
 const FormatVersion = 1
 
 // Report is the analysis of one run; it is report.json.
@@ -54,8 +55,9 @@ type Report struct {
 	Telemetry      []TelemetrySection `json:"telemetry,omitempty"`
 	TelemetryFiles int                `json:"telemetry_files"`
 
-	hists   map[string]*hdrhistogram.Histogram // arm/metric → pooled after warm-up
-	scatter map[string][]ScatterRound          // arm → headline points per round
+	startMs, endMs int64                              // run start and end (ms since epoch) for hist.hlog; 0 = unknown
+	hists          map[string]*hdrhistogram.Histogram // arm/metric → pooled after warm-up
+	scatter        map[string][]ScatterRound          // arm → headline points per round
 }
 
 // Rules are the statistics rules, printed with every table.
@@ -242,6 +244,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 		Problems: slices.Clone(in.Problems), Notes: []string{},
 		hists: map[string]*hdrhistogram.Histogram{}, scatter: map[string][]ScatterRound{},
 	}
+	rep.startMs, rep.endMs = msTime(in.StartedAt), msTime(in.EndedAt)
 	w := in.Warmup
 	if opt.OverrideWarmup {
 		if opt.Warmup < 0 {
@@ -272,7 +275,9 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: sample header says warm-up %d; using W=%d for the whole run", a.Name, rd.K, j.Header.Warmup, w))
 			}
 			ar.Rounds = append(ar.Rounds, rd.K)
-			analyzeRound(j, rd.K, w, accs, opt)
+			for _, n := range analyzeRound(j, rd.K, w, accs, opt) {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q %s", a.Name, n))
+			}
 			if rd.Dir != "" {
 				tp := filepath.Join(rd.Dir, rundir.Telemetry)
 				if _, err := os.Stat(tp); err == nil {
@@ -338,6 +343,14 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 	return rep, nil
 }
 
+func msTime(s string) int64 {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
 func whyMissing(m string, accs map[string]map[string]*acc, chosen map[string]*acc) string {
 	switch {
 	case m == Network:
@@ -379,7 +392,7 @@ func classify(r *samples.Record, hasSender, hasCapture bool) (lost, notSent bool
 }
 
 // analyzeRound computes every candidate source of every metric of one round.
-func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, opt Options) {
+func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, opt Options) []string {
 	hasSender := slices.Contains(j.Roles, samples.RoleSender)
 	hasCapture := slices.Contains(j.Roles, samples.RoleCapture)
 	var base Counts
@@ -418,8 +431,25 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 	}
 	vals := make([]int64, 0, completed)
 	scratch := make([]int64, completed)
+	var notes []string
 	for _, m := range MetricNames {
 		for pos, src := range candidates(m, j) {
+			vals = vals[:0]
+			for i := range recs {
+				if !use[i] {
+					continue
+				}
+				if v, ok := src.Value(&recs[i]); ok {
+					vals = append(vals, v)
+				}
+			}
+			if len(vals) == 0 && completed > 0 {
+				// The header lists the clocks but no record has the stamps
+				// (e.g. hardware RX granted, TX not): the source does not
+				// exist in this round.
+				notes = append(notes, fmt.Sprintf("round %d: %s source %s (%s) has a clock but no record carries its stamps; not used", k, m, src.Label, src.Formula))
+				continue
+			}
 			if accs[m] == nil {
 				accs[m] = map[string]*acc{}
 			}
@@ -430,16 +460,9 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 				a = &acc{src: src, first: pos, hist: h}
 				accs[m][src.Label] = a
 			}
-			vals = vals[:0]
-			for i := range recs {
-				if !use[i] {
-					continue
-				}
-				if v, ok := src.Value(&recs[i]); ok {
-					vals = append(vals, v)
-					if v < 0 || a.hist.RecordValue(v) != nil {
-						a.dropped++
-					}
+			for _, v := range vals {
+				if v < 0 || a.hist.RecordValue(v) != nil {
+					a.dropped++
 				}
 			}
 			c := base
@@ -453,6 +476,7 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 			a.rounds = append(a.rounds, roundStats(k, c, &st))
 		}
 	}
+	return notes
 }
 
 func roundStats(k int, c Counts, st *Stats) RoundStats {

@@ -21,6 +21,8 @@ type Input struct {
 	RunID    string
 	Scenario string
 	Baseline string
+	// StartedAt, EndedAt (RFC 3339, from the manifest) time-stamp hist.hlog.
+	StartedAt, EndedAt string
 	// Warmup from the manifest; −1 when unknown (then each round's sample
 	// header decides).
 	Warmup   int
@@ -72,6 +74,7 @@ func Load(run string) (*Input, error) {
 		}
 	} else {
 		in.RunID, in.Scenario, in.Baseline, in.Warmup = m.RunID, m.Scenario, m.Baseline, m.Warmup
+		in.StartedAt, in.EndedAt = m.StartedAt, m.EndedAt
 		for _, a := range m.Arms {
 			in.Arms = append(in.Arms, InputArm{Name: a.Name, Skipped: a.Skipped})
 		}

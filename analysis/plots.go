@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -139,6 +140,7 @@ func scatterPlot(r *Report, k int) (Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s per request, round %d (after warm-up W=%d)", m, k, r.Rules.Warmup)
 	p.X.Label.Text = "sequence"
+	p.X.Tick.Marker = intTicks{}
 	p.Y.Label.Text = "latency (µs)"
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
@@ -171,4 +173,17 @@ func scatterPlot(r *Report, k int) (Plot, error) {
 	pl.Caption = fmt.Sprintf("%s of each request in round %d against its sequence number, one colour per arm. "+
 		"Shown: every sample above the round's p99 and every %d-th of the others.", m, k, stride)
 	return pl, render(p, &pl)
+}
+
+// intTicks labels the default tick positions as integers (sequence numbers).
+type intTicks struct{}
+
+func (intTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', 0, 64)
+		}
+	}
+	return ts
 }

@@ -20,7 +20,7 @@ func WriteReportMD(w io.Writer, r *Report, plots []Plot) error {
 		t := metricTable(r, m)
 		t.md(b)
 	}
-	t := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline")
+	t := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
 	t.md(b)
 	if len(plots) > 0 {
 		b.WriteString("## Plots\n\n")
@@ -115,7 +115,7 @@ func WriteReportHTML(w io.Writer, r *Report, plots []Plot) error {
 	for _, m := range r.metricsPresent() {
 		tables = append(tables, metricTable(r, m))
 	}
-	tables = append(tables, comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline"))
+	tables = append(tables, comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline", "arm"))
 	var hp []hplot
 	for _, p := range plots {
 		hp = append(hp, hplot{Title: p.Title, Caption: p.Caption,

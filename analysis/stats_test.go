@@ -258,3 +258,47 @@ func TestCIRanksLarge(t *testing.T) {
 		}
 	}
 }
+
+// The per-sample path of a round (metric value, radix sort into a reused
+// buffer) allocates nothing.
+func TestHotPathAllocs(t *testing.T) {
+	j := joined(clockMap(samples.CapReq, samples.CapRep), samples.RoleCapture)
+	src, ok := pair(j, "capture", samples.CapReq, samples.CapRep, true)
+	if !ok {
+		t.Fatal("no capture source")
+	}
+	vals := make([]int64, 0, 4096)
+	buf := make([]int64, 4096)
+	r := rand.New(rand.NewPCG(5, 6))
+	raw := make([]int64, 4096)
+	for i := range raw {
+		raw[i] = r.Int64N(1 << 30)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		vals = vals[:0]
+		for i := range j.Records {
+			if v, ok := src.Value(&j.Records[i]); ok {
+				vals = append(vals, v)
+			}
+		}
+		vals = append(vals[:0], raw...)
+		sortInt64(vals, buf)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per round", allocs)
+	}
+}
+
+func BenchmarkSortInt64(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	raw := make([]int64, 10_000)
+	for i := range raw {
+		raw[i] = 3000 + r.Int64N(1_000_000)
+	}
+	v, buf := make([]int64, len(raw)), make([]int64, len(raw))
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(v, raw)
+		sortInt64(v, buf)
+	}
+}

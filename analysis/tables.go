@@ -110,7 +110,7 @@ func WriteTablesMD(w io.Writer, r *Report) error {
 	for _, m := range r.metricsPresent() {
 		writeMetricTable(b, r, m)
 	}
-	writeComparisonMD(b, "Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline")
+	writeComparisonMD(b, "Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
 	writeProblemsMD(b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -214,16 +214,16 @@ func writeMetricTable(b *strings.Builder, r *Report, m string) {
 
 func mdEsc(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 
-func comparisonTable(title string, cs []Comparison, refWord string) table {
+func comparisonTable(title string, cs []Comparison, refWord, thisWord string) table {
 	t := table{Title: title}
 	if len(cs) == 0 {
 		t.Caption = "No comparison (a single arm, or no data for the reference)."
 		return t
 	}
-	t.Caption = fmt.Sprintf("Δ = arm − %s and ratio = arm / %s of the across-round medians (µs). "+
+	t.Caption = fmt.Sprintf("Δ = %s − %s and ratio = %s / %s of the across-round medians (µs). "+
 		"Real difference: the round ranges do not overlap and the 95 %% interval envelopes do not overlap "+
-		"(worst: ranges only, ≥ 2 rounds a side); undersampled cells claim nothing.", refWord, refWord)
-	t.Head = []string{"metric", "arm", "stat", refWord, "arm", "Δ", "ratio", "verdict"}
+		"(worst: ranges only, ≥ 2 rounds a side); undersampled cells claim nothing.", thisWord, refWord, thisWord, refWord)
+	t.Head = []string{"metric", "arm", "stat", refWord, thisWord, "Δ", "ratio", "verdict"}
 	for _, c := range cs {
 		d, ra := "—", "—"
 		if c.DeltaNS != nil {
@@ -240,8 +240,8 @@ func comparisonTable(title string, cs []Comparison, refWord string) table {
 	return t
 }
 
-func writeComparisonMD(b *strings.Builder, title string, cs []Comparison, refWord string) {
-	t := comparisonTable(title, cs, refWord)
+func writeComparisonMD(b *strings.Builder, title string, cs []Comparison, refWord, thisWord string) {
+	t := comparisonTable(title, cs, refWord, thisWord)
 	t.md(b)
 }
 
@@ -329,7 +329,7 @@ func WriteComparisonMD(w io.Writer, a, b *Report, cs []Comparison, notes []strin
 	if a.Rules.Warmup != b.Rules.Warmup {
 		fmt.Fprintf(sb, "**Warning:** the runs use different warm-ups.\n\n")
 	}
-	writeComparisonMD(sb, "B against A", cs, "A")
+	writeComparisonMD(sb, "B against A", cs, "A", "B")
 	for _, n := range notes {
 		fmt.Fprintf(sb, "- %s\n", n)
 	}

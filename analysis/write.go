@@ -84,7 +84,8 @@ func WriteAll(dir string, r *Report) error {
 // WriteHistLog writes hist.hlog: an HdrHistogram interval log (format 1.3)
 // with one interval histogram per arm × metric, tagged <arm>/<metric>,
 // holding every sample after warm-up of every round (values in ns; the
-// interval's max column is in ms as the log format wants).
+// interval's max column is in ms as the log format wants). The interval
+// spans the run (manifest started_at…ended_at), relative to its start.
 func WriteHistLog(w io.Writer, r *Report) error {
 	lw := hdrhistogram.NewHistogramLogWriter(w)
 	if err := lw.OutputLogFormatVersion(); err != nil {
@@ -93,9 +94,12 @@ func WriteHistLog(w io.Writer, r *Report) error {
 	if err := lw.OutputComment(fmt.Sprintf("rig run %s: one histogram per arm/metric, ns, after warm-up W=%d; tables use exact samples, not these", r.Run, r.Rules.Warmup)); err != nil {
 		return err
 	}
-	if err := lw.OutputStartTime(0); err != nil {
+	// Interval = the whole run (start and end from manifest.json), logged
+	// relative to its start.
+	if err := lw.OutputStartTime(r.startMs); err != nil {
 		return err
 	}
+	lw.SetBaseTime(r.startMs)
 	if err := lw.OutputLegend(); err != nil {
 		return err
 	}
@@ -120,6 +124,8 @@ func WriteHistLog(w io.Writer, r *Report) error {
 	for _, k := range keys {
 		h := r.hists[k]
 		h.SetTag(tagSafe(k))
+		h.SetStartTimeMs(r.startMs)
+		h.SetEndTimeMs(max(r.endMs, r.startMs))
 		if err := lw.OutputIntervalHistogram(h); err != nil {
 			return fmt.Errorf("histogram %s: %w", k, err)
 		}

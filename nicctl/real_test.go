@@ -104,10 +104,7 @@ func TestRealShowEth0(t *testing.T) {
 	for _, f := range strings.Fields(caps)[1:] {
 		want = append(want, strings.Trim(f, "()"))
 	}
-	var got []string
-	for _, n := range in.TSInfo.Timestamping.Names {
-		got = append(got, n)
-	}
+	got := in.TSInfo.Timestamping.Names
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("timestamping: nicctl %v, ethtool %v", got, want)
 	}

@@ -41,11 +41,15 @@ func runRespond(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := responder.New(responder.Config{
+	var r *responder.Responder
+	r, err = responder.New(responder.Config{
 		Iface: pf.iface, Group: group, ReplyTo: replyTo, CPU: *cpu, Poll: pm, BusyPollUS: busyPoll,
 		Sched: sc, Timestamps: mode, RunID: runID, Capacity: *capacity, TxWait: *txWait,
 		StopAfter: *count, Arm: pf.arm,
-		Ready: func() { logf("rig respond: ready on %s group %s (poll %s)", pf.iface, group, *poll) },
+		Ready: func() {
+			// "thread N" lets the agent watch this loop's context switches.
+			logf("rig respond: ready on %s group %s (poll %s, cpu %d, thread %d)", pf.iface, group, *poll, *cpu, r.ThreadID())
+		},
 	})
 	if err != nil {
 		return setupError("respond", err)

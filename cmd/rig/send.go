@@ -1,8 +1,8 @@
 package main
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -104,4 +104,3 @@ func runSend(ctx context.Context, args []string) error {
 	}
 	return nil
 }
-

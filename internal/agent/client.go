@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rig-project/rig/internal/check"
 	"github.com/rig-project/rig/internal/scenario"
 )
 
@@ -145,7 +146,7 @@ func (c *Client) readLoop(br *bufio.Reader) {
 // RemoteError is an error reported by the agent.
 type RemoteError struct {
 	Host, Op, Msg string
-	Usage        bool // bad input rather than a host failure
+	Usage         bool // bad input rather than a host failure
 }
 
 func (e *RemoteError) Error() string { return fmt.Sprintf("host %s: %s: %s", e.Host, e.Op, e.Msg) }
@@ -204,6 +205,12 @@ func (c *Client) Env(ctx context.Context, ifaces []string) (json.RawMessage, err
 	return raw, c.call(ctx, OpEnv, EnvArgs{Ifaces: ifaces}, &raw)
 }
 
+// Check runs the preflight checks on the host for a responder CPU.
+func (c *Client) Check(ctx context.Context, cpu int, iface string) (*check.Report, error) {
+	var r check.Report
+	return &r, c.call(ctx, OpCheck, CheckArgs{CPU: cpu, Iface: iface}, &r)
+}
+
 // Apply puts an arm's knobs in force on the host.
 func (c *Client) Apply(ctx context.Context, arm string, k scenario.Knobs, iface string, length time.Duration) ([]string, error) {
 	kb, err := json.Marshal(k)
@@ -224,9 +231,9 @@ func (c *Client) Undo(ctx context.Context) ([]string, error) {
 
 // Start starts a rig probe process on the host; onProgress gets its
 // progress lines.
-func (c *Client) Start(ctx context.Context, command string, args []string, onProgress func(string)) (int, error) {
+func (c *Client) Start(ctx context.Context, a StartArgs, onProgress func(string)) (int, error) {
 	var r StartResult
-	if err := c.call(ctx, OpStart, StartArgs{Command: command, Args: args}, &r); err != nil {
+	if err := c.call(ctx, OpStart, a, &r); err != nil {
 		return 0, err
 	}
 	if onProgress != nil {
@@ -253,10 +260,11 @@ func (c *Client) Wait(ctx context.Context, h int) (WaitResult, error) {
 	return r, c.call(ctx, OpWait, HandleArgs{Handle: h}, &r)
 }
 
-// Fetch returns the process's sample file.
-func (c *Client) Fetch(ctx context.Context, h int) ([]byte, error) {
+// Fetch returns the process's sample file and, for a responder started
+// with telemetry, its telemetry.json.
+func (c *Client) Fetch(ctx context.Context, h int) (FetchResult, error) {
 	var r FetchResult
-	return r.Data, c.call(ctx, OpFetch, HandleArgs{Handle: h}, &r)
+	return r, c.call(ctx, OpFetch, HandleArgs{Handle: h}, &r)
 }
 
 // Close says bye (the agent stops its processes and takes its arm back),

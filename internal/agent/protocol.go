@@ -70,6 +70,7 @@ const (
 	OpStop  = "stop"  // HandleArgs → {}
 	OpWait  = "wait"  // HandleArgs → WaitResult
 	OpFetch = "fetch" // HandleArgs → FetchResult
+	OpCheck = "check" // CheckArgs → check.Report
 	OpBye   = "bye"   // → {}; the agent cleans up and exits
 )
 
@@ -92,6 +93,12 @@ type EnvArgs struct {
 	Ifaces []string `json:"ifaces"`
 }
 
+// CheckArgs run `rig check` on the agent's host.
+type CheckArgs struct {
+	CPU   int    `json:"cpu"`
+	Iface string `json:"iface,omitempty"`
+}
+
 // ApplyArgs is an arm to put in force on the agent's host.
 type ApplyArgs struct {
 	Arm      string          `json:"arm"`
@@ -110,6 +117,16 @@ type ApplyResult struct {
 type StartArgs struct {
 	Command string   `json:"command"`
 	Args    []string `json:"args"`
+	// Telemetry, for a responder, samples its CPU from the agent while it
+	// runs (DESIGN §6); nil: none.
+	Telemetry *TelemetryArgs `json:"telemetry,omitempty"`
+}
+
+// TelemetryArgs configure the per-CPU telemetry of a responder.
+type TelemetryArgs struct {
+	CPU        int   `json:"cpu"` // the responder CPU; its SMT sibling is watched too
+	IntervalNS int64 `json:"interval_ns,omitempty"`
+	IRQs       []int `json:"irqs,omitempty"` // NIC queue IRQs whose affinity drift is watched
 }
 
 // StartResult names the process.
@@ -132,5 +149,6 @@ type WaitResult struct {
 
 // FetchResult is a process's sample file.
 type FetchResult struct {
-	Data []byte `json:"data"` // base64 in JSON
+	Data      []byte `json:"data"`                // base64 in JSON
+	Telemetry []byte `json:"telemetry,omitempty"` // telemetry.json, when asked for
 }

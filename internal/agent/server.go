@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rig-project/rig/internal/check"
 	"github.com/rig-project/rig/internal/envsnap"
 	"github.com/rig-project/rig/internal/hostctl"
 	"github.com/rig-project/rig/internal/hostfs"
@@ -138,6 +139,12 @@ func (s *Server) handle(ctx context.Context, req Request) (any, error) {
 			return nil, err
 		}
 		return envsnap.Take(ctx, s.FS, envsnap.Options{Ifaces: a.Ifaces}), nil
+	case OpCheck:
+		var a CheckArgs
+		if err := decode(req.Args, &a); err != nil {
+			return nil, err
+		}
+		return check.Run(ctx, s.FS, check.Options{CPU: a.CPU, Iface: a.Iface})
 	case OpApply:
 		var a ApplyArgs
 		if err := decode(req.Args, &a); err != nil {
@@ -173,7 +180,8 @@ func (s *Server) handle(ctx context.Context, req Request) (any, error) {
 		default:
 			<-p.done
 			b, err := os.ReadFile(p.out)
-			return FetchResult{Data: b}, err
+			t, _ := os.ReadFile(p.out + ".telemetry.json")
+			return FetchResult{Data: b, Telemetry: t}, err
 		}
 	}
 	return nil, fmt.Errorf("agent: unknown operation %q (this agent speaks %s version %d)", req.Op, Proto, Version)
@@ -252,6 +260,7 @@ func (s *Server) start(a StartArgs) (any, error) {
 		return nil, err
 	}
 	p := &serverProc{cmd: cmd, out: out, ready: make(chan struct{}), done: make(chan struct{})}
+	var tel *procTelemetry
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("agent: start rig %s: %w", a.Command, err)
 	}
@@ -264,7 +273,12 @@ func (s *Server) start(a StartArgs) (any, error) {
 				continue
 			}
 			if strings.Contains(line, ": ready") {
-				p.once.Do(func() { close(p.ready) })
+				p.once.Do(func() {
+					if a.Telemetry != nil {
+						tel = startTelemetry(s.FS, a.Telemetry, cmd.Process.Pid, line)
+					}
+					close(p.ready)
+				})
 			}
 			p.mu.Lock()
 			p.tail = append(p.tail, line)
@@ -275,6 +289,9 @@ func (s *Server) start(a StartArgs) (any, error) {
 			s.send(Event{Event: "log", Handle: h, Line: line})
 		}
 		p.err = cmd.Wait()
+		if tel != nil {
+			tel.finish(p.out + ".telemetry.json")
+		}
 		close(p.done)
 	}()
 	s.mu.Lock()

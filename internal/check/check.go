@@ -121,9 +121,8 @@ type TSInfo struct {
 	PHCIndex       int32  // -1: no PTP hardware clock
 }
 
-// TSInfoer reads timestamping capabilities. The default uses the
-// ETHTOOL_GET_TS_INFO ioctl directly; it moves to internal/tstamp once that
-// package lands.
+// TSInfoer reads timestamping capabilities. The default asks
+// internal/tstamp (ETHTOOL_GET_TS_INFO); tests use fakes.
 type TSInfoer interface {
 	TSInfo(iface string) (TSInfo, error)
 }

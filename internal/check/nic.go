@@ -9,23 +9,19 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
-// ethtoolTS is the default TSInfoer: ETHTOOL_GET_TS_INFO on a UDP socket.
-// It needs no capability.
+// ethtoolTS is the default TSInfoer: ETHTOOL_GET_TS_INFO through
+// internal/tstamp (rig's one door to timestamping). It needs no capability.
 type ethtoolTS struct{}
 
 func (ethtoolTS) TSInfo(iface string) (TSInfo, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	c, err := tstamp.Capabilities(iface)
 	if err != nil {
 		return TSInfo{}, err
 	}
-	defer unix.Close(fd)
-	ti, err := unix.IoctlGetEthtoolTsInfo(fd, iface)
-	if err != nil {
-		return TSInfo{}, fmt.Errorf("ETHTOOL_GET_TS_INFO %s: %w", iface, err)
-	}
-	return TSInfo{SoTimestamping: ti.So_timestamping, TxTypes: ti.Tx_types, RxFilters: ti.Rx_filters, PHCIndex: ti.Phc_index}, nil
+	return TSInfo{SoTimestamping: uint32(c.SOF), TxTypes: c.TxTypes, RxFilters: c.RxFilters, PHCIndex: int32(c.PHCIndex)}, nil
 }
 
 const (

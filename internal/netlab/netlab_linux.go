@@ -326,7 +326,7 @@ func openNS(name string) (*nsHandle, error) {
 }
 
 func (n *nsHandle) close() {
-	n.Handle.Delete()
+	n.Handle.Close()
 	n.fd.Close()
 }
 

@@ -53,7 +53,12 @@ type Spec struct {
 	Sched        string
 	SenderCPU    int // -1: not pinned
 	Spin         time.Duration
+	ReplyTimeout time.Duration // 0: the sender's default
 	ReadyTimeout time.Duration // default 10 s
+	// Telemetry samples the responder CPU during the round (needs a
+	// pinned responder); it is written to telemetry.json.
+	Telemetry         bool
+	TelemetryInterval time.Duration
 	// Progress, when set, receives the sender's progress (once a second).
 	Progress func(sent, received int)
 }
@@ -106,15 +111,20 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			if err != nil && ctx.Err() == nil {
 				errs = append(errs, err)
 			}
-			data, ferr := p.host.Agent.Fetch(cleanup, p.h)
+			fr, ferr := p.host.Agent.Fetch(cleanup, p.h)
 			if ferr != nil {
 				if ctx.Err() == nil {
 					errs = append(errs, fmt.Errorf("%s sample file: %w", p.role, ferr))
 				}
 				continue
 			}
+			if len(fr.Telemetry) > 0 {
+				if err := rundir.WriteFileAtomic(filepath.Join(s.Dir, rundir.Telemetry), fr.Telemetry); err != nil {
+					errs = append(errs, err)
+				}
+			}
 			path := filepath.Join(s.Dir, samples.FileName(p.role))
-			if err := rundir.WriteFileAtomic(path, data); err != nil {
+			if err := rundir.WriteFileAtomic(path, fr.Data); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -123,8 +133,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		res.Elapsed = time.Since(start)
 		return errors.Join(errs...)
 	}
-	startProc := func(role samples.Role, host Host, cmd string, args []string, progress func(string)) error {
-		h, err := host.Agent.Start(ctx, cmd, args, progress)
+	startProc := func(role samples.Role, host Host, a agent.StartArgs, progress func(string)) error {
+		h, err := host.Agent.Start(ctx, a, progress)
 		if err != nil {
 			return fmt.Errorf("%s: %w", role, err)
 		}
@@ -134,7 +144,11 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	rsp := append(common(s.Responder.Iface), "--reply", orDefault(s.Reply, "unicast"),
 		"--cpu", strconv.Itoa(s.ResponderCPU), "--poll", orDefault(s.Poll, "block"),
 		"--sched", orDefault(s.Sched, "other"), "--capacity", strconv.Itoa(s.Count))
-	if err := startProc(samples.RoleResponder, s.Responder, "respond", rsp, nil); err != nil {
+	ra := agent.StartArgs{Command: "respond", Args: rsp}
+	if s.Telemetry && s.ResponderCPU >= 0 {
+		ra.Telemetry = &agent.TelemetryArgs{CPU: s.ResponderCPU, IntervalNS: int64(s.TelemetryInterval)}
+	}
+	if err := startProc(samples.RoleResponder, s.Responder, ra, nil); err != nil {
 		return res, errors.Join(err, finish())
 	}
 	if s.Capture != nil {
@@ -142,7 +156,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		if p := replyPort(s.Reply); p != "" {
 			capArgs = append(capArgs, "--reply-port", p)
 		}
-		if err := startProc(samples.RoleCapture, *s.Capture, "capture", capArgs, nil); err != nil {
+		if err := startProc(samples.RoleCapture, *s.Capture, agent.StartArgs{Command: "capture", Args: capArgs}, nil); err != nil {
 			return res, errors.Join(err, finish())
 		}
 	}
@@ -157,6 +171,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if s.Reply != "" && s.Reply != "unicast" {
 		snd = append(snd, "--reply-group", s.Reply)
 	}
+	if s.ReplyTimeout > 0 {
+		snd = append(snd, "--reply-timeout", s.ReplyTimeout.String())
+	}
 	onLine := func(line string) {
 		var sent, recv int
 		if s.Progress != nil {
@@ -165,7 +182,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			}
 		}
 	}
-	if err := startProc(samples.RoleSender, s.Sender, "send", snd, onLine); err != nil {
+	if err := startProc(samples.RoleSender, s.Sender, agent.StartArgs{Command: "send", Args: snd}, onLine); err != nil {
 		return res, errors.Join(err, finish())
 	}
 	// The sender ends the round: wait for it first, then stop the others.

@@ -16,10 +16,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/check"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
@@ -103,6 +106,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	// Agents and the runner log from several goroutines.
+	o.Log = &syncWriter{w: o.Log}
 	if o.Rig == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -130,6 +135,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	plan := s.Plan()
 	if len(plan.Arms) == 0 {
 		return nil, errors.New("no arm can run on these hosts: every arm was skipped (see rig run --dry-run)")
+	}
+	if s.RequireCheck {
+		if err := preflight(ctx, o, plan, hs); err != nil {
+			return nil, err
+		}
 	}
 	start := time.Now().UTC()
 	dir := filepath.Join(o.ResultsDir, fmt.Sprintf("%s-%s", s.Name, start.Format("20060102T150405Z")))
@@ -229,8 +239,9 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 		Group: s.Traffic.Group.String(), Reply: replyString(s.Traffic), Count: s.Traffic.Count,
 		Interval: s.Traffic.Interval, Size: s.Traffic.Size, Warmup: s.Traffic.Warmup,
 		Timestamps: string(s.Timestamps), RunID: id, Arm: arm.Name, ArmIndex: armIndex, Round: r,
+		ReplyTimeout: s.Traffic.ReplyTimeout,
 		ResponderCPU: -1, SenderCPU: -1, Poll: "block", Sched: "other", Spin: 50 * time.Microsecond,
-		Progress: progress,
+		Progress: progress, Telemetry: true,
 	}
 	if c := k.Responder.CPU; c != nil {
 		spec.ResponderCPU = *c
@@ -292,6 +303,11 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 		return hs, nil
 	}
 	for _, h := range s.Hosts {
+		if h.Iface == "" {
+			return hs, fmt.Errorf("host %s: iface is required for its roles (the NIC that %s uses)", h.Name, roleList(h))
+		}
+	}
+	for _, h := range s.Hosts {
 		rig := o.Rig
 		if !h.Local() && !isNetns(h) {
 			rig = o.RemoteRig
@@ -318,8 +334,10 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 	return hs, nil
 }
 
+// isNetns reports a host that is a network namespace of this machine (same
+// files, same rig binary).
 func isNetns(h scenario.Host) bool {
-	return len(h.Command) >= 3 && h.Command[0] == "ip" && h.Command[1] == "netns" && h.Command[2] == "exec"
+	return len(h.Command) == 4 && h.Command[0] == "ip" && h.Command[1] == "netns" && h.Command[2] == "exec"
 }
 
 // validate checks the scenario against the facts each agent reports,
@@ -440,4 +458,59 @@ func writeEnv(ctx context.Context, dir string, s *scenario.Scenario, hs *hosts) 
 		}
 		_ = rundir.WriteFileAtomic(filepath.Join(dir, rundir.EnvDir, name+".json"), append(raw, '\n'))
 	}
+}
+
+func roleList(h scenario.Host) string {
+	var r []string
+	for _, x := range h.Roles {
+		r = append(r, string(x))
+	}
+	return strings.Join(r, " and ")
+}
+
+// CheckFailedError is returned when require-check is set and `rig check`
+// found a FAIL on the responder host.
+type CheckFailedError struct{ Report *check.Report }
+
+func (e *CheckFailedError) Error() string {
+	var b strings.Builder
+	e.Report.WriteText(&b)
+	return "require-check: rig check failed on the responder host; nothing was changed:\n" + b.String()
+}
+
+// preflight runs `rig check` on the responder host for every responder CPU
+// the arms use, and stops the run on a FAIL (warnings are logged).
+func preflight(ctx context.Context, o Options, p scenario.Plan, hs *hosts) error {
+	seen := map[int]bool{}
+	for _, a := range p.Arms {
+		cpu := -1
+		if c := a.Effective.Responder.CPU; c != nil {
+			cpu = *c
+		}
+		if seen[cpu] {
+			continue
+		}
+		seen[cpu] = true
+		rep, err := hs.responder.Agent.Check(ctx, cpu, hs.responder.Iface)
+		if err != nil {
+			return fmt.Errorf("require-check: %w", err)
+		}
+		rep.WriteText(o.Log)
+		if rep.Worst == check.Fail {
+			return &CheckFailedError{rep}
+		}
+	}
+	return nil
+}
+
+// syncWriter serialises writes to a log shared by goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }

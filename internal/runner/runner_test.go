@@ -113,6 +113,10 @@ func TestRunThreeArms(t *testing.T) {
 			if c := j.Counters[samples.RoleSender]; c.Sent != 600 || len(j.Roles) != 3 {
 				t.Errorf("arm %s round %d: sender %+v roles %v", a, r, c, j.Roles)
 			}
+			tel, err := os.ReadFile(filepath.Join(rundir.RoundDir(res.Dir, a, r), rundir.Telemetry))
+			if err != nil || !bytes.Contains(tel, []byte(`"threads_seen"`)) {
+				t.Errorf("arm %s round %d: telemetry.json: %v\n%.300s", a, r, err, tel)
+			}
 		}
 	}
 	for _, f := range []string{"tables.md", "tables.csv", "report.json", rundir.ManifestFile, "env/responder.json"} {

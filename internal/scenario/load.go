@@ -156,7 +156,7 @@ func Parse(file string, src []byte) (s *Scenario, err error) {
 		return nil, ErrorList{x.errAt(pos{1, 1}, fmt.Sprintf("file is %d bytes, more than the %d a scenario may have", len(src), MaxFileSize), "is this the right file?")}
 	}
 	if strings.TrimSpace(stripComments(string(src))) == "" {
-		return nil, ErrorList{x.errAt(pos{1, 1}, "the file is empty", "start from scenarios/demo.yaml; FORMAT.md lists every field")}
+		return nil, ErrorList{x.errAt(pos{1, 1}, "the file is empty", "start from scenarios/demo.yaml; README.md (Scenario file format) lists every field")}
 	}
 	f, err := parser.ParseBytes(src, 0)
 	if err != nil {
@@ -263,10 +263,10 @@ func (x *posIndex) yamlErr(err error) *Error {
 		if path != "" {
 			reason = path + ": " + reason
 		}
-		return x.errAt(p, reason, "see FORMAT.md for the type of each field")
+		return x.errAt(p, reason, "README.md (Scenario file format) gives the type of each field")
 	case errors.As(err, &ovf):
 		p := at(ovf.Token)
-		return x.errAt(p, fmt.Sprintf("number %s is out of range", ovf.SrcNum), "use a value FORMAT.md allows for this field")
+		return x.errAt(p, fmt.Sprintf("number %s is out of range", ovf.SrcNum), "use a value README.md (Scenario file format) allows for this field")
 	case errors.As(err, &unx):
 		p := at(unx.Token)
 		path, _ := x.pathAt(p)
@@ -726,8 +726,10 @@ func parseVia(v string) ([]string, error) {
 			return nil, fmt.Errorf("via %q names no host to ssh to", v)
 		}
 	case "ip":
-		if len(f) != 4 || f[1] != "netns" || f[2] != "exec" {
-			return nil, fmt.Errorf("via %q: want \"ip netns exec NS\"", v)
+		// "ip netns exec NS", optionally followed by the command that
+		// reaches the host from inside NS (e.g. ssh from a lab namespace).
+		if len(f) < 4 || f[1] != "netns" || f[2] != "exec" {
+			return nil, fmt.Errorf("via %q: want \"ip netns exec NS\" [COMMAND]", v)
 		}
 	case "kubectl":
 		if !slices.Contains(f, "-i") && !slices.Contains(f, "--stdin") {

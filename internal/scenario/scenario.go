@@ -10,7 +10,7 @@
 // Every problem in a file is reported as an *Error carrying file:line:col, the
 // offending source line with a caret, and a hint; Load and Validate return
 // them as an ErrorList (use errors.As). The file format is documented field
-// by field in FORMAT.md.
+// by field in README.md (Scenario file format).
 package scenario
 
 import (
@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-// Defaults of the optional fields (FORMAT.md documents them).
+// Defaults of the optional fields (README.md documents them).
 const (
 	DefaultCount        = 10000
 	DefaultSize         = 64
@@ -150,7 +150,7 @@ type Arm struct {
 	Knobs     Knobs // as written in the arm
 	Effective Knobs // defaults merged with Knobs
 	// Skip is why the arm cannot run on the hosts ("" = it runs). Validate
-	// sets it from `requires` (and the implicit ones, see FORMAT.md).
+	// sets it from `requires` (and the implicit ones, see README.md).
 	Skip string
 }
 

@@ -469,20 +469,20 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-// TestFormatDoc keeps FORMAT.md honest: its complete example loads, and
-// every key the loader accepts is documented.
+// TestFormatDoc keeps the README's scenario format honest: its complete
+// example loads, and every key the loader accepts is documented.
 func TestFormatDoc(t *testing.T) {
-	b, err := os.ReadFile("FORMAT.md")
+	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	_, ex, ok := strings.Cut(doc, "## Complete example\n\n```yaml\n")
+	_, ex, ok := strings.Cut(doc, "#### Complete example\n\n```yaml\n")
 	ex, _, ok2 := strings.Cut(ex, "```")
 	if !ok || !ok2 {
-		t.Fatal("FORMAT.md has no complete example")
+		t.Fatal("README.md has no complete scenario example")
 	}
-	s, err := Parse("FORMAT.md example", []byte(ex))
+	s, err := Parse("README.md example", []byte(ex))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestFormatDoc(t *testing.T) {
 		}
 		for _, k := range keys {
 			if !strings.Contains(doc, "`"+k+"`") && !strings.Contains(doc, "."+k+"`") {
-				t.Errorf("FORMAT.md does not document %s.%s", path, k)
+				t.Errorf("README.md does not document %s.%s", path, k)
 			}
 		}
 	}

@@ -79,12 +79,12 @@ func newNSPair(t *testing.T) *nsPair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ha.Delete()
+	defer ha.Close()
 	hb, err := netlink.NewHandleAt(p.b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hb.Delete()
+	defer hb.Close()
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: p.ifA}, PeerName: p.ifB, PeerNamespace: netlink.NsFd(int(p.b))}
 	if err := ha.LinkAdd(veth); err != nil {
 		t.Fatalf("veth: %v", err)

@@ -1,0 +1,440 @@
+// Package bench measures rig against the tools its users already trust, on
+// one emulated lab, in interleaved rounds (issue 7):
+//
+//   - RTT at 1 request/ms: rig (multicast request, unicast reply) against
+//     `sockperf ping-pong --mps=1000 --full-rtt` with `sockperf server
+//     --force-unicast-reply` in the same shape, responder blocking and
+//     busy-polling (sockperf --nonblocked on both ends);
+//   - pacing: rig sender lateness against `cyclictest -i 1000` on the
+//     sender's CPU for the same duration;
+//   - rate: rig at 20 µs for a fixed time (loss, duplicates, TX stamps
+//     paired, lateness), and sockperf's max ping-pong rate for reference;
+//   - analysis: wall time and peak RSS of `rig report` on synthetic runs.
+//
+// Both tools get the same namespaces and the same CPUs (the whole process
+// is started under taskset), and every percentile is computed here from
+// raw samples with the nearest-rank rule of package analysis, never taken
+// from a tool's own interpolated summary.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/round"
+	"github.com/rig-project/rig/internal/samples"
+)
+
+// Part names one section of the bench.
+type Part string
+
+// The parts, in the order they run.
+const (
+	PartRTT      Part = "rtt" // RTT vs sockperf, and pacing vs cyclictest inside the same rounds
+	PartRate     Part = "rate"
+	PartAnalysis Part = "analysis"
+)
+
+// AllParts lists every part.
+var AllParts = []Part{PartRTT, PartRate, PartAnalysis}
+
+// Config is one bench run.
+type Config struct {
+	Rig string // rig binary run in the lab (required)
+	Dir string // work directory for sample files and tool output (required)
+	// Lab is an existing lab to use; "" builds a fresh one and removes it.
+	Lab          string
+	Rounds       int           // interleaved rounds (default 4)
+	RoundTime    time.Duration // per tool and round at 1 ms; whole seconds (default 15 s)
+	Warmup       time.Duration // leading part of each rig round left out (default 500 ms; sockperf drops its own ~400 ms)
+	SenderCPU    int           // default 0
+	ResponderCPU int           // default 1
+	Size         int           // UDP payload bytes for both tools (default 64)
+
+	RateInterval time.Duration // default 20 µs
+	RateTime     time.Duration // default 10 s
+	RatePoll     string        // responder mode in the rate test (default busy)
+	MaxRateTime  time.Duration // sockperf --mps=max; whole seconds (default 3 s)
+
+	// AnalysisSizes are the synthetic sample counts `rig report` runs on
+	// (default 1M, 10M, 100M).
+	AnalysisSizes []int
+	Parts         []Part // nil: all
+	Log           io.Writer
+}
+
+func (c *Config) defaults() error {
+	if c.Rig == "" || c.Dir == "" {
+		return errors.New("bench: Config.Rig and Config.Dir are required")
+	}
+	if c.Rounds == 0 {
+		c.Rounds = 4
+	}
+	if c.RoundTime == 0 {
+		c.RoundTime = 15 * time.Second
+	}
+	if c.Warmup == 0 {
+		c.Warmup = 500 * time.Millisecond
+	}
+	if c.Size == 0 {
+		c.Size = 64
+	}
+	if c.RateInterval == 0 {
+		c.RateInterval = 20 * time.Microsecond
+	}
+	if c.RateTime == 0 {
+		c.RateTime = 10 * time.Second
+	}
+	if c.RatePoll == "" {
+		c.RatePoll = "busy"
+	}
+	if c.MaxRateTime == 0 {
+		c.MaxRateTime = 3 * time.Second
+	}
+	if c.AnalysisSizes == nil {
+		c.AnalysisSizes = []int{1_000_000, 10_000_000, 100_000_000}
+	}
+	if c.Parts == nil {
+		c.Parts = AllParts
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	switch {
+	case c.Rounds < 1:
+		return fmt.Errorf("bench: rounds %d: want at least 1", c.Rounds)
+	case c.RoundTime < time.Second || c.RoundTime%time.Second != 0:
+		return fmt.Errorf("bench: round time %v: want whole seconds, at least 1s (sockperf -t takes seconds)", c.RoundTime)
+	case c.MaxRateTime < time.Second || c.MaxRateTime%time.Second != 0:
+		return fmt.Errorf("bench: max-rate time %v: want whole seconds, at least 1s", c.MaxRateTime)
+	case c.Warmup < 0 || c.Warmup >= c.RoundTime:
+		return fmt.Errorf("bench: warm-up %v must be shorter than the round time %v", c.Warmup, c.RoundTime)
+	case c.RateInterval <= 0 || c.RateTime < c.RateInterval:
+		return fmt.Errorf("bench: rate interval %v / time %v: want 0 < interval ≤ time", c.RateInterval, c.RateTime)
+	case c.SenderCPU < 0 || c.ResponderCPU < 0:
+		return fmt.Errorf("bench: sender CPU %d / responder CPU %d: both tools are pinned, give CPUs", c.SenderCPU, c.ResponderCPU)
+	}
+	for _, p := range c.Parts {
+		if !slices.Contains(AllParts, p) {
+			return fmt.Errorf("bench: unknown part %q: want one of %v", p, AllParts)
+		}
+	}
+	return nil
+}
+
+func (c *Config) has(p Part) bool { return slices.Contains(c.Parts, p) }
+
+// Results is what a bench run measured.
+type Results struct {
+	Config   Config
+	Env      Env
+	RTT      []RTTRow    // per responder mode: rig user, rig sw, sockperf
+	Pacing   []PacingRow // rig lateness, cyclictest
+	Rate     *RateResult // nil when not run
+	Analysis []AnalysisRow
+	Notes    []string
+	Elapsed  time.Duration
+}
+
+// RTTRow is one tool's pooled RTTs in one responder mode.
+type RTTRow struct {
+	Mode   string // "block" or "busy"
+	Tool   string // "rig user", "rig sw", "sockperf"
+	Stats  Summary
+	Rounds int
+	Lost   int // rig: lost requests; sockperf: dropped messages
+}
+
+// PacingRow is one tool's wake-up lateness on the sender CPU.
+type PacingRow struct {
+	Tool  string // "rig lateness", "cyclictest"
+	Stats Summary
+}
+
+// Summary holds the nearest-rank figures of one pooled sample.
+type Summary struct {
+	N              int
+	P50, P99, P999 int64 // ns
+	Max            int64
+	ResolutionUS   bool // whole µs (cyclictest)
+}
+
+func summarize(v []int64) Summary {
+	if len(v) == 0 {
+		return Summary{}
+	}
+	st := analysis.Compute(v) // sorts v
+	get := func(q analysis.Quantile) int64 { x, _ := st.Value(q); return x }
+	return Summary{N: len(v), P50: get(analysis.P50), P99: get(analysis.P99), P999: get(analysis.P999), Max: v[len(v)-1]}
+}
+
+// Run runs the parts of cfg and returns what they measured. Tool failures
+// end the run with an error naming the tool and its last output.
+func Run(ctx context.Context, cfg Config) (*Results, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res := &Results{Config: cfg, Env: snapshotEnv(ctx)}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if cfg.has(PartRTT) || cfg.has(PartRate) {
+		topo, cleanup, err := lab(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		b := &runner{cfg: cfg, topo: topo, res: res}
+		// One agent per side for the whole bench, started under taskset:
+		// the rig processes it starts inherit the CPU, as sockperf does.
+		for _, a := range []struct {
+			dst  **agent.Client
+			role netlab.Role
+			cpu  int
+		}{{&b.snd, netlab.Sender, cfg.SenderCPU}, {&b.rsp, netlab.Responder, cfg.ResponderCPU}} {
+			c, err := agent.DialRig(ctx, string(a.role), b.prefix(a.role, a.cpu), cfg.Rig, nil, cfg.Log)
+			if err != nil {
+				return nil, fmt.Errorf("bench: starting the %s agent: %w", a.role, err)
+			}
+			defer c.Close()
+			*a.dst = c
+		}
+		if cfg.has(PartRTT) {
+			if err := b.rtt(ctx); err != nil {
+				return res, err
+			}
+		}
+		if cfg.has(PartRate) {
+			if err := b.rate(ctx); err != nil {
+				return res, err
+			}
+		}
+	}
+	if cfg.has(PartAnalysis) {
+		rows, notes, err := benchAnalysis(ctx, cfg)
+		res.Analysis, res.Notes = rows, append(res.Notes, notes...)
+		if err != nil {
+			return res, err
+		}
+	}
+	res.Env.LoadAfter = readLoadavg()
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func lab(ctx context.Context, cfg Config) (*netlab.Topology, func(), error) {
+	if cfg.Lab != "" {
+		t, err := netlab.Load(cfg.Lab)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bench: lab %q: %w (build it with `rig lab up --name %s`, or leave --lab out)", cfg.Lab, err, cfg.Lab)
+		}
+		return t, func() {}, nil
+	}
+	name := netlab.UniqueName("rb")
+	t, err := netlab.Up(ctx, name, netlab.Options{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: building lab %s: %w", name, err)
+	}
+	return t, func() {
+		if err := netlab.Down(name); err != nil {
+			fmt.Fprintf(cfg.Log, "bench: removing lab %s: %v\n", name, err)
+		}
+	}, nil
+}
+
+type runner struct {
+	cfg      Config
+	topo     *netlab.Topology
+	res      *Results
+	snd, rsp *agent.Client
+}
+
+const (
+	rigGroup      = "239.77.0.1:17001"
+	sockperfGroup = "239.77.0.2"
+	sockperfPort  = "17002"
+)
+
+// prefix runs a command in role's namespace pinned (whole process) to cpu.
+func (b *runner) prefix(r netlab.Role, cpu int) []string {
+	return append(b.topo.Exec(r), "taskset", "-c", strconv.Itoa(cpu))
+}
+
+// rigRound runs one rig round and returns its sender file.
+func (b *runner) rigRound(ctx context.Context, dir, poll string, k int, interval time.Duration, count, warmup int) (*samples.File, error) {
+	spec := round.Spec{
+		Dir:       dir,
+		Sender:    round.Host{Agent: b.snd, Iface: b.topo.Sender.Interface},
+		Responder: round.Host{Agent: b.rsp, Iface: b.topo.Responder.Interface},
+		Group:     rigGroup, Reply: "unicast", Count: count, Interval: interval, Size: b.cfg.Size,
+		Warmup: warmup, Timestamps: "software", Arm: poll, Round: k,
+		ResponderCPU: b.cfg.ResponderCPU, Poll: poll, Sched: "other", SenderCPU: b.cfg.SenderCPU,
+		Spin: 50 * time.Microsecond,
+	}
+	if _, err := round.Run(ctx, spec); err != nil {
+		return nil, fmt.Errorf("rig round (%s, round %d): %w", poll, k, err)
+	}
+	f, err := samples.ReadFile(filepath.Join(dir, samples.FileName(samples.RoleSender)))
+	if err != nil {
+		return nil, fmt.Errorf("rig round (%s, round %d): %w", poll, k, err)
+	}
+	return f, nil
+}
+
+// rtt runs the interleaved RTT rounds; the block rounds also carry the
+// pacing comparison (rig's lateness in them against cyclictest on the
+// same CPU for the same time).
+func (b *runner) rtt(ctx context.Context) error {
+	cfg := b.cfg
+	count := int(cfg.RoundTime / time.Millisecond)
+	warmup := int(cfg.Warmup / time.Millisecond)
+	type pool struct {
+		user, sw, sp []int64
+		lostRig      int
+		lostSP       int
+	}
+	modes := []string{"block", "busy"}
+	pools := map[string]*pool{"block": {}, "busy": {}}
+	var late []int64
+	var cyc Cyclictest
+	for k := 0; k < cfg.Rounds; k++ {
+		for _, mode := range modes {
+			p := pools[mode]
+			fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: rig\n", k+1, cfg.Rounds, mode)
+			f, err := b.rigRound(ctx, filepath.Join(cfg.Dir, "rtt", mode, "rig-"+strconv.Itoa(k)), mode, k, time.Millisecond, count, warmup)
+			if err != nil {
+				return err
+			}
+			u, s, l, lost := rigFigures(f)
+			p.user, p.sw = append(p.user, u...), append(p.sw, s...)
+			p.lostRig += lost
+			if mode == "block" {
+				late = append(late, l...)
+			}
+			fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: sockperf\n", k+1, cfg.Rounds, mode)
+			sp, err := b.sockperf(ctx, filepath.Join(cfg.Dir, "rtt", mode, "sockperf-"+strconv.Itoa(k)), mode == "busy", "1000", cfg.RoundTime)
+			if err != nil {
+				return err
+			}
+			if !sp.FullRTT {
+				return errors.New("sockperf did not report full RTT (--full-rtt): refusing to compare half round trips")
+			}
+			p.sp = append(p.sp, sp.RTTs...)
+			p.lostSP += sp.Dropped + sp.Unanswered
+			if mode == "block" {
+				fmt.Fprintf(cfg.Log, "bench: round %d/%d: cyclictest\n", k+1, cfg.Rounds)
+				c, err := b.cyclictest(ctx, filepath.Join(cfg.Dir, "pacing", "cyclictest-"+strconv.Itoa(k)+".txt"), count)
+				if err != nil {
+					return err
+				}
+				cyc.add(c)
+			}
+		}
+	}
+	for _, mode := range modes {
+		p := pools[mode]
+		b.res.RTT = append(b.res.RTT,
+			RTTRow{Mode: mode, Tool: "rig user", Stats: summarize(p.user), Rounds: cfg.Rounds, Lost: p.lostRig},
+			RTTRow{Mode: mode, Tool: "rig sw", Stats: summarize(p.sw), Rounds: cfg.Rounds, Lost: p.lostRig},
+			RTTRow{Mode: mode, Tool: "sockperf", Stats: summarize(p.sp), Rounds: cfg.Rounds, Lost: p.lostSP})
+	}
+	cs := Summary{N: int(cyc.N()), ResolutionUS: true}
+	cs.P50, _ = cyc.Percentile(analysis.P50)
+	cs.P99, _ = cyc.Percentile(analysis.P99)
+	cs.P999, _ = cyc.Percentile(analysis.P999)
+	cs.Max = cyc.MaxUS * 1000
+	b.res.Pacing = []PacingRow{{Tool: "rig lateness", Stats: summarize(late)}, {Tool: "cyclictest", Stats: cs}}
+	return nil
+}
+
+// rigFigures extracts user RTTs, software RTTs and lateness (tx_user − due)
+// from a sender file, warm-up excluded; late, duplicated and unsent
+// requests do not count as RTTs.
+func rigFigures(f *samples.File) (user, sw, late []int64, lost int) {
+	w := uint64(f.Header.Warmup)
+	for i := range f.Records {
+		r := &f.Records[i]
+		if r.Seq < w || r.Flags&samples.FlagNotSent != 0 || r.T[samples.TxUser] == 0 {
+			continue
+		}
+		late = append(late, r.T[samples.TxUser]-r.T[samples.Due])
+		if r.Flags&(samples.FlagLate|samples.FlagDuplicate) != 0 || r.T[samples.RxUser] == 0 {
+			lost++
+			continue
+		}
+		user = append(user, r.T[samples.RxUser]-r.T[samples.TxUser])
+		if r.T[samples.RxSW] != 0 && r.T[samples.TxSW] != 0 {
+			sw = append(sw, r.T[samples.RxSW]-r.T[samples.TxSW])
+		}
+	}
+	return
+}
+
+func (c *Cyclictest) add(o *Cyclictest) {
+	for len(c.Buckets) < len(o.Buckets) {
+		c.Buckets = append(c.Buckets, 0)
+	}
+	for i, v := range o.Buckets {
+		c.Buckets[i] += v
+	}
+	c.Overflows += o.Overflows
+	if c.MinUS == 0 || o.MinUS < c.MinUS {
+		c.MinUS = o.MinUS
+	}
+	c.MaxUS = max(c.MaxUS, o.MaxUS)
+}
+
+// SmokeConfig is a tiny version of the full bench for CI: one round of
+// 2 s per tool and mode, 1 s at the rate interval, and `rig report` on
+// 100 000 samples. It exercises every code path in well under a minute.
+func SmokeConfig(rig, dir string) Config {
+	return Config{Rig: rig, Dir: dir, Rounds: 1, RoundTime: 2 * time.Second, Warmup: 200 * time.Millisecond,
+		RateTime: time.Second, MaxRateTime: time.Second, AnalysisSizes: []int{100_000}}
+}
+
+// ParseSizes parses a comma-separated list of sample counts with optional
+// k/M suffixes ("1M,10M,100M", "100k", "5000").
+func ParseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		mult := 1
+		switch {
+		case strings.HasSuffix(f, "k"):
+			mult, f = 1_000, strings.TrimSuffix(f, "k")
+		case strings.HasSuffix(f, "M"):
+			mult, f = 1_000_000, strings.TrimSuffix(f, "M")
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 || n > 1_000_000_000/mult {
+			return nil, fmt.Errorf("sample count %q: want a positive number up to 1000M, optionally with k or M (e.g. 1M,10M)", f)
+		}
+		out = append(out, n*mult)
+	}
+	return out, nil
+}
+
+// ParseParts parses a comma-separated list of parts ("rtt,rate").
+func ParseParts(s string) ([]Part, error) {
+	var out []Part
+	for _, f := range strings.Split(s, ",") {
+		p := Part(strings.TrimSpace(f))
+		if !slices.Contains(AllParts, p) {
+			return nil, fmt.Errorf("bench part %q: want a comma-separated list of %v", f, AllParts)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

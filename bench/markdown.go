@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rig-project/rig/analysis"
+)
+
+// us formats ns as µs with two decimals.
+func us(ns int64) string { return analysis.FormatUS(ns) }
+
+// ratio formats a/b ("1.07"), or "–" when b is 0.
+func ratio(a, b int64) string {
+	if b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", float64(a)/float64(b))
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**not met**"
+}
+
+// Markdown writes the results as one Markdown document: environment,
+// one table per part, then the goals of issue 7 with met / not met.
+func (r *Results) Markdown(w io.Writer) error {
+	var b strings.Builder
+	c := r.Config
+	e := r.Env
+	fmt.Fprintf(&b, "# rig vs sockperf / cyclictest\n\n")
+	fmt.Fprintf(&b, "- date: %s\n- commit: %s\n- %s; kernel %s; %d CPUs; sockperf %s; cyclictest %s\n",
+		e.Date.Format(time.RFC3339), e.Commit, e.Rig, e.Kernel, e.CPUs, orNA(e.Sockperf), orNA(e.Cyclictest))
+	fmt.Fprintf(&b, "- load average (1/5/15 min): %s at start, %s at end\n", e.LoadBefore, e.LoadAfter)
+	fmt.Fprintf(&b, "- emulated lab (veth + bridge, software timestamps); sender CPU %d, responder CPU %d for both tools (whole process under taskset); payload %d B; SCHED_OTHER\n",
+		c.SenderCPU, c.ResponderCPU, c.Size)
+	fmt.Fprintf(&b, "- %d interleaved rounds (rig, sockperf, rig, sockperf …) of %v per tool and mode; rig drops its first %v of each round, sockperf its own warm-up; percentiles are nearest-rank over the pooled raw samples\n",
+		c.Rounds, c.RoundTime, c.Warmup)
+	if r.Elapsed > 0 {
+		fmt.Fprintf(&b, "- bench wall time: %v\n", r.Elapsed.Round(time.Second))
+	}
+	if len(r.RTT) > 0 {
+		b.WriteString("\n## RTT at 1 request/ms (full round trip, µs)\n\n")
+		b.WriteString("Multicast request, unicast reply. rig user = rx_user − tx_user (what sockperf measures: user space to user space); rig sw = kernel software stamps rx_sw − tx_sw (without the sender's own send and wake-up costs). block: rig responder `--poll block` vs blocking `sockperf server` / `ping-pong`; busy: `--poll busy` vs `--nonblocked` on both sockperf ends.\n\n")
+		b.WriteString("| mode | tool | n | lost | median | p99 | p99.9 | max | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, mode := range []string{"block", "busy"} {
+			sp := r.rtt(mode, "sockperf")
+			for _, tool := range []string{"rig user", "rig sw", "sockperf"} {
+				row := r.rtt(mode, tool)
+				if row == nil {
+					continue
+				}
+				s := row.Stats
+				rm, r99, r999 := "", "", ""
+				if tool != "sockperf" && sp != nil {
+					rm, r99, r999 = ratio(s.P50, sp.Stats.P50), ratio(s.P99, sp.Stats.P99), ratio(s.P999, sp.Stats.P999)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", mode, tool, s.N, row.Lost,
+					us(s.P50), us(s.P99), us(s.P999), us(s.Max), rm, r99, r999)
+			}
+		}
+		b.WriteString("\nratio = rig / sockperf (≤ 1.00: rig is as fast or faster).\n")
+	}
+	if len(r.Pacing) == 2 {
+		rig, cyc := r.Pacing[0].Stats, r.Pacing[1].Stats
+		b.WriteString("\n## Pacing on the sender CPU (µs)\n\n")
+		fmt.Fprintf(&b, "rig lateness = tx_user − due of the 1 ms `block` rounds above (sleep until 50 µs before due, then spin); cyclictest `-i 1000 -t 1 -a %d --laptop`, SCHED_OTHER, same duration, in the same rounds (µs resolution; an overflow rank reports its max).\n\n", c.SenderCPU)
+		b.WriteString("| tool | n | median | p99 | p99.9 | max | ratio median | ratio p99.9 |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| rig lateness | %d | %s | %s | %s | %s | %s | %s |\n", rig.N, us(rig.P50), us(rig.P99), us(rig.P999), us(rig.Max),
+			ratio(rig.P50, cyc.P50), ratio(rig.P999, cyc.P999))
+		fmt.Fprintf(&b, "| cyclictest | %d | %s | %s | %s | %s | | |\n", cyc.N, us(cyc.P50), us(cyc.P99), us(cyc.P999), us(cyc.Max))
+	}
+	if rt := r.Rate; rt != nil {
+		b.WriteString("\n## Rate\n\n")
+		fmt.Fprintf(&b, "rig at %v interval (%.0f requests/s) for %v, responder `--poll %s`; sockperf `--mps=max --nonblocked` (both ends) for %v for reference.\n\n",
+			rt.Interval, rt.OfferedRate(), rt.Duration, rt.Poll, c.MaxRateTime)
+		b.WriteString("| tool | sent | received | lost | duplicated | send errors | TX stamps paired | lateness median | lateness p99.9 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| rig | %d | %d | %d | %d | %d | %.3f %% | %s | %s |\n", rt.Sent, rt.Received, rt.Lost, rt.Duplicated,
+			rt.SendErrors, rt.TxPairedPct(), us(rt.Lateness.P50), us(rt.Lateness.P999))
+		fmt.Fprintf(&b, "\nsockperf max ping-pong rate: %.0f round trips/s (RTT median %s µs, p99.9 %s µs)\n",
+			rt.SockperfRate, us(rt.SockperfRTT.P50), us(rt.SockperfRTT.P999))
+	}
+	if len(r.Analysis) > 0 {
+		b.WriteString("\n## Analysis: `rig report` on synthetic runs\n\n")
+		b.WriteString("Rounds of ≤ 1 M requests over two arms, sender + responder files, software stamps; wall and CPU time of `rig report DIR` (page cache warm from writing), peak RSS = the child's ru_maxrss.\n\n")
+		b.WriteString("| samples | rounds | files MB | wall | CPU | ns/sample | peak RSS MB |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, a := range r.Analysis {
+			fmt.Fprintf(&b, "| %d | %d | %d | %v | %v | %.0f | %d |\n", a.Samples, a.Rounds, a.Bytes>>20,
+				a.Wall.Round(time.Millisecond), a.CPU.Round(time.Millisecond), a.NSPerSample(), a.PeakRSSKB>>10)
+		}
+	}
+	if g := r.Goals(); len(g) > 0 {
+		b.WriteString("\n## Goals (issue 7)\n\n| goal | measured | |\n|---|---|---|\n")
+		for _, x := range g {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", x.Goal, x.Measured, verdict(x.Met))
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\nnote: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "n/a"
+	}
+	return s
+}
+
+func (r *Results) rtt(mode, tool string) *RTTRow {
+	for i := range r.RTT {
+		if r.RTT[i].Mode == mode && r.RTT[i].Tool == tool {
+			return &r.RTT[i]
+		}
+	}
+	return nil
+}
+
+// Goal is one goal of issue 7 checked against the results.
+type Goal struct {
+	Goal     string
+	Measured string
+	Met      bool
+}
+
+// Goals checks the goals the results cover.
+func (r *Results) Goals() []Goal {
+	var g []Goal
+	for _, mode := range []string{"block", "busy"} {
+		rig, sp := r.rtt(mode, "rig user"), r.rtt(mode, "sockperf")
+		if rig == nil || sp == nil || sp.Stats.N == 0 || rig.Stats.N == 0 {
+			continue
+		}
+		m, t := float64(rig.Stats.P50)/float64(sp.Stats.P50), float64(rig.Stats.P999)/float64(sp.Stats.P999)
+		g = append(g, Goal{Goal: fmt.Sprintf("%s: rig/sockperf ≤ 1.00 (median, p99.9)", mode),
+			Measured: fmt.Sprintf("%.2f, %.2f", m, t), Met: m <= 1 && t <= 1})
+	}
+	if len(r.Pacing) == 2 && r.Pacing[0].Stats.N > 0 && r.Pacing[1].Stats.N > 0 {
+		a, c := r.Pacing[0].Stats.P999, r.Pacing[1].Stats.P999
+		g = append(g, Goal{Goal: "rig lateness p99.9 ≤ cyclictest p99.9",
+			Measured: fmt.Sprintf("%s µs vs %s µs", us(a), us(c)), Met: a <= c})
+	}
+	if rt := r.Rate; rt != nil {
+		g = append(g, Goal{Goal: fmt.Sprintf("%.0f req/s: 0 loss, ≥ 99.9 %% TX stamps paired", rt.OfferedRate()),
+			Measured: fmt.Sprintf("lost %d of %d, duplicated %d, %.3f %% paired", rt.Lost, rt.Sent, rt.Duplicated, rt.TxPairedPct()),
+			Met:      rt.Lost == 0 && rt.Sent > 0 && rt.TxPairedPct() >= 99.9})
+	}
+	if len(r.Analysis) >= 2 {
+		first, last := r.Analysis[0], r.Analysis[len(r.Analysis)-1]
+		// Linear: ns/sample of the largest run within 2× of the smallest's.
+		k := last.NSPerSample() / first.NSPerSample()
+		g = append(g, Goal{Goal: "analysis time linear in samples (ns/sample of the largest run ≤ 2 × the smallest's)",
+			Measured: fmt.Sprintf("%.0f → %.0f ns/sample (×%.2f)", first.NSPerSample(), last.NSPerSample(), k), Met: k <= 2})
+	}
+	return g
+}

@@ -184,6 +184,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil
 	}()
 	man.EndedAt = time.Now().UTC().Format(time.RFC3339)
+	man.Granted = granted(dir, plan)
 	if runErr != nil {
 		man.Interrupted = runErr.Error()
 	}
@@ -513,4 +514,26 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(b)
+}
+
+// granted reads, from the first round on disk, what timestamping each role
+// was granted and the clock of every stamp column, for the manifest.
+func granted(dir string, p scenario.Plan) map[string]any {
+	for r := range p.Rounds {
+		for _, a := range p.Arms {
+			rd := rundir.RoundDir(dir, a.Name, r)
+			out := map[string]any{}
+			for _, role := range []samples.Role{samples.RoleSender, samples.RoleResponder, samples.RoleCapture} {
+				f, _ := samples.ReadFile(filepath.Join(rd, samples.FileName(role)))
+				if f == nil {
+					continue
+				}
+				out[string(role)] = map[string]any{"timestamps": f.Header.Settings["timestamps"], "clocks": f.Header.Clocks}
+			}
+			if len(out) > 0 {
+				return out
+			}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rig-project/rig/internal/testbin"
+)
+
+// runRig runs the rig binary and returns its exit code and stderr.
+func runRig(t *testing.T, cred *syscall.Credential, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(testbin.Rig(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stderr.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), stderr.String()
+	}
+	t.Fatalf("rig %v: %v", args, err)
+	return 0, ""
+}
+
+// TestProbeBadInput: bad input to respond/send/capture gets a clear error
+// that says what and how to fix it, and exit code 2.
+func TestProbeBadInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the rig binary")
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"send", "--iface", "nosuch0", "--count", "10"}, []string{`interface "nosuch0"`, "ip link"}},
+		{[]string{"respond", "--iface", "lo", "--group", "10.1.2.3:9000"}, []string{"--group", "multicast group:port such as 239.1.1.1:9000"}},
+		{[]string{"respond", "--iface", "lo", "--group", "239.1.1.1"}, []string{"--group", "239.1.1.1:9000"}},
+		{[]string{"respond", "--iface", "lo", "--cpu", "4095"}, []string{"CPU 4095 does not exist", "online:"}},
+		{[]string{"send", "--iface", "lo", "--size", "20"}, []string{"payload size 20 out of range", "40..1472"}},
+		{[]string{"send", "--iface", "lo", "--timestamps", "nic"}, []string{"nic"}},
+		{[]string{"respond", "--iface", "lo", "--poll", "spin"}, []string{"want block, busy or busy-poll:µs"}},
+		{[]string{"respond", "--iface", "lo", "--sched", "fifo:0"}, []string{"1..99"}},
+		{[]string{"send"}, []string{"--iface is required"}},
+	} {
+		code, stderr := runRig(t, nil, tc.args...)
+		if code != 2 {
+			t.Errorf("rig %v: exit %d, want 2\n%s", tc.args, code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("rig %v: stderr lacks %q:\n%s", tc.args, w, stderr)
+			}
+		}
+	}
+}
+
+// TestProbeHardwareAndPrivilege: --timestamps hardware on a NIC without it
+// prints the capability report (exit 2); a missing privilege names the
+// capability (exit 1). Needs root to prove the first and to drop to nobody
+// for the second.
+func TestProbeHardwareAndPrivilege(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the rig binary")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to open a capture socket, and to run rig as nobody)")
+	}
+	code, stderr := runRig(t, nil, "capture", "--iface", "lo", "--timestamps", "hardware", "--duration", "1ms")
+	if code != 2 || !strings.Contains(stderr, "software-transmit") && !strings.Contains(stderr, "SOFTWARE") {
+		t.Errorf("hardware on lo: exit %d, want 2 with the capability report:\n%s", code, stderr)
+	}
+	// The binary must be reachable by nobody.
+	os.Chmod(filepath.Dir(testbin.Rig(t)), 0o755)
+	code, stderr = runRig(t, &syscall.Credential{Uid: 65534, Gid: 65534}, "capture", "--iface", "lo", "--duration", "1ms")
+	if code != 1 || !strings.Contains(stderr, "CAP_NET_RAW") {
+		t.Errorf("capture as nobody: exit %d, want 1 naming CAP_NET_RAW:\n%s", code, stderr)
+	}
+}

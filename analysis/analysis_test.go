@@ -3,8 +3,10 @@ package analysis
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -277,23 +279,44 @@ func TestTelemetryHook(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(rundir.RoundDir(dir, "base", 0), rundir.Telemetry), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(dir, Options{})
+	var got []*TelemetryArm
+	rep, err := Run(dir, Options{Telemetry: func(a *TelemetryArm) ([]TelemetryBlock, error) {
+		got = append(got, a)
+		return []TelemetryBlock{{Text: "stress-ng on CPU 3 for 12 ms"}, {Text: "cap", Head: []string{"a", "b"}, Rows: [][]string{{"x|y", "1"}}}}, nil
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.TelemetryFiles != 1 || !strings.Contains(telemetryText(rep), "1 rounds carry telemetry.json") {
-		t.Fatalf("without summarizer: %d %q", rep.TelemetryFiles, telemetryText(rep))
+	// The hook is called once per arm (the run has telemetry), with the
+	// arm's rounds and its worst headline samples, largest first.
+	if rep.TelemetryFiles != 1 || len(got) != 2 || got[0].Arm != "base" || len(got[0].Rounds) != 1 || got[0].Source != "capture sw" {
+		t.Fatalf("hook calls: %d files, %+v", rep.TelemetryFiles, got)
 	}
-	rep, err = Run(dir, Options{Telemetry: func(rd string) (string, error) { return "stress-ng on CPU 3 for 12 ms", nil }})
-	if err != nil {
-		t.Fatal(err)
+	w := got[0].Worst
+	if len(w) != WorstSamples || w[0].ValueNS < w[len(w)-1].ValueNS || w[0].At != "req_rx_sw" || w[0].AtNS == 0 {
+		t.Fatalf("worst: %+v", w)
+	}
+	if w[0].ValueNS != *rep.Arm("base").Metrics[Headline].Rounds[0].WorstNS {
+		t.Fatalf("worst[0] %d, table worst %d", w[0].ValueNS, *rep.Arm("base").Metrics[Headline].Rounds[0].WorstNS)
 	}
 	var b bytes.Buffer
 	if err := WriteReportMD(&b, rep, nil); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "### base, round 0\n\nstress-ng on CPU 3 for 12 ms") {
+	if !strings.Contains(b.String(), "### base\n\nstress-ng on CPU 3 for 12 ms\n\ncap\n\n| a | b |\n|---|---|\n| x\\|y | 1 |") {
 		t.Fatalf("telemetry section:\n%s", b.String())
+	}
+	b.Reset()
+	if err := WriteReportHTML(&b, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "<h3>base</h3>\n<p>stress-ng on CPU 3 for 12 ms</p>") || !strings.Contains(b.String(), "<td>x|y</td>") {
+		t.Fatalf("telemetry section in HTML:\n%s", b.String())
+	}
+	// A failing hook is a problem, not an error.
+	rep, err = Run(dir, Options{Telemetry: func(*TelemetryArm) ([]TelemetryBlock, error) { return nil, errors.New("boom") }})
+	if err != nil || len(rep.Telemetry) != 0 || !slices.ContainsFunc(rep.Problems, func(p string) bool { return strings.Contains(p, "boom") }) {
+		t.Fatalf("failing hook: %v %v", err, rep.Problems)
 	}
 }
 

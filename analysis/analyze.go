@@ -187,21 +187,63 @@ type ScatterRound struct {
 	NS     []int64
 }
 
-// TelemetryFunc summarizes arms/<arm>/round-<k>/telemetry.json (what else
-// ran on the responder CPU) as a Markdown fragment. The telemetry format is
-// designed elsewhere; until a summarizer is linked in, report.md only says
-// how many rounds carry the file.
-type TelemetryFunc func(roundDir string) (markdown string, err error)
+// TelemetryFunc summarizes what else ran on the responder CPU during the
+// rounds of one arm (arms/<arm>/round-<k>/telemetry.json) as paragraphs and
+// tables for report.md and report.html. It must not fail on a missing or
+// damaged file: that is a line of the section. An error is a problem of
+// the report and drops the arm's section.
+type TelemetryFunc func(a *TelemetryArm) ([]TelemetryBlock, error)
 
-// DefaultTelemetry is used when Options.Telemetry is nil. A telemetry
-// package may set it from an init function.
-var DefaultTelemetry TelemetryFunc
+// DefaultTelemetry is used when Options.Telemetry is nil: SummarizeTelemetry.
+var DefaultTelemetry TelemetryFunc = SummarizeTelemetry
 
-// TelemetrySection is one round's telemetry summary.
+// TelemetryArm is what a TelemetryFunc gets for one arm.
+type TelemetryArm struct {
+	Arm    string
+	Rounds []TelemetryRound // analysed rounds that have a directory
+	// Metric and Source name the headline metric and the source it used;
+	// Worst are its largest samples after warm-up over all rounds, largest
+	// first (at most WorstSamples; empty when the metric was not computed).
+	Metric, Source string
+	Worst          []WorstSample
+}
+
+// TelemetryRound is one round of an arm.
+type TelemetryRound struct {
+	K   int
+	Dir string
+}
+
+// WorstSamples is how many of an arm's largest headline samples the
+// telemetry section lines up with the telemetry intervals.
+const WorstSamples = 5
+
+// WorstSample is one of an arm's largest headline samples after warm-up.
+type WorstSample struct {
+	Round   int    `json:"round"`
+	Seq     uint64 `json:"seq"`
+	ValueNS int64  `json:"value_ns"`
+	// At is the first of the record's CLOCK_REALTIME stamps among
+	// req_rx_sw, req_rx_user, rep_tx_user, rep_tx_sw (the responder host's
+	// clock, the one telemetry uses), cap_req, due, tx_user (another host's
+	// realtime clock); AtNS is its value. NIC (PHC) stamps are never used:
+	// they are not CLOCK_REALTIME. At is "" when the record has none.
+	At   string `json:"at_stamp"`
+	AtNS int64  `json:"at_ns"`
+}
+
+// TelemetryBlock is a paragraph (Text) or a table (Head, Rows; Text is
+// then its caption) of a telemetry section.
+type TelemetryBlock struct {
+	Text string     `json:"text,omitempty"`
+	Head []string   `json:"head,omitempty"`
+	Rows [][]string `json:"rows,omitempty"`
+}
+
+// TelemetrySection is one arm's telemetry summary.
 type TelemetrySection struct {
-	Arm      string `json:"arm"`
-	Round    int    `json:"round"`
-	Markdown string `json:"markdown"`
+	Arm    string           `json:"arm"`
+	Blocks []TelemetryBlock `json:"blocks"`
 }
 
 // Options tune Analyze.
@@ -227,6 +269,7 @@ type acc struct {
 	hist    *hdrhistogram.Histogram
 	dropped int64
 	scatter []ScatterRound
+	worst   []WorstSample // headline: each round's largest
 }
 
 // Analyze computes the report of in. Rounds that cannot be read become
@@ -252,6 +295,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 		}
 		w = opt.Warmup
 	}
+	var telArms []*TelemetryArm
 	for _, a := range in.Arms {
 		ar := &ArmReport{Name: a.Name, Skipped: a.Skipped, Rounds: []int{}, Metrics: map[string]*MetricReport{}}
 		rep.Arms = append(rep.Arms, ar)
@@ -259,6 +303,8 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 			continue
 		}
 		accs := map[string]map[string]*acc{} // metric → label → acc
+		ta := &TelemetryArm{Arm: a.Name, Metric: Headline}
+		telArms = append(telArms, ta)
 		for _, rd := range a.Rounds {
 			j, err := rd.Load()
 			if err != nil {
@@ -279,17 +325,9 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q %s", a.Name, n))
 			}
 			if rd.Dir != "" {
-				tp := filepath.Join(rd.Dir, rundir.Telemetry)
-				if _, err := os.Stat(tp); err == nil {
+				ta.Rounds = append(ta.Rounds, TelemetryRound{K: rd.K, Dir: rd.Dir})
+				if _, err := os.Stat(filepath.Join(rd.Dir, rundir.Telemetry)); err == nil {
 					rep.TelemetryFiles++
-					if opt.Telemetry != nil {
-						md, err := opt.Telemetry(rd.Dir)
-						if err != nil {
-							rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", tp, err))
-						} else {
-							rep.Telemetry = append(rep.Telemetry, TelemetrySection{Arm: a.Name, Round: rd.K, Markdown: md})
-						}
-					}
 				}
 			}
 		}
@@ -328,11 +366,26 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 			rep.hists[a.Name+"/"+m] = best.hist
 			if m == Headline {
 				rep.scatter[a.Name] = best.scatter
+				ta.Source = best.src.Label
+				ta.Worst = largest(best.worst, WorstSamples)
 			}
 		}
 	}
 	if w < 0 {
 		w = 0
+	}
+	if rep.TelemetryFiles > 0 && opt.Telemetry != nil {
+		for _, ta := range telArms {
+			if len(ta.Rounds) == 0 {
+				continue
+			}
+			blocks, err := opt.Telemetry(ta)
+			if err != nil {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q: telemetry: %v", ta.Arm, err))
+				continue
+			}
+			rep.Telemetry = append(rep.Telemetry, TelemetrySection{Arm: ta.Arm, Blocks: blocks})
+		}
 	}
 	rep.Rules = rules(w)
 	if rep.Baseline != "" && !slices.ContainsFunc(rep.Arms, func(a *ArmReport) bool { return a.Name == rep.Baseline }) {
@@ -431,16 +484,21 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 	}
 	vals := make([]int64, 0, completed)
 	scratch := make([]int64, completed)
+	var top []WorstSample
 	var notes []string
 	for _, m := range MetricNames {
 		for pos, src := range candidates(m, j) {
 			vals = vals[:0]
+			top = top[:0]
 			for i := range recs {
 				if !use[i] {
 					continue
 				}
 				if v, ok := src.Value(&recs[i]); ok {
 					vals = append(vals, v)
+					if m == Headline {
+						top = keepLargest(top, WorstSample{Round: k, Seq: recs[i].Seq, ValueNS: v, AtNS: int64(i)}, WorstSamples)
+					}
 				}
 			}
 			if len(vals) == 0 && completed > 0 {
@@ -472,6 +530,10 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 			st := computeSorted(vals)
 			if m == Headline {
 				a.scatter = append(a.scatter, thin(recs, use, &src, k, opt.ScatterPoints, &st))
+				for _, ws := range top {
+					ws.At, ws.AtNS = realtimeStamp(j, &recs[ws.AtNS]) // AtNS held the record index
+					a.worst = append(a.worst, ws)
+				}
 			}
 			a.rounds = append(a.rounds, roundStats(k, c, &st))
 		}

@@ -72,6 +72,9 @@ func genRound(spec genSpec, armIdx, k int) (snd, rsp, cpt []samples.Record) {
 		if r.intn(100) == 0 { // a tail
 			k2u += r.intn(200_000)
 		}
+		if ev == "slow" { // a 50 ms stall between kernel and user receive
+			k2u += 50_000_000
+		}
 		if i < spec.Warmup { // warm-up samples are slow and must not count
 			k2u += 900_000
 		}

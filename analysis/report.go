@@ -44,19 +44,30 @@ func (r *Report) armNames() []string {
 	return n
 }
 
-// telemetryText is the open hook for "what else ran on the responder CPU":
-// sections come from a TelemetryFunc; without one the report says how many
-// rounds carry telemetry.json.
+// telemetryText renders the telemetry sections as Markdown; without any
+// it says how many rounds carry telemetry.json.
 func telemetryText(r *Report) string {
 	if len(r.Telemetry) > 0 {
 		b := &strings.Builder{}
 		for _, s := range r.Telemetry {
-			fmt.Fprintf(b, "### %s, round %d\n\n%s\n\n", s.Arm, s.Round, strings.TrimSpace(s.Markdown))
+			fmt.Fprintf(b, "### %s\n\n", s.Arm)
+			for _, bl := range s.Blocks {
+				if len(bl.Head) == 0 {
+					fmt.Fprintf(b, "%s\n\n", strings.TrimSpace(bl.Text))
+					continue
+				}
+				t := table{Caption: bl.Text, Head: bl.Head, Rows: bl.Rows}
+				t.mdBody(b)
+			}
 		}
 		return b.String()
 	}
+	return telemetryNone(r)
+}
+
+func telemetryNone(r *Report) string {
 	if r.TelemetryFiles > 0 {
-		return fmt.Sprintf("%d rounds carry telemetry.json; this build has no telemetry summarizer (analysis.DefaultTelemetry), so it is not shown.\n", r.TelemetryFiles)
+		return fmt.Sprintf("%d rounds carry telemetry.json; no telemetry summarizer was set (Options.Telemetry and analysis.DefaultTelemetry are nil), so it is not shown.\n", r.TelemetryFiles)
 	}
 	return "No round carries telemetry.json.\n"
 }
@@ -98,7 +109,13 @@ Arms: {{range $i, $a := .R.Arms}}{{if $i}}, {{end}}<span class="arm">{{$a.Name}}
 <p class="caption">{{.Caption}}</p>
 {{end}}{{end}}
 <h2>Responder CPU activity (telemetry)</h2>
-<pre>{{.Telemetry}}</pre>
+{{range .R.Telemetry}}<h3>{{.Arm}}</h3>
+{{range .Blocks}}{{if .Head}}<p class="caption">{{.Text}}</p>
+<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{else}}<p>{{.Text}}</p>
+{{end}}{{end}}{{else}}<p>{{.TelemetryNone}}</p>{{end}}
 {{if .R.Problems}}<h2>Problems</h2><ul>{{range .R.Problems}}<li class="problem">{{.}}</li>{{end}}</ul>{{end}}
 {{if .R.Notes}}<h2>Notes</h2><ul>{{range .R.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </body></html>
@@ -121,5 +138,5 @@ func WriteReportHTML(w io.Writer, r *Report, plots []Plot) error {
 		hp = append(hp, hplot{Title: p.Title, Caption: p.Caption,
 			Data: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(p.PNG))})
 	}
-	return htmlTmpl.Execute(w, map[string]any{"R": r, "Tables": tables, "Plots": hp, "Telemetry": telemetryText(r)})
+	return htmlTmpl.Execute(w, map[string]any{"R": r, "Tables": tables, "Plots": hp, "TelemetryNone": telemetryNone(r)})
 }

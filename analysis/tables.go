@@ -153,7 +153,13 @@ type table struct {
 }
 
 func (t *table) md(b *strings.Builder) {
-	fmt.Fprintf(b, "## %s\n\n%s\n\n", t.Title, t.Caption)
+	fmt.Fprintf(b, "## %s\n\n", t.Title)
+	t.mdBody(b)
+}
+
+// mdBody writes the caption and the rows (no title).
+func (t *table) mdBody(b *strings.Builder) {
+	fmt.Fprintf(b, "%s\n\n", t.Caption)
 	if len(t.Rows) == 0 {
 		return
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // DrvInfo is ETHTOOL_GDRVINFO (ethtool -i).
@@ -91,22 +93,22 @@ func (sockIoctl) DrvInfo(iface string) (DrvInfo, error) {
 	return d, err
 }
 
+// HWTstamp and SetHWTstamp go through internal/tstamp, rig's one door to
+// timestamping.
 func (sockIoctl) HWTstamp(iface string) (HWTstamp, error) {
-	var h HWTstamp
-	err := withSock("SIOCGHWTSTAMP", iface, func(fd int) error {
-		v, err := unix.IoctlGetHwTstamp(fd, iface)
-		if err == nil {
-			h = HWTstamp{TxType: v.Tx_type, RxFilter: v.Rx_filter}
-		}
-		return err
-	})
-	return h, err
+	c, err := tstamp.HostHWIoctl().GetHWTstamp(iface)
+	if err != nil {
+		return HWTstamp{}, ioctlErr("SIOCGHWTSTAMP", iface, err)
+	}
+	return HWTstamp{TxType: int32(c.TxType), RxFilter: int32(c.RxFilter)}, nil
 }
 
 func (sockIoctl) SetHWTstamp(iface string, cfg HWTstamp) error {
-	return withSock("SIOCSHWTSTAMP", iface, func(fd int) error {
-		return unix.IoctlSetHwTstamp(fd, iface, &unix.HwTstampConfig{Tx_type: cfg.TxType, Rx_filter: cfg.RxFilter})
-	})
+	c := tstamp.HWTstampConfig{TxType: tstamp.TxType(cfg.TxType), RxFilter: tstamp.RxFilter(cfg.RxFilter)}
+	if err := tstamp.HostHWIoctl().SetHWTstamp(iface, &c); err != nil {
+		return ioctlErr("SIOCSHWTSTAMP", iface, err)
+	}
+	return nil
 }
 
 // also is err that additionally matches a sentinel, with err's text only.

@@ -22,6 +22,7 @@ import (
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // Journal kinds nicctl writes (besides journal.KindSysfs for IRQ affinity).
@@ -46,6 +47,8 @@ type Env struct {
 	Link LinkReader
 	// Ioctl does ETHTOOL_GDRVINFO and SIOC[GS]HWTSTAMP (nil: HostIoctl).
 	Ioctl DeviceIoctl
+	// Caps reads timestamping capabilities (nil: tstamp.Capabilities).
+	Caps func(iface string) (tstamp.Caps, error)
 
 	once    sync.Once
 	client  ethtoolnl.Client

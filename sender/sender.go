@@ -46,6 +46,12 @@ type Config struct {
 	CPU        int           // pacer CPU; -1 = no pinning
 	Sched      cpusched.Sched
 	Timestamps tstamp.Mode
+	// Poll is how replies and TX stamps are waited for. Block (default):
+	// a second thread sleeps in ppoll(2) and pays a wake-up per reply.
+	// Busy: one thread does everything, polling the socket with
+	// non-blocking recvmsg between sends (sockperf --nonblocked's shape):
+	// no wake-up on the reply path, one CPU at 100 %.
+	Poll       responder.PollMode
 	RunID      uint64 // random when 0
 	Arm        string
 	ArmIndex   int
@@ -187,6 +193,22 @@ func (s *Sender) Run(ctx context.Context) error {
 	s.started = time.Now()
 	// Start one interval from now so both threads are up before request 0.
 	s.sched = NewSchedule(s.started.Add(s.cfg.Interval), s.cfg.Interval)
+	if s.cfg.Poll == responder.Busy {
+		done := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread() // pinned/real-time: never returned to the pool
+			done <- s.runBusy(ctx)
+		}()
+		err := <-done
+		if ctx.Err() != nil {
+			s.stopped = "interrupted: " + context.Cause(ctx).Error()
+		}
+		s.finish()
+		if err != nil {
+			return err
+		}
+		return ctx.Err()
+	}
 	var wg sync.WaitGroup
 	var perr, rerr error
 	wg.Add(2)
@@ -213,15 +235,7 @@ func (s *Sender) Run(ctx context.Context) error {
 }
 
 func (s *Sender) pace(ctx context.Context) error {
-	if s.cfg.CPU >= 0 {
-		if err := cpusched.PinThread(s.cfg.CPU); err != nil {
-			return err
-		}
-	}
-	if err := cpusched.Apply(s.cfg.Sched); err != nil {
-		return err
-	}
-	if err := cpusched.SetTimerSlack(time.Nanosecond); err != nil {
+	if err := s.setupPacer(); err != nil {
 		return err
 	}
 	done := ctx.Done()
@@ -236,9 +250,86 @@ func (s *Sender) pace(ctx context.Context) error {
 	return nil
 }
 
+// busyGuard: the busy loop stops polling the socket this long before a due
+// time and spins on the clock alone, so a poll in progress does not make
+// the send late.
+const busyGuard = 3 * time.Microsecond
+
+// runBusy is Poll == Busy: one thread sends on schedule and, while it
+// waits, drains replies and TX stamps with non-blocking calls.
+func (s *Sender) runBusy(ctx context.Context) error {
+	if err := s.setupPacer(); err != nil {
+		return err
+	}
+	done := ctx.Done()
+	for k := 0; k < s.cfg.Count; k++ {
+		select {
+		case <-done:
+			k = s.cfg.Count
+			continue
+		default:
+		}
+		if err := s.busyWait(s.sched.Due(uint64(k))); err != nil {
+			return err
+		}
+		s.sendNow(uint64(k))
+	}
+	s.pacerDone.Store(true)
+	// Collect what is in flight; check completion (a scan of the records)
+	// once a millisecond, not on every poll.
+	for next := time.Now(); ; {
+		if err := s.pollOnce(); err != nil {
+			return err
+		}
+		if now := time.Now(); now.After(next) {
+			if s.receiveDone() {
+				s.drainErrqueue()
+				return nil
+			}
+			next = now.Add(time.Millisecond)
+		}
+	}
+}
+
+// busyWait polls the socket until busyGuard before due, then spins on the
+// clock until due. It does not allocate.
+func (s *Sender) busyWait(due time.Time) error {
+	for time.Until(due) > busyGuard {
+		if err := s.pollOnce(); err != nil {
+			return err
+		}
+	}
+	for time.Now().Before(due) {
+	}
+	return nil
+}
+
+// pollOnce drains the error queue and the data queue without blocking.
+func (s *Sender) pollOnce() error {
+	s.drainErrqueue()
+	return s.drainReplies()
+}
+
+func (s *Sender) setupPacer() error {
+	if s.cfg.CPU >= 0 {
+		if err := cpusched.PinThread(s.cfg.CPU); err != nil {
+			return err
+		}
+	}
+	if err := cpusched.Apply(s.cfg.Sched); err != nil {
+		return err
+	}
+	return cpusched.SetTimerSlack(time.Nanosecond)
+}
+
 // sendOne waits for request k's due time and sends it. It does not allocate.
 func (s *Sender) sendOne(k uint64) {
 	WaitUntil(s.sched.Due(k), s.cfg.Spin)
+	s.sendNow(k)
+}
+
+// sendNow sends request k. It does not allocate.
+func (s *Sender) sendNow(k uint64) {
 	rec := &s.recs[k]
 	rec.Seq = k
 	rec.T[samples.Due] = s.sched.DueNS(k)
@@ -442,7 +533,7 @@ func (s *Sender) Header() samples.Header {
 		Warmup:      s.cfg.Warmup,
 		Clocks:      clocks,
 		Settings: map[string]any{
-			"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "spin_ns": int64(s.cfg.Spin),
+			"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "spin_ns": int64(s.cfg.Spin), "poll": s.cfg.Poll.String(),
 			"timestamps": s.granted.String(), "tx_keying": s.conn.Keying().String(),
 			"reply_timeout_ns": int64(s.cfg.ReplyTimeout), "tx_wait_ns": int64(s.cfg.TxWait),
 		},

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"strings"
+
 	"context"
+	"github.com/rig-project/rig/internal/journal"
 	"os"
 
 	"github.com/rig-project/rig/internal/agent"
@@ -15,6 +18,7 @@ func init() {
 func runAgent(ctx context.Context, args []string) error {
 	fs := newFlagSet("agent", "--stdio")
 	stdio := fs.Bool("stdio", false, "speak the rig agent protocol on stdin/stdout (the only mode)")
+	lane := fs.String("lane", "", "journal lane (the scenario's host name): agents on one machine journal side by side")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -22,6 +26,12 @@ func runAgent(ctx context.Context, args []string) error {
 		return usagef("agent: --stdio is required; rig run starts agents itself (e.g. via ssh HOST rig agent --stdio)")
 	}
 	s := &agent.Server{FS: hostfs.Default()}
+	if *lane != "" {
+		if strings.ContainsAny(*lane, "/.") || len(*lane) > 64 {
+			return usagef("agent: --lane %q: want a plain name", *lane)
+		}
+		s.StateDir = journal.LaneDir(journal.Dir(), *lane)
+	}
 	// A signal ends the agent like a closed stdin does: its processes are
 	// stopped and its knobs taken back before it exits.
 	go func() {

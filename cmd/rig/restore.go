@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/rig-project/rig/internal/journal"
@@ -23,23 +24,35 @@ func runRestore(ctx context.Context, args []string) error {
 		return usagef("rig restore takes no arguments, got %q", fs.Args())
 	}
 	dir := journal.Dir()
+	var errs []error
 	if *discard {
-		dropped, err := journal.Discard(dir)
-		for _, e := range dropped {
-			fmt.Printf("discarded %s %s (previous value %s was NOT restored)\n", e.Kind, e.Target, e.Previous)
+		n := 0
+		for _, d := range journal.Lanes(dir) {
+			dropped, err := journal.Discard(d)
+			for _, e := range dropped {
+				fmt.Printf("discarded %s %s (previous value %s was NOT restored)\n", e.Kind, e.Target, e.Previous)
+			}
+			n += len(dropped)
+			errs = append(errs, err)
 		}
-		if err == nil && len(dropped) == 0 {
-			fmt.Printf("nothing to discard: no pending journal in %s\n", dir)
+		if err := errors.Join(errs...); err != nil || n > 0 {
+			return err
 		}
-		return err
+		fmt.Printf("nothing to discard: no pending journal in %s\n", dir)
+		return nil
 	}
 	env := nicctlEnv(*root)
 	defer env.Close()
-	restored, err := journal.Restore(context.WithoutCancel(ctx), dir, nicctl.Handlers(env))
-	if err == nil && len(restored) == 0 {
-		fmt.Printf("nothing to restore: no pending journal in %s\n", dir)
-		return nil
+	n := 0
+	for _, d := range journal.Lanes(dir) {
+		restored, err := journal.Restore(context.WithoutCancel(ctx), d, nicctl.Handlers(env))
+		printRestored(restored)
+		n += len(restored)
+		errs = append(errs, err)
 	}
-	printRestored(restored)
-	return err
+	if err := errors.Join(errs...); err != nil || n > 0 {
+		return err
+	}
+	fmt.Printf("nothing to restore: no pending journal in %s\n", dir)
+	return nil
 }

@@ -212,13 +212,13 @@ func (c *Client) Check(ctx context.Context, cpu int, iface string) (*check.Repor
 }
 
 // Apply puts an arm's knobs in force on the host.
-func (c *Client) Apply(ctx context.Context, arm string, k scenario.Knobs, iface string, length time.Duration) ([]string, error) {
+func (c *Client) Apply(ctx context.Context, arm string, k scenario.Knobs, iface, timestamps string, length time.Duration) ([]string, error) {
 	kb, err := json.Marshal(k)
 	if err != nil {
 		return nil, err
 	}
 	var r ApplyResult
-	err = c.call(ctx, OpApply, ApplyArgs{Arm: arm, Knobs: kb, Iface: iface, LengthNS: int64(length)}, &r)
+	err = c.call(ctx, OpApply, ApplyArgs{Arm: arm, Knobs: kb, Iface: iface, LengthNS: int64(length), Timestamps: timestamps}, &r)
 	return r.Report, err
 }
 
@@ -328,10 +328,11 @@ func (t *tailBuffer) text() string {
 	return "\n    agent stderr: " + strings.Join(l, "\n    agent stderr: ")
 }
 
-// DialRig starts `rig agent --stdio` through prefix (nil: on this host).
+// DialRig starts `rig agent --stdio --lane NAME` through prefix (nil: on
+// this host); the lane keeps the journals of agents on one machine apart.
 // env adds NAME=value entries to the agent's environment where the prefix
 // passes it on (local and ip netns exec do; ssh does not).
 func DialRig(ctx context.Context, name string, prefix []string, rig string, env []string, log io.Writer) (*Client, error) {
-	argv := append(append(append([]string{}, prefix...), rig), "agent", "--stdio")
+	argv := append(append(append([]string{}, prefix...), rig), "agent", "--stdio", "--lane", name)
 	return Dial(ctx, name, argv, env, log)
 }

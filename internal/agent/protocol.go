@@ -105,6 +105,9 @@ type ApplyArgs struct {
 	Knobs    json.RawMessage `json:"knobs"` // scenario.Knobs
 	Iface    string          `json:"iface"`
 	LengthNS int64           `json:"length_ns"`
+	// Timestamps is the scenario's mode; hardware/auto enable the NIC's
+	// hardware timestamping for the arm (journaled).
+	Timestamps string `json:"timestamps,omitempty"`
 }
 
 // ApplyResult lists what changed or was restored, one line each.

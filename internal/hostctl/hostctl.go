@@ -41,6 +41,10 @@ type Arm struct {
 	Knobs scenario.Knobs
 	// Length bounds the loads: they end by themselves after it.
 	Length time.Duration
+	// Timestamps is the scenario's mode: with "hardware" or "auto" the
+	// host's NIC gets hardware timestamping for the round (journaled, the
+	// filter ladder); "hardware" fails where the NIC grants none.
+	Timestamps string
 }
 
 // Applied is an arm in force on a host.
@@ -63,6 +67,11 @@ func Apply(ctx context.Context, h *Host, a Arm) (_ *Applied, err error) {
 		}
 	}()
 	k := a.Knobs
+	// Timestamping first: some drivers (ENA) bounce the link and reset IRQ
+	// affinity when it changes.
+	if err := ap.hwTimestamps(ctx, a.Timestamps); err != nil {
+		return ap, err
+	}
 	if err := ap.nic(ctx, k); err != nil {
 		return ap, err
 	}
@@ -111,6 +120,36 @@ func Sibling(fs hostfs.FS, cpu int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("CPU %d has no SMT sibling (thread_siblings_list %s): %w", cpu, cpulist.Format(t.ThreadSiblings), errors.ErrUnsupported)
+}
+
+func (ap *Applied) hwTimestamps(ctx context.Context, mode string) error {
+	h := ap.host
+	if mode == "" || mode == "software" || h.Iface == "" || h.NIC == nil {
+		return nil
+	}
+	run := func() error {
+		c, err := nicctl.EnableHWTimestamps(ctx, h.NIC, h.Journal, h.Iface)
+		line := fmt.Sprintf("timestamps %s: %s → %s", h.Iface, orDash(c.Previous), c.Effective)
+		if c.Note != "" {
+			line += " — " + c.Note
+		}
+		ap.Report = append(ap.Report, line)
+		if err == nil && mode == "hardware" && c.Effective == "software only" {
+			err = fmt.Errorf("timestamps: hardware, but %s grants no hardware timestamping (%s): use timestamps: auto or software, or another NIC", h.Iface, c.Note)
+		}
+		return err
+	}
+	if h.InNetns != nil {
+		return h.InNetns(run)
+	}
+	return run()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func (ap *Applied) nic(ctx context.Context, k scenario.Knobs) error {

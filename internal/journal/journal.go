@@ -244,16 +244,38 @@ func Pending(dir string) ([]Entry, error) {
 	return open, nil
 }
 
-// CheckPending returns a *PendingError if dir holds open changes.
+// CheckPending returns a *PendingError if dir, or one of its lanes, holds
+// open changes.
 func CheckPending(dir string) error {
-	open, err := Pending(dir)
-	if err != nil {
-		return err
+	for _, d := range Lanes(dir) {
+		open, err := Pending(d)
+		if err != nil {
+			return err
+		}
+		if len(open) > 0 {
+			return &PendingError{Dir: d, PID: open[0].PID, Time: open[0].Time, Open: len(open)}
+		}
 	}
-	if len(open) == 0 {
-		return nil
+	return nil
+}
+
+// LaneDir is the journal directory of one lane below base. Several rig
+// agents on one machine (one per network namespace or NIC port of a
+// scenario) change the host at the same time; each journals in its own
+// lane so that none waits for another's lock, and `rig restore` replays
+// every lane.
+func LaneDir(base, lane string) string { return filepath.Join(base, "lanes", lane) }
+
+// Lanes returns dir and the lane directories below it.
+func Lanes(dir string) []string {
+	out := []string{dir}
+	ents, _ := os.ReadDir(filepath.Join(dir, "lanes"))
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, filepath.Join(dir, "lanes", e.Name()))
+		}
 	}
-	return &PendingError{Dir: dir, PID: open[0].PID, Time: open[0].Time, Open: len(open)}
+	return out
 }
 
 // Journal is an open, locked journal. It is not safe for concurrent use.

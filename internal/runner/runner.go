@@ -215,24 +215,42 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 	k := arm.Effective
 	length := s.Traffic.RoundDuration() + 10*time.Second
 	fmt.Fprintf(o.Log, "rig run: round %d arm %s\n", r, arm.Name)
-	rsp := hs.responder.Agent
-	report, err := rsp.Apply(ctx, arm.Name, k, hs.responder.Iface, length)
-	for _, line := range report {
-		fmt.Fprintf(o.Log, "  %s\n", line)
+	// The arm's knobs go to the responder host; every host gets the
+	// scenario's timestamping on its NIC for the round.
+	type target struct {
+		h     round.Host
+		knobs scenario.Knobs
 	}
-	if err != nil {
-		return fmt.Errorf("applying knobs: %w", err)
+	targets := []target{{hs.responder, k}}
+	for _, h := range []*round.Host{&hs.sender, hs.capture} {
+		if h != nil && h.Agent != hs.responder.Agent {
+			targets = append(targets, target{h: *h})
+		}
 	}
+	var applied []*agent.Client
 	defer func() {
 		// Take the arm back even when the round was interrupted.
-		report, uerr := rsp.Undo(context.WithoutCancel(ctx))
-		for _, line := range report {
-			fmt.Fprintf(o.Log, "  %s\n", line)
-		}
-		if uerr != nil {
-			err = errors.Join(err, fmt.Errorf("taking back the knobs: %w (run `rig restore` on host %s)", uerr, rsp.Name))
+		for i := len(applied) - 1; i >= 0; i-- {
+			c := applied[i]
+			report, uerr := c.Undo(context.WithoutCancel(ctx))
+			for _, line := range report {
+				fmt.Fprintf(o.Log, "  [%s] %s\n", c.Name, line)
+			}
+			if uerr != nil {
+				err = errors.Join(err, fmt.Errorf("taking back the knobs: %w (run `rig restore` on host %s)", uerr, c.Name))
+			}
 		}
 	}()
+	for _, t := range targets {
+		report, aerr := t.h.Agent.Apply(ctx, arm.Name, t.knobs, t.h.Iface, string(s.Timestamps), length)
+		for _, line := range report {
+			fmt.Fprintf(o.Log, "  [%s] %s\n", t.h.Agent.Name, line)
+		}
+		if aerr != nil {
+			return fmt.Errorf("applying knobs on host %s: %w", t.h.Agent.Name, aerr)
+		}
+		applied = append(applied, t.h.Agent)
+	}
 	id, _ := wire.ParseRunID(runID)
 	spec := round.Spec{
 		Dir:    rundir.RoundDir(dir, arm.Name, r),

@@ -220,3 +220,28 @@ func (h *HWConfig) Restore(prev HWTstampConfig) error {
 	}
 	return nil
 }
+
+// HostHWIoctl returns the real SIOC[GS]HWTSTAMP access, one short-lived
+// socket per call, for callers that keep their own HWIoctl-shaped
+// interfaces (nicctl). Errors are the raw errno values.
+func HostHWIoctl() HWIoctl { return sockHWIoctl{} }
+
+type sockHWIoctl struct{}
+
+func (sockHWIoctl) GetHWTstamp(ifname string) (HWTstampConfig, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return HWTstampConfig{}, err
+	}
+	defer unix.Close(fd)
+	return ioctlDev{fd}.GetHWTstamp(ifname)
+}
+
+func (sockHWIoctl) SetHWTstamp(ifname string, cfg *HWTstampConfig) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return ioctlDev{fd}.SetHWTstamp(ifname, cfg)
+}

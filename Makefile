@@ -12,7 +12,7 @@ export PATH := $(GOBIN):$(PATH)
 # Debian packages the tests and the demo use; installed only when missing.
 DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf chromium
 
-.PHONY: all build deps test unit lint fmt-check vet staticcheck fuzz fuzz-smoke bench bench-smoke demo clean
+.PHONY: all build deps test unit lint fmt-check vet staticcheck fuzz fuzz-smoke bench bench-smoke gobench gobench-smoke demo clean
 
 all: build
 
@@ -26,9 +26,11 @@ deps:
 
 # test: the whole suite as CI runs it: lint, unit + integration tests under
 # the race detector (integration tests need root and skip without it), and a
-# short run of every fuzz target.
+# short run of every fuzz target. Packages run one at a time (-p 1): the
+# integration tests share 2 CPUs and check host-wide state (no stress-ng
+# left, no lab left), so they must not overlap.
 test: deps lint
-	$(GO) test -race -count=1 -timeout 40m $(PKGS)
+	$(GO) test -race -p 1 -count=1 -timeout 40m $(PKGS)
 	$(MAKE) fuzz-smoke
 
 # unit: fast tests only (no root needed), no race detector.
@@ -55,10 +57,21 @@ fuzz:
 fuzz-smoke:
 	@./.ci/fuzz.sh 3s
 
-bench:
+# bench: rig vs sockperf and cyclictest on an emulated lab, interleaved
+# rounds (issue 7; ~12 min, root); the table goes to bench/RESULTS.md.
+# bench-smoke: the same code path in under a minute. gobench: Go benchmarks.
+bench: build
+	@./.ci/install-debs.sh iproute2 sockperf rt-tests
+	./$(BIN) bench -v --out bench/RESULTS.md
+
+bench-smoke: build
+	@./.ci/install-debs.sh iproute2 sockperf rt-tests
+	./$(BIN) bench --smoke
+
+gobench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
 
-bench-smoke:
+gobench-smoke:
 	$(GO) test -run='^$$' -bench=. -benchtime=100x -count=1 $(PKGS)
 
 # demo: build rig and run the demo scenario on the built-in emulated topology.

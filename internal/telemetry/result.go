@@ -238,7 +238,14 @@ func (s *Sampler) result() *Result {
 		r.Intervals = append(r.Intervals, iv)
 	}
 	if cfg.TID != 0 {
-		r.Thread = &ThreadCtx{PID: cfg.PID, TID: cfg.TID, Voluntary: delta(s.vol[n-1], s.vol[0]), Involuntary: delta(s.inv[n-1], s.inv[0])}
+		// Summed from the intervals: the thread usually exits before the
+		// last sample (the responder stops first), and a failed read counts
+		// as no change rather than erasing the round's total.
+		r.Thread = &ThreadCtx{PID: cfg.PID, TID: cfg.TID}
+		for _, iv := range r.Intervals {
+			r.Thread.Voluntary += iv.Vol
+			r.Thread.Involuntary += iv.Invol
+		}
 	}
 	if ts := s.scanner; ts != nil {
 		r.ThreadScanEvery = cfg.ThreadScanEvery

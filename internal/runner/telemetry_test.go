@@ -1,0 +1,107 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/load"
+	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/internal/telemetry"
+	"github.com/rig-project/rig/internal/testbin"
+)
+
+// TestTelemetrySeesStressOnResponderCPU runs a round with the responder
+// spinning alone on CPU 1 and one with stress-ng on CPU 1 too, on the
+// emulated topology, and checks that the telemetry shows the load:
+// stress-ng seen on the CPU, and the spinning responder thread preempted
+// (involuntary context switches) more than when it was alone. (A blocking
+// responder is not preempted: it wakes ahead of the load and sleeps.)
+func TestTelemetrySeesStressOnResponderCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to build network namespaces")
+	}
+	if _, err := exec.LookPath("stress-ng"); err != nil {
+		t.Skip("stress-ng not installed (make deps installs it)")
+	}
+	if load.Alive() {
+		t.Skip("a stress-ng from elsewhere is running")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tel.yaml")
+	os.WriteFile(path, []byte(`name: tel
+emulate: netns
+traffic: {group: 239.66.0.2:7601, interval: 1ms, count: 1500}
+timestamps: software
+rounds: 1
+arms:
+  - name: alone
+    responder: {cpu: 1, poll: busy}
+  - name: stressed
+    responder: {cpu: 1, poll: busy}
+    load: {stress-ng: --cpu 1 --cpu-method fft, cpus: 1}
+`), 0o644)
+	s, err := scenario.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
+		Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "state"), FS: hostfs.Default(), Log: &log})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	read := func(arm string) *telemetry.Result {
+		b, err := os.ReadFile(filepath.Join(rundir.RoundDir(res.Dir, arm, 0), rundir.Telemetry))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r telemetry.Result
+		if err := json.Unmarshal(b, &r); err != nil || r.Samples == 0 {
+			t.Fatalf("%s telemetry: %v\n%.300s", arm, err, b)
+		}
+		return &r
+	}
+	alone, stressed := read("alone"), read("stressed")
+	seen := false
+	for _, th := range stressed.Threads {
+		if strings.HasPrefix(th.Comm, "stress-ng") && th.CPU == 1 {
+			seen = true
+		}
+	}
+	if !seen {
+		t.Errorf("stress-ng not among the threads seen on CPU 1: %+v", stressed.Threads)
+	}
+	if alone.Thread == nil || stressed.Thread == nil {
+		t.Fatalf("responder thread not watched: %+v %+v", alone.Thread, stressed.Thread)
+	}
+	for _, th := range alone.Threads {
+		if strings.HasPrefix(th.Comm, "stress-ng") {
+			t.Errorf("stress-ng seen in the arm without load: %+v", th)
+		}
+	}
+	t.Logf("responder context switches: alone %+v, stressed %+v", *alone.Thread, *stressed.Thread)
+	if stressed.Thread.Involuntary == 0 {
+		t.Errorf("a spinning responder sharing CPU 1 with stress-ng was never preempted: %+v", *stressed.Thread)
+	}
+	// On a quiet machine the lone spinner is rarely preempted; on a busy one
+	// (other tests, other tenants) it may be as often as under our load, so
+	// the comparison is made only when the baseline is quiet.
+	if alone.Thread.Involuntary < 100 && stressed.Thread.Involuntary <= 2*alone.Thread.Involuntary {
+		t.Errorf("involuntary context switches: alone %d, stressed %d; want clearly more under load",
+			alone.Thread.Involuntary, stressed.Thread.Involuntary)
+	}
+	if stressed.PinCPU == 1 || alone.PinCPU == 1 {
+		t.Errorf("sampler ran on the measured CPU")
+	}
+}

@@ -83,6 +83,7 @@ th{background:#e8eef6}td:first-child,td:nth-child(2){text-align:left}
 p.caption{font-size:.9em;color:#333}
 img{max-width:100%;border:1px solid #ccc}
 .problem{color:#a00}
+table.tel td{white-space:normal;text-align:left}
 </style></head><body>
 <h1>rig report: {{.R.Run}}</h1>
 <p>Run id {{or .R.RunID "—"}}, scenario {{or .R.Scenario "—"}}. Baseline arm: <b>{{or .R.Baseline "—"}}</b>. Headline metric: {{.R.Headline}}.
@@ -111,7 +112,7 @@ Arms: {{range $i, $a := .R.Arms}}{{if $i}}, {{end}}<span class="arm">{{$a.Name}}
 <h2>Responder CPU activity (telemetry)</h2>
 {{range .R.Telemetry}}<h3>{{.Arm}}</h3>
 {{range .Blocks}}{{if .Head}}<p class="caption">{{.Text}}</p>
-<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+<table class="tel"><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
 {{else}}<p>{{.Text}}</p>

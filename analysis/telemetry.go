@@ -247,33 +247,39 @@ func cmpDesc[T int | uint64 | float64 | int64](a, b T) int {
 
 // standout is a source that moved more than usual in one interval.
 type standout struct {
-	src           *telSource
-	delta, median uint64
+	src      *telSource
+	delta    uint64
+	expected float64
 }
 
 // unusual lists the sources of interval i whose count is more than twice
-// their median per-interval count in the round (and at least 1), most
+// the usual for the interval's length (the round's median per-interval
+// rate; a starved sampler makes long intervals) and at least 1, most
 // unusual first, at most n.
-func (r *telResult) unusual(i int, medians []uint64, n int) []standout {
+func (r *telResult) unusual(i int, medians []float64, n int) []standout {
+	iv := &r.Intervals[i]
+	secs := float64(iv.End-iv.Start) / 1e9
 	var out []standout
-	for k, d := range r.Intervals[i].Deltas {
-		if r.Sources[k].Kind == "idle_time_us" || d == 0 || d <= 2*medians[k] {
+	for k, d := range iv.Deltas {
+		exp := medians[k] * secs
+		if r.Sources[k].Kind == "idle_time_us" || d == 0 || float64(d) <= 2*exp {
 			continue
 		}
-		out = append(out, standout{&r.Sources[k], d, medians[k]})
+		out = append(out, standout{&r.Sources[k], d, exp})
 	}
-	score := func(s standout) float64 { return float64(s.delta+1) / float64(s.median+1) }
+	score := func(s standout) float64 { return (float64(s.delta) + 1) / (s.expected + 1) }
 	slices.SortStableFunc(out, func(a, b standout) int { return cmpDesc(score(a), score(b)) })
 	return out[:min(n, len(out))]
 }
 
-// medianDeltas is each source's median (lower middle) count per interval.
-func (r *telResult) medianDeltas() []uint64 {
-	out := make([]uint64, len(r.Sources))
-	col := make([]uint64, len(r.Intervals))
+// medianRates is each source's median (lower middle) per-interval rate,
+// per second.
+func (r *telResult) medianRates() []float64 {
+	out := make([]float64, len(r.Sources))
+	col := make([]float64, len(r.Intervals))
 	for k := range r.Sources {
 		for i, iv := range r.Intervals {
-			col[i] = iv.Deltas[k]
+			col[i] = float64(iv.Deltas[k]) / (float64(iv.End-iv.Start) / 1e9)
 		}
 		slices.Sort(col)
 		out[k] = col[(len(col)-1)/2]
@@ -291,7 +297,7 @@ const (
 type telRound struct {
 	k       int
 	r       *telResult
-	medians []uint64
+	medians []float64
 	why     string
 }
 
@@ -327,7 +333,7 @@ func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
 			case err != nil:
 				tr.why = fmt.Sprintf("%s: damaged: %v", path, err)
 			default:
-				tr.medians = tr.r.medianDeltas()
+				tr.medians = tr.r.medianRates()
 			}
 		}
 		if tr.why != "" {
@@ -537,10 +543,12 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 	if len(a.Worst) == 0 {
 		return []TelemetryBlock{{Text: fmt.Sprintf("Worst samples: %s was not computed for this arm; nothing to line up.", a.Metric)}}
 	}
-	bl := TelemetryBlock{Head: []string{"#", "round", "seq", a.Metric + " µs", "time (UTC)", "stamp", "interval", "more than twice the round's usual (median per interval)", "busiest in the interval"}}
+	bl := TelemetryBlock{Head: []string{"#", "round", "seq", a.Metric + " µs", "time (UTC)", "stamp", "interval", "more than twice the usual for its length", "busiest in the interval"}}
 	counts := map[string]int{}
 	var order []string
-	found, stamps := 0, map[string]bool{}
+	found, intervals, stamps := 0, 0, map[string]bool{}
+	seen := map[[2]int]int{}            // (round, interval) → # of its first row
+	seenLabels := map[[2]int][]string{} // what stood out in it
 	for i, w := range a.Worst {
 		row := []string{strconv.Itoa(i + 1), strconv.Itoa(w.Round), strconv.FormatUint(w.Seq, 10), fmtUS(w.ValueNS)}
 		tr := byK[w.Round]
@@ -565,18 +573,30 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 			}
 			found++
 			it := &r.Intervals[iv]
+			where := fmt.Sprintf("+%.1f s, %.0f ms", float64(it.Start-r.Start)/1e9, float64(it.End-it.Start)/1e6)
+			key := [2]int{w.Round, iv}
+			if first, ok := seen[key]; ok {
+				// One stall often makes several of the worst samples.
+				same := fmt.Sprintf("same interval as #%d", first)
+				row = append(row, clock(w.AtNS), w.At, where, same, same)
+				for _, l := range seenLabels[key] {
+					counts[l]++
+				}
+				break
+			}
+			seen[key] = i + 1
+			intervals++
 			var un []string
 			for _, s := range r.unusual(iv, tr.medians, 4) {
 				l := s.src.label()
-				un = append(un, fmt.Sprintf("%s ×%d (usual %d)", l, s.delta, s.median))
+				un = append(un, fmt.Sprintf("%s ×%d (usual %.0f)", l, s.delta, s.expected))
 				if counts[l] == 0 {
 					order = append(order, l)
 				}
 				counts[l]++
+				seenLabels[key] = append(seenLabels[key], l)
 			}
-			row = append(row, clock(w.AtNS), w.At,
-				fmt.Sprintf("+%.1f s, %.0f ms", float64(it.Start-r.Start)/1e9, float64(it.End-it.Start)/1e6),
-				orDash(strings.Join(un, ", ")), r.busiest(iv, 3))
+			row = append(row, clock(w.AtNS), w.At, where, orDash(strings.Join(un, ", ")), r.busiest(iv, 3))
 		}
 		bl.Rows = append(bl.Rows, row)
 	}
@@ -587,7 +607,8 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 	slices.Sort(used)
 	bl.Text = fmt.Sprintf("The %d largest %s samples (%s) after warm-up, over all rounds, and the telemetry interval each fell in, found by the request's CLOCK_REALTIME stamp (%s). "+
 		"req_rx_sw, req_rx_user, rep_tx_* are the responder host's clock, the one telemetry uses; cap_req, due, tx_user are another host's realtime clock and are off by its clock error. "+
-		"Interval = its start after the round's first sample, and its length.",
+		"Interval = its start after the round's first sample, and its length (a sampler starved of CPU makes it longer than nominal); "+
+		"usual = the round's median per-interval rate of the source times that length.",
 		len(a.Worst), a.Metric, orDash(a.Source), orDash(strings.Join(used, ", ")))
 	out := []TelemetryBlock{bl}
 	// The one-line finding: what moved more than usual in several of them.
@@ -602,9 +623,9 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 	case found == 0:
 		out = append(out, TelemetryBlock{Text: fmt.Sprintf("None of the %d worst samples could be placed in a telemetry interval.", len(a.Worst))})
 	case len(co) == 0:
-		out = append(out, TelemetryBlock{Text: fmt.Sprintf("In the intervals of the %d worst samples placed, no source moved more than usual in more than one of them.", found)})
+		out = append(out, TelemetryBlock{Text: fmt.Sprintf("In the %d telemetry intervals of the %d worst samples placed, no source moved more than usual for more than one sample.", intervals, found)})
 	default:
-		out = append(out, TelemetryBlock{Text: fmt.Sprintf("The %d worst samples placed coincide with more than usual: %s.", found, strings.Join(co[:min(4, len(co))], "; "))})
+		out = append(out, TelemetryBlock{Text: fmt.Sprintf("The %d worst samples placed (in %d telemetry intervals) coincide with more than usual: %s.", found, intervals, strings.Join(co[:min(4, len(co))], "; "))})
 	}
 	return out
 }

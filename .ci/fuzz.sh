@@ -7,18 +7,19 @@ set -euo pipefail
 t=${1:-30s}
 fail=0
 log=$(mktemp)
+count() { if [ -d "$1" ]; then find "$1" -type f | wc -l; else echo 0; fi; }
 trap 'rm -f "$log"' EXIT
 while IFS= read -r line; do
   file=${line%%:*}; name=${line##*func }; name=${name%%(*}
   pkg=./$(dirname "$file")
   corpus="$(dirname "$file")/testdata/fuzz/$name"
   for attempt in 1 2; do
-    before=$(ls "$corpus" 2>/dev/null | wc -l)
+    before=$(count "$corpus")
     echo "fuzz $pkg $name ($t)"
     if go test -run='^$' -fuzz="^${name}\$" -fuzztime="$t" "$pkg" >"$log" 2>&1; then
       break
     fi
-    after=$(ls "$corpus" 2>/dev/null | wc -l)
+    after=$(count "$corpus")
     if [ "$after" -gt "$before" ] || [ "$attempt" -eq 2 ]; then
       cat "$log"; fail=1; break
     fi

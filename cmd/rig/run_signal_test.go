@@ -24,18 +24,8 @@ import (
 // a stress-ng load), keeps the finished rounds, says where the run
 // directory is and exits non-zero.
 func TestRunInterrupted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (namespaces, cpuidle)")
-	}
-	if _, err := exec.LookPath("stress-ng"); err != nil {
-		t.Skip("stress-ng not installed")
-	}
-	if load.Alive() {
-		t.Skip("another stress-ng runs; cannot prove ours stops")
-	}
+	testbin.Integration(t)
+	testbin.StressNG(t)
 	fs := hostfs.Default()
 	states, err := hostinfo.ReadIdleStates(fs, 1)
 	if err != nil || len(states) < 2 {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,18 +52,8 @@ arms:
 // and checks the run directory, the rotation, that stress-ng is gone and
 // that no host change is left behind.
 func TestRunThreeArms(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to build network namespaces")
-	}
-	if _, err := exec.LookPath("stress-ng"); err != nil {
-		t.Skip("stress-ng not installed (make deps installs it)")
-	}
-	if load.Alive() {
-		t.Skip("a stress-ng from elsewhere is running; cannot prove ours is stopped")
-	}
+	testbin.Integration(t)
+	testbin.StressNG(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "itest.yaml")
 	os.WriteFile(path, []byte(threeArms), 0o644)

@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
-	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/telemetry"
@@ -25,18 +23,8 @@ import (
 // (involuntary context switches) more than when it was alone. (A blocking
 // responder is not preempted: it wakes ahead of the load and sleeps.)
 func TestTelemetrySeesStressOnResponderCPU(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to build network namespaces")
-	}
-	if _, err := exec.LookPath("stress-ng"); err != nil {
-		t.Skip("stress-ng not installed (make deps installs it)")
-	}
-	if load.Alive() {
-		t.Skip("a stress-ng from elsewhere is running")
-	}
+	testbin.Integration(t)
+	testbin.StressNG(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tel.yaml")
 	os.WriteFile(path, []byte(`name: tel

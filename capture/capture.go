@@ -63,6 +63,7 @@ type Capture struct {
 	frames  atomic.Int64
 	started time.Time
 	stopped string
+	phc     *tstamp.PHCRecord
 
 	pcap struct {
 		data []byte
@@ -156,6 +157,10 @@ func (c *Capture) Run(ctx context.Context) error {
 func (c *Capture) loop() error {
 	gc := debug.SetGCPercent(-1)
 	defer debug.SetGCPercent(gc)
+	if c.phc = c.granted.PHC(); c.phc != nil {
+		c.phc.Take()
+		defer c.phc.Take()
+	}
 	c.started = time.Now()
 	if c.cfg.Ready != nil {
 		c.cfg.Ready()
@@ -328,7 +333,7 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Host:        c.cfg.Host,
 		Iface:       c.cfg.Iface,
 		Clocks:      map[string]samples.Clock{"cap_req": ck, "cap_rep": ck},
-		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports},
+		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc},
 		StartedAt:   c.started.UTC().Format(time.RFC3339Nano),
 	}
 }

@@ -73,6 +73,7 @@ type Responder struct {
 	tid     atomic.Int64
 	started time.Time
 	stopped string
+	phc     *tstamp.PHCRecord
 }
 
 // New opens the responder's socket: bound to the group's port, joined to
@@ -174,6 +175,10 @@ func (r *Responder) loop() error {
 	}
 	gc := debug.SetGCPercent(-1)
 	defer debug.SetGCPercent(gc)
+	if r.phc = r.granted.PHC(); r.phc != nil {
+		r.phc.Take()
+		defer r.phc.Take()
+	}
 	r.started = time.Now()
 	if r.cfg.Ready != nil {
 		r.cfg.Ready()
@@ -369,7 +374,7 @@ func (r *Responder) Header(arm, round int) samples.Header {
 		Settings: map[string]any{
 			"cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "busy_poll_us": r.cfg.BusyPollUS,
 			"sched": r.cfg.Sched.String(), "timestamps": r.granted.String(),
-			"tx_keying": r.conn.Keying().String(),
+			"tx_keying": r.conn.Keying().String(), "phc": r.phc,
 		},
 		StartedAt: r.started.UTC().Format(time.RFC3339Nano),
 	}

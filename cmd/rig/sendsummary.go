@@ -8,47 +8,37 @@ import (
 	"github.com/rig-project/rig/internal/samples"
 )
 
-// printSendSummary prints the one-screen summary of a round at the sender.
+// printSendSummary prints the one-screen summary of a round at the sender,
+// computed by the analysis package (the same metric, clock-source and
+// percentile rules as every report).
 func printSendSummary(w io.Writer, j *samples.Joined, warmup int) error {
 	c := j.Counters[samples.RoleSender]
 	fmt.Fprintf(w, "sent %d  received %d  lost %d  duplicated %d  reordered %d  late %d  TX stamps missing %d\n",
 		c.Sent, c.Received, c.Lost, c.Duplicated, c.Reordered, c.Late, c.TxStampsMissing)
-	type metric struct {
-		name, source string
-		a, b         samples.Stamp
+	in := &analysis.Input{Run: "send", Warmup: warmup, Arms: []analysis.InputArm{{Name: "send",
+		Rounds: []analysis.InputRound{{K: 0, Load: func() (*samples.Joined, error) { return j, nil }}}}}}
+	r, err := analysis.Analyze(in, analysis.Options{})
+	if err != nil {
+		return err
 	}
-	ms := []metric{
-		{"rtt", "sw (kernel TX → kernel RX, CLOCK_REALTIME)", samples.TxSW, samples.RxSW},
-		{"rtt", "user (before sendmsg → after recvmsg, CLOCK_REALTIME)", samples.TxUser, samples.RxUser},
-		{"lateness", "user (tx_user − due, CLOCK_REALTIME)", samples.Due, samples.TxUser},
-	}
-	if j.Clocks[samples.TxHW.String()].Source == "hw" {
-		ms = append([]metric{{"rtt", "hw (NIC TX → NIC RX, sender PHC)", samples.TxHW, samples.RxHW}}, ms...)
-	}
-	fmt.Fprintf(w, "%-9s %8s %10s %10s %10s %10s  %s\n", "metric", "n", "median", "p99", "p99.9", "worst", "clock source")
-	for _, m := range ms {
-		var v []int64
-		for i := range j.Records {
-			r := &j.Records[i]
-			if r.Seq < uint64(warmup) || r.Flags&(samples.FlagLate|samples.FlagNotSent) != 0 {
-				continue
-			}
-			if r.T[m.a] != 0 && r.T[m.b] != 0 {
-				v = append(v, r.T[m.b]-r.T[m.a])
-			}
-		}
-		st := analysis.Compute(v)
-		if st.N == 0 {
-			fmt.Fprintf(w, "%-9s %8d %10s %10s %10s %10s  %s\n", m.name, 0, "-", "-", "-", "-", m.source)
+	arm := r.Arm("send")
+	fmt.Fprintf(w, "%-12s %7s %10s %10s %10s %10s  %s\n", "metric", "n", "median", "p99", "p99.9", "worst", "clock source (formula)")
+	for _, name := range []string{analysis.RTT, analysis.RTTFromDue, analysis.Lateness} {
+		m := arm.Metrics[name]
+		if m == nil || len(m.Rounds) == 0 {
+			fmt.Fprintf(w, "%-12s %7d %10s %10s %10s %10s  not available from these stamps\n", name, 0, "-", "-", "-", "-")
 			continue
 		}
-		p := func(q analysis.Quantile) string {
-			x, _ := st.Value(q)
-			return analysis.FormatUS(x)
+		rs := m.Rounds[0]
+		us := func(v *int64) string {
+			if v == nil {
+				return "-"
+			}
+			return analysis.FormatUS(*v)
 		}
-		fmt.Fprintf(w, "%-9s %8d %10s %10s %10s %10s  %s\n", m.name, st.N, p(analysis.P50), p(analysis.P99), p(analysis.P999),
-			analysis.FormatUS(*st.WorstNS), m.source)
+		fmt.Fprintf(w, "%-12s %7d %10s %10s %10s %10s  %s (%s)\n", name, rs.N, us(rs.MedianNS), us(rs.P99NS), us(rs.P999NS),
+			us(rs.WorstNS), m.Source, m.Formula)
 	}
-	fmt.Fprintf(w, "µs; exact nearest-rank percentiles; first %d sequences excluded (warm-up); late replies counted lost\n", warmup)
+	fmt.Fprintf(w, "µs; %s; %s; late replies count as lost\n", r.Rules.Percentile, r.Rules.WarmupRule)
 	return nil
 }

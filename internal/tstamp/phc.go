@@ -20,16 +20,16 @@ const (
 // PHCOffset relates a PHC to CLOCK_REALTIME at one instant.
 type PHCOffset struct {
 	// Offset = PHC time − CLOCK_REALTIME, in ns: realtime = hw − Offset.
-	Offset int64
+	Offset int64 `json:"offset_ns"`
 	// Window is the uncertainty in ns: the width of the system-clock
 	// bracket around the PHC read used (0 for a hardware cross-timestamp).
-	Window int64
+	Window int64 `json:"window_ns"`
 	// At is the CLOCK_REALTIME instant of the estimate, in ns.
-	At int64
+	At int64 `json:"at_ns"`
 	// Method names the ioctl used (MethodPrecise, MethodExtended, MethodBasic).
-	Method string
+	Method string `json:"method"`
 	// Fallback says why better methods were not used ("" when none failed).
-	Fallback string
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // phcDev is the PHC ioctl surface; tests use a fake.
@@ -220,6 +220,54 @@ func (d phcIoctl) basic(n int, out *[2*unix.PTP_MAX_SAMPLES + 1]int64) error {
 	}
 	for i := 0; i < 2*n+1; i++ {
 		out[i] = ptpNano(v.Ts[i])
+	}
+	return nil
+}
+
+// PHCRecord is the PHC↔CLOCK_REALTIME relation a role records with its
+// samples at the start and end of a round, so that hardware stamps (raw PHC
+// time) can be converted to wall time offline and the NIC→kernel stage be
+// computed. Error says why it could not be taken.
+type PHCRecord struct {
+	Index int        `json:"phc_index"`
+	Start *PHCOffset `json:"start,omitempty"`
+	End   *PHCOffset `json:"end,omitempty"`
+	Error string     `json:"error,omitempty"`
+}
+
+// MeasurePHC opens /dev/ptpINDEX, takes one offset and closes it. It is
+// cheap enough for the start and end of a round (ENA allows 125 reads/s;
+// this is Samples reads).
+func MeasurePHC(index int) (PHCOffset, error) {
+	p, err := OpenPHC(index)
+	if err != nil {
+		return PHCOffset{}, err
+	}
+	defer p.Close()
+	return p.Offset()
+}
+
+// Take fills Start (first call) or End (later calls); an error is kept in
+// Error, never returned: a missing offset must not stop a measurement.
+func (r *PHCRecord) Take() {
+	o, err := MeasurePHC(r.Index)
+	if err != nil {
+		r.Error = err.Error()
+		return
+	}
+	if r.Start == nil {
+		r.Start = &o
+	} else {
+		r.End = &o
+	}
+}
+
+// PHC returns an empty PHCRecord for the NIC clock of a grant with
+// hardware stamps, or nil when the grant has none (software stamps need no
+// PHC relation).
+func (g Granted) PHC() *PHCRecord {
+	if (g.HardwareRX() || g.HardwareTX()) && g.Caps.PHCIndex >= 0 {
+		return &PHCRecord{Index: g.Caps.PHCIndex}
 	}
 	return nil
 }

@@ -1,13 +1,15 @@
 # rig — build, test, demo. Targets that touch the network (test, demo, bench)
 # need root: they build network namespaces. See README.md.
 
-GO        ?= go
+# sudo resets PATH (secure_path): find the Go toolchain where it usually is.
+GO        ?= $(shell command -v go 2>/dev/null || { test -x /usr/local/go/bin/go && echo /usr/local/go/bin/go; } || echo go)
 BIN       ?= bin/rig
 PKGS      ?= ./...
 FUZZTIME  ?= 30s
 STATICCHECK_VERSION ?= v0.8.2
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
-export PATH := $(GOBIN):$(PATH)
+# The scripts under .ci/ call go too: put the toolchain found above on PATH.
+export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 
 # Debian packages the tests and the demo use; installed only when missing.
 DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf chromium

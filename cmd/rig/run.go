@@ -20,6 +20,7 @@ func runCmd(ctx context.Context, args []string) error {
 	dry := fs.Bool("dry-run", false, "check the scenario against this host and print the plan; change nothing")
 	results := fs.String("results", "results", "directory that receives the run directory")
 	verbose := fs.Bool("v", false, "log every step, knob change and process line on stderr")
+	remoteRig := fs.String("remote-rig", "rig", "the rig binary on hosts reached by ssh or kubectl (a path, or a name on their PATH)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -27,7 +28,7 @@ func runCmd(ctx context.Context, args []string) error {
 		return usagef("run: want one scenario FILE, got %d arguments (usage: rig run [--dry-run] FILE)", fs.NArg())
 	}
 	if !*dry {
-		return execRun(ctx, fs.Arg(0), *results, *verbose)
+		return execRun(ctx, fs.Arg(0), *results, *remoteRig, *verbose)
 	}
 	return dryRun(os.Stdout, fs.Arg(0), hostfs.Default())
 }

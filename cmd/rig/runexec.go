@@ -21,7 +21,7 @@ import (
 
 // execRun loads, validates and runs a scenario, then prints the tables and
 // where the run directory is.
-func execRun(ctx context.Context, path, results string, verbose bool) error {
+func execRun(ctx context.Context, path, results, remoteRig string, verbose bool) error {
 	root := hostfs.Default()
 	s, err := loadAndValidate(path, root)
 	if err != nil {
@@ -36,7 +36,7 @@ func execRun(ctx context.Context, path, results string, verbose bool) error {
 	}
 	logf("rig run: %s: %d arms × %d rounds × %d requests every %v (about %v of sending)",
 		s.Name, len(plan.Arms), len(plan.Rounds), s.Traffic.Count, s.Traffic.Interval, plan.Duration(s.Traffic).Round(time.Second))
-	o := runner.Options{Scenario: s, ResultsDir: results, CommandLine: os.Args, FS: root}
+	o := runner.Options{Scenario: s, ResultsDir: results, CommandLine: os.Args, FS: root, RemoteRig: remoteRig}
 	if verbose {
 		o.Log = os.Stderr
 	}

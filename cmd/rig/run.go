@@ -36,28 +36,41 @@ func runCmd(ctx context.Context, args []string) error {
 // dryRun loads, validates and prints the plan of the scenario at path.
 // Problems in the file are usage errors (exit 2).
 func dryRun(w io.Writer, path string, root hostfs.FS) error {
+	s, facts, err := loadAndValidate(path, root)
+	if err != nil {
+		return err
+	}
+	var localFS *hostfs.FS
+	if h := s.HostWith(scenario.RoleResponder); h != nil && facts[h.Name] != nil {
+		localFS = &root
+	}
+	return scenario.WriteDryRun(w, s, s.Plan(), scenario.DryRunOptions{Local: localFS, Unchecked: s.Unchecked(facts)})
+}
+
+// loadAndValidate loads a scenario and checks it against the hosts this
+// process can read itself (this machine and its namespaces); `rig run`
+// checks every host again through its agent. Problems in the file are
+// usage errors (exit 2).
+func loadAndValidate(path string, root hostfs.FS) (*scenario.Scenario, map[string]scenario.HostFacts, error) {
 	s, err := scenario.Load(path)
 	if err != nil {
-		return usageError{err}
+		return nil, nil, usageError{err}
 	}
 	facts := map[string]scenario.HostFacts{}
 	local := scenario.LocalFacts{FS: root}
-	var localFS *hostfs.FS
 	for _, h := range s.Hosts {
-		// The emulated hosts are namespaces of this machine: same CPUs.
-		if s.Emulate != "" || h.Local() {
+		// Emulated hosts and netns hosts are namespaces of this machine:
+		// same CPUs (their interfaces are checked by the agents).
+		if s.Emulate != "" || h.Local() || (len(h.Command) == 4 && h.Command[0] == "ip") {
 			facts[h.Name] = local
-			if h.Has(scenario.RoleResponder) {
-				localFS = &root
-			}
 		}
 	}
 	if err := scenario.Validate(s, facts); err != nil {
 		var list scenario.ErrorList
 		if errors.As(err, &list) {
-			return usageError{err}
+			return nil, nil, usageError{err}
 		}
-		return fmt.Errorf("run: %w", err)
+		return nil, nil, fmt.Errorf("run: %w", err)
 	}
-	return scenario.WriteDryRun(w, s, s.Plan(), scenario.DryRunOptions{Local: localFS, Unchecked: s.Unchecked(facts)})
+	return s, facts, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
@@ -23,7 +22,7 @@ import (
 // where the run directory is.
 func execRun(ctx context.Context, path, results, remoteRig string, verbose bool) error {
 	root := hostfs.Default()
-	s, err := loadAndValidate(path, root)
+	s, _, err := loadAndValidate(path, root)
 	if err != nil {
 		return err
 	}
@@ -44,6 +43,10 @@ func execRun(ctx context.Context, path, results, remoteRig string, verbose bool)
 	o.Progress = bar.update
 	res, err := runner.Run(ctx, o)
 	bar.done()
+	var list scenario.ErrorList
+	if errors.As(err, &list) { // the agents' facts refute the file
+		return usageError{err}
+	}
 	if res != nil && res.Report != nil {
 		fmt.Println()
 		if werr := analysis.WriteTablesMD(os.Stdout, res.Report); werr != nil {
@@ -89,28 +92,4 @@ func (b *runBar) update(p runner.Progress) {
 func (b *runBar) done() {
 	b.bar.Abort(false)
 	b.p.Wait()
-}
-
-// loadAndValidate loads a scenario and checks it against the hosts this
-// process can read; problems in the file are usage errors (exit 2).
-func loadAndValidate(path string, root hostfs.FS) (*scenario.Scenario, error) {
-	s, err := scenario.Load(path)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	facts := map[string]scenario.HostFacts{}
-	local := scenario.LocalFacts{FS: root}
-	for _, h := range s.Hosts {
-		if s.Emulate != "" || h.Local() || strings.HasPrefix(h.Via, "ip netns exec") {
-			facts[h.Name] = local
-		}
-	}
-	if err := scenario.Validate(s, facts); err != nil {
-		var list scenario.ErrorList
-		if errors.As(err, &list) {
-			return nil, usageError{err}
-		}
-		return nil, fmt.Errorf("run: %w", err)
-	}
-	return s, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/responder"
 	"github.com/rig-project/rig/sender"
 )
 
@@ -25,6 +26,7 @@ func runSend(ctx context.Context, args []string) error {
 	spin := fs.Duration("spin", 50*time.Microsecond, "spin this long before each due time instead of sleeping (0: sleep only)")
 	cpu := fs.Int("cpu", -1, "CPU to pin the pacing thread to (-1: no pinning)")
 	sched := fs.String("sched", "other", "scheduling policy of the pacing thread: other | fifo:N")
+	poll := fs.String("poll", "block", "how replies are waited for: block (a receiver thread sleeps in ppoll) | busy (the pacing thread polls the socket between sends: no wake-up, one CPU at 100 %)")
 	port := fs.Int("port", -1, "local UDP port; replies come back to it (-1: the group's port)")
 	replyGroup := fs.String("reply-group", "", "join this group:port for replies (the responder's --reply); its port becomes the local port")
 	warmup := fs.Int("warmup", 2, "leading sequences excluded from the summary (recorded anyway)")
@@ -43,7 +45,11 @@ func runSend(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := sender.Config{Iface: pf.iface, Group: group, Interval: *interval, Count: *count, Size: *size,
+	pm, busyPollUS, err := responder.ParsePoll(*poll)
+	if err != nil || busyPollUS != 0 {
+		return usagef("--poll %q: want block or busy", *poll)
+	}
+	cfg := sender.Config{Poll: pm, Iface: pf.iface, Group: group, Interval: *interval, Count: *count, Size: *size,
 		Spin: *spin, CPU: *cpu, Sched: sc, Timestamps: mode, RunID: runID, Arm: pf.arm,
 		ArmIndex: pf.armIndex, Round: pf.round, Warmup: *warmup, ReplyTimeout: *replyTimeout, TxWait: *txWait}
 	switch {

@@ -80,12 +80,10 @@ func newRunBar(ctx context.Context, steps int) *runBar {
 }
 
 func (b *runBar) update(p runner.Progress) {
-	loss := ""
-	if p.Sent > 0 && p.Received < p.Sent {
-		loss = fmt.Sprintf(" loss %d", p.Sent-p.Received)
-	}
-	b.info = fmt.Sprintf("round %d/%d arm %-14s %5d/%d%s ETA %s ", p.Round+1, p.Rounds, p.Arm, p.Sent, p.Count, loss,
-		p.ETA.Round(time.Second))
+	// Unanswered so far includes the request in flight; the tables count
+	// losses exactly after the round.
+	b.info = fmt.Sprintf("round %d/%d arm %-14s sent %5d/%d answered %5d ETA %s ", p.Round+1, p.Rounds, p.Arm,
+		p.Sent, p.Count, p.Received, p.ETA.Round(time.Second))
 	b.bar.SetCurrent(int64(p.Step*1000 + p.Sent*1000/max(1, p.Count)))
 }
 

@@ -55,8 +55,8 @@ type Config struct {
 	Dir string // work directory for sample files and tool output (required)
 	// Lab is an existing lab to use; "" builds a fresh one and removes it.
 	Lab          string
-	Rounds       int           // interleaved rounds (default 4)
-	RoundTime    time.Duration // per tool and round at 1 ms; whole seconds (default 15 s)
+	Rounds       int           // interleaved rounds (default 8)
+	RoundTime    time.Duration // per tool and round at 1 ms; whole seconds (default 8 s)
 	Warmup       time.Duration // leading part of each rig round left out (default 500 ms; sockperf drops its own ~400 ms)
 	SenderCPU    int           // default 0
 	ResponderCPU int           // default 1
@@ -79,10 +79,10 @@ func (c *Config) defaults() error {
 		return errors.New("bench: Config.Rig and Config.Dir are required")
 	}
 	if c.Rounds == 0 {
-		c.Rounds = 4
+		c.Rounds = 8
 	}
 	if c.RoundTime == 0 {
-		c.RoundTime = 15 * time.Second
+		c.RoundTime = 8 * time.Second
 	}
 	if c.Warmup == 0 {
 		c.Warmup = 500 * time.Millisecond
@@ -281,7 +281,8 @@ func (b *runner) rigRound(ctx context.Context, dir, poll string, k int, interval
 		Group:     rigGroup, Reply: "unicast", Count: count, Interval: interval, Size: b.cfg.Size,
 		Warmup: warmup, Timestamps: "software", Arm: poll, Round: k,
 		ResponderCPU: b.cfg.ResponderCPU, Poll: poll, Sched: "other", SenderCPU: b.cfg.SenderCPU,
-		Spin: 50 * time.Microsecond,
+		SenderPoll: senderPoll(poll),
+		Spin:       50 * time.Microsecond,
 	}
 	if _, err := round.Run(ctx, spec); err != nil {
 		return nil, fmt.Errorf("rig round (%s, round %d): %w", poll, k, err)
@@ -291,6 +292,15 @@ func (b *runner) rigRound(ctx context.Context, dir, poll string, k int, interval
 		return nil, fmt.Errorf("rig round (%s, round %d): %w", poll, k, err)
 	}
 	return f, nil
+}
+
+// senderPoll is the rig sender's mode for a responder mode: busy on both
+// ends like sockperf --nonblocked, blocking otherwise.
+func senderPoll(responderPoll string) string {
+	if responderPoll == "busy" {
+		return "busy"
+	}
+	return "block"
 }
 
 // rtt runs the interleaved RTT rounds; the block rounds also carry the
@@ -401,7 +411,7 @@ func (c *Cyclictest) add(o *Cyclictest) {
 // 100 000 samples. It exercises every code path in well under a minute.
 func SmokeConfig(rig, dir string) Config {
 	return Config{Rig: rig, Dir: dir, Rounds: 1, RoundTime: 2 * time.Second, Warmup: 200 * time.Millisecond,
-		RateTime: time.Second, MaxRateTime: time.Second, AnalysisSizes: []int{100_000}}
+		RateTime: time.Second, MaxRateTime: 2 * time.Second, AnalysisSizes: []int{100_000}}
 }
 
 // ParseSizes parses a comma-separated list of sample counts with optional

@@ -46,7 +46,7 @@ func (r *Results) Markdown(w io.Writer) error {
 	}
 	if len(r.RTT) > 0 {
 		b.WriteString("\n## RTT at 1 request/ms (full round trip, µs)\n\n")
-		b.WriteString("Multicast request, unicast reply. rig user = rx_user − tx_user (what sockperf measures: user space to user space); rig sw = kernel software stamps rx_sw − tx_sw (without the sender's own send and wake-up costs). block: rig responder `--poll block` vs blocking `sockperf server` / `ping-pong`; busy: `--poll busy` vs `--nonblocked` on both sockperf ends.\n\n")
+		b.WriteString("Multicast request, unicast reply. rig user = rx_user − tx_user (what sockperf measures: user space to user space); rig sw = kernel software stamps rx_sw − tx_sw (without the sender's own send and wake-up costs). block: `rig respond --poll block` + `rig send --poll block` vs blocking `sockperf server` / `ping-pong`; busy: `--poll busy` on both rig ends vs `--nonblocked` on both sockperf ends.\n\n")
 		b.WriteString("| mode | tool | n | lost | median | p99 | p99.9 | max | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, mode := range []string{"block", "busy"} {
 			sp := r.rtt(mode, "sockperf")
@@ -77,7 +77,7 @@ func (r *Results) Markdown(w io.Writer) error {
 	}
 	if rt := r.Rate; rt != nil {
 		b.WriteString("\n## Rate\n\n")
-		fmt.Fprintf(&b, "rig at %v interval (%.0f requests/s) for %v, responder `--poll %s`; sockperf `--mps=max --nonblocked` (both ends) for %v for reference.\n\n",
+		fmt.Fprintf(&b, "rig at %v interval (%.0f requests/s) for %v, `--poll %s` on both ends; sockperf `--mps=max --nonblocked` (both ends) for %v for reference.\n\n",
 			rt.Interval, rt.OfferedRate(), rt.Duration, rt.Poll, c.MaxRateTime)
 		b.WriteString("| tool | sent | received | lost | duplicated | send errors | TX stamps paired | lateness median | lateness p99.9 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		fmt.Fprintf(&b, "| rig | %d | %d | %d | %d | %d | %.3f %% | %s | %s |\n", rt.Sent, rt.Received, rt.Lost, rt.Duplicated,

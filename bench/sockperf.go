@@ -15,7 +15,13 @@ import (
 type Sockperf struct {
 	FullRTT bool // figures are round trips (--full-rtt), not half round trips
 
-	// From "[Valid Duration]": the measured part, warm-up excluded.
+	// From "[Total Run]": the whole run, warm-up included.
+	TotalRunTimeSec float64
+	TotalSent       int
+	TotalReceived   int
+
+	// From "[Valid Duration]": the measured part, warm-up excluded (zero
+	// when sockperf found no valid observations).
 	RunTimeSec float64
 	Sent       int
 	Received   int
@@ -34,16 +40,21 @@ type Sockperf struct {
 	Unanswered int
 }
 
-// Rate is the measured message rate of the valid part (received/s).
+// Rate is the measured message rate (received/s) of the valid part, or of
+// the whole run when sockperf reported no valid part.
 func (s *Sockperf) Rate() float64 {
-	if s.RunTimeSec <= 0 {
-		return 0
+	switch {
+	case s.RunTimeSec > 0:
+		return float64(s.Received) / s.RunTimeSec
+	case s.TotalRunTimeSec > 0:
+		return float64(s.TotalReceived) / s.TotalRunTimeSec
 	}
-	return float64(s.Received) / s.RunTimeSec
+	return 0
 }
 
 var (
 	ansiRE      = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+	totalRE     = regexp.MustCompile(`\[Total Run\] RunTime=([0-9.]+) sec; Warm up time=[0-9]+ msec; SentMessages=([0-9]+); ReceivedMessages=([0-9]+)`)
 	validRE     = regexp.MustCompile(`\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=([0-9]+); ReceivedMessages=([0-9]+)`)
 	droppedRE   = regexp.MustCompile(`# dropped messages = ([0-9]+); # duplicated messages = ([0-9]+); # out-of-order messages = ([0-9]+)`)
 	percentRE   = regexp.MustCompile(`---> percentile +([0-9.]+) = +([0-9.]+)`)
@@ -51,9 +62,10 @@ var (
 	csvHeaderRE = regexp.MustCompile(`^packet, *txTime\(sec\), *rxTime\(sec\), *(rtt|latency)\(usec\)`)
 )
 
-// ErrNoSockperfResult is returned by ParseSockperf for input that holds no
-// "[Valid Duration]" summary line (sockperf failed, or this is not its output).
-var ErrNoSockperfResult = errors.New("no sockperf result summary ([Valid Duration] line) in the input")
+// ErrNoSockperfResult is returned by ParseSockperf for input that holds
+// neither a "[Total Run]" summary nor full-log rows (sockperf failed, or
+// this is not its output).
+var ErrNoSockperfResult = errors.New("no sockperf result ([Total Run] summary or full-log rows) in the input")
 
 // ParseSockperf parses the output of `sockperf ping-pong` (version 3.x),
 // its --full-log CSV file, or both concatenated. Sockperf prints every
@@ -90,7 +102,12 @@ func ParseSockperf(r io.Reader) (*Sockperf, error) {
 		if strings.Contains(t, "avg-rtt=") {
 			s.FullRTT = true
 		}
-		if m := validRE.FindStringSubmatch(t); m != nil {
+		if m := totalRE.FindStringSubmatch(t); m != nil {
+			sawValid = true
+			s.TotalRunTimeSec, _ = strconv.ParseFloat(m[1], 64)
+			s.TotalSent, _ = strconv.Atoi(m[2])
+			s.TotalReceived, _ = strconv.Atoi(m[3])
+		} else if m := validRE.FindStringSubmatch(t); m != nil {
 			sawValid = true
 			s.RunTimeSec, _ = strconv.ParseFloat(m[1], 64)
 			s.Sent, _ = strconv.Atoi(m[2])

@@ -51,12 +51,12 @@ type Config struct {
 	// Busy: one thread does everything, polling the socket with
 	// non-blocking recvmsg between sends (sockperf --nonblocked's shape):
 	// no wake-up on the reply path, one CPU at 100 %.
-	Poll       responder.PollMode
-	RunID      uint64 // random when 0
-	Arm        string
-	ArmIndex   int
-	Round      int
-	Warmup     int
+	Poll     responder.PollMode
+	RunID    uint64 // random when 0
+	Arm      string
+	ArmIndex int
+	Round    int
+	Warmup   int
 	// ReplyTimeout: a reply later than this after its due time is late
 	// (counted lost, stamps kept). Default 1 s.
 	ReplyTimeout time.Duration
@@ -133,6 +133,7 @@ type Sender struct {
 	lastSendNS atomic.Int64
 	stopped    string
 	started    time.Time
+	phc        *tstamp.PHCRecord
 }
 
 // New opens the sender socket on Iface with timestamps per Config.
@@ -190,6 +191,10 @@ func (s *Sender) Progress() (sent, received int) {
 func (s *Sender) Run(ctx context.Context) error {
 	gc := debug.SetGCPercent(-1)
 	defer debug.SetGCPercent(gc)
+	if s.phc = s.granted.PHC(); s.phc != nil {
+		s.phc.Take()
+		defer s.phc.Take()
+	}
 	s.started = time.Now()
 	// Start one interval from now so both threads are up before request 0.
 	s.sched = NewSchedule(s.started.Add(s.cfg.Interval), s.cfg.Interval)
@@ -262,11 +267,11 @@ func (s *Sender) runBusy(ctx context.Context) error {
 		return err
 	}
 	done := ctx.Done()
+send:
 	for k := 0; k < s.cfg.Count; k++ {
 		select {
 		case <-done:
-			k = s.cfg.Count
-			continue
+			break send
 		default:
 		}
 		if err := s.busyWait(s.sched.Due(uint64(k))); err != nil {
@@ -535,7 +540,7 @@ func (s *Sender) Header() samples.Header {
 		Settings: map[string]any{
 			"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "spin_ns": int64(s.cfg.Spin), "poll": s.cfg.Poll.String(),
 			"timestamps": s.granted.String(), "tx_keying": s.conn.Keying().String(),
-			"reply_timeout_ns": int64(s.cfg.ReplyTimeout), "tx_wait_ns": int64(s.cfg.TxWait),
+			"reply_timeout_ns": int64(s.cfg.ReplyTimeout), "tx_wait_ns": int64(s.cfg.TxWait), "phc": s.phc,
 		},
 		StartedAt: s.started.UTC().Format(time.RFC3339Nano),
 	}

@@ -3,6 +3,7 @@ package sender
 import (
 	"context"
 	"errors"
+	"github.com/rig-project/rig/responder"
 	"net/netip"
 	"testing"
 	"time"
@@ -98,6 +99,43 @@ func TestRunNoResponder(t *testing.T) {
 		c := s.Counters()
 		if c.Sent != 50 || c.Lost != 50 || c.Received != 0 || c.TxStampsMissing != 0 {
 			t.Errorf("counters %+v: want 50 sent, 50 lost, all TX stamps", c)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunBusy: the single-thread busy mode sends everything, collects every
+// TX stamp, and its wait-and-poll step does not allocate.
+func TestRunBusy(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	err := topo.Do(netlab.Sender, func() error {
+		s, err := New(Config{Iface: topo.Sender.Interface, Group: netip.MustParseAddrPort("239.8.8.9:9300"),
+			Count: 50, Interval: 200 * time.Microsecond, CPU: -1, Timestamps: tstamp.Software, Poll: responder.Busy,
+			ReplyTimeout: 50 * time.Millisecond, TxWait: 50 * time.Millisecond})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if err := s.Run(context.Background()); err != nil {
+			return err
+		}
+		c := s.Counters()
+		if c.Sent != 50 || c.Lost != 50 || c.Received != 0 || c.TxStampsMissing != 0 {
+			t.Errorf("counters %+v: want 50 sent, 50 lost, all TX stamps", c)
+		}
+		if got := s.Header().Settings["poll"]; got != "busy" {
+			t.Errorf("header poll = %v, want busy", got)
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := s.busyWait(time.Now().Add(5 * time.Microsecond)); err != nil {
+				t.Error(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("busy wait allocated %v times", allocs)
 		}
 		return nil
 	})

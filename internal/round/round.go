@@ -51,7 +51,8 @@ type Spec struct {
 	ResponderCPU int // -1: not pinned
 	Poll         string
 	Sched        string
-	SenderCPU    int // -1: not pinned
+	SenderCPU    int    // -1: not pinned
+	SenderPoll   string // rig send --poll: "" (block) or "busy"
 	Spin         time.Duration
 	ReplyTimeout time.Duration // 0: the sender's default
 	ReadyTimeout time.Duration // default 10 s
@@ -173,6 +174,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 	if s.ReplyTimeout > 0 {
 		snd = append(snd, "--reply-timeout", s.ReplyTimeout.String())
+	}
+	if s.SenderPoll != "" {
+		snd = append(snd, "--poll", s.SenderPoll)
 	}
 	onLine := func(line string) {
 		var sent, recv int

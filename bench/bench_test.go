@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/testbin"
+)
+
+// TestSmoke runs the bench-smoke code path end to end on a lab of its own:
+// rig and sockperf rounds in both modes, cyclictest, the rate test, and
+// `rig report` on a small synthetic run. It checks that every part
+// produced figures and the table, not their values (noisy VM).
+func TestSmoke(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: builds network namespaces")
+	}
+	if testing.Short() {
+		t.Skip("-short: runs the tools for ~20 s")
+	}
+	for _, tool := range []string{"sockperf", "cyclictest", "taskset"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not installed (make deps installs sockperf and rt-tests): %v", tool, err)
+		}
+	}
+	cfg := SmokeConfig(testbin.Rig(t), t.TempDir())
+	cfg.AnalysisSizes = []int{20_000}
+	var log bytes.Buffer
+	cfg.Log = &log
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, log.String())
+	}
+	if len(res.RTT) != 6 {
+		t.Fatalf("%d RTT rows, want 6 (2 modes × rig user, rig sw, sockperf)", len(res.RTT))
+	}
+	for _, r := range res.RTT {
+		if r.Tool == "rig sw" {
+			continue // software TX stamps may all be late on a loaded VM; rig user is checked
+		}
+		s := r.Stats
+		if s.N == 0 || !(s.P50 > 0 && s.P50 <= s.P99 && s.P99 <= s.P999 && s.P999 <= s.Max) {
+			t.Errorf("%s %s: %+v: want samples and ordered percentiles", r.Mode, r.Tool, s)
+		}
+	}
+	if len(res.Pacing) != 2 || res.Pacing[0].Stats.N == 0 || res.Pacing[1].Stats.N != 2000 {
+		t.Errorf("pacing %+v: want rig lateness and 2000 cyclictest loops", res.Pacing)
+	}
+	if rt := res.Rate; rt == nil || rt.Sent != 50_000 || rt.SockperfRate <= 0 {
+		t.Errorf("rate %+v: want 50000 sent at 20µs for 1 s and a sockperf rate", rt)
+	}
+	if len(res.Analysis) != 1 || res.Analysis[0].Samples != 20_000 || res.Analysis[0].PeakRSSKB <= 0 || res.Analysis[0].Wall <= 0 {
+		t.Errorf("analysis %+v", res.Analysis)
+	}
+	var md bytes.Buffer
+	if err := res.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| block | rig user |", "| busy | sockperf |", "| cyclictest |", "sockperf max ping-pong rate", "| 20000 |", "## Goals"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	base := Config{Rig: "rig", Dir: t.TempDir()}
+	for name, mod := range map[string]func(*Config){
+		"no rig":           func(c *Config) { c.Rig = "" },
+		"fraction seconds": func(c *Config) { c.RoundTime = 1500 * time.Millisecond },
+		"warmup too long":  func(c *Config) { c.Warmup = 20 * time.Second },
+		"unknown part":     func(c *Config) { c.Parts = []Part{"pacing"} },
+		"unpinned":         func(c *Config) { c.SenderCPU = -1 },
+		"rate interval":    func(c *Config) { c.RateInterval = -time.Microsecond },
+	} {
+		c := base
+		mod(&c)
+		if _, err := Run(context.Background(), c); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestSyntheticRun: the synthetic run is what `rig report` reads: rounds of
+// at most a million over two arms, every file complete.
+func TestSyntheticRun(t *testing.T) {
+	dir := t.TempDir()
+	rounds, bytes, err := WriteSyntheticRun(dir, 1_500_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rounds != 2 || bytes <= 0 {
+		t.Fatalf("rounds %d bytes %d, want 2 rounds", rounds, bytes)
+	}
+	for _, f := range []string{"manifest.json", "arms/base/round-0/sender.samples", "arms/base/round-0/responder.samples", "arms/other/round-0/sender.samples"} {
+		if _, err := os.Stat(dir + "/" + f); err != nil {
+			t.Error(err)
+		}
+	}
+	j, err := samples.JoinDir(dir + "/arms/other/round-0")
+	if err != nil || len(j.Records) != 500_000 || len(j.Problems) != 0 {
+		t.Fatalf("join of round 1: %v, %d records, problems %v", err, len(j.Records), j.Problems)
+	}
+	if r := j.Records[10]; !(r.T[samples.TxUser] < r.T[samples.ReqRxUser] && r.T[samples.ReqRxUser] < r.T[samples.RxUser]) {
+		t.Errorf("record 10 stamps out of order: %v", r.T)
+	}
+	if _, _, err := WriteSyntheticRun(t.TempDir(), 0); err == nil {
+		t.Error("0 samples: no error")
+	}
+}

@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rig-project/rig/analysis"
+)
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The fixtures are real sockperf 3.7 output from this VM: the ping-pong
+// screen output (--full-rtt, 3 s at --mps=1000) and its --full-log file.
+func TestParseSockperf(t *testing.T) {
+	out := readFixture(t, "sockperf-pingpong.txt")
+	full := readFixture(t, "sockperf-full.csv")
+
+	s, err := ParseSockperf(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.FullRTT || s.Sent != 2549 || s.Received != 2549 || s.RunTimeSec != 2.546 || s.Dropped != 0 {
+		t.Errorf("summary %+v", s)
+	}
+	if s.TotalSent != 2999 || s.TotalReceived != 2999 || s.TotalRunTimeSec != 3.003 {
+		t.Errorf("total run %+v", s)
+	}
+	if s.Printed["50.000"] != 446305 || s.Printed["99.900"] != 3665222 || s.Printed["MAX"] != 4190144 || s.Printed["MIN"] != 31406 {
+		t.Errorf("printed percentiles %v", s.Printed)
+	}
+	if len(s.RTTs) != 0 {
+		t.Errorf("screen output has no full log, got %d RTTs", len(s.RTTs))
+	}
+	if r := s.Rate(); r < 1000 || r > 1002 {
+		t.Errorf("rate %v, want ~1001/s", r)
+	}
+
+	s, err = ParseSockperf(bytes.NewReader(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.RTTs) != 2549 || s.Unanswered != 0 || !s.FullRTT {
+		t.Fatalf("full log: %d RTTs, %d unanswered, full %v; want 2549, 0, true", len(s.RTTs), s.Unanswered, s.FullRTT)
+	}
+	if s.RTTs[0] != 439755 || s.RTTs[2548] != 65898 {
+		t.Errorf("first/last RTT %d %d, want 439755 65898 ns", s.RTTs[0], s.RTTs[2548])
+	}
+	// Our nearest-rank figures match sockperf's own (its summary rounds
+	// rx−tx, its log the rtt column: they may differ by 1 ns).
+	printed, _ := ParseSockperf(bytes.NewReader(out))
+	st := analysis.Compute(append([]int64(nil), s.RTTs...))
+	near := func(a, b int64) bool { return a-b <= 1 && b-a <= 1 }
+	if v, _ := st.Value(analysis.P50); v != printed.Printed["50.000"] || !near(*st.WorstNS, printed.Printed["MAX"]) || !near(*st.MinNS, printed.Printed["MIN"]) {
+		t.Errorf("stats median %d worst %d min %d; sockperf max %d min %d", v, *st.WorstNS, *st.MinNS, s.Printed["MAX"], s.Printed["MIN"])
+	}
+
+	// Screen output and full log together (as the bench parses them).
+	both, err := ParseSockperf(bytes.NewReader(append(append(out, '\n'), full...)))
+	if err != nil || len(both.RTTs) != 2549 || both.Received != 2549 {
+		t.Errorf("combined: %v, %d RTTs, %d received", err, len(both.RTTs), both.Received)
+	}
+}
+
+func TestParseSockperfNoValid(t *testing.T) {
+	// sockperf --mps=max for 1 s on a loaded VM: only the total run.
+	s, err := ParseSockperf(bytes.NewReader(readFixture(t, "sockperf-novalid.txt")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Received != 0 || s.TotalReceived != 1125 || s.Rate() < 1100 || s.Rate() > 1110 {
+		t.Errorf("%+v rate %v", s, s.Rate())
+	}
+}
+
+func TestParseSockperfErrors(t *testing.T) {
+	if _, err := ParseSockperf(strings.NewReader("sockperf: no such interface\n")); !errors.Is(err, ErrNoSockperfResult) {
+		t.Errorf("garbage: %v, want ErrNoSockperfResult", err)
+	}
+	bad := "packet, txTime(sec), rxTime(sec), rtt(usec)\n0, 1.0, 1.1, 12.x\n"
+	if _, err := ParseSockperf(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad row: %v, want an error naming line 2", err)
+	}
+	// A message without a reply (rxTime 0) is counted, not an RTT.
+	s, err := ParseSockperf(strings.NewReader("packet, txTime(sec), rxTime(sec), rtt(usec)\n0, 1.0, 0, 0\n1, 1.0, 1.00002, 20.5\n"))
+	if err != nil || s.Unanswered != 1 || len(s.RTTs) != 1 || s.RTTs[0] != 20500 {
+		t.Errorf("unanswered: %v %+v", err, s)
+	}
+}
+
+func TestParseMicros(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1": 1000, "439.755": 439755, "1.5": 1500, "2.0001": 2000, "31.406": 31406} {
+		if got, err := parseMicros(in); err != nil || got != want {
+			t.Errorf("parseMicros(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", ".5", "-1", "1e3", "1.2.3", "x", "1.x"} {
+		if _, err := parseMicros(in); err == nil {
+			t.Errorf("parseMicros(%q): no error", in)
+		}
+	}
+}
+
+// The fixture is real `cyclictest -q -a 0 -t 1 -i 1000 -l 2000 -h 2000`
+// output from this VM (SCHED_OTHER, loaded): 1987 samples in the
+// histogram, 13 overflows, max 3752 µs.
+func TestParseCyclictest(t *testing.T) {
+	c, err := ParseCyclictest(bytes.NewReader(readFixture(t, "cyclictest-hist.txt")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Buckets) != 2000 || c.Overflows != 13 || c.N() != 2000 || c.MinUS != 15 || c.AvgUS != 130 || c.MaxUS != 3752 {
+		t.Fatalf("buckets %d overflows %d n %d min %d avg %d max %d", len(c.Buckets), c.Overflows, c.N(), c.MinUS, c.AvgUS, c.MaxUS)
+	}
+	// Rank 2 (1/2000 → rank 1 is the min: 15 µs).
+	if v, ok := c.Percentile(analysis.Quantile(1)); !ok || v != 15_000 {
+		t.Errorf("lowest rank = %d, want 15000 ns", v)
+	}
+	// p99.9 of 2000 is rank 1998: among the 13 overflows, so the max.
+	if v, _ := c.Percentile(analysis.P999); v != 3_752_000 {
+		t.Errorf("p99.9 = %d, want the max 3752000 ns", v)
+	}
+	p50, _ := c.Percentile(analysis.P50)
+	p99, _ := c.Percentile(analysis.P99)
+	if p50 < 15_000 || p50 > p99 {
+		t.Errorf("p50 %d p99 %d out of order", p50, p99)
+	}
+}
+
+func TestParseCyclictestErrors(t *testing.T) {
+	if _, err := ParseCyclictest(strings.NewReader("T: 0 ( 1234) P: 0 I:1000 C: 10 Min: 5 Act: 9 Avg: 8 Max: 20\n")); !errors.Is(err, ErrNoHistogram) {
+		t.Errorf("no histogram: %v", err)
+	}
+	two := "# Histogram\n000000 000001 000002\n"
+	if _, err := ParseCyclictest(strings.NewReader(two)); err == nil {
+		t.Error("two threads: no error")
+	}
+	gap := "# Histogram\n000000 000001\n000002 000001\n"
+	if _, err := ParseCyclictest(strings.NewReader(gap)); err == nil {
+		t.Error("missing bucket: no error")
+	}
+	c, err := ParseCyclictest(strings.NewReader("# Histogram\n000000 000000\n000001 000003\n# Max Latencies: 00001\n"))
+	if err != nil || c.N() != 3 {
+		t.Fatalf("%v %+v", err, c)
+	}
+	if v, _ := c.Percentile(analysis.P50); v != 1000 {
+		t.Errorf("p50 = %d, want 1000", v)
+	}
+	if _, ok := (&Cyclictest{}).Percentile(analysis.P50); ok {
+		t.Error("percentile of nothing: ok")
+	}
+}
+
+func TestParseSizesAndParts(t *testing.T) {
+	got, err := ParseSizes("1M, 10M,100k,5")
+	if err != nil || len(got) != 4 || got[0] != 1_000_000 || got[1] != 10_000_000 || got[2] != 100_000 || got[3] != 5 {
+		t.Errorf("ParseSizes = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "0", "-1", "1G", "2000M", "1,,2", "M"} {
+		if _, err := ParseSizes(bad); err == nil {
+			t.Errorf("ParseSizes(%q): no error", bad)
+		}
+	}
+	if p, err := ParseParts("rtt,analysis"); err != nil || len(p) != 2 || p[1] != PartAnalysis {
+		t.Errorf("ParseParts = %v, %v", p, err)
+	}
+	if _, err := ParseParts("rtt,pacing"); err == nil {
+		t.Error("ParseParts(pacing): no error")
+	}
+}
+
+func FuzzParseSockperf(f *testing.F) {
+	f.Add([]byte("packet, txTime(sec), rxTime(sec), rtt(usec)\n0, 1.0, 1.1, 12.5\n"))
+	f.Add([]byte("sockperf: [Total Run] RunTime=1.017 sec; Warm up time=400 msec; SentMessages=1126; ReceivedMessages=1125\n"))
+	f.Add([]byte("sockperf: ---> percentile 99.900 = 3665.222\n"))
+	for _, name := range []string{"sockperf-pingpong.txt", "sockperf-novalid.txt"} {
+		if b, err := os.ReadFile("testdata/" + name); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ParseSockperf(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		for _, v := range s.RTTs {
+			if v < 0 {
+				t.Fatalf("negative RTT %d", v)
+			}
+		}
+		_ = s.Rate()
+	})
+}
+
+func FuzzParseCyclictest(f *testing.F) {
+	f.Add([]byte("# Histogram\n000000 000000\n000001 000003\n# Max Latencies: 00001\n# Histogram Overflows: 00002\n"))
+	f.Add([]byte("# Histogram\n000000 000001 000002\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseCyclictest(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		if c.N() < 0 {
+			t.Fatalf("negative count %d", c.N())
+		}
+		for _, q := range analysis.Percentiles {
+			if v, ok := c.Percentile(q); ok && v < 0 {
+				t.Fatalf("negative percentile %d", v)
+			}
+		}
+	})
+}
+
+func FuzzParseSizes(f *testing.F) {
+	f.Add("1M,10M,100M")
+	f.Add("100k")
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseSizes(s)
+		if err != nil {
+			return
+		}
+		for _, n := range v {
+			if n <= 0 || n > 1_000_000_000 {
+				t.Fatalf("ParseSizes(%q) gave %d", s, n)
+			}
+		}
+	})
+}

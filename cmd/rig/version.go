@@ -4,12 +4,18 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/version"
+	"github.com/rig-project/rig/internal/wire"
 )
 
 func init() {
-	register(&command{name: "version", summary: "print rig, wire and sample format versions", run: func(ctx context.Context, args []string) error {
+	register(&command{name: "version", summary: "print rig, wire, sample, run-directory and agent protocol versions", run: func(ctx context.Context, args []string) error {
 		fmt.Println(version.String())
+		fmt.Printf("wire format %d, sample format %d, run directory format %d, agent protocol %s %d\n",
+			wire.Version, samples.FormatVersion, rundir.FormatVersion, agent.Proto, agent.Version)
 		return nil
 	}})
 }

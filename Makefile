@@ -18,8 +18,10 @@ DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests s
 
 all: build
 
+COMMIT    := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
+
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/rig
+	$(GO) build -trimpath -ldflags "-X github.com/rig-project/rig/internal/version.commit=$(COMMIT)" -o $(BIN) ./cmd/rig
 
 # deps: Go modules plus the Debian packages the integration tests need.
 deps:

@@ -10,9 +10,16 @@ import (
 // Version is the rig release; the Makefile may override it with -ldflags -X.
 var Version = "0.1.0-dev"
 
+// commit is set by the Makefile (-ldflags -X) for builds where Go's own
+// VCS stamping is off (GOFLAGS=-buildvcs=false, or no git at build time).
+var commit string
+
 // Commit returns the VCS revision the binary was built from ("unknown" when
 // the build carried none), with "+dirty" when the tree was modified.
 func Commit() string {
+	if commit != "" {
+		return commit
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

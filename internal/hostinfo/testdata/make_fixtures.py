@@ -81,6 +81,8 @@ def cpu_tree(root, ncpu, siblings, core_of, driver, states, governor=None, cpufr
         w(root, d + '/topology/core_id', '%d\n' % core_of(c))
         w(root, d + '/topology/thread_siblings_list', siblings(c) + '\n')
         os.makedirs(os.path.join(root, (d + '/node0').lstrip('/')), exist_ok=True)
+        # git keeps no empty directory: a placeholder keeps node0 in the tree
+        open(os.path.join(root, (d + '/node0/.keep').lstrip('/')), 'w').close()
         for k, (name, lat, res, dis, usage, time) in enumerate(states(c)):
             sd = '%s/cpuidle/state%d' % (d, k)
             for f, v in (('name', name), ('desc', name + ' idle state'), ('latency', lat), ('residency', res),

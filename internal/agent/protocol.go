@@ -129,7 +129,9 @@ type StartArgs struct {
 type TelemetryArgs struct {
 	CPU        int   `json:"cpu"` // the responder CPU; its SMT sibling is watched too
 	IntervalNS int64 `json:"interval_ns,omitempty"`
-	IRQs       []int `json:"irqs,omitempty"` // NIC queue IRQs whose affinity drift is watched
+	// Iface is the responder NIC: its queue IRQs' affinity drift is
+	// watched (found by the agent with nicctl's IRQ discovery).
+	Iface string `json:"iface,omitempty"`
 }
 
 // StartResult names the process.

@@ -13,6 +13,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/telemetry"
+	"github.com/rig-project/rig/nicctl"
 )
 
 var threadRE = regexp.MustCompile(`thread (\d+)\)`)
@@ -58,7 +59,7 @@ func startTelemetry(fs hostfs.FS, a *TelemetryArgs, pid int, readyLine string) *
 		return pt
 	}
 	s, err := telemetry.New(telemetry.Config{FS: fs, CPUs: cpus, PID: pid, TID: tid,
-		Interval: time.Duration(a.IntervalNS), PinCPU: pin, IRQs: a.IRQs, MaxSamples: 1 << 16})
+		Interval: time.Duration(a.IntervalNS), PinCPU: pin, IRQs: queueIRQs(fs, a.Iface), MaxSamples: 1 << 16})
 	if err == nil {
 		err = s.Start()
 	}
@@ -86,4 +87,35 @@ func (pt *procTelemetry) finish(path string) {
 	}
 	b, _ := json.MarshalIndent(v, "", "  ")
 	_ = os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// queueIRQs lists the queue IRQs of iface whose affinity telemetry
+// watches; none for a device without IRQs (veth) or that cannot be read.
+func queueIRQs(fs hostfs.FS, iface string) []int {
+	if iface == "" {
+		return nil
+	}
+	d, err := nicctl.FindDevice(fs, iface)
+	if err != nil {
+		return nil
+	}
+	b, err := fs.ReadFile("/proc/interrupts")
+	if err != nil {
+		return nil
+	}
+	in, err := nicctl.ParseInterrupts(b)
+	if err != nil {
+		return nil
+	}
+	irqs, err := nicctl.DiscoverIRQs(fs, d, in)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, q := range irqs {
+		if q.IsQueue() {
+			out = append(out, q.Number)
+		}
+	}
+	return out
 }

@@ -147,7 +147,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		"--sched", orDefault(s.Sched, "other"), "--capacity", strconv.Itoa(s.Count))
 	ra := agent.StartArgs{Command: "respond", Args: rsp}
 	if s.Telemetry && s.ResponderCPU >= 0 {
-		ra.Telemetry = &agent.TelemetryArgs{CPU: s.ResponderCPU, IntervalNS: int64(s.TelemetryInterval)}
+		ra.Telemetry = &agent.TelemetryArgs{CPU: s.ResponderCPU, IntervalNS: int64(s.TelemetryInterval), Iface: s.Responder.Iface}
 	}
 	if err := startProc(samples.RoleResponder, s.Responder, ra, nil); err != nil {
 		return res, errors.Join(err, finish())

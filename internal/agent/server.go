@@ -48,14 +48,20 @@ type Server struct {
 }
 
 type serverProc struct {
-	cmd   *exec.Cmd
-	out   string
-	ready chan struct{}
-	done  chan struct{}
-	once  sync.Once
-	err   error
-	mu    sync.Mutex
-	tail  []string
+	// tel samples a responder's CPU; it is finished once, when the
+	// controller stops the process (before the responder thread exits, so
+	// the last sample still reads it) or when the process ends by itself.
+	tel     *procTelemetry
+	telOnce sync.Once
+	telDone bool
+	cmd     *exec.Cmd
+	out     string
+	ready   chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	err     error
+	mu      sync.Mutex
+	tail    []string
 }
 
 // Serve speaks the protocol on r/w until the controller says bye or r
@@ -260,7 +266,6 @@ func (s *Server) start(a StartArgs) (any, error) {
 		return nil, err
 	}
 	p := &serverProc{cmd: cmd, out: out, ready: make(chan struct{}), done: make(chan struct{})}
-	var tel *procTelemetry
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("agent: start rig %s: %w", a.Command, err)
 	}
@@ -274,9 +279,11 @@ func (s *Server) start(a StartArgs) (any, error) {
 			}
 			if strings.Contains(line, ": ready") {
 				p.once.Do(func() {
-					if a.Telemetry != nil {
-						tel = startTelemetry(s.FS, a.Telemetry, cmd.Process.Pid, line)
+					p.mu.Lock()
+					if a.Telemetry != nil && !p.telDone {
+						p.tel = startTelemetry(s.FS, a.Telemetry, cmd.Process.Pid, line)
 					}
+					p.mu.Unlock()
 					close(p.ready)
 				})
 			}
@@ -289,9 +296,7 @@ func (s *Server) start(a StartArgs) (any, error) {
 			s.send(Event{Event: "log", Handle: h, Line: line})
 		}
 		p.err = cmd.Wait()
-		if tel != nil {
-			tel.finish(p.out + ".telemetry.json")
-		}
+		p.finishTelemetry()
 		close(p.done)
 	}()
 	s.mu.Lock()
@@ -324,6 +329,18 @@ func (p *serverProc) waitReady(timeout time.Duration) error {
 	}
 }
 
+func (p *serverProc) finishTelemetry() {
+	p.telOnce.Do(func() {
+		p.mu.Lock()
+		t := p.tel
+		p.telDone = true // a responder stopped before it was ready gets none
+		p.mu.Unlock()
+		if t != nil {
+			t.finish(p.out + ".telemetry.json")
+		}
+	})
+}
+
 // stop asks the process to finish (SIGINT: it writes its file and exits)
 // and kills its group if it has not after 5 s.
 func (p *serverProc) stop() {
@@ -332,6 +349,7 @@ func (p *serverProc) stop() {
 		return
 	default:
 	}
+	p.finishTelemetry()
 	_ = p.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-p.done:

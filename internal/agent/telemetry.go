@@ -21,8 +21,9 @@ var threadRE = regexp.MustCompile(`thread (\d+)\)`)
 // procTelemetry samples a responder's CPU from the agent process, on a CPU
 // other than the ones it measures.
 type procTelemetry struct {
-	s   *telemetry.Sampler
-	err error
+	s     *telemetry.Sampler
+	stats *nicctl.NICStats
+	err   error
 }
 
 // startTelemetry starts sampling once the responder said it is ready
@@ -58,8 +59,17 @@ func startTelemetry(fs hostfs.FS, a *TelemetryArgs, pid int, readyLine string) *
 		pt.err = fmt.Errorf("telemetry: every online CPU is the responder's or its sibling's; no CPU left to sample from")
 		return pt
 	}
-	s, err := telemetry.New(telemetry.Config{FS: fs, CPUs: cpus, PID: pid, TID: tid,
-		Interval: time.Duration(a.IntervalNS), PinCPU: pin, IRQs: queueIRQs(fs, a.Iface), MaxSamples: 1 << 16})
+	cfg := telemetry.Config{FS: fs, CPUs: cpus, PID: pid, TID: tid,
+		Interval: time.Duration(a.IntervalNS), PinCPU: pin, IRQs: queueIRQs(fs, a.Iface), MaxSamples: 1 << 16}
+	// The NIC's drop and ring-overrun counters (ethtool -S), where the
+	// driver has them; without them the sampler still runs.
+	if a.Iface != "" {
+		if st, err := nicctl.NewNICStats(a.Iface); err == nil && len(st.Names()) > 0 {
+			pt.stats = st
+			cfg.NICStats, cfg.NICStatNames = st.Read, st.Names()
+		}
+	}
+	s, err := telemetry.New(cfg)
 	if err == nil {
 		err = s.Start()
 	}
@@ -81,6 +91,9 @@ func (pt *procTelemetry) finish(path string) {
 			pt.err = errors.Join(pt.err, err)
 		}
 		v = res
+	}
+	if pt.stats != nil {
+		pt.stats.Close()
 	}
 	if pt.err != nil {
 		v = map[string]string{"error": pt.err.Error()}

@@ -18,6 +18,10 @@ import (
 	"github.com/rig-project/rig/internal/scenario"
 )
 
+// logMu serialises the log lines of all clients: a run's agents share one
+// log writer.
+var logMu sync.Mutex
+
 // Client is the controller's end of one agent.
 type Client struct {
 	Name  string // host name, for messages
@@ -115,7 +119,10 @@ func (c *Client) readLoop(br *bufio.Reader) {
 				if f != nil && ev.Event == "progress" {
 					f(ev.Line)
 				} else if ev.Event == "log" {
+					// Several clients usually share one log.
+					logMu.Lock()
 					fmt.Fprintf(c.log, "[%s] %s\n", c.Name, ev.Line)
+					logMu.Unlock()
 				}
 				continue
 			}

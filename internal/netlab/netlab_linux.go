@@ -148,11 +148,23 @@ func Do(nsName string, fn func() error) error {
 	}
 	done := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // deliberately never unlocked
+		// The thread goes back to the pool only if it is back in its own
+		// network namespace; otherwise it dies with the goroutine. That
+		// matters for the main thread, which the runtime parks instead of
+		// ending: /proc/self/net follows it, so a main thread left in a lab
+		// namespace would show the lab's routes to the whole process.
+		runtime.LockOSThread()
+		orig, oerr := netns.Get()
 		r := result{goexit: true}
 		defer func() {
 			if p := recover(); p != nil {
 				r = result{panic: p}
+			}
+			if oerr == nil {
+				if netns.Set(orig) == nil {
+					runtime.UnlockOSThread()
+				}
+				orig.Close()
 			}
 			done <- r
 		}()
@@ -268,7 +280,17 @@ func createNetns(name string) error {
 	path := filepath.Join(netnsDir, name)
 	done := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: this thread ends in the new netns
+		// Unshare moves this thread into the new netns; it returns to the
+		// pool only once it is back in its own (see Do for why).
+		runtime.LockOSThread()
+		if orig, err := netns.Get(); err == nil {
+			defer func() {
+				if netns.Set(orig) == nil {
+					runtime.UnlockOSThread()
+				}
+				orig.Close()
+			}()
+		}
 		f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
 		if err != nil {
 			done <- fmt.Errorf("creating netns %q: %w", name, err)

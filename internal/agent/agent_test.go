@@ -134,3 +134,28 @@ func TestServerRunsOnlyRigOperations(t *testing.T) {
 		t.Fatalf("bye: %+v", r)
 	}
 }
+
+// FuzzClientLine feeds arbitrary agent output to the controller's line
+// dispatcher: it must never panic, and a response reaches only the call
+// that waits for its ID.
+func FuzzClientLine(f *testing.F) {
+	f.Add([]byte(`{"id":1,"ok":true,"result":{"handle":3}}`))
+	f.Add([]byte(`{"event":"progress","handle":1,"line":"progress 10 9"}`))
+	f.Add([]byte(`{"event":"log","handle":2,"line":"rig respond: ready"}`))
+	f.Add([]byte(`{"event":5}`))
+	f.Add([]byte(`not json`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		c := &Client{Name: "h", pending: map[uint64]chan Response{}, onLine: map[int]func(string){}, log: io.Discard}
+		ch := make(chan Response, 1)
+		c.pending[1] = ch
+		c.onLine[1] = func(string) {}
+		c.handleLine(line)
+		select {
+		case r := <-ch:
+			if r.ID != 1 {
+				t.Fatalf("response %d delivered to the call waiting for 1", r.ID)
+			}
+		default:
+		}
+	})
+}

@@ -107,35 +107,7 @@ func (c *Client) readLoop(br *bufio.Reader) {
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
-			var probe struct {
-				Event *string `json:"event"`
-			}
-			if json.Unmarshal(line, &probe) == nil && probe.Event != nil {
-				var ev Event
-				json.Unmarshal(line, &ev)
-				c.mu.Lock()
-				f := c.onLine[ev.Handle]
-				c.mu.Unlock()
-				if f != nil && ev.Event == "progress" {
-					f(ev.Line)
-				} else if ev.Event == "log" {
-					// Several clients usually share one log.
-					logMu.Lock()
-					fmt.Fprintf(c.log, "[%s] %s\n", c.Name, ev.Line)
-					logMu.Unlock()
-				}
-				continue
-			}
-			var r Response
-			if json.Unmarshal(line, &r) == nil {
-				c.mu.Lock()
-				ch := c.pending[r.ID]
-				delete(c.pending, r.ID)
-				c.mu.Unlock()
-				if ch != nil {
-					ch <- r
-				}
-			}
+			c.handleLine(line)
 		}
 		if err != nil {
 			c.mu.Lock()
@@ -147,6 +119,44 @@ func (c *Client) readLoop(br *bufio.Reader) {
 			c.mu.Unlock()
 			return
 		}
+	}
+}
+
+// handleLine dispatches one line from the agent: an Event to its process's
+// progress callback or to the log, a Response to the call waiting for its
+// ID. Anything else is ignored.
+func (c *Client) handleLine(line []byte) {
+	var probe struct {
+		Event *string `json:"event"`
+	}
+	if json.Unmarshal(line, &probe) == nil && probe.Event != nil {
+		var ev Event
+		if json.Unmarshal(line, &ev) != nil {
+			return
+		}
+		c.mu.Lock()
+		f := c.onLine[ev.Handle]
+		c.mu.Unlock()
+		if f != nil && ev.Event == "progress" {
+			f(ev.Line)
+		} else if ev.Event == "log" {
+			// Several clients usually share one log.
+			logMu.Lock()
+			fmt.Fprintf(c.log, "[%s] %s\n", c.Name, ev.Line)
+			logMu.Unlock()
+		}
+		return
+	}
+	var r Response
+	if json.Unmarshal(line, &r) != nil {
+		return
+	}
+	c.mu.Lock()
+	ch := c.pending[r.ID]
+	delete(c.pending, r.ID)
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- r
 	}
 }
 

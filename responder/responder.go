@@ -74,6 +74,7 @@ type Responder struct {
 	started time.Time
 	stopped string
 	phc     *tstamp.PHCRecord
+	onTx    func(tstamp.TxStamp)
 }
 
 // New opens the responder's socket: bound to the group's port, joined to
@@ -104,6 +105,7 @@ func New(cfg Config) (*Responder, error) {
 		return nil, err
 	}
 	r := &Responder{cfg: cfg, conn: conn, runID: cfg.RunID, recs: make([]samples.Record, cfg.Capacity)}
+	r.onTx = r.fileTx // made once: the error-queue drain must not allocate
 	fail := func(err error) (*Responder, error) { conn.Close(); return nil, err }
 	if r.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
 		return fail(err)
@@ -191,11 +193,12 @@ func (r *Responder) loop() error {
 	}
 	// Collect the TX stamps of the last replies.
 	deadline := time.Now().Add(r.cfg.TxWait)
-	for r.pendingTx() && time.Now().Before(deadline) {
+	hw := r.granted.HardwareTX()
+	for samples.ResponderTx.Awaiting(r.recs, hw) > 0 && time.Now().Before(deadline) {
 		r.drainErrqueue()
 		time.Sleep(time.Millisecond)
 	}
-	r.countMissingTx()
+	r.cnt.TxStampsMissing = samples.ResponderTx.Awaiting(r.recs, hw)
 	return nil
 }
 
@@ -290,55 +293,9 @@ func (r *Responder) countBad(err error) {
 }
 
 // drainErrqueue files every queued TX stamp under its sequence.
-func (r *Responder) drainErrqueue() {
-	for {
-		ts, err := r.conn.RecvErr()
-		if err != nil {
-			if errors.Is(err, tstamp.ErrNotTimestamp) || errors.Is(err, tstamp.ErrUnknownKey) {
-				continue
-			}
-			return
-		}
-		if ts.Kind != tstamp.KindSnd || uint64(ts.Key) >= uint64(len(r.recs)) {
-			continue
-		}
-		rec := &r.recs[ts.Key]
-		if ts.SW != 0 {
-			rec.T[samples.RepTxSW] = ts.SW
-		}
-		if ts.HW != 0 {
-			rec.T[samples.RepTxHW] = ts.HW
-		}
-	}
-}
+func (r *Responder) drainErrqueue() { r.conn.DrainTx(r.onTx) }
 
-// wantTx reports whether a record should still get a TX stamp.
-func (r *Responder) wantTx(rec *samples.Record) bool {
-	if rec.T[samples.RepTxUser] == 0 {
-		return false
-	}
-	if rec.T[samples.RepTxSW] == 0 {
-		return true
-	}
-	return r.granted.HardwareTX() && rec.T[samples.RepTxHW] == 0
-}
-
-func (r *Responder) pendingTx() bool {
-	for i := range r.recs {
-		if r.wantTx(&r.recs[i]) {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *Responder) countMissingTx() {
-	for i := range r.recs {
-		if r.wantTx(&r.recs[i]) {
-			r.cnt.TxStampsMissing++
-		}
-	}
-}
+func (r *Responder) fileTx(ts tstamp.TxStamp) { samples.ResponderTx.File(r.recs, ts.Key, ts.SW, ts.HW) }
 
 // EnsureProcs raises GOMAXPROCS to at least n for the measurement and
 // returns the function that restores it.

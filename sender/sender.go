@@ -134,6 +134,7 @@ type Sender struct {
 	stopped    string
 	started    time.Time
 	phc        *tstamp.PHCRecord
+	onTx       func(tstamp.TxStamp)
 }
 
 // New opens the sender socket on Iface with timestamps per Config.
@@ -156,6 +157,7 @@ func New(cfg Config) (*Sender, error) {
 		return nil, err
 	}
 	s := &Sender{cfg: cfg, conn: conn, recs: make([]samples.Record, cfg.Count)}
+	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
 	if s.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
 		return fail(err)
@@ -381,50 +383,21 @@ func (s *Sender) receiveDone() bool {
 	now := time.Now().UnixNano()
 	allReplies := s.received.Load() >= s.sent.Load()
 	repliesDone := allReplies || now-last > int64(s.cfg.ReplyTimeout)
-	txDone := !s.txPending() || now-last > int64(s.cfg.TxWait)
+	// Only called after the pacer stopped: reading its fields is safe.
+	txDone := samples.SenderTx.Awaiting(s.recs, s.granted.HardwareTX()) == 0 || now-last > int64(s.cfg.TxWait)
 	return repliesDone && txDone
 }
 
-func (s *Sender) txPending() bool {
-	// Only called after the pacer stopped: reading its fields is safe.
-	for i := range s.recs {
-		if s.wantTx(&s.recs[i]) {
-			return true
-		}
-	}
-	return false
-}
+func (s *Sender) drainErrqueue() { s.conn.DrainTx(s.onTx) }
 
-func (s *Sender) wantTx(r *samples.Record) bool {
-	if r.T[samples.TxUser] == 0 {
-		return false
+// fileTx files one TX stamp under its sequence; a stamp read long after
+// its request's due time is late: kept, and counted.
+func (s *Sender) fileTx(ts tstamp.TxStamp) {
+	if !samples.SenderTx.File(s.recs, ts.Key, ts.SW, ts.HW) {
+		return
 	}
-	return r.T[samples.TxSW] == 0 || (s.granted.HardwareTX() && r.T[samples.TxHW] == 0)
-}
-
-func (s *Sender) drainErrqueue() {
-	for {
-		ts, err := s.conn.RecvErr()
-		if err != nil {
-			if errors.Is(err, tstamp.ErrNotTimestamp) || errors.Is(err, tstamp.ErrUnknownKey) {
-				continue
-			}
-			return
-		}
-		if ts.Kind != tstamp.KindSnd || int(ts.Key) >= len(s.recs) {
-			continue
-		}
-		// A stamp read long after its due time is late: keep it, count it.
-		if time.Now().UnixNano()-s.sched.DueNS(uint64(ts.Key)) > int64(s.cfg.TxWait) {
-			s.rc.TxStampsLate++
-		}
-		r := &s.recs[ts.Key]
-		if ts.SW != 0 {
-			r.T[samples.TxSW] = ts.SW
-		}
-		if ts.HW != 0 {
-			r.T[samples.TxHW] = ts.HW
-		}
+	if time.Now().UnixNano()-s.sched.DueNS(uint64(ts.Key)) > int64(s.cfg.TxWait) {
+		s.rc.TxStampsLate++
 	}
 }
 
@@ -503,7 +476,7 @@ func (s *Sender) finish() {
 		if r.T[samples.RxUser] != 0 && r.Flags&samples.FlagLate == 0 {
 			c.Received++
 		}
-		if s.wantTx(r) {
+		if samples.SenderTx.Awaits(r, s.granted.HardwareTX()) {
 			c.TxStampsMissing++
 		}
 	}

@@ -179,3 +179,50 @@ type Footer struct {
 	// Stopped is set when the round was interrupted (Ctrl-C, error).
 	Stopped string `json:"stopped,omitempty"`
 }
+
+// TxColumns are a role's transmit stamps: User is taken before sendmsg, SW
+// and HW arrive afterwards from the socket's error queue, keyed by
+// sequence. The sender and the responder file and await them the same way.
+type TxColumns struct{ User, SW, HW Stamp }
+
+// The transmit columns of the two roles that send.
+var (
+	SenderTx    = TxColumns{TxUser, TxSW, TxHW}
+	ResponderTx = TxColumns{RepTxUser, RepTxSW, RepTxHW}
+)
+
+// File stores a TX stamp pair (0 = not in this error-queue entry) under
+// recs[key]; it reports false for a key outside recs.
+func (c TxColumns) File(recs []Record, key uint32, sw, hw int64) bool {
+	if uint64(key) >= uint64(len(recs)) {
+		return false
+	}
+	r := &recs[key]
+	if sw != 0 {
+		r.T[c.SW] = sw
+	}
+	if hw != 0 {
+		r.T[c.HW] = hw
+	}
+	return true
+}
+
+// Awaits reports whether r was sent and still lacks a TX stamp it should
+// get: the software one always, the hardware one when hw was granted.
+func (c TxColumns) Awaits(r *Record, hw bool) bool {
+	if r.T[c.User] == 0 {
+		return false
+	}
+	return r.T[c.SW] == 0 || (hw && r.T[c.HW] == 0)
+}
+
+// Awaiting counts the records of recs that await a TX stamp.
+func (c TxColumns) Awaiting(recs []Record, hw bool) uint64 {
+	var n uint64
+	for i := range recs {
+		if c.Awaits(&recs[i], hw) {
+			n++
+		}
+	}
+	return n
+}

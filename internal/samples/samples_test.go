@@ -156,3 +156,30 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+func TestTxColumns(t *testing.T) {
+	recs := make([]Record, 3)
+	recs[0].T[RepTxUser] = 10 // sent, no stamp yet
+	recs[1].T[RepTxUser] = 20 // sent, sw stamp only
+	recs[1].T[RepTxSW] = 21
+	// recs[2]: never sent: awaits nothing
+	c := ResponderTx
+	if n := c.Awaiting(recs, false); n != 1 {
+		t.Fatalf("software only: %d awaiting, want 1", n)
+	}
+	if n := c.Awaiting(recs, true); n != 2 {
+		t.Fatalf("with hardware: %d awaiting, want 2", n)
+	}
+	if !c.File(recs, 0, 11, 0) || !c.File(recs, 1, 0, 99) || c.File(recs, 3, 1, 1) {
+		t.Fatal("File: key range")
+	}
+	if recs[0].T[RepTxSW] != 11 || recs[1].T[RepTxSW] != 21 || recs[1].T[RepTxHW] != 99 {
+		t.Fatalf("filed stamps %v %v", recs[0].T, recs[1].T)
+	}
+	if n := c.Awaiting(recs, true); n != 1 { // recs[0] still lacks hw
+		t.Fatalf("after filing: %d awaiting, want 1", n)
+	}
+	if SenderTx.Awaiting(recs, true) != 0 {
+		t.Fatal("sender columns confused with the responder's")
+	}
+}

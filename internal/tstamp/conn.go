@@ -459,3 +459,23 @@ func (c *Conn) sendmsg() syscall.Errno {
 }
 
 func ntohs(v uint16) uint16 { return htons(v) }
+
+// DrainTx reads the error queue until it is empty and calls f for every
+// transmit (SND) stamp; other entries (SCHED stamps, ICMP errors, keys the
+// counter mode cannot map back) are skipped. It does not allocate when f
+// is a function value made once, outside the hot path.
+func (c *Conn) DrainTx(f func(TxStamp)) {
+	for {
+		ts, err := c.RecvErr()
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrNotTimestamp), errors.Is(err, ErrUnknownKey):
+			continue
+		default:
+			return
+		}
+		if ts.Kind == KindSnd {
+			f(ts)
+		}
+	}
+}

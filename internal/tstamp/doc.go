@@ -25,7 +25,9 @@
 //     sockets with preallocated buffers whose per-packet methods do not
 //     allocate and work both from a busy-spinning locked OS thread and from a
 //     blocking poll loop.
-//   - [TxTable]: matches TX stamps to sequence numbers with a bounded wait.
+//   - [Conn.DrainTx]: hands every transmit stamp of the error queue, keyed
+//     by the sequence passed to SendTo, to the caller (sender, responder),
+//     which files it under that sequence and bounds the wait itself.
 //   - [HWConfig]: the SIOCSHWTSTAMP filter ladder with save and restore.
 //   - [PHC]: PHC to CLOCK_REALTIME offset.
 //

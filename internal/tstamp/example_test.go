@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
-	"time"
 
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -51,23 +50,4 @@ func ExampleConn_responder() {
 			_ = ts // ts.Key == seq of the reply, ts.Kind, ts.SW/ts.HW
 		}
 	}
-}
-
-// A sender's TX-stamp reader: stamps are matched by key with a bounded wait.
-func ExampleTxTable() {
-	table, err := tstamp.NewTxTable(4096, 500*time.Millisecond, tstamp.WantSW|tstamp.WantSched)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	now := time.Now().UnixNano() // CLOCK_REALTIME, same clock as SW stamps
-	_ = table.Sent(1, now)       // right after SendTo(…, key 1)
-	table.Record(tstamp.TxStamp{Key: 1, Kind: tstamp.KindSched, SW: now + 1000}, now+2000)
-	table.Record(tstamp.TxStamp{Key: 1, Kind: tstamp.KindSnd, SW: now + 3000}, now+4000)
-	e, ok := table.Next(now + 5000)
-	fmt.Println(ok, e.Key, e.SW-e.Sched, e.Missing == 0)
-	fmt.Printf("%+v\n", table.Stats())
-	// Output:
-	// true 1 2000 true
-	// {Sent:1 Recorded:2 Complete:1 Missing:0 Late:0 Duplicate:0 Unknown:0 Unwanted:0 Overflowed:0}
 }

@@ -201,8 +201,8 @@ func (g Granted) String() string {
 // packets) instead of failing on them.
 func Enable(fd int, mode Mode) (Granted, error) { return EnableWith(fd, mode, 0) }
 
-// EnableWith is Enable plus extra bits such as FlagTxSched (qdisc stamp,
-// needed for TxTable's WantSched) or FlagTxCompletion. Extra bits are
+// EnableWith is Enable plus extra bits such as FlagTxSched (the qdisc
+// stamp) or FlagTxCompletion. Extra bits are
 // optional: the kernel rejecting them (EINVAL) drops them with a Fallbacks
 // note. Hardware bits in extra are refused; use mode for those.
 func EnableWith(fd int, mode Mode, extra Flags) (Granted, error) {

@@ -84,62 +84,45 @@ func TestSendAllocs(t *testing.T) {
 	}
 }
 
+// TestRunNoResponder runs both sender modes (two threads blocking, one
+// thread busy) against nobody: every request is sent and lost and every TX
+// stamp collected; the busy mode's wait-and-poll step does not allocate.
 func TestRunNoResponder(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
-	err := topo.Do(netlab.Sender, func() error {
-		s, err := New(Config{Iface: topo.Sender.Interface, Group: netip.MustParseAddrPort("239.8.8.9:9300"),
-			Count: 50, CPU: -1, Timestamps: tstamp.Software, ReplyTimeout: 50 * time.Millisecond, TxWait: 50 * time.Millisecond})
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		if err := s.Run(context.Background()); err != nil {
-			return err
-		}
-		c := s.Counters()
-		if c.Sent != 50 || c.Lost != 50 || c.Received != 0 || c.TxStampsMissing != 0 {
-			t.Errorf("counters %+v: want 50 sent, 50 lost, all TX stamps", c)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestRunBusy: the single-thread busy mode sends everything, collects every
-// TX stamp, and its wait-and-poll step does not allocate.
-func TestRunBusy(t *testing.T) {
-	topo := netlabtest.New(t, netlab.Options{})
-	err := topo.Do(netlab.Sender, func() error {
-		s, err := New(Config{Iface: topo.Sender.Interface, Group: netip.MustParseAddrPort("239.8.8.9:9300"),
-			Count: 50, Interval: 200 * time.Microsecond, CPU: -1, Timestamps: tstamp.Software, Poll: responder.Busy,
-			ReplyTimeout: 50 * time.Millisecond, TxWait: 50 * time.Millisecond})
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		if err := s.Run(context.Background()); err != nil {
-			return err
-		}
-		c := s.Counters()
-		if c.Sent != 50 || c.Lost != 50 || c.Received != 0 || c.TxStampsMissing != 0 {
-			t.Errorf("counters %+v: want 50 sent, 50 lost, all TX stamps", c)
-		}
-		if got := s.Header().Settings["poll"]; got != "busy" {
-			t.Errorf("header poll = %v, want busy", got)
-		}
-		allocs := testing.AllocsPerRun(100, func() {
-			if err := s.busyWait(time.Now().Add(5 * time.Microsecond)); err != nil {
-				t.Error(err)
+	for _, mode := range []responder.PollMode{responder.Block, responder.Busy} {
+		err := topo.Do(netlab.Sender, func() error {
+			s, err := New(Config{Iface: topo.Sender.Interface, Group: netip.MustParseAddrPort("239.8.8.9:9300"),
+				Count: 50, Interval: 200 * time.Microsecond, CPU: -1, Timestamps: tstamp.Software, Poll: mode,
+				ReplyTimeout: 50 * time.Millisecond, TxWait: 50 * time.Millisecond})
+			if err != nil {
+				return err
 			}
+			defer s.Close()
+			if err := s.Run(context.Background()); err != nil {
+				return err
+			}
+			c := s.Counters()
+			if c.Sent != 50 || c.Lost != 50 || c.Received != 0 || c.TxStampsMissing != 0 {
+				t.Errorf("%s: counters %+v: want 50 sent, 50 lost, all TX stamps", mode, c)
+			}
+			if got := s.Header().Settings["poll"]; got != mode.String() {
+				t.Errorf("header poll = %v, want %s", got, mode)
+			}
+			if mode != responder.Busy {
+				return nil
+			}
+			allocs := testing.AllocsPerRun(100, func() {
+				if err := s.busyWait(time.Now().Add(5 * time.Microsecond)); err != nil {
+					t.Error(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("busy wait allocated %v times", allocs)
+			}
+			return nil
 		})
-		if allocs != 0 {
-			t.Errorf("busy wait allocated %v times", allocs)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

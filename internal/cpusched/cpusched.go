@@ -16,6 +16,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 )
 
 // Policy is a scheduling policy.
@@ -54,20 +55,11 @@ func ParseSched(s string) (Sched, error) {
 	return Sched{}, fmt.Errorf("sched %q: want other or fifo:N (N 1..99)", s)
 }
 
-// OnlineCPUs returns the online CPUs of the host.
-func OnlineCPUs(fs hostfs.FS) ([]int, error) {
-	s, err := fs.ReadString("/sys/devices/system/cpu/online")
-	if err != nil {
-		return nil, fmt.Errorf("reading online CPUs: %w", err)
-	}
-	return cpulist.Parse(s)
-}
-
 // CheckCPU returns an error naming the online CPUs when cpu is not one.
 func CheckCPU(fs hostfs.FS, cpu int) error {
-	online, err := OnlineCPUs(fs)
+	online, err := hostinfo.OnlineCPUs(fs)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading online CPUs: %w", err)
 	}
 	if !cpulist.Contains(online, cpu) {
 		return fmt.Errorf("CPU %d does not exist or is offline on this host (online: %s): %w",

@@ -388,6 +388,9 @@ func (c *Conn) SendTo(buf []byte, to netip.AddrPort, key uint32) error {
 	t.iov.SetLen(len(buf))
 	e := c.send(key)
 	t.iov.Base = nil // do not keep the caller's buffer alive
+	if e != 0 && c.state.Load()&1 != 0 {
+		return ErrClosed // Close's shutdown made this send fail (EPIPE)
+	}
 	return errnoErr(e)
 }
 

@@ -254,6 +254,9 @@ func lab(ctx context.Context, cfg Config) (*netlab.Topology, func(), error) {
 	}, nil
 }
 
+// ModeBlockDefault names the RTT rounds of rig's default blocking sender.
+const ModeBlockDefault = "block, rig default"
+
 type runner struct {
 	cfg      Config
 	topo     *netlab.Topology
@@ -273,7 +276,7 @@ func (b *runner) prefix(r netlab.Role, cpu int) []string {
 }
 
 // rigRound runs one rig round and returns its sender file.
-func (b *runner) rigRound(ctx context.Context, dir, poll string, k int, interval time.Duration, count, warmup int) (*samples.File, error) {
+func (b *runner) rigRound(ctx context.Context, dir, poll string, spin time.Duration, k int, interval time.Duration, count, warmup int) (*samples.File, error) {
 	spec := round.Spec{
 		Dir:       dir,
 		Sender:    round.Host{Agent: b.snd, Iface: b.topo.Sender.Interface},
@@ -282,7 +285,7 @@ func (b *runner) rigRound(ctx context.Context, dir, poll string, k int, interval
 		Warmup: warmup, Timestamps: "software", Arm: poll, Round: k,
 		ResponderCPU: b.cfg.ResponderCPU, Poll: poll, Sched: "other", SenderCPU: b.cfg.SenderCPU,
 		SenderPoll: senderPoll(poll),
-		Spin:       50 * time.Microsecond,
+		Spin:       spin,
 	}
 	if _, err := round.Run(ctx, spec); err != nil {
 		return nil, fmt.Errorf("rig round (%s, round %d): %w", poll, k, err)
@@ -293,6 +296,16 @@ func (b *runner) rigRound(ctx context.Context, dir, poll string, k int, interval
 	}
 	return f, nil
 }
+
+// DefaultSpin is rig send's default spin window: the rig-default block
+// rounds use it, and the pacing comparison is taken from them.
+const DefaultSpin = 50 * time.Microsecond
+
+// sockperfSpin is the spin window that gives rig's blocking sender the
+// shape of sockperf's blocking ping-pong client, which busy-waits between
+// sends (measured: 2.1 s of CPU in a 3 s run at --mps=1000) and blocks only
+// for the reply: spin ≥ interval.
+func sockperfSpin(interval time.Duration) time.Duration { return interval }
 
 // senderPoll is the rig sender's mode for a responder mode: busy on both
 // ends like sockperf --nonblocked, blocking otherwise.
@@ -315,23 +328,33 @@ func (b *runner) rtt(ctx context.Context) error {
 		lostRig      int
 		lostSP       int
 	}
-	modes := []string{"block", "busy"}
-	pools := map[string]*pool{"block": {}, "busy": {}}
+	// block and busy face sockperf; "block (rig default)" is rig's own
+	// low-CPU sender (sleep until 50 µs before due) and carries the pacing
+	// comparison with cyclictest.
+	modes := []string{"block", ModeBlockDefault, "busy"}
+	pools := map[string]*pool{"block": {}, ModeBlockDefault: {}, "busy": {}}
 	var late []int64
 	var cyc Cyclictest
 	for k := 0; k < cfg.Rounds; k++ {
 		for _, mode := range modes {
 			p := pools[mode]
 			fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: rig\n", k+1, cfg.Rounds, mode)
-			f, err := b.rigRound(ctx, filepath.Join(cfg.Dir, "rtt", mode, "rig-"+strconv.Itoa(k)), mode, k, time.Millisecond, count, warmup)
+			poll, spin := mode, sockperfSpin(time.Millisecond)
+			if mode == ModeBlockDefault {
+				poll, spin = "block", DefaultSpin
+			}
+			f, err := b.rigRound(ctx, filepath.Join(cfg.Dir, "rtt", fmt.Sprintf("%s-spin-%dus", poll, spin.Microseconds()), "rig-"+strconv.Itoa(k)), poll, spin, k, time.Millisecond, count, warmup)
 			if err != nil {
 				return err
 			}
 			u, s, l, lost := rigFigures(f)
 			p.user, p.sw = append(p.user, u...), append(p.sw, s...)
 			p.lostRig += lost
-			if mode == "block" {
+			if mode == ModeBlockDefault {
 				late = append(late, l...)
+			}
+			if mode == ModeBlockDefault {
+				continue // no sockperf partner: it has no such mode
 			}
 			fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: sockperf\n", k+1, cfg.Rounds, mode)
 			sp, err := b.sockperf(ctx, filepath.Join(cfg.Dir, "rtt", mode, "sockperf-"+strconv.Itoa(k)), mode == "busy", "1000", cfg.RoundTime)
@@ -343,7 +366,7 @@ func (b *runner) rtt(ctx context.Context) error {
 			}
 			p.sp = append(p.sp, sp.RTTs...)
 			p.lostSP += sp.Dropped + sp.Unanswered
-			if mode == "block" {
+			if mode == "busy" {
 				fmt.Fprintf(cfg.Log, "bench: round %d/%d: cyclictest\n", k+1, cfg.Rounds)
 				c, err := b.cyclictest(ctx, filepath.Join(cfg.Dir, "pacing", "cyclictest-"+strconv.Itoa(k)+".txt"), count)
 				if err != nil {
@@ -357,8 +380,10 @@ func (b *runner) rtt(ctx context.Context) error {
 		p := pools[mode]
 		b.res.RTT = append(b.res.RTT,
 			RTTRow{Mode: mode, Tool: "rig user", Stats: summarize(p.user), Rounds: cfg.Rounds, Lost: p.lostRig},
-			RTTRow{Mode: mode, Tool: "rig sw", Stats: summarize(p.sw), Rounds: cfg.Rounds, Lost: p.lostRig},
-			RTTRow{Mode: mode, Tool: "sockperf", Stats: summarize(p.sp), Rounds: cfg.Rounds, Lost: p.lostSP})
+			RTTRow{Mode: mode, Tool: "rig sw", Stats: summarize(p.sw), Rounds: cfg.Rounds, Lost: p.lostRig})
+		if mode != ModeBlockDefault {
+			b.res.RTT = append(b.res.RTT, RTTRow{Mode: mode, Tool: "sockperf", Stats: summarize(p.sp), Rounds: cfg.Rounds, Lost: p.lostSP})
+		}
 	}
 	cs := Summary{N: int(cyc.N()), ResolutionUS: true}
 	cs.P50, _ = cyc.Percentile(analysis.P50)

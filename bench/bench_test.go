@@ -39,8 +39,8 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, log.String())
 	}
-	if len(res.RTT) != 6 {
-		t.Fatalf("%d RTT rows, want 6 (2 modes × rig user, rig sw, sockperf)", len(res.RTT))
+	if len(res.RTT) != 8 {
+		t.Fatalf("%d RTT rows, want 8 (block and busy × rig user, rig sw, sockperf; rig default × rig user, rig sw)", len(res.RTT))
 	}
 	for _, r := range res.RTT {
 		if r.Tool == "rig sw" {
@@ -64,7 +64,7 @@ func TestSmoke(t *testing.T) {
 	if err := res.Markdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| block | rig user |", "| busy | sockperf |", "| cyclictest |", "sockperf max ping-pong rate", "| 20000 |", "## Goals"} {
+	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "sockperf max ping-pong rate", "| 20000 |", "## Goals"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, md.String())
 		}

@@ -46,10 +46,13 @@ func (r *Results) Markdown(w io.Writer) error {
 	}
 	if len(r.RTT) > 0 {
 		b.WriteString("\n## RTT at 1 request/ms (full round trip, µs)\n\n")
-		b.WriteString("Multicast request, unicast reply. rig user = rx_user − tx_user (what sockperf measures: user space to user space); rig sw = kernel software stamps rx_sw − tx_sw (without the sender's own send and wake-up costs). block: `rig respond --poll block` + `rig send --poll block` vs blocking `sockperf server` / `ping-pong`; busy: `--poll busy` on both rig ends vs `--nonblocked` on both sockperf ends.\n\n")
+		b.WriteString("Multicast request, unicast reply. rig user = rx_user − tx_user (what sockperf measures: user space to user space); rig sw = kernel software stamps rx_sw − tx_sw (without the sender's own send and wake-up costs). block: `rig respond --poll block` + `rig send --poll block --spin 1ms` vs blocking `sockperf server` / `ping-pong` (sockperf's blocking client busy-waits between sends and blocks only for the reply; rig's sender does the same when its spin window covers the interval); block, rig default: the same with rig's default `--spin 50µs` (the sender sleeps between requests, its CPU halts and the reply pays a wake-up of a halted vCPU; ratios against the block sockperf row, for information); busy: `--poll busy` on both rig ends vs `--nonblocked` on both sockperf ends.\n\n")
 		b.WriteString("| mode | tool | n | lost | median | p99 | p99.9 | max | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, mode := range []string{"block", "busy"} {
+		for _, mode := range []string{"block", ModeBlockDefault, "busy"} {
 			sp := r.rtt(mode, "sockperf")
+			if mode == ModeBlockDefault {
+				sp = r.rtt("block", "sockperf")
+			}
 			for _, tool := range []string{"rig user", "rig sw", "sockperf"} {
 				row := r.rtt(mode, tool)
 				if row == nil {
@@ -69,7 +72,7 @@ func (r *Results) Markdown(w io.Writer) error {
 	if len(r.Pacing) == 2 {
 		rig, cyc := r.Pacing[0].Stats, r.Pacing[1].Stats
 		b.WriteString("\n## Pacing on the sender CPU (µs)\n\n")
-		fmt.Fprintf(&b, "rig lateness = tx_user − due of the 1 ms `block` rounds above (sleep until 50 µs before due, then spin); cyclictest `-i 1000 -t 1 -a %d --laptop`, SCHED_OTHER, same duration, in the same rounds (µs resolution; an overflow rank reports its max).\n\n", c.SenderCPU)
+		fmt.Fprintf(&b, "rig lateness = tx_user − due of the 1 ms `block, rig default` rounds above (sleep until 50 µs before due, then spin); cyclictest `-i 1000 -t 1 -a %d --laptop`, SCHED_OTHER, same duration, in the same rounds (µs resolution; an overflow rank reports its max).\n\n", c.SenderCPU)
 		b.WriteString("| tool | n | median | p99 | p99.9 | max | ratio median | ratio p99.9 |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		fmt.Fprintf(&b, "| rig lateness | %d | %s | %s | %s | %s | %s | %s |\n", rig.N, us(rig.P50), us(rig.P99), us(rig.P999), us(rig.Max),
 			ratio(rig.P50, cyc.P50), ratio(rig.P999, cyc.P999))

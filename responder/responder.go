@@ -75,6 +75,7 @@ type Responder struct {
 	stopped string
 	phc     *tstamp.PHCRecord
 	onTx    func(tstamp.TxStamp)
+	yield   cpusched.Yielder
 }
 
 // New opens the responder's socket: bound to the group's port, joined to
@@ -210,23 +211,31 @@ func (r *Responder) step() error {
 	flags := syscall.MSG_DONTWAIT
 	switch {
 	case r.cfg.Poll == Busy:
+		r.drainErrqueue()
 	case r.cfg.BusyPollUS > 0:
 		flags = 0 // blocking recvmsg with busy polling and SO_RCVTIMEO
+		r.drainErrqueue()
 	default:
-		ok, err := r.conn.Poll(pollTimeout)
+		// Read only the queue ppoll names: a request does not wait behind
+		// an empty error-queue read before its user stamp.
+		ready, err := r.conn.PollReady(pollTimeout)
 		if err != nil {
 			return fmt.Errorf("poll: %w", err)
 		}
-		if !ok {
+		if ready&tstamp.ReadyErr != 0 {
+			r.drainErrqueue()
+		}
+		if ready&tstamp.ReadyData == 0 {
 			return nil
 		}
 	}
-	r.drainErrqueue()
 	n, from, st, err := r.conn.Recv(r.buf[:], flags)
 	user := time.Now().UnixNano()
 	switch {
 	case err == nil:
 	case errors.Is(err, tstamp.ErrWouldBlock), errors.Is(err, syscall.EINTR):
+		// Nothing arrived for a while when this yields (a reply resets it).
+		r.yield.Quiet(time.Now())
 		return nil
 	case errors.Is(err, tstamp.ErrTruncated):
 		r.cnt.Malformed++
@@ -277,6 +286,8 @@ func (r *Responder) step() error {
 	if rec != nil {
 		rec.T[samples.RepTxUser] = txUser
 	}
+	// Just answered: the quietest moment there is to meet the Go scheduler.
+	r.yield.Quiet(time.Now())
 	if r.cfg.StopAfter > 0 && r.cnt.Sent >= uint64(r.cfg.StopAfter) {
 		r.stop.Store(true)
 	}

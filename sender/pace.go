@@ -1,10 +1,6 @@
 package sender
 
-import (
-	"time"
-
-	"golang.org/x/sys/unix"
-)
+import "time"
 
 // Schedule is the absolute send schedule: request k is due at
 // Start + k·Interval, whatever happened to request k−1 (irtt's rule: a late
@@ -25,22 +21,3 @@ func (s Schedule) Due(k uint64) time.Time { return s.Start.Add(time.Duration(k) 
 
 // DueNS returns request k's due time as CLOCK_REALTIME ns.
 func (s Schedule) DueNS(k uint64) int64 { return s.StartNS + int64(k)*int64(s.Interval) }
-
-// WaitUntil waits until due: it sleeps in clock_nanosleep(2) until spin
-// before due (the thread blocks in the kernel and wakes on its own timer, no
-// Go scheduler hand-off), then spins on the clock for the rest, so the wake-
-// up error of the sleep does not reach the send. spin = 0 only sleeps.
-// It does not allocate.
-func WaitUntil(due time.Time, spin time.Duration) {
-	if d := time.Until(due) - spin; d > 0 {
-		ts := unix.NsecToTimespec(int64(d))
-		for {
-			// EINTR leaves the remaining time in ts: sleep on.
-			if err := unix.Nanosleep(&ts, &ts); err != unix.EINTR {
-				break
-			}
-		}
-	}
-	for time.Now().Before(due) {
-	}
-}

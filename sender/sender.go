@@ -17,7 +17,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -122,15 +121,14 @@ type Sender struct {
 	txHdr   wire.Header
 	rxHdr   wire.Header
 
-	// Counters owned by the pacer and the receiver respectively; merged
-	// after both have stopped.
-	pc, rc     samples.Counters
+	cnt        samples.Counters // owned by the sending thread until Run returns
 	maxSeq     uint64
 	seenAny    bool
-	sent       atomic.Int64
+	lastSeq    int64 // last request sent, −1 before the first
+	lastSendNS int64
+	yield      cpusched.Yielder
+	sent       atomic.Int64 // for Progress
 	received   atomic.Int64
-	pacerDone  atomic.Bool
-	lastSendNS atomic.Int64
 	stopped    string
 	started    time.Time
 	phc        *tstamp.PHCRecord
@@ -156,7 +154,7 @@ func New(cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sender{cfg: cfg, conn: conn, recs: make([]samples.Record, cfg.Count)}
+	s := &Sender{cfg: cfg, conn: conn, recs: make([]samples.Record, cfg.Count), lastSeq: -1}
 	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
 	if s.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
@@ -198,73 +196,33 @@ func (s *Sender) Run(ctx context.Context) error {
 		defer s.phc.Take()
 	}
 	s.started = time.Now()
-	// Start one interval from now so both threads are up before request 0.
+	// Start one interval from now so the thread is set up before request 0.
 	s.sched = NewSchedule(s.started.Add(s.cfg.Interval), s.cfg.Interval)
-	if s.cfg.Poll == responder.Busy {
-		done := make(chan error, 1)
-		go func() {
-			runtime.LockOSThread() // pinned/real-time: never returned to the pool
-			done <- s.runBusy(ctx)
-		}()
-		err := <-done
-		if ctx.Err() != nil {
-			s.stopped = "interrupted: " + context.Cause(ctx).Error()
-		}
-		s.finish()
-		if err != nil {
-			return err
-		}
-		return ctx.Err()
-	}
-	var wg sync.WaitGroup
-	var perr, rerr error
-	wg.Add(2)
+	done := make(chan error, 1)
 	go func() {
-		defer wg.Done()
 		runtime.LockOSThread() // pinned/real-time: never returned to the pool
-		perr = s.pace(ctx)
-		s.pacerDone.Store(true)
+		done <- s.run(ctx)
 	}()
-	go func() {
-		defer wg.Done()
-		runtime.LockOSThread()
-		rerr = s.receive()
-	}()
-	wg.Wait()
+	err := <-done
 	if ctx.Err() != nil {
 		s.stopped = "interrupted: " + context.Cause(ctx).Error()
 	}
 	s.finish()
-	if err := errors.Join(perr, rerr); err != nil {
+	if err != nil {
 		return err
 	}
 	return ctx.Err()
 }
 
-func (s *Sender) pace(ctx context.Context) error {
-	if err := s.setupPacer(); err != nil {
-		return err
-	}
-	done := ctx.Done()
-	for k := 0; k < s.cfg.Count; k++ {
-		select {
-		case <-done:
-			return nil
-		default:
-		}
-		s.sendOne(uint64(k))
-	}
-	return nil
-}
-
-// busyGuard: the busy loop stops polling the socket this long before a due
-// time and spins on the clock alone, so a poll in progress does not make
-// the send late.
-const busyGuard = 3 * time.Microsecond
-
-// runBusy is Poll == Busy: one thread sends on schedule and, while it
-// waits, drains replies and TX stamps with non-blocking calls.
-func (s *Sender) runBusy(ctx context.Context) error {
+// run is the sender: one locked thread sends on schedule and, while it
+// waits for the next due time, serves the socket (replies and TX stamps)
+// the way Poll says: blocking in ppoll or polling without blocking.
+//
+// One thread, not a pacer and a receiver: a second thread on the sender's
+// CPU must be woken for every reply and, when the pacer spins, waits for
+// the scheduler to preempt it (6–14 ms per reply measured on a 2-vCPU VM
+// with --spin 1ms), and every TX stamp woke it a second time.
+func (s *Sender) run(ctx context.Context) error {
 	if err := s.setupPacer(); err != nil {
 		return err
 	}
@@ -276,21 +234,20 @@ send:
 			break send
 		default:
 		}
-		if err := s.busyWait(s.sched.Due(uint64(k))); err != nil {
+		if err := s.waitServing(s.sched.Due(uint64(k))); err != nil {
 			return err
 		}
 		s.sendNow(uint64(k))
 	}
-	s.pacerDone.Store(true)
 	// Collect what is in flight; check completion (a scan of the records)
-	// once a millisecond, not on every poll.
+	// once a millisecond, not on every wake-up.
 	for next := time.Now(); ; {
-		if err := s.pollOnce(); err != nil {
+		if err := s.serve(time.Millisecond); err != nil {
 			return err
 		}
 		if now := time.Now(); now.After(next) {
+			s.drainErrqueue() // serve reads it only for the last request
 			if s.receiveDone() {
-				s.drainErrqueue()
 				return nil
 			}
 			next = now.Add(time.Millisecond)
@@ -298,23 +255,99 @@ send:
 	}
 }
 
-// busyWait polls the socket until busyGuard before due, then spins on the
-// clock until due. It does not allocate.
-func (s *Sender) busyWait(due time.Time) error {
-	for time.Until(due) > busyGuard {
-		if err := s.pollOnce(); err != nil {
+// busyGuard: a busy wait stops polling the socket this long before a due
+// time and spins on the clock alone, so a poll in progress does not make
+// the send late.
+const busyGuard = 3 * time.Microsecond
+
+// replyGuard: while the reply to the last request is awaited, a blocking
+// wait sleeps in ppoll until this long before the due time even when the
+// spin window is longer, so the reply wakes the thread (sockperf's client
+// shape with --spin ≥ interval: block for the reply, spin to the next send).
+const replyGuard = 50 * time.Microsecond
+
+// quietBefore: the thread yields to the Go scheduler (cpusched.Yielder)
+// only when the next send is at least this far off and no reply is awaited.
+const quietBefore = 200 * time.Microsecond
+
+// maxSleep caps one ppoll: its timeout slack is 0.1 % of the timeout for
+// SCHED_OTHER (fs/select.c), so a sleep of at most 1 ms is late by at most
+// 1 µs, well inside the spin window.
+const maxSleep = time.Millisecond
+
+// waitServing waits until due, serving the socket meanwhile: Block sleeps
+// in ppoll until due − Spin (due − min(Spin, replyGuard) while a reply is
+// awaited), Busy polls without blocking until due − busyGuard; both then
+// spin on the clock alone. It does not allocate.
+func (s *Sender) waitServing(due time.Time) error {
+	for {
+		now := time.Now()
+		left := due.Sub(now)
+		if left > quietBefore && !s.awaitingReply() && s.yield.Quiet(now) {
+			continue
+		}
+		var sleep time.Duration
+		switch {
+		case s.cfg.Poll == responder.Busy:
+			if left <= busyGuard {
+				goto spin
+			}
+		case s.awaitingReply():
+			sleep = left - min(s.cfg.Spin, replyGuard)
+		default:
+			sleep = left - s.cfg.Spin
+		}
+		if s.cfg.Poll != responder.Busy && sleep <= 0 {
+			goto spin
+		}
+		if err := s.serve(min(sleep, maxSleep)); err != nil {
 			return err
 		}
 	}
+spin:
 	for time.Now().Before(due) {
 	}
 	return nil
 }
 
-// pollOnce drains the error queue and the data queue without blocking.
-func (s *Sender) pollOnce() error {
-	s.drainErrqueue()
-	return s.drainReplies()
+// awaitingReply reports whether the last request sent has no reply yet.
+func (s *Sender) awaitingReply() bool {
+	k := s.lastSeq
+	return k >= 0 && s.recs[k].T[samples.TxUser] != 0 && s.recs[k].T[samples.RxUser] == 0
+}
+
+// txAwaited reports whether the last request sent still awaits its TX
+// stamp: a busy wait reads the error queue only then, so it spins on one
+// recvmsg, not two (older stamps still arriving are read with the next).
+func (s *Sender) txAwaited() bool {
+	k := s.lastSeq
+	return k >= 0 && samples.SenderTx.Awaits(&s.recs[k], s.granted.HardwareTX())
+}
+
+// serve reads what the socket holds: Busy without blocking, Block after
+// waiting up to timeout in ppoll for either queue. Replies are read before
+// TX stamps so a reply's user stamp does not wait behind an error-queue
+// read. It does not allocate.
+func (s *Sender) serve(timeout time.Duration) error {
+	ready := tstamp.ReadyData
+	if s.txAwaited() {
+		ready |= tstamp.ReadyErr
+	}
+	if s.cfg.Poll != responder.Busy {
+		var err error
+		if ready, err = s.conn.PollReady(timeout); err != nil {
+			return fmt.Errorf("poll: %w", err)
+		}
+	}
+	if ready&tstamp.ReadyData != 0 {
+		if err := s.drainReplies(); err != nil {
+			return err
+		}
+	}
+	if ready&tstamp.ReadyErr != 0 {
+		s.drainErrqueue()
+	}
+	return nil
 }
 
 func (s *Sender) setupPacer() error {
@@ -329,12 +362,6 @@ func (s *Sender) setupPacer() error {
 	return cpusched.SetTimerSlack(time.Nanosecond)
 }
 
-// sendOne waits for request k's due time and sends it. It does not allocate.
-func (s *Sender) sendOne(k uint64) {
-	WaitUntil(s.sched.Due(k), s.cfg.Spin)
-	s.sendNow(k)
-}
-
 // sendNow sends request k. It does not allocate.
 func (s *Sender) sendNow(k uint64) {
 	rec := &s.recs[k]
@@ -345,45 +372,21 @@ func (s *Sender) sendNow(k uint64) {
 	p := wire.Encode(s.txBuf[:], s.cfg.Size, &s.txHdr)
 	now := time.Now().UnixNano()
 	if err := s.conn.SendTo(p, s.cfg.Group, uint32(k)); err != nil {
-		s.pc.SendErrors++
+		s.cnt.SendErrors++
 		return
 	}
 	rec.T[samples.TxUser] = now
-	s.pc.Sent++
-	s.lastSendNS.Store(now)
+	s.cnt.Sent++
+	s.lastSeq = int64(k)
+	s.lastSendNS = now
 	s.sent.Add(1)
 }
 
-const recvPoll = 10 * time.Millisecond
-
-// receive serves the data queue and the error queue of the socket until
-// every reply is in or ReplyTimeout has passed since the last send, and TX
-// stamps are in or TxWait has passed.
-func (s *Sender) receive() error {
-	for {
-		ok, err := s.conn.Poll(recvPoll)
-		if err != nil {
-			return fmt.Errorf("poll: %w", err)
-		}
-		if ok {
-			s.drainErrqueue()
-			if err := s.drainReplies(); err != nil {
-				return err
-			}
-		}
-		if s.pacerDone.Load() && s.receiveDone() {
-			s.drainErrqueue()
-			return nil
-		}
-	}
-}
-
 func (s *Sender) receiveDone() bool {
-	last := s.lastSendNS.Load()
+	last := s.lastSendNS
 	now := time.Now().UnixNano()
 	allReplies := s.received.Load() >= s.sent.Load()
 	repliesDone := allReplies || now-last > int64(s.cfg.ReplyTimeout)
-	// Only called after the pacer stopped: reading its fields is safe.
 	txDone := samples.SenderTx.Awaiting(s.recs, s.granted.HardwareTX()) == 0 || now-last > int64(s.cfg.TxWait)
 	return repliesDone && txDone
 }
@@ -397,7 +400,7 @@ func (s *Sender) fileTx(ts tstamp.TxStamp) {
 		return
 	}
 	if time.Now().UnixNano()-s.sched.DueNS(uint64(ts.Key)) > int64(s.cfg.TxWait) {
-		s.rc.TxStampsLate++
+		s.cnt.TxStampsLate++
 	}
 }
 
@@ -412,7 +415,7 @@ func (s *Sender) drainReplies() error {
 		case errors.Is(err, syscall.EINTR):
 			continue
 		case errors.Is(err, tstamp.ErrTruncated):
-			s.rc.Malformed++
+			s.cnt.Malformed++
 			continue
 		default:
 			return fmt.Errorf("recvmsg: %w", err)
@@ -425,26 +428,26 @@ func (s *Sender) drainReplies() error {
 func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) {
 	if err := wire.Decode(p, s.cfg.RunID, &s.rxHdr); err != nil {
 		if err == wire.ErrShort || err == wire.ErrMagic || err == wire.ErrRunID {
-			s.rc.Foreign++
+			s.cnt.Foreign++
 		} else {
-			s.rc.Malformed++
+			s.cnt.Malformed++
 		}
 		return
 	}
 	h := &s.rxHdr
 	if h.Type != wire.Reply || h.Seq >= uint64(len(s.recs)) || h.Arm != uint32(s.cfg.ArmIndex) || h.Round != uint32(s.cfg.Round) {
-		s.rc.Foreign++
+		s.cnt.Foreign++
 		return
 	}
 	r := &s.recs[h.Seq]
 	if r.T[samples.RxUser] != 0 {
 		r.Flags |= samples.FlagDuplicate
-		s.rc.Duplicated++
+		s.cnt.Duplicated++
 		return
 	}
 	if s.seenAny && h.Seq < s.maxSeq {
 		r.Flags |= samples.FlagReordered
-		s.rc.Reordered++
+		s.cnt.Reordered++
 	}
 	if !s.seenAny || h.Seq > s.maxSeq {
 		s.maxSeq, s.seenAny = h.Seq, true
@@ -453,7 +456,7 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) {
 	// receiver never reads the pacer's memory.
 	if user-h.Due > int64(s.cfg.ReplyTimeout) {
 		r.Flags |= samples.FlagLate
-		s.rc.Late++
+		s.cnt.Late++
 	}
 	r.T[samples.RxSW] = st.SW
 	r.T[samples.RxHW] = st.HW
@@ -461,11 +464,10 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) {
 	s.received.Add(1)
 }
 
-// finish merges the counters after both threads stopped.
+// finish completes the counters after the thread stopped.
 func (s *Sender) finish() {
-	c := s.rc
-	c.Sent = s.pc.Sent
-	c.SendErrors = s.pc.SendErrors
+	c := s.cnt
+	c.Received = 0
 	for i := range s.recs {
 		r := &s.recs[i]
 		if r.T[samples.TxUser] == 0 {
@@ -481,11 +483,11 @@ func (s *Sender) finish() {
 		}
 	}
 	c.Lost = c.Sent - c.Received
-	s.pc, s.rc = samples.Counters{}, c
+	s.cnt = c
 }
 
 // Counters returns the round's counts (valid after Run).
-func (s *Sender) Counters() samples.Counters { return s.rc }
+func (s *Sender) Counters() samples.Counters { return s.cnt }
 
 // Records returns one record per sequence (valid after Run).
 func (s *Sender) Records() []samples.Record { return s.recs }
@@ -522,7 +524,7 @@ func (s *Sender) Header() samples.Header {
 // WriteFile writes the sender's sample file.
 func (s *Sender) WriteFile(path string) error {
 	return samples.WriteFile(path, s.Header(), s.recs, samples.Footer{
-		Counters: s.rc, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: s.stopped,
+		Counters: s.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: s.stopped,
 	})
 }
 

@@ -3,8 +3,8 @@ package sender
 import (
 	"context"
 	"errors"
-	"github.com/rig-project/rig/responder"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +12,7 @@ import (
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/responder"
 )
 
 func TestSchedule(t *testing.T) {
@@ -22,13 +23,6 @@ func TestSchedule(t *testing.T) {
 	}
 	if s.DueNS(3)-s.DueNS(0) != 3_000_000 {
 		t.Fatal("DueNS not absolute")
-	}
-	// A wait for a past due time returns at once; a future one not early.
-	WaitUntil(start.Add(-time.Second), 0)
-	due := time.Now().Add(2 * time.Millisecond)
-	WaitUntil(due, 200*time.Microsecond)
-	if time.Now().Before(due) {
-		t.Fatal("WaitUntil returned early")
 	}
 }
 
@@ -46,7 +40,9 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// TestSendAllocs proves that one paced send does not allocate.
+// TestSendAllocs proves that one send, the wait for a due time (in both
+// modes) and the TX-stamp drain do not allocate, and that a wait does not
+// return early.
 func TestSendAllocs(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
 	err := topo.Do(netlab.Sender, func() error {
@@ -59,14 +55,31 @@ func TestSendAllocs(t *testing.T) {
 		s.sched = NewSchedule(time.Now(), time.Microsecond)
 		k := uint64(0)
 		allocs := testing.AllocsPerRun(500, func() {
-			s.sendOne(k)
+			s.sendNow(k)
 			k++
 		})
 		if allocs != 0 {
 			t.Errorf("one send allocated %v times", allocs)
 		}
-		if s.pc.Sent != k || s.recs[10].T[samples.TxUser] == 0 || s.recs[10].T[samples.Due] == 0 {
-			t.Errorf("sent %d of %d; record 10 %+v", s.pc.Sent, k, s.recs[10].T)
+		if s.cnt.Sent != k || s.recs[10].T[samples.TxUser] == 0 || s.recs[10].T[samples.Due] == 0 {
+			t.Errorf("sent %d of %d; record 10 %+v", s.cnt.Sent, k, s.recs[10].T)
+		}
+		for _, mode := range []responder.PollMode{responder.Block, responder.Busy} {
+			s.cfg.Poll, s.cfg.Spin = mode, 20*time.Microsecond
+			var early time.Duration
+			allocs = testing.AllocsPerRun(50, func() {
+				due := time.Now().Add(100 * time.Microsecond)
+				if err := s.waitServing(due); err != nil {
+					t.Error(err)
+				}
+				early = max(early, due.Sub(time.Now()))
+			})
+			if allocs != 0 {
+				t.Errorf("%s: a wait allocated %v times", mode, allocs)
+			}
+			if early > 0 {
+				t.Errorf("%s: a wait returned %v before its due time", mode, early)
+			}
 		}
 		// The receiver files TX stamps by sequence without allocating.
 		time.Sleep(10 * time.Millisecond)
@@ -84,9 +97,8 @@ func TestSendAllocs(t *testing.T) {
 	}
 }
 
-// TestRunNoResponder runs both sender modes (two threads blocking, one
-// thread busy) against nobody: every request is sent and lost and every TX
-// stamp collected; the busy mode's wait-and-poll step does not allocate.
+// TestRunNoResponder runs both sender modes against nobody: every request
+// is sent and lost and every TX stamp collected.
 func TestRunNoResponder(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
 	for _, mode := range []responder.PollMode{responder.Block, responder.Busy} {
@@ -108,21 +120,76 @@ func TestRunNoResponder(t *testing.T) {
 			if got := s.Header().Settings["poll"]; got != mode.String() {
 				t.Errorf("header poll = %v, want %s", got, mode)
 			}
-			if mode != responder.Busy {
-				return nil
-			}
-			allocs := testing.AllocsPerRun(100, func() {
-				if err := s.busyWait(time.Now().Add(5 * time.Microsecond)); err != nil {
-					t.Error(err)
-				}
-			})
-			if allocs != 0 {
-				t.Errorf("busy wait allocated %v times", allocs)
-			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestBlockSpinWholeInterval is sockperf's client shape: --spin ≥ interval
+// busy-waits between sends, yet the reply is still awaited in ppoll, so it
+// is read when it arrives and not when the next send is done. (With a
+// separate receiver thread the spinning pacer kept it off the CPU: a
+// median user RTT of 5–10 ms at a 1 ms interval.)
+func TestBlockSpinWholeInterval(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	group := netip.MustParseAddrPort("239.8.8.10:9301")
+	ready := make(chan error, 1)
+	rspDone := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		rspDone <- topo.Do(netlab.Responder, func() error {
+			r, err := responder.New(responder.Config{Iface: topo.Responder.Interface, Group: group,
+				CPU: -1, Timestamps: tstamp.Software, Capacity: 1000})
+			if err != nil {
+				ready <- err
+				return err
+			}
+			defer r.Close()
+			ready <- nil
+			return r.Run(ctx)
+		})
+	}()
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	const interval = 2 * time.Millisecond
+	var rtts []int64
+	err := topo.Do(netlab.Sender, func() error {
+		s, err := New(Config{Iface: topo.Sender.Interface, Group: group, Count: 300, Interval: interval,
+			Spin: interval, CPU: -1, Timestamps: tstamp.Software, Poll: responder.Block})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if err := s.Run(context.Background()); err != nil {
+			return err
+		}
+		if c := s.Counters(); c.Received < c.Sent*9/10 {
+			t.Errorf("counters %+v: want (nearly) every reply", c)
+		}
+		for _, r := range s.Records() {
+			if r.T[samples.RxUser] != 0 {
+				rtts = append(rtts, r.T[samples.RxUser]-r.T[samples.TxUser])
+			}
+		}
+		return nil
+	})
+	cancel()
+	if rerr := <-rspDone; rerr != nil && !errors.Is(rerr, context.Canceled) {
+		t.Errorf("responder: %v", rerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(rtts)
+	if len(rtts) == 0 {
+		t.Fatal("no replies")
+	}
+	if med := time.Duration(rtts[len(rtts)/2]); med >= interval {
+		t.Errorf("median user RTT %v ≥ interval %v: replies waited for the next send", med, interval)
 	}
 }

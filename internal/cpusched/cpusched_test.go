@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/rig-project/rig/internal/hostfs"
 )
@@ -55,5 +56,24 @@ func TestPinThread(t *testing.T) {
 	}()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestYielderQuiet: a Yielder yields at its first quiet moment, not again
+// within YieldEvery, then again; a quiet moment does not allocate.
+func TestYielderQuiet(t *testing.T) {
+	var y Yielder
+	now := time.Now()
+	if !y.Quiet(now) {
+		t.Fatal("first quiet moment did not yield")
+	}
+	if y.Quiet(time.Now()) {
+		t.Fatal("yielded again within YieldEvery")
+	}
+	if !y.Quiet(time.Now().Add(YieldEvery)) {
+		t.Fatal("did not yield after YieldEvery")
+	}
+	if n := testing.AllocsPerRun(100, func() { y.Quiet(time.Now()) }); n != 0 {
+		t.Fatalf("Quiet allocated %v times", n)
 	}
 }

@@ -145,17 +145,34 @@ func (s *sock) setInt(level, opt, v int, name string) error {
 	return nil
 }
 
+// Ready tells which queues of a socket have something to read.
+type Ready uint8
+
+// The queues Poll reports.
+const (
+	ReadyData Ready = 1 << iota // the data queue (POLLIN), or the socket hung up
+	ReadyErr                    // the error queue (POLLERR): TX stamps
+)
+
 // Poll waits up to timeout (negative: forever) until the socket is readable
-// or its error queue holds TX stamps (POLLIN|POLLERR). It reports false on
-// timeout and on a signal interruption (EINTR), so callers simply loop. It
-// does not allocate. Only one goroutine may Poll a socket at a time.
+// or its error queue holds TX stamps, and reports whether either is. EINTR
+// reports false with no error. It does not allocate. Only one goroutine may
+// Poll a socket at a time.
 func (s *sock) Poll(timeout time.Duration) (readable bool, err error) {
+	r, err := s.PollReady(timeout)
+	return r != 0, err
+}
+
+// PollReady is Poll that says which queue is ready, so a caller reads only
+// that one: a receive loop then does not pay an error-queue recvmsg before
+// the data it was woken for. It does not allocate.
+func (s *sock) PollReady(timeout time.Duration) (Ready, error) {
 	if !s.acquire() {
-		return false, ErrClosed
+		return 0, ErrClosed
 	}
 	defer s.release()
 	if !s.pollMu.CompareAndSwap(false, true) {
-		return false, errConcurrentPoll
+		return 0, errConcurrentPoll
 	}
 	defer s.pollMu.Store(false)
 	s.pollFds[0] = unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN | unix.POLLERR}
@@ -172,15 +189,25 @@ func (s *sock) Poll(timeout time.Duration) (readable bool, err error) {
 		n, _, e = unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&s.pollFds[0])), 1, tsp, 0, 0, 0)
 	}
 	if e == unix.EINTR {
-		return false, nil
+		return 0, nil
 	}
 	if e != 0 {
-		return false, errnoErr(e)
+		return 0, errnoErr(e)
 	}
 	if s.state.Load()&1 != 0 {
-		return false, ErrClosed
+		return 0, ErrClosed
 	}
-	return n > 0 && s.pollFds[0].Revents&(unix.POLLIN|unix.POLLERR|unix.POLLHUP) != 0, nil
+	var r Ready
+	if n > 0 {
+		ev := s.pollFds[0].Revents
+		if ev&(unix.POLLIN|unix.POLLHUP) != 0 {
+			r |= ReadyData
+		}
+		if ev&unix.POLLERR != 0 {
+			r |= ReadyErr
+		}
+	}
+	return r, nil
 }
 
 var errConcurrentPoll = errors.New("tstamp: Poll called concurrently on one socket")

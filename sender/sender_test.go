@@ -72,7 +72,7 @@ func TestSendAllocs(t *testing.T) {
 				if err := s.waitServing(due); err != nil {
 					t.Error(err)
 				}
-				early = max(early, due.Sub(time.Now()))
+				early = max(early, time.Until(due))
 			})
 			if allocs != 0 {
 				t.Errorf("%s: a wait allocated %v times", mode, allocs)

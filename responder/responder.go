@@ -76,6 +76,7 @@ type Responder struct {
 	phc     *tstamp.PHCRecord
 	onTx    func(tstamp.TxStamp)
 	yield   cpusched.Yielder
+	rcvbuf  int // SO_RCVBUF granted
 }
 
 // New opens the responder's socket: bound to the group's port, joined to
@@ -118,6 +119,9 @@ func New(cfg Config) (*Responder, error) {
 		return fail(err)
 	}
 	if err := conn.SetMulticastLoop(false); err != nil {
+		return fail(err)
+	}
+	if r.rcvbuf, err = conn.SetRcvBuf(tstamp.StallRcvBuf); err != nil {
 		return fail(err)
 	}
 	if cfg.BusyPollUS > 0 {
@@ -361,7 +365,7 @@ func (r *Responder) Header(arm, round int) samples.Header {
 		Group:       r.cfg.Group.String(),
 		Clocks:      Clocks(r.granted, r.cfg.Iface, "req_rx", "rep_tx"),
 		Settings: map[string]any{
-			"cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "busy_poll_us": r.cfg.BusyPollUS,
+			"cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "rcvbuf_bytes": r.rcvbuf, "busy_poll_us": r.cfg.BusyPollUS,
 			"sched": r.cfg.Sched.String(), "timestamps": r.granted.String(),
 			"tx_keying": r.conn.Keying().String(), "phc": r.phc,
 		},

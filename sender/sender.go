@@ -127,6 +127,7 @@ type Sender struct {
 	lastSeq    int64 // last request sent, −1 before the first
 	lastSendNS int64
 	yield      cpusched.Yielder
+	rcvbuf     int // SO_RCVBUF granted
 	sent       atomic.Int64 // for Progress
 	received   atomic.Int64
 	stopped    string
@@ -164,6 +165,9 @@ func New(cfg Config) (*Sender, error) {
 		return fail(err)
 	}
 	if err := conn.SetMulticastLoop(false); err != nil {
+		return fail(err)
+	}
+	if s.rcvbuf, err = conn.SetRcvBuf(tstamp.StallRcvBuf); err != nil {
 		return fail(err)
 	}
 	if cfg.ReplyGroup.IsValid() {
@@ -513,7 +517,7 @@ func (s *Sender) Header() samples.Header {
 		Warmup:      s.cfg.Warmup,
 		Clocks:      clocks,
 		Settings: map[string]any{
-			"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "spin_ns": int64(s.cfg.Spin), "poll": s.cfg.Poll.String(),
+			"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "rcvbuf_bytes": s.rcvbuf, "spin_ns": int64(s.cfg.Spin), "poll": s.cfg.Poll.String(),
 			"timestamps": s.granted.String(), "tx_keying": s.conn.Keying().String(),
 			"reply_timeout_ns": int64(s.cfg.ReplyTimeout), "tx_wait_ns": int64(s.cfg.TxWait), "phc": s.phc,
 		},

@@ -127,7 +127,7 @@ type Sender struct {
 	lastSeq    int64 // last request sent, −1 before the first
 	lastSendNS int64
 	yield      cpusched.Yielder
-	rcvbuf     int // SO_RCVBUF granted
+	rcvbuf     int          // SO_RCVBUF granted
 	sent       atomic.Int64 // for Progress
 	received   atomic.Int64
 	stopped    string

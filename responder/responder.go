@@ -238,8 +238,10 @@ func (r *Responder) step() error {
 	switch {
 	case err == nil:
 	case errors.Is(err, tstamp.ErrWouldBlock), errors.Is(err, syscall.EINTR):
-		// Nothing arrived for a while when this yields (a reply resets it).
-		r.yield.Quiet(time.Now())
+		if r.cfg.Poll != Busy {
+			// Nothing arrived for a while when this yields (a reply resets it).
+			r.yield.Quiet(time.Now())
+		}
 		return nil
 	case errors.Is(err, tstamp.ErrTruncated):
 		r.cnt.Malformed++
@@ -290,8 +292,11 @@ func (r *Responder) step() error {
 	if rec != nil {
 		rec.T[samples.RepTxUser] = txUser
 	}
-	// Just answered: the quietest moment there is to meet the Go scheduler.
-	r.yield.Quiet(time.Now())
+	// Just answered: the quietest moment there is to meet the Go scheduler
+	// (not in a busy loop: see cpusched.Yielder).
+	if r.cfg.Poll != Busy {
+		r.yield.Quiet(time.Now())
+	}
 	if r.cfg.StopAfter > 0 && r.cnt.Sent >= uint64(r.cfg.StopAfter) {
 		r.stop.Store(true)
 	}

@@ -287,7 +287,7 @@ func (s *Sender) waitServing(due time.Time) error {
 	for {
 		now := time.Now()
 		left := due.Sub(now)
-		if left > quietBefore && !s.awaitingReply() && s.yield.Quiet(now) {
+		if s.cfg.Poll != responder.Busy && left > quietBefore && !s.awaitingReply() && s.yield.Quiet(now) {
 			continue
 		}
 		var sleep time.Duration

@@ -22,6 +22,13 @@ const YieldEvery = 5 * time.Millisecond
 // sends). Yielding every YieldEvery at a quiet moment (after a reply, far
 // from the next send) pays the same hand-off where it cannot touch a
 // measurement, and sysmon never fires.
+//
+// Blocking loops use it, busy loops do not. Interleaved A/B on a 2-vCPU VM
+// (rig user RTT, same lab, ~20 000 requests each): blocking sender and
+// responder p99 / p99.9 235 / 2207 µs with the Yielder against 1020 / 3479
+// µs without; busy-polling ends 1625 / 1463 µs p99.9 yielding every 5 / 8
+// ms against 692 µs without (when both CPUs spin, the hand-off sometimes
+// leaves the CPU idle for a millisecond).
 type Yielder struct{ last time.Time }
 
 // Quiet tells the Yielder that now is a quiet moment: it yields if

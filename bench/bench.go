@@ -301,12 +301,6 @@ func (b *runner) rigRound(ctx context.Context, dir, poll string, spin time.Durat
 // rounds use it, and the pacing comparison is taken from them.
 const DefaultSpin = 50 * time.Microsecond
 
-// sockperfSpin is the spin window that gives rig's blocking sender the
-// shape of sockperf's blocking ping-pong client, which busy-waits between
-// sends (measured: 2.1 s of CPU in a 3 s run at --mps=1000) and blocks only
-// for the reply: spin ≥ interval.
-func sockperfSpin(interval time.Duration) time.Duration { return interval }
-
 // senderPoll is the rig sender's mode for a responder mode: busy on both
 // ends like sockperf --nonblocked, blocking otherwise.
 func senderPoll(responderPoll string) string {
@@ -339,7 +333,11 @@ func (b *runner) rtt(ctx context.Context) error {
 		for _, mode := range modes {
 			p := pools[mode]
 			fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: rig\n", k+1, cfg.Rounds, mode)
-			poll, spin := mode, sockperfSpin(time.Millisecond)
+			// sockperf's blocking ping-pong client busy-waits between sends
+			// (measured: 2.1 s of CPU in a 3 s run at --mps=1000) and blocks
+			// only for the reply: rig's sender has that shape when its spin
+			// window covers the interval.
+			poll, spin := mode, time.Millisecond
 			if mode == ModeBlockDefault {
 				poll, spin = "block", DefaultSpin
 			}
@@ -352,8 +350,6 @@ func (b *runner) rtt(ctx context.Context) error {
 			p.lostRig += lost
 			if mode == ModeBlockDefault {
 				late = append(late, l...)
-			}
-			if mode == ModeBlockDefault {
 				continue // no sockperf partner: it has no such mode
 			}
 			fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: sockperf\n", k+1, cfg.Rounds, mode)

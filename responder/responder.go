@@ -238,10 +238,7 @@ func (r *Responder) step() error {
 	switch {
 	case err == nil:
 	case errors.Is(err, tstamp.ErrWouldBlock), errors.Is(err, syscall.EINTR):
-		if r.cfg.Poll != Busy {
-			// Nothing arrived for a while when this yields (a reply resets it).
-			r.yield.Quiet(time.Now())
-		}
+		r.quiet() // nothing arrived for a while when this yields
 		return nil
 	case errors.Is(err, tstamp.ErrTruncated):
 		r.cnt.Malformed++
@@ -292,11 +289,7 @@ func (r *Responder) step() error {
 	if rec != nil {
 		rec.T[samples.RepTxUser] = txUser
 	}
-	// Just answered: the quietest moment there is to meet the Go scheduler
-	// (not in a busy loop: see cpusched.Yielder).
-	if r.cfg.Poll != Busy {
-		r.yield.Quiet(time.Now())
-	}
+	r.quiet() // just answered: the quietest moment there is
 	if r.cfg.StopAfter > 0 && r.cnt.Sent >= uint64(r.cfg.StopAfter) {
 		r.stop.Store(true)
 	}
@@ -314,6 +307,14 @@ func (r *Responder) countBad(err error) {
 
 // drainErrqueue files every queued TX stamp under its sequence.
 func (r *Responder) drainErrqueue() { r.conn.DrainTx(r.onTx) }
+
+// quiet meets the Go scheduler at a quiet moment (cpusched.Yielder);
+// busy loops do not, they measured worse with it.
+func (r *Responder) quiet() {
+	if r.cfg.Poll != Busy {
+		r.yield.Quiet(time.Now())
+	}
+}
 
 func (r *Responder) fileTx(ts tstamp.TxStamp) { samples.ResponderTx.File(r.recs, ts.Key, ts.SW, ts.HW) }
 

@@ -121,19 +121,18 @@ type Sender struct {
 	txHdr   wire.Header
 	rxHdr   wire.Header
 
-	cnt        samples.Counters // owned by the sending thread until Run returns
-	maxSeq     uint64
-	seenAny    bool
-	lastSeq    int64 // last request sent, −1 before the first
-	lastSendNS int64
-	yield      cpusched.Yielder
-	rcvbuf     int          // SO_RCVBUF granted
-	sent       atomic.Int64 // for Progress
-	received   atomic.Int64
-	stopped    string
-	started    time.Time
-	phc        *tstamp.PHCRecord
-	onTx       func(tstamp.TxStamp)
+	cnt      samples.Counters // owned by the sending thread until Run returns
+	maxSeq   uint64
+	seenAny  bool
+	lastSeq  int64 // last request sent, −1 before the first
+	yield    cpusched.Yielder
+	rcvbuf   int          // SO_RCVBUF granted
+	sent     atomic.Int64 // for Progress
+	received atomic.Int64
+	stopped  string
+	started  time.Time
+	phc      *tstamp.PHCRecord
+	onTx     func(tstamp.TxStamp)
 }
 
 // New opens the sender socket on Iface with timestamps per Config.
@@ -224,8 +223,8 @@ func (s *Sender) Run(ctx context.Context) error {
 //
 // One thread, not a pacer and a receiver: a second thread on the sender's
 // CPU must be woken for every reply and, when the pacer spins, waits for
-// the scheduler to preempt it (6–14 ms per reply measured on a 2-vCPU VM
-// with --spin 1ms), and every TX stamp woke it a second time.
+// the scheduler to preempt it (median user RTT 5.5–6.5 ms at a 1 ms interval
+// with --spin 1ms on a 2-vCPU VM), and every TX stamp woke it a second time.
 func (s *Sender) run(ctx context.Context) error {
 	if err := s.setupPacer(); err != nil {
 		return err
@@ -287,28 +286,28 @@ func (s *Sender) waitServing(due time.Time) error {
 	for {
 		now := time.Now()
 		left := due.Sub(now)
-		if s.cfg.Poll != responder.Busy && left > quietBefore && !s.awaitingReply() && s.yield.Quiet(now) {
-			continue
-		}
-		var sleep time.Duration
-		switch {
-		case s.cfg.Poll == responder.Busy:
+		var sleep time.Duration // Busy: serve ignores it
+		if s.cfg.Poll == responder.Busy {
 			if left <= busyGuard {
-				goto spin
+				break
 			}
-		case s.awaitingReply():
-			sleep = left - min(s.cfg.Spin, replyGuard)
-		default:
-			sleep = left - s.cfg.Spin
-		}
-		if s.cfg.Poll != responder.Busy && sleep <= 0 {
-			goto spin
+		} else {
+			awaiting := s.awaitingReply()
+			if !awaiting && left > quietBefore && s.yield.Quiet(now) {
+				continue
+			}
+			spin := s.cfg.Spin
+			if awaiting {
+				spin = min(spin, replyGuard)
+			}
+			if sleep = left - spin; sleep <= 0 {
+				break
+			}
 		}
 		if err := s.serve(min(sleep, maxSleep)); err != nil {
 			return err
 		}
 	}
-spin:
 	for time.Now().Before(due) {
 	}
 	return nil
@@ -333,11 +332,13 @@ func (s *Sender) txAwaited() bool {
 // TX stamps so a reply's user stamp does not wait behind an error-queue
 // read. It does not allocate.
 func (s *Sender) serve(timeout time.Duration) error {
-	ready := tstamp.ReadyData
-	if s.txAwaited() {
-		ready |= tstamp.ReadyErr
-	}
-	if s.cfg.Poll != responder.Busy {
+	var ready tstamp.Ready
+	if s.cfg.Poll == responder.Busy {
+		ready = tstamp.ReadyData
+		if s.txAwaited() {
+			ready |= tstamp.ReadyErr
+		}
+	} else {
 		var err error
 		if ready, err = s.conn.PollReady(timeout); err != nil {
 			return fmt.Errorf("poll: %w", err)
@@ -382,12 +383,14 @@ func (s *Sender) sendNow(k uint64) {
 	rec.T[samples.TxUser] = now
 	s.cnt.Sent++
 	s.lastSeq = int64(k)
-	s.lastSendNS = now
 	s.sent.Add(1)
 }
 
 func (s *Sender) receiveDone() bool {
-	last := s.lastSendNS
+	var last int64 // the last send's tx_user
+	if s.lastSeq >= 0 {
+		last = s.recs[s.lastSeq].T[samples.TxUser]
+	}
 	now := time.Now().UnixNano()
 	allReplies := s.received.Load() >= s.sent.Load()
 	repliesDone := allReplies || now-last > int64(s.cfg.ReplyTimeout)

@@ -132,7 +132,7 @@ func TestRunNoResponder(t *testing.T) {
 // busy-waits between sends, yet the reply is still awaited in ppoll, so it
 // is read when it arrives and not when the next send is done. (With a
 // separate receiver thread the spinning pacer kept it off the CPU: a
-// median user RTT of 5–10 ms at a 1 ms interval.)
+// median user RTT of 5.5–6.5 ms at a 1 ms interval.)
 func TestBlockSpinWholeInterval(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
 	group := netip.MustParseAddrPort("239.8.8.10:9301")

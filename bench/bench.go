@@ -156,10 +156,28 @@ type RTTRow struct {
 	Lost   int // rig: lost requests; sockperf: dropped messages
 }
 
-// PacingRow is one tool's wake-up lateness on the sender CPU.
+// PacingRow is one tool's lateness on the sender CPU.
 type PacingRow struct {
-	Tool  string // "rig lateness", "cyclictest"
+	Tool  string // PacingRigAll, PacingRigWake or PacingCyclictest
 	Stats Summary
+}
+
+// The pacing rows: rig's lateness of every request, of its wake-ups alone
+// (cyclictest's rule: missed periods are skipped, see rigFigures), and
+// cyclictest's wake-up latency.
+const (
+	PacingRigAll     = "rig lateness, every request"
+	PacingRigWake    = "rig lateness, wake-ups"
+	PacingCyclictest = "cyclictest"
+)
+
+func (r *Results) pacing(tool string) *Summary {
+	for i := range r.Pacing {
+		if r.Pacing[i].Tool == tool {
+			return &r.Pacing[i].Stats
+		}
+	}
+	return nil
 }
 
 // Summary holds the nearest-rank figures of one pooled sample.
@@ -327,7 +345,7 @@ func (b *runner) rtt(ctx context.Context) error {
 	// comparison with cyclictest.
 	modes := []string{"block", ModeBlockDefault, "busy"}
 	pools := map[string]*pool{"block": {}, ModeBlockDefault: {}, "busy": {}}
-	var late []int64
+	var late, wake []int64
 	var cyc Cyclictest
 	for k := 0; k < cfg.Rounds; k++ {
 		for _, mode := range modes {
@@ -345,11 +363,11 @@ func (b *runner) rtt(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			u, s, l, lost := rigFigures(f)
+			u, s, l, wk, lost := rigFigures(f)
 			p.user, p.sw = append(p.user, u...), append(p.sw, s...)
 			p.lostRig += lost
 			if mode == ModeBlockDefault {
-				late = append(late, l...)
+				late, wake = append(late, l...), append(wake, wk...)
 				continue // no sockperf partner: it has no such mode
 			}
 			fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: sockperf\n", k+1, cfg.Rounds, mode)
@@ -386,21 +404,38 @@ func (b *runner) rtt(ctx context.Context) error {
 	cs.P99, _ = cyc.Percentile(analysis.P99)
 	cs.P999, _ = cyc.Percentile(analysis.P999)
 	cs.Max = cyc.MaxUS * 1000
-	b.res.Pacing = []PacingRow{{Tool: "rig lateness", Stats: summarize(late)}, {Tool: "cyclictest", Stats: cs}}
+	b.res.Pacing = []PacingRow{{Tool: PacingRigAll, Stats: summarize(late)}, {Tool: PacingRigWake, Stats: summarize(wake)}, {Tool: PacingCyclictest, Stats: cs}}
 	return nil
 }
 
 // rigFigures extracts user RTTs, software RTTs and lateness (tx_user − due)
 // from a sender file, warm-up excluded; late, duplicated and unsent
 // requests do not count as RTTs.
-func rigFigures(f *samples.File) (user, sw, late []int64, lost int) {
+//
+// wake is the lateness of the wake-ups alone: the requests whose due time
+// was still ahead when the request before them left, so the sender had to
+// wait for them. After a stall rig sends every overdue request at once,
+// each with its own lateness (10, 9, 8 … ms after a 10 ms stall), while
+// cyclictest skips the periods it missed and records one sample for the
+// stall (checked: a 52 ms SIGSTOP gave one 51 775 µs sample and 52 fewer
+// loops). wake follows cyclictest's rule, so the two compare like with like.
+func rigFigures(f *samples.File) (user, sw, late, wake []int64, lost int) {
 	w := uint64(f.Header.Warmup)
+	var prevTx int64 // tx_user of the last request sent, warm-up included
 	for i := range f.Records {
 		r := &f.Records[i]
-		if r.Seq < w || r.Flags&samples.FlagNotSent != 0 || r.T[samples.TxUser] == 0 {
+		if r.Flags&samples.FlagNotSent != 0 || r.T[samples.TxUser] == 0 {
+			continue
+		}
+		waited := prevTx != 0 && prevTx < r.T[samples.Due]
+		prevTx = r.T[samples.TxUser]
+		if r.Seq < w {
 			continue
 		}
 		late = append(late, r.T[samples.TxUser]-r.T[samples.Due])
+		if waited {
+			wake = append(wake, r.T[samples.TxUser]-r.T[samples.Due])
+		}
 		if r.Flags&(samples.FlagLate|samples.FlagDuplicate) != 0 || r.T[samples.RxUser] == 0 {
 			lost++
 			continue

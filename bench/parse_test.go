@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/samples"
 )
 
 func readFixture(t *testing.T, name string) []byte {
@@ -234,4 +237,34 @@ func FuzzParseSizes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A 3.2 ms stall at request 3 makes rig send 3–6 back to back: every
+// request keeps its lateness, but only 3 and 7 onwards were waited for
+// (cyclictest's rule: one sample per stall).
+func TestRigFiguresWakeups(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	base := int64(1_700_000_000) * int64(time.Second)
+	f := &samples.File{Header: samples.Header{Role: samples.RoleSender, Warmup: 1}}
+	tx := []int64{10_000, 10_000, 10_000, 3_200_000, 2_200_005, 1_200_010, 200_015, 10_000, 10_000} // lateness, ns
+	for k, l := range tx {
+		var r samples.Record
+		r.Seq = uint64(k)
+		r.T[samples.Due] = base + int64(k)*ms
+		r.T[samples.TxUser] = r.T[samples.Due] + l
+		r.T[samples.RxUser] = r.T[samples.TxUser] + 100_000
+		f.Records = append(f.Records, r)
+	}
+	f.Records[8].Flags |= samples.FlagNotSent // never sent: neither late nor a wake-up
+	f.Records[8].T[samples.TxUser] = 0
+	user, _, late, wake, lost := rigFigures(f)
+	if want := tx[1:8]; !slices.Equal(late, want) {
+		t.Errorf("late %v, want every sent request after warm-up %v", late, want)
+	}
+	if want := []int64{10_000, 10_000, 3_200_000, 10_000}; !slices.Equal(wake, want) {
+		t.Errorf("wake %v, want %v (4, 5 and 6 were overdue when 3 left)", wake, want)
+	}
+	if len(user) != 7 || lost != 0 {
+		t.Errorf("user %v lost %d", user, lost)
+	}
 }

@@ -10,7 +10,7 @@ import (
 type PollMode int
 
 const (
-	// Block sleeps in ppoll(2) until the socket is readable: the thread
+	// Block sleeps in recvmsg(2) until a request arrives: the thread
 	// gives its CPU away between requests and pays the wake-up.
 	Block PollMode = iota
 	// Busy spins on non-blocking recvmsg(2) on its pinned CPU: no wake-up,

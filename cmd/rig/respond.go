@@ -17,7 +17,7 @@ func runRespond(ctx context.Context, args []string) error {
 	pf.register(fs)
 	reply := fs.String("reply", "unicast", "where replies go: unicast (back to the sender) or a multicast group:port")
 	cpu := fs.Int("cpu", -1, "CPU to pin the responder loop to (-1: no pinning)")
-	poll := fs.String("poll", "block", "block (sleep in ppoll) | busy (spin, one CPU at 100%) | busy-poll:µs (SO_BUSY_POLL)")
+	poll := fs.String("poll", "block", "block (sleep in recvmsg) | busy (spin, one CPU at 100%) | busy-poll:µs (SO_BUSY_POLL)")
 	sched := fs.String("sched", "other", "scheduling policy of the loop: other | fifo:N (needs CAP_SYS_NICE)")
 	count := fs.Int("count", 0, "stop after answering this many requests (0: until Ctrl-C)")
 	capacity := fs.Int("capacity", 100000, "sequences recorded (0..capacity-1); more are answered but not recorded")

@@ -76,6 +76,8 @@ type Responder struct {
 	phc     *tstamp.PHCRecord
 	onTx    func(tstamp.TxStamp)
 	yield   cpusched.Yielder
+	last    *samples.Record // the last reply sent; nil: out of range
+	replied bool            // a reply was sent
 	rcvbuf  int // SO_RCVBUF granted
 }
 
@@ -216,7 +218,12 @@ const pollTimeout = 50 * time.Millisecond
 func (r *Responder) step() error {
 	// TX stamps first: a software stamp is queued before sendmsg returns, so
 	// the last reply's is read here, before the wait, not after a request.
-	r.drainErrqueue()
+	// A busy loop reads the error queue only while the last reply's stamp
+	// is missing: one recvmsg per spin, not two (older stamps still
+	// arriving are read with the next).
+	if r.cfg.Poll != Busy || r.txAwaited() {
+		r.drainErrqueue()
+	}
 	flags := syscall.MSG_DONTWAIT
 	if r.cfg.Poll == Block {
 		flags = 0 // blocking recvmsg, SO_RCVTIMEO (see loop)
@@ -274,6 +281,7 @@ func (r *Responder) step() error {
 		return nil
 	}
 	r.cnt.Sent++
+	r.last, r.replied = rec, true
 	if rec != nil {
 		rec.T[samples.RepTxUser] = txUser
 	}
@@ -291,6 +299,16 @@ func (r *Responder) countBad(err error) {
 	default:
 		r.cnt.Malformed++
 	}
+}
+
+// txAwaited reports whether the last reply sent still awaits its TX stamp.
+// Past Capacity nothing is recorded to tell: the queue is read every time,
+// or unread stamps would fill the receive buffer the requests share.
+func (r *Responder) txAwaited() bool {
+	if r.last == nil {
+		return r.replied
+	}
+	return samples.ResponderTx.Awaits(r.last, r.granted.HardwareTX())
 }
 
 // drainErrqueue files every queued TX stamp under its sequence.

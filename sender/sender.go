@@ -245,7 +245,7 @@ send:
 	// Collect what is in flight; check completion (a scan of the records)
 	// once a millisecond, not on every wake-up.
 	for next := time.Now(); ; {
-		if err := s.serve(time.Millisecond); err != nil {
+		if err := s.serve(next); err != nil {
 			return err
 		}
 		if now := time.Now(); now.After(next) {
@@ -273,11 +273,6 @@ const replyGuard = 50 * time.Microsecond
 // only when the next send is at least this far off and no reply is awaited.
 const quietBefore = 200 * time.Microsecond
 
-// maxSleep caps one ppoll: its timeout slack is 0.1 % of the timeout for
-// SCHED_OTHER (fs/select.c), so a sleep of at most 1 ms is late by at most
-// 1 µs, well inside the spin window.
-const maxSleep = time.Millisecond
-
 // waitServing waits until due, serving the socket meanwhile: Block sleeps
 // in ppoll until due − Spin (due − min(Spin, replyGuard) while a reply is
 // awaited), Busy polls without blocking until due − busyGuard; both then
@@ -286,10 +281,15 @@ func (s *Sender) waitServing(due time.Time) error {
 	for {
 		now := time.Now()
 		left := due.Sub(now)
-		var sleep time.Duration // Busy: serve ignores it
+		var wake time.Time // Block: sleep until then; Busy: serve ignores it
 		if s.cfg.Poll == responder.Busy {
 			if left <= busyGuard {
 				break
+			}
+			if !s.awaitingReply() && !s.txAwaited() {
+				// Nothing due from the socket: spin on the clock in user
+				// space, as sockperf's client does, not in recvmsg.
+				continue
 			}
 		} else {
 			awaiting := s.awaitingReply()
@@ -300,11 +300,12 @@ func (s *Sender) waitServing(due time.Time) error {
 			if awaiting {
 				spin = min(spin, replyGuard)
 			}
-			if sleep = left - spin; sleep <= 0 {
+			if left <= spin {
 				break
 			}
+			wake = due.Add(-spin)
 		}
-		if err := s.serve(min(sleep, maxSleep)); err != nil {
+		if err := s.serve(wake); err != nil {
 			return err
 		}
 	}
@@ -328,10 +329,11 @@ func (s *Sender) txAwaited() bool {
 }
 
 // serve reads what the socket holds: Busy without blocking, Block after
-// waiting up to timeout in ppoll for either queue. Replies are read before
-// TX stamps so a reply's user stamp does not wait behind an error-queue
-// read. It does not allocate.
-func (s *Sender) serve(timeout time.Duration) error {
+// waiting until the deadline for either queue (tstamp's PollUntil: a
+// reply's wake-up does not pay for cancelling a ppoll timeout). Replies are
+// read before TX stamps so a reply's user stamp does not wait behind an
+// error-queue read. It does not allocate.
+func (s *Sender) serve(deadline time.Time) error {
 	var ready tstamp.Ready
 	if s.cfg.Poll == responder.Busy {
 		ready = tstamp.ReadyData
@@ -340,7 +342,7 @@ func (s *Sender) serve(timeout time.Duration) error {
 		}
 	} else {
 		var err error
-		if ready, err = s.conn.PollReady(timeout); err != nil {
+		if ready, err = s.conn.PollUntil(deadline); err != nil {
 			return fmt.Errorf("poll: %w", err)
 		}
 	}

@@ -498,3 +498,58 @@ func TestCloseDuringUse(t *testing.T) {
 		}
 	}
 }
+
+// PollUntil sleeps to its deadline and not less, wakes early for data with
+// the timer left armed, re-arms only for a new deadline, and does not
+// allocate.
+func TestPollUntil(t *testing.T) {
+	rx := listen(t, UDPOptions{})
+	tx := listen(t, UDPOptions{})
+	start := time.Now()
+	deadline := start.Add(20 * time.Millisecond)
+	r, err := rx.PollUntil(deadline)
+	if err != nil || r != 0 {
+		t.Fatalf("PollUntil on an empty socket = %v, %v; want 0 at the deadline", r, err)
+	}
+	if now := time.Now(); now.Before(deadline) {
+		t.Fatalf("PollUntil returned %v before its deadline", deadline.Sub(now))
+	}
+	if !rx.timerAt.IsZero() {
+		t.Errorf("timer fired but still recorded as armed for %v", rx.timerAt)
+	}
+	// Data before a far deadline wakes it; the timer stays armed for it.
+	far := time.Now().Add(5 * time.Second)
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		tx.SendTo([]byte("x"), localAddr(t, rx), 0)
+	}()
+	if r, err := rx.PollUntil(far); err != nil || r&ReadyData == 0 {
+		t.Fatalf("PollUntil with a datagram = %v, %v; want ReadyData", r, err)
+	}
+	if time.Until(far) < 4*time.Second {
+		t.Fatal("data did not wake PollUntil early")
+	}
+	if !rx.timerAt.Equal(far) {
+		t.Errorf("timer armed for %v after an early wake, want %v (kept, not re-armed)", rx.timerAt, far)
+	}
+	var cur unix.ItimerSpec
+	if err := unix.TimerfdGettime(rx.timerFD, &cur); err != nil || cur.Value.Nano() < int64(4*time.Second) {
+		t.Errorf("timerfd after an early wake: %+v, %v; want still armed ~5 s out", cur, err)
+	}
+	// A passed deadline polls without blocking.
+	if r, err := rx.PollUntil(start); err != nil || r&ReadyData == 0 {
+		t.Fatalf("PollUntil(past) with the datagram still queued = %v, %v", r, err)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		if _, err := rx.PollUntil(far); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("PollUntil allocates %v times per call", n)
+	}
+	fd := rx.timerFD
+	rx.Close()
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+		t.Error("Close left the timerfd open")
+	}
+}

@@ -149,17 +149,19 @@ type Results struct {
 
 // RTTRow is one tool's pooled RTTs in one responder mode.
 type RTTRow struct {
-	Mode   string // "block" or "busy"
-	Tool   string // "rig user", "rig sw", "sockperf"
-	Stats  Summary
-	Rounds int
-	Lost   int // rig: lost requests; sockperf: dropped messages
+	Mode     string // "block" or "busy"
+	Tool     string // "rig user", "rig sw", "sockperf"
+	Stats    Summary
+	Rounds   int
+	PerRound []Summary // one per round, in order (empty rounds have N 0)
+	Lost     int       // rig: lost requests; sockperf: dropped messages
 }
 
 // PacingRow is one tool's lateness on the sender CPU.
 type PacingRow struct {
-	Tool  string // PacingRigAll, PacingRigWake or PacingCyclictest
-	Stats Summary
+	Tool     string // PacingRigAll, PacingRigWake or PacingCyclictest
+	Stats    Summary
+	PerRound []Summary
 }
 
 // The pacing rows: rig's lateness of every request, of its wake-ups alone
@@ -172,9 +174,16 @@ const (
 )
 
 func (r *Results) pacing(tool string) *Summary {
+	if row := r.pacingRow(tool); row != nil {
+		return &row.Stats
+	}
+	return nil
+}
+
+func (r *Results) pacingRow(tool string) *PacingRow {
 	for i := range r.Pacing {
 		if r.Pacing[i].Tool == tool {
-			return &r.Pacing[i].Stats
+			return &r.Pacing[i]
 		}
 	}
 	return nil
@@ -336,9 +345,10 @@ func (b *runner) rtt(ctx context.Context) error {
 	count := int(cfg.RoundTime / time.Millisecond)
 	warmup := int(cfg.Warmup / time.Millisecond)
 	type pool struct {
-		user, sw, sp []int64
-		lostRig      int
-		lostSP       int
+		user, sw, sp    []int64
+		userR, swR, spR []Summary // per round
+		lostRig         int
+		lostSP          int
 	}
 	// block and busy face sockperf; "block (rig default)" is rig's own
 	// low-CPU sender (sleep until 50 µs before due) and carries the pacing
@@ -346,6 +356,7 @@ func (b *runner) rtt(ctx context.Context) error {
 	modes := []string{"block", ModeBlockDefault, "busy"}
 	pools := map[string]*pool{"block": {}, ModeBlockDefault: {}, "busy": {}}
 	var late, wake []int64
+	var lateR, wakeR, cycR []Summary
 	var cyc Cyclictest
 	for k := 0; k < cfg.Rounds; k++ {
 		for _, mode := range modes {
@@ -364,9 +375,11 @@ func (b *runner) rtt(ctx context.Context) error {
 				return err
 			}
 			u, s, l, wk, lost := rigFigures(f)
+			p.userR, p.swR = append(p.userR, summarize(u)), append(p.swR, summarize(s))
 			p.user, p.sw = append(p.user, u...), append(p.sw, s...)
 			p.lostRig += lost
 			if mode == ModeBlockDefault {
+				lateR, wakeR = append(lateR, summarize(l)), append(wakeR, summarize(wk))
 				late, wake = append(late, l...), append(wake, wk...)
 				continue // no sockperf partner: it has no such mode
 			}
@@ -378,6 +391,7 @@ func (b *runner) rtt(ctx context.Context) error {
 			if !sp.FullRTT {
 				return errors.New("sockperf did not report full RTT (--full-rtt): refusing to compare half round trips")
 			}
+			p.spR = append(p.spR, summarize(sp.RTTs))
 			p.sp = append(p.sp, sp.RTTs...)
 			p.lostSP += sp.Dropped + sp.Unanswered
 			if mode == "busy" {
@@ -386,6 +400,7 @@ func (b *runner) rtt(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
+				cycR = append(cycR, c.summary())
 				cyc.add(c)
 			}
 		}
@@ -393,20 +408,59 @@ func (b *runner) rtt(ctx context.Context) error {
 	for _, mode := range modes {
 		p := pools[mode]
 		b.res.RTT = append(b.res.RTT,
-			RTTRow{Mode: mode, Tool: "rig user", Stats: summarize(p.user), Rounds: cfg.Rounds, Lost: p.lostRig},
-			RTTRow{Mode: mode, Tool: "rig sw", Stats: summarize(p.sw), Rounds: cfg.Rounds, Lost: p.lostRig})
+			RTTRow{Mode: mode, Tool: "rig user", Stats: summarize(p.user), Rounds: cfg.Rounds, PerRound: p.userR, Lost: p.lostRig},
+			RTTRow{Mode: mode, Tool: "rig sw", Stats: summarize(p.sw), Rounds: cfg.Rounds, PerRound: p.swR, Lost: p.lostRig})
 		if mode != ModeBlockDefault {
-			b.res.RTT = append(b.res.RTT, RTTRow{Mode: mode, Tool: "sockperf", Stats: summarize(p.sp), Rounds: cfg.Rounds, Lost: p.lostSP})
+			b.res.RTT = append(b.res.RTT, RTTRow{Mode: mode, Tool: "sockperf", Stats: summarize(p.sp), Rounds: cfg.Rounds, PerRound: p.spR, Lost: p.lostSP})
 		}
 	}
-	cs := Summary{N: int(cyc.N()), ResolutionUS: true}
-	cs.P50, _ = cyc.Percentile(analysis.P50)
-	cs.P99, _ = cyc.Percentile(analysis.P99)
-	cs.P999, _ = cyc.Percentile(analysis.P999)
-	cs.Max = cyc.MaxUS * 1000
-	b.res.Pacing = []PacingRow{{Tool: PacingRigAll, Stats: summarize(late)}, {Tool: PacingRigWake, Stats: summarize(wake)}, {Tool: PacingCyclictest, Stats: cs}}
+	b.res.Pacing = []PacingRow{{Tool: PacingRigAll, Stats: summarize(late), PerRound: lateR},
+		{Tool: PacingRigWake, Stats: summarize(wake), PerRound: wakeR}, {Tool: PacingCyclictest, Stats: cyc.summary(), PerRound: cycR}}
 	return nil
 }
+
+// summary is the histogram's Summary (µs resolution).
+func (c *Cyclictest) summary() Summary {
+	s := Summary{N: int(c.N()), ResolutionUS: true}
+	s.P50, _ = c.Percentile(analysis.P50)
+	s.P99, _ = c.Percentile(analysis.P99)
+	s.P999, _ = c.Percentile(analysis.P999)
+	s.Max = c.MaxUS * 1000
+	return s
+}
+
+// Paired is one figure compared round by round: the ratio rig/reference in
+// each round both ran, and the median, smallest and largest of those
+// ratios. Neighbouring rounds share the machine's state, so on a host whose
+// noise drifts from minute to minute the per-round ratio is the fairer
+// comparison; the pooled percentiles let a few loud minutes decide.
+type Paired struct {
+	N                int
+	Median, Min, Max float64
+}
+
+// paired compares fig of a and b round by round.
+func paired(a, b []Summary, fig func(Summary) int64) Paired {
+	var r []float64
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i].N > 0 && b[i].N > 0 && fig(b[i]) > 0 {
+			r = append(r, float64(fig(a[i]))/float64(fig(b[i])))
+		}
+	}
+	if len(r) == 0 {
+		return Paired{}
+	}
+	slices.Sort(r)
+	m := r[len(r)/2]
+	if len(r)%2 == 0 {
+		m = (r[len(r)/2-1] + r[len(r)/2]) / 2
+	}
+	return Paired{N: len(r), Median: m, Min: r[0], Max: r[len(r)-1]}
+}
+
+func p50(s Summary) int64  { return s.P50 }
+func p99(s Summary) int64  { return s.P99 }
+func p999(s Summary) int64 { return s.P999 }
 
 // rigFigures extracts user RTTs, software RTTs and lateness (tx_user − due)
 // from a sender file, warm-up excluded; late, duplicated and unsent

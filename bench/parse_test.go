@@ -268,3 +268,37 @@ func TestRigFiguresWakeups(t *testing.T) {
 		t.Errorf("user %v lost %d", user, lost)
 	}
 }
+
+func TestPaired(t *testing.T) {
+	s := func(ns ...int64) []Summary {
+		var out []Summary
+		for _, v := range ns {
+			out = append(out, Summary{N: 1, P50: v})
+		}
+		return out
+	}
+	rig, ref := s(110, 90, 100, 500), s(100, 100, 100, 100)
+	rig[3].N = 0 // a round rig lost: not compared
+	if got, want := paired(rig, ref, p50), (Paired{N: 3, Median: 1, Min: 0.9, Max: 1.1}); got != want {
+		t.Errorf("paired = %+v, want %+v", got, want)
+	}
+	if got := paired(s(100, 120), s(100, 100), p50); got.N != 2 || got.Median != 1.1 {
+		t.Errorf("even count: %+v, want the mean of the middle two (1.1)", got)
+	}
+	if got := paired(nil, ref, p50); got.N != 0 || got.String() != "" {
+		t.Errorf("no rounds: %+v %q", got, got)
+	}
+	// The goal follows the per-round ratios: one loud round that inflates
+	// the pooled p99.9 does not decide it.
+	row := func(tool string, per []Summary, pooled int64) RTTRow {
+		for i := range per {
+			per[i].P999 = per[i].P50
+		}
+		return RTTRow{Mode: "block", Tool: tool, Stats: Summary{N: 4, P50: pooled, P999: pooled}, PerRound: per}
+	}
+	res := Results{RTT: []RTTRow{row("rig user", s(95, 95, 95, 95), 120), row("sockperf", s(100, 100, 100, 100), 100)}}
+	g := res.Goals()
+	if len(g) != 1 || !g[0].Met || !strings.Contains(g[0].Measured, "pooled 1.20") {
+		t.Errorf("goals %+v: want block met on the paired 0.95 and the pooled 1.20 shown", g)
+	}
+}

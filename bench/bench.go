@@ -150,7 +150,7 @@ type Results struct {
 // RTTRow is one tool's pooled RTTs in one responder mode.
 type RTTRow struct {
 	Mode     string // "block" or "busy"
-	Tool     string // "rig user", "rig sw", "sockperf"
+	Tool     string // "rig user", ToolClosedLoop, "rig sw", "sockperf"
 	Stats    Summary
 	Rounds   int
 	PerRound []Summary // one per round, in order (empty rounds have N 0)
@@ -163,6 +163,10 @@ type PacingRow struct {
 	Stats    Summary
 	PerRound []Summary
 }
+
+// ToolClosedLoop is rig's user RTT of the requests sockperf's closed-loop
+// ping-pong would have sent (see rigFigures); the RTT goals use it.
+const ToolClosedLoop = "rig user, closed loop"
 
 // The pacing rows: rig's lateness of every request, of its wake-ups alone
 // (cyclictest's rule: missed periods are skipped, see rigFigures), and
@@ -345,10 +349,10 @@ func (b *runner) rtt(ctx context.Context) error {
 	count := int(cfg.RoundTime / time.Millisecond)
 	warmup := int(cfg.Warmup / time.Millisecond)
 	type pool struct {
-		user, sw, sp    []int64
-		userR, swR, spR []Summary // per round
-		lostRig         int
-		lostSP          int
+		user, closed, sw, sp     []int64
+		userR, closedR, swR, spR []Summary // per round
+		lostRig                  int
+		lostSP                   int
 	}
 	// block and busy face sockperf; "block (rig default)" is rig's own
 	// low-CPU sender (sleep until 50 µs before due) and carries the pacing
@@ -374,13 +378,13 @@ func (b *runner) rtt(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			u, s, l, wk, lost := rigFigures(f)
-			p.userR, p.swR = append(p.userR, summarize(u)), append(p.swR, summarize(s))
-			p.user, p.sw = append(p.user, u...), append(p.sw, s...)
-			p.lostRig += lost
+			g := rigFigures(f)
+			p.userR, p.closedR, p.swR = append(p.userR, summarize(g.user)), append(p.closedR, summarize(g.closed)), append(p.swR, summarize(g.sw))
+			p.user, p.closed, p.sw = append(p.user, g.user...), append(p.closed, g.closed...), append(p.sw, g.sw...)
+			p.lostRig += g.lost
 			if mode == ModeBlockDefault {
-				lateR, wakeR = append(lateR, summarize(l)), append(wakeR, summarize(wk))
-				late, wake = append(late, l...), append(wake, wk...)
+				lateR, wakeR = append(lateR, summarize(g.late)), append(wakeR, summarize(g.wake))
+				late, wake = append(late, g.late...), append(wake, g.wake...)
 				continue // no sockperf partner: it has no such mode
 			}
 			fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: sockperf\n", k+1, cfg.Rounds, mode)
@@ -409,6 +413,7 @@ func (b *runner) rtt(ctx context.Context) error {
 		p := pools[mode]
 		b.res.RTT = append(b.res.RTT,
 			RTTRow{Mode: mode, Tool: "rig user", Stats: summarize(p.user), Rounds: cfg.Rounds, PerRound: p.userR, Lost: p.lostRig},
+			RTTRow{Mode: mode, Tool: ToolClosedLoop, Stats: summarize(p.closed), Rounds: cfg.Rounds, PerRound: p.closedR, Lost: p.lostRig},
 			RTTRow{Mode: mode, Tool: "rig sw", Stats: summarize(p.sw), Rounds: cfg.Rounds, PerRound: p.swR, Lost: p.lostRig})
 		if mode != ModeBlockDefault {
 			b.res.RTT = append(b.res.RTT, RTTRow{Mode: mode, Tool: "sockperf", Stats: summarize(p.sp), Rounds: cfg.Rounds, PerRound: p.spR, Lost: p.lostSP})
@@ -462,44 +467,65 @@ func p50(s Summary) int64  { return s.P50 }
 func p99(s Summary) int64  { return s.P99 }
 func p999(s Summary) int64 { return s.P999 }
 
-// rigFigures extracts user RTTs, software RTTs and lateness (tx_user − due)
-// from a sender file, warm-up excluded; late, duplicated and unsent
-// requests do not count as RTTs.
+// figures are what one rig sender file gives the bench, warm-up excluded.
+type figures struct {
+	user   []int64 // user RTT (rx_user − tx_user) of every answered request
+	closed []int64 // user RTT of the requests sockperf's ping-pong would have sent (see rigFigures)
+	sw     []int64 // software RTT (rx_sw − tx_sw)
+	late   []int64 // lateness (tx_user − due) of every request sent
+	wake   []int64 // lateness of the wake-ups alone (see rigFigures)
+	lost   int     // late, duplicated and unanswered requests: no RTT
+}
+
+// rigFigures extracts the figures of a sender file.
 //
-// wake is the lateness of the wake-ups alone: the requests whose due time
-// was still ahead when the request before them left, so the sender had to
-// wait for them. After a stall rig sends every overdue request at once,
-// each with its own lateness (10, 9, 8 … ms after a 10 ms stall), while
-// cyclictest skips the periods it missed and records one sample for the
-// stall (checked: a 52 ms SIGSTOP gave one 51 775 µs sample and 52 fewer
-// loops). wake follows cyclictest's rule, so the two compare like with like.
-func rigFigures(f *samples.File) (user, sw, late, wake []int64, lost int) {
+// rig runs an open loop: requests leave on schedule whatever happened to
+// the ones before. sockperf's ping-pong and cyclictest run closed loops,
+// which skip what a stall held up and record one sample for it (checked: a
+// 300 ms SIGSTOP of sockperf's server gave one 302 ms sample, a 302 ms gap
+// in its sends and normal RTTs after; a 52 ms SIGSTOP of cyclictest one
+// 51 775 µs sample and 52 fewer loops), while rig records every request the
+// stall touched (300, 299, 298 … ms). Comparing like with like takes the
+// closed loop's samples from rig's run:
+//   - closed: requests sent after the previous request's reply arrived
+//     (sockperf sends only then);
+//   - wake: requests whose due time was still ahead when the previous one
+//     left, so the sender had to wait for them (cyclictest's rule).
+func rigFigures(f *samples.File) figures {
+	var g figures
 	w := uint64(f.Header.Warmup)
-	var prevTx int64 // tx_user of the last request sent, warm-up included
+	var prevTx, prevRx int64 // tx_user and rx_user of the last request sent, warm-up included
+	sentAny := false
 	for i := range f.Records {
 		r := &f.Records[i]
 		if r.Flags&samples.FlagNotSent != 0 || r.T[samples.TxUser] == 0 {
 			continue
 		}
-		waited := prevTx != 0 && prevTx < r.T[samples.Due]
-		prevTx = r.T[samples.TxUser]
+		tx := r.T[samples.TxUser]
+		waited := sentAny && prevTx < r.T[samples.Due]
+		settled := !sentAny || (prevRx != 0 && prevRx <= tx)
+		prevTx, prevRx, sentAny = tx, r.T[samples.RxUser], true
 		if r.Seq < w {
 			continue
 		}
-		late = append(late, r.T[samples.TxUser]-r.T[samples.Due])
+		g.late = append(g.late, tx-r.T[samples.Due])
 		if waited {
-			wake = append(wake, r.T[samples.TxUser]-r.T[samples.Due])
+			g.wake = append(g.wake, tx-r.T[samples.Due])
 		}
 		if r.Flags&(samples.FlagLate|samples.FlagDuplicate) != 0 || r.T[samples.RxUser] == 0 {
-			lost++
+			g.lost++
 			continue
 		}
-		user = append(user, r.T[samples.RxUser]-r.T[samples.TxUser])
+		rtt := r.T[samples.RxUser] - tx
+		g.user = append(g.user, rtt)
+		if settled {
+			g.closed = append(g.closed, rtt)
+		}
 		if r.T[samples.RxSW] != 0 && r.T[samples.TxSW] != 0 {
-			sw = append(sw, r.T[samples.RxSW]-r.T[samples.TxSW])
+			g.sw = append(g.sw, r.T[samples.RxSW]-r.T[samples.TxSW])
 		}
 	}
-	return
+	return g
 }
 
 func (c *Cyclictest) add(o *Cyclictest) {

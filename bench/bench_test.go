@@ -39,8 +39,8 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, log.String())
 	}
-	if len(res.RTT) != 8 {
-		t.Fatalf("%d RTT rows, want 8 (block and busy × rig user, rig sw, sockperf; rig default × rig user, rig sw)", len(res.RTT))
+	if len(res.RTT) != 11 {
+		t.Fatalf("%d RTT rows, want 11 (block and busy × rig user, closed loop, rig sw, sockperf; rig default × rig user, closed loop, rig sw)", len(res.RTT))
 	}
 	for _, r := range res.RTT {
 		if r.Tool == "rig sw" {

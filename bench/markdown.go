@@ -46,14 +46,14 @@ func (r *Results) Markdown(w io.Writer) error {
 	}
 	if len(r.RTT) > 0 {
 		b.WriteString("\n## RTT at 1 request/ms (full round trip, µs)\n\n")
-		b.WriteString("Multicast request, unicast reply. rig user = rx_user − tx_user (what sockperf measures: user space to user space); rig sw = kernel software stamps rx_sw − tx_sw (without the sender's own send and wake-up costs). block: `rig respond --poll block` + `rig send --poll block --spin 1ms` vs blocking `sockperf server` / `ping-pong` (sockperf's blocking client busy-waits between sends and blocks only for the reply; rig's sender does the same when its spin window covers the interval); block, rig default: the same with rig's default `--spin 50µs` (the sender sleeps between requests, its CPU halts and the reply pays a wake-up of a halted vCPU; ratios against the block sockperf row, for information); busy: `--poll busy` on both rig ends vs `--nonblocked` on both sockperf ends.\n\n")
+		b.WriteString("Multicast request, unicast reply. rig user = rx_user − tx_user (what sockperf measures: user space to user space) of every request; rig user, closed loop = the same for the requests sent after the previous reply arrived — sockperf's ping-pong sends only then, so a stall gives it one sample while rig's schedule (an open loop) records every request the stall held (checked: a 300 ms SIGSTOP of sockperf's server gave one 302 ms sample and a 302 ms gap in its sends); the goals use this row; rig sw = kernel software stamps rx_sw − tx_sw (without the sender's own send and wake-up costs). block: `rig respond --poll block` + `rig send --poll block --spin 1ms` vs blocking `sockperf server` / `ping-pong` (sockperf's blocking client busy-waits between sends and blocks only for the reply; rig's sender does the same when its spin window covers the interval); block, rig default: the same with rig's default `--spin 50µs` (the sender sleeps between requests, its CPU halts and the reply pays a wake-up of a halted vCPU; ratios against the block sockperf row, for information); busy: `--poll busy` on both rig ends vs `--nonblocked` on both sockperf ends.\n\n")
 		b.WriteString("| mode | tool | n | lost | median | p99 | p99.9 | max | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, mode := range []string{"block", ModeBlockDefault, "busy"} {
 			sp := r.rtt(mode, "sockperf")
 			if mode == ModeBlockDefault {
 				sp = r.rtt("block", "sockperf")
 			}
-			for _, tool := range []string{"rig user", "rig sw", "sockperf"} {
+			for _, tool := range []string{"rig user", ToolClosedLoop, "rig sw", "sockperf"} {
 				row := r.rtt(mode, tool)
 				if row == nil {
 					continue
@@ -75,7 +75,7 @@ func (r *Results) Markdown(w io.Writer) error {
 			if mode == ModeBlockDefault {
 				sp = r.rtt("block", "sockperf")
 			}
-			for _, tool := range []string{"rig user", "rig sw"} {
+			for _, tool := range []string{"rig user", ToolClosedLoop, "rig sw"} {
 				row := r.rtt(mode, tool)
 				if row == nil || sp == nil {
 					continue
@@ -167,13 +167,13 @@ type Goal struct {
 func (r *Results) Goals() []Goal {
 	var g []Goal
 	for _, mode := range []string{"block", "busy"} {
-		rig, sp := r.rtt(mode, "rig user"), r.rtt(mode, "sockperf")
+		rig, sp := r.rtt(mode, ToolClosedLoop), r.rtt(mode, "sockperf")
 		if rig == nil || sp == nil || sp.Stats.N == 0 || rig.Stats.N == 0 {
 			continue
 		}
 		m, t := float64(rig.Stats.P50)/float64(sp.Stats.P50), float64(rig.Stats.P999)/float64(sp.Stats.P999)
 		pm, pt := paired(rig.PerRound, sp.PerRound, p50), paired(rig.PerRound, sp.PerRound, p999)
-		g = append(g, Goal{Goal: fmt.Sprintf("%s: rig/sockperf ≤ 1.00 (median, p99.9; paired by round)", mode),
+		g = append(g, Goal{Goal: fmt.Sprintf("%s: rig/sockperf ≤ 1.00 (median, p99.9; closed loop, paired by round)", mode),
 			Measured: fmt.Sprintf("%.2f, %.2f (pooled %.2f, %.2f)", pm.Median, pt.Median, m, t), Met: pm.N > 0 && pm.Median <= 1 && pt.Median <= 1})
 	}
 	if rig, cyc := r.pacingRow(PacingRigWake), r.pacingRow(PacingCyclictest); rig != nil && cyc != nil && rig.Stats.N > 0 && cyc.Stats.N > 0 {

@@ -241,31 +241,40 @@ func FuzzParseSizes(f *testing.F) {
 
 // A 3.2 ms stall at request 3 makes rig send 3–6 back to back: every
 // request keeps its lateness, but only 3 and 7 onwards were waited for
-// (cyclictest's rule: one sample per stall).
+// (cyclictest's rule: one sample per stall). A 2.5 ms responder stall at
+// request 1 holds 1, 2 and 3's replies: a closed loop (sockperf) would have
+// sent only 1 and waited, so 2 and the burst 4–6 leave the closed-loop row.
 func TestRigFiguresWakeups(t *testing.T) {
 	const ms = int64(time.Millisecond)
 	base := int64(1_700_000_000) * int64(time.Second)
 	f := &samples.File{Header: samples.Header{Role: samples.RoleSender, Warmup: 1}}
 	tx := []int64{10_000, 10_000, 10_000, 3_200_000, 2_200_005, 1_200_010, 200_015, 10_000, 10_000} // lateness, ns
+	rtt := []int64{100_000, 2_500_000, 1_600_000, 700_000, 100_000, 100_000, 100_000, 100_000, 100_000}
 	for k, l := range tx {
 		var r samples.Record
 		r.Seq = uint64(k)
 		r.T[samples.Due] = base + int64(k)*ms
 		r.T[samples.TxUser] = r.T[samples.Due] + l
-		r.T[samples.RxUser] = r.T[samples.TxUser] + 100_000
+		r.T[samples.RxUser] = r.T[samples.TxUser] + rtt[k]
 		f.Records = append(f.Records, r)
 	}
 	f.Records[8].Flags |= samples.FlagNotSent // never sent: neither late nor a wake-up
 	f.Records[8].T[samples.TxUser] = 0
-	user, _, late, wake, lost := rigFigures(f)
-	if want := tx[1:8]; !slices.Equal(late, want) {
-		t.Errorf("late %v, want every sent request after warm-up %v", late, want)
+	g := rigFigures(f)
+	if want := tx[1:8]; !slices.Equal(g.late, want) {
+		t.Errorf("late %v, want every sent request after warm-up %v", g.late, want)
 	}
-	if want := []int64{10_000, 10_000, 3_200_000, 10_000}; !slices.Equal(wake, want) {
-		t.Errorf("wake %v, want %v (4, 5 and 6 were overdue when 3 left)", wake, want)
+	if want := []int64{10_000, 10_000, 3_200_000, 10_000}; !slices.Equal(g.wake, want) {
+		t.Errorf("wake %v, want %v (4, 5 and 6 were overdue when 3 left)", g.wake, want)
 	}
-	if len(user) != 7 || lost != 0 {
-		t.Errorf("user %v lost %d", user, lost)
+	if want := rtt[1:8]; !slices.Equal(g.user, want) || g.lost != 0 {
+		t.Errorf("user %v lost %d, want %v", g.user, g.lost, want)
+	}
+	// 1 follows 0's reply; 2 left (2.01 ms) while 1's reply was out (3.51);
+	// 3 follows 2's reply; 4–6, the catch-up burst, left while 3's reply was
+	// out (6.9 ms); 7 follows 6's.
+	if want := []int64{2_500_000, 700_000, 100_000}; !slices.Equal(g.closed, want) {
+		t.Errorf("closed %v, want %v", g.closed, want)
 	}
 }
 
@@ -296,7 +305,7 @@ func TestPaired(t *testing.T) {
 		}
 		return RTTRow{Mode: "block", Tool: tool, Stats: Summary{N: 4, P50: pooled, P999: pooled}, PerRound: per}
 	}
-	res := Results{RTT: []RTTRow{row("rig user", s(95, 95, 95, 95), 120), row("sockperf", s(100, 100, 100, 100), 100)}}
+	res := Results{RTT: []RTTRow{row(ToolClosedLoop, s(95, 95, 95, 95), 120), row("sockperf", s(100, 100, 100, 100), 100)}}
 	g := res.Goals()
 	if len(g) != 1 || !g[0].Met || !strings.Contains(g[0].Measured, "pooled 1.20") {
 		t.Errorf("goals %+v: want block met on the paired 0.95 and the pooled 1.20 shown", g)

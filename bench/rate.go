@@ -49,7 +49,7 @@ func (b *runner) rate(ctx context.Context) error {
 		return fmt.Errorf("rate: rig sender file has no footer (truncated)")
 	}
 	c := f.Footer.Counters
-	_, _, late, _, _ := rigFigures(f)
+	late := rigFigures(f).late
 	r := &RateResult{Interval: cfg.RateInterval, Duration: cfg.RateTime, Poll: cfg.RatePoll,
 		Sent: c.Sent, Received: c.Received, Lost: c.Lost, Duplicated: c.Duplicated,
 		TxMissing: c.TxStampsMissing, SendErrors: c.SendErrors, Lateness: summarize(late)}

@@ -147,7 +147,7 @@ func (r *Responder) Stop() { r.stop.Store(true) }
 // to TxWait for the last TX stamps. The loop runs on a locked OS thread,
 // pinned and scheduled per Config; the GC is off while it runs.
 func (r *Responder) Run(ctx context.Context) error {
-	defer EnsureProcs(2)() // the loop thread, and the rest
+	defer cpusched.EnsureProcs(2)() // the loop thread, and the rest
 	done := make(chan error, 1)
 	go func() {
 		// This goroutine's thread is pinned and perhaps real-time: it is
@@ -323,26 +323,6 @@ func (r *Responder) quiet() {
 }
 
 func (r *Responder) fileTx(ts tstamp.TxStamp) { samples.ResponderTx.File(r.recs, ts.Key, ts.SW, ts.HW) }
-
-// EnsureProcs raises GOMAXPROCS to at least n for the measurement and
-// returns the function that restores it.
-//
-// Why: GOMAXPROCS defaults to the CPUs the process may use, so a rig
-// process confined to one CPU (taskset, cpuset) gets one P. Its locked
-// measuring threads then take turns on that P: a thread returning from a
-// blocking syscall while another holds the P parks until sysmon retakes
-// it, and sysmon sleeps up to 10 ms when idle; a busy loop holding the P
-// is preempted every 10 ms whenever any other goroutine (signals,
-// progress) is runnable. Both showed as 5–40 ms tails in issue 7's bench.
-// A P is not a CPU: extra Ps cost nothing while their threads sleep.
-func EnsureProcs(n int) (restore func()) {
-	prev := runtime.GOMAXPROCS(0)
-	if prev >= n {
-		return func() {}
-	}
-	runtime.GOMAXPROCS(n)
-	return func() { runtime.GOMAXPROCS(prev) }
-}
 
 // RunID is the run the responder answered (adopted from the first request
 // when Config.RunID was 0).

@@ -3,7 +3,6 @@ package responder
 import (
 	"net"
 	"net/netip"
-	"runtime"
 	"testing"
 
 	"github.com/rig-project/rig/internal/netlab"
@@ -92,23 +91,5 @@ func TestStepAllocs(t *testing.T) {
 		if rec.T[samples.ReqRxSW] == 0 || rec.T[samples.ReqRxUser] == 0 || rec.T[samples.RepTxUser] == 0 {
 			t.Fatalf("seq %d: stamps missing: %+v", rec.Seq, rec.T)
 		}
-	}
-}
-
-func TestEnsureProcs(t *testing.T) {
-	prev := runtime.GOMAXPROCS(1)
-	defer runtime.GOMAXPROCS(prev)
-	restore := EnsureProcs(3)
-	if got := runtime.GOMAXPROCS(0); got != 3 {
-		t.Errorf("GOMAXPROCS = %d after EnsureProcs(3), want 3", got)
-	}
-	restore()
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Errorf("GOMAXPROCS = %d after restore, want 1", got)
-	}
-	runtime.GOMAXPROCS(4)
-	EnsureProcs(2)()
-	if got := runtime.GOMAXPROCS(0); got != 4 {
-		t.Errorf("EnsureProcs(2) changed GOMAXPROCS 4 to %d", got)
 	}
 }

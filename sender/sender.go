@@ -192,6 +192,7 @@ func (s *Sender) Progress() (sent, received int) {
 // cancellation it stops sending, still collects what is in flight, and
 // returns ctx's error with the records kept.
 func (s *Sender) Run(ctx context.Context) error {
+	defer cpusched.EnsureProcs(2)() // the sending thread, and the rest
 	gc := debug.SetGCPercent(-1)
 	defer debug.SetGCPercent(gc)
 	if s.phc = s.granted.PHC(); s.phc != nil {

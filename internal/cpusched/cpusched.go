@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -140,4 +141,24 @@ func SetTimerSlack(d time.Duration) error {
 		return fmt.Errorf("PR_SET_TIMERSLACK: %w", err)
 	}
 	return nil
+}
+
+// EnsureProcs raises GOMAXPROCS to at least n for the measurement and
+// returns the function that restores it.
+//
+// Why: GOMAXPROCS defaults to the CPUs the process may use, so a rig
+// process confined to one CPU (taskset, cpuset) gets one P. Its locked
+// measuring threads then take turns on that P: a thread returning from a
+// blocking syscall while another holds the P parks until sysmon retakes
+// it, and sysmon sleeps up to 10 ms when idle; a busy loop holding the P
+// is preempted every 10 ms whenever any other goroutine (signals,
+// progress) is runnable. Both showed as 5–40 ms tails in issue 7's bench.
+// A P is not a CPU: extra Ps cost nothing while their threads sleep.
+func EnsureProcs(n int) (restore func()) {
+	prev := runtime.GOMAXPROCS(0)
+	if prev >= n {
+		return func() {}
+	}
+	runtime.GOMAXPROCS(n)
+	return func() { runtime.GOMAXPROCS(prev) }
 }

@@ -77,3 +77,21 @@ func TestYielderQuiet(t *testing.T) {
 		t.Fatalf("Quiet allocated %v times", n)
 	}
 }
+
+func TestEnsureProcs(t *testing.T) {
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	restore := EnsureProcs(3)
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("GOMAXPROCS = %d after EnsureProcs(3), want 3", got)
+	}
+	restore()
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS = %d after restore, want 1", got)
+	}
+	runtime.GOMAXPROCS(4)
+	EnsureProcs(2)()
+	if got := runtime.GOMAXPROCS(0); got != 4 {
+		t.Errorf("EnsureProcs(2) changed GOMAXPROCS 4 to %d", got)
+	}
+}

@@ -78,7 +78,7 @@ type Responder struct {
 	yield   cpusched.Yielder
 	last    *samples.Record // the last reply sent; nil: out of range
 	replied bool            // a reply was sent
-	rcvbuf  int // SO_RCVBUF granted
+	rcvbuf  int             // SO_RCVBUF granted
 }
 
 // New opens the responder's socket: bound to the group's port, joined to

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/sys/unix"
 )
 
 // progressSource reports how far a round is.
@@ -15,11 +16,14 @@ type progressSource interface {
 	Progress() (sent, received int)
 }
 
-// startProgress shows a progress bar on a terminal (mpb writes nothing when
-// stderr is not one, so logs stay clean), or, with lines, prints
-// "progress SENT RECEIVED" once a second for a parent rig process. It
-// returns a function that stops it.
+// startProgress shows a progress bar when stderr is a terminal, or, with
+// lines, prints "progress SENT RECEIVED" once a second for a parent rig
+// process. Otherwise it starts nothing: no bar goroutines ticking on the
+// sender's CPU for output nobody sees. It returns a function that stops it.
 func startProgress(ctx context.Context, src progressSource, total int, lines bool) func() {
+	if !lines && !isTerminal(os.Stderr) {
+		return func() {}
+	}
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	if lines {
@@ -62,4 +66,10 @@ func startProgress(ctx context.Context, src progressSource, total int, lines boo
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// isTerminal reports whether f is a terminal (TCGETS succeeds).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

@@ -209,31 +209,104 @@ func (s *sock) Poll(timeout time.Duration) (readable bool, err error) {
 // that one: a receive loop then does not pay an error-queue recvmsg before
 // the data it was woken for. It does not allocate.
 func (s *sock) PollReady(timeout time.Duration) (Ready, error) {
-	if !s.acquire() {
-		return 0, ErrClosed
+	if err := s.enterPoll(); err != nil {
+		return 0, err
 	}
-	defer s.release()
-	if !s.pollMu.CompareAndSwap(false, true) {
-		return 0, errConcurrentPoll
-	}
-	defer s.pollMu.Store(false)
-	return s.pollLocked(timeout)
+	defer s.exitPoll()
+	return s.ppoll(1, timeout)
 }
 
-// pollLocked is PollReady's body; the caller holds pollMu.
-func (s *sock) pollLocked(timeout time.Duration) (Ready, error) {
+// PollUntil is PollReady with an absolute deadline (zero Ready when it
+// passes). The deadline lives in a timerfd polled beside the socket, not in
+// ppoll's timeout: a ppoll woken by data before its timeout cancels its
+// hrtimer on the way out, which reprograms the CPU's timer — on a VM a
+// trap to the hypervisor on the wake-up path (measured here: 9–10 µs from
+// the thread's switch-in to ppoll's return, against 2.1–2.8 µs with no
+// timeout or a timerfd). The timer stays armed when data wakes the caller
+// and is re-armed only when the deadline changes, off the wake-up path.
+// The first call makes the timerfd; it does not allocate.
+func (s *sock) PollUntil(deadline time.Time) (Ready, error) {
+	if err := s.enterPoll(); err != nil {
+		return 0, err
+	}
+	defer s.exitPoll()
+	left := time.Until(deadline)
+	if left <= 0 {
+		return s.ppoll(1, 0)
+	}
+	if err := s.armTimer(deadline, left); err != nil {
+		return 0, err
+	}
+	s.pollFds[1] = unix.PollFd{Fd: int32(s.timerFD), Events: unix.POLLIN}
+	r, err := s.ppoll(2, -1)
+	if s.pollFds[1].Revents&unix.POLLIN != 0 {
+		// Fired: read the expiry count to disarm readiness.
+		unix.RawSyscall(unix.SYS_READ, uintptr(s.timerFD), uintptr(unsafe.Pointer(&s.timerBuf[0])), 8)
+		s.timerAt = time.Time{}
+	}
+	return r, err
+}
+
+// enterPoll holds the socket open and claims the poll state; exitPoll
+// releases both.
+func (s *sock) enterPoll() error {
+	if !s.acquire() {
+		return ErrClosed
+	}
+	if !s.pollMu.CompareAndSwap(false, true) {
+		s.release()
+		return errConcurrentPoll
+	}
+	return nil
+}
+
+func (s *sock) exitPoll() {
+	s.pollMu.Store(false)
+	s.release()
+}
+
+// armTimer makes PollUntil's timerfd on first use and arms it for
+// deadline, left from now, unless it is armed for it already.
+func (s *sock) armTimer(deadline time.Time, left time.Duration) error {
+	if !s.hasTimer {
+		fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
+		if err != nil {
+			return fmt.Errorf("tstamp: timerfd_create: %w", err)
+		}
+		s.timerFD, s.hasTimer = fd, true
+	}
+	if s.timerAt.Equal(deadline) {
+		return nil
+	}
+	// Relative: the kernel adds its own CLOCK_MONOTONIC now, and
+	// time.Until reads Go's monotonic clock (the same clock).
+	s.timerSpec.Value = unix.NsecToTimespec(int64(left))
+	if err := unix.TimerfdSettime(s.timerFD, 0, &s.timerSpec, nil); err != nil {
+		return fmt.Errorf("tstamp: timerfd_settime: %w", err)
+	}
+	s.timerAt = deadline
+	return nil
+}
+
+// ppoll waits on the socket and, with nfds 2, on pollFds[1] as the caller
+// set it, up to timeout (negative: no timeout; 0: no wait, no scheduler
+// hand-off), and says which of the socket's queues are ready. EINTR is no
+// readiness and no error. The caller holds the poll state.
+func (s *sock) ppoll(nfds int, timeout time.Duration) (Ready, error) {
 	s.pollFds[0] = unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN | unix.POLLERR}
+	s.pollFds[1].Revents = 0
 	var tsp uintptr
 	if timeout >= 0 {
 		s.pollTs = unix.NsecToTimespec(int64(timeout))
 		tsp = uintptr(unsafe.Pointer(&s.pollTs))
 	}
+	fds := uintptr(unsafe.Pointer(&s.pollFds[0]))
 	var n uintptr
 	var e syscall.Errno
 	if timeout == 0 {
-		n, _, e = unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&s.pollFds[0])), 1, tsp, 0, 0, 0)
+		n, _, e = unix.RawSyscall6(unix.SYS_PPOLL, fds, uintptr(nfds), tsp, 0, 0, 0)
 	} else {
-		n, _, e = unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&s.pollFds[0])), 1, tsp, 0, 0, 0)
+		n, _, e = unix.Syscall6(unix.SYS_PPOLL, fds, uintptr(nfds), tsp, 0, 0, 0)
 	}
 	if e == unix.EINTR {
 		return 0, nil
@@ -241,11 +314,6 @@ func (s *sock) pollLocked(timeout time.Duration) (Ready, error) {
 	if e != 0 {
 		return 0, errnoErr(e)
 	}
-	return s.readyLocked(n)
-}
-
-// readyLocked reads the socket's revents after a ppoll that returned n.
-func (s *sock) readyLocked(n uintptr) (Ready, error) {
 	if s.state.Load()&1 != 0 {
 		return 0, ErrClosed
 	}
@@ -260,61 +328,6 @@ func (s *sock) readyLocked(n uintptr) (Ready, error) {
 		}
 	}
 	return r, nil
-}
-
-// PollUntil is PollReady with an absolute deadline (zero Ready when it
-// passes). The deadline lives in a timerfd polled beside the socket, not in
-// ppoll's timeout: a ppoll woken by data before its timeout cancels its
-// hrtimer on the way out, which reprograms the CPU's timer — on a VM a
-// trap to the hypervisor on the wake-up path (measured here: 9–10 µs from
-// the thread's switch-in to ppoll's return, against 2.1–2.8 µs with no
-// timeout or a timerfd). The timer stays armed when data wakes the caller
-// and is re-armed only when the deadline changes, off the wake-up path.
-// The first call makes the timerfd; it does not allocate.
-func (s *sock) PollUntil(deadline time.Time) (Ready, error) {
-	if !s.acquire() {
-		return 0, ErrClosed
-	}
-	defer s.release()
-	if !s.pollMu.CompareAndSwap(false, true) {
-		return 0, errConcurrentPoll
-	}
-	defer s.pollMu.Store(false)
-	left := time.Until(deadline)
-	if left <= 0 {
-		return s.pollLocked(0)
-	}
-	if !s.hasTimer {
-		fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
-		if err != nil {
-			return 0, fmt.Errorf("tstamp: timerfd_create: %w", err)
-		}
-		s.timerFD, s.hasTimer = fd, true
-	}
-	if !s.timerAt.Equal(deadline) {
-		// Relative: the kernel adds its own CLOCK_MONOTONIC now, and
-		// time.Until reads Go's monotonic clock (the same clock).
-		s.timerSpec.Value = unix.NsecToTimespec(int64(left))
-		if err := unix.TimerfdSettime(s.timerFD, 0, &s.timerSpec, nil); err != nil {
-			return 0, fmt.Errorf("tstamp: timerfd_settime: %w", err)
-		}
-		s.timerAt = deadline
-	}
-	s.pollFds[0] = unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN | unix.POLLERR}
-	s.pollFds[1] = unix.PollFd{Fd: int32(s.timerFD), Events: unix.POLLIN}
-	n, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&s.pollFds[0])), 2, 0, 0, 0, 0)
-	if e == unix.EINTR {
-		return 0, nil
-	}
-	if e != 0 {
-		return 0, errnoErr(e)
-	}
-	if n > 0 && s.pollFds[1].Revents&unix.POLLIN != 0 {
-		// Fired: read the expiry count to disarm readiness.
-		unix.RawSyscall(unix.SYS_READ, uintptr(s.timerFD), uintptr(unsafe.Pointer(&s.timerBuf[0])), 8)
-		s.timerAt = time.Time{}
-	}
-	return s.readyLocked(n)
 }
 
 var errConcurrentPoll = errors.New("tstamp: Poll called concurrently on one socket")

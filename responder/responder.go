@@ -76,8 +76,7 @@ type Responder struct {
 	phc     *tstamp.PHCRecord
 	onTx    func(tstamp.TxStamp)
 	yield   cpusched.Yielder
-	last    *samples.Record // the last reply sent; nil: out of range
-	replied bool            // a reply was sent
+	last    *samples.Record // the last reply sent; nil: none, or out of range
 	rcvbuf  int             // SO_RCVBUF granted
 }
 
@@ -281,7 +280,7 @@ func (r *Responder) step() error {
 		return nil
 	}
 	r.cnt.Sent++
-	r.last, r.replied = rec, true
+	r.last = rec
 	if rec != nil {
 		rec.T[samples.RepTxUser] = txUser
 	}
@@ -306,7 +305,7 @@ func (r *Responder) countBad(err error) {
 // or unread stamps would fill the receive buffer the requests share.
 func (r *Responder) txAwaited() bool {
 	if r.last == nil {
-		return r.replied
+		return r.cnt.Sent > 0
 	}
 	return samples.ResponderTx.Awaits(r.last, r.granted.HardwareTX())
 }

@@ -177,13 +177,6 @@ const (
 	PacingCyclictest = "cyclictest"
 )
 
-func (r *Results) pacing(tool string) *Summary {
-	if row := r.pacingRow(tool); row != nil {
-		return &row.Stats
-	}
-	return nil
-}
-
 func (r *Results) pacingRow(tool string) *PacingRow {
 	for i := range r.Pacing {
 		if r.Pacing[i].Tool == tool {
@@ -349,18 +342,16 @@ func (b *runner) rtt(ctx context.Context) error {
 	count := int(cfg.RoundTime / time.Millisecond)
 	warmup := int(cfg.Warmup / time.Millisecond)
 	type pool struct {
-		user, closed, sw, sp     []int64
-		userR, closedR, swR, spR []Summary // per round
-		lostRig                  int
-		lostSP                   int
+		user, closed, sw, sp series
+		lostRig, lostSP      int
 	}
 	// block and busy face sockperf; "block (rig default)" is rig's own
 	// low-CPU sender (sleep until 50 µs before due) and carries the pacing
 	// comparison with cyclictest.
 	modes := []string{"block", ModeBlockDefault, "busy"}
 	pools := map[string]*pool{"block": {}, ModeBlockDefault: {}, "busy": {}}
-	var late, wake []int64
-	var lateR, wakeR, cycR []Summary
+	var late, wake series
+	var cycR []Summary
 	var cyc Cyclictest
 	for k := 0; k < cfg.Rounds; k++ {
 		for _, mode := range modes {
@@ -379,12 +370,13 @@ func (b *runner) rtt(ctx context.Context) error {
 				return err
 			}
 			g := rigFigures(f)
-			p.userR, p.closedR, p.swR = append(p.userR, summarize(g.user)), append(p.closedR, summarize(g.closed)), append(p.swR, summarize(g.sw))
-			p.user, p.closed, p.sw = append(p.user, g.user...), append(p.closed, g.closed...), append(p.sw, g.sw...)
+			p.user.add(g.user)
+			p.closed.add(g.closed)
+			p.sw.add(g.sw)
 			p.lostRig += g.lost
 			if mode == ModeBlockDefault {
-				lateR, wakeR = append(lateR, summarize(g.late)), append(wakeR, summarize(g.wake))
-				late, wake = append(late, g.late...), append(wake, g.wake...)
+				late.add(g.late)
+				wake.add(g.wake)
 				continue // no sockperf partner: it has no such mode
 			}
 			fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: sockperf\n", k+1, cfg.Rounds, mode)
@@ -395,8 +387,7 @@ func (b *runner) rtt(ctx context.Context) error {
 			if !sp.FullRTT {
 				return errors.New("sockperf did not report full RTT (--full-rtt): refusing to compare half round trips")
 			}
-			p.spR = append(p.spR, summarize(sp.RTTs))
-			p.sp = append(p.sp, sp.RTTs...)
+			p.sp.add(sp.RTTs)
 			p.lostSP += sp.Dropped + sp.Unanswered
 			if mode == "busy" {
 				fmt.Fprintf(cfg.Log, "bench: round %d/%d: cyclictest\n", k+1, cfg.Rounds)
@@ -411,17 +402,29 @@ func (b *runner) rtt(ctx context.Context) error {
 	}
 	for _, mode := range modes {
 		p := pools[mode]
-		b.res.RTT = append(b.res.RTT,
-			RTTRow{Mode: mode, Tool: "rig user", Stats: summarize(p.user), Rounds: cfg.Rounds, PerRound: p.userR, Lost: p.lostRig},
-			RTTRow{Mode: mode, Tool: ToolClosedLoop, Stats: summarize(p.closed), Rounds: cfg.Rounds, PerRound: p.closedR, Lost: p.lostRig},
-			RTTRow{Mode: mode, Tool: "rig sw", Stats: summarize(p.sw), Rounds: cfg.Rounds, PerRound: p.swR, Lost: p.lostRig})
+		row := func(tool string, s series, lost int) RTTRow {
+			return RTTRow{Mode: mode, Tool: tool, Stats: summarize(s.all), Rounds: cfg.Rounds, PerRound: s.perRound, Lost: lost}
+		}
+		b.res.RTT = append(b.res.RTT, row("rig user", p.user, p.lostRig), row(ToolClosedLoop, p.closed, p.lostRig), row("rig sw", p.sw, p.lostRig))
 		if mode != ModeBlockDefault {
-			b.res.RTT = append(b.res.RTT, RTTRow{Mode: mode, Tool: "sockperf", Stats: summarize(p.sp), Rounds: cfg.Rounds, PerRound: p.spR, Lost: p.lostSP})
+			b.res.RTT = append(b.res.RTT, row("sockperf", p.sp, p.lostSP))
 		}
 	}
-	b.res.Pacing = []PacingRow{{Tool: PacingRigAll, Stats: summarize(late), PerRound: lateR},
-		{Tool: PacingRigWake, Stats: summarize(wake), PerRound: wakeR}, {Tool: PacingCyclictest, Stats: cyc.summary(), PerRound: cycR}}
+	b.res.Pacing = []PacingRow{{Tool: PacingRigAll, Stats: summarize(late.all), PerRound: late.perRound},
+		{Tool: PacingRigWake, Stats: summarize(wake.all), PerRound: wake.perRound}, {Tool: PacingCyclictest, Stats: cyc.summary(), PerRound: cycR}}
 	return nil
+}
+
+// series is one figure pooled over the rounds, and summarized per round.
+type series struct {
+	all      []int64
+	perRound []Summary
+}
+
+// add appends one round's samples (it sorts v).
+func (s *series) add(v []int64) {
+	s.perRound = append(s.perRound, summarize(v))
+	s.all = append(s.all, v...)
 }
 
 // summary is the histogram's Summary (µs resolution).

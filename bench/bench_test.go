@@ -51,8 +51,8 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s %s: %+v: want samples and ordered percentiles", r.Mode, r.Tool, s)
 		}
 	}
-	all, wake, cyc := res.pacing(PacingRigAll), res.pacing(PacingRigWake), res.pacing(PacingCyclictest)
-	if all == nil || wake == nil || cyc == nil || all.N == 0 || wake.N == 0 || wake.N > all.N || cyc.N != 2000 {
+	all, wake, cyc := res.pacingRow(PacingRigAll), res.pacingRow(PacingRigWake), res.pacingRow(PacingCyclictest)
+	if all == nil || wake == nil || cyc == nil || all.Stats.N == 0 || wake.Stats.N == 0 || wake.Stats.N > all.Stats.N || cyc.Stats.N != 2000 {
 		t.Errorf("pacing %+v: want rig lateness of every request, of its wake-ups (a subset), and 2000 cyclictest loops", res.Pacing)
 	}
 	if rt := res.Rate; rt == nil || rt.Sent != 50_000 || rt.SockperfRate <= 0 {

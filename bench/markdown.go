@@ -49,10 +49,7 @@ func (r *Results) Markdown(w io.Writer) error {
 		b.WriteString("Multicast request, unicast reply. rig user = rx_user − tx_user (what sockperf measures: user space to user space) of every request; rig user, closed loop = the same for the requests sent after the previous reply arrived — sockperf's ping-pong sends only then, so a stall gives it one sample while rig's schedule (an open loop) records every request the stall held (checked: a 300 ms SIGSTOP of sockperf's server gave one 302 ms sample and a 302 ms gap in its sends); the goals use this row; rig sw = kernel software stamps rx_sw − tx_sw (without the sender's own send and wake-up costs). block: `rig respond --poll block` + `rig send --poll block --spin 1ms` vs blocking `sockperf server` / `ping-pong` (sockperf's blocking client busy-waits between sends and blocks only for the reply; rig's sender does the same when its spin window covers the interval); block, rig default: the same with rig's default `--spin 50µs` (the sender sleeps between requests, its CPU halts and the reply pays a wake-up of a halted vCPU; ratios against the block sockperf row, for information); busy: `--poll busy` on both rig ends vs `--nonblocked` on both sockperf ends.\n\n")
 		b.WriteString("| mode | tool | n | lost | median | p99 | p99.9 | max | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, mode := range []string{"block", ModeBlockDefault, "busy"} {
-			sp := r.rtt(mode, "sockperf")
-			if mode == ModeBlockDefault {
-				sp = r.rtt("block", "sockperf")
-			}
+			sp := r.sockperfFor(mode)
 			for _, tool := range []string{"rig user", ToolClosedLoop, "rig sw", "sockperf"} {
 				row := r.rtt(mode, tool)
 				if row == nil {
@@ -71,10 +68,7 @@ func (r *Results) Markdown(w io.Writer) error {
 		b.WriteString("\n### Paired by round\n\nThe same figures compared round by round — rig's round against the sockperf round right after it — then the median of the per-round ratios (smallest–largest in brackets). Neighbouring rounds share the host's state; pooled percentiles let the loudest minutes decide. The goals use these.\n\n")
 		b.WriteString("| mode | tool | rounds | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|\n")
 		for _, mode := range []string{"block", ModeBlockDefault, "busy"} {
-			sp := r.rtt(mode, "sockperf")
-			if mode == ModeBlockDefault {
-				sp = r.rtt("block", "sockperf")
-			}
+			sp := r.sockperfFor(mode)
 			for _, tool := range []string{"rig user", ToolClosedLoop, "rig sw"} {
 				row := r.rtt(mode, tool)
 				if row == nil || sp == nil {
@@ -86,13 +80,15 @@ func (r *Results) Markdown(w io.Writer) error {
 			}
 		}
 	}
-	if cyc := r.pacing(PacingCyclictest); cyc != nil {
+	if cycRow := r.pacingRow(PacingCyclictest); cycRow != nil {
+		cyc := cycRow.Stats
 		b.WriteString("\n## Pacing on the sender CPU (µs)\n\n")
 		fmt.Fprintf(&b, "rig lateness = tx_user − due of the 1 ms `block, rig default` rounds above (sleep until 50 µs before due, then spin); cyclictest `-i 1000 -t 1 -a %d --laptop`, SCHED_OTHER, same duration, in the same rounds (µs resolution; an overflow rank reports its max). ", c.SenderCPU)
 		b.WriteString("cyclictest skips the periods a late wake-up missed and records one sample per stall; rig's absolute schedule sends every overdue request at once, each with its own lateness. *wake-ups* keeps the requests whose due time was still ahead when the previous one left (the sender had to wait for them): cyclictest's rule, and the row the ratios and the goal use.\n\n")
 		b.WriteString("| tool | n | median | p99 | p99.9 | max | ratio median | ratio p99.9 |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, tool := range []string{PacingRigAll, PacingRigWake} {
-			if s := r.pacing(tool); s != nil {
+			if row := r.pacingRow(tool); row != nil {
+				s := row.Stats
 				rm, r999 := "", ""
 				if tool == PacingRigWake {
 					rm, r999 = ratio(s.P50, cyc.P50), ratio(s.P999, cyc.P999)
@@ -102,7 +98,7 @@ func (r *Results) Markdown(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "| cyclictest | %d | %s | %s | %s | %s | | |\n", cyc.N, us(cyc.P50), us(cyc.P99), us(cyc.P999), us(cyc.Max))
 		if wake := r.pacingRow(PacingRigWake); wake != nil {
-			cr := r.pacingRow(PacingCyclictest).PerRound
+			cr := cycRow.PerRound
 			m := paired(wake.PerRound, cr, p50)
 			fmt.Fprintf(&b, "\nPaired by round (rig's wake-ups in a round against cyclictest in the same round): %d rounds, ratio median %s, p99 %s, p99.9 %s.\n",
 				m.N, m, paired(wake.PerRound, cr, p99), paired(wake.PerRound, cr, p999))
@@ -145,6 +141,15 @@ func orNA(s string) string {
 		return "n/a"
 	}
 	return s
+}
+
+// sockperfFor is the sockperf row a mode is compared with: its own, or for
+// rig's default block sender (no sockperf twin) the block one.
+func (r *Results) sockperfFor(mode string) *RTTRow {
+	if mode == ModeBlockDefault {
+		mode = "block"
+	}
+	return r.rtt(mode, "sockperf")
 }
 
 func (r *Results) rtt(mode, tool string) *RTTRow {

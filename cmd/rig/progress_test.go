@@ -23,7 +23,7 @@ func TestProgressQuietWithoutTerminal(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	during := runtime.NumGoroutine()
 	stop()
-	if during != before {
+	if during > before { // fewer is fine: an earlier test's goroutine may have ended meanwhile
 		t.Errorf("%d goroutines while the progress ran, %d before: want none started", during, before)
 	}
 	// Lines still work without a terminal (a parent rig reads them).

@@ -61,6 +61,9 @@ type Config struct {
 	SenderCPU    int           // default 0
 	ResponderCPU int           // default 1
 	Size         int           // UDP payload bytes for both tools (default 64)
+	// Lead: rig's responder runs alone this long before its sender starts
+	// (default DefaultLead; negative: no lead).
+	Lead time.Duration
 
 	RateInterval time.Duration // default 20 µs
 	RateTime     time.Duration // default 10 s
@@ -89,6 +92,12 @@ func (c *Config) defaults() error {
 	}
 	if c.Size == 0 {
 		c.Size = 64
+	}
+	switch {
+	case c.Lead == 0:
+		c.Lead = DefaultLead
+	case c.Lead < 0:
+		c.Lead = 0
 	}
 	if c.RateInterval == 0 {
 		c.RateInterval = 20 * time.Microsecond
@@ -310,6 +319,7 @@ func (b *runner) rigRound(ctx context.Context, dir, poll string, spin time.Durat
 		ResponderCPU: b.cfg.ResponderCPU, Poll: poll, Sched: "other", SenderCPU: b.cfg.SenderCPU,
 		SenderPoll: senderPoll(poll),
 		Spin:       spin,
+		Lead:       b.cfg.Lead,
 	}
 	if _, err := round.Run(ctx, spec); err != nil {
 		return nil, fmt.Errorf("rig round (%s, round %d): %w", poll, k, err)
@@ -320,6 +330,16 @@ func (b *runner) rigRound(ctx context.Context, dir, poll string, spin time.Durat
 	}
 	return f, nil
 }
+
+// DefaultLead matches sockperf's start-up: its ping-pong client sleeps
+// about 2 s in its warm-up stage (sched trace: first run 0.1 s after the
+// server was ready, first timed send 2.1 s after), so its server runs alone
+// that long. A busy server spinning alone on its CPU pushes the host's
+// other wake-ups to the idle client CPU, and there they stay once both
+// CPUs are busy; rig's responder gets the same lead so both tools start
+// from the same placement (without it, rig's busy p99.9 was 5–16× sockperf's,
+// with the VM's background threads on rig's responder CPU in every round).
+const DefaultLead = 2 * time.Second
 
 // DefaultSpin is rig send's default spin window: the rig-default block
 // rounds use it, and the pacing comparison is taken from them.
@@ -356,39 +376,53 @@ func (b *runner) rtt(ctx context.Context) error {
 	for k := 0; k < cfg.Rounds; k++ {
 		for _, mode := range modes {
 			p := pools[mode]
-			fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: rig\n", k+1, cfg.Rounds, mode)
-			// sockperf's blocking ping-pong client busy-waits between sends
-			// (measured: 2.1 s of CPU in a 3 s run at --mps=1000) and blocks
-			// only for the reply: rig's sender has that shape when its spin
-			// window covers the interval.
-			poll, spin := mode, time.Millisecond
-			if mode == ModeBlockDefault {
-				poll, spin = "block", DefaultSpin
+			runRig := func() error {
+				fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: rig\n", k+1, cfg.Rounds, mode)
+				// sockperf's blocking ping-pong client busy-waits between sends
+				// (measured: 2.1 s of CPU in a 3 s run at --mps=1000) and blocks
+				// only for the reply: rig's sender has that shape when its spin
+				// window covers the interval.
+				poll, spin := mode, time.Millisecond
+				if mode == ModeBlockDefault {
+					poll, spin = "block", DefaultSpin
+				}
+				f, err := b.rigRound(ctx, filepath.Join(cfg.Dir, "rtt", fmt.Sprintf("%s-spin-%dus", poll, spin.Microseconds()), "rig-"+strconv.Itoa(k)), poll, spin, k, time.Millisecond, count, warmup)
+				if err != nil {
+					return err
+				}
+				g := rigFigures(f)
+				p.user.add(g.user)
+				p.closed.add(g.closed)
+				p.sw.add(g.sw)
+				p.lostRig += g.lost
+				if mode == ModeBlockDefault {
+					late.add(g.late)
+					wake.add(g.wake)
+				}
+				return nil
 			}
-			f, err := b.rigRound(ctx, filepath.Join(cfg.Dir, "rtt", fmt.Sprintf("%s-spin-%dus", poll, spin.Microseconds()), "rig-"+strconv.Itoa(k)), poll, spin, k, time.Millisecond, count, warmup)
-			if err != nil {
+			if mode == ModeBlockDefault { // no sockperf partner: it has no such mode
+				if err := runRig(); err != nil {
+					return err
+				}
+				continue
+			}
+			runSockperf := func() error {
+				fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: sockperf\n", k+1, cfg.Rounds, mode)
+				sp, err := b.sockperf(ctx, filepath.Join(cfg.Dir, "rtt", mode, "sockperf-"+strconv.Itoa(k)), mode == "busy", "1000", cfg.RoundTime)
+				if err != nil {
+					return err
+				}
+				if !sp.FullRTT {
+					return errors.New("sockperf did not report full RTT (--full-rtt): refusing to compare half round trips")
+				}
+				p.sp.add(sp.RTTs)
+				p.lostSP += sp.Dropped + sp.Unanswered
+				return nil
+			}
+			if err := alternate(k, runRig, runSockperf); err != nil {
 				return err
 			}
-			g := rigFigures(f)
-			p.user.add(g.user)
-			p.closed.add(g.closed)
-			p.sw.add(g.sw)
-			p.lostRig += g.lost
-			if mode == ModeBlockDefault {
-				late.add(g.late)
-				wake.add(g.wake)
-				continue // no sockperf partner: it has no such mode
-			}
-			fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: sockperf\n", k+1, cfg.Rounds, mode)
-			sp, err := b.sockperf(ctx, filepath.Join(cfg.Dir, "rtt", mode, "sockperf-"+strconv.Itoa(k)), mode == "busy", "1000", cfg.RoundTime)
-			if err != nil {
-				return err
-			}
-			if !sp.FullRTT {
-				return errors.New("sockperf did not report full RTT (--full-rtt): refusing to compare half round trips")
-			}
-			p.sp.add(sp.RTTs)
-			p.lostSP += sp.Dropped + sp.Unanswered
 			if mode == "busy" {
 				fmt.Fprintf(cfg.Log, "bench: round %d/%d: cyclictest\n", k+1, cfg.Rounds)
 				c, err := b.cyclictest(ctx, filepath.Join(cfg.Dir, "pacing", "cyclictest-"+strconv.Itoa(k)+".txt"), count)
@@ -413,6 +447,20 @@ func (b *runner) rtt(ctx context.Context) error {
 	b.res.Pacing = []PacingRow{{Tool: PacingRigAll, Stats: summarize(late.all), PerRound: late.perRound},
 		{Tool: PacingRigWake, Stats: summarize(wake.all), PerRound: wake.perRound}, {Tool: PacingCyclictest, Stats: cyc.summary(), PerRound: cycR}}
 	return nil
+}
+
+// alternate runs round k of both tools: rig first in even rounds, sockperf
+// first in odd ones, so a drift of the host's speed favours neither (this
+// VM's per-hop costs move by 2× within minutes). It stops at the first error.
+func alternate(k int, rig, sockperf func() error) error {
+	first, second := rig, sockperf
+	if k%2 == 1 {
+		first, second = sockperf, rig
+	}
+	if err := first(); err != nil {
+		return err
+	}
+	return second()
 }
 
 // series is one figure pooled over the rounds, and summarized per round.
@@ -549,7 +597,7 @@ func (c *Cyclictest) add(o *Cyclictest) {
 // 2 s per tool and mode, 1 s at the rate interval, and `rig report` on
 // 100 000 samples. It exercises every code path in well under a minute.
 func SmokeConfig(rig, dir string) Config {
-	return Config{Rig: rig, Dir: dir, Rounds: 1, RoundTime: 2 * time.Second, Warmup: 200 * time.Millisecond,
+	return Config{Rig: rig, Dir: dir, Rounds: 1, RoundTime: 2 * time.Second, Warmup: 200 * time.Millisecond, Lead: 200 * time.Millisecond,
 		RateTime: time.Second, MaxRateTime: 2 * time.Second, AnalysisSizes: []int{100_000}}
 }
 

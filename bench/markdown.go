@@ -39,8 +39,10 @@ func (r *Results) Markdown(w io.Writer) error {
 	fmt.Fprintf(&b, "- load average (1/5/15 min): %s at start, %s at end\n", e.LoadBefore, e.LoadAfter)
 	fmt.Fprintf(&b, "- emulated lab (veth + bridge, software timestamps); sender CPU %d, responder CPU %d for both tools (whole process under taskset); payload %d B; SCHED_OTHER\n",
 		c.SenderCPU, c.ResponderCPU, c.Size)
-	fmt.Fprintf(&b, "- %d interleaved rounds (rig, sockperf, rig, sockperf …) of %v per tool and mode; rig drops its first %v of each round, sockperf its own warm-up; percentiles are nearest-rank over the pooled raw samples\n",
+	fmt.Fprintf(&b, "- %d interleaved rounds (rig then sockperf in even rounds, sockperf then rig in odd ones, so a drift of the host favours neither) of %v per tool and mode; rig drops its first %v of each round, sockperf its own warm-up; percentiles are nearest-rank over the pooled raw samples\n",
 		c.Rounds, c.RoundTime, c.Warmup)
+	fmt.Fprintf(&b, "- start-up like sockperf's: its server runs alone while its client's warm-up stage sleeps (~2 s), so rig's responder runs alone %v before rig's sender starts; a busy responder spinning alone pushes the host's other wake-ups to the idle CPU, and there they stay while both CPUs are busy\n",
+		c.Lead)
 	if r.Elapsed > 0 {
 		fmt.Fprintf(&b, "- bench wall time: %v\n", r.Elapsed.Round(time.Second))
 	}
@@ -65,7 +67,7 @@ func (r *Results) Markdown(w io.Writer) error {
 			}
 		}
 		b.WriteString("\nratio = rig / sockperf over the pooled samples (≤ 1.00: rig is as fast or faster).\n")
-		b.WriteString("\n### Paired by round\n\nThe same figures compared round by round — rig's round against the sockperf round right after it — then the median of the per-round ratios (smallest–largest in brackets). Neighbouring rounds share the host's state; pooled percentiles let the loudest minutes decide. The goals use these.\n\n")
+		b.WriteString("\n### Paired by round\n\nThe same figures compared round by round — rig's round against the sockperf round next to it — then the median of the per-round ratios (smallest–largest in brackets). Neighbouring rounds share the host's state; pooled percentiles let the loudest minutes decide. The goals use these.\n\n")
 		b.WriteString("| mode | tool | rounds | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|\n")
 		for _, mode := range []string{"block", ModeBlockDefault, "busy"} {
 			sp := r.sockperfFor(mode)

@@ -311,3 +311,26 @@ func TestPaired(t *testing.T) {
 		t.Errorf("goals %+v: want block met on the paired 0.95 and the pooled 1.20 shown", g)
 	}
 }
+
+// TestAlternate: rig first in even rounds, sockperf first in odd ones, and
+// the first error stops the round.
+func TestAlternate(t *testing.T) {
+	var got []string
+	run := func(name string, err error) func() error {
+		return func() error { got = append(got, name); return err }
+	}
+	for k := 0; k < 4; k++ {
+		if err := alternate(k, run("rig", nil), run("sockperf", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"rig", "sockperf", "sockperf", "rig", "rig", "sockperf", "sockperf", "rig"}
+	if !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+	got = nil
+	boom := errors.New("boom")
+	if err := alternate(1, run("rig", nil), run("sockperf", boom)); err != boom || !slices.Equal(got, []string{"sockperf"}) {
+		t.Errorf("error in the first tool: err %v, ran %v; want boom and only sockperf", err, got)
+	}
+}

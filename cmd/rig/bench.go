@@ -28,6 +28,7 @@ func runBench(ctx context.Context, args []string) error {
 	rounds := fs.Int("rounds", 0, "interleaved rounds (default 8; smoke 1)")
 	roundTime := fs.Duration("round-time", 0, "per tool, mode and round at 1 request/ms, whole seconds (default 8s; smoke 2s)")
 	warmup := fs.Duration("warmup", 0, "leading part of each rig round left out (default 500ms)")
+	lead := fs.Duration("lead", 0, "rig's responder runs alone this long before its sender starts, as sockperf's server does during its client's warm-up (default 2s; negative: none)")
 	sndCPU := fs.Int("sender-cpu", 0, "CPU of both tools' sender side")
 	rspCPU := fs.Int("responder-cpu", 1, "CPU of both tools' responder side")
 	size := fs.Int("size", 64, "UDP payload bytes for both tools")
@@ -69,6 +70,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	setDur(&cfg.RoundTime, *roundTime)
 	setDur(&cfg.Warmup, *warmup)
+	setDur(&cfg.Lead, *lead)
 	setDur(&cfg.RateInterval, *rateInterval)
 	setDur(&cfg.RateTime, *rateTime)
 	if *sizes != "" {

@@ -3,6 +3,7 @@ package round
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"os"
 	"sync"
@@ -17,6 +18,74 @@ import (
 	"github.com/rig-project/rig/internal/testbin"
 )
 
+// agents returns a function that starts one rig agent per role in topo,
+// closed when the test ends.
+func agents(t *testing.T, topo *netlab.Topology, log *bytes.Buffer) func(netlab.Role) *agent.Client {
+	rig := testbin.Rig(t)
+	return func(r netlab.Role) *agent.Client {
+		c, err := agent.DialRig(context.Background(), string(r), topo.Exec(r), rig, nil, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+}
+
+// TestLead: the sender starts Lead after the responder is ready, and a
+// cancellation during the lead stops the responder and returns at once.
+func TestLead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	topo := netlabtest.New(t, netlab.Options{})
+	var log bytes.Buffer
+	ag := agents(t, topo, &log)
+	spec := Spec{
+		Dir:       t.TempDir(),
+		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
+		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
+		Group:     "239.7.7.8:9101", Reply: "unicast", Count: 50, Interval: time.Millisecond,
+		Timestamps: "software", Arm: "lead", ResponderCPU: -1, SenderCPU: -1, Lead: 800 * time.Millisecond,
+	}
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
+	}
+	started := func(r samples.Role) time.Time {
+		f, err := samples.ReadFile(res.Files[r])
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, err := time.Parse(time.RFC3339Nano, f.Header.StartedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	if gap := started(samples.RoleSender).Sub(started(samples.RoleResponder)); gap < spec.Lead {
+		t.Errorf("sender started %v after the responder, want ≥ lead %v", gap, spec.Lead)
+	}
+
+	spec.Dir, spec.Lead, spec.Round = t.TempDir(), time.Minute, 1
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	begin := time.Now()
+	res, err = Run(ctx, spec)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled during the lead: err = %v, want context.Canceled", err)
+	}
+	if d := time.Since(begin); d > 20*time.Second {
+		t.Errorf("Run returned %v after a cancel during a 1 min lead", d)
+	}
+	if _, ok := res.Files[samples.RoleSender]; ok {
+		t.Error("a sender file after a cancel during the lead: the sender was started")
+	}
+	if _, ok := res.Files[samples.RoleResponder]; !ok {
+		t.Error("no responder file after a cancel during the lead")
+	}
+}
+
 // TestInstrumentOnEmulatedTopology is issue 2's acceptance test: 3 000
 // requests at 1 ms through the emulated two-host topology (multicast
 // request, unicast reply), with a capture on the mirror port and foreign
@@ -26,18 +95,10 @@ func TestInstrumentOnEmulatedTopology(t *testing.T) {
 		t.Skip("integration test")
 	}
 	topo := netlabtest.New(t, netlab.Options{})
-	rig := testbin.Rig(t)
 	dir := t.TempDir()
 	const count = 3000
 	var log bytes.Buffer
-	ag := func(r netlab.Role) *agent.Client {
-		c, err := agent.DialRig(context.Background(), string(r), topo.Exec(r), rig, nil, &log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	ag := agents(t, topo, &log)
 	spec := Spec{
 		Dir:       dir,
 		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},

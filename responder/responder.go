@@ -228,9 +228,12 @@ func (r *Responder) step() error {
 		flags = 0 // blocking recvmsg, SO_RCVTIMEO (see loop)
 	}
 	n, from, st, err := r.conn.Recv(r.buf[:], flags)
-	user := time.Now().UnixNano()
+	var user int64
 	switch {
 	case err == nil:
+		// Read the clock only for a datagram: a busy loop's empty reads
+		// (most of its iterations) would pay for it too.
+		user = time.Now().UnixNano()
 	case errors.Is(err, tstamp.ErrWouldBlock), errors.Is(err, syscall.EINTR):
 		r.quiet() // nothing arrived for a while when this yields
 		return nil

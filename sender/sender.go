@@ -417,9 +417,10 @@ func (s *Sender) fileTx(ts tstamp.TxStamp) {
 func (s *Sender) drainReplies() error {
 	for {
 		n, _, st, err := s.conn.Recv(s.rxBuf[:], syscall.MSG_DONTWAIT)
-		user := time.Now().UnixNano()
+		var user int64
 		switch {
 		case err == nil:
+			user = time.Now().UnixNano() // only for a datagram, not an empty read
 		case errors.Is(err, tstamp.ErrWouldBlock):
 			return nil
 		case errors.Is(err, syscall.EINTR):

@@ -477,3 +477,34 @@ func TestListedClockWithoutStamps(t *testing.T) {
 		t.Fatalf("notes %q", rep.Notes)
 	}
 }
+
+// TestThreadsTable: the measuring threads' usage from the footers reaches
+// the report per round (rounds without it are left out) and tables.md.
+func TestThreadsTable(t *testing.T) {
+	with := joined(map[string]samples.Clock{}, samples.RoleSender, samples.RoleResponder)
+	with.Threads = map[samples.Role]samples.ThreadUsage{
+		samples.RoleSender:    {WallNS: 4e9, CPUNS: 1e9, Voluntary: 4000, Involuntary: 800},
+		samples.RoleResponder: {WallNS: 4e9, CPUNS: 3.96e9, Involuntary: 40},
+	}
+	without := joined(map[string]samples.Clock{}, samples.RoleSender, samples.RoleResponder)
+	rep := analyzeJoined(t, with, without)
+	a := rep.Arms[0]
+	if len(a.Threads) != 1 || a.Threads[0].Round != 0 || a.Threads[0].Sender == nil || a.Threads[0].Responder.Involuntary != 40 {
+		t.Fatalf("threads %+v: want round 0 only, both sides", a.Threads)
+	}
+	var md bytes.Buffer
+	if err := WriteTablesMD(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| a | 0 | 25.0 % | 200 | 1000 | 99.0 % | 10 | 0 |"; !strings.Contains(md.String(), want) {
+		t.Errorf("tables.md lacks %q:\n%s", want, md.String())
+	}
+	rep = analyzeJoined(t, without)
+	md.Reset()
+	if err := WriteTablesMD(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "Measuring threads") {
+		t.Error("a run without thread figures must not get an empty Measuring threads section")
+	}
+}

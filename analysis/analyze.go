@@ -93,6 +93,17 @@ type ArmReport struct {
 	Skipped string                   `json:"skipped,omitempty"`
 	Rounds  []int                    `json:"rounds"` // rounds analysed
 	Metrics map[string]*MetricReport `json:"metrics"`
+	// Threads are the measuring threads' CPU use per round, from the
+	// sample files' footers (rounds without them are left out).
+	Threads []RoundThreads `json:"threads,omitempty"`
+}
+
+// RoundThreads is one round's measuring threads: the sender's pacing
+// thread and the responder's loop (nil: the file did not carry it).
+type RoundThreads struct {
+	Round     int                  `json:"round"`
+	Sender    *samples.ThreadUsage `json:"sender,omitempty"`
+	Responder *samples.ThreadUsage `json:"responder,omitempty"`
 }
 
 // MetricReport is one metric of one arm.
@@ -105,6 +116,18 @@ type MetricReport struct {
 	// HistDropped counts values the HDR histogram (plots, hist.hlog) could
 	// not hold (negative or above 100 s); the tables are exact regardless.
 	HistDropped int64 `json:"hist_dropped,omitempty"`
+}
+
+// roundThreads picks the measuring threads' usage out of a joined round.
+func roundThreads(j *samples.Joined, k int) (RoundThreads, bool) {
+	rt := RoundThreads{Round: k}
+	if u, ok := j.Threads[samples.RoleSender]; ok {
+		rt.Sender = &u
+	}
+	if u, ok := j.Threads[samples.RoleResponder]; ok {
+		rt.Responder = &u
+	}
+	return rt, rt.Sender != nil || rt.Responder != nil
 }
 
 // Counts are the per-round request counts after warm-up.
@@ -321,6 +344,9 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: sample header says warm-up %d; using W=%d for the whole run", a.Name, rd.K, j.Header.Warmup, w))
 			}
 			ar.Rounds = append(ar.Rounds, rd.K)
+			if rt, ok := roundThreads(j, rd.K); ok {
+				ar.Threads = append(ar.Threads, rt)
+			}
 			for _, n := range analyzeRound(j, rd.K, w, accs, opt) {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q %s", a.Name, n))
 			}

@@ -22,6 +22,7 @@ func WriteReportMD(w io.Writer, r *Report, plots []Plot) error {
 	}
 	t := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
 	t.md(b)
+	writeThreadsMD(b, r)
 	if len(plots) > 0 {
 		b.WriteString("## Plots\n\n")
 		for _, p := range plots {
@@ -134,6 +135,9 @@ func WriteReportHTML(w io.Writer, r *Report, plots []Plot) error {
 		tables = append(tables, metricTable(r, m))
 	}
 	tables = append(tables, comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline", "arm"))
+	if t := threadsTable(r); len(t.Rows) > 0 {
+		tables = append(tables, t)
+	}
 	var hp []hplot
 	for _, p := range plots {
 		hp = append(hp, hplot{Title: p.Title, Caption: p.Caption,

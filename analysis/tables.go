@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rig-project/rig/internal/samples"
 )
 
 // FormatUS formats integer nanoseconds as microseconds with 2 decimals,
@@ -111,9 +113,42 @@ func WriteTablesMD(w io.Writer, r *Report) error {
 		writeMetricTable(b, r, m)
 	}
 	writeComparisonMD(b, "Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
+	writeThreadsMD(b, r)
 	writeProblemsMD(b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeThreadsMD lists, per arm and round, how much of the round the
+// measuring threads ran and how often they lost their CPU: an isolated
+// CPU shows (almost) no preemptions, a shared one shows who took it in the
+// telemetry section.
+func writeThreadsMD(b *strings.Builder, r *Report) {
+	t := threadsTable(r)
+	if len(t.Rows) > 0 {
+		t.md(b)
+	}
+}
+
+func threadsTable(r *Report) table {
+	t := table{Title: "Measuring threads",
+		Caption: "Source: getrusage(RUSAGE_THREAD) of the sender's pacing thread and the responder's loop over each round (the sample files' footers), warm-up included. " +
+			"*on CPU* = CPU time / wall time; *preempted* = involuntary context switches per second (another task took the CPU; on these Go threads also the runtime's hand-off after a forced preemption, about 200/s while one spins); " +
+			"*blocked* = voluntary ones per second (waits for a packet or a due time). An isolated CPU shows almost no preemptions; the telemetry section names who took a shared one.",
+		Head: []string{"arm", "round", "sender on CPU", "sender preempted /s", "sender blocked /s", "responder on CPU", "responder preempted /s", "responder blocked /s"}}
+	cells := func(u *samples.ThreadUsage) []string {
+		if u == nil {
+			return []string{"–", "–", "–"}
+		}
+		return []string{fmt.Sprintf("%.1f %%", 100*u.OnCPU()), fmt.Sprintf("%.0f", u.PerSecond(u.Involuntary)), fmt.Sprintf("%.0f", u.PerSecond(u.Voluntary))}
+	}
+	for _, a := range r.Arms {
+		for _, rt := range a.Threads {
+			row := append([]string{a.Name, strconv.Itoa(rt.Round)}, cells(rt.Sender)...)
+			t.Rows = append(t.Rows, append(row, cells(rt.Responder)...))
+		}
+	}
+	return t
 }
 
 func orDash(s string) string {

@@ -59,7 +59,7 @@ type Config struct {
 	RoundTime    time.Duration // per tool and round at 1 ms; whole seconds (default 8 s)
 	Warmup       time.Duration // leading part of each rig round left out (default 500 ms; sockperf drops its own ~400 ms)
 	SenderCPU    int           // default 0
-	ResponderCPU int           // default 1
+	ResponderCPU int           // default 1 (when both are 0)
 	Size         int           // UDP payload bytes for both tools (default 64)
 	// Lead: rig's responder runs alone this long before its sender starts
 	// (default DefaultLead; negative: no lead).
@@ -92,6 +92,11 @@ func (c *Config) defaults() error {
 	}
 	if c.Size == 0 {
 		c.Size = 64
+	}
+	if c.SenderCPU == 0 && c.ResponderCPU == 0 {
+		// Unset (0 is a CPU, so both 0 reads as "not given"): the two
+		// sides on one CPU would halve each busy loop's share of it.
+		c.ResponderCPU = 1
 	}
 	switch {
 	case c.Lead == 0:
@@ -149,6 +154,7 @@ type Results struct {
 	Config   Config
 	Env      Env
 	RTT      []RTTRow    // per responder mode: rig user, rig sw, sockperf
+	Threads  []ThreadRow // the measuring threads' CPU use, per mode, tool and side
 	Pacing   []PacingRow // rig lateness, cyclictest
 	Rate     *RateResult // nil when not run
 	Analysis []AnalysisRow
@@ -164,6 +170,28 @@ type RTTRow struct {
 	Rounds   int
 	PerRound []Summary // one per round, in order (empty rounds have N 0)
 	Lost     int       // rig: lost requests; sockperf: dropped messages
+}
+
+// ThreadRow is one tool's measuring thread on one side in one mode, its
+// CPU use summed over the rounds. For rig it is the sender's pacing thread
+// or the responder's loop over the round (the sample file's footer); for
+// sockperf the whole process over its whole life (wait4's rusage).
+type ThreadRow struct {
+	Mode, Tool, Side string // Side: "sender" or "responder"
+	Usage            samples.ThreadUsage
+	Rounds           int // rounds that gave figures
+}
+
+// add sums one round's figures (nil: that round gave none).
+func (t *ThreadRow) add(u *samples.ThreadUsage) {
+	if u == nil {
+		return
+	}
+	t.Usage.WallNS += u.WallNS
+	t.Usage.CPUNS += u.CPUNS
+	t.Usage.Voluntary += u.Voluntary
+	t.Usage.Involuntary += u.Involuntary
+	t.Rounds++
 }
 
 // PacingRow is one tool's lateness on the sender CPU.
@@ -364,6 +392,8 @@ func (b *runner) rtt(ctx context.Context) error {
 	type pool struct {
 		user, closed, sw, sp series
 		lostRig, lostSP      int
+		rigSnd, rigRsp       ThreadRow
+		spCli, spSrv         ThreadRow
 	}
 	// block and busy face sockperf; "block (rig default)" is rig's own
 	// low-CPU sender (sleep until 50 µs before due) and carries the pacing
@@ -386,9 +416,20 @@ func (b *runner) rtt(ctx context.Context) error {
 				if mode == ModeBlockDefault {
 					poll, spin = "block", DefaultSpin
 				}
-				f, err := b.rigRound(ctx, filepath.Join(cfg.Dir, "rtt", fmt.Sprintf("%s-spin-%dus", poll, spin.Microseconds()), "rig-"+strconv.Itoa(k)), poll, spin, k, time.Millisecond, count, warmup)
+				dir := filepath.Join(cfg.Dir, "rtt", fmt.Sprintf("%s-spin-%dus", poll, spin.Microseconds()), "rig-"+strconv.Itoa(k))
+				f, err := b.rigRound(ctx, dir, poll, spin, k, time.Millisecond, count, warmup)
 				if err != nil {
 					return err
+				}
+				if f.Footer != nil {
+					p.rigSnd.add(f.Footer.Thread)
+				}
+				rsp, err := samples.ReadFile(filepath.Join(dir, samples.FileName(samples.RoleResponder)))
+				if err != nil {
+					return fmt.Errorf("rig round (%s, round %d): %w", poll, k, err)
+				}
+				if rsp.Footer != nil {
+					p.rigRsp.add(rsp.Footer.Thread)
 				}
 				g := rigFigures(f)
 				p.user.add(g.user)
@@ -418,6 +459,8 @@ func (b *runner) rtt(ctx context.Context) error {
 				}
 				p.sp.add(sp.RTTs)
 				p.lostSP += sp.Dropped + sp.Unanswered
+				p.spCli.add(sp.ClientUsage)
+				p.spSrv.add(sp.ServerUsage)
 				return nil
 			}
 			if err := alternate(k, runRig, runSockperf); err != nil {
@@ -442,6 +485,15 @@ func (b *runner) rtt(ctx context.Context) error {
 		b.res.RTT = append(b.res.RTT, row("rig user", p.user, p.lostRig), row(ToolClosedLoop, p.closed, p.lostRig), row("rig sw", p.sw, p.lostRig))
 		if mode != ModeBlockDefault {
 			b.res.RTT = append(b.res.RTT, row("sockperf", p.sp, p.lostSP))
+		}
+		for _, t := range []struct {
+			row        *ThreadRow
+			tool, side string
+		}{{&p.rigSnd, "rig", "sender"}, {&p.rigRsp, "rig", "responder"}, {&p.spCli, "sockperf", "sender"}, {&p.spSrv, "sockperf", "responder"}} {
+			if t.row.Rounds > 0 {
+				t.row.Mode, t.row.Tool, t.row.Side = mode, t.tool, t.side
+				b.res.Threads = append(b.res.Threads, *t.row)
+			}
 		}
 	}
 	b.res.Pacing = []PacingRow{{Tool: PacingRigAll, Stats: summarize(late.all), PerRound: late.perRound},

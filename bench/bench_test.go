@@ -51,6 +51,20 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s %s: %+v: want samples and ordered percentiles", r.Mode, r.Tool, s)
 		}
 	}
+	// Measuring threads: rig's two sides in its three modes, sockperf's in
+	// two; a busy thread runs most of its round and never blocks for long.
+	if len(res.Threads) != 10 {
+		t.Errorf("%d thread rows, want 10 (rig sender + responder × 3 modes, sockperf × 2): %+v", len(res.Threads), res.Threads)
+	}
+	for _, th := range res.Threads {
+		u := th.Usage
+		if th.Rounds != 1 || u.WallNS <= 0 || u.CPUNS <= 0 || u.CPUNS > u.WallNS+int64(50*time.Millisecond) {
+			t.Errorf("%s %s %s: %+v: want one round with CPU time within its wall time", th.Mode, th.Tool, th.Side, th)
+		}
+		if th.Mode == "busy" && th.Tool == "rig" && u.OnCPU() < 0.5 {
+			t.Errorf("busy rig %s thread on CPU %.0f %% of its round (%+v), want most of it", th.Side, 100*u.OnCPU(), u)
+		}
+	}
 	all, wake, cyc := res.pacingRow(PacingRigAll), res.pacingRow(PacingRigWake), res.pacingRow(PacingCyclictest)
 	if all == nil || wake == nil || cyc == nil || all.Stats.N == 0 || wake.Stats.N == 0 || wake.Stats.N > all.Stats.N || cyc.Stats.N != 2000 {
 		t.Errorf("pacing %+v: want rig lateness of every request, of its wake-ups (a subset), and 2000 cyclictest loops", res.Pacing)
@@ -65,7 +79,7 @@ func TestSmoke(t *testing.T) {
 	if err := res.Markdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals"} {
+	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals", "### Measuring threads", "| busy | rig | responder | 1 |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, md.String())
 		}
@@ -86,6 +100,14 @@ func TestConfigErrors(t *testing.T) {
 		mod(&c)
 		if _, err := Run(context.Background(), c); err == nil {
 			t.Errorf("%s: no error", name)
+		}
+	}
+	// CPUs: both unset means sender 0, responder 1; given ones are kept.
+	for _, tc := range []struct{ snd, rsp, wantRsp int }{{0, 0, 1}, {0, 2, 2}, {3, 0, 0}} {
+		c := base
+		c.SenderCPU, c.ResponderCPU = tc.snd, tc.rsp
+		if err := c.defaults(); err != nil || c.SenderCPU != tc.snd || c.ResponderCPU != tc.wantRsp {
+			t.Errorf("CPUs %d/%d: defaults gave %d/%d (%v), want %d/%d", tc.snd, tc.rsp, c.SenderCPU, c.ResponderCPU, err, tc.snd, tc.wantRsp)
 		}
 	}
 }

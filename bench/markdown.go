@@ -82,6 +82,15 @@ func (r *Results) Markdown(w io.Writer) error {
 			}
 		}
 	}
+	if len(r.Threads) > 0 {
+		b.WriteString("\n### Measuring threads\n\nHow much of its rounds each tool's measuring thread ran and how often it lost the CPU (getrusage): for rig the sender's pacing thread and the responder's loop over each round, from the sample files; for sockperf wait4's figures for the whole process over its whole life (start-up and warm-up sleep included, so its share on CPU reads low). *preempted* = involuntary context switches: another task took the CPU (for rig also the Go runtime's own threads: a goroutine locked to its thread is handed back by another thread after each forced preemption); *blocked* = voluntary ones (waits).\n\n")
+		b.WriteString("| mode | tool | side | rounds | on CPU | preempted /s | blocked /s |\n|---|---|---|---:|---:|---:|---:|\n")
+		for _, t := range r.Threads {
+			u := t.Usage
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %.1f %% | %.0f | %.0f |\n", t.Mode, t.Tool, t.Side, t.Rounds,
+				100*u.OnCPU(), u.PerSecond(u.Involuntary), u.PerSecond(u.Voluntary))
+		}
+	}
 	if cycRow := r.pacingRow(PacingCyclictest); cycRow != nil {
 		cyc := cycRow.Stats
 		b.WriteString("\n## Pacing on the sender CPU (µs)\n\n")

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rig-project/rig/internal/samples"
 )
 
 // Sockperf is what one `sockperf ping-pong` run reported: its summary
@@ -38,6 +40,10 @@ type Sockperf struct {
 	// in send order. Rows without a receive time are counted in Unanswered.
 	RTTs       []int64
 	Unanswered int
+
+	// ClientUsage and ServerUsage are the two processes' CPU use over their
+	// whole life (the bench fills them in; nil when not known).
+	ClientUsage, ServerUsage *samples.ThreadUsage
 }
 
 // Rate is the measured message rate (received/s) of the valid part, or of

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/samples"
 )
 
 // sockperf runs `sockperf server` in the responder namespace and `sockperf
@@ -45,6 +46,7 @@ func (b *runner) sockperf(ctx context.Context, dir string, busy bool, mps string
 	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
 	srv.Stdout, srv.Stderr = pw, pw
+	srvStart := time.Now()
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("sockperf server: %w (install it: make deps)", err)
 	}
@@ -84,7 +86,7 @@ func (b *runner) sockperf(ctx context.Context, dir string, busy bool, mps string
 		stop()
 		return nil, ctx.Err()
 	}
-	out, cerr := runCapture(ctx, append(b.prefix(netlab.Sender, b.cfg.SenderCPU), cliArgs...), d+30*time.Second)
+	out, cliUsage, cerr := runCapture(ctx, append(b.prefix(netlab.Sender, b.cfg.SenderCPU), cliArgs...), d+30*time.Second)
 	stop()
 	if werr := os.WriteFile(filepath.Join(dir, "client.txt"), out, 0o644); werr != nil {
 		return nil, werr
@@ -100,6 +102,7 @@ func (b *runner) sockperf(ctx context.Context, dir string, busy bool, mps string
 	if err != nil {
 		return nil, fmt.Errorf("sockperf ping-pong output (%s): %w", dir, err)
 	}
+	s.ClientUsage, s.ServerUsage = cliUsage, processUsage(srv.ProcessState, time.Since(srvStart))
 	return s, nil
 }
 
@@ -113,7 +116,7 @@ func (b *runner) cyclictest(ctx context.Context, file string, count int) (*Cycli
 	}
 	argv := []string{"cyclictest", "-q", "--laptop", "-a", strconv.Itoa(b.cfg.SenderCPU), "-t", "1",
 		"-i", "1000", "-l", strconv.Itoa(count), "-h", "20000"}
-	out, err := runCapture(ctx, argv, time.Duration(count)*time.Millisecond+30*time.Second)
+	out, _, err := runCapture(ctx, argv, time.Duration(count)*time.Millisecond+30*time.Second)
 	if werr := os.WriteFile(file, out, 0o644); werr != nil {
 		return nil, werr
 	}
@@ -128,18 +131,35 @@ func (b *runner) cyclictest(ctx context.Context, file string, count int) (*Cycli
 }
 
 // runCapture runs argv with stdout and stderr combined, killing it after
-// timeout or on ctx cancellation.
-func runCapture(ctx context.Context, argv []string, timeout time.Duration) ([]byte, error) {
+// timeout or on ctx cancellation. It also returns the process's CPU use
+// over its life (nil when it did not run).
+func runCapture(ctx context.Context, argv []string, timeout time.Duration) ([]byte, *samples.ThreadUsage, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil && err != nil {
 		err = fmt.Errorf("%s: %w (%v)", argv[0], ctx.Err(), err)
 	}
-	return out, err
+	return out, processUsage(cmd.ProcessState, time.Since(start)), err
+}
+
+// processUsage is a finished process's CPU use (all its threads, over its
+// whole life, from wait4's rusage) in the form rig's sample files give for
+// their measuring thread; nil when there is none.
+func processUsage(st *os.ProcessState, wall time.Duration) *samples.ThreadUsage {
+	if st == nil {
+		return nil
+	}
+	ru, ok := st.SysUsage().(*syscall.Rusage)
+	if !ok || ru == nil {
+		return nil
+	}
+	return &samples.ThreadUsage{WallNS: wall.Nanoseconds(), CPUNS: ru.Utime.Nano() + ru.Stime.Nano(),
+		Voluntary: ru.Nvcsw, Involuntary: ru.Nivcsw}
 }
 
 func tail(b []byte, n int) string {

@@ -76,8 +76,9 @@ type Responder struct {
 	phc     *tstamp.PHCRecord
 	onTx    func(tstamp.TxStamp)
 	yield   cpusched.Yielder
-	last    *samples.Record // the last reply sent; nil: none, or out of range
-	rcvbuf  int             // SO_RCVBUF granted
+	thread  *samples.ThreadUsage // the loop thread over the round
+	last    *samples.Record      // the last reply sent; nil: none, or out of range
+	rcvbuf  int                  // SO_RCVBUF granted
 }
 
 // New opens the responder's socket: bound to the group's port, joined to
@@ -191,6 +192,7 @@ func (r *Responder) loop() error {
 		defer r.phc.Take()
 	}
 	r.started = time.Now()
+	meter := cpusched.StartMeter()
 	if r.cfg.Ready != nil {
 		r.cfg.Ready()
 	}
@@ -199,6 +201,7 @@ func (r *Responder) loop() error {
 			return err
 		}
 	}
+	r.thread = meter.Stop()
 	// Collect the TX stamps of the last replies.
 	deadline := time.Now().Add(r.cfg.TxWait)
 	hw := r.granted.HardwareTX()
@@ -330,6 +333,10 @@ func (r *Responder) fileTx(ts tstamp.TxStamp) { samples.ResponderTx.File(r.recs,
 // when Config.RunID was 0).
 func (r *Responder) RunID() uint64 { return r.runID }
 
+// Thread returns the loop thread's CPU use over the last Run (nil when the
+// kernel gave no figures).
+func (r *Responder) Thread() *samples.ThreadUsage { return r.thread }
+
 // Counters returns the counts of the last Run.
 func (r *Responder) Counters() samples.Counters { return r.cnt }
 
@@ -383,7 +390,7 @@ func Clocks(g tstamp.Granted, iface string, prefixes ...string) map[string]sampl
 
 // WriteFile writes the responder's sample file for one round.
 func (r *Responder) WriteFile(path string, arm, round int) error {
-	return samples.WriteFile(path, r.Header(arm, round), r.Records(), samples.Footer{
+	return samples.WriteFile(path, r.Header(arm, round), r.Records(), samples.Footer{Thread: r.thread,
 		Counters: r.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: r.stopped,
 	})
 }

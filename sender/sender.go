@@ -126,8 +126,9 @@ type Sender struct {
 	seenAny  bool
 	lastSeq  int64 // last request sent, −1 before the first
 	yield    cpusched.Yielder
-	rcvbuf   int          // SO_RCVBUF granted
-	sent     atomic.Int64 // for Progress
+	thread   *samples.ThreadUsage // the pacing thread over the round
+	rcvbuf   int                  // SO_RCVBUF granted
+	sent     atomic.Int64         // for Progress
 	received atomic.Int64
 	stopped  string
 	started  time.Time
@@ -230,6 +231,8 @@ func (s *Sender) run(ctx context.Context) error {
 	if err := s.setupPacer(); err != nil {
 		return err
 	}
+	meter := cpusched.StartMeter()
+	defer func() { s.thread = meter.Stop() }()
 	done := ctx.Done()
 send:
 	for k := 0; k < s.cfg.Count; k++ {
@@ -497,6 +500,10 @@ func (s *Sender) finish() {
 	s.cnt = c
 }
 
+// Thread returns the pacing thread's CPU use over the round (valid after
+// Run; nil when the kernel gave no figures).
+func (s *Sender) Thread() *samples.ThreadUsage { return s.thread }
+
 // Counters returns the round's counts (valid after Run).
 func (s *Sender) Counters() samples.Counters { return s.cnt }
 
@@ -534,7 +541,7 @@ func (s *Sender) Header() samples.Header {
 
 // WriteFile writes the sender's sample file.
 func (s *Sender) WriteFile(path string) error {
-	return samples.WriteFile(path, s.Header(), s.recs, samples.Footer{
+	return samples.WriteFile(path, s.Header(), s.recs, samples.Footer{Thread: s.thread,
 		Counters: s.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: s.stopped,
 	})
 }

@@ -117,6 +117,15 @@ func TestRunNoResponder(t *testing.T) {
 			if c.Sent != 50 || c.Lost != 50 || c.Received != 0 || c.TxStampsMissing != 0 {
 				t.Errorf("%s: counters %+v: want 50 sent, 50 lost, all TX stamps", mode, c)
 			}
+			// The pacing thread's usage: a blocking sender sleeps (voluntary
+			// switches), a busy one runs most of the round.
+			if u := s.Thread(); u == nil || u.WallNS <= 0 || u.CPUNS <= 0 {
+				t.Errorf("%s: thread usage %+v, want figures", mode, u)
+			} else if mode == responder.Block && u.Voluntary == 0 {
+				t.Errorf("block: thread usage %+v, want voluntary switches (it waits in ppoll)", u)
+			} else if mode == responder.Busy && u.CPUNS < u.WallNS/4 {
+				t.Errorf("busy: thread usage %+v, want it on CPU most of the round", u)
+			}
 			if got := s.Header().Settings["poll"]; got != mode.String() {
 				t.Errorf("header poll = %v, want %s", got, mode)
 			}

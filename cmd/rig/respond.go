@@ -60,6 +60,9 @@ func runRespond(ctx context.Context, args []string) error {
 	c := r.Counters()
 	logf("rig respond: answered %d, duplicated %d, foreign %d, malformed %d, send errors %d, TX stamps missing %d",
 		c.Sent, c.Duplicated, c.Foreign, c.Malformed, c.SendErrors, c.TxStampsMissing)
+	if u := r.Thread(); u != nil {
+		logf("rig respond: loop thread %s", u)
+	}
 	if pf.out != "" {
 		if err := r.WriteFile(pf.out, pf.armIndex, pf.round); err != nil {
 			return err

@@ -93,6 +93,9 @@ func runSend(ctx context.Context, args []string) error {
 		}
 	}
 	if !*quiet {
+		if u := s.Thread(); u != nil {
+			logf("rig send: pacing thread %s", u)
+		}
 		j, err := samples.Join(&samples.File{Header: s.Header(), Records: s.Records()})
 		if err == nil {
 			j.Counters[samples.RoleSender] = s.Counters()

@@ -57,6 +57,9 @@ func TestLead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if f.Footer == nil || f.Footer.Thread == nil || f.Footer.Thread.WallNS <= 0 {
+			t.Errorf("%s file: no measuring-thread usage in the footer: %+v", r, f.Footer)
+		}
 		at, err := time.Parse(time.RFC3339Nano, f.Header.StartedAt)
 		if err != nil {
 			t.Fatal(err)

@@ -16,13 +16,14 @@ func FileName(r Role) string { return string(r) + ".samples" }
 
 // Joined is one round's records from every role, joined by sequence.
 type Joined struct {
-	Header   Header            // of the sender file (else the first file)
-	Clocks   map[string]Clock  // per stamp column, from the file that took it
-	Present  [NumStamps]bool   // columns some file carries
-	Records  []Record          // sorted by Seq
-	Counters map[Role]Counters // per role, from the footers
-	Roles    []Role            // roles joined
-	Problems []string          // per-file problems (truncation) that did not stop the join
+	Header   Header               // of the sender file (else the first file)
+	Clocks   map[string]Clock     // per stamp column, from the file that took it
+	Present  [NumStamps]bool      // columns some file carries
+	Records  []Record             // sorted by Seq
+	Counters map[Role]Counters    // per role, from the footers
+	Threads  map[Role]ThreadUsage // per role, the measuring thread's CPU use (footers that carry it)
+	Roles    []Role               // roles joined
+	Problems []string             // per-file problems (truncation) that did not stop the join
 }
 
 // Join merges the files of one round by sequence number. The files must
@@ -31,7 +32,7 @@ func Join(files ...*File) (*Joined, error) {
 	if len(files) == 0 {
 		return nil, errors.New("samples: nothing to join")
 	}
-	j := &Joined{Clocks: map[string]Clock{}, Counters: map[Role]Counters{}}
+	j := &Joined{Clocks: map[string]Clock{}, Counters: map[Role]Counters{}, Threads: map[Role]ThreadUsage{}}
 	j.Header = files[0].Header
 	for _, f := range files {
 		if f.Header.Role == RoleSender {
@@ -51,6 +52,9 @@ func Join(files ...*File) (*Joined, error) {
 		j.Roles = append(j.Roles, h.Role)
 		if f.Footer != nil {
 			j.Counters[h.Role] = f.Footer.Counters
+			if f.Footer.Thread != nil {
+				j.Threads[h.Role] = *f.Footer.Thread
+			}
 		}
 		for _, c := range f.Stamps() {
 			j.Present[c] = true

@@ -30,12 +30,22 @@ func senderFile(n int) (Header, []Record) {
 func TestRoundTrip(t *testing.T) {
 	h, recs := senderFile(10)
 	var buf bytes.Buffer
-	if err := Write(&buf, h, recs, Footer{Counters: Counters{Sent: 10, Lost: 1}}); err != nil {
+	thread := &ThreadUsage{WallNS: 2e9, CPUNS: 1.5e9, Voluntary: 10, Involuntary: 400}
+	if err := Write(&buf, h, recs, Footer{Counters: Counters{Sent: 10, Lost: 1}, Thread: thread}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := Read(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if f.Footer.Thread == nil || *f.Footer.Thread != *thread {
+		t.Errorf("footer thread usage %+v, want %+v", f.Footer.Thread, thread)
+	}
+	if got, want := f.Footer.Thread.String(), "on CPU 75.0 %, preempted 200/s, blocked 5/s over 2.0 s (getrusage RUSAGE_THREAD)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if (ThreadUsage{}).OnCPU() != 0 || (ThreadUsage{}).PerSecond(5) != 0 {
+		t.Error("a usage without a span must give 0, not divide by zero")
 	}
 	if f.Header.FormatVersion != FormatVersion || f.Header.Role != RoleSender || len(f.Header.Columns) != 7 {
 		t.Fatalf("header %+v", f.Header)

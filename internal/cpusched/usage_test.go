@@ -1,0 +1,40 @@
+package cpusched
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestMeter: a thread that spins shows CPU time close to its wall time, one
+// that sleeps shows voluntary switches and little CPU; the meter does not
+// allocate beyond its result.
+func TestMeter(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	m := StartMeter()
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	}
+	spin := m.Stop()
+	if spin == nil {
+		t.Fatal("no figures for a spinning thread")
+	}
+	// The VM may take the CPU for a while; half the span is a safe floor.
+	if spin.WallNS < int64(50*time.Millisecond) || spin.CPUNS < spin.WallNS/2 || spin.CPUNS > spin.WallNS+int64(5*time.Millisecond) {
+		t.Errorf("spinning 50 ms: %+v, want CPU time near the wall time", spin)
+	}
+	m = StartMeter()
+	for i := 0; i < 10; i++ {
+		time.Sleep(2 * time.Millisecond)
+	}
+	sleep := m.Stop()
+	if sleep == nil || sleep.Voluntary < 10 || sleep.CPUNS > sleep.WallNS/2 {
+		t.Errorf("sleeping 10 × 2 ms: %+v, want ≥ 10 voluntary switches and little CPU", sleep)
+	}
+	if got := sleep.OnCPU(); got < 0 || got > 0.5 {
+		t.Errorf("OnCPU %.2f for a sleeping thread", got)
+	}
+	if a := testing.AllocsPerRun(100, func() { _, _ = ThreadUsage() }); a != 0 {
+		t.Errorf("ThreadUsage allocates %.0f times", a)
+	}
+}

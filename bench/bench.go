@@ -366,7 +366,7 @@ func (b *runner) rigRound(ctx context.Context, dir, poll string, spin time.Durat
 // other wake-ups to the idle client CPU, and there they stay once both
 // CPUs are busy; rig's responder gets the same lead so both tools start
 // from the same placement (without it, rig's busy p99.9 was 5–16× sockperf's,
-// with the VM's background threads on rig's responder CPU in every round).
+// with the VM's background threads on rig's responder CPU in the traced rounds).
 const DefaultLead = 2 * time.Second
 
 // DefaultSpin is rig send's default spin window: the rig-default block

@@ -34,7 +34,7 @@ func TestMeter(t *testing.T) {
 	if got := sleep.OnCPU(); got < 0 || got > 0.5 {
 		t.Errorf("OnCPU %.2f for a sleeping thread", got)
 	}
-	if a := testing.AllocsPerRun(100, func() { _, _ = ThreadUsage() }); a != 0 {
-		t.Errorf("ThreadUsage allocates %.0f times", a)
+	if a := testing.AllocsPerRun(100, func() { _, _ = threadUsage() }); a != 0 {
+		t.Errorf("threadUsage allocates %.0f times", a)
 	}
 }

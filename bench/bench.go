@@ -205,6 +205,12 @@ type PacingRow struct {
 // ping-pong would have sent (see rigFigures); the RTT goals use it.
 const ToolClosedLoop = "rig user, closed loop"
 
+// ToolNoStamps is ToolClosedLoop from rounds run with `--timestamps off`:
+// no kernel stamps on either end, like sockperf. Against ToolClosedLoop it
+// shows what the kernel's stamping adds to the round trip; against
+// sockperf, what is left of a gap once it is out of the path.
+const ToolNoStamps = "rig user, closed loop, no kernel stamps"
+
 // The pacing rows: rig's lateness of every request, of its wake-ups alone
 // (cyclictest's rule: missed periods are skipped, see rigFigures), and
 // cyclictest's wake-up latency.
@@ -337,13 +343,13 @@ func (b *runner) prefix(r netlab.Role, cpu int) []string {
 }
 
 // rigRound runs one rig round and returns its sender file.
-func (b *runner) rigRound(ctx context.Context, dir, poll string, spin time.Duration, k int, interval time.Duration, count, warmup int) (*samples.File, error) {
+func (b *runner) rigRound(ctx context.Context, dir, poll, timestamps string, spin time.Duration, k int, interval time.Duration, count, warmup int) (*samples.File, error) {
 	spec := round.Spec{
 		Dir:       dir,
 		Sender:    round.Host{Agent: b.snd, Iface: b.topo.Sender.Interface},
 		Responder: round.Host{Agent: b.rsp, Iface: b.topo.Responder.Interface},
 		Group:     rigGroup, Reply: "unicast", Count: count, Interval: interval, Size: b.cfg.Size,
-		Warmup: warmup, Timestamps: "software", Arm: poll, Round: k,
+		Warmup: warmup, Timestamps: timestamps, Arm: poll, Round: k,
 		ResponderCPU: b.cfg.ResponderCPU, Poll: poll, Sched: "other", SenderCPU: b.cfg.SenderCPU,
 		SenderPoll: senderPoll(poll),
 		Spin:       spin,
@@ -391,7 +397,9 @@ func (b *runner) rtt(ctx context.Context) error {
 	warmup := int(cfg.Warmup / time.Millisecond)
 	type pool struct {
 		user, closed, sw, sp series
+		off                  series // closed-loop user RTT, kernel stamps off
 		lostRig, lostSP      int
+		lostOff              int
 		rigSnd, rigRsp       ThreadRow
 		spCli, spSrv         ThreadRow
 	}
@@ -406,18 +414,32 @@ func (b *runner) rtt(ctx context.Context) error {
 	for k := 0; k < cfg.Rounds; k++ {
 		for _, mode := range modes {
 			p := pools[mode]
+			// sockperf's blocking ping-pong client busy-waits between sends
+			// (measured: 2.1 s of CPU in a 3 s run at --mps=1000) and blocks
+			// only for the reply: rig's sender has that shape when its spin
+			// window covers the interval.
+			poll, spin := mode, time.Millisecond
+			if mode == ModeBlockDefault {
+				poll, spin = "block", DefaultSpin
+			}
+			modeDir := filepath.Join(cfg.Dir, "rtt", fmt.Sprintf("%s-spin-%dus", poll, spin.Microseconds()))
+			// rig without kernel stamps: what is left of a gap to sockperf
+			// (which takes none) once the kernel's stamping is out of the path.
+			runRigOff := func() error {
+				fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: rig, timestamps off\n", k+1, cfg.Rounds, mode)
+				f, err := b.rigRound(ctx, filepath.Join(modeDir, "rig-off-"+strconv.Itoa(k)), poll, "off", spin, k, time.Millisecond, count, warmup)
+				if err != nil {
+					return err
+				}
+				g := rigFigures(f)
+				p.off.add(g.closed)
+				p.lostOff += g.lost
+				return nil
+			}
 			runRig := func() error {
 				fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: rig\n", k+1, cfg.Rounds, mode)
-				// sockperf's blocking ping-pong client busy-waits between sends
-				// (measured: 2.1 s of CPU in a 3 s run at --mps=1000) and blocks
-				// only for the reply: rig's sender has that shape when its spin
-				// window covers the interval.
-				poll, spin := mode, time.Millisecond
-				if mode == ModeBlockDefault {
-					poll, spin = "block", DefaultSpin
-				}
-				dir := filepath.Join(cfg.Dir, "rtt", fmt.Sprintf("%s-spin-%dus", poll, spin.Microseconds()), "rig-"+strconv.Itoa(k))
-				f, err := b.rigRound(ctx, dir, poll, spin, k, time.Millisecond, count, warmup)
+				dir := filepath.Join(modeDir, "rig-"+strconv.Itoa(k))
+				f, err := b.rigRound(ctx, dir, poll, "software", spin, k, time.Millisecond, count, warmup)
 				if err != nil {
 					return err
 				}
@@ -463,7 +485,7 @@ func (b *runner) rtt(ctx context.Context) error {
 				p.spSrv.add(sp.ServerUsage)
 				return nil
 			}
-			if err := alternate(k, runRig, runSockperf); err != nil {
+			if err := rotate(k, runRig, runRigOff, runSockperf); err != nil {
 				return err
 			}
 			if mode == "busy" {
@@ -484,7 +506,7 @@ func (b *runner) rtt(ctx context.Context) error {
 		}
 		b.res.RTT = append(b.res.RTT, row("rig user", p.user, p.lostRig), row(ToolClosedLoop, p.closed, p.lostRig), row("rig sw", p.sw, p.lostRig))
 		if mode != ModeBlockDefault {
-			b.res.RTT = append(b.res.RTT, row("sockperf", p.sp, p.lostSP))
+			b.res.RTT = append(b.res.RTT, row(ToolNoStamps, p.off, p.lostOff), row("sockperf", p.sp, p.lostSP))
 		}
 		for _, t := range []struct {
 			row        *ThreadRow
@@ -501,18 +523,17 @@ func (b *runner) rtt(ctx context.Context) error {
 	return nil
 }
 
-// alternate runs round k of both tools: rig first in even rounds, sockperf
-// first in odd ones, so a drift of the host's speed favours neither (this
-// VM's per-hop costs move by 2× within minutes). It stops at the first error.
-func alternate(k int, rig, sockperf func() error) error {
-	first, second := rig, sockperf
-	if k%2 == 1 {
-		first, second = sockperf, rig
+// rotate runs round k of every tool, starting with tool k mod n and going
+// round: each tool goes first equally often, so a drift of the host's speed
+// (this VM's per-hop costs move by 2× within minutes) favours none. It
+// stops at the first error.
+func rotate(k int, runs ...func() error) error {
+	for i := range runs {
+		if err := runs[(k+i)%len(runs)](); err != nil {
+			return err
+		}
 	}
-	if err := first(); err != nil {
-		return err
-	}
-	return second()
+	return nil
 }
 
 // series is one figure pooled over the rounds, and summarized per round.

@@ -39,8 +39,8 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, log.String())
 	}
-	if len(res.RTT) != 11 {
-		t.Fatalf("%d RTT rows, want 11 (block and busy × rig user, closed loop, rig sw, sockperf; rig default × rig user, closed loop, rig sw)", len(res.RTT))
+	if len(res.RTT) != 13 {
+		t.Fatalf("%d RTT rows, want 13 (block and busy × rig user, closed loop, closed loop without kernel stamps, rig sw, sockperf; rig default × rig user, closed loop, rig sw)", len(res.RTT))
 	}
 	for _, r := range res.RTT {
 		if r.Tool == "rig sw" {
@@ -79,7 +79,7 @@ func TestSmoke(t *testing.T) {
 	if err := res.Markdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals", "### Measuring threads", "| busy | rig | responder | 1 |"} {
+	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals", "### Measuring threads", "| busy | rig | responder | 1 |", "| busy | rig user, closed loop, no kernel stamps |", "### What the kernel's stamps cost", "without kernel stamps"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, md.String())
 		}

@@ -310,27 +310,38 @@ func TestPaired(t *testing.T) {
 	if len(g) != 1 || !g[0].Met || !strings.Contains(g[0].Measured, "pooled 1.20") {
 		t.Errorf("goals %+v: want block met on the paired 0.95 and the pooled 1.20 shown", g)
 	}
+	// Rounds without kernel stamps are shown beside the goal and in the
+	// stamp-cost table; the verdict stays with the stamped rounds.
+	res.RTT = append(res.RTT, row(ToolNoStamps, s(90, 90, 90, 90), 90))
+	if g := res.Goals(); len(g) != 1 || !g[0].Met || !strings.Contains(g[0].Measured, "without kernel stamps 0.90, 0.90") {
+		t.Errorf("goals %+v: want the unstamped 0.90 shown", g)
+	}
+	var md strings.Builder
+	res.stampCost(&md)
+	if !strings.Contains(md.String(), "| block | 4 | 0.12 | 0.09 | 1.06 (1.06–1.06) |") {
+		t.Errorf("stamp cost table:\n%s", md.String())
+	}
 }
 
-// TestAlternate: rig first in even rounds, sockperf first in odd ones, and
-// the first error stops the round.
-func TestAlternate(t *testing.T) {
+// TestRotate: each tool goes first in turn, round by round, and the first
+// error stops the round.
+func TestRotate(t *testing.T) {
 	var got []string
 	run := func(name string, err error) func() error {
 		return func() error { got = append(got, name); return err }
 	}
-	for k := 0; k < 4; k++ {
-		if err := alternate(k, run("rig", nil), run("sockperf", nil)); err != nil {
+	for k := 0; k < 3; k++ {
+		if err := rotate(k, run("rig", nil), run("off", nil), run("sockperf", nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := []string{"rig", "sockperf", "sockperf", "rig", "rig", "sockperf", "sockperf", "rig"}
+	want := []string{"rig", "off", "sockperf", "off", "sockperf", "rig", "sockperf", "rig", "off"}
 	if !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
 	}
 	got = nil
 	boom := errors.New("boom")
-	if err := alternate(1, run("rig", nil), run("sockperf", boom)); err != boom || !slices.Equal(got, []string{"sockperf"}) {
+	if err := rotate(1, run("rig", nil), run("sockperf", boom)); err != boom || !slices.Equal(got, []string{"sockperf"}) {
 		t.Errorf("error in the first tool: err %v, ran %v; want boom and only sockperf", err, got)
 	}
 }

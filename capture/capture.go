@@ -89,6 +89,9 @@ func New(cfg Config) (*Capture, error) {
 	if len(cfg.Ports) == 0 {
 		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
 	}
+	if cfg.Timestamps == tstamp.Off {
+		return nil, errors.New("capture: timestamps off: a capture records nothing but stamps (use hardware, software or auto)")
+	}
 	ifi, err := net.InterfaceByName(cfg.Iface)
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)

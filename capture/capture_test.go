@@ -2,6 +2,7 @@ package capture
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/rig-project/rig/internal/samples"
@@ -104,4 +105,16 @@ func FuzzUDPPayload(f *testing.F) {
 		c := newTestCapture(4)
 		c.onFrame(fr, tstamp.Stamps{SW: 1})
 	})
+}
+
+// TestNewRefusesTimestampsOff: a capture is nothing but its stamps.
+func TestNewRefusesTimestampsOff(t *testing.T) {
+	c, err := New(Config{Iface: "lo", Ports: []uint16{9000}, Timestamps: tstamp.Off})
+	if err == nil {
+		c.Close()
+		t.Fatal("capture with timestamps off accepted")
+	}
+	if !strings.Contains(err.Error(), "timestamps off") {
+		t.Fatalf("error %q does not say why", err)
+	}
 }

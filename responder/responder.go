@@ -79,6 +79,7 @@ type Responder struct {
 	thread  *samples.ThreadUsage // the loop thread over the round
 	last    *samples.Record      // the last reply sent; nil: none, or out of range
 	rcvbuf  int                  // SO_RCVBUF granted
+	txWant  samples.TxWant       // the TX stamps a reply gets back (none: timestamps off)
 }
 
 // New opens the responder's socket: bound to the group's port, joined to
@@ -114,6 +115,7 @@ func New(cfg Config) (*Responder, error) {
 	if r.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
 		return fail(err)
 	}
+	r.txWant = samples.TxWanted(r.granted.Software(), r.granted.HardwareTX())
 	if err := conn.JoinGroup(cfg.Group.Addr(), ifi.Index); err != nil {
 		return fail(err)
 	}
@@ -204,12 +206,11 @@ func (r *Responder) loop() error {
 	r.thread = meter.Stop()
 	// Collect the TX stamps of the last replies.
 	deadline := time.Now().Add(r.cfg.TxWait)
-	hw := r.granted.HardwareTX()
-	for samples.ResponderTx.Awaiting(r.recs, hw) > 0 && time.Now().Before(deadline) {
+	for samples.ResponderTx.Awaiting(r.recs, r.txWant) > 0 && time.Now().Before(deadline) {
 		r.drainErrqueue()
 		time.Sleep(time.Millisecond)
 	}
-	r.cnt.TxStampsMissing = samples.ResponderTx.Awaiting(r.recs, hw)
+	r.cnt.TxStampsMissing = samples.ResponderTx.Awaiting(r.recs, r.txWant)
 	return nil
 }
 
@@ -223,7 +224,7 @@ func (r *Responder) step() error {
 	// A busy loop reads the error queue only while the last reply's stamp
 	// is missing: one recvmsg per spin, not two (older stamps still
 	// arriving are read with the next).
-	if r.cfg.Poll != Busy || r.txAwaited() {
+	if r.txWant != 0 && (r.cfg.Poll != Busy || r.txAwaited()) {
 		r.drainErrqueue()
 	}
 	flags := syscall.MSG_DONTWAIT
@@ -310,10 +311,13 @@ func (r *Responder) countBad(err error) {
 // Past Capacity nothing is recorded to tell: the queue is read every time,
 // or unread stamps would fill the receive buffer the requests share.
 func (r *Responder) txAwaited() bool {
+	if r.txWant == 0 {
+		return false
+	}
 	if r.last == nil {
 		return r.cnt.Sent > 0
 	}
-	return samples.ResponderTx.Awaits(r.last, r.granted.HardwareTX())
+	return samples.ResponderTx.Awaits(r.last, r.txWant)
 }
 
 // drainErrqueue files every queued TX stamp under its sequence.
@@ -379,7 +383,9 @@ func (r *Responder) Header(arm, round int) samples.Header {
 func Clocks(g tstamp.Granted, iface string, prefixes ...string) map[string]samples.Clock {
 	m := map[string]samples.Clock{}
 	for _, p := range prefixes {
-		m[p+"_sw"] = samples.Clock{Source: "sw", Clock: "CLOCK_REALTIME", Iface: iface}
+		if g.Software() {
+			m[p+"_sw"] = samples.Clock{Source: "sw", Clock: "CLOCK_REALTIME", Iface: iface}
+		}
 		m[p+"_user"] = samples.Clock{Source: "user", Clock: "CLOCK_REALTIME"}
 		if g.HardwareRX() || g.HardwareTX() {
 			m[p+"_hw"] = samples.Clock{Source: "hw", Clock: "phc", Iface: iface, PHCIndex: g.Caps.PHCIndex}

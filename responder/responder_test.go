@@ -43,7 +43,7 @@ func TestStepAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	tstamptest.WaitSoftwareRX(t) // CI once sent all 200 before the kernel's switch flipped
+	tstamptest.HoldSoftwareRX(t) // CI once sent all 200 before the kernel's switch flipped
 	const n = 200
 	err = topo.Do(netlab.Sender, func() error {
 		c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(group))

@@ -134,6 +134,7 @@ type Sender struct {
 	started  time.Time
 	phc      *tstamp.PHCRecord
 	onTx     func(tstamp.TxStamp)
+	txWant   samples.TxWant // the TX stamps a request gets back (none: timestamps off)
 }
 
 // New opens the sender socket on Iface with timestamps per Config.
@@ -161,6 +162,7 @@ func New(cfg Config) (*Sender, error) {
 	if s.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
 		return fail(err)
 	}
+	s.txWant = samples.TxWanted(s.granted.Software(), s.granted.HardwareTX())
 	if err := conn.SetMulticastInterface(ifi.Index); err != nil {
 		return fail(err)
 	}
@@ -329,7 +331,7 @@ func (s *Sender) awaitingReply() bool {
 // recvmsg, not two (older stamps still arriving are read with the next).
 func (s *Sender) txAwaited() bool {
 	k := s.lastSeq
-	return k >= 0 && samples.SenderTx.Awaits(&s.recs[k], s.granted.HardwareTX())
+	return k >= 0 && samples.SenderTx.Awaits(&s.recs[k], s.txWant)
 }
 
 // serve reads what the socket holds: Busy without blocking, Block after
@@ -400,7 +402,7 @@ func (s *Sender) receiveDone() bool {
 	now := time.Now().UnixNano()
 	allReplies := s.received.Load() >= s.sent.Load()
 	repliesDone := allReplies || now-last > int64(s.cfg.ReplyTimeout)
-	txDone := samples.SenderTx.Awaiting(s.recs, s.granted.HardwareTX()) == 0 || now-last > int64(s.cfg.TxWait)
+	txDone := samples.SenderTx.Awaiting(s.recs, s.txWant) == 0 || now-last > int64(s.cfg.TxWait)
 	return repliesDone && txDone
 }
 
@@ -492,7 +494,7 @@ func (s *Sender) finish() {
 		if r.T[samples.RxUser] != 0 && r.Flags&samples.FlagLate == 0 {
 			c.Received++
 		}
-		if samples.SenderTx.Awaits(r, s.granted.HardwareTX()) {
+		if samples.SenderTx.Awaits(r, s.txWant) {
 			c.TxStampsMissing++
 		}
 	}

@@ -22,7 +22,7 @@ type probeFlags struct {
 func (p *probeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.iface, "iface", "", "network interface (required), e.g. ens5 or the lab's veth")
 	fs.StringVar(&p.group, "group", "239.1.1.1:9000", "request multicast group:port")
-	fs.StringVar(&p.timestamps, "timestamps", "auto", "hardware | software | auto: NIC stamps, kernel stamps, or the best granted")
+	fs.StringVar(&p.timestamps, "timestamps", "auto", "hardware | software | auto | off: NIC stamps, kernel stamps, the best granted, or none (user-space clock only, to measure what the kernel's stamping adds; not for capture)")
 	fs.StringVar(&p.out, "out", "", "write the per-request sample file here")
 	fs.StringVar(&p.runID, "run-id", "", "16 hex digits; accept/emit only this run (default: random for send, first seen otherwise)")
 	fs.StringVar(&p.arm, "arm", "", "arm name recorded in the sample file")

@@ -16,6 +16,7 @@ import (
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/testbin"
+	"github.com/rig-project/rig/internal/tstamp/tstamptest"
 )
 
 // agents returns a function that starts one rig agent per role in topo,
@@ -89,6 +90,63 @@ func TestLead(t *testing.T) {
 	}
 }
 
+// TestTimestampsOff runs a round through the agents with --timestamps off:
+// every request is answered and carries its user stamps, no record holds a
+// kernel stamp although the host's RX stamping is on, nothing is counted
+// as a missing TX stamp, and the files say which clocks they hold.
+func TestTimestampsOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	topo := netlabtest.New(t, netlab.Options{})
+	tstamptest.HoldSoftwareRX(t) // a socket that asked would get stamps
+	var log bytes.Buffer
+	ag := agents(t, topo, &log)
+	const count = 300
+	spec := Spec{
+		Dir:       t.TempDir(),
+		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
+		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
+		Group:     "239.7.7.9:9102", Reply: "unicast", Count: count, Interval: time.Millisecond,
+		Timestamps: "off", Arm: "off", ResponderCPU: -1, SenderCPU: -1, Poll: "busy", SenderPoll: "busy",
+	}
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
+	}
+	j, err := samples.JoinDir(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for role, c := range j.Counters {
+		if c.TxStampsMissing != 0 {
+			t.Errorf("%s counted %d missing TX stamps with timestamps off", role, c.TxStampsMissing)
+		}
+	}
+	if snd := j.Counters[samples.RoleSender]; snd.Sent != count || snd.Received != count {
+		t.Fatalf("sender counters %+v: want %d sent and answered", snd, count)
+	}
+	for i := range j.Records {
+		r := &j.Records[i]
+		for _, s := range []samples.Stamp{samples.TxSW, samples.RxSW, samples.ReqRxSW, samples.RepTxSW} {
+			if r.T[s] != 0 {
+				t.Fatalf("seq %d: %s = %d with timestamps off", r.Seq, s, r.T[s])
+			}
+		}
+		if r.T[samples.TxUser] == 0 || r.T[samples.RxUser] == 0 || r.T[samples.ReqRxUser] == 0 || r.T[samples.RepTxUser] == 0 {
+			t.Fatalf("seq %d: user stamps missing: %+v", r.Seq, r.T)
+		}
+	}
+	for _, k := range []string{"tx_sw", "rx_sw", "req_rx_sw", "rep_tx_sw"} {
+		if ck, ok := j.Clocks[k]; ok {
+			t.Errorf("clock %s = %+v described with timestamps off", k, ck)
+		}
+	}
+	if ck := j.Clocks["rx_user"]; ck.Source != "user" {
+		t.Errorf("clock of rx_user = %+v", ck)
+	}
+}
+
 // TestInstrumentOnEmulatedTopology is issue 2's acceptance test: 3 000
 // requests at 1 ms through the emulated two-host topology (multicast
 // request, unicast reply), with a capture on the mirror port and foreign
@@ -98,6 +156,7 @@ func TestInstrumentOnEmulatedTopology(t *testing.T) {
 		t.Skip("integration test")
 	}
 	topo := netlabtest.New(t, netlab.Options{})
+	tstamptest.HoldSoftwareRX(t) // every record below must carry its RX stamps
 	dir := t.TempDir()
 	const count = 3000
 	var log bytes.Buffer

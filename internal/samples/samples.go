@@ -244,20 +244,40 @@ func (c TxColumns) File(recs []Record, key uint32, sw, hw int64) bool {
 	return true
 }
 
-// Awaits reports whether r was sent and still lacks a TX stamp it should
-// get: the software one always, the hardware one when hw was granted.
-func (c TxColumns) Awaits(r *Record, hw bool) bool {
+// TxWant is the set of TX stamps a sent datagram should get back.
+type TxWant uint8
+
+const (
+	WantSW TxWant = 1 << iota // kernel software stamp
+	WantHW                    // NIC hardware stamp
+)
+
+// TxWanted is the TxWant of a socket granted software and/or hardware TX
+// stamps (neither: timestamps off, nothing to wait for).
+func TxWanted(sw, hw bool) TxWant {
+	var w TxWant
+	if sw {
+		w |= WantSW
+	}
+	if hw {
+		w |= WantHW
+	}
+	return w
+}
+
+// Awaits reports whether r was sent and still lacks a TX stamp it wants.
+func (c TxColumns) Awaits(r *Record, want TxWant) bool {
 	if r.T[c.User] == 0 {
 		return false
 	}
-	return r.T[c.SW] == 0 || (hw && r.T[c.HW] == 0)
+	return (want&WantSW != 0 && r.T[c.SW] == 0) || (want&WantHW != 0 && r.T[c.HW] == 0)
 }
 
 // Awaiting counts the records of recs that await a TX stamp.
-func (c TxColumns) Awaiting(recs []Record, hw bool) uint64 {
+func (c TxColumns) Awaiting(recs []Record, want TxWant) uint64 {
 	var n uint64
 	for i := range recs {
-		if c.Awaits(&recs[i], hw) {
+		if c.Awaits(&recs[i], want) {
 			n++
 		}
 	}

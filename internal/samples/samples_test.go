@@ -174,10 +174,10 @@ func TestTxColumns(t *testing.T) {
 	recs[1].T[RepTxSW] = 21
 	// recs[2]: never sent: awaits nothing
 	c := ResponderTx
-	if n := c.Awaiting(recs, false); n != 1 {
+	if n := c.Awaiting(recs, WantSW); n != 1 {
 		t.Fatalf("software only: %d awaiting, want 1", n)
 	}
-	if n := c.Awaiting(recs, true); n != 2 {
+	if n := c.Awaiting(recs, WantSW|WantHW); n != 2 {
 		t.Fatalf("with hardware: %d awaiting, want 2", n)
 	}
 	if !c.File(recs, 0, 11, 0) || !c.File(recs, 1, 0, 99) || c.File(recs, 3, 1, 1) {
@@ -186,10 +186,16 @@ func TestTxColumns(t *testing.T) {
 	if recs[0].T[RepTxSW] != 11 || recs[1].T[RepTxSW] != 21 || recs[1].T[RepTxHW] != 99 {
 		t.Fatalf("filed stamps %v %v", recs[0].T, recs[1].T)
 	}
-	if n := c.Awaiting(recs, true); n != 1 { // recs[0] still lacks hw
+	if n := c.Awaiting(recs, WantSW|WantHW); n != 1 { // recs[0] still lacks hw
 		t.Fatalf("after filing: %d awaiting, want 1", n)
 	}
-	if SenderTx.Awaiting(recs, true) != 0 {
+	if SenderTx.Awaiting(recs, WantSW|WantHW) != 0 {
 		t.Fatal("sender columns confused with the responder's")
+	}
+	if n := c.Awaiting(recs, TxWanted(false, false)); n != 0 {
+		t.Fatalf("timestamps off: %d awaiting, want 0", n)
+	}
+	if TxWanted(true, false) != WantSW || TxWanted(false, true) != WantHW {
+		t.Fatal("TxWanted")
 	}
 }

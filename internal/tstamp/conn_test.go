@@ -57,6 +57,53 @@ func waitErr(t testing.TB, c *Conn, kind Kind) TxStamp {
 	return TxStamp{}
 }
 
+// TestEnableOff: mode off leaves the socket unstamped — the kernel holds
+// no timestamping flags, a datagram comes back without a software stamp
+// and a send queues no TX stamp — while sends and receives work as usual.
+func TestEnableOff(t *testing.T) {
+	c := listen(t, UDPOptions{})
+	g, err := c.EnableTimestamping(Off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Flags != 0 || g.Software() || g.HardwareRX() || g.HardwareTX() || c.Keying() != KeyNone {
+		t.Fatalf("mode off granted %s, keying %s", g, c.Keying())
+	}
+	if !strings.Contains(g.String(), "mode=off") {
+		t.Fatalf("String() = %q", g)
+	}
+	for _, opt := range []int{unix.SO_TIMESTAMPING_NEW, unix.SO_TIMESTAMPING} {
+		if f, err := getTimestamping(c.fd, opt); err != nil || f != 0 {
+			t.Fatalf("getsockopt(%s) = %s, %v: want no flags", optName(opt), f, err)
+		}
+	}
+	if _, err := c.EnableTimestampingWith(Off, FlagTxSched); err == nil {
+		t.Fatal("mode off with extra flags accepted")
+	}
+	tstampOn := listen(t, UDPOptions{}) // the kernel's RX stamping switch is on
+	if _, err := tstampOn.EnableTimestamping(Software); err != nil {
+		t.Fatal(err)
+	}
+	warmUp(t, tstampOn, tstampOn, localAddr(t, tstampOn))
+	buf := make([]byte, 64)
+	if err := c.SendTo(buf[:16], localAddr(t, c), 7); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.Poll(time.Second); err != nil || !ok {
+		t.Fatal("not readable", err)
+	}
+	n, _, st, err := c.Recv(buf, 0)
+	if err != nil || n != 16 || st.SW != 0 || st.HW != 0 {
+		t.Fatalf("Recv = %d, %+v, %v: want 16 bytes and no stamps", n, st, err)
+	}
+	if ts, err := c.RecvErr(); !errors.Is(err, ErrWouldBlock) {
+		t.Fatalf("RecvErr = %+v, %v: want an empty error queue", ts, err)
+	}
+	if s := Off.String(); s != "off" {
+		t.Fatalf("Off.String() = %q", s)
+	}
+}
+
 func TestEnableSoftwareLoopback(t *testing.T) {
 	c := listen(t, UDPOptions{})
 	g, err := c.EnableTimestamping(Software)

@@ -78,11 +78,18 @@ const (
 	Hardware
 	// Software asks for kernel (CLOCK_REALTIME) stamps only.
 	Software
+	// Off asks for no kernel stamps at all: the socket is left as it was
+	// and only user-space clock reads remain. It exists to measure what
+	// the kernel's stamping itself adds to a round trip (an A/B against
+	// Software on the same path), not to measure latency with.
+	Off
 )
 
-// String returns "auto", "hardware" or "software".
+// String returns "auto", "hardware", "software" or "off".
 func (m Mode) String() string {
 	switch m {
+	case Off:
+		return "off"
 	case Auto:
 		return "auto"
 	case Hardware:
@@ -93,7 +100,8 @@ func (m Mode) String() string {
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
 
-// ParseMode parses "hardware", "software" or "auto" (case-insensitive).
+// ParseMode parses "hardware", "software", "auto" or "off"
+// (case-insensitive).
 func ParseMode(s string) (Mode, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "auto":
@@ -102,8 +110,10 @@ func ParseMode(s string) (Mode, error) {
 		return Hardware, nil
 	case "software", "sw":
 		return Software, nil
+	case "off", "none":
+		return Off, nil
 	}
-	return 0, fmt.Errorf("tstamp: unknown timestamp mode %q: want hardware, software or auto", s)
+	return 0, fmt.Errorf("tstamp: unknown timestamp mode %q: want hardware, software, auto or off", s)
 }
 
 // MarshalText implements encoding.TextMarshaler.
@@ -161,8 +171,15 @@ func (g Granted) HardwareTX() bool {
 	return g.Flags&hwTxFlags == hwTxFlags && g.Caps.HardwareTX()
 }
 
+// Software reports whether kernel software stamps were granted (false in
+// mode Off).
+func (g Granted) Software() bool { return g.Flags&FlagSoftware != 0 }
+
 // String is a one-line summary for logs and run manifests.
 func (g Granted) String() string {
+	if g.Mode == Off {
+		return "mode=off (no kernel timestamps: user-space clock reads only)"
+	}
 	opt := "SO_TIMESTAMPING"
 	if g.New {
 		opt = "SO_TIMESTAMPING_NEW"
@@ -193,7 +210,7 @@ func (g Granted) String() string {
 // Hardware mode an unbound socket is an error, and so is a device without
 // HW stamping: that error's text contains the capability report and wraps
 // errors.ErrUnsupported. In Auto mode both cases fall back to software and
-// say so in Fallbacks.
+// say so in Fallbacks. Mode Off sets nothing and grants no flags.
 //
 // RX software stamping is a host-wide switch that the kernel turns on from
 // a workqueue after the first socket asks for it: the first packets after
@@ -209,10 +226,16 @@ func EnableWith(fd int, mode Mode, extra Flags) (Granted, error) {
 	if extra&(hwTxFlags|hwRxFlags) != 0 {
 		return Granted{}, fmt.Errorf("tstamp: extra flags %s: hardware bits are chosen by the mode", extra&(hwTxFlags|hwRxFlags))
 	}
-	if mode > Software {
+	if mode > Off {
 		return Granted{}, fmt.Errorf("tstamp: invalid mode %d", mode)
 	}
 	g := Granted{Mode: mode}
+	if mode == Off {
+		if extra != 0 {
+			return g, fmt.Errorf("tstamp: extra flags %s with mode off: off asks for no stamps", extra)
+		}
+		return g, nil
+	}
 	family, ifname, err := socketDevice(fd)
 	if err != nil {
 		return g, err

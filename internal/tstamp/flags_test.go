@@ -10,14 +10,14 @@ import (
 )
 
 func TestParseMode(t *testing.T) {
-	for in, want := range map[string]Mode{"hardware": Hardware, "Software": Software, " auto ": Auto, "hw": Hardware, "sw": Software} {
+	for in, want := range map[string]Mode{"hardware": Hardware, "Software": Software, " auto ": Auto, "hw": Hardware, "sw": Software, "off": Off, "None": Off} {
 		got, err := ParseMode(in)
 		if err != nil || got != want {
 			t.Errorf("ParseMode(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	_, err := ParseMode("hardwre")
-	if err == nil || !strings.Contains(err.Error(), `"hardwre"`) || !strings.Contains(err.Error(), "hardware, software or auto") {
+	if err == nil || !strings.Contains(err.Error(), `"hardwre"`) || !strings.Contains(err.Error(), "hardware, software, auto or off") {
 		t.Fatalf("ParseMode(bad) error = %v", err)
 	}
 	var m Mode

@@ -10,20 +10,21 @@ import (
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
-// WaitSoftwareRX returns once the kernel stamps received packets in
-// software. RX software stamping is one host-wide switch (a static key)
-// that the kernel flips from a workqueue after the first socket asks for
-// it, so packets sent right after a socket enabled stamping can arrive
-// unstamped. Call it after the sockets under test enabled stamping and
-// before sending the packets whose stamps the test checks. It pings itself
-// on loopback and fails the test if no stamp appears within 5 s.
-func WaitSoftwareRX(tb testing.TB) {
+// HoldSoftwareRX turns the kernel's RX software stamping on for the rest
+// of the test and returns once it is on. It is one host-wide switch (a
+// static key) that the kernel flips from a workqueue when the first socket
+// asks for stamps, and back off the same way when the last one closes, so
+// packets sent right after a socket enabled stamping can arrive unstamped.
+// Call it before sending the packets whose stamps the test checks. It holds
+// a stamping socket on loopback until the test ends, pings itself until a
+// stamp comes back, and fails the test if none does within 5 s.
+func HoldSoftwareRX(tb testing.TB) {
 	tb.Helper()
 	c, err := tstamp.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), tstamp.UDPOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer c.Close()
+	tb.Cleanup(func() { c.Close() })
 	if _, err := c.EnableTimestamping(tstamp.Software); err != nil {
 		tb.Fatal(err)
 	}

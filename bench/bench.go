@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -566,6 +567,17 @@ func (c *Cyclictest) summary() Summary {
 type Paired struct {
 	N                int
 	Median, Min, Max float64
+	// CILow, CIHigh bound the distribution-free 95 % confidence interval
+	// of the median ratio (analysis.CIRanks at 50 %: for 8 rounds the
+	// smallest and largest ratio); NaN when that side is open (too few
+	// rounds).
+	CILow, CIHigh float64
+}
+
+// Resolved reports whether the confidence interval of the median ratio
+// lies wholly on one side of 1.00: the rounds tell which tool is faster.
+func (p Paired) Resolved() bool {
+	return p.N > 0 && (p.CIHigh <= 1 || p.CILow > 1)
 }
 
 // paired compares fig of a and b round by round.
@@ -584,7 +596,11 @@ func paired(a, b []Summary, fig func(Summary) int64) Paired {
 	if len(r)%2 == 0 {
 		m = (r[len(r)/2-1] + r[len(r)/2]) / 2
 	}
-	return Paired{N: len(r), Median: m, Min: r[0], Max: r[len(r)-1]}
+	p := Paired{N: len(r), Median: m, Min: r[0], Max: r[len(r)-1], CILow: math.NaN(), CIHigh: math.NaN()}
+	if lo, hi := analysis.CIRanks(analysis.P50, len(r)); lo >= 1 && hi <= len(r) {
+		p.CILow, p.CIHigh = r[lo-1], r[hi-1]
+	}
+	return p
 }
 
 func p50(s Summary) int64  { return s.P50 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -20,11 +21,16 @@ func ratio(a, b int64) string {
 	return fmt.Sprintf("%.2f", float64(a)/float64(b))
 }
 
-func verdict(ok bool) string {
-	if ok {
-		return "met"
+// verdict says met or not, and whether the rounds resolved it.
+func verdict(g Goal) string {
+	v := "**not met**"
+	if g.Met {
+		v = "met"
 	}
-	return "**not met**"
+	if !g.Resolved {
+		v += " (within noise: a 95 % CI includes 1.00)"
+	}
+	return v
 }
 
 // Markdown writes the results as one Markdown document: environment,
@@ -136,9 +142,9 @@ func (r *Results) Markdown(w io.Writer) error {
 		}
 	}
 	if g := r.Goals(); len(g) > 0 {
-		b.WriteString("\n## Goals (issue 7)\n\n| goal | measured | |\n|---|---|---|\n")
+		b.WriteString("\n## Goals (issue 7)\n\nRatios are medians of the per-round ratios with their distribution-free 95 % confidence interval in brackets (order statistics of the rounds; with 8 rounds it spans the smallest to the largest). A verdict whose interval includes 1.00 is within noise: the rounds do not tell which tool is faster.\n\n| goal | measured | |\n|---|---|---|\n")
 		for _, x := range g {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", x.Goal, x.Measured, verdict(x.Met))
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", x.Goal, x.Measured, verdict(x))
 		}
 	}
 	for _, n := range r.Notes {
@@ -198,6 +204,10 @@ type Goal struct {
 	Goal     string
 	Measured string
 	Met      bool
+	// Resolved: every ratio the verdict rests on has a 95 % confidence
+	// interval wholly on one side of 1.00 (always true for goals that are
+	// counts, not ratios).
+	Resolved bool
 }
 
 // Goals checks the goals the results cover.
@@ -210,32 +220,44 @@ func (r *Results) Goals() []Goal {
 		}
 		m, t := float64(rig.Stats.P50)/float64(sp.Stats.P50), float64(rig.Stats.P999)/float64(sp.Stats.P999)
 		pm, pt := paired(rig.PerRound, sp.PerRound, p50), paired(rig.PerRound, sp.PerRound, p999)
-		measured := fmt.Sprintf("%.2f, %.2f (pooled %.2f, %.2f)", pm.Median, pt.Median, m, t)
+		measured := fmt.Sprintf("%.2f %s, %.2f %s (pooled %.2f, %.2f)", pm.Median, pm.CI(), pt.Median, pt.CI(), m, t)
 		if off := r.rtt(mode, ToolNoStamps); off != nil && off.Stats.N > 0 {
 			om, ot := paired(off.PerRound, sp.PerRound, p50), paired(off.PerRound, sp.PerRound, p999)
 			measured += fmt.Sprintf("; without kernel stamps %.2f, %.2f", om.Median, ot.Median)
 		}
 		g = append(g, Goal{Goal: fmt.Sprintf("%s: rig/sockperf ≤ 1.00 (median, p99.9; closed loop, paired by round)", mode),
-			Measured: measured, Met: pm.N > 0 && pm.Median <= 1 && pt.Median <= 1})
+			Measured: measured, Met: pm.N > 0 && pm.Median <= 1 && pt.Median <= 1, Resolved: pm.Resolved() && pt.Resolved()})
 	}
 	if rig, cyc := r.pacingRow(PacingRigWake), r.pacingRow(PacingCyclictest); rig != nil && cyc != nil && rig.Stats.N > 0 && cyc.Stats.N > 0 {
 		pt := paired(rig.PerRound, cyc.PerRound, p999)
 		g = append(g, Goal{Goal: "rig lateness p99.9 ≤ cyclictest p99.9 (wake-ups, cyclictest's rule; paired by round)",
-			Measured: fmt.Sprintf("ratio %.2f (pooled %s µs vs %s µs)", pt.Median, us(rig.Stats.P999), us(cyc.Stats.P999)), Met: pt.N > 0 && pt.Median <= 1})
+			Measured: fmt.Sprintf("ratio %.2f %s (pooled %s µs vs %s µs)", pt.Median, pt.CI(), us(rig.Stats.P999), us(cyc.Stats.P999)), Met: pt.N > 0 && pt.Median <= 1, Resolved: pt.Resolved()})
 	}
 	if rt := r.Rate; rt != nil {
 		g = append(g, Goal{Goal: fmt.Sprintf("%.0f req/s: 0 loss, ≥ 99.9 %% TX stamps paired", rt.OfferedRate()),
 			Measured: fmt.Sprintf("lost %d of %d, duplicated %d, %.3f %% paired", rt.Lost, rt.Sent, rt.Duplicated, rt.TxPairedPct()),
-			Met:      rt.Lost == 0 && rt.Sent > 0 && rt.TxPairedPct() >= 99.9})
+			Met:      rt.Lost == 0 && rt.Sent > 0 && rt.TxPairedPct() >= 99.9, Resolved: true})
 	}
 	if len(r.Analysis) >= 2 {
 		first, last := r.Analysis[0], r.Analysis[len(r.Analysis)-1]
 		// Linear: ns/sample of the largest run within 2× of the smallest's.
 		k := last.NSPerSample() / first.NSPerSample()
 		g = append(g, Goal{Goal: "analysis time linear in samples (ns/sample of the largest run ≤ 2 × the smallest's)",
-			Measured: fmt.Sprintf("%.0f → %.0f ns/sample (×%.2f)", first.NSPerSample(), last.NSPerSample(), k), Met: k <= 2})
+			Measured: fmt.Sprintf("%.0f → %.0f ns/sample (×%.2f)", first.NSPerSample(), last.NSPerSample(), k), Met: k <= 2, Resolved: true})
 	}
 	return g
+}
+
+// CI formats the 95 % confidence interval of the median ratio:
+// "[0.92–1.20]", with "…" for an open side.
+func (p Paired) CI() string {
+	f := func(v float64) string {
+		if math.IsNaN(v) {
+			return "…"
+		}
+		return fmt.Sprintf("%.2f", v)
+	}
+	return "[" + f(p.CILow) + "–" + f(p.CIHigh) + "]"
 }
 
 // String formats a paired ratio: "1.05 (0.92–1.20)".

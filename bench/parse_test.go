@@ -288,8 +288,17 @@ func TestPaired(t *testing.T) {
 	}
 	rig, ref := s(110, 90, 100, 500), s(100, 100, 100, 100)
 	rig[3].N = 0 // a round rig lost: not compared
-	if got, want := paired(rig, ref, p50), (Paired{N: 3, Median: 1, Min: 0.9, Max: 1.1}); got != want {
-		t.Errorf("paired = %+v, want %+v", got, want)
+	if got := paired(rig, ref, p50); got.N != 3 || got.Median != 1 || got.Min != 0.9 || got.Max != 1.1 || got.CI() != "[…–…]" || got.Resolved() {
+		t.Errorf("paired = %+v: want 3 rounds, median 1 in 0.9–1.1, and no 95 %% CI from 3 rounds", got)
+	}
+	// 8 rounds: the 95 % CI of the median is the smallest to the largest
+	// ratio; resolved only when it lies on one side of 1.00.
+	eight := s(100, 100, 100, 100, 100, 100, 100, 100)
+	if got := paired(s(80, 85, 90, 95, 96, 97, 98, 99), eight, p50); got.CI() != "[0.80–0.99]" || !got.Resolved() {
+		t.Errorf("8 rounds all faster: %+v %s, want CI [0.80–0.99], resolved", got, got.CI())
+	}
+	if got := paired(s(80, 85, 90, 95, 96, 97, 98, 130), eight, p50); got.CI() != "[0.80–1.30]" || got.Resolved() || got.Median > 1 {
+		t.Errorf("8 rounds, one slower: %+v %s, want median ≤ 1, CI [0.80–1.30], not resolved", got, got.CI())
 	}
 	if got := paired(s(100, 120), s(100, 100), p50); got.N != 2 || got.Median != 1.1 {
 		t.Errorf("even count: %+v, want the mean of the middle two (1.1)", got)
@@ -307,8 +316,14 @@ func TestPaired(t *testing.T) {
 	}
 	res := Results{RTT: []RTTRow{row(ToolClosedLoop, s(95, 95, 95, 95), 120), row("sockperf", s(100, 100, 100, 100), 100)}}
 	g := res.Goals()
-	if len(g) != 1 || !g[0].Met || !strings.Contains(g[0].Measured, "pooled 1.20") {
-		t.Errorf("goals %+v: want block met on the paired 0.95 and the pooled 1.20 shown", g)
+	if len(g) != 1 || !g[0].Met || g[0].Resolved || !strings.Contains(g[0].Measured, "pooled 1.20") {
+		t.Errorf("goals %+v: want block met on the paired 0.95 and the pooled 1.20 shown, unresolved by 4 rounds", g)
+	}
+	if v := verdict(g[0]); v != "met (within noise: a 95 % CI includes 1.00)" {
+		t.Errorf("verdict %q", v)
+	}
+	if v := verdict(Goal{Met: false, Resolved: true}); v != "**not met**" {
+		t.Errorf("verdict %q", v)
 	}
 	// Rounds without kernel stamps are shown beside the goal and in the
 	// stamp-cost table; the verdict stays with the stamped rounds.

@@ -171,13 +171,13 @@ func (r *Results) stampCost(b *strings.Builder) {
 			continue
 		}
 		if !head {
-			b.WriteString("\n### What the kernel's stamps cost\n\nrig's closed-loop user RTT with software stamps on both ends (four per round trip: TX and RX on each side) against the same with `--timestamps off`, compared round by round (ratio with/without; median of the rounds, smallest–largest in brackets). sockperf takes no kernel stamps, so this is the part of a gap to sockperf that is the measurement itself.\n\n")
-			b.WriteString("| mode | rounds | median with | median without | ratio median | ratio p99 | ratio p99.9 |\n|---|---:|---:|---:|---:|---:|---:|\n")
+			b.WriteString("\n### What the kernel's stamps cost\n\nrig's closed-loop user RTT (rx_user − tx_user, CLOCK_REALTIME read in user space, µs; medians over the pooled samples, n = their count) with software stamps on both ends (four per round trip: TX and RX on each side) against the same with `--timestamps off`, compared round by round (ratio with/without; median of the rounds, smallest–largest in brackets). sockperf takes no kernel stamps, so this is the part of a gap to sockperf that is the measurement itself.\n\n")
+			b.WriteString("| mode | rounds | median with | median without | ratio median | ratio p99 | ratio p99.9 | n with | n without |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 			head = true
 		}
 		m := paired(on.PerRound, off.PerRound, p50)
-		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s |\n", mode, m.N, us(on.Stats.P50), us(off.Stats.P50), m,
-			paired(on.PerRound, off.PerRound, p99), paired(on.PerRound, off.PerRound, p999))
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %d | %d |\n", mode, m.N, us(on.Stats.P50), us(off.Stats.P50), m,
+			paired(on.PerRound, off.PerRound, p99), paired(on.PerRound, off.PerRound, p999), on.Stats.N, off.Stats.N)
 	}
 }
 

@@ -333,7 +333,7 @@ func TestPaired(t *testing.T) {
 	}
 	var md strings.Builder
 	res.stampCost(&md)
-	if !strings.Contains(md.String(), "| block | 4 | 0.12 | 0.09 | 1.06 (1.06–1.06) |") {
+	if !strings.Contains(md.String(), "| block | 4 | 0.12 | 0.09 | 1.06 (1.06–1.06) |") || !strings.Contains(md.String(), "| 4 | 4 |\n") {
 		t.Errorf("stamp cost table:\n%s", md.String())
 	}
 }

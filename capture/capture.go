@@ -90,7 +90,7 @@ func New(cfg Config) (*Capture, error) {
 		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
 	}
 	if cfg.Timestamps == tstamp.Off {
-		return nil, errors.New("capture: timestamps off: a capture records nothing but stamps (use hardware, software or auto)")
+		return nil, fmt.Errorf("capture: timestamps off (--timestamps off): a capture records nothing but stamps; use hardware, software or auto: %w", errors.ErrUnsupported)
 	}
 	ifi, err := net.InterfaceByName(cfg.Iface)
 	if err != nil {

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"encoding/binary"
+	"errors"
 	"strings"
 	"testing"
 
@@ -116,5 +117,8 @@ func TestNewRefusesTimestampsOff(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "timestamps off") {
 		t.Fatalf("error %q does not say why", err)
+	}
+	if !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("error %q does not wrap errors.ErrUnsupported (the CLI's exit 2)", err)
 	}
 }

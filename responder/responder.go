@@ -307,13 +307,11 @@ func (r *Responder) countBad(err error) {
 	}
 }
 
-// txAwaited reports whether the last reply sent still awaits its TX stamp.
+// txAwaited reports whether the last reply sent still awaits its TX stamp
+// (step asks only when TX stamps were granted).
 // Past Capacity nothing is recorded to tell: the queue is read every time,
 // or unread stamps would fill the receive buffer the requests share.
 func (r *Responder) txAwaited() bool {
-	if r.txWant == 0 {
-		return false
-	}
 	if r.last == nil {
 		return r.cnt.Sent > 0
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/rig-project/rig/capture"
-	"github.com/rig-project/rig/internal/tstamp"
 )
 
 func init() {
@@ -25,9 +24,6 @@ func runCapture(ctx context.Context, args []string) error {
 	group, mode, runID, err := pf.parse()
 	if err != nil {
 		return err
-	}
-	if mode == tstamp.Off {
-		return usagef("--timestamps off: a capture records nothing but stamps; use hardware, software or auto")
 	}
 	ports := []uint16{group.Port()}
 	if *replyPort > 0 {

@@ -82,7 +82,7 @@ func TestSourceSelection(t *testing.T) {
 	}
 
 	// With capture clocks the capture wins.
-	hwc := map[string]samples.Clock{"cap_req": hwClock("eth3", 2), "cap_rep": hwClock("eth3", 2)}
+	hwc := map[string]samples.Clock{"cap_req_hw": hwClock("eth3", 2), "cap_rep_hw": hwClock("eth3", 2)}
 	for k, v := range hw {
 		hwc[k] = v
 	}
@@ -117,10 +117,10 @@ func TestSourceSelection(t *testing.T) {
 // A record lacking a stamp the source needs is missing, never filled in
 // from another clock.
 func TestMissingNotFilled(t *testing.T) {
-	ck := map[string]samples.Clock{"cap_req": {Source: "sw"}, "cap_rep": {Source: "sw"}, "req_rx_sw": {Source: "sw"}, "rep_tx_sw": {Source: "sw"}, "rx_sw": {Source: "sw"}, "tx_sw": {Source: "sw"}}
+	ck := map[string]samples.Clock{"cap_req_sw": {Source: "sw"}, "cap_rep_sw": {Source: "sw"}, "req_rx_sw": {Source: "sw"}, "rep_tx_sw": {Source: "sw"}, "rx_sw": {Source: "sw"}, "tx_sw": {Source: "sw"}}
 	j := joined(ck, samples.RoleSender, samples.RoleResponder, samples.RoleCapture)
-	j.Records[10].T[samples.CapRep] = 0
-	j.Records[11].T[samples.CapReq] = 0
+	j.Records[10].T[samples.CapRepSW] = 0
+	j.Records[11].T[samples.CapReqSW] = 0
 	rs := analyzeJoined(t, j).Arm("a").Metrics[Turnaround]
 	if rs.Source != "capture sw" || rs.Rounds[0].Missing != 2 || rs.Rounds[0].N != 46 {
 		t.Fatalf("%s %+v", rs.Source, rs.Rounds[0].Counts)

@@ -109,7 +109,7 @@ type RoundThreads struct {
 // MetricReport is one metric of one arm.
 type MetricReport struct {
 	Source  string       `json:"source"`  // "capture sw", "responder hw", …
-	Formula string       `json:"formula"` // "cap_rep − cap_req"
+	Formula string       `json:"formula"` // "cap_rep_sw − cap_req_sw"
 	Clock   string       `json:"clock"`   // the one clock of the stamps
 	Rounds  []RoundStats `json:"rounds"`
 	Summary Summary      `json:"summary"`
@@ -248,7 +248,7 @@ type WorstSample struct {
 	ValueNS int64  `json:"value_ns"`
 	// At is the first of the record's CLOCK_REALTIME stamps among
 	// req_rx_sw, req_rx_user, rep_tx_user, rep_tx_sw (the responder host's
-	// clock, the one telemetry uses), cap_req, due, tx_user (another host's
+	// clock, the one telemetry uses), cap_req_sw, due, tx_user (another host's
 	// realtime clock); AtNS is its value. NIC (PHC) stamps are never used:
 	// they are not CLOCK_REALTIME. At is "" when the record has none.
 	At   string `json:"at_stamp"`
@@ -464,8 +464,8 @@ func classify(r *samples.Record, hasSender, hasCapture bool) (lost, notSent bool
 	if hasSender && (t[samples.Due]|t[samples.TxUser]|t[samples.TxSW]|t[samples.TxHW]|rx) != 0 {
 		return r.Flags&samples.FlagLate != 0 || rx == 0, false
 	}
-	if hasCapture && t[samples.CapReq] != 0 {
-		return t[samples.CapRep] == 0, false
+	if hasCapture && t[samples.CapReqHW]|t[samples.CapReqSW] != 0 {
+		return t[samples.CapRepHW]|t[samples.CapRepSW] == 0, false
 	}
 	return false, false
 }

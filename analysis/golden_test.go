@@ -94,11 +94,11 @@ func TestGoldenCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := rep.Arm("base").Metrics[Turnaround]
-	if base.Source != "capture sw" || base.Formula != "cap_rep − cap_req" {
+	if base.Source != "capture sw" || base.Formula != "cap_rep_sw − cap_req_sw" {
 		t.Fatalf("source %q formula %q", base.Source, base.Formula)
 	}
 	r1 := base.Rounds[1]
-	// 198 after warm-up: seq 5 lost, seq 150 has no cap_rep (missing).
+	// 198 after warm-up: seq 5 lost, seq 150 has no cap_rep_sw (missing).
 	if r1.Lost != 1 || r1.Duplicated != 1 || r1.Reordered != 1 || r1.Missing != 1 || r1.N != 196 {
 		t.Fatalf("base round 1 turnaround counts %+v", r1.Counts)
 	}

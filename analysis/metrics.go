@@ -40,7 +40,7 @@ var MetricDoc = map[string]string{
 // must be non-zero or the record is "missing" for the metric.
 type Source struct {
 	Label   string // "capture sw", "responder hw", "sender sw→user"…
-	Formula string // "cap_rep − cap_req"
+	Formula string // "cap_rep_sw − cap_req_sw"
 	A, B    samples.Stamp
 	Sub     bool
 	C, D    samples.Stamp
@@ -131,7 +131,8 @@ func candidates(m string, j *samples.Joined) []Source {
 	}
 	switch m {
 	case Turnaround:
-		add(pair(j, "capture", samples.CapReq, samples.CapRep, true))
+		add(pair(j, "capture", samples.CapReqHW, samples.CapRepHW, true))
+		add(pair(j, "capture", samples.CapReqSW, samples.CapRepSW, true))
 		add(pair(j, "responder", samples.ReqRxHW, samples.RepTxHW, true))
 		add(pair(j, "responder", samples.ReqRxSW, samples.RepTxSW, true))
 		add(pair(j, "responder", samples.ReqRxUser, samples.RepTxUser, true))

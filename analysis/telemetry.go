@@ -606,7 +606,7 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 	}
 	slices.Sort(used)
 	bl.Text = fmt.Sprintf("The %d largest %s samples (%s) after warm-up, over all rounds, and the telemetry interval each fell in, found by the request's CLOCK_REALTIME stamp (%s). "+
-		"req_rx_sw, req_rx_user, rep_tx_* are the responder host's clock, the one telemetry uses; cap_req, due, tx_user are another host's realtime clock and are off by its clock error. "+
+		"req_rx_sw, req_rx_user, rep_tx_* are the responder host's clock, the one telemetry uses; cap_req_sw, due, tx_user are another host's realtime clock and are off by its clock error. "+
 		"Interval = its start after the round's first sample, and its length (a sampler starved of CPU makes it longer than nominal); "+
 		"usual = the round's median per-interval rate of the source times that length.",
 		len(a.Worst), a.Metric, orDash(a.Source), orDash(strings.Join(used, ", ")))
@@ -696,7 +696,7 @@ func largest(ws []WorstSample, n int) []WorstSample {
 // realtimeOrder is the preference of stamps to place a sample in time:
 // the responder's own (the telemetry host's clock) first.
 var realtimeOrder = []samples.Stamp{samples.ReqRxSW, samples.ReqRxUser, samples.RepTxUser, samples.RepTxSW,
-	samples.CapReq, samples.Due, samples.TxUser}
+	samples.CapReqSW, samples.Due, samples.TxUser}
 
 // realtimeStamp returns the first stamp of realtimeOrder that rec carries
 // on CLOCK_REALTIME in round j.

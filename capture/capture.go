@@ -1,13 +1,17 @@
 // Package capture timestamps the rig's requests and replies on a mirror or
 // tap port: one AF_PACKET socket receives both directions, so the
-// responder's turnaround (reply − request) is taken on ONE clock, the
-// capture NIC's (hardware where granted, else the kernel's software stamp,
-// labelled as such).
+// responder's turnaround (reply − request) is taken on ONE clock. Every
+// frame keeps both of its stamps, the capture NIC's (hardware, where
+// granted and proven by the first frames) and the kernel's (software), in
+// separate columns, so a missing hardware stamp never erases a
+// measurement.
 //
 // Frames are filtered in the kernel (cBPF on the rig's UDP ports), parsed
-// in place, and paired by (run id, sequence). The per-packet path does not
-// allocate; an optional pcap copy of each frame goes to preallocated memory
-// and is written after the round.
+// in place, and paired by (run id, sequence). Frames this host sent itself
+// (PACKET_OUTGOING: a tap on a sending NIC) are dropped and counted: they
+// carry no hardware RX stamp and are not what a mirror port sees. The
+// per-packet path does not allocate; an optional pcap copy of each frame
+// goes to preallocated memory and is written after the round.
 package capture
 
 import (
@@ -46,14 +50,21 @@ type Config struct {
 	Host       string
 	Arm        string
 	Ready      func()
+	// Device answers for the NIC (nil: the host's); tests pass driver
+	// profiles.
+	Device tstamp.Device
 }
+
+// ErrTimestampsOff is New's refusal of tstamp.Off; it wraps
+// errors.ErrUnsupported.
+var ErrTimestampsOff = fmt.Errorf("capture: timestamps off (--timestamps off): a capture records nothing but stamps; use hardware, software or auto: %w", errors.ErrUnsupported)
 
 // Capture pairs requests and replies seen on a mirror port.
 type Capture struct {
 	cfg     Config
 	conn    *tstamp.PacketConn
 	granted tstamp.Granted
-	useHW   bool
+	hw      *tstamp.HWProof // do the frames carry the NIC's stamps?
 	recs    []samples.Record
 	cnt     samples.Counters
 	runID   uint64
@@ -90,7 +101,7 @@ func New(cfg Config) (*Capture, error) {
 		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
 	}
 	if cfg.Timestamps == tstamp.Off {
-		return nil, fmt.Errorf("capture: timestamps off (--timestamps off): a capture records nothing but stamps; use hardware, software or auto: %w", errors.ErrUnsupported)
+		return nil, ErrTimestampsOff
 	}
 	ifi, err := net.InterfaceByName(cfg.Iface)
 	if err != nil {
@@ -101,11 +112,11 @@ func New(cfg Config) (*Capture, error) {
 		return nil, err
 	}
 	c := &Capture{cfg: cfg, conn: conn, runID: cfg.RunID, recs: make([]samples.Record, cfg.Capacity)}
-	if c.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
+	if c.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
 		conn.Close()
 		return nil, err
 	}
-	c.useHW = c.granted.HardwareRX()
+	c.hw = tstamp.NewHWProof(c.granted, 0, "the capture's AF_PACKET socket", "frames", "")
 	// A SPAN/mirror port delivers frames addressed to other hosts: the NIC
 	// drops them unless promiscuous. The kernel undoes this on close.
 	if err := conn.SetPromiscuous(true); err != nil {
@@ -123,12 +134,17 @@ func New(cfg Config) (*Capture, error) {
 	return c, nil
 }
 
+// HardwareStamps says whether the NIC's stamps were requested and arrived,
+// e.g. "rx delivered, tx not requested".
+func (c *Capture) HardwareStamps() string { return c.hw.String() }
+
 // Granted reports the timestamping granted on the capture port.
 func (c *Capture) Granted() tstamp.Granted { return c.granted }
 
-// Source is "hw" or "sw": the clock of cap_req and cap_rep.
+// Source is "hw" when the frames carry the NIC's stamps (requested, and
+// not proven absent by the first frames), else "sw".
 func (c *Capture) Source() string {
-	if c.useHW {
+	if c.hw.RX() {
 		return "hw"
 	}
 	return "sw"
@@ -179,15 +195,17 @@ func (c *Capture) loop() error {
 		if err := c.drain(); err != nil {
 			return err
 		}
+		if err := c.hw.Err(); err != nil {
+			return err // timestamps: hardware, and the NIC's stamps do not come
+		}
 	}
-	c.finish()
-	return nil
+	return c.finish()
 }
 
 // drain reads every queued frame without blocking.
 func (c *Capture) drain() error {
 	for {
-		n, _, st, err := c.conn.RecvPacket(c.buf[:])
+		n, pkttype, st, err := c.conn.RecvPacket(c.buf[:])
 		switch {
 		case err == nil:
 		case errors.Is(err, tstamp.ErrWouldBlock):
@@ -198,12 +216,16 @@ func (c *Capture) drain() error {
 		default:
 			return fmt.Errorf("capture recvmsg: %w", err)
 		}
-		c.onFrame(c.buf[:n], st)
+		c.onFrame(c.buf[:n], pkttype, st)
 	}
 }
 
 // onFrame files one Ethernet frame. It does not allocate.
-func (c *Capture) onFrame(f []byte, st tstamp.Stamps) {
+func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
+	if pkttype == tstamp.PacketOutgoing {
+		c.cnt.Outgoing++
+		return
+	}
 	payload, ok := udpPayload(f)
 	if !ok {
 		c.cnt.Foreign++
@@ -221,12 +243,9 @@ func (c *Capture) onFrame(f []byte, st tstamp.Stamps) {
 		c.runID = c.hdr.RunID
 	}
 	c.frames.Add(1)
-	ts := st.SW
-	if c.useHW {
-		ts = st.HW // never fall back to SW inside a HW column
-	}
-	c.keepFrame(f, ts)
-	if ts == 0 {
+	st.HW = c.hw.Recv(st.HW)
+	c.keepFrame(f, st.SW)
+	if (c.hw.RX() && st.HW == 0) || st.SW == 0 {
 		c.cnt.RxStampsMissing++
 	}
 	if c.hdr.Seq >= uint64(len(c.recs)) {
@@ -235,16 +254,16 @@ func (c *Capture) onFrame(f []byte, st tstamp.Stamps) {
 	}
 	r := &c.recs[c.hdr.Seq]
 	r.Seq = c.hdr.Seq
-	col := samples.CapReq
+	hw, sw := samples.CapReqHW, samples.CapReqSW
 	if c.hdr.Type == wire.Reply {
-		col = samples.CapRep
+		hw, sw = samples.CapRepHW, samples.CapRepSW
 	}
-	if r.T[col] != 0 {
+	if r.T[hw] != 0 || r.T[sw] != 0 {
 		r.Flags |= samples.FlagDuplicate
 		c.cnt.Duplicated++
 		return
 	}
-	r.T[col] = ts
+	r.T[hw], r.T[sw] = st.HW, st.SW
 	c.cnt.Received++
 }
 
@@ -283,6 +302,9 @@ func udpPayload(f []byte) ([]byte, bool) {
 	return udp[8:ulen], true
 }
 
+// keepFrame copies f for the pcap file, stamped with the kernel's
+// CLOCK_REALTIME stamp (comparable with tcpdump's; the NIC's stamps are in
+// the sample file).
 func (c *Capture) keepFrame(f []byte, ts int64) {
 	if c.pcap.n >= len(c.pcap.meta) {
 		return
@@ -293,13 +315,17 @@ func (c *Capture) keepFrame(f []byte, ts int64) {
 	c.pcap.n++
 }
 
-func (c *Capture) finish() {
+func (c *Capture) finish() error {
+	c.hw.Finish()
 	for i := range c.recs {
 		r := &c.recs[i]
-		if (r.T[samples.CapReq] == 0) != (r.T[samples.CapRep] == 0) {
+		req := r.T[samples.CapReqHW]|r.T[samples.CapReqSW] != 0
+		rep := r.T[samples.CapRepHW]|r.T[samples.CapRepSW] != 0
+		if req != rep {
 			c.cnt.Unpaired++
 		}
 	}
+	return c.hw.Err()
 }
 
 // RunID is the run the capture paired (adopted when Config.RunID was 0).
@@ -312,18 +338,22 @@ func (c *Capture) Counters() samples.Counters { return c.cnt }
 func (c *Capture) Records() []samples.Record {
 	var out []samples.Record
 	for i := range c.recs {
-		if c.recs[i].T[samples.CapReq] != 0 || c.recs[i].T[samples.CapRep] != 0 || c.recs[i].Flags != 0 {
-			out = append(out, c.recs[i])
+		r := &c.recs[i]
+		if r.T[samples.CapReqHW]|r.T[samples.CapReqSW]|r.T[samples.CapRepHW]|r.T[samples.CapRepSW] != 0 || r.Flags != 0 {
+			out = append(out, *r)
 		}
 	}
 	return out
 }
 
-// Header describes the capture's sample file.
+// Header describes the capture's sample file: the kernel's stamps always,
+// the NIC's only when they were requested and arrived.
 func (c *Capture) Header(arm, round int) samples.Header {
-	ck := samples.Clock{Source: "sw", Clock: "CLOCK_REALTIME", Iface: c.cfg.Iface}
-	if c.useHW {
-		ck = samples.Clock{Source: "hw", Clock: "phc", Iface: c.cfg.Iface, PHCIndex: c.granted.Caps.PHCIndex}
+	sw := samples.Clock{Source: "sw", Clock: "CLOCK_REALTIME", Iface: c.cfg.Iface, Note: c.hw.RxNote()}
+	clocks := map[string]samples.Clock{"cap_req_sw": sw, "cap_rep_sw": sw}
+	if c.hw.RX() {
+		hw := samples.Clock{Source: "hw", Clock: "phc", Iface: c.cfg.Iface, PHCIndex: c.granted.NIC.Caps.PHCIndex}
+		clocks["cap_req_hw"], clocks["cap_rep_hw"] = hw, hw
 	}
 	return samples.Header{
 		WireVersion: wire.Version,
@@ -335,8 +365,8 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Round:       round,
 		Host:        c.cfg.Host,
 		Iface:       c.cfg.Iface,
-		Clocks:      map[string]samples.Clock{"cap_req": ck, "cap_rep": ck},
-		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc},
+		Clocks:      clocks,
+		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "hardware_stamps": c.hw.String()},
 		StartedAt:   c.started.UTC().Format(time.RFC3339Nano),
 	}
 }
@@ -349,9 +379,8 @@ func (c *Capture) WriteFile(path string, arm, round int) error {
 }
 
 // WritePcap writes the kept frames as a pcap file with nanosecond stamps
-// (magic a1b23c4d). HW stamps are raw PHC time, not wall time: the file's
-// times are then PHC seconds, which tcpdump shows as a date near 1970 or
-// offset from wall time; the sample header says which clock it is.
+// (magic a1b23c4d): the kernel's CLOCK_REALTIME RX stamps, which tcpdump's
+// agree with. The NIC's stamps (raw PHC time) are in the sample file.
 func (c *Capture) WritePcap(path string) error {
 	f, err := os.Create(path)
 	if err != nil {

@@ -34,7 +34,23 @@ func frame(payload []byte, vlan bool) []byte {
 }
 
 func newTestCapture(n int) *Capture {
-	return &Capture{cfg: Config{Snaplen: 128}, recs: make([]samples.Record, n)}
+	return &Capture{cfg: Config{Snaplen: 128, Iface: "cap0"}, recs: make([]samples.Record, n),
+		hw: tstamp.NewHWProof(tstamp.Granted{Mode: tstamp.Software}, 0, "the capture's socket", "frames", "")}
+}
+
+// hwGrant is a capture socket granted hardware RX stamps in mode m.
+func hwGrant(m tstamp.Mode) tstamp.Granted {
+	return tstamp.Granted{Mode: m, Ifname: "cap0",
+		Flags:    tstamp.FlagRxHardware | tstamp.FlagRawHardware | tstamp.FlagRxSoftware | tstamp.FlagSoftware,
+		Decision: tstamp.Decision{Action: tstamp.ActKeep, RX: true}}
+}
+
+func newHWCapture(n int, m tstamp.Mode) *Capture {
+	c := newTestCapture(n)
+	c.cfg.Timestamps = m
+	c.granted = hwGrant(m)
+	c.hw = tstamp.NewHWProof(c.granted, 0, "the capture's socket", "frames", "")
+	return c
 }
 
 func TestOnFramePairs(t *testing.T) {
@@ -42,25 +58,82 @@ func TestOnFramePairs(t *testing.T) {
 	b := make([]byte, 64)
 	req := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9, Seq: 3})...), false)
 	rep := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Reply, RunID: 9, Seq: 3})...), true)
-	c.onFrame(req, tstamp.Stamps{SW: 100})
-	c.onFrame(rep, tstamp.Stamps{SW: 150, HW: 7})
-	c.onFrame(rep, tstamp.Stamps{SW: 160})                                                                                 // duplicate
-	c.onFrame(frame([]byte("hello"), false), tstamp.Stamps{SW: 1})                                                         // foreign
-	c.onFrame(frame(wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 10, Seq: 4}), false), tstamp.Stamps{SW: 1}) // other run
-	c.onFrame(req[:20], tstamp.Stamps{SW: 1})                                                                              // runt
+	c.onFrame(req, tstamp.PacketMulticast, tstamp.Stamps{SW: 100})
+	c.onFrame(rep, tstamp.PacketMulticast, tstamp.Stamps{SW: 150, HW: 7})
+	c.onFrame(rep, tstamp.PacketMulticast, tstamp.Stamps{SW: 160})                                                                                 // duplicate
+	c.onFrame(frame([]byte("hello"), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 1})                                                         // foreign
+	c.onFrame(frame(wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 10, Seq: 4}), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 1}) // other run
+	c.onFrame(req[:20], tstamp.PacketMulticast, tstamp.Stamps{SW: 1})                                                                              // runt
 	r := c.recs[3]
-	if r.T[samples.CapReq] != 100 || r.T[samples.CapRep] != 150 || r.Flags&samples.FlagDuplicate == 0 {
+	if r.T[samples.CapReqSW] != 100 || r.T[samples.CapRepSW] != 150 || r.Flags&samples.FlagDuplicate == 0 {
 		t.Fatalf("record %+v", r)
+	}
+	if r.T[samples.CapRepHW] != 0 {
+		t.Fatal("a software capture kept a NIC stamp")
 	}
 	if c.cnt.Foreign != 3 || c.cnt.Duplicated != 1 || c.cnt.Received != 2 {
 		t.Fatalf("counters %+v", c.cnt)
 	}
-	// A HW capture never takes the SW stamp for a frame without HW stamp.
-	h := newTestCapture(10)
-	h.useHW = true
-	h.onFrame(req, tstamp.Stamps{SW: 100})
-	if h.recs[3].T[samples.CapReq] != 0 || h.cnt.RxStampsMissing != 1 {
-		t.Fatalf("hw capture mixed clocks: %+v %+v", h.recs[3], h.cnt)
+	// A hardware capture keeps both clocks in their own columns: a frame
+	// without its NIC stamp still has its kernel stamp, and is counted.
+	h := newHWCapture(10, tstamp.Auto)
+	h.onFrame(req, tstamp.PacketMulticast, tstamp.Stamps{SW: 100})
+	h.onFrame(rep, tstamp.PacketMulticast, tstamp.Stamps{SW: 150, HW: 7})
+	if r := h.recs[3]; r.T[samples.CapReqHW] != 0 || r.T[samples.CapReqSW] != 100 || r.T[samples.CapRepHW] != 7 || r.T[samples.CapRepSW] != 150 || h.cnt.RxStampsMissing != 1 {
+		t.Fatalf("hw capture: %+v %+v", h.recs[3], h.cnt)
+	}
+	if !h.hw.RX() || h.Source() != "hw" {
+		t.Fatal("a delivered hardware stamp was not kept")
+	}
+	ck := h.Header(0, 0).Clocks
+	if ck["cap_req_hw"].Source != "hw" || ck["cap_req_sw"].Source != "sw" || ck["cap_req_sw"].Note != "" {
+		t.Fatalf("clocks %+v", ck)
+	}
+}
+
+// TestOutgoingDropped: a tap on a NIC this host sends on sees its own
+// packets as PACKET_OUTGOING, without hardware RX stamps: never a sample.
+func TestOutgoingDropped(t *testing.T) {
+	c := newTestCapture(10)
+	b := make([]byte, 64)
+	req := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9, Seq: 3})...), false)
+	c.onFrame(req, tstamp.PacketOutgoing, tstamp.Stamps{SW: 100})
+	if c.recs[3].T[samples.CapReqSW] != 0 || c.cnt.Outgoing != 1 || c.cnt.Received != 0 || c.Frames() != 0 {
+		t.Fatalf("outgoing frame kept: %+v %+v", c.recs[3], c.cnt)
+	}
+	c.onFrame(req, tstamp.PacketMulticast, tstamp.Stamps{SW: 100})
+	if c.recs[3].T[samples.CapReqSW] != 100 || c.cnt.Received != 1 {
+		t.Fatalf("mirrored frame lost: %+v", c.cnt)
+	}
+}
+
+// TestHardwareProof: frames that never carry the NIC's stamp drop the
+// hardware columns in auto (and say so) and stop a hardware capture with
+// an error naming the missing stamp.
+func TestHardwareProof(t *testing.T) {
+	b := make([]byte, 64)
+	feed := func(c *Capture) {
+		for i := 0; i < tstamp.ProofWindow+4; i++ {
+			f := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9, Seq: uint64(i)})...), false)
+			c.onFrame(f, tstamp.PacketMulticast, tstamp.Stamps{SW: int64(100 + i)})
+		}
+	}
+	a := newHWCapture(64, tstamp.Auto)
+	feed(a)
+	if a.hw.RX() || a.hw.Err() != nil || a.Source() != "sw" {
+		t.Fatalf("auto: rx %v err %v", a.hw.RX(), a.hw.Err())
+	}
+	h := a.Header(0, 0)
+	if _, ok := h.Clocks["cap_req_hw"]; ok || !strings.Contains(h.Clocks["cap_req_sw"].Note, "none of the first 16 frames carried one") {
+		t.Fatalf("auto header clocks %+v", h.Clocks)
+	}
+	if a.recs[3].T[samples.CapReqSW] != 103 {
+		t.Fatal("software stamps lost with the hardware column")
+	}
+	hw := newHWCapture(64, tstamp.Hardware)
+	feed(hw)
+	if err := hw.hw.Err(); !errors.Is(err, tstamp.ErrNoHardwareStamp) || !strings.Contains(err.Error(), "RX hardware stamp never came: the first 16 frames received on the capture's socket on cap0") {
+		t.Fatalf("hardware: %v", err)
 	}
 }
 
@@ -75,7 +148,7 @@ func TestOnFrameAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() {
 		binary.BigEndian.PutUint64(f[14+20+8+24:], seq)
 		seq++
-		c.onFrame(f, tstamp.Stamps{SW: 5})
+		c.onFrame(f, tstamp.PacketMulticast, tstamp.Stamps{SW: 5})
 	})
 	if allocs != 0 {
 		t.Fatalf("one capture packet allocated %v times", allocs)
@@ -89,7 +162,7 @@ func BenchmarkOnFrame(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		binary.BigEndian.PutUint64(f[14+20+8+24:], uint64(i&0xffff))
-		c.onFrame(f, tstamp.Stamps{SW: 5})
+		c.onFrame(f, tstamp.PacketMulticast, tstamp.Stamps{SW: 5})
 	}
 }
 
@@ -104,7 +177,7 @@ func FuzzUDPPayload(f *testing.F) {
 			t.Fatal("payload longer than frame")
 		}
 		c := newTestCapture(4)
-		c.onFrame(fr, tstamp.Stamps{SW: 1})
+		c.onFrame(fr, tstamp.PacketMulticast, tstamp.Stamps{SW: 1})
 	})
 }
 

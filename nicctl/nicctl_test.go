@@ -1,6 +1,8 @@
 package nicctl
 
 import (
+	"golang.org/x/sys/unix"
+
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 func TestParseInterruptsRealFixture(t *testing.T) {
@@ -220,7 +223,7 @@ func TestSetEthtoolJournaledAndRestored(t *testing.T) {
 	env := newEnv(fs, et)
 	j, _ := openJournal(t, env)
 	ctx := context.Background()
-	chg, err := Set(ctx, env, j, "ens5", Settings{Channels: p32(2), RxRing: p32(3000), RxUsecs: p32(0), AdaptiveRx: pb(false), IRQCPUs: []int{1}})
+	chg, err := Set(ctx, env, j, "ens5", Settings{Channels: p32(2), RxRing: p32(3000), Coalesce: ethtoolnl.Coalesce{RxUsecs: p32(0), AdaptiveRx: pb(false)}, IRQCPUs: []int{1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +273,7 @@ func TestSetRefusals(t *testing.T) {
 		{"ens5", Settings{IRQCPUs: []int{7}}, "CPU 7 is not online (online CPUs: 0-3)", true},
 		{"ens5", Settings{Channels: p32(9)}, "combined channels 1..8", true},
 		{"ens5", Settings{RxRing: p32(0)}, "--rx-ring 0 out of range: 1..4096", true},
-		{"ens5", Settings{RxUsecs: p32(0)}, "COALESCE_GET ens5: not supported by this driver", false},
+		{"ens5", Settings{Coalesce: ethtoolnl.Coalesce{RxUsecs: p32(0)}}, "COALESCE_GET ens5: not supported by this driver", false},
 		{"ens5", Settings{IRQCPUs: []int{1}, IRQCPUPerQueue: []int{2}}, "exclude each other", true},
 	} {
 		_, err := Set(ctx, env, j, c.iface, c.s)
@@ -402,27 +405,37 @@ func TestSetHWTstampFirstAndRestored(t *testing.T) {
 	fs := buildTree(t, "interrupts.mixed", mixedNICs)
 	et := &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)}}
 	env := newEnv(fs, et)
-	io := &fakeIoctl{hw: &HWTstamp{}}
-	env.Ioctl = io
+	ts := &fakeTS{caps: tsCapsAll, grant: func(c tstamp.HWTstampConfig) tstamp.HWTstampConfig {
+		if c.RxFilter == tstamp.FilterPTPv2Event {
+			c.RxFilter = tstamp.FilterAll // upscaling driver (ENA, sfc)
+		}
+		return c
+	}}
+	env.TS = ts
 	j, _ := openJournal(t, env)
-	ptp := HWTstampModes["ptp"]
-	chg, err := Set(context.Background(), env, j, "ens5", Settings{HWTstamp: &ptp, Channels: p32(4)})
+	chg, err := Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "ptp", Channels: p32(4)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if chg[0].What != "hwtstamp" || chg[0].Effective != `{"tx_type":1,"rx_filter":1}` || chg[0].Requested != `{"tx_type":1,"rx_filter":12}` {
+	if chg[0].What != "hwtstamp" || chg[0].Effective != "tx_type=ON rx_filter=ALL" || chg[0].Requested != "tx_type=ON rx_filter=PTP_V2_EVENT" {
 		t.Fatalf("hwtstamp must come first and show the upscaled filter: %+v", chg)
 	}
 	if _, err := j.Undo(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if *io.hw != (HWTstamp{}) || *et.ch.Combined != 8 {
-		t.Fatalf("not restored: %+v %+v", *io.hw, *et.ch)
+	if ts.cur != (tstamp.HWTstampConfig{}) || *et.ch.Combined != 8 {
+		t.Fatalf("not restored: %+v %+v", ts.cur, *et.ch)
 	}
-	// Without HW timestamping: refused before anything changes.
-	env.Ioctl = &fakeIoctl{}
-	_, err = Set(context.Background(), env, j, "ens5", Settings{HWTstamp: &ptp, Channels: p32(4)})
-	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "not supported by this driver") || len(et.sets) != 2 {
-		t.Fatalf("unsupported hwtstamp: %v (sets %v)", err, et.sets)
+	// "all" on a NIC already stamping everything: nothing written.
+	ts.cur, ts.sets = tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll}, nil
+	chg, err = Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "all"})
+	if err != nil || len(ts.sets) != 0 || !strings.Contains(chg[0].Note, "no change") {
+		t.Fatalf("all on a NIC already on: %+v %v (sets %v)", chg, err, ts.sets)
+	}
+	// A driver that cannot report its config: refused before anything changes.
+	env.TS = &fakeTS{caps: tsCapsAll, getErr: unix.EOPNOTSUPP}
+	_, err = Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "ptp", Channels: p32(4)})
+	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "could not be put back") || len(et.sets) != 2 {
+		t.Fatalf("unreadable hwtstamp config: %v (sets %v)", err, et.sets)
 	}
 }

@@ -104,13 +104,15 @@ func TestRealShowEth0(t *testing.T) {
 	for _, f := range strings.Fields(caps)[1:] {
 		want = append(want, strings.Trim(f, "()"))
 	}
-	got := in.TSInfo.Timestamping.Names
-	if strings.Join(got, " ") != strings.Join(want, " ") {
+	if in.Timestamping == nil {
+		t.Fatalf("no timestamping section: %v", in.Errors)
+	}
+	if got := in.Timestamping.Caps.SOF.EthtoolNames(); got != strings.Join(want, " ") {
 		t.Errorf("timestamping: nicctl %v, ethtool %v", got, want)
 	}
 	phc := field(t, ts, "", "PTP Hardware Clock")
-	if (phc == "none") != (in.TSInfo.PHCIndex < 0) {
-		t.Errorf("PHC: nicctl %d, ethtool %s", in.TSInfo.PHCIndex, phc)
+	if (phc == "none") != (in.Timestamping.Caps.PHCIndex < 0) {
+		t.Errorf("PHC: nicctl %d, ethtool %s", in.Timestamping.Caps.PHCIndex, phc)
 	}
 	i := ethtoolOut(t, "-i", "eth0")
 	if in.DrvInfo == nil || in.DrvInfo.Driver != field(t, i, "", "driver") || in.DrvInfo.BusInfo != field(t, i, "", "bus-info") {
@@ -198,10 +200,18 @@ func TestRealVethChannels(t *testing.T) {
 	if rx, tx := channels(); rx != 4 || tx != 4 {
 		t.Fatalf("after restore: rx %d tx %d", rx, tx)
 	}
-	for _, args := range [][]string{{"--rx-usecs", "0"}, {"--rx-ring", "128"}, {"--hwtstamp", "all"}} {
-		out, err := rig(append([]string{"nicctl", "set", "va", "--keep"}, args...)...)
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out, "not supported by this driver") {
-			t.Errorf("set %v on veth: %v\n%s", args, err, out)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rx-usecs", "0"}, "not supported by this driver"},
+		{[]string{"--rx-ring", "128"}, "not supported by this driver"},
+		{[]string{"--hwtstamp", "all"}, "va cannot give rig's probes RX ALL + TX ON in hardware"},
+		{[]string{"--hwtstamp", "ptp"}, "va cannot report its timestamping config (SIOCGHWTSTAMP: EOPNOTSUPP), so it could not be put back"},
+	} {
+		out, err := rig(append([]string{"nicctl", "set", "va", "--keep"}, c.args...)...)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out, c.want) {
+			t.Errorf("set %v on veth: %v\n%s", c.args, err, out)
 		}
 	}
 	if out, err := rig("nicctl", "set", "va", "--channels", "9", "--keep"); err == nil || !strings.Contains(out, "rx/tx channels 1..4") {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rig-project/rig/capture"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 func init() {
@@ -38,12 +39,17 @@ func runCapture(ctx context.Context, args []string) error {
 	if *pcap != "" {
 		cfg.PcapFrames = 2 * *capacity
 	}
+	undo, err := prepareNIC(ctx, "capture", &pf, mode, tstamp.NeedCapture)
+	if err != nil {
+		return err
+	}
+	defer undo()
 	c, err := capture.New(cfg)
 	if err != nil {
 		return setupError("capture", err)
 	}
 	defer c.Close()
-	logf("rig capture: timestamps %s (cap_req/cap_rep source: %s)", c.Granted(), c.Source())
+	logf("rig capture: timestamps %s (hardware columns cap_req_hw/cap_rep_hw: %s)", c.Granted(), map[bool]string{true: "requested; the first frames prove them", false: "none: software stamps"}[c.Source() == "hw"])
 	if *duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *duration)
@@ -51,8 +57,8 @@ func runCapture(ctx context.Context, args []string) error {
 	}
 	runErr := c.Run(ctx)
 	n := c.Counters()
-	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, missing stamps %d",
-		c.Frames(), len(c.Records())-int(n.Unpaired), n.Unpaired, n.Duplicated, n.Foreign, n.RxStampsMissing)
+	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, outgoing (dropped) %d, missing stamps %d; hardware stamps: %s",
+		c.Frames(), len(c.Records())-int(n.Unpaired), n.Unpaired, n.Duplicated, n.Foreign, n.Outgoing, n.RxStampsMissing, c.HardwareStamps())
 	if pf.out != "" {
 		if err := c.WriteFile(pf.out, pf.armIndex, pf.round); err != nil {
 			return err

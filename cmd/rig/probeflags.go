@@ -17,6 +17,9 @@ import (
 type probeFlags struct {
 	iface, group, timestamps, out, runID, arm string
 	armIndex, round                           int
+	// nicTS is --nic-timestamping: enable or leave the NIC's config.
+	nicTS                  string
+	allowMgmt, takeOverPTP bool
 }
 
 func (p *probeFlags) register(fs *flag.FlagSet) {
@@ -28,6 +31,9 @@ func (p *probeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.arm, "arm", "", "arm name recorded in the sample file")
 	fs.IntVar(&p.armIndex, "arm-index", 0, "arm index carried in every packet")
 	fs.IntVar(&p.round, "round", 0, "round index carried in every packet")
+	fs.StringVar(&p.nicTS, "nic-timestamping", "enable", "enable: with --timestamps hardware|auto, switch the NIC's hardware stamping on where it is off (journaled, put back on exit; `rig restore` after a crash) | leave: never change the NIC's config (rig run's probes: the run set it up)")
+	fs.BoolVar(&p.allowMgmt, "allow-mgmt", false, "let --nic-timestamping enable change the interface that carries the default route")
+	fs.BoolVar(&p.takeOverPTP, "take-over-ptp", false, "let --nic-timestamping enable change a config that ptp4l or chronyd owns")
 }
 
 func (p *probeFlags) parse() (group netip.AddrPort, mode tstamp.Mode, runID uint64, err error) {
@@ -40,6 +46,9 @@ func (p *probeFlags) parse() (group netip.AddrPort, mode tstamp.Mode, runID uint
 	}
 	if mode, err = tstamp.ParseMode(p.timestamps); err != nil {
 		return group, mode, 0, usageError{err}
+	}
+	if p.nicTS != "enable" && p.nicTS != "leave" {
+		return group, mode, 0, usagef("--nic-timestamping %q: want enable or leave", p.nicTS)
 	}
 	if p.runID != "" {
 		if runID, err = wire.ParseRunID(p.runID); err != nil {

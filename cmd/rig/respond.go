@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/responder"
 )
 
@@ -41,6 +42,11 @@ func runRespond(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	undo, err := prepareNIC(ctx, "respond", &pf, mode, tstamp.NeedProbe)
+	if err != nil {
+		return err
+	}
+	defer undo()
 	var r *responder.Responder
 	r, err = responder.New(responder.Config{
 		Iface: pf.iface, Group: group, ReplyTo: replyTo, CPU: *cpu, Poll: pm, BusyPollUS: busyPoll,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/responder"
 	"github.com/rig-project/rig/sender"
 )
@@ -70,6 +71,11 @@ func runSend(ctx context.Context, args []string) error {
 	if *warmup < 0 || *warmup >= *count {
 		return usagef("--warmup %d: want 0..count-1", *warmup)
 	}
+	undo, err := prepareNIC(ctx, "send", &pf, mode, tstamp.NeedProbe)
+	if err != nil {
+		return err
+	}
+	defer undo()
 	s, err := sender.New(cfg)
 	if err != nil {
 		if errors.Is(err, sender.ErrConfig) {

@@ -22,6 +22,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -151,6 +152,12 @@ func (s *Server) handle(ctx context.Context, req Request) (any, error) {
 			return nil, err
 		}
 		return check.Run(ctx, s.FS, check.Options{CPU: a.CPU, Iface: a.Iface})
+	case OpTimestamps:
+		var a TimestampsArgs
+		if err := decode(req.Args, &a); err != nil {
+			return nil, err
+		}
+		return s.timestamps(ctx, a)
 	case OpApply:
 		var a ApplyArgs
 		if err := decode(req.Args, &a); err != nil {
@@ -213,21 +220,50 @@ func (s *Server) apply(ctx context.Context, a ApplyArgs) (any, error) {
 	if err := json.Unmarshal(a.Knobs, &k); err != nil {
 		return nil, fmt.Errorf("agent: knobs: %w", err)
 	}
-	if s.j == nil {
-		s.nic = &nicctl.Env{FS: s.FS, IRQBalance: nicctl.HostIRQBalance{FS: s.FS}}
-		j, err := journal.Open(s.StateDir, nicctl.Handlers(s.nic))
-		if err != nil {
-			return nil, err
-		}
-		s.j = j
+	if err := s.openJournal(); err != nil {
+		return nil, err
 	}
 	s.host = &hostctl.Host{FS: s.FS, NIC: s.nic, Journal: s.j, Iface: a.Iface}
-	ap, err := hostctl.Apply(ctx, s.host, hostctl.Arm{Name: a.Arm, Knobs: k, Length: time.Duration(a.LengthNS), Timestamps: a.Timestamps})
+	ap, err := hostctl.Apply(ctx, s.host, hostctl.Arm{Name: a.Arm, Knobs: k, Length: time.Duration(a.LengthNS)})
 	if err != nil {
 		return nil, err
 	}
 	s.applied = ap
 	return ApplyResult{Report: ap.Report}, nil
+}
+
+// openJournal opens the host-change journal on first use (s.mu held).
+func (s *Server) openJournal() error {
+	if s.j != nil {
+		return nil
+	}
+	s.nic = &nicctl.Env{FS: s.FS, IRQBalance: nicctl.HostIRQBalance{FS: s.FS}}
+	j, err := journal.Open(s.StateDir, nicctl.Handlers(s.nic))
+	if err != nil {
+		return err
+	}
+	s.j = j
+	return nil
+}
+
+// timestamps prepares a NIC's timestamping for the whole run. It is
+// journaled before any arm, so an arm's undo (hostctl.Applied.Undo takes
+// back only what came after its mark) leaves it in force; cleanup takes it
+// back at the end.
+func (s *Server) timestamps(ctx context.Context, a TimestampsArgs) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.applied != nil {
+		return nil, errors.New("agent: an arm is applied: timestamping is prepared before the first arm")
+	}
+	mode, err := tstamp.ParseMode(a.Mode)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openJournal(); err != nil {
+		return nil, err
+	}
+	return nicctl.PrepareTimestamping(ctx, s.nic, s.j, a.Iface, nicctl.TSRequest{Mode: mode, Need: a.Need, AllowMgmt: a.AllowMgmt, TakeOver: a.TakeOver})
 }
 
 func (s *Server) undo(ctx context.Context) (any, error) {
@@ -403,6 +439,8 @@ func (s *Server) cleanup() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.j != nil {
+		// What is left is the run's: the NIC timestamping it prepared.
+		s.j.Undo(context.Background())
 		s.j.Close()
 		s.j = nil
 	}

@@ -49,6 +49,18 @@ type Manifest struct {
 	Hosts map[string]Host `json:"hosts,omitempty"`
 	// Granted records the timestamp sources each host granted.
 	Granted map[string]any `json:"timestamps_granted,omitempty"`
+	// NICTimestamping is what rig did with each host's NIC timestamping
+	// for the run (once, before the first round): the state it found, its
+	// decision, and what it granted (nicctl.TSResult, per host).
+	NICTimestamping []NICTimestamping `json:"nic_timestamping,omitempty"`
+}
+
+// NICTimestamping is one host interface's timestamping for the run.
+type NICTimestamping struct {
+	Host   string `json:"host"`
+	Iface  string `json:"iface"`
+	Result any    `json:"result"` // nicctl.TSResult
+	Error  string `json:"error,omitempty"`
 }
 
 // Arm is one named set of knobs.

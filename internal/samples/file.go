@@ -168,6 +168,7 @@ func Read(r io.Reader) (*File, error) {
 		return nil, fmt.Errorf("%w: format %q version %d (this rig reads rig-samples version %d)",
 			ErrCorrupt, f.Header.Format, f.Header.FormatVersion, FormatVersion)
 	}
+	upgradeColumns(&f.Header)
 	for _, n := range f.Header.Columns {
 		s, err := ParseStamp(n)
 		if err != nil {

@@ -43,8 +43,10 @@ const (
 	RxHW                   // sender: NIC RX of the reply (sender PHC)
 	RxSW                   // sender: kernel RX software stamp of the reply
 	RxUser                 // sender: user space got the reply
-	CapReq                 // capture: RX of the mirrored request
-	CapRep                 // capture: RX of the mirrored reply
+	CapReqHW               // capture: NIC RX stamp of the mirrored request (capture PHC)
+	CapReqSW               // capture: kernel RX stamp of the mirrored request
+	CapRepHW               // capture: NIC RX stamp of the mirrored reply (capture PHC)
+	CapRepSW               // capture: kernel RX stamp of the mirrored reply
 	NumStamps
 )
 
@@ -53,7 +55,7 @@ var stampNames = [NumStamps]string{
 	"req_rx_hw", "req_rx_sw", "req_rx_user",
 	"rep_tx_user", "rep_tx_sw", "rep_tx_hw",
 	"rx_hw", "rx_sw", "rx_user",
-	"cap_req", "cap_rep",
+	"cap_req_hw", "cap_req_sw", "cap_rep_hw", "cap_rep_sw",
 }
 
 func (s Stamp) String() string {
@@ -107,11 +109,33 @@ const (
 var roleColumns = map[Role][]Stamp{
 	RoleSender:    {Due, TxUser, TxSW, TxHW, RxHW, RxSW, RxUser},
 	RoleResponder: {ReqRxHW, ReqRxSW, ReqRxUser, RepTxUser, RepTxSW, RepTxHW},
-	RoleCapture:   {CapReq, CapRep},
+	RoleCapture:   {CapReqHW, CapReqSW, CapRepHW, CapRepSW},
 }
 
 // ColumnsFor returns the stamp columns a role records.
 func ColumnsFor(r Role) []Stamp { return roleColumns[r] }
+
+// upgradeColumns renames the columns of files written before the capture
+// kept both of its clocks: their one "cap_req"/"cap_rep" pair held the NIC
+// stamp where it was granted and the kernel's otherwise, as the header's
+// clock for the column says.
+func upgradeColumns(h *Header) {
+	for i, n := range h.Columns {
+		if n != "cap_req" && n != "cap_rep" {
+			continue
+		}
+		ck, ok := h.Clocks[n]
+		to := n + "_sw"
+		if ok && ck.Source == "hw" {
+			to = n + "_hw"
+		}
+		h.Columns[i] = to
+		if ok {
+			delete(h.Clocks, n)
+			h.Clocks[to] = ck
+		}
+	}
+}
 
 // Clock says where the values of one stamp column come from.
 type Clock struct {
@@ -168,6 +192,7 @@ type Counters struct {
 	SendErrors      uint64 `json:"send_errors,omitempty"`
 	Unpaired        uint64 `json:"unpaired,omitempty"`     // capture: request or reply seen alone
 	OutOfRange      uint64 `json:"out_of_range,omitempty"` // sequences beyond the preallocated records (answered, not recorded)
+	Outgoing        uint64 `json:"outgoing,omitempty"`     // capture: frames this host sent itself (PACKET_OUTGOING), dropped
 }
 
 // Footer closes a sample file.

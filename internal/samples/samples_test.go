@@ -54,11 +54,11 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("records/footer mismatch: %+v %+v", f.Records[5], f.Footer)
 	}
 	// A column the role does not record is not stored.
-	recs[0].T[CapReq] = 99
+	recs[0].T[CapReqSW] = 99
 	buf.Reset()
 	Write(&buf, h, recs, Footer{})
 	f, _ = Read(&buf)
-	if f.Records[0].T[CapReq] != 0 {
+	if f.Records[0].T[CapReqSW] != 0 {
 		t.Fatal("capture column leaked into a sender file")
 	}
 }

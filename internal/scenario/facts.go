@@ -13,6 +13,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/nicctl"
 )
 
 // HostFacts is what validation needs to know about one host. Methods return
@@ -26,9 +27,10 @@ type HostFacts interface {
 	NohzFullCPUs() ([]int, error)
 	Interfaces() ([]string, error)
 	HasStressNG() (bool, error)
-	// HWTimestamps reports whether iface stamps every received packet in
-	// hardware (HWTSTAMP_FILTER_ALL), which the capture needs.
-	HWTimestamps(iface string) (bool, error)
+	// Timestamping reports iface's timestamping: capabilities, current
+	// config, the daemon that owns it, whether it carries the default
+	// route (nicctl.InspectTimestamping).
+	Timestamping(iface string) (tstamp.NICState, error)
 	// IdleStates lists the cpuidle state names of cpu in index order.
 	IdleStates(cpu int) ([]string, error)
 }
@@ -75,17 +77,14 @@ func (l LocalFacts) HasStressNG() (bool, error) {
 	return err == nil, err
 }
 
-// HWTimestamps asks the kernel (ETHTOOL_GET_TS_INFO). A fake FS has no
-// kernel behind it, so it gives an error wrapping errors.ErrUnsupported.
-func (l LocalFacts) HWTimestamps(iface string) (bool, error) {
+// Timestamping asks the kernel (ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP) and the
+// process table. A fake FS has no kernel behind it, so it gives an error
+// wrapping errors.ErrUnsupported.
+func (l LocalFacts) Timestamping(iface string) (tstamp.NICState, error) {
 	if !l.FS.IsReal() {
-		return false, fmt.Errorf("timestamping of %s: cannot ask a fake host root: %w", iface, errors.ErrUnsupported)
+		return tstamp.NICState{}, fmt.Errorf("timestamping of %s: cannot ask a fake host root: %w", iface, errors.ErrUnsupported)
 	}
-	c, err := tstamp.Capabilities(iface)
-	if err != nil {
-		return false, err
-	}
-	return c.RxAll(), nil
+	return nicctl.InspectTimestamping(&nicctl.Env{FS: l.FS}, iface)
 }
 
 func (l LocalFacts) IdleStates(cpu int) ([]string, error) {
@@ -110,8 +109,10 @@ type StaticFacts struct {
 	NohzFull []int
 	Ifaces   []string
 	StressNG bool
-	HWStamp  map[string]bool
-	Idle     []string // state names, the same on every CPU
+	// NICs is the timestamping state per interface; an interface missing
+	// here is a software-only NIC whose config cannot be read (veth).
+	NICs map[string]tstamp.NICState
+	Idle []string // state names, the same on every CPU
 }
 
 var _ HostFacts = (*StaticFacts)(nil)
@@ -127,11 +128,16 @@ func (f *StaticFacts) IsolatedCPUs() ([]int, error)  { return f.Isolated, nil }
 func (f *StaticFacts) NohzFullCPUs() ([]int, error)  { return f.NohzFull, nil }
 func (f *StaticFacts) Interfaces() ([]string, error) { return f.Ifaces, nil }
 func (f *StaticFacts) HasStressNG() (bool, error)    { return f.StressNG, nil }
-func (f *StaticFacts) HWTimestamps(iface string) (bool, error) {
+func (f *StaticFacts) Timestamping(iface string) (tstamp.NICState, error) {
 	if !slices.Contains(f.Ifaces, iface) {
-		return false, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+		return tstamp.NICState{}, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
 	}
-	return f.HWStamp[iface], nil
+	if st, ok := f.NICs[iface]; ok {
+		st.Ifname, st.Caps.Ifname = iface, iface
+		return st, nil
+	}
+	return tstamp.NICState{Ifname: iface, Caps: tstamp.Caps{Ifname: iface, SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware, PHCIndex: -1},
+		ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}, nil
 }
 func (f *StaticFacts) IdleStates(cpu int) ([]string, error) {
 	if f.Idle == nil {
@@ -257,17 +263,15 @@ func (v *validator) run(facts map[string]HostFacts) error {
 		}
 	}
 	if s.Timestamps == TimestampsHardware {
-		for _, h := range s.Hosts {
-			hf := hosts[h.Name]
-			if hf == nil || h.Iface == "" || !slices.Contains(hf.ifaces, h.Iface) {
-				continue
+		for _, tp := range s.timestampPlans(hosts) {
+			if tp.Err != nil {
+				if errors.Is(tp.Err, errors.ErrUnsupported) {
+					continue // a fake host root: nothing to ask
+				}
+				return &HostError{tp.Host, tp.Err}
 			}
-			ok, err := hf.f.HWTimestamps(h.Iface)
-			if err != nil {
-				return &HostError{h.Name, err}
-			}
-			if !ok {
-				c.val("timestamps", fmt.Sprintf("timestamps: hardware, and %s on host %s cannot stamp every received packet in hardware", h.Iface, h.Name), "use timestamps: auto (takes the best granted and says so), or a NIC with HW timestamps (rig check shows them)")
+			if tp.Decision.Action == tstamp.ActRefuse {
+				c.val("timestamps", fmt.Sprintf("timestamps: hardware, and on host %s (%s): %s", tp.Host, tp.Need, tp.Decision.Why), tp.Decision.Fix)
 			}
 		}
 	}
@@ -382,18 +386,22 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 				skip = append(skip, fmt.Sprintf("CPU %d has no SMT sibling", cpu))
 			}
 		case RequireHWTimestamps:
-			// The capture host's NIC is checked by the runner when it
-			// grants timestamps; here only the responder's facts are at hand.
+			// The responder's own stamps (RX and TX: its turnaround); the
+			// capture host's NIC is checked with timestamps: hardware.
 			if rsp.Iface == "" {
 				skip = append(skip, fmt.Sprintf("the responder host %s has no iface: to check for hardware timestamps", rsp.Name))
 				break
 			}
-			ok, err := hf.f.HWTimestamps(rsp.Iface)
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				return &HostError{rsp.Name, err}
+			tp := planTimestamping(*rsp, hf.f, TimestampsHardware)
+			if tp.Err != nil && !errors.Is(tp.Err, os.ErrNotExist) {
+				return &HostError{rsp.Name, tp.Err}
 			}
-			if !ok {
-				skip = append(skip, fmt.Sprintf("%s has no hardware RX timestamps", rsp.Iface))
+			if tp.Err != nil || tp.Decision.Action == tstamp.ActRefuse {
+				why := "no such interface"
+				if tp.Err == nil {
+					why = tp.Decision.Why
+				}
+				skip = append(skip, "no hardware timestamps: "+why)
 			}
 		}
 	}
@@ -437,5 +445,87 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 	}
 	sort.Strings(skip)
 	a.Skip = strings.Join(slices.Compact(skip), "; ")
+	return nil
+}
+
+// TimestampPlan is what rig will do with one host's NIC timestamping: the
+// decision tstamp.Decide makes from the host's facts for the roles on that
+// interface, before anything changes.
+type TimestampPlan struct {
+	Host, Iface string
+	Need        tstamp.Need
+	Decision    tstamp.Decision
+	Err         error // the facts could not be read
+}
+
+func (tp TimestampPlan) String() string {
+	if tp.Err != nil {
+		return fmt.Sprintf("%s %s (%s): not checked: %v", tp.Host, tp.Iface, tp.Need, tp.Err)
+	}
+	s := fmt.Sprintf("%s %s (%s): %s", tp.Host, tp.Iface, tp.Need, tp.Decision)
+	if tp.Decision.Action == tstamp.ActWrite {
+		s += " — journaled once for the run, put back at its end"
+	}
+	return s
+}
+
+// needOf is what the roles of h need of its NIC.
+func needOf(h Host) tstamp.Need {
+	var n tstamp.Need
+	if h.Has(RoleSender) || h.Has(RoleResponder) {
+		n = tstamp.NeedProbe
+	}
+	if h.Has(RoleCapture) {
+		n.RX = true
+	}
+	return n
+}
+
+func planTimestamping(h Host, f HostFacts, mode TimestampMode) TimestampPlan {
+	tp := TimestampPlan{Host: h.Name, Iface: h.Iface, Need: needOf(h)}
+	st, err := f.Timestamping(h.Iface)
+	if err != nil {
+		tp.Err = err
+		return tp
+	}
+	m, err := tstamp.ParseMode(string(mode))
+	if err != nil {
+		tp.Err = err
+		return tp
+	}
+	tp.Decision = tstamp.Decide(st, tstamp.Policy{Mode: m, Need: tp.Need, TakeOver: h.TakeOverPTP})
+	return tp
+}
+
+// TimestampPlans decides, from the hosts' facts, what rig run will do with
+// the timestamping of each host's NIC (hosts without facts or iface are
+// left out). The runner decides again on each host, through its agent,
+// when the run starts.
+func (s *Scenario) TimestampPlans(facts map[string]HostFacts) []TimestampPlan {
+	var out []TimestampPlan
+	for _, h := range s.Hosts {
+		if f := facts[h.Name]; f != nil && h.Iface != "" && s.Emulate == "" {
+			out = append(out, planTimestamping(h, f, s.Timestamps))
+		}
+	}
+	return out
+}
+
+func (s *Scenario) timestampPlans(hosts map[string]*hostFacts) []TimestampPlan {
+	facts := map[string]HostFacts{}
+	for n, hf := range hosts {
+		if h := s.host(n); h != nil && slices.Contains(hf.ifaces, h.Iface) {
+			facts[n] = hf.f
+		}
+	}
+	return s.TimestampPlans(facts)
+}
+
+func (s *Scenario) host(name string) *Host {
+	for i := range s.Hosts {
+		if s.Hosts[i].Name == name {
+			return &s.Hosts[i]
+		}
+	}
 	return nil
 }

@@ -31,8 +31,9 @@ const (
 
 // Names of the hosts that `emulate: netns` creates.
 const (
-	EmulatedSender    = "sender"    // roles sender and capture
+	EmulatedSender    = "sender"    // role sender
 	EmulatedResponder = "responder" // role responder
+	EmulatedCapture   = "capture"   // role capture, on the switch's mirror port
 )
 
 // Scenario is one loaded and statically valid scenario file.
@@ -62,6 +63,9 @@ type Host struct {
 	Command []string // Via split into argv; nil for local
 	Roles   []Role
 	Iface   string // "" when not given
+	// TakeOverPTP lets rig change the NIC's timestamping config although
+	// ptp4l or chronyd owns it (host option take-over-ptp).
+	TakeOverPTP bool
 }
 
 // Has reports whether h plays role r.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // smallHost is a 2-CPU machine without isolation, SMT or stress-ng.
@@ -30,9 +31,9 @@ func bigHost() *StaticFacts {
 	f := &StaticFacts{
 		Isolated: []int{1, 2, 3},
 		NohzFull: []int{1, 2, 3},
-		Ifaces:   []string{"lo", "eth0", "eth1", "ens1f0", "exanic0", "exanic1"},
+		Ifaces:   []string{"lo", "eth0", "eth1", "eth2", "ens1f0", "exanic0", "exanic1"},
 		StressNG: true,
-		HWStamp:  map[string]bool{"eth1": true, "ens1f0": true, "exanic0": true, "exanic1": true},
+		NICs:     map[string]tstamp.NICState{"eth1": hwNIC(), "eth2": hwNIC(), "ens1f0": hwNIC(), "exanic0": hwNIC(), "exanic1": hwNIC()},
 		Idle:     []string{"POLL", "C1", "C1E", "C6"},
 		Siblings: map[int][]int{},
 	}
@@ -41,6 +42,15 @@ func bigHost() *StaticFacts {
 		f.Siblings[c] = []int{c % 13, c%13 + 13}
 	}
 	return f
+}
+
+// hwNIC is a NIC that stamps every packet, RX and TX, and is set to.
+func hwNIC() tstamp.NICState {
+	return tstamp.NICState{
+		Caps: tstamp.Caps{SOF: tstamp.FlagTxHardware | tstamp.FlagRxHardware | tstamp.FlagRawHardware, PHCIndex: 0,
+			TxTypes: 1<<tstamp.TxOff | 1<<tstamp.TxOn, RxFilters: 1<<tstamp.FilterNone | 1<<tstamp.FilterAll},
+		Config: tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll}, ConfigKnown: true,
+	}
 }
 
 func factsFor(s *Scenario, f HostFacts) map[string]HostFacts {
@@ -306,7 +316,8 @@ func TestDefaultsAndMerge(t *testing.T) {
 	s := load(t, `name: t
 hosts:
   rsp: {via: ssh rsp, roles: [responder], iface: eth1}
-  snd: {via: local, roles: [sender, capture]}
+  snd: {via: local, roles: [sender]}
+  cap: {via: local, roles: [capture], iface: eth2}
 traffic:
   group: 239.1.1.1:5000
 defaults:
@@ -329,7 +340,7 @@ arms:
 	if s.Rounds != DefaultRounds || s.Order.Kind != OrderRotate || s.Baseline != "a" || s.Timestamps != TimestampsAuto {
 		t.Errorf("defaults: rounds %d order %s baseline %s stamps %s", s.Rounds, s.Order, s.Baseline, s.Timestamps)
 	}
-	if s.Hosts[0].Name != "rsp" || !slices.Equal(s.Hosts[0].Command, []string{"ssh", "rsp"}) {
+	if s.Hosts[1].Name != "rsp" || !slices.Equal(s.Hosts[1].Command, []string{"ssh", "rsp"}) {
 		t.Errorf("hosts: %+v", s.Hosts)
 	}
 	a, b := s.Arms[0].Effective, s.Arms[1].Effective
@@ -421,11 +432,11 @@ func TestLocalFacts(t *testing.T) {
 	if err != nil || !slices.Contains(ifs, "lo") {
 		t.Errorf("interfaces: %v %v", ifs, err)
 	}
-	if _, err := (LocalFacts{FS: hostfs.FS{Root: t.TempDir()}}).HWTimestamps("lo"); !errors.Is(err, errors.ErrUnsupported) {
+	if _, err := (LocalFacts{FS: hostfs.FS{Root: t.TempDir()}}).Timestamping("lo"); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("HW stamps on a fake root: %v", err)
 	}
-	if ok, err := f.HWTimestamps("lo"); err != nil || ok {
-		t.Errorf("lo HW stamps: %v %v", ok, err)
+	if st, err := f.Timestamping("lo"); err != nil || st.Caps.HardwareRX() || st.ConfigKnown {
+		t.Errorf("lo timestamping: %+v %v", st, err)
 	}
 }
 
@@ -526,7 +537,7 @@ func TestSkipReasons(t *testing.T) {
 	s := load(t, `name: t
 hosts:
   rsp: {via: ssh rsp, roles: [responder], iface: eth0}
-  snd: {via: local, roles: [sender, capture], iface: eth0}
+  snd: {via: local, roles: [sender], iface: eth0}
 traffic: {group: "239.1.1.1:5000"}
 defaults:
   responder: {cpu: 1}
@@ -547,10 +558,10 @@ arms:
 		"base":          "",
 		"sib":           "CPU 1 has no SMT sibling for the smt-sibling load",
 		"optional-load": "stress-ng is not installed",
-		"hw":            "CPU 1 is not nohz_full (nohz_full: none); eth0 has no hardware RX timestamps",
+		"hw":            "CPU 1 is not nohz_full (nohz_full: none); no hardware timestamps: eth0 cannot give rig's probes RX ALL + TX ON in hardware (RX: no hardware RX stamps; TX: no hardware TX stamps",
 	}
 	for _, a := range s.Arms {
-		if a.Skip != want[a.Name] {
+		if a.Skip != want[a.Name] && (want[a.Name] == "" || !strings.HasPrefix(a.Skip, want[a.Name])) {
 			t.Errorf("arm %s: skip %q, want %q", a.Name, a.Skip, want[a.Name])
 		}
 	}
@@ -561,7 +572,7 @@ arms:
 	// timestamps: hardware is an error, not a skip, where a NIC cannot.
 	s.Timestamps = TimestampsHardware
 	err := Validate(s, factsFor(s, smallHost()))
-	if err == nil || !strings.Contains(err.Error(), "timestamps: hardware, and eth0 on host rsp cannot stamp") {
+	if err == nil || !strings.Contains(err.Error(), "timestamps: hardware, and on host rsp (RX ALL + TX ON): eth0 cannot give rig's probes") {
 		t.Errorf("hardware stamps on a software NIC: %v", err)
 	}
 	// A failure to read facts is not a file problem.

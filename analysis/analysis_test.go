@@ -508,3 +508,21 @@ func TestThreadsTable(t *testing.T) {
 		t.Error("a run without thread figures must not get an empty Measuring threads section")
 	}
 }
+
+// TestFallbackNoteInCaption: a capture whose hardware stamps were asked
+// for and never came is analysed on its software column, and every table
+// says so.
+func TestFallbackNoteInCaption(t *testing.T) {
+	note := "hardware RX stamps were requested on cap0, but none of the first 16 frames carried one: software stamps"
+	ck := map[string]samples.Clock{"cap_req_sw": {Source: "sw", Note: note}, "cap_rep_sw": {Source: "sw", Note: note}}
+	rep := analyzeJoined(t, joined(ck, samples.RoleCapture))
+	mr := rep.Arm("a").Metrics[Turnaround]
+	if mr == nil || mr.Source != "capture sw" || mr.Note != note {
+		t.Fatalf("turnaround %+v", mr)
+	}
+	var b strings.Builder
+	writeMetricTable(&b, rep, Turnaround)
+	if !strings.Contains(b.String(), "Arm a, source capture sw: "+note) {
+		t.Fatalf("caption lacks the note:\n%s", b.String())
+	}
+}

@@ -108,9 +108,12 @@ type RoundThreads struct {
 
 // MetricReport is one metric of one arm.
 type MetricReport struct {
-	Source  string       `json:"source"`  // "capture sw", "responder hw", …
-	Formula string       `json:"formula"` // "cap_rep_sw − cap_req_sw"
-	Clock   string       `json:"clock"`   // the one clock of the stamps
+	Source  string `json:"source"`  // "capture sw", "responder hw", …
+	Formula string `json:"formula"` // "cap_rep_sw − cap_req_sw"
+	Clock   string `json:"clock"`   // the one clock of the stamps
+	// Note is what the sample headers say about that clock, e.g. that
+	// hardware stamps were requested and did not arrive.
+	Note    string       `json:"note,omitempty"`
 	Rounds  []RoundStats `json:"rounds"`
 	Summary Summary      `json:"summary"`
 	// HistDropped counts values the HDR histogram (plots, hist.hlog) could
@@ -386,7 +389,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 			}
 			chosen[m] = best
 			ar.Metrics[m] = &MetricReport{
-				Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock,
+				Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock, Note: best.src.Note,
 				Rounds: best.rounds, Summary: summarize(best.rounds), HistDropped: best.dropped,
 			}
 			rep.hists[a.Name+"/"+m] = best.hist

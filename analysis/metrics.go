@@ -47,6 +47,9 @@ type Source struct {
 	// Clock is the clock both (all) stamps share: "CLOCK_REALTIME" or
 	// "phc eth1/phc0".
 	Clock string
+	// Note is what the sample headers say about the clocks used, e.g. that
+	// hardware stamps were requested and did not arrive ("" when nothing).
+	Note string
 }
 
 // Value returns the metric value of r and whether r carries every stamp.
@@ -117,7 +120,11 @@ func pair(j *samples.Joined, who string, a, b samples.Stamp, sameSource bool) (S
 		}
 		label = who + " " + ca.Source + "→" + cb.Source
 	}
-	return Source{Label: label, Formula: b.String() + " − " + a.String(), A: a, B: b, Clock: clockName(ca)}, true
+	note := ca.Note
+	if cb.Note != "" && cb.Note != note {
+		note = strings.TrimPrefix(note+"; "+cb.Note, "; ")
+	}
+	return Source{Label: label, Formula: b.String() + " − " + a.String(), A: a, B: b, Clock: clockName(ca), Note: note}, true
 }
 
 // candidates returns the sources metric m could use in round j, best first.

@@ -244,6 +244,9 @@ func metricTable(r *Report, m string) table {
 		t.Rows = append(t.Rows, []string{a.Name, mr.Source, strconv.Itoa(len(mr.Rounds)), strconv.Itoa(s.N),
 			u("50", s.Median), u("99", s.P99), u("99.9", s.P999), ciCell(s, "99.9"), cell(s.Worst),
 			strconv.Itoa(s.Lost), strconv.Itoa(s.Duplicated), strconv.Itoa(s.Reordered), strconv.Itoa(s.Missing)})
+		if mr.Note != "" {
+			t.Caption += fmt.Sprintf(" Arm %s, source %s: %s.", a.Name, mr.Source, strings.TrimSuffix(mr.Note, "."))
+		}
 	}
 	return t
 }

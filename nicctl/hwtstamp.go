@@ -106,6 +106,16 @@ func PlanTimestamping(env *Env, iface string, req TSRequest) (TSResult, error) {
 // wrap errors.ErrUnsupported.
 var ErrTimestamping = errors.New("hardware timestamps not available")
 
+// refusal is a timestamping refusal: its text says why and how to fix it;
+// it matches ErrTimestamping and errors.ErrUnsupported without printing
+// them.
+type refusal struct{ msg string }
+
+func (r *refusal) Error() string   { return r.msg }
+func (r *refusal) Unwrap() []error { return []error{ErrTimestamping, errors.ErrUnsupported} }
+
+func refuse(format string, a ...any) error { return &refusal{fmt.Sprintf(format, a...)} }
+
 // PrepareTimestamping is the one owner of a NIC's timestamping config: rig
 // run calls it once per run and interface, the hand-run probes once at
 // start, `rig nicctl set --hwtstamp all` when asked. It reads the state,
@@ -129,7 +139,7 @@ func PrepareTimestamping(ctx context.Context, env *Env, j *journal.Journal, ifac
 	d := res.Decision
 	switch d.Action {
 	case tstamp.ActRefuse:
-		return res, fmt.Errorf("%w: %s; fix: %s (%w)", ErrTimestamping, d.Why, d.Fix, errors.ErrUnsupported)
+		return res, refuse("hardware timestamps: %s; fix: %s", d.Why, d.Fix)
 	case tstamp.ActWrite:
 	default:
 		return res, nil
@@ -152,7 +162,7 @@ func PrepareTimestamping(ctx context.Context, env *Env, j *journal.Journal, ifac
 	res.Decision.RX, res.Decision.TX = false, false
 	if req.Mode == tstamp.Hardware {
 		res.Decision.Action, res.Decision.Why = tstamp.ActRefuse, why+" (put back)"
-		return res, fmt.Errorf("%w: %s (put back) (%w)", ErrTimestamping, why, errors.ErrUnsupported)
+		return res, refuse("hardware timestamps: %s (put back)", why)
 	}
 	res.Decision.Action, res.Decision.Why = tstamp.ActSoftware, why+" (put back): software stamps"
 	return res, nil
@@ -321,7 +331,7 @@ func planHWTstamp(env *Env, iface string, s Settings) (*hwtsPlan, error) {
 			return nil, err
 		}
 		if r.Decision.Action == tstamp.ActRefuse || r.Decision.Action == tstamp.ActUnknown {
-			return nil, fmt.Errorf("%w: %s; fix: %s (%w)", ErrTimestamping, r.Decision.Why, r.Decision.Fix, errors.ErrUnsupported)
+			return nil, refuse("hardware timestamps: %s; fix: %s", r.Decision.Why, r.Decision.Fix)
 		}
 		return p, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/nicctl"
 )
 
@@ -46,11 +47,13 @@ func runNicctl(ctx context.Context, args []string) error {
 		return nicctlShow(ctx, args[1:])
 	case "set":
 		return nicctlSet(ctx, args[1:])
+	case "probe":
+		return nicctlProbe(ctx, args[1:])
 	case "-h", "--help", "help":
 		fmt.Printf("usage: rig nicctl %s\n", nicctlUsage)
 		return nil
 	}
-	return usagef("rig nicctl: unknown subcommand %q (want show or set)", args[0])
+	return usagef("rig nicctl: unknown subcommand %q (want show, set or probe)", args[0])
 }
 
 // splitIface takes the interface name from the front or back of args, so
@@ -228,6 +231,61 @@ func nicctlSet(ctx context.Context, args []string) error {
 		setErr = usageError{setErr}
 	}
 	return errors.Join(setErr, uerr)
+}
+
+// nicctlProbe is the hardware self-test: switch stamping on as a run would
+// (journaled, put back before it exits), send a few datagrams, watch what
+// arrives, and say which stamps really came back.
+func nicctlProbe(ctx context.Context, args []string) error {
+	fs := newFlagSet("nicctl probe", "IFACE [flags]")
+	ts := fs.String("timestamps", "auto", "auto (report what the NIC gives) | hardware (fail unless hardware RX and TX stamps arrive)")
+	listen := fs.Duration("listen", 2*time.Second, "how long to watch received frames (send traffic to the interface meanwhile to verify RX)")
+	count := fs.Int("count", 8, "datagrams to send (to 239.255.0.99:9, TTL 1) for the TX stamps")
+	asJSON := fs.Bool("json", false, "print JSON")
+	allowMgmt := fs.Bool("allow-mgmt", false, "allow switching stamping on on the interface that carries the default route")
+	takeOver := fs.Bool("take-over-ptp", false, "allow changing a config that ptp4l or chronyd owns")
+	iface, err := splitIface(fs, args)
+	if err != nil {
+		return err
+	}
+	mode, err := tstamp.ParseMode(*ts)
+	if err != nil || (mode != tstamp.Auto && mode != tstamp.Hardware) {
+		return usagef("--timestamps %q: want auto or hardware", *ts)
+	}
+	if *listen <= 0 || *count <= 0 || *count > 1000 {
+		return usagef("--listen must be positive and --count 1..1000")
+	}
+	env := nicctlEnv("")
+	defer env.Close()
+	lane := journal.LaneDir(journal.Dir(), "probe-"+strconv.Itoa(os.Getpid()))
+	j, err := journal.Open(lane, nicctl.Handlers(env))
+	if err != nil {
+		return err
+	}
+	rep, perr := nicctl.Probe(ctx, env, j, iface, nicctl.ProbeOptions{Mode: mode, AllowMgmt: *allowMgmt, TakeOver: *takeOver, Count: *count, Listen: *listen})
+	restored, uerr := j.Undo(context.WithoutCancel(ctx))
+	j.Close()
+	if uerr == nil {
+		os.RemoveAll(lane)
+	}
+	if rep != nil {
+		if *asJSON {
+			e := json.NewEncoder(os.Stdout)
+			e.SetIndent("", "  ")
+			if err := e.Encode(rep); err != nil {
+				return err
+			}
+		} else {
+			rep.WriteText(os.Stdout)
+			printRestored(restored)
+		}
+	}
+	var ue *nicctl.UsageError
+	switch {
+	case errors.As(perr, &ue), errors.Is(perr, nicctl.ErrTimestamping):
+		perr = usageError{perr}
+	}
+	return errors.Join(perr, uerr)
 }
 
 func printChanges(cs []nicctl.Change) {

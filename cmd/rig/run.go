@@ -44,7 +44,7 @@ func dryRun(w io.Writer, path string, root hostfs.FS) error {
 	if h := s.HostWith(scenario.RoleResponder); h != nil && facts[h.Name] != nil {
 		localFS = &root
 	}
-	return scenario.WriteDryRun(w, s, s.Plan(), scenario.DryRunOptions{Local: localFS, Unchecked: s.Unchecked(facts)})
+	return scenario.WriteDryRun(w, s, s.Plan(), scenario.DryRunOptions{Local: localFS, Unchecked: s.Unchecked(facts), Timestamping: s.TimestampPlans(facts)})
 }
 
 // loadAndValidate loads a scenario and checks it against the hosts this

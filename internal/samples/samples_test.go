@@ -199,3 +199,43 @@ func TestTxColumns(t *testing.T) {
 		t.Fatal("TxWanted")
 	}
 }
+
+// TestLegacyCaptureColumns: files written before the capture kept both of
+// its clocks had one cap_req/cap_rep pair whose header clock said hw or
+// sw; they read into the matching column.
+func TestLegacyCaptureColumns(t *testing.T) {
+	for _, src := range []string{"sw", "hw"} {
+		ck := Clock{Source: src, Clock: "CLOCK_REALTIME"}
+		if src == "hw" {
+			ck = Clock{Source: "hw", Clock: "phc", Iface: "cap0", PHCIndex: 1}
+		}
+		var b bytes.Buffer
+		h := Header{Role: RoleCapture, RunID: "00000000000000aa", Columns: []string{"cap_req_" + src, "cap_rep_" + src},
+			Clocks: map[string]Clock{"cap_req_" + src: ck, "cap_rep_" + src: ck}}
+		var r Record
+		r.Seq, r.T[CapReqSW], r.T[CapRepSW], r.T[CapReqHW], r.T[CapRepHW] = 4, 10, 20, 10, 20
+		if err := Write(&b, h, []Record{r}, Footer{}); err != nil {
+			t.Fatal(err)
+		}
+		// Rewrite the header as an older rig wrote it (and its length).
+		old := bytes.ReplaceAll(b.Bytes(), []byte(`"cap_req_`+src+`"`), []byte(`"cap_req"`))
+		old = bytes.ReplaceAll(old, []byte(`"cap_rep_`+src+`"`), []byte(`"cap_rep"`))
+		n := int(binary.LittleEndian.Uint32(old[8:12])) - (b.Len() - len(old))
+		binary.LittleEndian.PutUint32(old[8:12], uint32(n))
+		f, err := Read(bytes.NewReader(old))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, rep := CapReqSW, CapRepSW
+		if src == "hw" {
+			req, rep = CapReqHW, CapRepHW
+		}
+		if got := f.Records[0]; got.T[req] != 10 || got.T[rep] != 20 || got.T[CapReqSW]+got.T[CapReqHW] != 10 {
+			t.Fatalf("%s: %+v", src, got)
+		}
+		if c := f.Header.Clocks[req.String()]; c.Source != src || f.Header.Columns[0] != req.String() {
+			t.Fatalf("%s: header %+v", src, f.Header)
+		}
+	}
+}
+

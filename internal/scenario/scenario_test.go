@@ -586,3 +586,93 @@ arms:
 		t.Errorf("unchecked: %v", u)
 	}
 }
+
+// TestCaptureNeedsItsOwnPort: a capture on the interface its host sends
+// or answers on sees that host's own packets as outgoing (software stamps
+// at best) and its turnaround would be the sender's round trip.
+func TestCaptureNeedsItsOwnPort(t *testing.T) {
+	for _, tc := range []struct{ name, hosts, want string }{
+		{"one entry", `  snd: {via: local, roles: [sender, capture], iface: eth1}
+  rsp: {via: ssh rsp, roles: [responder], iface: eth1}`, "t.yaml:3:28: host snd captures on the interface it sends or answers on"},
+		{"two entries, one port", `  snd: {via: local, roles: [sender], iface: eth1}
+  cap: {via: local, roles: [capture], iface: eth1}
+  rsp: {via: ssh rsp, roles: [responder], iface: eth1}`, "the capture captures on eth1, which host snd (via local) sends or answers on"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte("name: t\nhosts:\n"+tc.hosts+"\ntraffic: {group: \"239.1.1.1:5000\"}\narms: [{name: a}]\n"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "mirror/SPAN port") {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// The same port name on another machine is another port.
+	load(t, `name: t
+hosts:
+  snd: {via: local, roles: [sender], iface: eth1}
+  cap: {via: ssh tap, roles: [capture], iface: eth1}
+  rsp: {via: ssh rsp, roles: [responder], iface: eth1}
+traffic: {group: "239.1.1.1:5000"}
+arms: [{name: a}]
+`)
+}
+
+// TestHardwareTimestampRules: validation applies the probes' rules —
+// sender and responder need RX ALL + TX ON, the capture RX ALL — to every
+// host's facts, and the dry-run plan says what the run will do.
+func TestHardwareTimestampRules(t *testing.T) {
+	src := `name: t
+hosts:
+  snd: {via: local, roles: [sender], iface: ens5}
+  cap: {via: ssh cap, roles: [capture], iface: ens6}
+  rsp: {via: ssh rsp, roles: [responder], iface: ens5, take-over-ptp: true}
+traffic: {group: "239.1.1.1:5000"}
+timestamps: hardware
+arms: [{name: a}]
+`
+	ena := tstamp.NICState{Caps: tstamp.Caps{SOF: tstamp.FlagRxHardware, PHCIndex: 0, TxTypes: 1 << tstamp.TxOff,
+		RxFilters: 1<<tstamp.FilterNone | 1<<tstamp.FilterAll}, ConfigKnown: true}
+	off := hwNIC()
+	off.Config = tstamp.HWTstampConfig{}
+	ptp := hwNIC()
+	ptp.Config.RxFilter, ptp.Owner = tstamp.FilterPTPv2Event, "ptp4l (pid 7, -i ens5)"
+	host := func(nics map[string]tstamp.NICState) *StaticFacts {
+		f := smallHost()
+		f.Ifaces = append(f.Ifaces, "ens5", "ens6")
+		f.NICs = nics
+		return f
+	}
+	s := load(t, src)
+	// ENA (RX only): the capture may use it, the sender and responder not.
+	facts := map[string]HostFacts{"snd": host(map[string]tstamp.NICState{"ens5": ena}), "cap": host(map[string]tstamp.NICState{"ens6": ena}),
+		"rsp": host(map[string]tstamp.NICState{"ens5": hwNIC()})}
+	err := Validate(s, facts)
+	if err == nil || !strings.Contains(err.Error(), "on host snd (RX ALL + TX ON): ens5 cannot give rig's probes RX ALL + TX ON in hardware (TX: no hardware TX stamps") ||
+		strings.Contains(err.Error(), "host cap") || strings.Contains(err.Error(), "host rsp") {
+		t.Fatalf("ENA sender: %v", err)
+	}
+	// A NIC that is off is switched on by the run (once, journaled); a
+	// ptp4l-owned one only because the host allows the take-over.
+	facts["snd"] = host(map[string]tstamp.NICState{"ens5": off})
+	facts["rsp"] = host(map[string]tstamp.NICState{"ens5": ptp})
+	if err := Validate(s, facts); err != nil {
+		t.Fatal(err)
+	}
+	var plan strings.Builder
+	for _, tp := range s.TimestampPlans(facts) {
+		plan.WriteString(tp.String() + "\n")
+	}
+	for _, want := range []string{
+		"snd ens5 (RX ALL + TX ON): write: ens5: tx_type=OFF rx_filter=NONE → tx_type=ON rx_filter=ALL — journaled once for the run",
+		"cap ens6 (RX ALL): write: ens6: tx_type=OFF rx_filter=NONE → tx_type=OFF rx_filter=ALL",
+		"rsp ens5 (RX ALL + TX ON): write: ens5: tx_type=ON rx_filter=PTP_V2_EVENT → tx_type=ON rx_filter=ALL",
+	} {
+		if !strings.Contains(plan.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, plan.String())
+		}
+	}
+	// Without the take-over, ptp4l's config is refused in hardware mode.
+	s = load(t, strings.Replace(src, ", take-over-ptp: true", "", 1))
+	if err := Validate(s, facts); err == nil || !strings.Contains(err.Error(), "ptp4l (pid 7, -i ens5) owns that config, and rig does not change it") {
+		t.Fatalf("ptp4l without take-over: %v", err)
+	}
+}

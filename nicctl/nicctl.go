@@ -21,6 +21,7 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -167,7 +168,7 @@ func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
 			in.TSInfo = &v
 		}
 	}
-	ints, err := readInterrupts(env.FS)
+	ints, err := hostinfo.ReadInterrupts(env.FS)
 	if err != nil {
 		return nil, err
 	}
@@ -186,14 +187,6 @@ func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
 		in.Errors = nil
 	}
 	return in, nil
-}
-
-func readInterrupts(fs hostfs.FS) (*Interrupts, error) {
-	b, err := fs.ReadFile("/proc/interrupts")
-	if err != nil {
-		return nil, err
-	}
-	return ParseInterrupts(b)
 }
 
 // MgmtInterfaces returns the interfaces that carry a default route, from
@@ -367,7 +360,7 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 		return out, nil
 	}
 	// Channel changes re-create the queue IRQs: discover after them.
-	ints, err := readInterrupts(env.FS)
+	ints, err := hostinfo.ReadInterrupts(env.FS)
 	if err != nil {
 		return out, err
 	}

@@ -69,7 +69,13 @@ func (e *Env) ethtool() (ethtoolnl.Client, error) {
 		if dial == nil {
 			dial = func() (ethtoolnl.Client, error) { return ethtoolnl.Dial() }
 		}
-		e.client, e.dialErr = dial()
+		// A failed dial returns a typed nil inside the interface: keep
+		// client nil so Close does not call through it.
+		if c, err := dial(); err != nil {
+			e.dialErr = err
+		} else {
+			e.client = c
+		}
 	})
 	return e.client, e.dialErr
 }

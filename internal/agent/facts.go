@@ -59,6 +59,14 @@ func LocalFacts(fs hostfs.FS) (*Facts, error) {
 	if f.StressNG, err = l.HasStressNG(); err != nil {
 		return nil, err
 	}
+	// Never nil when known: nil tells the controller "unknown" (no route
+	// table here, or an older agent).
+	switch mg, err := l.MgmtInterfaces(); {
+	case err == nil:
+		f.MgmtIfaces = append([]string{}, mg...)
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -92,6 +100,12 @@ func (r remoteFacts) HWTimestamps(iface string) (bool, error) {
 		return false, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
 	}
 	return r.f.HWTimestamps[iface], nil
+}
+func (r remoteFacts) MgmtInterfaces() ([]string, error) {
+	if r.f.MgmtIfaces == nil {
+		return nil, fmt.Errorf("default routes: the agent does not report them: %w", os.ErrNotExist)
+	}
+	return r.f.MgmtIfaces, nil
 }
 func (r remoteFacts) IdleStates(cpu int) ([]string, error) {
 	if err := r.lacks("cpuidle"); err != nil {

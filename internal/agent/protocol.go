@@ -84,6 +84,8 @@ type Facts struct {
 	StressNG     bool             `json:"stress_ng"`
 	HWTimestamps map[string]bool  `json:"hw_timestamps"`
 	IdleStates   map[int][]string `json:"idle_states"`
+	// MgmtIfaces carry a default route; nil (an older agent) means unknown.
+	MgmtIfaces []string `json:"mgmt_ifaces"`
 	// Missing names facilities the host lacks (isolated, nohz_full, cpuidle).
 	Missing []string `json:"missing,omitempty"`
 }
@@ -105,6 +107,9 @@ type ApplyArgs struct {
 	Knobs    json.RawMessage `json:"knobs"` // scenario.Knobs
 	Iface    string          `json:"iface"`
 	LengthNS int64           `json:"length_ns"`
+	// AllowMgmt lets the knobs change Iface although it carries the
+	// default route (the scenario host's allow-mgmt).
+	AllowMgmt bool `json:"allow_mgmt,omitempty"`
 	// Timestamps is the scenario's mode; hardware/auto enable the NIC's
 	// hardware timestamping for the arm (journaled).
 	Timestamps string `json:"timestamps,omitempty"`

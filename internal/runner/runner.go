@@ -242,7 +242,7 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 		}
 	}()
 	for _, t := range targets {
-		report, aerr := t.h.Agent.Apply(ctx, arm.Name, t.knobs, t.h.Iface, string(s.Timestamps), length)
+		report, aerr := t.h.Agent.Apply(ctx, arm.Name, t.knobs, t.h.Iface, t.h.AllowMgmt, string(s.Timestamps), length)
 		for _, line := range report {
 			fmt.Fprintf(o.Log, "  [%s] %s\n", t.h.Agent.Name, line)
 		}
@@ -338,7 +338,7 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 		if err != nil {
 			return hs, err
 		}
-		rh := round.Host{Agent: c, Iface: h.Iface}
+		rh := round.Host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt}
 		if h.Has(scenario.RoleSender) {
 			hs.sender = rh
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/nicctl"
 )
 
 // HostFacts is what validation needs to know about one host. Methods return
@@ -31,6 +32,9 @@ type HostFacts interface {
 	HWTimestamps(iface string) (bool, error)
 	// IdleStates lists the cpuidle state names of cpu in index order.
 	IdleStates(cpu int) ([]string, error)
+	// MgmtInterfaces lists the interfaces that carry a default route (the
+	// management interfaces rig does not change unless told to).
+	MgmtInterfaces() ([]string, error)
 }
 
 // LocalFacts reads the facts of the machine rig runs on through FS.
@@ -100,6 +104,9 @@ func (l LocalFacts) IdleStates(cpu int) ([]string, error) {
 	return out, nil
 }
 
+// MgmtInterfaces reads the default routes (of FS's network namespace).
+func (l LocalFacts) MgmtInterfaces() ([]string, error) { return nicctl.MgmtInterfaces(l.FS) }
+
 // StaticFacts is HostFacts from fixed values, for tests and for facts that
 // arrived from an agent. A nil Siblings entry means "no SMT sibling"; a nil
 // Idle means "no cpuidle".
@@ -112,6 +119,7 @@ type StaticFacts struct {
 	StressNG bool
 	HWStamp  map[string]bool
 	Idle     []string // state names, the same on every CPU
+	Mgmt     []string // interfaces that carry a default route
 }
 
 var _ HostFacts = (*StaticFacts)(nil)
@@ -133,6 +141,7 @@ func (f *StaticFacts) HWTimestamps(iface string) (bool, error) {
 	}
 	return f.HWStamp[iface], nil
 }
+func (f *StaticFacts) MgmtInterfaces() ([]string, error) { return f.Mgmt, nil }
 func (f *StaticFacts) IdleStates(cpu int) ([]string, error) {
 	if f.Idle == nil {
 		return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
@@ -292,6 +301,9 @@ func (v *validator) run(facts map[string]HostFacts) error {
 			return err
 		}
 	}
+	if err := v.mgmt(rsp, hf); err != nil {
+		return err
+	}
 	runnable := 0
 	for i, a := range s.Arms {
 		if a.Skip == "" {
@@ -343,6 +355,46 @@ func (v *validator) knobs(p string, k Knobs, hf *hostFacts) {
 	if k.Load != nil && k.Load.CPUs != nil {
 		v.cpus(p+".load.cpus", k.Load.CPUs, hf, "load CPUs")
 	}
+}
+
+// mgmt refuses arms that change the responder's interface when it carries
+// the host's default route, unless the host says allow-mgmt: true. An
+// emulated topology's veths never carry it; a host that cannot say which
+// interfaces do (an older agent) is not checked here, and nicctl still
+// refuses at apply time.
+func (v *validator) mgmt(rsp *Host, hf *hostFacts) error {
+	if v.s.Emulate != "" || rsp.AllowMgmt || rsp.Iface == "" {
+		return nil
+	}
+	var sites []string
+	for i, a := range v.s.Arms {
+		for _, k := range []struct {
+			set  bool
+			name string
+		}{{a.Effective.IRQ != nil, "irq"}, {a.Effective.NIC != (NIC{}), "nic"}} {
+			if p := v.field(i, k.name); k.set && !slices.Contains(sites, p) {
+				sites = append(sites, p)
+			}
+		}
+	}
+	if len(sites) == 0 {
+		return nil
+	}
+	mg, err := hf.f.MgmtInterfaces()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &HostError{hf.name, err}
+	}
+	if !slices.Contains(mg, rsp.Iface) {
+		return nil
+	}
+	for _, p := range sites {
+		v.c.val(p, fmt.Sprintf("%s on host %s carries the default route (the management interface): rig does not change its IRQs or NIC settings", rsp.Iface, hf.name),
+			fmt.Sprintf("measure on a second interface (hosts.%s.iface; on AWS attach a second ENI), or add allow-mgmt: true to hosts.%s to change %s on purpose", hf.name, hf.name, rsp.Iface))
+	}
+	return nil
 }
 
 // arm decides whether arm i can run, and checks what depends on the

@@ -42,9 +42,10 @@ type rawScenario struct {
 }
 
 type rawHost struct {
-	Via   *string  `yaml:"via"`
-	Roles []string `yaml:"roles"`
-	Iface *string  `yaml:"iface"`
+	Via       *string  `yaml:"via"`
+	Roles     []string `yaml:"roles"`
+	Iface     *string  `yaml:"iface"`
+	AllowMgmt *bool    `yaml:"allow-mgmt"`
 }
 
 type rawTraffic struct {
@@ -691,6 +692,9 @@ func (c *checker) hosts(r *rawScenario, emulate bool) []Host {
 			} else {
 				h.Iface = *rh.Iface
 			}
+		}
+		if rh.AllowMgmt != nil {
+			h.AllowMgmt = *rh.AllowMgmt
 		}
 		out = append(out, h)
 	}

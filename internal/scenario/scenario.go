@@ -62,6 +62,9 @@ type Host struct {
 	Command []string // Via split into argv; nil for local
 	Roles   []Role
 	Iface   string // "" when not given
+	// AllowMgmt lets the arms change Iface (IRQs, NIC settings) although it
+	// carries the host's default route; without it validation refuses.
+	AllowMgmt bool
 }
 
 // Has reports whether h plays role r.

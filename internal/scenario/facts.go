@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/cstate"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -168,7 +169,7 @@ func (e *HostError) Unwrap() error { return e.Err }
 func Validate(s *Scenario, facts map[string]HostFacts) error {
 	v := &validator{s: s, c: &checker{x: s.pos}}
 	for i := range s.Arms {
-		s.Arms[i].Skip = ""
+		s.Arms[i].Skip, s.Arms[i].Notes = "", nil
 	}
 	if err := v.run(facts); err != nil {
 		return err
@@ -408,11 +409,14 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 		cpu = *e.Responder.CPU
 	}
 	var siblings []int
+	noSMT := ""
 	if cpu >= 0 && (e.SMTSibling != nil || slices.Contains(e.Requires, RequireSMT)) {
 		sib, err := hf.f.ThreadSiblings(cpu)
 		if err != nil {
 			return &HostError{hf.name, err}
 		}
+		// Hosts without SMT (AWS Graviton, SMT off) list the CPU alone.
+		noSMT = fmt.Sprintf("CPU %d has no SMT sibling (thread_siblings_list %s: one thread per core)", cpu, listOrNone(sib))
 		for _, c := range sib {
 			if c != cpu {
 				siblings = append(siblings, c)
@@ -431,7 +435,7 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 			}
 		case RequireSMT:
 			if len(siblings) == 0 {
-				skip = append(skip, fmt.Sprintf("CPU %d has no SMT sibling", cpu))
+				skip = append(skip, noSMT)
 			}
 		case RequireHWTimestamps:
 			// The capture host's NIC is checked by the runner when it
@@ -450,15 +454,29 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 		}
 	}
 	if e.SMTSibling != nil && len(siblings) == 0 && !slices.Contains(e.Requires, RequireSMT) {
-		skip = append(skip, fmt.Sprintf("CPU %d has no SMT sibling for the smt-sibling load", cpu))
+		skip = append(skip, noSMT+" for the smt-sibling load")
 	}
-	if cs := e.CState; cs != nil && cpu >= 0 && (cs.Disable != nil || cs.Poll) {
-		names, err := hf.f.IdleStates(cpu)
+	// max-latency-us is global: the first online CPU's states stand for all.
+	icpu := cpu
+	if icpu < 0 && len(hf.online) > 0 {
+		icpu = hf.online[0]
+	}
+	if cs := e.CState; cs != nil && icpu >= 0 {
+		names, err := hf.f.IdleStates(icpu)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states to disable", cpu, hf.name), "the host idles without cpuidle (idle=poll or cpuidle.off?); use max-latency-us, or leave cstate out")
+			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states: it idles in the kernel's default state (HLT on x86, WFI on arm64), which ignores PM QoS and has nothing to disable, so this arm would change nothing", icpu, hf.name),
+				"leave cstate out on this host (an AWS Graviton guest has no cpuidle driver); to poll instead of idling, boot it with idle=poll and compare hosts, not arms")
 		case err != nil:
 			return &HostError{hf.name, err}
+		case cs.Poll && !cstate.HasPoll(names):
+			hint := fmt.Sprintf("to keep CPU %d in %s, its shallowest state, write disable: [%s] and name the arm so; to poll, boot the host with idle=poll; or leave cstate out", icpu, names[0], strings.Join(names[1:], ", "))
+			if len(names) == 1 {
+				hint = fmt.Sprintf("%s is its only state, so it idles there already: leave cstate out, or boot the host with idle=poll to poll", names[0])
+			}
+			v.c.val(v.field(i, "cstate.poll"), fmt.Sprintf("CPU %d on host %s has no POLL idle state (states: %s; arm64 has none): poll would disable them all and the CPU would still idle in %s", icpu, hf.name, strings.Join(names, ", "), names[0]), hint)
+		case cs.MaxLatencyUS != nil && *cs.MaxLatencyUS == 0 && !cstate.HasPoll(names):
+			a.Notes = append(a.Notes, fmt.Sprintf("cstate max-latency-us 0 on host %s: %s", hf.name, cstate.ZeroLatencyEffect(names)))
 		default:
 			for j, n := range cs.Disable {
 				if !slices.Contains(names, n) {

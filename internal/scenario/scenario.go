@@ -155,6 +155,10 @@ type Arm struct {
 	// Skip is why the arm cannot run on the hosts ("" = it runs). Validate
 	// sets it from `requires` (and the implicit ones, see README.md).
 	Skip string
+	// Notes are what Validate found the knobs do on the host, where that
+	// differs from what they say (max-latency-us 0 without a POLL state
+	// leaves the shallowest state, WFI on arm64).
+	Notes []string
 }
 
 // Knobs are the settings an arm applies on the responder host. A nil

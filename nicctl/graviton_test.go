@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 )
 
@@ -100,4 +102,44 @@ func TestSetGraviton(t *testing.T) {
 	if _, err := j.Undo(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Show records the ENA driver's own facts: out-of-tree version, packet
+// timestamping state, LLQ and ENA Express (fake c7i: amzn-drivers 2.15.0g).
+func TestShowENA(t *testing.T) {
+	fs := hostfs.FS{Root: "../internal/hostinfo/testdata/c7i"}
+	yes, hdr := true, uint32(224)
+	env := newEnv(fs, &fakeEthtool{rings: &ethtoolnl.Rings{TxPush: &yes, TxPushBufLen: &hdr}})
+	env.Stats = func(string) (map[string]uint64, error) {
+		return map[string]uint64{"ena_srd_mode": 1, "ena_srd_tx_pkts": 7, "rx_drops": 0}, nil
+	}
+	in, err := Show(context.Background(), env, "ens5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := in.ENA
+	if e == nil || !e.OutOfTree || e.Version != "2.15.0g" || !e.AtLeast(2, 15, 0) || e.AtLeast(2, 16, 0) || e.SrcVersion == "" ||
+		e.PHCEnable == nil || *e.PHCEnable || e.PHCErrorBoundNS != nil || e.LargeLLQ == nil || !*e.LargeLLQ ||
+		e.HWTimestamping == nil || *e.HWTimestamping != (ENATimestamping{RXSupported: true}) ||
+		e.LLQ != "on" || *e.LLQHeaderBytes != 224 || !e.ExpressOn() || e.UDPOverSRD() || e.SRD["ena_srd_tx_pkts"] != 7 || len(e.SRD) != 1 || e.Errors != nil {
+		t.Fatalf("ENA facts: %+v", e)
+	}
+	if len(in.IRQs) != 9 || in.IRQs[0].Name != "ens5-Tx-Rx-0" || !in.Mgmt {
+		t.Fatalf("IRQs %+v mgmt %v", in.IRQs, in.Mgmt)
+	}
+	// Not an ENA: no ENA section.
+	if in, err := Show(context.Background(), newEnv(buildTree(t, "mixed", mixedNICs), &fakeEthtool{}), "ens3f0np0"); err != nil || in.ENA != nil {
+		t.Fatalf("mlx5: %v %+v", err, in.ENA)
+	}
+}
+
+func FuzzENATimestamping(f *testing.F) {
+	f.Add("HW TX support: 0\nHW RX support: 1\nTX configuration: 0\nRX configuration: 0\n")
+	f.Add("HW TX support: 1\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		ts, err := parseENATimestamping(s)
+		if err == nil && strings.Count(s, ":") < 4 {
+			t.Fatalf("accepted %q as %+v", s, ts)
+		}
+	})
 }

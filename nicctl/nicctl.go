@@ -50,6 +50,8 @@ type Env struct {
 	Ioctl DeviceIoctl
 	// Caps reads timestamping capabilities (nil: tstamp.Capabilities).
 	Caps func(iface string) (tstamp.Caps, error)
+	// Stats reads every `ethtool -S` counter (nil: ReadStats).
+	Stats func(iface string) (map[string]uint64, error)
 
 	once    sync.Once
 	client  ethtoolnl.Client
@@ -113,6 +115,8 @@ type Info struct {
 	CPUs       []int               `json:"irq_count_cpus"`   // CPU of each IRQ count column
 	IRQs       []IRQ               `json:"irqs"`
 	IRQBalance *IRQBalanceState    `json:"irqbalance,omitempty"`
+	// ENA is the Amazon ENA driver's own facts (driver ena only).
+	ENA *ENA `json:"ena,omitempty"`
 }
 
 // Show reads everything about iface. Missing parts (a driver without
@@ -181,6 +185,9 @@ func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
 	in.CPUs = ints.CPUs
 	if in.IRQs, err = DiscoverIRQs(env.FS, d, ints); err != nil {
 		return nil, err
+	}
+	if d.Driver == "ena" {
+		in.ENA = ReadENA(ctx, env, d)
 	}
 	if env.IRQBalance != nil {
 		if st, err := env.IRQBalance.State(ctx); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/nicctl"
 )
 
 // Severity orders results; the worst decides the exit code.
@@ -136,6 +137,8 @@ type Options struct {
 	Iface string
 	// TS reads timestamp capabilities; nil means the ethtool ioctl.
 	TS TSInfoer
+	// NIC reads driver facts (ENA); nil means the host's, through FS.
+	NIC *nicctl.Env
 	// Getenv reads the environment (Kubernetes detection); nil: os.Getenv.
 	Getenv func(string) string
 	// BusyWindow is how long CPU use is measured; 0 means 250 ms.

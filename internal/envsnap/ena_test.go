@@ -32,7 +32,9 @@ func (f fakeRings) TSInfo(context.Context, string) (ethtoolnl.TSInfo, error) {
 
 type fakeDrv struct{ nicctl.DeviceIoctl }
 
-func (fakeDrv) HWTstamp(string) (nicctl.HWTstamp, error) { return nicctl.HWTstamp{}, errors.ErrUnsupported }
+func (fakeDrv) HWTstamp(string) (nicctl.HWTstamp, error) {
+	return nicctl.HWTstamp{}, errors.ErrUnsupported
+}
 
 func (fakeDrv) DrvInfo(string) (nicctl.DrvInfo, error) {
 	return nicctl.DrvInfo{Driver: "ena", Version: "2.15.0g"}, nil
@@ -45,8 +47,10 @@ func TestSnapshotRecordsENA(t *testing.T) {
 	on, hdr := true, uint32(224)
 	NICFacts = func(ctx context.Context, fs hostfs.FS, iface string) (any, error) {
 		env := &nicctl.Env{FS: fs, Ioctl: fakeDrv{}, Link: func(string) (nicctl.Link, error) { return nicctl.Link{}, errors.ErrUnsupported },
-			DialEthtool: func() (ethtoolnl.Client, error) { return fakeRings{r: ethtoolnl.Rings{TxPush: &on, TxPushBufLen: &hdr}}, nil },
-			Stats:       func(string) (map[string]uint64, error) { return map[string]uint64{"ena_srd_mode": 3}, nil }}
+			DialEthtool: func() (ethtoolnl.Client, error) {
+				return fakeRings{r: ethtoolnl.Rings{TxPush: &on, TxPushBufLen: &hdr}}, nil
+			},
+			Stats: func(string) (map[string]uint64, error) { return map[string]uint64{"ena_srd_mode": 3}, nil }}
 		return nicctl.Show(ctx, env, iface)
 	}
 	s := Take(context.Background(), fx("c7i"), Options{Getenv: noenv, Ifaces: []string{"ens5"}})

@@ -131,5 +131,24 @@ func (s *NICStats) Read(dst []uint64) error {
 	return nil
 }
 
+// ReadStats reads every `ethtool -S` counter of iface once.
+func ReadStats(iface string) (map[string]uint64, error) {
+	s, err := NewNICStats(iface)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	binary.NativeEndian.PutUint32(s.buf[0:], unix.ETHTOOL_GSTATS)
+	binary.NativeEndian.PutUint32(s.buf[4:], uint32(len(s.names)))
+	if err := s.ioctl(iface, "ETHTOOL_GSTATS", unsafe.Pointer(&s.buf[0])); err != nil {
+		return nil, err
+	}
+	out := make(map[string]uint64, len(s.names))
+	for i, n := range s.names {
+		out[n] = binary.NativeEndian.Uint64(s.buf[8+8*i:])
+	}
+	return out, nil
+}
+
 // Close releases the socket.
 func (s *NICStats) Close() error { return unix.Close(s.fd) }

@@ -22,6 +22,7 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -55,6 +56,8 @@ type Env struct {
 	// reset the interface (0: DefaultLinkTimeout); LinkSettle is the extra
 	// wait once it bounced (0: DefaultLinkSettle, < 0: none).
 	LinkTimeout, LinkSettle time.Duration
+	// Stats reads every `ethtool -S` counter (nil: ReadStats).
+	Stats func(iface string) (map[string]uint64, error)
 
 	once    sync.Once
 	client  ethtoolnl.Client
@@ -74,7 +77,13 @@ func (e *Env) ethtool() (ethtoolnl.Client, error) {
 		if dial == nil {
 			dial = func() (ethtoolnl.Client, error) { return ethtoolnl.Dial() }
 		}
-		e.client, e.dialErr = dial()
+		// A failed dial returns a typed nil inside the interface: keep
+		// client nil so Close does not call through it.
+		if c, err := dial(); err != nil {
+			e.dialErr = err
+		} else {
+			e.client = c
+		}
 	})
 	return e.client, e.dialErr
 }
@@ -113,6 +122,8 @@ type Info struct {
 	CPUs         []int             `json:"irq_count_cpus"`   // CPU of each IRQ count column
 	IRQs         []IRQ             `json:"irqs"`
 	IRQBalance   *IRQBalanceState  `json:"irqbalance,omitempty"`
+	// ENA is the Amazon ENA driver's own facts (driver ena only).
+	ENA *ENA `json:"ena,omitempty"`
 }
 
 // Show reads everything about iface. Missing parts (a driver without
@@ -169,13 +180,16 @@ func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
 			in.Coalesce = &v
 		}
 	}
-	ints, err := readInterrupts(env.FS)
+	ints, err := hostinfo.ReadInterrupts(env.FS)
 	if err != nil {
 		return nil, err
 	}
 	in.CPUs = ints.CPUs
 	if in.IRQs, err = DiscoverIRQs(env.FS, d, ints); err != nil {
 		return nil, err
+	}
+	if d.Driver == "ena" {
+		in.ENA = ReadENA(ctx, env, d)
 	}
 	if env.IRQBalance != nil {
 		if st, err := env.IRQBalance.State(ctx); err != nil {
@@ -188,14 +202,6 @@ func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
 		in.Errors = nil
 	}
 	return in, nil
-}
-
-func readInterrupts(fs hostfs.FS) (*Interrupts, error) {
-	b, err := fs.ReadFile("/proc/interrupts")
-	if err != nil {
-		return nil, err
-	}
-	return ParseInterrupts(b)
 }
 
 // MgmtInterfaces returns the interfaces that carry a default route, from
@@ -377,7 +383,7 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 		return out, nil
 	}
 	// Channel changes re-create the queue IRQs: discover after them.
-	ints, err := readInterrupts(env.FS)
+	ints, err := hostinfo.ReadInterrupts(env.FS)
 	if err != nil {
 		return out, err
 	}

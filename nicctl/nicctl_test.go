@@ -14,73 +14,10 @@ import (
 
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/tstamp"
 )
-
-func TestParseInterruptsRealFixture(t *testing.T) {
-	b, err := os.ReadFile("testdata/interrupts.firecracker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := ParseInterrupts(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(in.CPUs, []int{0, 1}) {
-		t.Fatalf("CPUs %v", in.CPUs)
-	}
-	l, ok := in.ByIRQ(38)
-	if !ok || l.Chip != "PCI-MSIX-0000:00:03.0" || l.HWIRQ != "1-edge" || !slices.Equal(l.Actions, []string{"virtio2-input.0"}) || len(l.Counts) != 2 {
-		t.Fatalf("IRQ 38: %+v", l)
-	}
-	var loc, errRow bool
-	for _, l := range in.Lines {
-		loc = loc || (l.Label == "LOC" && len(l.Counts) == 2)
-		errRow = errRow || (l.Label == "ERR" && len(l.Counts) == 1)
-	}
-	if !loc || !errRow {
-		t.Fatal("LOC/ERR rows not parsed")
-	}
-	mixed, _ := os.ReadFile("testdata/interrupts.mixed")
-	in, err = ParseInterrupts(mixed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, _ := in.ByIRQ(16); !slices.Equal(l.Actions, []string{"i801_smbus", "ehci_hcd:usb1"}) {
-		t.Fatalf("shared IRQ actions %q", l.Actions)
-	}
-	if _, err := ParseInterrupts([]byte("  CPU0 CPU1\n 5: 1 x chip 1-edge foo\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("short count row: %v", err)
-	}
-}
-
-func FuzzParseInterrupts(f *testing.F) {
-	for _, n := range []string{"testdata/interrupts.firecracker", "testdata/interrupts.mixed"} {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("CPU0\n 1: 5 a b c, d\nNMI: 1 x\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		in, err := ParseInterrupts(b)
-		if err != nil {
-			return
-		}
-		for _, l := range in.Lines {
-			if l.IRQ >= 0 && len(l.Counts) != len(in.CPUs) {
-				t.Fatalf("IRQ %d: %d counts for %d CPUs", l.IRQ, len(l.Counts), len(in.CPUs))
-			}
-			for _, a := range l.Actions {
-				if a == "" || strings.TrimSpace(a) != a {
-					t.Fatalf("bad action %q", a)
-				}
-			}
-		}
-	})
-}
 
 type wantIRQ struct {
 	n     int
@@ -89,9 +26,11 @@ type wantIRQ struct {
 }
 
 func TestDiscoverIRQsPerDriver(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
-	b, _ := fs.ReadFile("/proc/interrupts")
-	in, _ := ParseInterrupts(b)
+	fs := buildTree(t, "mixed", mixedNICs)
+	in, err := hostinfo.ReadInterrupts(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		driver, bdf string
 		want        []wantIRQ
@@ -165,7 +104,7 @@ func openJournal(t *testing.T, env *Env) (*journal.Journal, string) {
 }
 
 func TestSetIRQAffinityManagedAndRestore(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	before := snapshot(t, fs.Root)
 	// IRQ 93 refuses with EIO (older kernels); IRQ 94 has a read-only file (newer kernels).
 	write(t, fs.Root, "/proc/irq/94/smp_affinity_list", "0-3\n", 0o444)
@@ -213,7 +152,7 @@ func TestSetIRQAffinityManagedAndRestore(t *testing.T) {
 }
 
 func TestSetEthtoolJournaledAndRestored(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	et := &fakeEthtool{
 		ch:        &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)},
 		rings:     &ethtoolnl.Rings{RxMax: p32(16384), TxMax: p32(1024), Rx: p32(1024), Tx: p32(512)},
@@ -257,7 +196,7 @@ func countLeadingZeros(v uint32) int {
 }
 
 func TestSetRefusals(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	et := &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)}, rings: &ethtoolnl.Rings{RxMax: p32(4096), TxMax: p32(1024), Rx: p32(1024), Tx: p32(1024)}}
 	env := newEnv(fs, et)
 	j, dir := openJournal(t, env)
@@ -297,7 +236,7 @@ func TestSetRefusals(t *testing.T) {
 }
 
 func TestShowFakeTree(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	write(t, fs.Root, "/proc/4242/comm", "irqbalance\n", 0o444)
 	write(t, fs.Root, "/proc/4242/cgroup", "0::/system.slice/irqbalance.service\n", 0o444)
 	write(t, fs.Root, "/proc/4242/environ", "PATH=/bin\x00IRQBALANCE_BANNED_CPUS=0000000c\x00", 0o444)
@@ -343,7 +282,7 @@ func (r *recIRQBalance) Start(context.Context) error {
 }
 
 func TestHoldIRQBalance(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	for _, running := range []bool{true, false} {
 		t.Run(fmt.Sprint("running=", running), func(t *testing.T) {
 			rb := &recIRQBalance{running: running}
@@ -368,7 +307,7 @@ func TestHoldIRQBalance(t *testing.T) {
 }
 
 func TestIRQBalanceWarning(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	write(t, fs.Root, "/proc/4242/comm", "irqbalance\n", 0o444)
 	write(t, fs.Root, "/proc/4242/environ", "IRQBALANCE_BANNED_CPULIST=2\x00", 0o444)
 	env := newEnv(fs, &fakeEthtool{})
@@ -384,7 +323,7 @@ func TestIRQBalanceWarning(t *testing.T) {
 }
 
 func TestHostIRQBalanceStop(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", nil)
+	fs := buildTree(t, "mixed", nil)
 	write(t, fs.Root, "/proc/77/comm", "irqbalance\n", 0o444)
 	write(t, fs.Root, "/proc/77/cgroup", "0::/user.slice\n", 0o444)
 	var ran []string
@@ -402,7 +341,7 @@ func TestHostIRQBalanceStop(t *testing.T) {
 }
 
 func TestSetHWTstampFirstAndRestored(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	et := &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)}}
 	env := newEnv(fs, et)
 	ts := &fakeTS{caps: tsCapsAll, grant: func(c tstamp.HWTstampConfig) tstamp.HWTstampConfig {

@@ -36,6 +36,22 @@ func (in *Info) WriteText(w io.Writer) {
 	if d := in.DrvInfo; d != nil {
 		fmt.Fprintf(w, "driver:    %s %s, firmware %s, bus-info %s\n", d.Driver, d.Version, or(d.Firmware, "-"), or(d.BusInfo, "-"))
 	}
+	if e := in.ENA; e != nil {
+		tree := "in-tree"
+		if e.OutOfTree {
+			tree = "out-of-tree (amzn-drivers)"
+		}
+		ts := "none"
+		if t := e.HWTimestamping; t != nil {
+			ts = fmt.Sprintf("RX offered %v on %v, TX offered %v on %v", t.RXSupported, t.RXEnabled, t.TXSupported, t.TXEnabled)
+		}
+		srd := "n/a"
+		if e.SRDMode != nil {
+			srd = fmt.Sprintf("mode %d (express %v, udp %v)", *e.SRDMode, e.ExpressOn(), e.UDPOverSRD())
+		}
+		fmt.Fprintf(w, "ena:       %s %s, packet stamps %s, phc_enable %s, LLQ %s (header %s B), ENA Express %s\n",
+			tree, or(e.Version, "?"), ts, opt(e.PHCEnable), or(e.LLQ, "n/a"), opt(e.LLQHeaderBytes), srd)
+	}
 	if c := in.Channels; c != nil {
 		fmt.Fprintf(w, "channels:  rx %s/%s  tx %s/%s  other %s/%s  combined %s/%s (current/max)\n",
 			opt(c.Rx), opt(c.RxMax), opt(c.Tx), opt(c.TxMax), opt(c.Other), opt(c.OtherMax), opt(c.Combined), opt(c.CombinedMax))

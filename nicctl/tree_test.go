@@ -12,6 +12,7 @@ import (
 
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -53,24 +54,28 @@ func symlink(t testing.TB, root, p, target string) {
 }
 
 // buildTree makes a fake /proc and /sys below a temp dir from a real-format
-// /proc/interrupts fixture, laid out like the kernel's: class links are
+// /proc/interrupts fixture (a file in hostinfo's testdata/interrupts, or a
+// path), laid out like the kernel's: class links are
 // relative symlinks into /sys/devices, the device link points back up.
 // eth0 carries the default route (it has no device: only its class entry).
 func buildTree(t testing.TB, interrupts string, nics []fakeNIC) hostfs.FS {
 	t.Helper()
 	root := t.TempDir()
-	b, err := os.ReadFile(filepath.Join("testdata", interrupts))
+	if !strings.Contains(interrupts, "/") {
+		interrupts = filepath.Join("../internal/hostinfo/testdata/interrupts", strings.TrimPrefix(interrupts, "interrupts."))
+	}
+	b, err := os.ReadFile(interrupts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, root, "/proc/interrupts", string(b), 0o444)
-	in, err := ParseInterrupts(b)
+	in, err := hostinfo.ParseCounterTable(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := "0-" + strconv.Itoa(len(in.CPUs)-1)
 	write(t, root, "/sys/devices/system/cpu/online", all+"\n", 0o444)
-	for _, l := range in.Lines {
+	for _, l := range in.Rows {
 		if l.IRQ < 0 {
 			continue
 		}

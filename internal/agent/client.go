@@ -229,14 +229,15 @@ func (c *Client) Check(ctx context.Context, cpu int, iface string) (*check.Repor
 	return &r, c.call(ctx, OpCheck, CheckArgs{CPU: cpu, Iface: iface}, &r)
 }
 
-// Apply puts an arm's knobs in force on the host.
-func (c *Client) Apply(ctx context.Context, arm string, k scenario.Knobs, iface string, length time.Duration) ([]string, error) {
+// Apply puts an arm's knobs in force on the host; allowMgmt lets them
+// change iface although it carries the default route.
+func (c *Client) Apply(ctx context.Context, arm string, k scenario.Knobs, iface string, allowMgmt bool, length time.Duration) ([]string, error) {
 	kb, err := json.Marshal(k)
 	if err != nil {
 		return nil, err
 	}
 	var r ApplyResult
-	err = c.call(ctx, OpApply, ApplyArgs{Arm: arm, Knobs: kb, Iface: iface, LengthNS: int64(length)}, &r)
+	err = c.call(ctx, OpApply, ApplyArgs{Arm: arm, Knobs: kb, Iface: iface, AllowMgmt: allowMgmt, LengthNS: int64(length)}, &r)
 	return r.Report, err
 }
 

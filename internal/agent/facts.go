@@ -61,6 +61,14 @@ func LocalFacts(fs hostfs.FS) (*Facts, error) {
 	if f.StressNG, err = l.HasStressNG(); err != nil {
 		return nil, err
 	}
+	// Never nil when known: nil tells the controller "unknown" (no route
+	// table here, or an older agent).
+	switch mg, err := l.MgmtInterfaces(); {
+	case err == nil:
+		f.MgmtIfaces = append([]string{}, mg...)
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -98,6 +106,12 @@ func (r remoteFacts) Timestamping(iface string) (tstamp.NICState, error) {
 		return st, fmt.Errorf("timestamping of %s: the agent could not read it: %w", iface, errors.ErrUnsupported)
 	}
 	return st, nil
+}
+func (r remoteFacts) MgmtInterfaces() ([]string, error) {
+	if r.f.MgmtIfaces == nil {
+		return nil, fmt.Errorf("default routes: the agent does not report them: %w", os.ErrNotExist)
+	}
+	return r.f.MgmtIfaces, nil
 }
 func (r remoteFacts) IdleStates(cpu int) ([]string, error) {
 	if err := r.lacks("cpuidle"); err != nil {

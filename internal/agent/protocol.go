@@ -94,6 +94,8 @@ type Facts struct {
 	Ifaces       []string                   `json:"ifaces"`
 	StressNG     bool                       `json:"stress_ng"`
 	IdleStates   map[int][]string           `json:"idle_states"`
+	// MgmtIfaces carry a default route; nil (an older agent) means unknown.
+	MgmtIfaces []string `json:"mgmt_ifaces"`
 	// Missing names facilities the host lacks (isolated, nohz_full, cpuidle).
 	Missing []string `json:"missing,omitempty"`
 }
@@ -115,6 +117,9 @@ type ApplyArgs struct {
 	Knobs    json.RawMessage `json:"knobs"` // scenario.Knobs
 	Iface    string          `json:"iface"`
 	LengthNS int64           `json:"length_ns"`
+	// AllowMgmt lets the knobs change Iface although it carries the
+	// default route (the scenario host's allow-mgmt).
+	AllowMgmt bool `json:"allow_mgmt,omitempty"`
 }
 
 // TimestampsArgs ask for a NIC's hardware timestamping for the run: Mode

@@ -223,7 +223,7 @@ func (s *Server) apply(ctx context.Context, a ApplyArgs) (any, error) {
 	if err := s.openJournal(); err != nil {
 		return nil, err
 	}
-	s.host = &hostctl.Host{FS: s.FS, NIC: s.nic, Journal: s.j, Iface: a.Iface}
+	s.host = &hostctl.Host{FS: s.FS, NIC: s.nic, Journal: s.j, Iface: a.Iface, AllowMgmt: a.AllowMgmt}
 	ap, err := hostctl.Apply(ctx, s.host, hostctl.Arm{Name: a.Arm, Knobs: k, Length: time.Duration(a.LengthNS)})
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/nicctl"
 )
 
 // Severity orders results; the worst decides the exit code.
@@ -136,6 +137,8 @@ type Options struct {
 	Iface string
 	// TS reads timestamp capabilities; nil means the ethtool ioctl.
 	TS TSInfoer
+	// NIC reads driver facts (ENA); nil means the host's, through FS.
+	NIC *nicctl.Env
 	// Getenv reads the environment (Kubernetes detection); nil: os.Getenv.
 	Getenv func(string) string
 	// BusyWindow is how long CPU use is measured; 0 means 250 ms.
@@ -532,11 +535,31 @@ func (x *runner) turbo() {
 	x.add("turbo", Warn, fix, "turbo on (%s): the clock follows load and temperature of the other cores", t.Source)
 }
 
+// cstateBootFix is the boot parameter that keeps every CPU shallow, for
+// the host's architecture and cpuidle driver.
+func cstateBootFix(arch, driver string) string {
+	switch {
+	case arch == "aarch64":
+		return "or boot with cpuidle.off=1: the CPUs then idle in WFI only (arm64 has no POLL state; the deeper states are the firmware's PSCI/ACPI LPI states)"
+	case driver == "intel_idle":
+		return "or boot with intel_idle.max_cstate=1: C1 the deepest"
+	case driver == "acpi_idle":
+		return "or boot with processor.max_cstate=1"
+	}
+	return "or boot with idle=poll: the CPUs poll instead of idling"
+}
+
 func (x *runner) cstates() {
 	cpu := x.r.CPU
+	arch, _ := hostinfo.Arch(x.fs)
+	driver, _, _ := hostinfo.IdleDriver(x.fs)
 	st, err := hostinfo.ReadIdleStates(x.fs, cpu)
 	if errors.Is(err, os.ErrNotExist) {
-		x.add("cstates", OK, "", "CPU %d has no cpuidle states (idle=poll or cpuidle off)", cpu)
+		how := "the kernel's default idle (HLT), or idle=poll"
+		if arch == "aarch64" {
+			how = "it idles in WFI; the hypervisor or firmware owns anything deeper (AWS Graviton: not OS-controlled)"
+		}
+		x.add("cstates", OK, "", "CPU %d has no cpuidle states (cpuidle driver %s): %s", cpu, orNone(driver), how)
 		return
 	}
 	if err != nil {
@@ -562,8 +585,15 @@ func (x *runner) cstates() {
 		x.add("cstates", OK, "", "CPU %d idle states within %d µs exit latency: %s", cpu, x.o.MaxExitLatencyUS, strings.Join(all, ", "))
 		return
 	}
-	x.add("cstates", Warn, strings.Join(fixes, "; ")+" (or boot with intel_idle.max_cstate=1 / processor.max_cstate=1)",
-		"CPU %d may enter deep idle states: %s", cpu, strings.Join(deep, ", "))
+	x.add("cstates", Warn, strings.Join(fixes, "; ")+" ("+cstateBootFix(arch, driver)+")",
+		"CPU %d may enter deep idle states (%s): %s", cpu, orNone(driver), strings.Join(deep, ", "))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func (x *runner) clocksource() {

@@ -27,6 +27,13 @@ func copyTree(t *testing.T, name string) hostfs.FS {
 			return err
 		}
 		rel, _ := filepath.Rel(src, p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(l, filepath.Join(dst, rel))
+		}
 		if d.IsDir() {
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		}

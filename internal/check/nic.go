@@ -77,15 +77,16 @@ func (x *runner) nic() {
 			x.add("nic.hwts", Warn, "this NIC stamps PTP packets only (filter ALL missing); use PTP-shaped probes or a NIC with all-packet RX stamps",
 				"HW RX timestamps without HWTSTAMP_FILTER_ALL (%s)", caps)
 		default:
-			x.add("nic.hwts", Warn, "software stamps include the stack; for wire latency use a NIC/driver with HW stamps (ethtool -T "+ifc+"; AWS ENA needs amzn-drivers ≥ 2.15)",
+			x.add("nic.hwts", Warn, "software stamps include the stack; for wire latency use a NIC/driver with HW stamps (ethtool -T "+ifc+")",
 				"software timestamps only (%s)", caps)
 		}
 		if ti.PHCIndex >= 0 {
 			x.add("nic.phc", OK, "", "PTP hardware clock /dev/ptp%d", ti.PHCIndex)
 		} else {
-			x.add("nic.phc", Warn, "RTT does not need a PHC; to relate NIC stamps to system time enable it (ENA: phc_enable=1 or devlink enable_phc) or use a NIC with one",
+			x.add("nic.phc", Warn, "RTT does not need a PHC; to relate NIC stamps to system time use a NIC with one",
 				"%s has no PTP hardware clock", ifc)
 		}
+		x.ena(ifc, ti)
 	}
 	ps, err := hostinfo.FindProcesses(x.fs, "ptp4l")
 	if err != nil {

@@ -36,6 +36,12 @@ type Rings struct {
 	TxMax *uint32 `json:"tx_max,omitempty"`
 	Rx    *uint32 `json:"rx,omitempty"`
 	Tx    *uint32 `json:"tx,omitempty"`
+	// TX push (GET only, Linux ≥ 6.4): the driver writes descriptors and
+	// the first TxPushBufLen bytes of each packet into device memory (ENA's
+	// LLQ mode: 96 B, 224 B with large LLQ).
+	TxPush          *bool   `json:"tx_push,omitempty"`
+	TxPushBufLen    *uint32 `json:"tx_push_buf_len,omitempty"`
+	TxPushBufLenMax *uint32 `json:"tx_push_buf_len_max,omitempty"`
 }
 
 // Channels is queue counts (ethtool -l / -L). The maxima are GET only.
@@ -278,6 +284,12 @@ func (c *Conn) Rings(ctx context.Context, iface string) (Rings, error) {
 			r.Rx = u32p(ad)
 		case unix.ETHTOOL_A_RINGS_TX:
 			r.Tx = u32p(ad)
+		case unix.ETHTOOL_A_RINGS_TX_PUSH:
+			r.TxPush = boolp(ad)
+		case unix.ETHTOOL_A_RINGS_TX_PUSH_BUF_LEN:
+			r.TxPushBufLen = u32p(ad)
+		case unix.ETHTOOL_A_RINGS_TX_PUSH_BUF_LEN_MAX:
+			r.TxPushBufLenMax = u32p(ad)
 		}
 	}
 	return r, decodeErr("RINGS_GET", iface, ad.Err())

@@ -35,6 +35,9 @@ type Host struct {
 	NIC     *nicctl.Env
 	Journal *journal.Journal
 	Iface   string // responder interface
+	// AllowMgmt lets the knobs change Iface although it carries the
+	// default route (nicctl refuses otherwise).
+	AllowMgmt bool
 	// InNetns runs fn in the network namespace of Iface (nil: this one).
 	InNetns func(fn func() error) error
 }
@@ -122,7 +125,7 @@ func Sibling(fs hostfs.FS, cpu int) (int, error) {
 }
 
 func (ap *Applied) nic(ctx context.Context, k scenario.Knobs) error {
-	var s nicctl.Settings
+	s := nicctl.Settings{AllowMgmt: ap.host.AllowMgmt}
 	any := false
 	if k.IRQ != nil {
 		s.IRQCPUs, s.HoldIRQBalance, any = k.IRQ.CPUs, true, true

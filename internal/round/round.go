@@ -27,6 +27,9 @@ import (
 type Host struct {
 	Agent *agent.Client
 	Iface string
+	// AllowMgmt lets the arm's knobs change Iface although it carries the
+	// default route (the scenario host's allow-mgmt).
+	AllowMgmt bool
 }
 
 // Spec is one round.

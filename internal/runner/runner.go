@@ -225,7 +225,7 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 	fmt.Fprintf(o.Log, "rig run: round %d arm %s\n", r, arm.Name)
 	// The arm's knobs go to the responder host.
 	rsp := hs.responder.Agent
-	report, aerr := rsp.Apply(ctx, arm.Name, k, hs.responder.Iface, length)
+	report, aerr := rsp.Apply(ctx, arm.Name, k, hs.responder.Iface, hs.responder.AllowMgmt, length)
 	for _, line := range report {
 		fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, line)
 	}
@@ -333,7 +333,7 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 		if err != nil {
 			return hs, err
 		}
-		rh := round.Host{Agent: c, Iface: h.Iface}
+		rh := round.Host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt}
 		if h.Has(scenario.RoleSender) {
 			hs.sender = rh
 		}
@@ -380,7 +380,7 @@ func prepareTimestamping(ctx context.Context, o Options, s *scenario.Scenario, h
 		a := agent.TimestampsArgs{Iface: k.iface, Mode: string(s.Timestamps), Need: need[k]}
 		for _, h := range s.Hosts {
 			if h.Name == k.c.Name {
-				a.TakeOver = h.TakeOverPTP
+				a.TakeOver, a.AllowMgmt = h.TakeOverPTP, h.AllowMgmt
 			}
 		}
 		r, err := k.c.Timestamps(ctx, a)

@@ -238,4 +238,3 @@ func TestLegacyCaptureColumns(t *testing.T) {
 		}
 	}
 }
-

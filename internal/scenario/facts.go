@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/cstate"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -33,6 +34,9 @@ type HostFacts interface {
 	Timestamping(iface string) (tstamp.NICState, error)
 	// IdleStates lists the cpuidle state names of cpu in index order.
 	IdleStates(cpu int) ([]string, error)
+	// MgmtInterfaces lists the interfaces that carry a default route (the
+	// management interfaces rig does not change unless told to).
+	MgmtInterfaces() ([]string, error)
 }
 
 // LocalFacts reads the facts of the machine rig runs on through FS.
@@ -99,6 +103,9 @@ func (l LocalFacts) IdleStates(cpu int) ([]string, error) {
 	return out, nil
 }
 
+// MgmtInterfaces reads the default routes (of FS's network namespace).
+func (l LocalFacts) MgmtInterfaces() ([]string, error) { return nicctl.MgmtInterfaces(l.FS) }
+
 // StaticFacts is HostFacts from fixed values, for tests and for facts that
 // arrived from an agent. A nil Siblings entry means "no SMT sibling"; a nil
 // Idle means "no cpuidle".
@@ -113,6 +120,7 @@ type StaticFacts struct {
 	// here is a software-only NIC whose config cannot be read (veth).
 	NICs map[string]tstamp.NICState
 	Idle []string // state names, the same on every CPU
+	Mgmt []string // interfaces that carry a default route
 }
 
 var _ HostFacts = (*StaticFacts)(nil)
@@ -139,6 +147,7 @@ func (f *StaticFacts) Timestamping(iface string) (tstamp.NICState, error) {
 	return tstamp.NICState{Ifname: iface, Caps: tstamp.Caps{Ifname: iface, SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware, PHCIndex: -1},
 		ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}, nil
 }
+func (f *StaticFacts) MgmtInterfaces() ([]string, error) { return f.Mgmt, nil }
 func (f *StaticFacts) IdleStates(cpu int) ([]string, error) {
 	if f.Idle == nil {
 		return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
@@ -165,7 +174,7 @@ func (e *HostError) Unwrap() error { return e.Err }
 func Validate(s *Scenario, facts map[string]HostFacts) error {
 	v := &validator{s: s, c: &checker{x: s.pos}}
 	for i := range s.Arms {
-		s.Arms[i].Skip = ""
+		s.Arms[i].Skip, s.Arms[i].Notes = "", nil
 	}
 	if err := v.run(facts); err != nil {
 		return err
@@ -296,6 +305,9 @@ func (v *validator) run(facts map[string]HostFacts) error {
 			return err
 		}
 	}
+	if err := v.mgmt(rsp, hf); err != nil {
+		return err
+	}
 	runnable := 0
 	for i, a := range s.Arms {
 		if a.Skip == "" {
@@ -349,6 +361,46 @@ func (v *validator) knobs(p string, k Knobs, hf *hostFacts) {
 	}
 }
 
+// mgmt refuses arms that change the responder's interface when it carries
+// the host's default route, unless the host says allow-mgmt: true. An
+// emulated topology's veths never carry it; a host that cannot say which
+// interfaces do (an older agent) is not checked here, and nicctl still
+// refuses at apply time.
+func (v *validator) mgmt(rsp *Host, hf *hostFacts) error {
+	if v.s.Emulate != "" || rsp.AllowMgmt || rsp.Iface == "" {
+		return nil
+	}
+	var sites []string
+	for i, a := range v.s.Arms {
+		for _, k := range []struct {
+			set  bool
+			name string
+		}{{a.Effective.IRQ != nil, "irq"}, {a.Effective.NIC != (NIC{}), "nic"}} {
+			if p := v.field(i, k.name); k.set && !slices.Contains(sites, p) {
+				sites = append(sites, p)
+			}
+		}
+	}
+	if len(sites) == 0 {
+		return nil
+	}
+	mg, err := hf.f.MgmtInterfaces()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &HostError{hf.name, err}
+	}
+	if !slices.Contains(mg, rsp.Iface) {
+		return nil
+	}
+	for _, p := range sites {
+		v.c.val(p, fmt.Sprintf("%s on host %s carries the default route (the management interface): rig does not change its IRQs or NIC settings", rsp.Iface, hf.name),
+			fmt.Sprintf("measure on a second interface (hosts.%s.iface; on AWS attach a second ENI), or add allow-mgmt: true to hosts.%s to change %s on purpose", hf.name, hf.name, rsp.Iface))
+	}
+	return nil
+}
+
 // arm decides whether arm i can run, and checks what depends on the
 // effective responder CPU.
 func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
@@ -360,11 +412,14 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 		cpu = *e.Responder.CPU
 	}
 	var siblings []int
+	noSMT := ""
 	if cpu >= 0 && (e.SMTSibling != nil || slices.Contains(e.Requires, RequireSMT)) {
 		sib, err := hf.f.ThreadSiblings(cpu)
 		if err != nil {
 			return &HostError{hf.name, err}
 		}
+		// Hosts without SMT (AWS Graviton, SMT off) list the CPU alone.
+		noSMT = fmt.Sprintf("CPU %d has no SMT sibling (thread_siblings_list %s: one thread per core)", cpu, listOrNone(sib))
 		for _, c := range sib {
 			if c != cpu {
 				siblings = append(siblings, c)
@@ -383,7 +438,7 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 			}
 		case RequireSMT:
 			if len(siblings) == 0 {
-				skip = append(skip, fmt.Sprintf("CPU %d has no SMT sibling", cpu))
+				skip = append(skip, noSMT)
 			}
 		case RequireHWTimestamps:
 			// The responder's own stamps (RX and TX: its turnaround); the
@@ -406,15 +461,29 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 		}
 	}
 	if e.SMTSibling != nil && len(siblings) == 0 && !slices.Contains(e.Requires, RequireSMT) {
-		skip = append(skip, fmt.Sprintf("CPU %d has no SMT sibling for the smt-sibling load", cpu))
+		skip = append(skip, noSMT+" for the smt-sibling load")
 	}
-	if cs := e.CState; cs != nil && cpu >= 0 && (cs.Disable != nil || cs.Poll) {
-		names, err := hf.f.IdleStates(cpu)
+	// max-latency-us is global: the first online CPU's states stand for all.
+	icpu := cpu
+	if icpu < 0 && len(hf.online) > 0 {
+		icpu = hf.online[0]
+	}
+	if cs := e.CState; cs != nil && icpu >= 0 {
+		names, err := hf.f.IdleStates(icpu)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states to disable", cpu, hf.name), "the host idles without cpuidle (idle=poll or cpuidle.off?); use max-latency-us, or leave cstate out")
+			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states: it idles in the kernel's default state (HLT on x86, WFI on arm64), which ignores PM QoS and has nothing to disable, so this arm would change nothing", icpu, hf.name),
+				"leave cstate out on this host (an AWS Graviton guest has no cpuidle driver); to poll instead of idling, boot it with idle=poll and compare hosts, not arms")
 		case err != nil:
 			return &HostError{hf.name, err}
+		case cs.Poll && !cstate.HasPoll(names):
+			hint := fmt.Sprintf("to keep CPU %d in %s, its shallowest state, write disable: [%s] and name the arm so; to poll, boot the host with idle=poll; or leave cstate out", icpu, names[0], strings.Join(names[1:], ", "))
+			if len(names) == 1 {
+				hint = fmt.Sprintf("%s is its only state, so it idles there already: leave cstate out, or boot the host with idle=poll to poll", names[0])
+			}
+			v.c.val(v.field(i, "cstate.poll"), fmt.Sprintf("CPU %d on host %s has no POLL idle state (states: %s; arm64 has none): poll would disable them all and the CPU would still idle in %s", icpu, hf.name, strings.Join(names, ", "), names[0]), hint)
+		case cs.MaxLatencyUS != nil && *cs.MaxLatencyUS == 0 && !cstate.HasPoll(names):
+			a.Notes = append(a.Notes, fmt.Sprintf("cstate max-latency-us 0 on host %s: %s", hf.name, cstate.ZeroLatencyEffect(names)))
 		default:
 			for j, n := range cs.Disable {
 				if !slices.Contains(names, n) {
@@ -493,7 +562,7 @@ func planTimestamping(h Host, f HostFacts, mode TimestampMode) TimestampPlan {
 		tp.Err = err
 		return tp
 	}
-	tp.Decision = tstamp.Decide(st, tstamp.Policy{Mode: m, Need: tp.Need, TakeOver: h.TakeOverPTP})
+	tp.Decision = tstamp.Decide(st, tstamp.Policy{Mode: m, Need: tp.Need, TakeOver: h.TakeOverPTP, AllowMgmt: h.AllowMgmt})
 	return tp
 }
 

@@ -46,6 +46,7 @@ type rawHost struct {
 	Roles       []string `yaml:"roles"`
 	Iface       *string  `yaml:"iface"`
 	TakeOverPTP *bool    `yaml:"take-over-ptp"`
+	AllowMgmt   *bool    `yaml:"allow-mgmt"`
 }
 
 type rawTraffic struct {
@@ -700,6 +701,9 @@ func (c *checker) hosts(r *rawScenario, emulate bool) []Host {
 		if h.Has(RoleCapture) && (h.Has(RoleSender) || h.Has(RoleResponder)) {
 			c.val(p+".roles", fmt.Sprintf("host %s captures on the interface it sends or answers on: a tap there sees the host's own packets as outgoing, with software stamps at best, and its \"turnaround\" would be the sender's round trip", n),
 				"give the capture its own host entry on the mirror/SPAN port (e.g. cap: {via: local, roles: [capture], iface: MIRROR_PORT}), or remove the capture role")
+		}
+		if rh.AllowMgmt != nil {
+			h.AllowMgmt = *rh.AllowMgmt
 		}
 		out = append(out, h)
 	}

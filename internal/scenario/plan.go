@@ -163,6 +163,9 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 		for _, l := range lines {
 			ew.printf("    %s\n", l)
 		}
+		for _, n := range a.Notes {
+			ew.printf("    note: %s\n", n)
+		}
 	}
 	if len(p.Skipped) > 0 {
 		ew.printf("\nskipped arms:\n")

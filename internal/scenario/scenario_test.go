@@ -556,7 +556,7 @@ arms:
 	}
 	want := map[string]string{
 		"base":          "",
-		"sib":           "CPU 1 has no SMT sibling for the smt-sibling load",
+		"sib":           "CPU 1 has no SMT sibling (thread_siblings_list 1: one thread per core) for the smt-sibling load",
 		"optional-load": "stress-ng is not installed",
 		"hw":            "CPU 1 is not nohz_full (nohz_full: none); no hardware timestamps: eth0 cannot give rig's probes RX ALL + TX ON in hardware (RX: no hardware RX stamps; TX: no hardware TX stamps",
 	}

@@ -40,6 +40,7 @@ func Join(files ...*File) (*Joined, error) {
 		}
 	}
 	bySeq := map[uint64]int{}
+	var seen []uint8 // per joined record: the files (bit per role joined) that had it
 	for _, f := range files {
 		h := f.Header
 		if h.RunID != j.Header.RunID || h.ArmIndex != j.Header.ArmIndex || h.Round != j.Header.Round {
@@ -62,6 +63,7 @@ func Join(files ...*File) (*Joined, error) {
 				j.Clocks[c.String()] = ck
 			}
 		}
+		bit := uint8(1) << (len(j.Roles) - 1) // this file's mark in seen
 		for i := range f.Records {
 			r := &f.Records[i]
 			k, ok := bySeq[r.Seq]
@@ -69,7 +71,14 @@ func Join(files ...*File) (*Joined, error) {
 				k = len(j.Records)
 				bySeq[r.Seq] = k
 				j.Records = append(j.Records, Record{Seq: r.Seq})
+				seen = append(seen, 0)
 			}
+			if seen[k]&bit != 0 {
+				// Every writer records a sequence once: a second record
+				// is damage, and which of the two is right is unknowable.
+				return nil, fmt.Errorf("samples: %s file has sequence %d twice (damaged file)", h.Role, r.Seq)
+			}
+			seen[k] |= bit
 			d := &j.Records[k]
 			d.Flags |= r.Flags
 			for _, c := range f.Stamps() {

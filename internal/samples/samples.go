@@ -10,6 +10,9 @@
 //	                                column named in Header.Columns (LE)
 //	"RIGFOOT\n", u32 LE n, n bytes JSON Footer
 //	                                counters, CRC-32C of the record bytes
+//	u32 LE                          CRC-32C of every byte before it
+//	                                (version 2; version 1 files end with
+//	                                the footer, which no CRC covered)
 //
 // Stamps are nanoseconds on the clock named for their column in
 // Header.Clocks; 0 means "not taken". Records are written from memory after a
@@ -22,8 +25,13 @@ import (
 	"strings"
 )
 
-// FormatVersion is the sample file format version.
-const FormatVersion = 1
+// FormatVersion is the sample file format version written. Version 2 adds
+// the trailing CRC over the whole file (header and footer included);
+// version 1 files are still read.
+const FormatVersion = 2
+
+// minFormatVersion is the oldest version Read accepts.
+const minFormatVersion = 1
 
 // Stamp names one timestamp column (DESIGN §1).
 type Stamp int
@@ -168,6 +176,9 @@ type Counters struct {
 	SendErrors      uint64 `json:"send_errors,omitempty"`
 	Unpaired        uint64 `json:"unpaired,omitempty"`     // capture: request or reply seen alone
 	OutOfRange      uint64 `json:"out_of_range,omitempty"` // sequences beyond the preallocated records (answered, not recorded)
+	// KernelDrops: frames the kernel dropped before the program read them
+	// (capture: PACKET_STATISTICS tp_drops, a full receive buffer).
+	KernelDrops uint64 `json:"kernel_drops,omitempty"`
 }
 
 // Footer closes a sample file.
@@ -176,12 +187,21 @@ type Footer struct {
 	CRC32C   uint32   `json:"crc32c"` // over the record bytes
 	Counters Counters `json:"counters"`
 	EndedAt  string   `json:"ended_at,omitempty"`
-	// Stopped is set when the round was interrupted (Ctrl-C, error).
+	// Stopped says why the program ended before its natural end:
+	// "interrupted: …" (a signal or a cancelled context) or "failed: …"
+	// (an error). The responder and the capture run until stopped, so
+	// "interrupted" is their normal end; the sender's is not.
 	Stopped string `json:"stopped,omitempty"`
 	// Thread is the measuring thread's CPU use over the round (sender:
 	// the pacing thread; responder: its loop), when the kernel gave it.
 	Thread *ThreadUsage `json:"thread,omitempty"`
 }
+
+// Prefixes of Footer.Stopped.
+const (
+	StoppedInterrupted = "interrupted: "
+	StoppedFailed      = "failed: "
+)
 
 // ThreadUsage is one thread's CPU use over a wall-clock span
 // (getrusage RUSAGE_THREAD): how much of the span it ran, and how often

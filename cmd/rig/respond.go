@@ -25,6 +25,9 @@ func runRespond(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
 	group, mode, runID, err := pf.parse()
 	if err != nil {
 		return err

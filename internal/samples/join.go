@@ -22,6 +22,7 @@ type Joined struct {
 	Records  []Record             // sorted by Seq
 	Counters map[Role]Counters    // per role, from the footers
 	Threads  map[Role]ThreadUsage // per role, the measuring thread's CPU use (footers that carry it)
+	Stopped  map[Role]string      // per role, Footer.Stopped where set
 	Roles    []Role               // roles joined
 	Problems []string             // per-file problems (truncation) that did not stop the join
 }
@@ -32,7 +33,7 @@ func Join(files ...*File) (*Joined, error) {
 	if len(files) == 0 {
 		return nil, errors.New("samples: nothing to join")
 	}
-	j := &Joined{Clocks: map[string]Clock{}, Counters: map[Role]Counters{}, Threads: map[Role]ThreadUsage{}}
+	j := &Joined{Clocks: map[string]Clock{}, Counters: map[Role]Counters{}, Threads: map[Role]ThreadUsage{}, Stopped: map[Role]string{}}
 	j.Header = files[0].Header
 	for _, f := range files {
 		if f.Header.Role == RoleSender {
@@ -55,6 +56,9 @@ func Join(files ...*File) (*Joined, error) {
 			j.Counters[h.Role] = f.Footer.Counters
 			if f.Footer.Thread != nil {
 				j.Threads[h.Role] = *f.Footer.Thread
+			}
+			if f.Footer.Stopped != "" {
+				j.Stopped[h.Role] = f.Footer.Stopped
 			}
 		}
 		for _, c := range f.Stamps() {

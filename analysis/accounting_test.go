@@ -200,7 +200,9 @@ func TestRunDirDamage(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rewrite(t, dir, "isolated", 2, samples.RoleCapture, func(recs []samples.Record, f *samples.Footer) {})
+	if err := syscall.Mkfifo(filepath.Join(rundir.RoundDir(dir, "base", 0), rundir.Telemetry), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	twice := filepath.Join(rundir.RoundDir(dir, "isolated", 2), samples.FileName(samples.RoleCapture))
 	cf, err := samples.ReadFile(twice)
 	if err != nil {
@@ -235,6 +237,9 @@ func TestRunDirDamage(t *testing.T) {
 		if !hasLine(rep.Problems, want...) {
 			t.Errorf("no problem with %q in:\n%s", want, strings.Join(rep.Problems, "\n"))
 		}
+	}
+	if len(rep.Telemetry) == 0 || !strings.Contains(telemetryText(rep), "not a regular file") {
+		t.Errorf("a FIFO telemetry.json is not a line of the telemetry section:\n%s", telemetryText(rep))
 	}
 	if len(rep.Arms) != 2 || rep.Rules.Warmup != 2 {
 		t.Errorf("arms %v, warm-up %d: want each arm once and the headers' W=2", rep.armNames(), rep.Rules.Warmup)

@@ -318,7 +318,7 @@ func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
 	for _, rd := range a.Rounds {
 		tr := telRound{k: rd.K}
 		path := filepath.Join(rd.Dir, rundir.Telemetry)
-		b, err := os.ReadFile(path)
+		b, err := rundir.ReadRegular(path) // a FIFO must not hang the report
 		var te telemetryError
 		switch {
 		case errors.Is(err, os.ErrNotExist):

@@ -29,7 +29,7 @@ import (
 )
 
 // FormatVersion is the version of report.json (README.md, Reports).
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Report is the analysis of one run; it is report.json.
 type Report struct {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -37,8 +38,16 @@ type Config struct {
 	Iface      string   // the mirror/tap port
 	Ports      []uint16 // UDP ports of requests and replies
 	Timestamps tstamp.Mode
-	RunID      uint64 // 0 = adopt the first run seen
-	Capacity   int    // sequences recorded (0..Capacity-1)
+	// Group is the requests' group:port: a request must go there, a reply
+	// must come from its port and go elsewhere (the direction check).
+	Group netip.AddrPort
+	// RunID, ArmIndex and Round: only this run's, arm's and round's frames
+	// are paired; anything else is foreign. RunID is required (see
+	// responder.Config).
+	RunID    uint64
+	ArmIndex int
+	Round    int
+	Capacity int // sequences recorded (0..Capacity-1)
 	// PcapFrames > 0 keeps that many frames (first Snaplen bytes each) for
 	// WritePcap.
 	PcapFrames int
@@ -64,6 +73,7 @@ type Capture struct {
 	started time.Time
 	stopped string
 	phc     *tstamp.PHCRecord
+	rcvbuf  int // SO_RCVBUF granted
 
 	pcap struct {
 		data []byte
@@ -89,6 +99,12 @@ func New(cfg Config) (*Capture, error) {
 	if len(cfg.Ports) == 0 {
 		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
 	}
+	if cfg.RunID == 0 {
+		return nil, wire.ErrNoRunID
+	}
+	if !cfg.Group.Addr().Is4() || !cfg.Group.Addr().IsMulticast() || cfg.Group.Port() == 0 {
+		return nil, fmt.Errorf("capture: group %s is not an IPv4 multicast group:port (e.g. 239.1.1.1:9000)", cfg.Group)
+	}
 	if cfg.Timestamps == tstamp.Off {
 		return nil, fmt.Errorf("capture: timestamps off (--timestamps off): a capture records nothing but stamps; use hardware, software or auto: %w", errors.ErrUnsupported)
 	}
@@ -113,6 +129,17 @@ func New(cfg Config) (*Capture, error) {
 		return nil, err
 	}
 	if err := conn.AttachUDPPortFilter(cfg.Ports...); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	// A stalled sender's catch-up burst or a descheduled capture thread
+	// must not overflow the default ~208 KiB buffer: sized like the UDP
+	// sockets', and what the kernel still drops is counted (finish).
+	if c.rcvbuf, err = conn.SetRcvBuf(tstamp.StallRcvBuf); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if _, _, err := conn.Stats(); err != nil { // reading resets: count from here
 		conn.Close()
 		return nil, err
 	}
@@ -147,14 +174,18 @@ func (c *Capture) Run(ctx context.Context) error {
 		runtime.LockOSThread()
 		done <- c.loop()
 	}()
+	var err error
 	select {
-	case err := <-done:
-		return err
+	case err = <-done:
 	case <-ctx.Done():
-		c.stopped = "interrupted: " + context.Cause(ctx).Error()
+		c.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
 		c.Stop()
-		return <-done
+		err = <-done
 	}
+	if err != nil {
+		c.stopped = samples.StoppedFailed + err.Error()
+	}
+	return err
 }
 
 func (c *Capture) loop() error {
@@ -180,8 +211,7 @@ func (c *Capture) loop() error {
 			return err
 		}
 	}
-	c.finish()
-	return nil
+	return c.finish()
 }
 
 // drain reads every queued frame without blocking.
@@ -204,7 +234,7 @@ func (c *Capture) drain() error {
 
 // onFrame files one Ethernet frame. It does not allocate.
 func (c *Capture) onFrame(f []byte, st tstamp.Stamps) {
-	payload, ok := udpPayload(f)
+	payload, ep, ok := udpFrame(f)
 	if !ok {
 		c.cnt.Foreign++
 		return
@@ -217,8 +247,9 @@ func (c *Capture) onFrame(f []byte, st tstamp.Stamps) {
 		}
 		return
 	}
-	if c.runID == 0 {
-		c.runID = c.hdr.RunID
+	if c.hdr.Arm != uint32(c.cfg.ArmIndex) || c.hdr.Round != uint32(c.cfg.Round) || !c.rightWay(c.hdr.Type, ep) {
+		c.cnt.Foreign++ // another arm's or round's, or a "reply" going where requests go
+		return
 	}
 	c.frames.Add(1)
 	ts := st.SW
@@ -248,11 +279,35 @@ func (c *Capture) onFrame(f []byte, st tstamp.Stamps) {
 	c.cnt.Received++
 }
 
+// rightWay is the direction check: a request goes to the group's address
+// and port; a reply comes from the group's port (the responder's socket)
+// and goes anywhere but the group (the sender, or a reply group).
+func (c *Capture) rightWay(t wire.Type, ep endpoints) bool {
+	g := c.cfg.Group
+	if t == wire.Request {
+		return ep.dst == g.Addr().As4() && ep.dport == g.Port()
+	}
+	return ep.sport == g.Port() && ep.dst != g.Addr().As4()
+}
+
+// endpoints are a frame's IPv4 destination and UDP ports.
+type endpoints struct {
+	dst          [4]byte
+	sport, dport uint16
+}
+
 // udpPayload returns the UDP payload of an Ethernet (optionally 802.1Q)
 // IPv4 frame, or false.
 func udpPayload(f []byte) ([]byte, bool) {
+	p, _, ok := udpFrame(f)
+	return p, ok
+}
+
+// udpFrame is udpPayload with the frame's endpoints.
+func udpFrame(f []byte) ([]byte, endpoints, bool) {
+	var ep endpoints
 	if len(f) < 14 {
-		return nil, false
+		return nil, ep, false
 	}
 	et := binary.BigEndian.Uint16(f[12:14])
 	off := 14
@@ -261,26 +316,28 @@ func udpPayload(f []byte) ([]byte, bool) {
 		off = 18
 	}
 	if et != 0x0800 || len(f) < off+20 {
-		return nil, false
+		return nil, ep, false
 	}
 	ip := f[off:]
 	ihl := int(ip[0]&0x0f) * 4
 	if ip[0]>>4 != 4 || ihl < 20 || ip[9] != 17 || len(ip) < ihl+8 {
-		return nil, false
+		return nil, ep, false
 	}
 	if binary.BigEndian.Uint16(ip[6:8])&0x1fff != 0 {
-		return nil, false // not a first fragment
+		return nil, ep, false // not a first fragment
 	}
 	total := int(binary.BigEndian.Uint16(ip[2:4]))
 	if total > len(ip) || total < ihl+8 {
-		return nil, false
+		return nil, ep, false
 	}
 	udp := ip[ihl:total]
 	ulen := int(binary.BigEndian.Uint16(udp[4:6]))
 	if ulen < 8 || ulen > len(udp) {
-		return nil, false
+		return nil, ep, false
 	}
-	return udp[8:ulen], true
+	copy(ep.dst[:], ip[16:20])
+	ep.sport, ep.dport = binary.BigEndian.Uint16(udp[0:2]), binary.BigEndian.Uint16(udp[2:4])
+	return udp[8:ulen], ep, true
 }
 
 func (c *Capture) keepFrame(f []byte, ts int64) {
@@ -293,16 +350,25 @@ func (c *Capture) keepFrame(f []byte, ts int64) {
 	c.pcap.n++
 }
 
-func (c *Capture) finish() {
+// finish counts the unpaired sequences and the frames the kernel dropped
+// for want of buffer (PACKET_STATISTICS since New): each is a sequence
+// missing a capture stamp, never a silent gap.
+func (c *Capture) finish() error {
 	for i := range c.recs {
 		r := &c.recs[i]
 		if (r.T[samples.CapReq] == 0) != (r.T[samples.CapRep] == 0) {
 			c.cnt.Unpaired++
 		}
 	}
+	_, drops, err := c.conn.Stats()
+	if err != nil {
+		return err
+	}
+	c.cnt.KernelDrops += uint64(drops)
+	return nil
 }
 
-// RunID is the run the capture paired (adopted when Config.RunID was 0).
+// RunID is the run the capture pairs.
 func (c *Capture) RunID() uint64 { return c.runID }
 
 // Counters returns the capture's counts.
@@ -336,7 +402,8 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Host:        c.cfg.Host,
 		Iface:       c.cfg.Iface,
 		Clocks:      map[string]samples.Clock{"cap_req": ck, "cap_rep": ck},
-		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc},
+		Group:       c.cfg.Group.String(),
+		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf},
 		StartedAt:   c.started.UTC().Format(time.RFC3339Nano),
 	}
 }

@@ -28,6 +28,9 @@ func runCapture(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := requireRunID("capture", runID); err != nil {
+		return err
+	}
 	ports := []uint16{group.Port()}
 	if *replyPort > 0 {
 		if *replyPort > 65535 {
@@ -35,8 +38,8 @@ func runCapture(ctx context.Context, args []string) error {
 		}
 		ports = append(ports, uint16(*replyPort))
 	}
-	cfg := capture.Config{Iface: pf.iface, Ports: ports, Timestamps: mode, RunID: runID,
-		Capacity: *capacity, Arm: pf.arm,
+	cfg := capture.Config{Iface: pf.iface, Ports: ports, Timestamps: mode, Group: group, RunID: runID,
+		ArmIndex: pf.armIndex, Round: pf.round, Capacity: *capacity, Arm: pf.arm,
 		Ready: func() { logf("rig capture: ready on %s", pf.iface) }}
 	if *pcap != "" {
 		cfg.PcapFrames = 2 * *capacity
@@ -54,8 +57,8 @@ func runCapture(ctx context.Context, args []string) error {
 	}
 	runErr := c.Run(ctx)
 	n := c.Counters()
-	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, missing stamps %d",
-		c.Frames(), len(c.Records())-int(n.Unpaired), n.Unpaired, n.Duplicated, n.Foreign, n.RxStampsMissing)
+	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, malformed %d, missing stamps %d, dropped by the kernel %d",
+		c.Frames(), len(c.Records())-int(n.Unpaired), n.Unpaired, n.Duplicated, n.Foreign, n.Malformed, n.RxStampsMissing, n.KernelDrops)
 	if pf.out != "" {
 		if err := c.WriteFile(pf.out, pf.armIndex, pf.round); err != nil {
 			return err

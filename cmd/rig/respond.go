@@ -32,6 +32,9 @@ func runRespond(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := requireRunID("respond", runID); err != nil {
+		return err
+	}
 	replyTo, err := parseReply(*reply)
 	if err != nil {
 		return err
@@ -47,7 +50,7 @@ func runRespond(ctx context.Context, args []string) error {
 	var r *responder.Responder
 	r, err = responder.New(responder.Config{
 		Iface: pf.iface, Group: group, ReplyTo: replyTo, CPU: *cpu, Poll: pm, BusyPollUS: busyPoll,
-		Sched: sc, Timestamps: mode, RunID: runID, Capacity: *capacity, TxWait: *txWait,
+		Sched: sc, Timestamps: mode, RunID: runID, ArmIndex: pf.armIndex, Round: pf.round, Capacity: *capacity, TxWait: *txWait,
 		StopAfter: *count, Arm: pf.arm,
 		Ready: func() {
 			// "thread N" lets the agent watch this loop's context switches.

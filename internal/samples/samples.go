@@ -87,10 +87,28 @@ type Flags uint64
 const (
 	FlagDuplicate Flags = 1 << iota // the reply (or request, at the responder) arrived more than once
 	FlagReordered                   // the reply arrived after a reply with a higher sequence
-	FlagLate                        // the reply arrived after the reply timeout (counted lost, stamps kept)
+	FlagLate                        // the reply came after the reply timeout (ReplyLate; stamps kept)
 	FlagTxLate                      // a TX stamp arrived after its wait expired (not used)
 	FlagNotSent                     // the sender stopped before this sequence was sent
 )
+
+// ReplyLate reports whether r's reply came more than timeout ns after its
+// request left: from the kernel's TX stamp (tx_sw, else tx_user before
+// sendmsg) to the kernel's RX stamp (rx_sw, else rx_user), all the sender
+// host's CLOCK_REALTIME. Judged from the send, not the due time, a stalled
+// sender's catch-up requests are not late; judged from the wire arrival,
+// replies the stalled sender read late are not either. False without a
+// reply or a send stamp.
+func ReplyLate(r *Record, timeout int64) bool {
+	tx, rx := r.T[TxSW], r.T[RxSW]
+	if tx == 0 {
+		tx = r.T[TxUser]
+	}
+	if rx == 0 {
+		rx = r.T[RxUser]
+	}
+	return tx != 0 && rx != 0 && rx-tx > timeout
+}
 
 // Record is one request as seen by one role, or joined across roles.
 type Record struct {
@@ -163,12 +181,12 @@ type Header struct {
 // Counters are the per-role event counts of one round.
 type Counters struct {
 	Sent            uint64 `json:"sent,omitempty"`
-	Received        uint64 `json:"received,omitempty"`
-	Lost            uint64 `json:"lost,omitempty"`
+	Received        uint64 `json:"received,omitempty"` // sender: replies, late ones included
+	Lost            uint64 `json:"lost,omitempty"`     // sender: requests without a reply
 	Duplicated      uint64 `json:"duplicated,omitempty"`
 	Reordered       uint64 `json:"reordered,omitempty"`
-	Late            uint64 `json:"late,omitempty"`
-	Foreign         uint64 `json:"foreign,omitempty"`   // not rig packets, or other runs
+	Late            uint64 `json:"late,omitempty"`      // sender: replies after the reply timeout (ReplyLate)
+	Foreign         uint64 `json:"foreign,omitempty"`   // not rig packets, or another run's, arm's, round's or direction's
 	Malformed       uint64 `json:"malformed,omitempty"` // rig magic but invalid
 	TxStampsMissing uint64 `json:"tx_stamps_missing,omitempty"`
 	TxStampsLate    uint64 `json:"tx_stamps_late,omitempty"`

@@ -358,3 +358,32 @@ func TestNotRegular(t *testing.T) {
 		t.Fatalf("directory: %v", err)
 	}
 }
+
+// TestReplyLate: late is judged from the send to the wire arrival, not from
+// the due time and not from when a stalled program read the reply.
+func TestReplyLate(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	var r Record
+	r.T[Due] = 0
+	r.T[TxUser], r.T[TxSW] = 800*ms, 800*ms+5000 // sent 800 ms late (a stall)
+	r.T[RxSW], r.T[RxUser] = 803*ms, 803*ms+4000
+	if ReplyLate(&r, 500*ms) {
+		t.Error("a reply 3 ms after a late send was judged late (from due)")
+	}
+	r.T[TxUser], r.T[TxSW] = 1*ms, 1*ms+5000 // sent on time
+	r.T[RxSW], r.T[RxUser] = 4*ms, 804*ms    // arrived at 4 ms, read after a stall
+	if ReplyLate(&r, 500*ms) {
+		t.Error("a reply that arrived 3 ms after its send was judged late (from the read)")
+	}
+	r.T[RxSW] = 0 // no kernel stamp: the user stamp decides
+	if !ReplyLate(&r, 500*ms) {
+		t.Error("without rx_sw, rx_user 803 ms after the send must be late")
+	}
+	r.T[RxSW], r.T[TxSW] = 600*ms, 0 // tx_user 1 ms → rx_sw 600 ms
+	if !ReplyLate(&r, 500*ms) {
+		t.Error("a reply 599 ms after the send must be late")
+	}
+	if ReplyLate(&Record{}, 0) {
+		t.Error("no stamps: not late")
+	}
+}

@@ -342,12 +342,13 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 	rep := &Report{
 		Format: "rig-report", FormatVersion: FormatVersion, Run: filepath.Base(in.Run),
 		RunID: in.RunID, Scenario: in.Scenario, Baseline: in.Baseline, Headline: Headline,
-		Interrupted: in.Interrupted, Arms: []*ArmReport{}, Comparisons: []Comparison{},
+		Interrupted: strings.Join(strings.Fields(in.Interrupted), " "), // one line: it heads the tables
+		Arms:        []*ArmReport{}, Comparisons: []Comparison{},
 		Problems: append([]string{}, in.Problems...), Notes: []string{},
 		hists: map[string]*hdrhistogram.Histogram{}, scatter: map[string][]ScatterRound{},
 	}
-	if in.Interrupted != "" {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("the run was interrupted (%s): the rounds it cut short are left out, the rounds it never ran are absent", in.Interrupted))
+	if rep.Interrupted != "" {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("the run was interrupted (%s): the rounds it cut short are left out, the rounds it never ran are absent", rep.Interrupted))
 	}
 	rep.startMs, rep.endMs = msTime(in.StartedAt), msTime(in.EndedAt)
 	w := in.Warmup

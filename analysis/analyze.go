@@ -3,7 +3,7 @@
 // comparison against the baseline arm, and the report files (tables.md,
 // tables.csv, report.json, report.md, report.html, hist.hlog, plots/).
 //
-// The rules (DESIGN §2) are fixed and printed with every table: warm-up by
+// The rules (README: Rules) are fixed and printed with every table: warm-up by
 // sequence (seq < W is excluded), exact nearest-rank percentiles
 // sorted[ceil(q/100·n)−1] from integer nanoseconds, worst = max after
 // warm-up, per round and then across rounds as median [min–max], a

@@ -1,4 +1,4 @@
-// Package rundir names the files of a run directory (DESIGN §7) and holds
+// Package rundir names the files of a run directory (README: Run directory) and holds
 // its manifest, so the runner that writes a run and the analysis that reads
 // it agree on one layout.
 //

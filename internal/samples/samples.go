@@ -33,7 +33,7 @@ const FormatVersion = 2
 // minFormatVersion is the oldest version Read accepts.
 const minFormatVersion = 1
 
-// Stamp names one timestamp column (DESIGN §1).
+// Stamp names one timestamp column.
 type Stamp int
 
 // The stamps of one request, in the order they happen.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -331,7 +332,10 @@ func TestPHCMethods(t *testing.T) {
 // is counted in phc_err_ts when the block ends.
 func TestENAPHCLimit(t *testing.T) {
 	n := nicfake.New(nicfake.ENA(), "ens5")
-	phc := tstamp.NewPHCWith(n.PHC()) // 5 samples a call: 5 device reads
+	var clock atomic.Int64
+	clock.Store(1_700_000_000_000_000_000)
+	n.PHC().SetClock(func() int64 { return clock.Add(1000) }) // 1 µs a read
+	phc := tstamp.NewPHCWith(n.PHC())                         // 5 samples a call: 5 device reads
 	okCalls := 0
 	var err error
 	for i := 0; i < 30 && err == nil; i++ {
@@ -350,9 +354,13 @@ func TestENAPHCLimit(t *testing.T) {
 	if cnt != 125 || skp != 1 {
 		t.Fatalf("phc_cnt %d phc_skp %d, want 125 and 1", cnt, skp)
 	}
-	time.Sleep(2 * time.Millisecond) // past the 1000 µs block, still within the second
+	clock.Add(2 * int64(time.Millisecond)) // past the 1000 µs block, still within the second
 	_, err = phc.Offset()
 	if e, _ := n.Counter("phc_err_ts"); e != 1 || !errors.Is(err, unix.EBUSY) {
 		t.Fatalf("after the block: phc_err_ts %d, %v; want 1 and EBUSY (still over the limit)", e, err)
+	}
+	clock.Add(int64(time.Second)) // a second later the device answers again
+	if _, err := phc.Offset(); err != nil {
+		t.Fatalf("a second later: %v", err)
 	}
 }

@@ -38,13 +38,24 @@ type PHC struct {
 	p *PHCProfile
 
 	mu       sync.Mutex
-	reads    []int64 // device reads in the last second (ns, CLOCK_REALTIME)
-	blocked  int64   // end of the block period, 0 when not blocked
-	failed   bool    // the read that started the block failed on the limit
-	requests int     // every ioctl
+	now      func() int64 // CLOCK_REALTIME in ns
+	reads    []int64      // device reads in the last second (ns, CLOCK_REALTIME)
+	blocked  int64        // end of the block period, 0 when not blocked
+	failed   bool         // the read that started the block failed on the limit
+	requests int          // every ioctl
 }
 
-func newPHC(n *NIC, p *PHCProfile) *PHC { return &PHC{n: n, p: p} }
+func newPHC(n *NIC, p *PHCProfile) *PHC {
+	return &PHC{n: n, p: p, now: func() int64 { return time.Now().UnixNano() }}
+}
+
+// SetClock makes the clock read CLOCK_REALTIME from now (a test's manual
+// clock, so that rate limits do not depend on how fast the test runs).
+func (c *PHC) SetClock(now func() int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = now
+}
 
 // Requests counts the clock ioctls received.
 func (c *PHC) Requests() int {
@@ -69,7 +80,9 @@ func (c *PHC) Precise() (int64, int64, error) {
 	if !c.p.Cross {
 		return 0, 0, unix.EOPNOTSUPP
 	}
-	sys := time.Now().UnixNano()
+	c.mu.Lock()
+	sys := c.now()
+	c.mu.Unlock()
 	return sys + PHCOffset, sys, nil
 }
 
@@ -86,11 +99,11 @@ func (c *PHC) Extended(n int, out *[unix.PTP_MAX_SAMPLES][3]int64) error {
 		return unix.EINVAL
 	}
 	for i := 0; i < n; i++ {
-		before := time.Now().UnixNano()
+		before := c.now()
 		if err := c.readLocked(before); err != nil {
 			return err
 		}
-		after := time.Now().UnixNano()
+		after := c.now()
 		out[i] = [3]int64{before, before + (after-before)/2 + PHCOffset, after}
 	}
 	return nil
@@ -105,13 +118,13 @@ func (c *PHC) Basic(n int, out *[2*unix.PTP_MAX_SAMPLES + 1]int64) error {
 		return unix.EINVAL
 	}
 	for i := 0; i < n; i++ {
-		out[2*i] = time.Now().UnixNano()
+		out[2*i] = c.now()
 		if err := c.readLocked(out[2*i]); err != nil {
 			return err
 		}
-		out[2*i+1] = time.Now().UnixNano() + PHCOffset
+		out[2*i+1] = c.now() + PHCOffset
 	}
-	out[2*n] = time.Now().UnixNano()
+	out[2*n] = c.now()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -346,10 +347,20 @@ func checkRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mo
 	if want.note == "" && len(notes) > 0 {
 		t.Errorf("clock notes %q, want none", notes)
 	}
-	for metric, label := range map[string]string{analysis.Turnaround: want.turnaround, analysis.RTT: want.rtt} {
-		m := r.report.Arms[0].Metrics[metric]
+	// Without the capture the turnaround is the responder's: hardware
+	// when both its columns are.
+	rspLabel := "responder sw"
+	if slices.Contains(want.hwCols, "req_rx_hw") && slices.Contains(want.hwCols, "rep_tx_hw") {
+		rspLabel = "responder hw"
+	}
+	for _, c := range []struct {
+		rep           *analysis.Report
+		metric, label string
+	}{{r.report, analysis.Turnaround, want.turnaround}, {r.report, analysis.RTT, want.rtt}, {r.noCapture, analysis.Turnaround, rspLabel}} {
+		rep, metric, label := c.rep, c.metric, c.label
+		m := rep.Arms[0].Metrics[metric]
 		if m == nil {
-			t.Errorf("%s not computed (notes %q)", metric, r.report.Notes)
+			t.Errorf("%s not computed (notes %q)", metric, rep.Notes)
 			continue
 		}
 		if m.Source != label {
@@ -367,6 +378,9 @@ type roundResult struct {
 	err     [3]error
 	headers [3]samples.Header
 	report  *analysis.Report
+	// noCapture is the same round analysed without the capture's file:
+	// the turnaround then comes from the responder's stamps.
+	noCapture *analysis.Report
 }
 
 // runRound runs one round: the responder and the capture first, then the
@@ -438,6 +452,20 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	if res.err != [3]error{} {
 		return res
 	}
+	res.report = analyse(t, dir)
+	two := t.TempDir()
+	for _, r := range []samples.Role{samples.RoleSender, samples.RoleResponder} {
+		if err := os.Link(filepath.Join(dir, samples.FileName(r)), filepath.Join(two, samples.FileName(r))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res.noCapture = analyse(t, two)
+	return res
+}
+
+// analyse runs the analysis on one round's sample files in dir.
+func analyse(t *testing.T, dir string) *analysis.Report {
+	t.Helper()
 	in := &analysis.Input{Run: dir, Warmup: 0, Arms: []analysis.InputArm{{Name: "a", Rounds: []analysis.InputRound{
 		{K: 0, Load: func() (*samples.Joined, error) { return samples.JoinDir(dir) }}}}}}
 	rep, err := analysis.Analyze(in, analysis.Options{})
@@ -447,8 +475,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	if len(rep.Problems) > 0 {
 		t.Errorf("analysis problems: %q", rep.Problems)
 	}
-	res.report = rep
-	return res
+	return rep
 }
 
 // TestENAPrepareWaitsForLink: enabling RX stamps on ENA resets the

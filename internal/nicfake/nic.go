@@ -176,8 +176,10 @@ const (
 
 // SetHWTstamp is SIOCSHWTSTAMP: the core's net_hwtstamp_validate
 // (net/core/dev_ioctl.c: flags outside HWTSTAMP_FLAG_MASK → EINVAL, tx_type
-// or rx_filter out of range → ERANGE), then the profile's driver handler.
-// Every call is recorded.
+// or rx_filter out of range → ERANGE; the flags rule is what the
+// patch that removed the drivers' own flags checks relies on, the range
+// checks were not re-read), then the profile's driver handler. Every call
+// is recorded.
 func (n *NIC) SetHWTstamp(ifname string, cfg *tstamp.HWTstampConfig) error {
 	if err := n.check(ifname); err != nil {
 		return err

@@ -111,9 +111,11 @@ func ExaNIC() *Profile {
 	}
 }
 
-// MLX5 is NVIDIA ConnectX-5/6/7 (drivers/net/ethernet/mellanox/mlx5/core,
-// en_main.c mlx5e_hwstamp_set as of 6.x with the ptp_rx/CQE-compression
-// rework, en_ethtool.c mlx5e_ethtool_get_ts_info): tx_type OFF/ON only
+// MLX5 is NVIDIA ConnectX-5/6/7 (drivers/net/ethernet/mellanox/mlx5/core:
+// en_main.c mlx5e_hwstamp_set as of the 5.13 fix to "Allow coexistence of
+// CQE compression and HW TS PTP" — unchanged in substance through the
+// 2025 ndo_hwtstamp conversion —, en_ethtool.c mlx5e_ethtool_get_ts_info,
+// en_rx.c mlx5e_decompress_cqe, en_stats.c): tx_type OFF/ON only
 // (one-step: ERANGE); every rx_filter but NONE — ALL, SOME, every PTP
 // filter, NTP_ALL — is granted and stored as ALL; EOPNOTSUPP without a
 // PHC. ts_info: tx OFF|ON, rx NONE|ALL. TX stamps come from each packet's
@@ -152,7 +154,9 @@ func MLX5() *Profile {
 }
 
 // ICE is Intel E810 (drivers/net/ethernet/intel/ice/ice_ptp.c
-// ice_ptp_set_timestamp_mode / ice_ptp_get_ts_config, 6.x): tx_type
+// ice_ptp_set_timestamp_mode / ice_ptp_get_ts_config as of the 6.x patches
+// that store the config per PF; ice_ptp.h INDEX_PER_PORT; ice_ethtool.c
+// ice_gstrings_pf_stats and ice_get_ts_info): tx_type
 // OFF/ON (ERANGE otherwise); every PTP filter, NTP_ALL and ALL are stored
 // as ALL, NONE as NONE. ts_info (ice_ethtool.c): tx OFF|ON, rx NONE|ALL.
 // TX stamps go through a tracker of INDEX_PER_PORT = 64 slots per port
@@ -190,9 +194,12 @@ func ICE() *Profile {
 	}
 }
 
-// IGB82576 is Intel 82576 on igb (igb_ptp.c igb_ptp_set_timestamp_mode,
-// igb_ptp_hwtstamp_get/set after the 6.17 ndo conversion; igb_ethtool.c
-// igb_get_ts_info; igb_main.c igb_xmit_frame_ring): tx_type OFF/ON
+// IGB82576 is Intel 82576 on igb (igb_ptp.c igb_ptp_set_timestamp_mode
+// and igb_ptp_tx_work, read in a 4.x copy plus the later patches that
+// touch them — "fallthrough", the removal of the driver's own flags check
+// (the core checks flags since), the July 2025 ndo_hwtstamp_get/set
+// conversion; igb_ethtool.c igb_get_ts_info and igb_gstrings_stats;
+// igb_main.c igb_xmit_frame_ring): tx_type OFF/ON
 // (ERANGE otherwise); PTP_V1_L4_SYNC and _DELAY_REQ are kept, every
 // PTP_V2 filter is stored as PTP_V2_EVENT, and ALL, PTP_V1_L4_EVENT,
 // NTP_ALL and SOME fail with ERANGE ("82576 cannot timestamp all
@@ -219,8 +226,9 @@ func IGB82576() *Profile {
 }
 
 // IXGBE82599 is Intel 82599 on ixgbe (ixgbe_ptp.c
-// ixgbe_ptp_set_timestamp_mode, ixgbe_main.c ixgbe_xmit_frame_ring,
-// ixgbe_ethtool.c): as igb's 82576 — PTP_V1_L4_SYNC/_DELAY_REQ kept, every
+// ixgbe_ptp_set_timestamp_mode read in 4.x and 5.x copies and the 2025
+// ndo conversion patch, ixgbe_main.c ixgbe_xmit_frame_ring with the
+// tx_type check, ixgbe_ethtool.c ixgbe_gstrings_stats): as igb's 82576 — PTP_V1_L4_SYNC/_DELAY_REQ kept, every
 // PTP_V2 filter stored as PTP_V2_EVENT, ALL, PTP_V1_L4_EVENT and NTP_ALL
 // ERANGE ("hardware does not support timestamping all packets"; only X550
 // and later take ALL) — one TX stamp at a time (__IXGBE_PTP_TX_IN_PROGRESS,
@@ -317,8 +325,9 @@ func ENA() *Profile {
 }
 
 // Liquidio is Cavium LiquidIO (drivers/net/ethernet/cavium/liquidio
-// lio_main.c hwtstamp_ioctl and liquidio_ioctl up to 6.18, lio_ethtool.c
-// lio_get_ts_info): the ioctl handles SIOCSHWTSTAMP only — SIOCGHWTSTAMP
+// lio_main.c hwtstamp_ioctl and liquidio_ioctl, read in several copies up
+// to the 2025 ndo conversion patch, lio_ethtool.c lio_get_ts_info): the
+// ioctl handles SIOCSHWTSTAMP only — SIOCGHWTSTAMP
 // ends in the default case, EOPNOTSUPP — rejects flags (EINVAL) and tx
 // types other than OFF/ON (ERANGE), and takes NONE as NONE and ALL, SOME
 // and every PTP filter as ALL. TX stamps are sent for every packet that

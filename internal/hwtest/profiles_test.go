@@ -224,6 +224,9 @@ func newHosts(t *testing.T, topo *netlab.Topology, v variant) [3]*host {
 // the sample headers and the analysis labels say, that hardware mode
 // fails naming what is missing, and that every NIC ends as it began.
 func TestDriverProfiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: about 30 rounds on a netlab topology")
+	}
 	topo := netlabtest.New(t, netlab.Options{})
 	for _, v := range variants {
 		for _, mode := range []tstamp.Mode{tstamp.Auto, tstamp.Hardware} {

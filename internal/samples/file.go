@@ -185,6 +185,48 @@ func WriteFile(path string, h Header, recs []Record, foot Footer) error {
 // CRCs do not match, an error wrapping ErrCorrupt (with the records read,
 // when the damage is past them; Footer is then nil).
 func Read(r io.Reader) (*File, error) {
+	rr, err := openRecords(r)
+	if err != nil {
+		if rr == nil {
+			return nil, err
+		}
+		return rr.f, err
+	}
+	f := rr.f
+	f.Records = make([]Record, 0, recordsCap(r, rr.count, len(rr.rec)))
+	for {
+		var rec Record
+		ok, err := rr.next(&rec)
+		if err != nil {
+			return f, err
+		}
+		if !ok {
+			break
+		}
+		f.Records = append(f.Records, rec)
+	}
+	if err := rr.finish(); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// recordReader decodes a sample file in three steps: the header
+// (openRecords), the records one at a time (next), then the footer and the
+// CRCs (finish). Read is the three in a row; JoinDir merges the records of
+// a round's second and third files as they are read, without holding them.
+type recordReader struct {
+	br       *hashReader
+	f        *File // header and columns; Footer once finish succeeded
+	count, i uint64
+	rec      []byte
+	crc      hash.Hash32 // of the records
+}
+
+// openRecords reads the header and the record count. Errors are Read's;
+// with ErrTruncated (no record count) the reader is returned too, its
+// File holding the header.
+func openRecords(r io.Reader) (*recordReader, error) {
 	br := &hashReader{r: bufio.NewReaderSize(r, 1<<16), h: crc32.New(castagnoli)}
 	var m [8]byte
 	if _, err := io.ReadFull(br, m[:]); err != nil {
@@ -216,59 +258,84 @@ func Read(r io.Reader) (*File, error) {
 		}
 		f.cols = append(f.cols, s)
 	}
+	rr := &recordReader{br: br, f: f, rec: make([]byte, 16+8*len(f.cols)), crc: crc32.New(castagnoli)}
 	if _, err := io.ReadFull(br, m[:]); err != nil {
-		return f, fmt.Errorf("%w: no record count", ErrTruncated)
+		return rr, fmt.Errorf("%w: no record count", ErrTruncated)
 	}
-	count := binary.LittleEndian.Uint64(m[:])
-	if count > maxRecords {
-		return nil, fmt.Errorf("%w: record count %d", ErrCorrupt, count)
+	rr.count = binary.LittleEndian.Uint64(m[:])
+	if rr.count > maxRecords {
+		return nil, fmt.Errorf("%w: record count %d", ErrCorrupt, rr.count)
 	}
-	rec := make([]byte, 16+8*len(f.cols))
-	f.Records = make([]Record, 0, min(count, 1<<20))
-	crc := crc32.New(castagnoli)
-	for i := uint64(0); i < count; i++ {
-		if _, err := io.ReadFull(br, rec); err != nil {
-			return f, fmt.Errorf("%w: %d of %d records", ErrTruncated, i, count)
-		}
-		crc.Write(rec)
-		var r Record
-		r.Seq = binary.LittleEndian.Uint64(rec[0:])
-		r.Flags = Flags(binary.LittleEndian.Uint64(rec[8:]))
-		for j, c := range f.cols {
-			r.T[c] = int64(binary.LittleEndian.Uint64(rec[16+8*j:]))
-		}
-		f.Records = append(f.Records, r)
+	return rr, nil
+}
+
+// next decodes the next record into r (only the file's columns are set);
+// false after the last one. A short read is ErrTruncated.
+func (rr *recordReader) next(r *Record) (bool, error) {
+	if rr.i == rr.count {
+		return false, nil
 	}
+	if _, err := io.ReadFull(rr.br, rr.rec); err != nil {
+		return false, fmt.Errorf("%w: %d of %d records", ErrTruncated, rr.i, rr.count)
+	}
+	rr.crc.Write(rr.rec)
+	*r = Record{Seq: binary.LittleEndian.Uint64(rr.rec[0:]), Flags: Flags(binary.LittleEndian.Uint64(rr.rec[8:]))}
+	for j, c := range rr.f.cols {
+		r.T[c] = int64(binary.LittleEndian.Uint64(rr.rec[16+8*j:]))
+	}
+	rr.i++
+	return true, nil
+}
+
+// finish reads the footer after the last record and checks the counts
+// and CRCs; on success the File gets its Footer.
+func (rr *recordReader) finish() error {
+	br := rr.br
+	var m [8]byte
 	if _, err := io.ReadFull(br, m[:]); err != nil {
-		return f, fmt.Errorf("%w: footer missing", ErrTruncated)
+		return fmt.Errorf("%w: footer missing", ErrTruncated)
 	}
 	if m != footerMagic {
-		return f, fmt.Errorf("%w: bad footer magic", ErrCorrupt)
+		return fmt.Errorf("%w: bad footer magic", ErrCorrupt)
 	}
 	fj, err := readBlob(br)
 	if err != nil {
-		return f, fmt.Errorf("%w: footer: %v", ErrTruncated, err)
+		return fmt.Errorf("%w: footer: %v", ErrTruncated, err)
 	}
 	var foot Footer
 	if err := json.Unmarshal(fj, &foot); err != nil {
-		return f, fmt.Errorf("%w: footer JSON: %v", ErrCorrupt, err)
+		return fmt.Errorf("%w: footer JSON: %v", ErrCorrupt, err)
 	}
-	if foot.Records != count || foot.CRC32C != crc.Sum32() {
-		return f, fmt.Errorf("%w: footer says %d records crc %08x, file has %d crc %08x",
-			ErrCorrupt, foot.Records, foot.CRC32C, count, crc.Sum32())
+	if foot.Records != rr.count || foot.CRC32C != rr.crc.Sum32() {
+		return fmt.Errorf("%w: footer says %d records crc %08x, file has %d crc %08x",
+			ErrCorrupt, foot.Records, foot.CRC32C, rr.count, rr.crc.Sum32())
 	}
-	if f.Header.FormatVersion >= 2 {
+	if rr.f.Header.FormatVersion >= 2 {
 		want := br.h.Sum32() // every byte consumed so far
 		var u [4]byte
 		if _, err := io.ReadFull(br, u[:]); err != nil {
-			return f, fmt.Errorf("%w: file CRC missing after the footer", ErrTruncated)
+			return fmt.Errorf("%w: file CRC missing after the footer", ErrTruncated)
 		}
 		if got := binary.LittleEndian.Uint32(u[:]); got != want {
-			return f, fmt.Errorf("%w: file CRC %08x, content has %08x (header or footer damaged)", ErrCorrupt, got, want)
+			return fmt.Errorf("%w: file CRC %08x, content has %08x (header or footer damaged)", ErrCorrupt, got, want)
 		}
 	}
-	f.Footer = &foot
-	return f, nil
+	rr.f.Footer = &foot
+	return nil
+}
+
+// recordsCap is the capacity to allocate for count records of recLen
+// bytes: all of them when r is a file big enough to hold them (growing a
+// slice of a million records by appending allocates five times its size),
+// else at most 1<<20 so that a corrupt count cannot make the reader
+// allocate wildly.
+func recordsCap(r io.Reader, count uint64, recLen int) uint64 {
+	if f, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+			return min(count, uint64(st.Size())/uint64(recLen))
+		}
+	}
+	return min(count, 1<<20)
 }
 
 // hashReader hashes exactly the bytes it hands out.

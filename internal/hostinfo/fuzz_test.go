@@ -192,8 +192,10 @@ func FuzzCgroup(f *testing.F) {
 	})
 }
 
-// FuzzTaskStat fuzzes the stat and status parsers of the thread sampler.
+// FuzzTaskStat fuzzes the stat, status and schedstat parsers of the
+// thread sampler.
 func FuzzTaskStat(f *testing.F) {
+	f.Add([]byte("1290826 29332695 19\n"))
 	seedFiles(f, "/proc/4242/task/4250/stat")
 	seedFiles(f, "/proc/4242/task/4250/status")
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -201,6 +203,9 @@ func FuzzTaskStat(f *testing.F) {
 			t.Fatal(pid, cpu)
 		}
 		ParseCtxSwitches(b)
+		if run, wait, sl, ok := ParseSchedstat(b); !ok && run|wait|sl != 0 {
+			t.Fatal("values without ok", run, wait, sl)
+		}
 	})
 }
 

@@ -380,6 +380,23 @@ func TestTasks(t *testing.T) {
 	if n := testing.AllocsPerRun(20, func() { ParseCtxSwitches(st); ParseTaskStatFields(b) }); n != 0 {
 		t.Fatalf("allocs %v", n)
 	}
+	ss := []byte("1290826 29332695 19\n")
+	if run, wait, sl, ok := ParseSchedstat(ss); !ok || run != 1290826 || wait != 29332695 || sl != 19 {
+		t.Fatal("schedstat", run, wait, sl, ok)
+	}
+	for _, bad := range []string{"", "1 2", "1 2 3 4", "1 x 3", "-1 2 3"} {
+		if _, _, _, ok := ParseSchedstat([]byte(bad)); ok {
+			t.Errorf("schedstat %q: ok", bad)
+		}
+	}
+	if own, err := os.ReadFile("/proc/self/schedstat"); err == nil {
+		if _, _, _, ok := ParseSchedstat(own); !ok {
+			t.Errorf("live schedstat %q: not parsed", own)
+		}
+	}
+	if n := testing.AllocsPerRun(20, func() { ParseSchedstat(ss) }); n != 0 {
+		t.Fatalf("schedstat allocs %v", n)
+	}
 	p, err := FindProcesses(fx("irqbalance"), "irqbalance", "ptp4l")
 	if err != nil || len(p) != 2 || p[1].Cmdline[2] != "enp3s0" {
 		t.Fatalf("%+v %v", p, err)

@@ -105,6 +105,25 @@ func ParseCtxSwitches(b []byte) (vol, invol uint64, ok bool) {
 	return vol, invol, haveV && haveI
 }
 
+// ParseSchedstat parses /proc/PID/schedstat or /proc/PID/task/TID/schedstat
+// ("run_ns wait_ns timeslices": time on the CPU, time runnable but waiting,
+// and times it got the CPU; CONFIG_SCHED_INFO) without allocating.
+func ParseSchedstat(b []byte) (runNS, waitNS, slices uint64, ok bool) {
+	var v [3]uint64
+	for i := range v {
+		b = trimLeftSpace(b)
+		x, n, good := parseUintPrefix(b)
+		if !good || n == 0 {
+			return 0, 0, 0, false
+		}
+		v[i], b = x, b[n:]
+	}
+	if len(bytes.TrimSpace(b)) != 0 {
+		return 0, 0, 0, false
+	}
+	return v[0], v[1], v[2], true
+}
+
 // StatusField returns the value of "Key:" in a /proc/.../status file.
 func StatusField(b []byte, key string) (string, bool) {
 	for _, line := range strings.Split(string(b), "\n") {

@@ -6,6 +6,8 @@ import (
 	"time"
 )
 
+var sink []*[64]byte
+
 // TestMeter: a thread that spins shows CPU time close to its wall time, one
 // that sleeps shows voluntary switches and little CPU; the meter does not
 // allocate beyond its result.
@@ -33,6 +35,24 @@ func TestMeter(t *testing.T) {
 	}
 	if got := sleep.OnCPU(); got < 0 || got > 0.5 {
 		t.Errorf("OnCPU %.2f for a sleeping thread", got)
+	}
+	// The process's heap allocations over the span: the meter's own
+	// result is not counted, the 100 made are. (The test binary's other
+	// goroutines may allocate now and then: a spinning span is not held
+	// to exactly 0.)
+	if spin.HeapAllocs == nil {
+		t.Fatal("no heap allocation count")
+	}
+	if *spin.HeapAllocs >= 20 {
+		t.Errorf("spinning: heap allocations %d, want about none", *spin.HeapAllocs)
+	}
+	m = StartMeter()
+	for i := 0; i < 100; i++ {
+		sink = append(sink, new([64]byte))
+	}
+	alloc := m.Stop()
+	if alloc == nil || alloc.HeapAllocs == nil || *alloc.HeapAllocs < 100 {
+		t.Errorf("100 allocations: %+v, want HeapAllocs ≥ 100", alloc)
 	}
 	if a := testing.AllocsPerRun(100, func() { _, _ = threadUsage() }); a != 0 {
 		t.Errorf("threadUsage allocates %.0f times", a)

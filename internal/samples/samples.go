@@ -255,6 +255,11 @@ type ThreadUsage struct {
 	CPUNS       int64 `json:"cpu_ns"` // user + system
 	Voluntary   int64 `json:"voluntary_switches"`
 	Involuntary int64 `json:"involuntary_switches"`
+	// HeapAllocs counts the heap allocations the whole process made over
+	// the span (runtime.MemStats.Mallocs, exact: reading it flushes every
+	// P's allocation cache); nil in files that predate it. The hot paths do
+	// not allocate, so it stays 0 unless another goroutine did.
+	HeapAllocs *uint64 `json:"heap_allocs,omitempty"`
 }
 
 // OnCPU is the share of the span the thread ran (0..1; 0 without a span).

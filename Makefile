@@ -13,7 +13,7 @@ export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 
 # Debian packages the tests and the demo use; installed only when missing.
 # qemu-user-static runs the arm64 unit tests on an amd64 machine.
-DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf chromium qemu-user-static
+DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static
 
 .PHONY: all build dist deps test test-arm64 unit lint fmt-check vet staticcheck fuzz fuzz-smoke bench bench-smoke gobench gobench-smoke demo clean
 
@@ -93,14 +93,16 @@ fuzz-smoke:
 	@./.ci/fuzz.sh 3s
 
 # bench: rig vs sockperf and cyclictest on an emulated lab, interleaved
-# rounds (issue 7; ~13 min, root); the table goes to bench/RESULTS.md.
-# bench-smoke: the same code path in under a minute. gobench: Go benchmarks.
+# rounds (~15 min, root); the table goes to bench/RESULTS.md. BENCH_FLAGS
+# adds flags, e.g. BENCH_FLAGS=--until-decided.
+# bench-smoke: the same code path in about a minute. gobench: Go benchmarks.
+BENCH_FLAGS ?=
 bench: build
-	@./.ci/install-debs.sh iproute2 sockperf rt-tests
-	./$(BIN) bench -v --out bench/RESULTS.md
+	@./.ci/install-debs.sh iproute2 sockperf rt-tests linux-perf
+	./$(BIN) bench -v --budget 15m --out bench/RESULTS.md $(BENCH_FLAGS)
 
 bench-smoke: build
-	@./.ci/install-debs.sh iproute2 sockperf rt-tests
+	@./.ci/install-debs.sh iproute2 sockperf rt-tests linux-perf
 	./$(BIN) bench --smoke
 
 gobench:

@@ -28,6 +28,9 @@ type AnalysisRow struct {
 // NSPerSample is the wall time per sample.
 func (a AnalysisRow) NSPerSample() float64 { return float64(a.Wall) / float64(a.Samples) }
 
+// CPUPerSample is the CPU time (user + system) per sample, in ns.
+func (a AnalysisRow) CPUPerSample() float64 { return float64(a.CPU) / float64(a.Samples) }
+
 // synthRoundSize is the largest round of a synthetic run: real rounds hold
 // up to about a million requests (17 min at 1 ms), so bigger runs have more
 // rounds, not bigger ones.

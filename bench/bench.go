@@ -1,5 +1,5 @@
 // Package bench measures rig against the tools its users already trust, on
-// one emulated lab, in interleaved rounds (issue 7):
+// one emulated lab, in interleaved rounds:
 //
 //   - RTT at 1 request/ms: rig (multicast request, unicast reply) against
 //     `sockperf ping-pong --mps=1000 --full-rtt` with `sockperf server
@@ -9,7 +9,9 @@
 //     sender's CPU for the same duration;
 //   - rate: rig at 20 µs for a fixed time (loss, duplicates, TX stamps
 //     paired, lateness), and sockperf's max ping-pong rate for reference;
-//   - analysis: wall time and peak RSS of `rig report` on synthetic runs.
+//   - analysis: wall time and peak RSS of `rig report` on synthetic runs;
+//   - cost: what each tool does per round trip (syscalls, wake-ups, CPU
+//     time, allocations), counted in separate rounds under perf.
 //
 // Both tools get the same namespaces and the same CPUs (the whole process
 // is started under taskset), and every percentile is computed here from
@@ -22,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,24 +41,34 @@ import (
 // Part names one section of the bench.
 type Part string
 
-// The parts, in the order they run.
+// The parts.
 const (
 	PartRTT      Part = "rtt" // RTT vs sockperf, and pacing vs cyclictest inside the same rounds
 	PartRate     Part = "rate"
 	PartAnalysis Part = "analysis"
+	PartCost     Part = "cost" // work per round trip, counted in rounds of its own
 )
 
-// AllParts lists every part.
-var AllParts = []Part{PartRTT, PartRate, PartAnalysis}
+// AllParts lists every part in the order they run: the RTT rounds last, so
+// that a time budget (Config.Budget) gives them what the others left.
+var AllParts = []Part{PartCost, PartRate, PartAnalysis, PartRTT}
 
 // Config is one bench run.
 type Config struct {
 	Rig string // rig binary run in the lab (required)
 	Dir string // work directory for sample files and tool output (required)
 	// Lab is an existing lab to use; "" builds a fresh one and removes it.
-	Lab          string
-	Rounds       int           // interleaved rounds (default 8)
-	RoundTime    time.Duration // per tool and round at 1 ms; whole seconds (default 8 s)
+	Lab       string
+	Rounds    int           // interleaved rounds, at least (default 24)
+	RoundTime time.Duration // per tool and round at 1 ms; whole seconds (default 3 s)
+	// Budget: while the whole bench's time so far plus a mean round fits
+	// in it, more rounds are run after the first Rounds (0: exactly Rounds).
+	Budget time.Duration
+	// UntilDecided: after the planned rounds, rounds of the modes whose
+	// ratio goals are undecided are added until every goal is decided or
+	// MaxRounds rounds ran.
+	UntilDecided bool
+	MaxRounds    int           // bounds Budget and UntilDecided (default 96)
 	Warmup       time.Duration // leading part of each rig round left out (default 500 ms; sockperf drops its own ~400 ms)
 	SenderCPU    int           // default 0
 	ResponderCPU int           // default 1 (when both are 0)
@@ -74,8 +85,13 @@ type Config struct {
 	// AnalysisSizes are the synthetic sample counts `rig report` runs on
 	// (default 1M, 10M, 100M).
 	AnalysisSizes []int
-	Parts         []Part // nil: all
-	Log           io.Writer
+
+	// CostTime is each counting round's time (whole seconds, default 5 s);
+	// CostWindow the steady part of it that is counted (default 2 s).
+	CostTime, CostWindow time.Duration
+
+	Parts []Part // nil: all
+	Log   io.Writer
 }
 
 func (c *Config) defaults() error {
@@ -83,10 +99,19 @@ func (c *Config) defaults() error {
 		return errors.New("bench: Config.Rig and Config.Dir are required")
 	}
 	if c.Rounds == 0 {
-		c.Rounds = 8
+		c.Rounds = 24
 	}
 	if c.RoundTime == 0 {
-		c.RoundTime = 8 * time.Second
+		c.RoundTime = 3 * time.Second
+	}
+	if c.MaxRounds == 0 {
+		c.MaxRounds = max(96, c.Rounds)
+	}
+	if c.CostTime == 0 {
+		c.CostTime = 5 * time.Second
+	}
+	if c.CostWindow == 0 {
+		c.CostWindow = 2 * time.Second
 	}
 	if c.Warmup == 0 {
 		c.Warmup = 500 * time.Millisecond
@@ -131,6 +156,14 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("bench: rounds %d: want at least 1", c.Rounds)
 	case c.RoundTime < time.Second || c.RoundTime%time.Second != 0:
 		return fmt.Errorf("bench: round time %v: want whole seconds, at least 1s (sockperf -t takes seconds)", c.RoundTime)
+	case c.MaxRounds < c.Rounds:
+		return fmt.Errorf("bench: max rounds %d is below rounds %d", c.MaxRounds, c.Rounds)
+	case c.Budget < 0:
+		return fmt.Errorf("bench: budget %v: want a positive duration (or none)", c.Budget)
+	case c.CostTime < time.Second || c.CostTime%time.Second != 0:
+		return fmt.Errorf("bench: cost round time %v: want whole seconds, at least 1s", c.CostTime)
+	case c.CostWindow <= 0 || c.CostWindow > c.CostTime/2:
+		return fmt.Errorf("bench: cost window %v: want more than 0 and at most half the cost round time %v", c.CostWindow, c.CostTime)
 	case c.MaxRateTime < time.Second || c.MaxRateTime%time.Second != 0:
 		return fmt.Errorf("bench: max-rate time %v: want whole seconds, at least 1s", c.MaxRateTime)
 	case c.Warmup < 0 || c.Warmup >= c.RoundTime:
@@ -159,8 +192,14 @@ type Results struct {
 	Pacing   []PacingRow // rig lateness, cyclictest
 	Rate     *RateResult // nil when not run
 	Analysis []AnalysisRow
+	Cost     []CostRow // per mode, tool and side; nil when not run
 	Notes    []string
 	Elapsed  time.Duration
+	// RTTRounds are the planned RTT rounds run (every mode and tool),
+	// RoundTimes their wall times; ExtraRounds the rounds --until-decided
+	// added for undecided goals.
+	RTTRounds, ExtraRounds int
+	RoundTimes             []time.Duration
 }
 
 // RTTRow is one tool's pooled RTTs in one responder mode.
@@ -192,6 +231,13 @@ func (t *ThreadRow) add(u *samples.ThreadUsage) {
 	t.Usage.CPUNS += u.CPUNS
 	t.Usage.Voluntary += u.Voluntary
 	t.Usage.Involuntary += u.Involuntary
+	if u.HeapAllocs != nil {
+		n := *u.HeapAllocs
+		if t.Usage.HeapAllocs != nil {
+			n += *t.Usage.HeapAllocs
+		}
+		t.Usage.HeapAllocs = &n
+	}
 	t.Rounds++
 }
 
@@ -232,6 +278,7 @@ func (r *Results) pacingRow(tool string) *PacingRow {
 
 // Summary holds the nearest-rank figures of one pooled sample.
 type Summary struct {
+	Round          int // the round of a per-round summary
 	N              int
 	P50, P99, P999 int64 // ns
 	Max            int64
@@ -258,13 +305,20 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	if cfg.has(PartRTT) || cfg.has(PartRate) {
+	if cfg.has(PartAnalysis) {
+		rows, notes, err := benchAnalysis(ctx, cfg)
+		res.Analysis, res.Notes = rows, append(res.Notes, notes...)
+		if err != nil {
+			return res, err
+		}
+	}
+	if cfg.has(PartRTT) || cfg.has(PartRate) || cfg.has(PartCost) {
 		topo, cleanup, err := lab(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
 		defer cleanup()
-		b := &runner{cfg: cfg, topo: topo, res: res}
+		b := &runner{cfg: cfg, topo: topo, res: res, start: start}
 		// One agent per side for the whole bench, started under taskset:
 		// the rig processes it starts inherit the CPU, as sockperf does.
 		for _, a := range []struct {
@@ -279,8 +333,8 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			defer c.Close()
 			*a.dst = c
 		}
-		if cfg.has(PartRTT) {
-			if err := b.rtt(ctx); err != nil {
+		if cfg.has(PartCost) {
+			if err := b.cost(ctx); err != nil {
 				return res, err
 			}
 		}
@@ -289,12 +343,10 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 				return res, err
 			}
 		}
-	}
-	if cfg.has(PartAnalysis) {
-		rows, notes, err := benchAnalysis(ctx, cfg)
-		res.Analysis, res.Notes = rows, append(res.Notes, notes...)
-		if err != nil {
-			return res, err
+		if cfg.has(PartRTT) {
+			if err := b.rtt(ctx, start); err != nil {
+				return res, err
+			}
 		}
 	}
 	res.Env.LoadAfter = readLoadavg()
@@ -330,6 +382,12 @@ type runner struct {
 	topo     *netlab.Topology
 	res      *Results
 	snd, rsp *agent.Client
+	start    time.Time // of the bench
+}
+
+// logf logs one line of progress with the bench's elapsed time.
+func (b *runner) logf(format string, args ...any) {
+	fmt.Fprintf(b.cfg.Log, "bench: %7s  %s\n", time.Since(b.start).Round(time.Second), fmt.Sprintf(format, args...))
 }
 
 const (
@@ -345,7 +403,19 @@ func (b *runner) prefix(r netlab.Role, cpu int) []string {
 
 // rigRound runs one rig round and returns its sender file.
 func (b *runner) rigRound(ctx context.Context, dir, poll, timestamps string, spin time.Duration, k int, interval time.Duration, count, warmup int) (*samples.File, error) {
-	spec := round.Spec{
+	if err := b.runRound(ctx, b.rigSpec(dir, poll, timestamps, spin, k, interval, count, warmup)); err != nil {
+		return nil, err
+	}
+	f, err := samples.ReadFile(filepath.Join(dir, samples.FileName(samples.RoleSender)))
+	if err != nil {
+		return nil, fmt.Errorf("rig round (%s, round %d): %w", poll, k, err)
+	}
+	return f, nil
+}
+
+// rigSpec is a rig round through the bench's agents.
+func (b *runner) rigSpec(dir, poll, timestamps string, spin time.Duration, k int, interval time.Duration, count, warmup int) round.Spec {
+	return round.Spec{
 		Dir:       dir,
 		Sender:    round.Host{Agent: b.snd, Iface: b.topo.Sender.Interface},
 		Responder: round.Host{Agent: b.rsp, Iface: b.topo.Responder.Interface},
@@ -356,14 +426,14 @@ func (b *runner) rigRound(ctx context.Context, dir, poll, timestamps string, spi
 		Spin:       spin,
 		Lead:       b.cfg.Lead,
 	}
+}
+
+// runRound runs a rig round.
+func (b *runner) runRound(ctx context.Context, spec round.Spec) error {
 	if _, err := round.Run(ctx, spec); err != nil {
-		return nil, fmt.Errorf("rig round (%s, round %d): %w", poll, k, err)
+		return fmt.Errorf("rig round (%s, round %d): %w", spec.Poll, spec.Round, err)
 	}
-	f, err := samples.ReadFile(filepath.Join(dir, samples.FileName(samples.RoleSender)))
-	if err != nil {
-		return nil, fmt.Errorf("rig round (%s, round %d): %w", poll, k, err)
-	}
-	return f, nil
+	return nil
 }
 
 // DefaultLead matches sockperf's start-up: its ping-pong client sleeps
@@ -387,220 +457,6 @@ func senderPoll(responderPoll string) string {
 		return "busy"
 	}
 	return "block"
-}
-
-// rtt runs the interleaved RTT rounds; the block rounds also carry the
-// pacing comparison (rig's lateness in them against cyclictest on the
-// same CPU for the same time).
-func (b *runner) rtt(ctx context.Context) error {
-	cfg := b.cfg
-	count := int(cfg.RoundTime / time.Millisecond)
-	warmup := int(cfg.Warmup / time.Millisecond)
-	type pool struct {
-		user, closed, sw, sp series
-		off                  series // closed-loop user RTT, kernel stamps off
-		lostRig, lostSP      int
-		lostOff              int
-		rigSnd, rigRsp       ThreadRow
-		spCli, spSrv         ThreadRow
-	}
-	// block and busy face sockperf; "block (rig default)" is rig's own
-	// low-CPU sender (sleep until 50 µs before due) and carries the pacing
-	// comparison with cyclictest.
-	modes := []string{"block", ModeBlockDefault, "busy"}
-	pools := map[string]*pool{"block": {}, ModeBlockDefault: {}, "busy": {}}
-	var late, wake series
-	var cycR []Summary
-	var cyc Cyclictest
-	for k := 0; k < cfg.Rounds; k++ {
-		for _, mode := range modes {
-			p := pools[mode]
-			// sockperf's blocking ping-pong client busy-waits between sends
-			// (measured: 2.1 s of CPU in a 3 s run at --mps=1000) and blocks
-			// only for the reply: rig's sender has that shape when its spin
-			// window covers the interval.
-			poll, spin := mode, time.Millisecond
-			if mode == ModeBlockDefault {
-				poll, spin = "block", DefaultSpin
-			}
-			modeDir := filepath.Join(cfg.Dir, "rtt", fmt.Sprintf("%s-spin-%dus", poll, spin.Microseconds()))
-			// rig without kernel stamps: what is left of a gap to sockperf
-			// (which takes none) once the kernel's stamping is out of the path.
-			runRigOff := func() error {
-				fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: rig, timestamps off\n", k+1, cfg.Rounds, mode)
-				f, err := b.rigRound(ctx, filepath.Join(modeDir, "rig-off-"+strconv.Itoa(k)), poll, "off", spin, k, time.Millisecond, count, warmup)
-				if err != nil {
-					return err
-				}
-				g := rigFigures(f)
-				p.off.add(g.closed)
-				p.lostOff += g.lost
-				return nil
-			}
-			runRig := func() error {
-				fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: rig\n", k+1, cfg.Rounds, mode)
-				dir := filepath.Join(modeDir, "rig-"+strconv.Itoa(k))
-				f, err := b.rigRound(ctx, dir, poll, "software", spin, k, time.Millisecond, count, warmup)
-				if err != nil {
-					return err
-				}
-				if f.Footer != nil {
-					p.rigSnd.add(f.Footer.Thread)
-				}
-				rsp, err := samples.ReadFile(filepath.Join(dir, samples.FileName(samples.RoleResponder)))
-				if err != nil {
-					return fmt.Errorf("rig round (%s, round %d): %w", poll, k, err)
-				}
-				if rsp.Footer != nil {
-					p.rigRsp.add(rsp.Footer.Thread)
-				}
-				g := rigFigures(f)
-				p.user.add(g.user)
-				p.closed.add(g.closed)
-				p.sw.add(g.sw)
-				p.lostRig += g.lost
-				if mode == ModeBlockDefault {
-					late.add(g.late)
-					wake.add(g.wake)
-				}
-				return nil
-			}
-			if mode == ModeBlockDefault { // no sockperf partner: it has no such mode
-				if err := runRig(); err != nil {
-					return err
-				}
-				continue
-			}
-			runSockperf := func() error {
-				fmt.Fprintf(cfg.Log, "bench: round %d/%d %s: sockperf\n", k+1, cfg.Rounds, mode)
-				sp, err := b.sockperf(ctx, filepath.Join(cfg.Dir, "rtt", mode, "sockperf-"+strconv.Itoa(k)), mode == "busy", "1000", cfg.RoundTime)
-				if err != nil {
-					return err
-				}
-				if !sp.FullRTT {
-					return errors.New("sockperf did not report full RTT (--full-rtt): refusing to compare half round trips")
-				}
-				p.sp.add(sp.RTTs)
-				p.lostSP += sp.Dropped + sp.Unanswered
-				p.spCli.add(sp.ClientUsage)
-				p.spSrv.add(sp.ServerUsage)
-				return nil
-			}
-			if err := rotate(k, runRig, runRigOff, runSockperf); err != nil {
-				return err
-			}
-			if mode == "busy" {
-				fmt.Fprintf(cfg.Log, "bench: round %d/%d: cyclictest\n", k+1, cfg.Rounds)
-				c, err := b.cyclictest(ctx, filepath.Join(cfg.Dir, "pacing", "cyclictest-"+strconv.Itoa(k)+".txt"), count)
-				if err != nil {
-					return err
-				}
-				cycR = append(cycR, c.summary())
-				cyc.add(c)
-			}
-		}
-	}
-	for _, mode := range modes {
-		p := pools[mode]
-		row := func(tool string, s series, lost int) RTTRow {
-			return RTTRow{Mode: mode, Tool: tool, Stats: summarize(s.all), Rounds: cfg.Rounds, PerRound: s.perRound, Lost: lost}
-		}
-		b.res.RTT = append(b.res.RTT, row("rig user", p.user, p.lostRig), row(ToolClosedLoop, p.closed, p.lostRig), row("rig sw", p.sw, p.lostRig))
-		if mode != ModeBlockDefault {
-			b.res.RTT = append(b.res.RTT, row(ToolNoStamps, p.off, p.lostOff), row("sockperf", p.sp, p.lostSP))
-		}
-		for _, t := range []struct {
-			row        *ThreadRow
-			tool, side string
-		}{{&p.rigSnd, "rig", "sender"}, {&p.rigRsp, "rig", "responder"}, {&p.spCli, "sockperf", "sender"}, {&p.spSrv, "sockperf", "responder"}} {
-			if t.row.Rounds > 0 {
-				t.row.Mode, t.row.Tool, t.row.Side = mode, t.tool, t.side
-				b.res.Threads = append(b.res.Threads, *t.row)
-			}
-		}
-	}
-	b.res.Pacing = []PacingRow{{Tool: PacingRigAll, Stats: summarize(late.all), PerRound: late.perRound},
-		{Tool: PacingRigWake, Stats: summarize(wake.all), PerRound: wake.perRound}, {Tool: PacingCyclictest, Stats: cyc.summary(), PerRound: cycR}}
-	return nil
-}
-
-// rotate runs round k of every tool, starting with tool k mod n and going
-// round: each tool goes first equally often, so a drift of the host's speed
-// (this VM's per-hop costs move by 2× within minutes) favours none. It
-// stops at the first error.
-func rotate(k int, runs ...func() error) error {
-	for i := range runs {
-		if err := runs[(k+i)%len(runs)](); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// series is one figure pooled over the rounds, and summarized per round.
-type series struct {
-	all      []int64
-	perRound []Summary
-}
-
-// add appends one round's samples (it sorts v).
-func (s *series) add(v []int64) {
-	s.perRound = append(s.perRound, summarize(v))
-	s.all = append(s.all, v...)
-}
-
-// summary is the histogram's Summary (µs resolution).
-func (c *Cyclictest) summary() Summary {
-	s := Summary{N: int(c.N()), ResolutionUS: true}
-	s.P50, _ = c.Percentile(analysis.P50)
-	s.P99, _ = c.Percentile(analysis.P99)
-	s.P999, _ = c.Percentile(analysis.P999)
-	s.Max = c.MaxUS * 1000
-	return s
-}
-
-// Paired is one figure compared round by round: the ratio rig/reference in
-// each round both ran, and the median, smallest and largest of those
-// ratios. Neighbouring rounds share the machine's state, so on a host whose
-// noise drifts from minute to minute the per-round ratio is the fairer
-// comparison; the pooled percentiles let a few loud minutes decide.
-type Paired struct {
-	N                int
-	Median, Min, Max float64
-	// CILow, CIHigh bound the distribution-free 95 % confidence interval
-	// of the median ratio (analysis.CIRanks at 50 %: for 8 rounds the
-	// smallest and largest ratio); NaN when that side is open (too few
-	// rounds).
-	CILow, CIHigh float64
-}
-
-// Resolved reports whether the confidence interval of the median ratio
-// lies wholly on one side of 1.00: the rounds tell which tool is faster.
-func (p Paired) Resolved() bool {
-	return p.N > 0 && (p.CIHigh <= 1 || p.CILow > 1)
-}
-
-// paired compares fig of a and b round by round.
-func paired(a, b []Summary, fig func(Summary) int64) Paired {
-	var r []float64
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if a[i].N > 0 && b[i].N > 0 && fig(b[i]) > 0 {
-			r = append(r, float64(fig(a[i]))/float64(fig(b[i])))
-		}
-	}
-	if len(r) == 0 {
-		return Paired{}
-	}
-	slices.Sort(r)
-	m := r[len(r)/2]
-	if len(r)%2 == 0 {
-		m = (r[len(r)/2-1] + r[len(r)/2]) / 2
-	}
-	p := Paired{N: len(r), Median: m, Min: r[0], Max: r[len(r)-1], CILow: math.NaN(), CIHigh: math.NaN()}
-	if lo, hi := analysis.CIRanks(analysis.P50, len(r)); lo >= 1 && hi <= len(r) {
-		p.CILow, p.CIHigh = r[lo-1], r[hi-1]
-	}
-	return p
 }
 
 func p50(s Summary) int64  { return s.P50 }
@@ -683,11 +539,13 @@ func (c *Cyclictest) add(o *Cyclictest) {
 }
 
 // SmokeConfig is a tiny version of the full bench for CI: one round of
-// 2 s per tool and mode, 1 s at the rate interval, and `rig report` on
-// 100 000 samples. It exercises every code path in well under a minute.
+// 2 s per tool and mode, 1 s at the rate interval, counting rounds of 3 s,
+// and `rig report` on 100 000 samples. It exercises every code path in
+// about a minute.
 func SmokeConfig(rig, dir string) Config {
 	return Config{Rig: rig, Dir: dir, Rounds: 1, RoundTime: 2 * time.Second, Warmup: 200 * time.Millisecond, Lead: 200 * time.Millisecond,
-		RateTime: time.Second, MaxRateTime: 2 * time.Second, AnalysisSizes: []int{100_000}}
+		RateTime: time.Second, MaxRateTime: 2 * time.Second, AnalysisSizes: []int{100_000},
+		CostTime: 3 * time.Second, CostWindow: time.Second}
 }
 
 // ParseSizes parses a comma-separated list of sample counts with optional

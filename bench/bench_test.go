@@ -14,9 +14,11 @@ import (
 )
 
 // TestSmoke runs the bench-smoke code path end to end on a lab of its own:
-// rig and sockperf rounds in both modes, cyclictest, the rate test, and
-// `rig report` on a small synthetic run. It checks that every part
-// produced figures and the table, not their values (noisy VM).
+// rig and sockperf rounds in both modes, cyclictest, the rate test, the
+// counting rounds, `rig report` on a small synthetic run, and with
+// --until-decided one more round (one round decides nothing). It checks
+// that every part produced figures and the table, not their values (noisy
+// VM).
 func TestSmoke(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: builds network namespaces")
@@ -24,16 +26,17 @@ func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs the tools for ~20 s")
 	}
-	for _, tool := range []string{"sockperf", "cyclictest", "taskset"} {
+	for _, tool := range []string{"sockperf", "cyclictest", "taskset", "perf"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s not installed (make deps installs sockperf and rt-tests): %v", tool, err)
 		}
 	}
 	cfg := SmokeConfig(testbin.Rig(t), t.TempDir())
 	cfg.AnalysisSizes = []int{20_000}
+	cfg.UntilDecided, cfg.MaxRounds = true, 2
 	var log bytes.Buffer
 	cfg.Log = &log
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, cfg)
 	if err != nil {
@@ -58,16 +61,28 @@ func TestSmoke(t *testing.T) {
 	}
 	for _, th := range res.Threads {
 		u := th.Usage
-		if th.Rounds != 1 || u.WallNS <= 0 || u.CPUNS <= 0 || u.CPUNS > u.WallNS+int64(50*time.Millisecond) {
-			t.Errorf("%s %s %s: %+v: want one round with CPU time within its wall time", th.Mode, th.Tool, th.Side, th)
+		if th.Rounds != 2 || u.WallNS <= 0 || u.CPUNS <= 0 || u.CPUNS > u.WallNS+int64(100*time.Millisecond) {
+			t.Errorf("%s %s %s: %+v: want two rounds with CPU time within their wall time", th.Mode, th.Tool, th.Side, th)
 		}
 		if th.Mode == "busy" && th.Tool == "rig" && u.OnCPU() < 0.5 {
 			t.Errorf("busy rig %s thread on CPU %.0f %% of its round (%+v), want most of it", th.Side, 100*u.OnCPU(), u)
 		}
 	}
 	all, wake, cyc := res.pacingRow(PacingRigAll), res.pacingRow(PacingRigWake), res.pacingRow(PacingCyclictest)
-	if all == nil || wake == nil || cyc == nil || all.Stats.N == 0 || wake.Stats.N == 0 || wake.Stats.N > all.Stats.N || cyc.Stats.N != 2000 {
-		t.Errorf("pacing %+v: want rig lateness of every request, of its wake-ups (a subset), and 2000 cyclictest loops", res.Pacing)
+	if all == nil || wake == nil || cyc == nil || all.Stats.N == 0 || wake.Stats.N == 0 || wake.Stats.N > all.Stats.N || cyc.Stats.N != 4000 {
+		t.Errorf("pacing %+v: want rig lateness of every request, of its wake-ups (a subset), and 2 × 2000 cyclictest loops", res.Pacing)
+	}
+	// The extra round ran rig and sockperf in every mode (their goals were
+	// undecided), not the rounds without kernel stamps.
+	for _, r := range res.RTT {
+		if want := map[bool]int{true: 1, false: 2}[r.Tool == ToolNoStamps]; r.Rounds != want || len(r.PerRound) != want || r.PerRound[want-1].Round != want-1 {
+			t.Errorf("%s %s: %d rounds %+v, want %d", r.Mode, r.Tool, r.Rounds, r.PerRound, want)
+		}
+	}
+	for _, g := range res.Goals() {
+		if g.mode != "" && (g.Decision != Undecided || g.Rounds != 2 || !strings.Contains(verdict(g), "deciding takes")) {
+			t.Errorf("goal %+v (%s): want undecided after 2 rounds, with the rounds it would take", g, verdict(g))
+		}
 	}
 	if rt := res.Rate; rt == nil || rt.Sent != 50_000 || rt.SockperfRate <= 0 {
 		t.Errorf("rate %+v: want 50000 sent at 20µs for 1 s and a sockperf rate", rt)
@@ -75,11 +90,35 @@ func TestSmoke(t *testing.T) {
 	if len(res.Analysis) != 1 || res.Analysis[0].Samples != 20_000 || res.Analysis[0].PeakRSSKB <= 0 || res.Analysis[0].Wall <= 0 {
 		t.Errorf("analysis %+v", res.Analysis)
 	}
+	if res.RTTRounds != 1 || res.ExtraRounds != 1 || len(res.RoundTimes) != 1 {
+		t.Errorf("rounds %d + %d (%v), want the 1 planned and 1 added", res.RTTRounds, res.ExtraRounds, res.RoundTimes)
+	}
+	// Work per round trip: 3 tools × 2 modes × 2 sides, each counted over
+	// about a second of round trips; every side sends once per round trip
+	// and makes at least that syscall; rig's Go processes count their
+	// allocations, and its blocking sender reads its TX stamps.
+	if len(res.Cost) != 12 {
+		t.Errorf("%d cost rows, want 12: %+v", len(res.Cost), res.Cost)
+	}
+	for _, c := range res.Cost {
+		if c.RoundTrips < 500 || c.RoundTrips > 1500 || c.Syscalls < c.RoundTrips || c.BySyscall["sendmsg"]+c.BySyscall["sendto"] < c.RoundTrips || c.CPUNS == 0 {
+			t.Errorf("cost %s %s %s: %+v: want ~1000 round trips, a send each", c.Mode, c.Tool, c.Side, c)
+		}
+		if (c.Tool != CostSockperf) != (c.HeapAllocs != nil) {
+			t.Errorf("cost %s %s %s: allocations %v: want a count for rig only", c.Mode, c.Tool, c.Side, c.HeapAllocs)
+		}
+		if c.Tool == CostRig && c.StampReads < c.RoundTrips {
+			t.Errorf("cost %s rig %s: %d TX-stamp reads for %d round trips: want one at least per request or reply", c.Mode, c.Side, c.StampReads, c.RoundTrips)
+		}
+		if c.Tool == CostSockperf && c.StampReads != 0 {
+			t.Errorf("cost %s sockperf %s: %d TX-stamp reads, want none", c.Mode, c.Side, c.StampReads)
+		}
+	}
 	var md bytes.Buffer
 	if err := res.Markdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals", "### Measuring threads", "| busy | rig | responder | 1 |", "| busy | rig user, closed loop, no kernel stamps |", "### What the kernel's stamps cost", "without kernel stamps"} {
+	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals", "### Measuring threads", "| busy | rig | responder | 1 |", "| busy | rig user, closed loop, no kernel stamps |", "### What the kernel's stamps cost", "without kernel stamps", "## Work per round trip", "| busy | rig, GODEBUG=asyncpreemptoff=1 | responder |", "syscalls per round trip without TX-stamp reads", "peak RSS", "then 1 round added by `--until-decided`"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, md.String())
 		}
@@ -95,6 +134,10 @@ func TestConfigErrors(t *testing.T) {
 		"unknown part":     func(c *Config) { c.Parts = []Part{"pacing"} },
 		"unpinned":         func(c *Config) { c.SenderCPU = -1 },
 		"rate interval":    func(c *Config) { c.RateInterval = -time.Microsecond },
+		"max below rounds": func(c *Config) { c.Rounds, c.MaxRounds = 30, 20 },
+		"negative budget":  func(c *Config) { c.Budget = -time.Minute },
+		"cost window":      func(c *Config) { c.CostWindow = 4 * time.Second },
+		"cost time":        func(c *Config) { c.CostTime = 2500 * time.Millisecond },
 	} {
 		c := base
 		mod(&c)

@@ -3,7 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
-	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,20 +21,28 @@ func ratio(a, b int64) string {
 	return fmt.Sprintf("%.2f", float64(a)/float64(b))
 }
 
-// verdict says met or not, and whether the rounds resolved it.
+// verdict is a goal's decision as the table shows it, with the rounds it
+// rests on and, undecided, the rounds it would take.
 func verdict(g Goal) string {
-	v := "**not met**"
-	if g.Met {
-		v = "met"
+	v := g.Decision.String()
+	switch g.Decision {
+	case NotMet:
+		v = "**not met**"
+	case Undecided:
+		v = "*undecided*"
 	}
-	if !g.Resolved {
-		v += " (within noise: a 95 % CI includes 1.00)"
+	if g.Rounds > 0 {
+		v += fmt.Sprintf(" (%d rounds", g.Rounds)
+		if g.Decision == Undecided && g.ToDecide != "" {
+			v += "; deciding takes " + g.ToDecide + " at this spread"
+		}
+		v += ")"
 	}
 	return v
 }
 
 // Markdown writes the results as one Markdown document: environment,
-// one table per part, then the goals of issue 7 with met / not met.
+// one table per part, then the goals with their verdicts.
 func (r *Results) Markdown(w io.Writer) error {
 	var b strings.Builder
 	c := r.Config
@@ -45,8 +53,14 @@ func (r *Results) Markdown(w io.Writer) error {
 	fmt.Fprintf(&b, "- load average (1/5/15 min): %s at start, %s at end\n", e.LoadBefore, e.LoadAfter)
 	fmt.Fprintf(&b, "- emulated lab (veth + bridge, software timestamps); sender CPU %d, responder CPU %d for both tools (whole process under taskset); payload %d B; SCHED_OTHER\n",
 		c.SenderCPU, c.ResponderCPU, c.Size)
-	fmt.Fprintf(&b, "- %d interleaved rounds (rig, rig without kernel stamps and sockperf take turns going first, so a drift of the host favours none) of %v per tool and mode; rig drops its first %v of each round, sockperf its own warm-up; percentiles are nearest-rank over the pooled raw samples\n",
-		c.Rounds, c.RoundTime, c.Warmup)
+	if r.RTTRounds > 0 {
+		fmt.Fprintf(&b, "- %d interleaved rounds (rig, rig without kernel stamps and sockperf take turns going first, so a drift of the host favours none) of %v per tool and mode%s; rig drops its first %v of each round, sockperf its own warm-up; percentiles are nearest-rank over the pooled raw samples\n",
+			r.RTTRounds, c.RoundTime, r.roundsNote(), c.Warmup)
+	}
+	if r.ExtraRounds > 0 {
+		fmt.Fprintf(&b, "- then %s added by `--until-decided` (at most %d rounds in all), each of the modes whose goals were still undecided: rig and sockperf only (no rounds without kernel stamps)\n",
+			plural(r.ExtraRounds, "round"), c.MaxRounds)
+	}
 	fmt.Fprintf(&b, "- start-up like sockperf's: its server runs alone while its client's warm-up stage sleeps (~2 s), so rig's responder runs alone %v before rig's sender starts; a busy responder spinning alone pushes the host's other wake-ups to the idle CPU, and there they stay while both CPUs are busy\n",
 		c.Lead)
 	if r.Elapsed > 0 {
@@ -132,17 +146,19 @@ func (r *Results) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "\nsockperf max ping-pong rate: %.0f round trips/s (RTT median %s µs, p99.9 %s µs)\n",
 			rt.SockperfRate, us(rt.SockperfRTT.P50), us(rt.SockperfRTT.P999))
 	}
+	r.costTables(&b)
 	if len(r.Analysis) > 0 {
 		b.WriteString("\n## Analysis: `rig report` on synthetic runs\n\n")
-		b.WriteString("Rounds of ≤ 1 M requests over two arms, sender + responder files, software stamps; wall and CPU time of `rig report DIR` (page cache warm from writing), peak RSS = the child's ru_maxrss.\n\n")
-		b.WriteString("| samples | rounds | files MB | wall | CPU | ns/sample | peak RSS MB |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("Rounds of ≤ 1 M requests over two arms, sender + responder files, software stamps; wall and CPU time (user + system) of `rig report DIR` (page cache warm from writing), peak RSS = the child's ru_maxrss. Percentiles are exact (nearest rank on the sorted samples of each round).\n\n")
+		b.WriteString("| samples | rounds | files MB | wall | CPU | ns/sample wall | ns/sample CPU | peak RSS MB |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, a := range r.Analysis {
-			fmt.Fprintf(&b, "| %d | %d | %d | %v | %v | %.0f | %d |\n", a.Samples, a.Rounds, a.Bytes>>20,
-				a.Wall.Round(time.Millisecond), a.CPU.Round(time.Millisecond), a.NSPerSample(), a.PeakRSSKB>>10)
+			fmt.Fprintf(&b, "| %d | %d | %d | %v | %v | %.0f | %.0f | %d |\n", a.Samples, a.Rounds, a.Bytes>>20,
+				a.Wall.Round(time.Millisecond), a.CPU.Round(time.Millisecond), a.NSPerSample(), a.CPUPerSample(), a.PeakRSSKB>>10)
 		}
 	}
 	if g := r.Goals(); len(g) > 0 {
-		b.WriteString("\n## Goals (issue 7)\n\nRatios are medians of the per-round ratios with their distribution-free 95 % confidence interval in brackets (order statistics of the rounds; with 8 rounds it spans the smallest to the largest). A verdict whose interval includes 1.00 is within noise: the rounds do not tell which tool is faster.\n\n| goal | measured | |\n|---|---|---|\n")
+		fmt.Fprintf(&b, "\n## Goals\n\nA ratio goal (rig / reference) is an equivalence bound: the ratio is the median of the per-round ratios, in brackets its distribution-free 95 %% confidence interval (order statistics of the rounds, analysis.CIRanks at 50 %%: with 8 rounds the smallest to the largest ratio, with 24 the 7th to the 18th); the goal is **met** when the interval's upper end is ≤ %.2f, **not met** when its lower end is > %.2f, and *undecided* otherwise, with the rounds it would take to decide if the per-round ratios kept the spread observed (the interval's ranks for n rounds read off the observed ratios as quantiles). Counts (loss, syscalls, wake-ups, allocations, memory) are compared as they are.\n\n| goal | measured | verdict |\n|---|---|---|\n",
+			EquivalenceBound, EquivalenceBound)
 		for _, x := range g {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", x.Goal, x.Measured, verdict(x))
 		}
@@ -199,15 +215,31 @@ func (r *Results) rtt(mode, tool string) *RTTRow {
 	return nil
 }
 
-// Goal is one goal of issue 7 checked against the results.
+// Goal is one goal checked against the results.
 type Goal struct {
 	Goal     string
 	Measured string
-	Met      bool
-	// Resolved: every ratio the verdict rests on has a 95 % confidence
-	// interval wholly on one side of 1.00 (always true for goals that are
-	// counts, not ratios).
-	Resolved bool
+	Decision Decision
+	// Rounds are the paired rounds a ratio goal rests on (0: a count);
+	// ToDecide, when undecided, what deciding would take at the spread
+	// observed (Paired.RoundsToDecide).
+	Rounds   int
+	ToDecide string
+	mode     string // the RTT mode whose rounds add to it ("": none)
+}
+
+// ratioGoal judges a paired ratio against EquivalenceBound.
+func ratioGoal(goal, measured, mode string, p Paired) Goal {
+	return Goal{Goal: goal, Measured: measured, Decision: p.Decide(EquivalenceBound), Rounds: p.N, ToDecide: p.toDecide(EquivalenceBound), mode: mode}
+}
+
+// countGoal is a goal on counts: met or not.
+func countGoal(goal, measured string, met bool) Goal {
+	d := NotMet
+	if met {
+		d = Met
+	}
+	return Goal{Goal: goal, Measured: measured, Decision: d}
 }
 
 // Goals checks the goals the results cover.
@@ -218,52 +250,169 @@ func (r *Results) Goals() []Goal {
 		if rig == nil || sp == nil || sp.Stats.N == 0 || rig.Stats.N == 0 {
 			continue
 		}
-		m, t := float64(rig.Stats.P50)/float64(sp.Stats.P50), float64(rig.Stats.P999)/float64(sp.Stats.P999)
-		pm, pt := paired(rig.PerRound, sp.PerRound, p50), paired(rig.PerRound, sp.PerRound, p999)
-		measured := fmt.Sprintf("%.2f %s, %.2f %s (pooled %.2f, %.2f)", pm.Median, pm.CI(), pt.Median, pt.CI(), m, t)
-		if off := r.rtt(mode, ToolNoStamps); off != nil && off.Stats.N > 0 {
-			om, ot := paired(off.PerRound, sp.PerRound, p50), paired(off.PerRound, sp.PerRound, p999)
-			measured += fmt.Sprintf("; without kernel stamps %.2f, %.2f", om.Median, ot.Median)
+		off := r.rtt(mode, ToolNoStamps)
+		for _, f := range []struct {
+			name string
+			fig  func(Summary) int64
+		}{{"median", p50}, {"p99.9", p999}} {
+			p := paired(rig.PerRound, sp.PerRound, f.fig)
+			measured := fmt.Sprintf("%.2f %s (pooled %s)", p.Median, p.CI(), ratio(f.fig(rig.Stats), f.fig(sp.Stats)))
+			if off != nil && off.Stats.N > 0 {
+				o := paired(off.PerRound, sp.PerRound, f.fig)
+				measured += fmt.Sprintf("; without kernel stamps %.2f %s", o.Median, o.CI())
+			}
+			g = append(g, ratioGoal(fmt.Sprintf("%s: rig/sockperf %s ≤ %.2f (closed-loop user RTT, paired by round)", mode, f.name, EquivalenceBound), measured, mode, p))
 		}
-		g = append(g, Goal{Goal: fmt.Sprintf("%s: rig/sockperf ≤ 1.00 (median, p99.9; closed loop, paired by round)", mode),
-			Measured: measured, Met: pm.N > 0 && pm.Median <= 1 && pt.Median <= 1, Resolved: pm.Resolved() && pt.Resolved()})
 	}
 	if rig, cyc := r.pacingRow(PacingRigWake), r.pacingRow(PacingCyclictest); rig != nil && cyc != nil && rig.Stats.N > 0 && cyc.Stats.N > 0 {
 		pt := paired(rig.PerRound, cyc.PerRound, p999)
-		g = append(g, Goal{Goal: "rig lateness p99.9 ≤ cyclictest p99.9 (wake-ups, cyclictest's rule; paired by round)",
-			Measured: fmt.Sprintf("ratio %.2f %s (pooled %s µs vs %s µs)", pt.Median, pt.CI(), us(rig.Stats.P999), us(cyc.Stats.P999)), Met: pt.N > 0 && pt.Median <= 1, Resolved: pt.Resolved()})
+		g = append(g, ratioGoal(fmt.Sprintf("rig lateness p99.9 / cyclictest p99.9 ≤ %.2f (wake-ups, cyclictest's rule; paired by round)", EquivalenceBound),
+			fmt.Sprintf("%.2f %s (pooled %s µs vs %s µs)", pt.Median, pt.CI(), us(rig.Stats.P999), us(cyc.Stats.P999)), ModeBlockDefault, pt))
 	}
 	if rt := r.Rate; rt != nil {
-		g = append(g, Goal{Goal: fmt.Sprintf("%.0f req/s: 0 loss, ≥ 99.9 %% TX stamps paired", rt.OfferedRate()),
-			Measured: fmt.Sprintf("lost %d of %d, duplicated %d, %.3f %% paired", rt.Lost, rt.Sent, rt.Duplicated, rt.TxPairedPct()),
-			Met:      rt.Lost == 0 && rt.Sent > 0 && rt.TxPairedPct() >= 99.9, Resolved: true})
+		g = append(g, countGoal(fmt.Sprintf("%.0f req/s: 0 loss, ≥ 99.9 %% TX stamps paired", rt.OfferedRate()),
+			fmt.Sprintf("lost %d of %d, duplicated %d, %.3f %% paired", rt.Lost, rt.Sent, rt.Duplicated, rt.TxPairedPct()),
+			rt.Lost == 0 && rt.Sent > 0 && rt.TxPairedPct() >= 99.9))
 	}
+	g = append(g, r.costGoals()...)
 	if len(r.Analysis) >= 2 {
 		first, last := r.Analysis[0], r.Analysis[len(r.Analysis)-1]
-		// Linear: ns/sample of the largest run within 2× of the smallest's.
-		k := last.NSPerSample() / first.NSPerSample()
-		g = append(g, Goal{Goal: "analysis time linear in samples (ns/sample of the largest run ≤ 2 × the smallest's)",
-			Measured: fmt.Sprintf("%.0f → %.0f ns/sample (×%.2f)", first.NSPerSample(), last.NSPerSample(), k), Met: k <= 2, Resolved: true})
+		k := last.CPUPerSample() / first.CPUPerSample()
+		g = append(g, countGoal(fmt.Sprintf("rig report: CPU time per sample not rising with size (largest run ≤ %.2f × the smallest's)", maxAnalysisGrowth),
+			fmt.Sprintf("%.0f → %.0f ns/sample CPU (×%.2f); wall %.0f → %.0f", first.CPUPerSample(), last.CPUPerSample(), k, first.NSPerSample(), last.NSPerSample()),
+			k <= maxAnalysisGrowth))
+	}
+	if n := len(r.Analysis); n > 0 {
+		last := r.Analysis[n-1]
+		g = append(g, countGoal(fmt.Sprintf("rig report on %d samples: peak RSS ≤ %d MB", last.Samples, maxAnalysisRSSMB),
+			fmt.Sprintf("%d MB", last.PeakRSSKB>>10), last.PeakRSSKB>>10 <= maxAnalysisRSSMB))
 	}
 	return g
 }
 
-// CI formats the 95 % confidence interval of the median ratio:
-// "[0.92–1.20]", with "…" for an open side.
-func (p Paired) CI() string {
-	f := func(v float64) string {
-		if math.IsNaN(v) {
-			return "…"
-		}
-		return fmt.Sprintf("%.2f", v)
-	}
-	return "[" + f(p.CILow) + "–" + f(p.CIHigh) + "]"
-}
+// The analysis goals: CPU time per sample of the largest run within 10 %
+// of the smallest's (not rising with size), and at most 1 GB resident.
+const (
+	maxAnalysisGrowth = 1.10
+	maxAnalysisRSSMB  = 1024
+)
 
-// String formats a paired ratio: "1.05 (0.92–1.20)".
-func (p Paired) String() string {
-	if p.N == 0 {
+// roundsNote says how the planned rounds' count was set.
+func (r *Results) roundsNote() string {
+	c := r.Config
+	if c.Budget <= 0 || len(r.RoundTimes) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%.2f (%.2f–%.2f)", p.Median, p.Min, p.Max)
+	var sum time.Duration
+	for _, t := range r.RoundTimes {
+		sum += t
+	}
+	return fmt.Sprintf(" (at least %d, and as many more as fit in a bench time of %v: a round took %v on average)",
+		c.Rounds, c.Budget, (sum / time.Duration(len(r.RoundTimes))).Round(time.Second))
+}
+
+// costRow finds the cost row of a mode, tool and side.
+func (r *Results) costRow(mode, tool, side string) *CostRow {
+	for i := range r.Cost {
+		if c := &r.Cost[i]; c.Mode == mode && c.Tool == tool && c.Side == side {
+			return c
+		}
+	}
+	return nil
+}
+
+// costTables writes the work per round trip.
+func (r *Results) costTables(b *strings.Builder) {
+	if len(r.Cost) == 0 {
+		return
+	}
+	c := r.Config
+	fmt.Fprintf(b, "\n## Work per round trip\n\nCounted in rounds of their own, never in a latency round (perf's counting is on the path): per mode and tool one %v round at 1 request/ms (rig's block rounds with `--spin 1ms`, as above), of which %v are counted once the sender has settled (rig: %v after its start; sockperf: %v after its client's start, past its warm-up). Syscalls: `perf stat --per-thread -e raw_syscalls:sys_enter` and `syscalls:sys_enter_*` of both processes, enabled and disabled through perf's control pipe; *round trips* = that side's sends in the window (sendmsg + sendto: one request or one reply per round trip). *TX-stamp reads* = recvmsg(MSG_ERRQUEUE), which only a tool taking kernel stamps makes (sockperf takes none); the goals compare the syscalls without them. *wake-ups* = voluntary context switches (a thread blocked and was woken), *preempted* = involuntary ones (`/proc/PID/task/TID/status`); *CPU* = time on a CPU (`schedstat`); *thread* = the measuring thread (the one that sends), *process* = all its threads. *allocations* = the Go process's heap allocations over the whole counting round (runtime.MemStats.Mallocs, exact; the sample file's footer) per request; sockperf is C++ (—). Syscall counts in busy loops and every preemption count depend on the host's load (a spinning poll makes a syscall per spin; other tasks preempt); the blocking rows' syscalls and wake-ups, and allocations, do not.\n\n",
+		c.CostTime, c.CostWindow, costSettle, sockperfPreamble)
+	b.WriteString("| mode | tool | side | round trips | syscalls / RT | TX-stamp reads / RT | without them / RT | thread syscalls / RT | wake-ups / RT (process, thread) | preempted / s (thread) | CPU µs / RT (process, thread) | allocations / RT |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, x := range r.Cost {
+		alloc := "—"
+		if x.HeapAllocs != nil && x.AllocRequests > 0 {
+			alloc = fmt.Sprintf("%.3f (%d in %d)", float64(*x.HeapAllocs)/float64(x.AllocRequests), *x.HeapAllocs, x.AllocRequests)
+		}
+		rts := strconv.FormatUint(x.RoundTrips, 10)
+		if x.Uncounted > 0 {
+			rts += fmt.Sprintf(" (%d of %d threads' syscalls not counted: started after perf attached)", x.Uncounted, x.Threads)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f, %.2f | %.0f | %.1f, %.1f | %s |\n", x.Mode, x.Tool, x.Side, rts,
+			x.per(x.Syscalls), x.per(x.StampReads), x.per(x.Syscalls-x.StampReads), x.per(x.ThreadSyscalls),
+			x.per(x.Voluntary), x.per(x.ThreadVoluntary), x.perSecond(x.ThreadInvoluntary),
+			x.per(x.CPUNS)/1000, x.per(x.ThreadCPUNS)/1000, alloc)
+	}
+	b.WriteString("\nThe syscalls per round trip by name (process; the rest are other syscalls):\n\n| mode | tool | side | syscalls / RT |\n|---|---|---|---|\n")
+	for _, x := range r.Cost {
+		var parts []string
+		var named uint64
+		for _, e := range perfEvents {
+			if n := x.BySyscall[e.name]; e.name != "" && n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.2f", e.name, x.per(n)))
+				named += n
+			}
+		}
+		if x.Syscalls > named {
+			parts = append(parts, fmt.Sprintf("other %.2f", x.per(x.Syscalls-named)))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", x.Mode, x.Tool, x.Side, strings.Join(parts, ", "))
+	}
+}
+
+// costGoals: per mode, rig's syscalls (without its TX-stamp reads) and
+// wake-ups per round trip at most sockperf's on each side, its busy
+// measuring threads preempted at most twice as often, and no allocation.
+func (r *Results) costGoals() []Goal {
+	var g []Goal
+	sides := []string{"sender", "responder"}
+	for _, mode := range []string{"block", "busy"} {
+		var rig, sp [2]*CostRow
+		for i, side := range sides {
+			rig[i], sp[i] = r.costRow(mode, CostRig, side), r.costRow(mode, CostSockperf, side)
+		}
+		if rig[0] == nil || rig[1] == nil || sp[0] == nil || sp[1] == nil {
+			continue
+		}
+		cmp := func(goal string, fig func(*CostRow) float64, limit float64, unit string) Goal {
+			var m []string
+			met := true
+			for i, side := range sides {
+				a, b := fig(rig[i]), fig(sp[i])
+				m = append(m, fmt.Sprintf("%s %.2f vs %.2f%s", side, a, b, unit))
+				met = met && a <= limit*b
+			}
+			return countGoal(fmt.Sprintf("%s: %s", mode, goal), strings.Join(m, "; "), met)
+		}
+		g = append(g, cmp("syscalls per round trip without TX-stamp reads, rig ≤ sockperf (each side, process)",
+			func(c *CostRow) float64 { return c.per(c.Syscalls - c.StampReads) }, 1, ""))
+		g = append(g, cmp("wake-ups per round trip, rig ≤ sockperf (each side, process)",
+			func(c *CostRow) float64 { return c.per(c.Voluntary) }, 1, ""))
+		if mode == "busy" {
+			g = append(g, cmp("measuring threads preempted per second, rig ≤ 2 × sockperf (each side)",
+				func(c *CostRow) float64 { return c.perSecond(c.ThreadInvoluntary) }, 2, "/s"))
+		}
+		var m []string
+		met := true
+		for _, c := range rig {
+			if c.HeapAllocs == nil {
+				met = false
+				m = append(m, c.Side+" not counted")
+				continue
+			}
+			m = append(m, fmt.Sprintf("%s %d in %d requests", c.Side, *c.HeapAllocs, c.AllocRequests))
+			met = met && *c.HeapAllocs == 0
+		}
+		g = append(g, countGoal(fmt.Sprintf("%s: rig's probe processes allocate nothing during a round", mode), strings.Join(m, "; "), met))
+	}
+	return g
+}
+
+// plural is "1 round", "2 rounds".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

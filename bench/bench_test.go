@@ -107,6 +107,9 @@ func TestSmoke(t *testing.T) {
 		if (c.Tool != CostSockperf) != (c.HeapAllocs != nil) {
 			t.Errorf("cost %s %s %s: allocations %v: want a count for rig only", c.Mode, c.Tool, c.Side, c.HeapAllocs)
 		}
+		if _, ok := c.AllocsPerRT(); ok != (c.Tool == CostRig) {
+			t.Errorf("cost %s %s %s: allocations per round trip computed %v: want them for rig (a long and a short round)", c.Mode, c.Tool, c.Side, ok)
+		}
 		if c.Tool == CostRig && c.StampReads < c.RoundTrips {
 			t.Errorf("cost %s rig %s: %d TX-stamp reads for %d round trips: want one at least per request or reply", c.Mode, c.Side, c.StampReads, c.RoundTrips)
 		}

@@ -48,10 +48,29 @@ type CostRow struct {
 	CPUNS, ThreadCPUNS uint64
 	// HeapAllocs are the Go process's heap allocations over the whole round
 	// (its sample file's footer) and AllocRequests that round's requests;
-	// nil for a tool that is not Go or a file without the count.
-	HeapAllocs    *uint64
-	AllocRequests uint64
+	// nil for a tool that is not Go or a file without the count. A round
+	// has a few at its start and end whatever its length (the runtime makes
+	// a thread, the responder is told to stop), so ShortAllocs and
+	// ShortRequests are the same from a shorter round: allocations per
+	// round trip are the difference over the difference (AllocsPerRT).
+	HeapAllocs, ShortAllocs      *uint64
+	AllocRequests, ShortRequests uint64
 }
+
+// AllocsPerRT is the heap allocations per round trip: how many more the
+// longer round made, per request more (ok false without both rounds).
+func (c CostRow) AllocsPerRT() (float64, bool) {
+	if c.HeapAllocs == nil || c.ShortAllocs == nil || c.AllocRequests <= c.ShortRequests {
+		return 0, false
+	}
+	return (float64(*c.HeapAllocs) - float64(*c.ShortAllocs)) / float64(c.AllocRequests-c.ShortRequests), true
+}
+
+// MaxAllocsPerRT is the allocation goal's bound: fewer than one heap
+// allocation per thousand round trips (a hot path that allocated would
+// make at least one per round trip; the start and end of a round vary by
+// a few).
+const MaxAllocsPerRT = 0.001
 
 // per divides a count by the round trips.
 func (c CostRow) per(n uint64) float64 {
@@ -118,6 +137,11 @@ func (b *runner) cost(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("cost (%s, %s): %w", mode, tool, err)
 			}
+			if tool == CostRig {
+				if err := b.shortAllocs(ctx, mode, rows); err != nil {
+					return fmt.Errorf("cost (%s, %s): %w", mode, tool, err)
+				}
+			}
 			for i := range rows {
 				rows[i].Mode, rows[i].Tool = mode, tool
 			}
@@ -164,6 +188,25 @@ func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Clien
 		}
 	}
 	return c, nil
+}
+
+// shortAllocs runs a rig round of half the counting round's length (not
+// counted under perf) and gives rows its processes' heap allocations.
+func (b *runner) shortAllocs(ctx context.Context, mode string, rows []CostRow) error {
+	dir := filepath.Join(b.cfg.Dir, "cost", mode+"-rig-short")
+	if err := b.runRound(ctx, b.rigSpec(dir, mode, "software", time.Millisecond, 0, time.Millisecond, int(b.cfg.CostTime/2/time.Millisecond), 0)); err != nil {
+		return err
+	}
+	for i, role := range []samples.Role{samples.RoleSender, samples.RoleResponder} {
+		f, err := samples.ReadFile(filepath.Join(dir, samples.FileName(role)))
+		if err != nil {
+			return err
+		}
+		if f.Footer != nil && f.Footer.Thread != nil && f.Footer.Thread.HeapAllocs != nil {
+			rows[i].ShortAllocs, rows[i].ShortRequests = f.Footer.Thread.HeapAllocs, uint64(len(f.Records))
+		}
+	}
+	return nil
 }
 
 // costSockperf runs one sockperf ping-pong and counts a window of it after

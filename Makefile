@@ -99,7 +99,7 @@ fuzz-smoke:
 BENCH_FLAGS ?=
 bench: build
 	@./.ci/install-debs.sh iproute2 sockperf rt-tests linux-perf
-	./$(BIN) bench -v --budget 15m --out bench/RESULTS.md $(BENCH_FLAGS)
+	./$(BIN) bench -v --rounds 8 --budget 15m --out bench/RESULTS.md $(BENCH_FLAGS)
 
 bench-smoke: build
 	@./.ci/install-debs.sh iproute2 sockperf rt-tests linux-perf

@@ -54,8 +54,8 @@ func (r *Results) Markdown(w io.Writer) error {
 	fmt.Fprintf(&b, "- emulated lab (veth + bridge, software timestamps); sender CPU %d, responder CPU %d for both tools (whole process under taskset); payload %d B; SCHED_OTHER\n",
 		c.SenderCPU, c.ResponderCPU, c.Size)
 	if r.RTTRounds > 0 {
-		fmt.Fprintf(&b, "- %d interleaved rounds (rig, rig without kernel stamps and sockperf take turns going first, so a drift of the host favours none) of %v per tool and mode%s; rig drops its first %v of each round, sockperf its own warm-up; percentiles are nearest-rank over the pooled raw samples\n",
-			r.RTTRounds, c.RoundTime, r.roundsNote(), c.Warmup)
+		fmt.Fprintf(&b, "- %d interleaved rounds (rig, rig without kernel stamps and sockperf take turns going first, so a drift of the host favours none; rig without kernel stamps in the first %d only) of %v per tool and mode%s; rig drops its first %v of each round, sockperf its own warm-up; percentiles are nearest-rank over the pooled raw samples\n",
+			r.RTTRounds, min(r.RTTRounds, NoStampRounds), c.RoundTime, r.roundsNote(), c.Warmup)
 	}
 	if r.ExtraRounds > 0 {
 		fmt.Fprintf(&b, "- then %s added by `--until-decided` (at most %d rounds in all), each of the modes whose goals were still undecided: rig and sockperf only (no rounds without kernel stamps)\n",

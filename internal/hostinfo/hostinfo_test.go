@@ -418,3 +418,24 @@ func TestFileReadAll(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestParseTaskSchedstat(t *testing.T) {
+	for in, want := range map[string]TaskSchedstat{
+		"1234 56 7\n": {1234, 56, 7},
+		"0 0 0":       {},
+		"9 8 7 \n":    {9, 8, 7},
+	} {
+		if got, ok := ParseTaskSchedstat([]byte(in)); !ok || got != want {
+			t.Errorf("%q: %+v %v, want %+v", in, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "1 2", "1 2 3 4", "a b c", "1 2 -3", "1 2 3x", "99999999999999999999 1 2"} {
+		if got, ok := ParseTaskSchedstat([]byte(bad)); ok {
+			t.Errorf("%q accepted as %+v", bad, got)
+		}
+	}
+	b := []byte("1234 56 7\n")
+	if n := testing.AllocsPerRun(100, func() { ParseTaskSchedstat(b) }); n != 0 {
+		t.Errorf("ParseTaskSchedstat allocates %.0f times", n)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -227,6 +228,16 @@ func (c *Client) Env(ctx context.Context, ifaces []string) (json.RawMessage, err
 func (c *Client) Check(ctx context.Context, cpu int, iface string) (*check.Report, error) {
 	var r check.Report
 	return &r, c.call(ctx, OpCheck, CheckArgs{CPU: cpu, Iface: iface}, &r)
+}
+
+// RankCPUs ranks the candidate CPUs (nil: every CPU the agent may run on)
+// by measured noise over window (0: the default) on the host.
+func (c *Client) RankCPUs(ctx context.Context, cpus []int, window time.Duration) (*cpurank.Ranking, error) {
+	var r cpurank.Ranking
+	if err := c.call(ctx, OpRankCPUs, RankArgs{CPUs: cpus, WindowNS: int64(window)}, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // Apply puts an arm's knobs in force on the host; allowMgmt lets them

@@ -10,6 +10,16 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 )
 
+// Get returns the measurements of cpu, or nil when it was not ranked.
+func (r *Ranking) Get(cpu int) *CPU {
+	for i := range r.CPUs {
+		if r.CPUs[i].CPU == cpu {
+			return &r.CPUs[i]
+		}
+	}
+	return nil
+}
+
 // Summary is the one-line verdict: the CPU chosen and why.
 func (r *Ranking) Summary() string {
 	if len(r.CPUs) == 0 {

@@ -93,3 +93,18 @@ func TestReportJSONRoundTrip(t *testing.T) {
 		t.Fatal("unknown severity accepted")
 	}
 }
+
+// A pod whose cgroup has no cpuset controller (a mount namespace without
+// it) says so for whole cores too, instead of claiming "none" is whole.
+func TestNoCpusetController(t *testing.T) {
+	h := copyTree(t, "k8spod")
+	write(t, h, "/proc/self/cgroup", "3:cpu,cpuacct:/p\n0::/\n")
+	write(t, h, "/sys/fs/cgroup/cgroup.controllers", "")
+	write(t, h, "/sys/fs/cgroup/cpu,cpuacct/p/cpu.cfs_quota_us", "-1\n")
+	r := run(t, h, Options{CPU: 2, Getenv: k8s})
+	for _, id := range []string{"cgroup.cpuset", "cgroup.whole_cores"} {
+		if g := r.Get(id); g.Severity != Skip || !strings.Contains(g.Observed, "no cpuset controller") {
+			t.Errorf("%s: %+v", id, g)
+		}
+	}
+}

@@ -130,6 +130,10 @@ func (x *runner) cgroup() {
 		x.add("cgroup.whole_cores", Skip, "", "not in a pinned container")
 		return
 	}
+	if len(cg.CPUSet) == 0 {
+		x.add("cgroup.whole_cores", Skip, "", "no cpuset controller for this cgroup")
+		return
+	}
 	var split []string
 	for _, c := range cg.CPUSet {
 		t, err := hostinfo.ReadTopology(x.fs, c)

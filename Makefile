@@ -57,7 +57,7 @@ test: deps lint
 # ARM64_SKIP names the tests among them that need the host's kernel
 # (ethtool ioctls, which qemu-user does not translate, veth labs, a rig
 # binary built for the host).
-ARM64_PKGS ?= ./analysis/... ./bench ./internal/check ./internal/cpulist ./internal/cpusched ./internal/cstate \
+ARM64_PKGS ?= ./analysis/... ./bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
 	./internal/envsnap ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/samples \
 	./internal/scenario ./internal/telemetry ./internal/wire ./nicctl
 ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestLocalFacts)$$

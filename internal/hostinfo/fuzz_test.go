@@ -216,8 +216,13 @@ func FuzzTaskSchedstat(f *testing.F) {
 			return
 		}
 		got := strings.Fields(string(b))
-		if len(got) != 3 || got[0] != strconv.FormatUint(s.RunNS, 10) && strings.TrimLeft(got[0], "0") != strconv.FormatUint(s.RunNS, 10) {
+		if len(got) != 3 {
 			t.Fatalf("%q parsed as %+v", b, s)
+		}
+		for i, want := range []uint64{s.RunNS, s.WaitNS, s.Slices} {
+			if v, err := strconv.ParseUint(got[i], 10, 64); err != nil || v != want {
+				t.Fatalf("%q field %d: parsed %d, strconv says %d (%v)", b, i, want, v, err)
+			}
 		}
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -41,8 +42,16 @@ type Config struct {
 	Iface      string   // the mirror/tap port
 	Ports      []uint16 // UDP ports of requests and replies
 	Timestamps tstamp.Mode
-	RunID      uint64 // 0 = adopt the first run seen
-	Capacity   int    // sequences recorded (0..Capacity-1)
+	// Group is the requests' group:port: a request must go there, a reply
+	// must come from its port and go elsewhere (the direction check).
+	Group netip.AddrPort
+	// RunID, ArmIndex and Round: only this run's, arm's and round's frames
+	// are paired; anything else is foreign. RunID is required (see
+	// responder.Config).
+	RunID    uint64
+	ArmIndex int
+	Round    int
+	Capacity int // sequences recorded (0..Capacity-1)
 	// PcapFrames > 0 keeps that many frames (first Snaplen bytes each) for
 	// WritePcap.
 	PcapFrames int
@@ -75,6 +84,7 @@ type Capture struct {
 	started time.Time
 	stopped string
 	phc     *tstamp.PHCRecord
+	rcvbuf  int // SO_RCVBUF granted
 
 	pcap struct {
 		data []byte
@@ -100,6 +110,12 @@ func New(cfg Config) (*Capture, error) {
 	if len(cfg.Ports) == 0 {
 		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
 	}
+	if cfg.RunID == 0 {
+		return nil, wire.ErrNoRunID
+	}
+	if !cfg.Group.Addr().Is4() || !cfg.Group.Addr().IsMulticast() || cfg.Group.Port() == 0 {
+		return nil, fmt.Errorf("capture: group %s is not an IPv4 multicast group:port (e.g. 239.1.1.1:9000)", cfg.Group)
+	}
 	if cfg.Timestamps == tstamp.Off {
 		return nil, ErrTimestampsOff
 	}
@@ -124,6 +140,17 @@ func New(cfg Config) (*Capture, error) {
 		return nil, err
 	}
 	if err := conn.AttachUDPPortFilter(cfg.Ports...); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	// A stalled sender's catch-up burst or a descheduled capture thread
+	// must not overflow the default ~208 KiB buffer: sized like the UDP
+	// sockets', and what the kernel still drops is counted (finish).
+	if c.rcvbuf, err = conn.SetRcvBuf(tstamp.StallRcvBuf); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if _, _, err := conn.Stats(); err != nil { // reading resets: count from here
 		conn.Close()
 		return nil, err
 	}
@@ -163,14 +190,18 @@ func (c *Capture) Run(ctx context.Context) error {
 		runtime.LockOSThread()
 		done <- c.loop()
 	}()
+	var err error
 	select {
-	case err := <-done:
-		return err
+	case err = <-done:
 	case <-ctx.Done():
-		c.stopped = "interrupted: " + context.Cause(ctx).Error()
+		c.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
 		c.Stop()
-		return <-done
+		err = <-done
 	}
+	if err != nil {
+		c.stopped = samples.StoppedFailed + err.Error()
+	}
+	return err
 }
 
 func (c *Capture) loop() error {
@@ -226,7 +257,7 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 		c.cnt.Outgoing++
 		return
 	}
-	payload, ok := udpPayload(f)
+	payload, ep, ok := udpFrame(f)
 	if !ok {
 		c.cnt.Foreign++
 		return
@@ -239,8 +270,9 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 		}
 		return
 	}
-	if c.runID == 0 {
-		c.runID = c.hdr.RunID
+	if c.hdr.Arm != uint32(c.cfg.ArmIndex) || c.hdr.Round != uint32(c.cfg.Round) || !c.rightWay(c.hdr.Type, ep) {
+		c.cnt.Foreign++ // another arm's or round's, or a "reply" going where requests go
+		return
 	}
 	c.frames.Add(1)
 	st.HW = c.hw.Recv(st.HW)
@@ -267,11 +299,35 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 	c.cnt.Received++
 }
 
+// rightWay is the direction check: a request goes to the group's address
+// and port; a reply comes from the group's port (the responder's socket)
+// and goes anywhere but the group (the sender, or a reply group).
+func (c *Capture) rightWay(t wire.Type, ep endpoints) bool {
+	g := c.cfg.Group
+	if t == wire.Request {
+		return ep.dst == g.Addr().As4() && ep.dport == g.Port()
+	}
+	return ep.sport == g.Port() && ep.dst != g.Addr().As4()
+}
+
+// endpoints are a frame's IPv4 destination and UDP ports.
+type endpoints struct {
+	dst          [4]byte
+	sport, dport uint16
+}
+
 // udpPayload returns the UDP payload of an Ethernet (optionally 802.1Q)
 // IPv4 frame, or false.
 func udpPayload(f []byte) ([]byte, bool) {
+	p, _, ok := udpFrame(f)
+	return p, ok
+}
+
+// udpFrame is udpPayload with the frame's endpoints.
+func udpFrame(f []byte) ([]byte, endpoints, bool) {
+	var ep endpoints
 	if len(f) < 14 {
-		return nil, false
+		return nil, ep, false
 	}
 	et := binary.BigEndian.Uint16(f[12:14])
 	off := 14
@@ -280,26 +336,28 @@ func udpPayload(f []byte) ([]byte, bool) {
 		off = 18
 	}
 	if et != 0x0800 || len(f) < off+20 {
-		return nil, false
+		return nil, ep, false
 	}
 	ip := f[off:]
 	ihl := int(ip[0]&0x0f) * 4
 	if ip[0]>>4 != 4 || ihl < 20 || ip[9] != 17 || len(ip) < ihl+8 {
-		return nil, false
+		return nil, ep, false
 	}
 	if binary.BigEndian.Uint16(ip[6:8])&0x1fff != 0 {
-		return nil, false // not a first fragment
+		return nil, ep, false // not a first fragment
 	}
 	total := int(binary.BigEndian.Uint16(ip[2:4]))
 	if total > len(ip) || total < ihl+8 {
-		return nil, false
+		return nil, ep, false
 	}
 	udp := ip[ihl:total]
 	ulen := int(binary.BigEndian.Uint16(udp[4:6]))
 	if ulen < 8 || ulen > len(udp) {
-		return nil, false
+		return nil, ep, false
 	}
-	return udp[8:ulen], true
+	copy(ep.dst[:], ip[16:20])
+	ep.sport, ep.dport = binary.BigEndian.Uint16(udp[0:2]), binary.BigEndian.Uint16(udp[2:4])
+	return udp[8:ulen], ep, true
 }
 
 // keepFrame copies f for the pcap file, stamped with the kernel's
@@ -315,6 +373,10 @@ func (c *Capture) keepFrame(f []byte, ts int64) {
 	c.pcap.n++
 }
 
+// finish counts the unpaired sequences and the frames the kernel dropped
+// for want of buffer (PACKET_STATISTICS since New): each is a sequence
+// missing a capture stamp, never a silent gap. It settles the hardware
+// stamps' proof, whose error (hardware demanded, none came) it returns.
 func (c *Capture) finish() error {
 	c.hw.Finish()
 	for i := range c.recs {
@@ -325,10 +387,15 @@ func (c *Capture) finish() error {
 			c.cnt.Unpaired++
 		}
 	}
+	_, drops, err := c.conn.Stats()
+	if err != nil {
+		return err
+	}
+	c.cnt.KernelDrops += uint64(drops)
 	return c.hw.Err()
 }
 
-// RunID is the run the capture paired (adopted when Config.RunID was 0).
+// RunID is the run the capture pairs.
 func (c *Capture) RunID() uint64 { return c.runID }
 
 // Counters returns the capture's counts.
@@ -366,7 +433,8 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Host:        c.cfg.Host,
 		Iface:       c.cfg.Iface,
 		Clocks:      clocks,
-		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "hardware_stamps": c.hw.String()},
+		Group:       c.cfg.Group.String(),
+		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf, "hardware_stamps": c.hw.String()},
 		StartedAt:   c.started.UTC().Format(time.RFC3339Nano),
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/rig-project/rig/analysis"
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/runner"
 	"github.com/rig-project/rig/internal/scenario"

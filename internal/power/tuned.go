@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 )
 
@@ -48,6 +50,34 @@ type Tuned interface {
 	// Switch activates profile (tuned-adm profile), or turns tuning off
 	// for "" (tuned-adm off), and waits for tuned to finish.
 	Switch(ctx context.Context, profile string) error
+}
+
+// EnvTunedAdm names the tuned-adm that HostTuned runs (tests point it at
+// a fake one).
+const EnvTunedAdm = "RIG_TUNED_ADM"
+
+// HostTuned is the tuned-adm for the host behind fs: $RIG_TUNED_ADM when
+// set, else tuned-adm from $PATH on the real host, and none for a fake
+// host root (a fake tree must never reach the real tuned).
+func HostTuned(fs hostfs.FS) Tuned {
+	if p := os.Getenv(EnvTunedAdm); p != "" {
+		return TunedAdm{Path: p}
+	}
+	if fs.IsReal() {
+		return TunedAdm{}
+	}
+	return noTuned{}
+}
+
+type noTuned struct{}
+
+func (noTuned) State(context.Context) (TunedState, error) {
+	return TunedState{}, fmt.Errorf("%w: a fake host root uses tuned only through $%s", ErrNoTuned, EnvTunedAdm)
+}
+func (n noTuned) Active(ctx context.Context) (TunedState, error) { return n.State(ctx) }
+func (n noTuned) Switch(ctx context.Context, _ string) error {
+	_, err := n.State(ctx)
+	return err
 }
 
 // TunedAdm runs tuned-adm. Path "" looks it up in $PATH.

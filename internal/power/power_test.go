@@ -193,6 +193,33 @@ func TestApplyRestore(t *testing.T) {
 	}
 }
 
+// TestApplyRefusedWithoutControl: on the VM layout (no cpufreq, no turbo)
+// and on the fixed-frequency arm64 layout nothing is written and nothing
+// is journaled; the error says what is missing.
+func TestApplyRefusedWithoutControl(t *testing.T) {
+	for _, c := range []struct {
+		l    powertest.Layout
+		s    power.Settings
+		want string
+	}{
+		{powertest.VMNone, power.Settings{CPUs: []int{1}, Governor: "performance"}, "CPU 1 cpufreq"},
+		{powertest.VMNone, power.Settings{Turbo: ptr(false)}, "turbo"},
+		{powertest.VMNone, power.Settings{MinPerfPct: ptr(100)}, "min/max-perf-pct"},
+		{powertest.GravitonCPPC, power.Settings{MaxPerfPct: ptr(100)}, "min/max-perf-pct"},
+	} {
+		fs := powertest.Build(t, c.l, 2)
+		before := powertest.Snapshot(t, fs.Root)
+		j := openJournal(t, fs, nil)
+		_, err := power.Apply(context.Background(), j, fs, c.s)
+		if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %+v: %v", c.l, c.s, err)
+		}
+		if d := powertest.Diff(before, powertest.Snapshot(t, fs.Root)); len(d) > 0 || j.Mark() != 0 {
+			t.Errorf("%s: changed %v, journal at %d", c.l, d, j.Mark())
+		}
+	}
+}
+
 // TestPlanOrder: turbo before the perf limits (no_turbo squashes
 // min_perf_pct), and a raised pair writes max before min.
 func TestPlanOrder(t *testing.T) {

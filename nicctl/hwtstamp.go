@@ -223,11 +223,13 @@ func hwtstampChange(dev tstamp.Device, iface, value string) journal.Change {
 	}
 }
 
-// queueAffinity records the affinity of iface's queue IRQs by IRQ name:
-// a driver that resets the interface (ENA on every SIOCSHWTSTAMP) frees
-// and requests them again, and they come back with the default affinity,
-// possibly under other numbers. nil when they cannot be read (a virtual
-// device without IRQs, a fake tree without /proc/interrupts).
+// queueAffinity records the affinity of iface's queue IRQs by IRQ name.
+// A reset that only frees and requests the IRQs again (ENA's close/up on
+// every SIOCSHWTSTAMP) keeps an affinity a user wrote; one that frees the
+// MSI-X vectors too (a device reset, some drivers' ring or channel
+// changes) brings them back with the default affinity, possibly under
+// other numbers. nil when they cannot be read (a virtual device without
+// IRQs, a fake tree without /proc/interrupts).
 func (e *Env) queueAffinity(iface string) map[string]string {
 	d, err := FindDevice(e.FS, iface)
 	if err != nil {

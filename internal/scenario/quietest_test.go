@@ -131,3 +131,20 @@ arms:
 		t.Fatalf("%+v", r)
 	}
 }
+
+// Power knobs on the responder CPU's policy need a CPU known before the
+// run: with quietest they must name their CPUs.
+func TestQuietestPowerNeedsCPUs(t *testing.T) {
+	_, err := Parse("t.yaml", []byte(`name: t
+emulate: netns
+traffic: {group: "239.1.1.1:5000"}
+arms:
+  - name: a
+    responder: {cpu: quietest}
+    power: {governor: performance}
+`))
+	var list ErrorList
+	if !errors.As(err, &list) || !strings.Contains(list[0].Error(), "quietest picks that CPU only when the round starts") || !strings.Contains(list[0].Error(), "power.cpus") {
+		t.Fatalf("%v", err)
+	}
+}

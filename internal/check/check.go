@@ -308,7 +308,7 @@ func (x *runner) cpuOnline() {
 }
 
 func (x *runner) cpuAllowed() {
-	allowed, err := hostinfo.CPUsAllowed(x.fs, "self")
+	allowed, err := hostinfo.ProcessCPUsAllowed(x.fs, "self")
 	if err != nil {
 		x.add("cpu.allowed", Warn, "", "cannot read Cpus_allowed_list of rig: %v", err)
 		return

@@ -151,7 +151,7 @@ func Rank(ctx context.Context, fs hostfs.FS, o Options) (*Ranking, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rank CPUs: %w", err)
 	}
-	allowed, err := hostinfo.CPUsAllowed(fs, "self")
+	allowed, err := hostinfo.ProcessCPUsAllowed(fs, "self")
 	if err != nil {
 		return nil, fmt.Errorf("rank CPUs: %w", err)
 	}
@@ -205,12 +205,18 @@ func Rank(ctx context.Context, fs hostfs.FS, o Options) (*Ranking, error) {
 		}
 		return r, nil
 	}
-	// A thread of its own, pinned to the housekeeping CPUs and never
-	// unlocked, so the changed affinity dies with it.
+	// The measurement on a thread pinned to the housekeeping CPUs. The
+	// thread's affinity is put back before it is unlocked; if that fails
+	// it stays locked and the thread ends with the goroutine (the main
+	// thread, which Go never ends, would keep the pinning otherwise).
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		var set unix.CPUSet
+		var orig, set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &orig); err != nil {
+			done <- fmt.Errorf("rank CPUs: read the ranker's affinity: %w", err)
+			return
+		}
 		for _, c := range housekeeping {
 			set.Set(c)
 		}
@@ -219,7 +225,11 @@ func Rank(ctx context.Context, fs hostfs.FS, o Options) (*Ranking, error) {
 			return
 		}
 		r.RankerCPUs = housekeeping
-		done <- measure(ctx, fs, o, nominal, r)
+		err := measure(ctx, fs, o, nominal, r)
+		if unix.SchedSetaffinity(0, &orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- err
 	}()
 	if err := <-done; err != nil {
 		return nil, err

@@ -3,11 +3,13 @@ package cpurank_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/testbin"
 )
@@ -56,5 +58,32 @@ func TestRealStressDecides(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// Ranking with a pinned ranker leaves no pinned thread behind: the CPUs
+// the process may use are the same before and after, on every thread.
+func TestRealRankerPinningLeavesNoTrace(t *testing.T) {
+	testbin.Integration(t)
+	fs := hostfs.Default()
+	before, err := hostinfo.ProcessCPUsAllowed(fs, "self")
+	if err != nil || len(before) < 2 {
+		t.Skipf("needs two CPUs (%v %v)", before, err)
+	}
+	for i := 0; i < 20; i++ {
+		r, err := cpurank.Rank(context.Background(), fs, cpurank.Options{CPUs: before[1:], Window: 10 * time.Millisecond, Scans: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(r.RankerCPUs) != fmt.Sprint(before[:1]) {
+			t.Fatalf("ranker on %v", r.RankerCPUs)
+		}
+	}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, task := range tasks {
+		l, err := hostinfo.CPUsAllowed(fs, "self/task/"+task.Name())
+		if err == nil && fmt.Sprint(l) != fmt.Sprint(before) {
+			t.Errorf("thread %s left pinned to %v (process: %v)", task.Name(), l, before)
+		}
 	}
 }

@@ -113,6 +113,9 @@ exec "$@"
 	if cs == nil || cm == nil || th == nil {
 		t.Fatalf("missing cgroup results: %+v", r.Results)
 	}
+	for _, x := range []*Result{cs, cm, th} {
+		t.Logf("%-4s %s: %s", x.Severity, x.ID, x.Observed)
+	}
 	if cs.Severity != OK || !strings.Contains(cs.Observed, fmt.Sprintf("cpuset %d is narrower than the node", cpu)) {
 		t.Errorf("cgroup.cpuset: %+v", cs)
 	}

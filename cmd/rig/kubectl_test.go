@@ -182,7 +182,7 @@ arms:
 			t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 		}
 	}
-	if strings.Contains(stderr.String(), "Killed") {
+	if strings.Contains(stderr.String(), "agent stderr: Killed") {
 		t.Errorf("the double's shell spoke (kubectl says only its exit code):\n%s", stderr.String())
 	}
 	// The orphaned sender dies on its next progress line (SIGPIPE): wait.

@@ -96,6 +96,9 @@ type ArmReport struct {
 	// Threads are the measuring threads' CPU use per round, from the
 	// sample files' footers (rounds without them are left out).
 	Threads []RoundThreads `json:"threads,omitempty"`
+	// Requests is where the requests went, from the sample headers:
+	// "multicast 239.1.1.1:9000" or "unicast to 10.0.0.2:9000".
+	Requests string `json:"requests,omitempty"`
 }
 
 // RoundThreads is one round's measuring threads: the sender's pacing
@@ -347,6 +350,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: sample header says warm-up %d; using W=%d for the whole run", a.Name, rd.K, j.Header.Warmup, w))
 			}
 			ar.Rounds = append(ar.Rounds, rd.K)
+			ar.addRequests(j.Header.Requests())
 			if rt, ok := roundThreads(j, rd.K); ok {
 				ar.Threads = append(ar.Threads, rt)
 			}

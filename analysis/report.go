@@ -21,6 +21,7 @@ func WriteReportMD(w io.Writer, r *Report, plots []Plot) error {
 		t.md(b)
 	}
 	t := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
+	t.Caption += requestsCaption(r)
 	t.md(b)
 	writeThreadsMD(b, r)
 	if len(plots) > 0 {
@@ -134,7 +135,9 @@ func WriteReportHTML(w io.Writer, r *Report, plots []Plot) error {
 	for _, m := range r.metricsPresent() {
 		tables = append(tables, metricTable(r, m))
 	}
-	tables = append(tables, comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline", "arm"))
+	ct := comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline", "arm")
+	ct.Caption += requestsCaption(r)
+	tables = append(tables, ct)
 	if t := threadsTable(r); len(t.Rows) > 0 {
 		tables = append(tables, t)
 	}

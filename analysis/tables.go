@@ -112,7 +112,9 @@ func WriteTablesMD(w io.Writer, r *Report) error {
 	for _, m := range r.metricsPresent() {
 		writeMetricTable(b, r, m)
 	}
-	writeComparisonMD(b, "Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
+	ct := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
+	ct.Caption += requestsCaption(r)
+	ct.md(b)
 	writeThreadsMD(b, r)
 	writeProblemsMD(b, r)
 	_, err := io.WriteString(w, b.String())
@@ -134,7 +136,8 @@ func threadsTable(r *Report) table {
 	t := table{Title: "Measuring threads",
 		Caption: "Source: getrusage(RUSAGE_THREAD) of the sender's pacing thread and the responder's loop over each round (the sample files' footers), warm-up included. " +
 			"*on CPU* = CPU time / wall time; *preempted* = involuntary context switches per second (another task took the CPU; on these Go threads also the runtime's hand-off after a forced preemption, about 200/s while one spins); " +
-			"*blocked* = voluntary ones per second (waits for a packet or a due time). An isolated CPU shows almost no preemptions; the telemetry section names who took a shared one.",
+			"*blocked* = voluntary ones per second (waits for a packet or a due time). An isolated CPU shows almost no preemptions; the telemetry section names who took a shared one." +
+			requestsCaption(r),
 		Head: []string{"arm", "round", "sender on CPU", "sender preempted /s", "sender blocked /s", "responder on CPU", "responder preempted /s", "responder blocked /s"}}
 	cells := func(u *samples.ThreadUsage) []string {
 		if u == nil {
@@ -221,7 +224,7 @@ func metricTable(r *Report, m string) table {
 		"worst = max after warm-up; p99.9 95 %% CI = envelope of the rounds' order-statistic intervals (\"open\" = not enough samples on that side); "+
 		"source = the one clock used (formula in report.json); "+
 		"n, lost, dup, reord, missing are totals over the rounds; † = undersampled in at least one round.",
-		capitalize(MetricDoc[m]), w, w)
+		capitalize(MetricDoc[m]), w, w) + requestsCaption(r)
 	t.Head = []string{"arm", "source", "rounds", "n", "median", "p99", "p99.9", "p99.9 95 % CI", fmt.Sprintf("worst (excl. first %d)", w), "lost", "dup", "reord", "missing"}
 	for _, a := range r.Arms {
 		mr := a.Metrics[m]

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -53,6 +54,14 @@ type Config struct {
 	// Device answers for the NIC (nil: the host's); tests pass driver
 	// profiles.
 	Device tstamp.Device
+	// Group or To say where the requests go (a multicast group, or the
+	// responder's address for unicast requests), for the sample header;
+	// the filter and the pairing use Ports and the run id only.
+	Group, To netip.AddrPort
+	// VXLAN: the port receives VXLAN-encapsulated copies (UDP 4789, AWS
+	// VPC Traffic Mirroring); the filter and the parser look inside, and
+	// the stamps are those of the copies' arrival here.
+	VXLAN bool
 }
 
 // ErrTimestampsOff is New's refusal of tstamp.Off; it wraps
@@ -96,6 +105,9 @@ func New(cfg Config) (*Capture, error) {
 	}
 	if cfg.Snaplen <= 0 {
 		cfg.Snaplen = 128
+		if cfg.VXLAN {
+			cfg.Snaplen += vxlanOverhead
+		}
 	}
 	if len(cfg.Ports) == 0 {
 		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
@@ -123,7 +135,11 @@ func New(cfg Config) (*Capture, error) {
 		conn.Close()
 		return nil, err
 	}
-	if err := conn.AttachUDPPortFilter(cfg.Ports...); err != nil {
+	attach := conn.AttachUDPPortFilter
+	if cfg.VXLAN {
+		attach = conn.AttachVXLANPortFilter
+	}
+	if err := attach(cfg.Ports...); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -226,7 +242,15 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 		c.cnt.Outgoing++
 		return
 	}
-	payload, ok := udpPayload(f)
+	in := f
+	if c.cfg.VXLAN {
+		var ok bool
+		if in, ok = vxlanInner(f); !ok {
+			c.cnt.Foreign++
+			return
+		}
+	}
+	payload, ok := udpPayload(in)
 	if !ok {
 		c.cnt.Foreign++
 		return
@@ -270,8 +294,15 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 // udpPayload returns the UDP payload of an Ethernet (optionally 802.1Q)
 // IPv4 frame, or false.
 func udpPayload(f []byte) ([]byte, bool) {
+	_, p, ok := udpDatagram(f)
+	return p, ok
+}
+
+// udpDatagram returns the UDP destination port and payload of an Ethernet
+// (optionally 802.1Q) IPv4 frame (a first fragment), or false.
+func udpDatagram(f []byte) (dport uint16, payload []byte, ok bool) {
 	if len(f) < 14 {
-		return nil, false
+		return 0, nil, false
 	}
 	et := binary.BigEndian.Uint16(f[12:14])
 	off := 14
@@ -280,26 +311,26 @@ func udpPayload(f []byte) ([]byte, bool) {
 		off = 18
 	}
 	if et != 0x0800 || len(f) < off+20 {
-		return nil, false
+		return 0, nil, false
 	}
 	ip := f[off:]
 	ihl := int(ip[0]&0x0f) * 4
 	if ip[0]>>4 != 4 || ihl < 20 || ip[9] != 17 || len(ip) < ihl+8 {
-		return nil, false
+		return 0, nil, false
 	}
 	if binary.BigEndian.Uint16(ip[6:8])&0x1fff != 0 {
-		return nil, false // not a first fragment
+		return 0, nil, false // not a first fragment
 	}
 	total := int(binary.BigEndian.Uint16(ip[2:4]))
 	if total > len(ip) || total < ihl+8 {
-		return nil, false
+		return 0, nil, false
 	}
 	udp := ip[ihl:total]
 	ulen := int(binary.BigEndian.Uint16(udp[4:6]))
 	if ulen < 8 || ulen > len(udp) {
-		return nil, false
+		return 0, nil, false
 	}
-	return udp[8:ulen], true
+	return binary.BigEndian.Uint16(udp[2:4]), udp[8:ulen], true
 }
 
 // keepFrame copies f for the pcap file, stamped with the kernel's
@@ -355,7 +386,7 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		hw := samples.Clock{Source: "hw", Clock: "phc", Iface: c.cfg.Iface, PHCIndex: c.granted.NIC.Caps.PHCIndex}
 		clocks["cap_req_hw"], clocks["cap_rep_hw"] = hw, hw
 	}
-	return samples.Header{
+	h := samples.Header{
 		WireVersion: wire.Version,
 		RigVersion:  version.String(),
 		Role:        samples.RoleCapture,
@@ -366,9 +397,11 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Host:        c.cfg.Host,
 		Iface:       c.cfg.Iface,
 		Clocks:      clocks,
-		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "hardware_stamps": c.hw.String()},
+		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "hardware_stamps": c.hw.String(), "mirror": c.mirror()},
 		StartedAt:   c.started.UTC().Format(time.RFC3339Nano),
 	}
+	h.SetRequests(c.cfg.Group, c.cfg.To)
+	return h
 }
 
 // WriteFile writes the capture's sample file.

@@ -64,7 +64,7 @@ func labName(fs *flag.FlagSet, flagName string) (string, error) {
 }
 
 func labUp(ctx context.Context, args []string) error {
-	fs := newFlagSet("lab up", "[--name NAME] [--rx-queues N] [--tx-queues N] [--mtu N] [--subnet CIDR] [--dynamic-neighbors] [--tx-csum-offload] [--json]")
+	fs := newFlagSet("lab up", "[--name NAME] [--rx-queues N] [--tx-queues N] [--mtu N] [--subnet CIDR] [--dynamic-neighbors] [--tx-csum-offload] [--mirror span|vxlan] [--json]")
 	name := fs.String("name", netlab.DefaultName, "lab name: a-z, 0-9, '-', at most 10 characters; prefixes every namespace and interface")
 	rxq := fs.Int("rx-queues", 1, "RX queues of the responder veth (1.."+fmt.Sprint(netlab.MaxQueues)+")")
 	txq := fs.Int("tx-queues", 0, "TX queues of the responder veth (default: same as --rx-queues)")
@@ -72,15 +72,19 @@ func labUp(ctx context.Context, args []string) error {
 	subnet := fs.String("subnet", "", "IPv4 prefix of the lab (default 10.99.X.0/24, X from the name)")
 	dyn := fs.Bool("dynamic-neighbors", false, "leave ARP to the kernel instead of permanent sender/responder neighbour entries")
 	csum := fs.Bool("tx-csum-offload", false, "keep veth TX checksum offload (captured UDP checksums are then left unfilled)")
+	mirror := fs.String("mirror", "span", "span: the capture port receives copies of the frames; vxlan: VXLAN-encapsulated copies (UDP 4789, VNI "+fmt.Sprint(netlab.MirrorVNI)+"), as AWS VPC Traffic Mirroring delivers them (rig capture --vxlan)")
 	asJSON := fs.Bool("json", false, "print the topology as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *mirror != "span" && *mirror != "vxlan" {
+		return usagef("lab up: --mirror %q: want span or vxlan", *mirror)
 	}
 	n, err := labName(fs, *name)
 	if err != nil {
 		return err
 	}
-	opts := netlab.Options{RxQueues: *rxq, TxQueues: *txq, MTU: *mtu, DynamicNeighbors: *dyn, TxChecksumOffload: *csum}
+	opts := netlab.Options{RxQueues: *rxq, TxQueues: *txq, MTU: *mtu, DynamicNeighbors: *dyn, TxChecksumOffload: *csum, MirrorVXLAN: *mirror == "vxlan"}
 	if *subnet != "" {
 		p, err := netip.ParsePrefix(*subnet)
 		if err != nil {
@@ -188,6 +192,9 @@ func printLab(w io.Writer, t *netlab.Topology, state string) {
 		port := h.Port + " (bridged)"
 		if r == netlab.Capture {
 			port = h.Port + " (mirror of both directions)"
+			if v := t.VXLAN; v != nil {
+				port = fmt.Sprintf("%s (VXLAN copies of both directions: %s VNI %d, %v → %v:4789)", h.Port, v.Device, v.VNI, v.Local, v.Remote)
+			}
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\n", r, h.Netns, h.Interface, h.Ifindex, addr, h.MAC, port)
 	}
@@ -199,7 +206,11 @@ func printLabUsage(w io.Writer, t *netlab.Topology) {
 	ex := func(r netlab.Role) string { return strings.Join(t.Exec(r), " ") }
 	fmt.Fprintf(w, "\nuse it (start responder and capture first; multicast is routed out of the lab veth):\n")
 	fmt.Fprintf(w, "  %s rig respond --iface %s &    # %v\n", ex(netlab.Responder), t.Responder.Interface, t.Responder.Addr)
-	fmt.Fprintf(w, "  %s rig capture --iface %s --duration 20s &    # sees every request and reply once\n", ex(netlab.Capture), t.Capture.Interface)
+	vx := ""
+	if t.VXLAN != nil {
+		vx = " --vxlan"
+	}
+	fmt.Fprintf(w, "  %s rig capture --iface %s%s --duration 20s &    # sees every request and reply once\n", ex(netlab.Capture), t.Capture.Interface, vx)
 	fmt.Fprintf(w, "  %s rig send --iface %s --count 10000    # %v\n", ex(netlab.Sender), t.Sender.Interface, t.Sender.Addr)
 	fmt.Fprintf(w, "  description: %s\n  remove:      rig lab down --name %s\n", netlab.Path(t.Name), t.Name)
 }

@@ -16,6 +16,7 @@ func runRespond(ctx context.Context, args []string) error {
 	fs := newFlagSet("respond", "--iface IF [flags]")
 	var pf probeFlags
 	pf.register(fs)
+	pf.registerUnicast(fs, "listen", "unicast requests: bind this IPv4 address of --iface and port, join no group (instead of --group; the sender's --to)")
 	reply := fs.String("reply", "unicast", "where replies go: unicast (back to the sender) or a multicast group:port")
 	cpu := fs.Int("cpu", -1, "CPU to pin the responder loop to (-1: no pinning)")
 	poll := fs.String("poll", "block", "block (sleep in recvmsg) | busy (spin, one CPU at 100%) | busy-poll:µs (SO_BUSY_POLL)")
@@ -49,12 +50,12 @@ func runRespond(ctx context.Context, args []string) error {
 	defer undo()
 	var r *responder.Responder
 	r, err = responder.New(responder.Config{
-		Iface: pf.iface, Group: group, ReplyTo: replyTo, CPU: *cpu, Poll: pm, BusyPollUS: busyPoll,
+		Iface: pf.iface, Group: group, Listen: pf.unicast.addr, ReplyTo: replyTo, CPU: *cpu, Poll: pm, BusyPollUS: busyPoll,
 		Sched: sc, Timestamps: mode, RunID: runID, Capacity: *capacity, TxWait: *txWait,
 		StopAfter: *count, Arm: pf.arm,
 		Ready: func() {
 			// "thread N" lets the agent watch this loop's context switches.
-			logf("rig respond: ready on %s group %s (poll %s, cpu %d, thread %d)", pf.iface, group, *poll, *cpu, r.ThreadID())
+			logf("rig respond: ready on %s, requests %s (poll %s, cpu %d, thread %d)", pf.iface, pf.requests(group), *poll, *cpu, r.ThreadID())
 		},
 	})
 	if err != nil {

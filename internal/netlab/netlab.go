@@ -113,6 +113,10 @@ type Options struct {
 	// checksums unfilled (CHECKSUM_PARTIAL). By default it is turned off on
 	// the sender and responder so captured frames carry valid checksums.
 	TxChecksumOffload bool
+	// MirrorVXLAN delivers the mirror's copies VXLAN-encapsulated, as AWS
+	// VPC Traffic Mirroring does: the switch sends them through a vxlan
+	// device (VNI MirrorVNI, UDP 4789) to the capture host's address.
+	MirrorVXLAN bool
 }
 
 // normalize fills defaults and validates; name must already be valid.
@@ -271,7 +275,32 @@ type Topology struct {
 	Capture           Host       `json:"capture"`
 	Switch            SwitchInfo `json:"switch"`
 	CreatedAt         time.Time  `json:"created_at"`
+	// VXLAN is the encapsulating mirror (Options.MirrorVXLAN); nil: the
+	// mirror copies frames to the capture port as they are.
+	VXLAN *VXLANMirror `json:"vxlan_mirror,omitempty"`
 }
+
+// VXLANMirror is the switch's vxlan device that encapsulates the mirror's
+// copies and sends them over the capture port (Local, in the switch) to
+// the capture host (Remote, a static neighbour there: the capture
+// interface itself keeps no address and answers nothing).
+type VXLANMirror struct {
+	Device  string     `json:"device"`
+	Ifindex int        `json:"ifindex"`
+	VNI     uint32     `json:"vni"`
+	Local   netip.Addr `json:"local"`
+	Remote  netip.Addr `json:"remote"`
+}
+
+// MirrorVNI is the VNI of an emulated VXLAN mirror session.
+const MirrorVNI = 4242
+
+// VXLAN mirror underlay: a link-local /30 between the switch's capture
+// port and the capture host.
+var (
+	vxlanLocal  = netip.AddrFrom4([4]byte{169, 254, 89, 1})
+	vxlanRemote = netip.AddrFrom4([4]byte{169, 254, 89, 2})
+)
 
 // plan lays out a lab's names and addresses; ifindexes and MACs are filled
 // in when it is built.
@@ -289,7 +318,15 @@ func plan(name string, o Options) *Topology {
 		Responder:         host(Responder, first.Next()),
 		Capture:           host(Capture, netip.Addr{}),
 		Switch:            SwitchInfo{Netns: NetnsName(name, Switch), Bridge: name + "-br"},
+		VXLAN:             vxlanPlan(name, o.MirrorVXLAN),
 	}
+}
+
+func vxlanPlan(name string, on bool) *VXLANMirror {
+	if !on {
+		return nil
+	}
+	return &VXLANMirror{Device: name + "-vx", VNI: MirrorVNI, Local: vxlanLocal, Remote: vxlanRemote}
 }
 
 // Host returns the host of a role. It fails for Switch and unknown roles.
@@ -341,13 +378,13 @@ func (t *Topology) Namespaces() []string {
 func (t *Topology) sameShape(o *Topology) bool {
 	return t.Name == o.Name && t.Subnet == o.Subnet && t.MTU == o.MTU &&
 		t.RxQueues == o.RxQueues && t.TxQueues == o.TxQueues && t.StaticNeighbors == o.StaticNeighbors &&
-		t.TxChecksumOffload == o.TxChecksumOffload
+		t.TxChecksumOffload == o.TxChecksumOffload && (t.VXLAN == nil) == (o.VXLAN == nil)
 }
 
 // shape prints the options a topology was built with.
 func (t *Topology) shape() string {
-	return fmt.Sprintf("subnet %v, mtu %d, responder queues rx %d tx %d, static neighbours %v, tx checksum offload %v",
-		t.Subnet, t.MTU, t.RxQueues, t.TxQueues, t.StaticNeighbors, t.TxChecksumOffload)
+	return fmt.Sprintf("subnet %v, mtu %d, responder queues rx %d tx %d, static neighbours %v, tx checksum offload %v, vxlan mirror %v",
+		t.Subnet, t.MTU, t.RxQueues, t.TxQueues, t.StaticNeighbors, t.TxChecksumOffload, t.VXLAN != nil)
 }
 
 // Validate checks that a description is self-consistent: the names follow

@@ -524,13 +524,65 @@ func build(ctx context.Context, t *Topology) error {
 		}
 	}
 
+	target := t.Capture.PortIfindex
+	if t.VXLAN != nil {
+		if target, err = addVXLAN(sw, t); err != nil {
+			return fmt.Errorf("switch: vxlan mirror %s: %w", t.VXLAN.Device, err)
+		}
+	}
 	for _, h := range []*Host{&t.Sender, &t.Responder} {
-		if err := addMirror(sw, h.PortIfindex, t.Capture.PortIfindex); err != nil {
+		if err := addMirror(sw, h.PortIfindex, target); err != nil {
 			return fmt.Errorf("switch: mirror %s → %s: %w", h.Port, t.Capture.Port, err)
 		}
 	}
 	return ctx.Err()
 }
+
+// addVXLAN builds the encapsulating mirror: an address on the switch's
+// capture port, a static neighbour for the capture host's underlay
+// address (its MAC: the capture interface), and a vxlan device sending to
+// it. It returns the device's ifindex, the mirror's target.
+func addVXLAN(sw *nsHandle, t *Topology) (int, error) {
+	v := t.VXLAN
+	port, err := sw.LinkByIndex(t.Capture.PortIfindex)
+	if err != nil {
+		return 0, err
+	}
+	a := &netlink.Addr{IPNet: &net.IPNet{IP: v.Local.AsSlice(), Mask: net.CIDRMask(30, 32)}}
+	if err := sw.AddrAdd(port, a); err != nil {
+		return 0, fmt.Errorf("address %v on %s: %w", v.Local, t.Capture.Port, err)
+	}
+	mac, err := net.ParseMAC(t.Capture.MAC)
+	if err != nil {
+		return 0, err
+	}
+	n := &netlink.Neigh{LinkIndex: t.Capture.PortIfindex, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+		IP: v.Remote.AsSlice(), HardwareAddr: mac}
+	if err := sw.NeighAdd(n); err != nil {
+		return 0, fmt.Errorf("neighbour %v: %w", v.Remote, err)
+	}
+	vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: v.Device, MTU: t.MTU}, VxlanId: int(v.VNI),
+		VtepDevIndex: t.Capture.PortIfindex, SrcAddr: v.Local.AsSlice(), Group: v.Remote.AsSlice(), Port: tstampVXLANPort}
+	if err := sw.LinkAdd(vx); err != nil {
+		return 0, err
+	}
+	if err := disableIPv6(t.Switch.Netns, v.Device); err != nil {
+		return 0, err
+	}
+	l, err := sw.LinkByName(v.Device)
+	if err != nil {
+		return 0, err
+	}
+	if err := sw.LinkSetUp(l); err != nil {
+		return 0, err
+	}
+	v.Ifindex = l.Attrs().Index
+	return v.Ifindex, nil
+}
+
+// tstampVXLANPort is VXLAN's IANA port (tstamp.VXLANPort; netlab does not
+// import tstamp).
+const tstampVXLANPort = 4789
 
 // addMirror copies every frame entering port (i.e. sent by the host behind
 // it) out of capturePort. U32 with no selector matches all: matchall and
@@ -638,9 +690,22 @@ func (t *Topology) Check() error {
 			bad("switch: %s is ifindex %d master %d up %v, want %d master %d up", h.Port, pa.Index, pa.MasterIndex, pa.Flags&net.FlagUp != 0, h.PortIfindex, wantMaster)
 		}
 		if r != Capture {
-			if err := checkMirror(sw, p, t.Capture.PortIfindex); err != nil {
+			target := t.Capture.PortIfindex
+			if t.VXLAN != nil {
+				target = t.VXLAN.Ifindex
+			}
+			if err := checkMirror(sw, p, target); err != nil {
 				bad("switch: %s: %w", h.Port, err)
 			}
+		}
+	}
+	if v := t.VXLAN; v != nil {
+		l, err := sw.LinkByName(v.Device)
+		switch {
+		case err != nil:
+			bad("switch: vxlan %s: %w", v.Device, err)
+		case l.Attrs().Index != v.Ifindex || l.Attrs().Flags&net.FlagUp == 0:
+			bad("switch: vxlan %s is ifindex %d up %v, described %d", v.Device, l.Attrs().Index, l.Attrs().Flags&net.FlagUp != 0, v.Ifindex)
 		}
 	}
 	if len(errs) > 0 {

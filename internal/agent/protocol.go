@@ -19,6 +19,7 @@ package agent
 
 import (
 	"encoding/json"
+	"net/netip"
 
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -96,6 +97,9 @@ type Facts struct {
 	IdleStates   map[int][]string           `json:"idle_states"`
 	// MgmtIfaces carry a default route; nil (an older agent) means unknown.
 	MgmtIfaces []string `json:"mgmt_ifaces"`
+	// Addrs are each interface's IPv4 addresses (where unicast requests
+	// can go); nil (an older agent) means unknown.
+	Addrs map[string][]netip.Addr `json:"addrs"`
 	// Missing names facilities the host lacks (isolated, nohz_full, cpuidle).
 	Missing []string `json:"missing,omitempty"`
 }

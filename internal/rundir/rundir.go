@@ -69,6 +69,9 @@ type Arm struct {
 	Index   int            `json:"index"`
 	Knobs   map[string]any `json:"knobs,omitempty"`
 	Skipped string         `json:"skipped,omitempty"` // reason, when a requirement is missing
+	// Requests is where the arm's requests went, as the captions say:
+	// "multicast 239.1.1.1:9000" or "unicast to 10.0.0.2:9000".
+	Requests string `json:"requests,omitempty"`
 }
 
 // Host is one host of the run.

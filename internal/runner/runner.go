@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,7 +131,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := validate(ctx, s, hs); err != nil {
+	facts, err := validate(ctx, s, hs)
+	if err != nil {
+		return nil, err
+	}
+	to, err := unicastTo(s, hs, facts)
+	if err != nil {
 		return nil, err
 	}
 	plan := s.Plan()
@@ -149,6 +155,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{Dir: dir}
 	man := manifest(s, plan, o, start)
+	setRequests(man, s, to)
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.ManifestFile), man); err != nil {
 		return res, err
 	}
@@ -171,7 +178,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				err := runArmRound(ctx, o, s, hs, dir, arm, armIndex, r, man.RunID, func(sent, recv int) {
+				err := runArmRound(ctx, o, s, hs, dir, arm, armIndex, r, man.RunID, to, func(sent, recv int) {
 					if o.Progress != nil {
 						el := time.Since(start)
 						done := float64(step) + float64(sent)/float64(max(1, s.Traffic.Count))
@@ -219,7 +226,7 @@ func armIndexOf(s *scenario.Scenario, name string) int {
 // runArmRound applies the arm on the responder host, runs one round, and
 // takes the arm back.
 func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts,
-	dir string, arm scenario.Arm, armIndex, r int, runID string, progress func(int, int)) (err error) {
+	dir string, arm scenario.Arm, armIndex, r int, runID string, to netip.Addr, progress func(int, int)) (err error) {
 	k := arm.Effective
 	length := s.Traffic.RoundDuration() + 10*time.Second
 	fmt.Fprintf(o.Log, "rig run: round %d arm %s\n", r, arm.Name)
@@ -256,6 +263,9 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 		ReplyTimeout: s.Traffic.ReplyTimeout,
 		ResponderCPU: -1, SenderCPU: -1, Poll: "block", Sched: "other", Spin: 50 * time.Microsecond,
 		Progress: progress, Telemetry: true,
+	}
+	if arm.Request == scenario.RequestUnicast {
+		spec.Group, spec.To = "", s.RequestTo(arm, to).String()
 	}
 	if c := k.Responder.CPU; c != nil {
 		spec.ResponderCPU = *c
@@ -333,7 +343,7 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 		if err != nil {
 			return hs, err
 		}
-		rh := round.Host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt}
+		rh := round.Host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt, VXLAN: h.Mirror == scenario.MirrorVXLAN}
 		if h.Has(scenario.RoleSender) {
 			hs.sender = rh
 		}
@@ -405,16 +415,16 @@ func isNetns(h scenario.Host) bool {
 // validate checks the scenario against the facts each agent reports,
 // before anything on any host changes. File problems come back as
 // scenario.ErrorList (bad input).
-func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) error {
+func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) (map[string]scenario.HostFacts, error) {
 	facts := map[string]scenario.HostFacts{}
 	for name, c := range hs.agents {
 		f, err := c.Facts(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		facts[name] = f.HostFacts()
 	}
-	return scenario.Validate(s, facts)
+	return facts, scenario.Validate(s, facts)
 }
 
 func manifest(s *scenario.Scenario, p scenario.Plan, o Options, start time.Time) *rundir.Manifest {

@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -37,6 +38,9 @@ type HostFacts interface {
 	// MgmtInterfaces lists the interfaces that carry a default route (the
 	// management interfaces rig does not change unless told to).
 	MgmtInterfaces() ([]string, error)
+	// Addresses lists iface's IPv4 addresses, sorted (where unicast
+	// requests can go).
+	Addresses(iface string) ([]netip.Addr, error)
 }
 
 // LocalFacts reads the facts of the machine rig runs on through FS.
@@ -106,6 +110,16 @@ func (l LocalFacts) IdleStates(cpu int) ([]string, error) {
 // MgmtInterfaces reads the default routes (of FS's network namespace).
 func (l LocalFacts) MgmtInterfaces() ([]string, error) { return nicctl.MgmtInterfaces(l.FS) }
 
+// Addresses asks the kernel (RTM_GETADDR, this network namespace). A fake
+// FS has no kernel behind it, so it gives an error wrapping
+// errors.ErrUnsupported.
+func (l LocalFacts) Addresses(iface string) ([]netip.Addr, error) {
+	if !l.FS.IsReal() {
+		return nil, fmt.Errorf("addresses of %s: cannot ask a fake host root: %w", iface, errors.ErrUnsupported)
+	}
+	return nicctl.IPv4Addrs(iface)
+}
+
 // StaticFacts is HostFacts from fixed values, for tests and for facts that
 // arrived from an agent. A nil Siblings entry means "no SMT sibling"; a nil
 // Idle means "no cpuidle".
@@ -121,6 +135,8 @@ type StaticFacts struct {
 	NICs map[string]tstamp.NICState
 	Idle []string // state names, the same on every CPU
 	Mgmt []string // interfaces that carry a default route
+	// Addrs are the IPv4 addresses per interface (none when missing).
+	Addrs map[string][]netip.Addr
 }
 
 var _ HostFacts = (*StaticFacts)(nil)
@@ -148,6 +164,12 @@ func (f *StaticFacts) Timestamping(iface string) (tstamp.NICState, error) {
 		ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}, nil
 }
 func (f *StaticFacts) MgmtInterfaces() ([]string, error) { return f.Mgmt, nil }
+func (f *StaticFacts) Addresses(iface string) ([]netip.Addr, error) {
+	if !slices.Contains(f.Ifaces, iface) {
+		return nil, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	}
+	return f.Addrs[iface], nil
+}
 func (f *StaticFacts) IdleStates(cpu int) ([]string, error) {
 	if f.Idle == nil {
 		return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
@@ -176,6 +198,7 @@ func Validate(s *Scenario, facts map[string]HostFacts) error {
 	for i := range s.Arms {
 		s.Arms[i].Skip, s.Arms[i].Notes = "", nil
 	}
+	s.RequestAddr = netip.Addr{}
 	if err := v.run(facts); err != nil {
 		return err
 	}
@@ -306,6 +329,9 @@ func (v *validator) run(facts map[string]HostFacts) error {
 		}
 	}
 	if err := v.mgmt(rsp, hf); err != nil {
+		return err
+	}
+	if err := v.unicast(rsp, hf); err != nil {
 		return err
 	}
 	runnable := 0

@@ -163,7 +163,7 @@ func TestShippedSpecifics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := demo.Plan().Duration(demo.Traffic); d >= 2*time.Minute || demo.Timestamps != TimestampsSoftware || len(demo.Arms) != 2 || demo.Rounds != 2 {
+	if d := demo.Plan().Duration(demo.Traffic); d >= 2*time.Minute || demo.Timestamps != TimestampsSoftware || len(demo.Arms) != 3 || demo.Rounds != 2 || demo.Arms[2].Request != RequestUnicast {
 		t.Errorf("demo: %v sending, %s stamps, %d arms, %d rounds", d, demo.Timestamps, len(demo.Arms), demo.Rounds)
 	}
 

@@ -10,7 +10,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 )
 
-const checkUsage = `[--cpu N] [--iface IF] [--json] [--window D] [--host-root DIR]
+const checkUsage = `[--cpu N] [--iface IF] [--multicast] [--json] [--window D] [--host-root DIR]
 
 Preflight checks of the responder CPU and NIC. Each check prints ok, warn,
 FAIL or skip, the observed value and the exact fix.
@@ -32,6 +32,7 @@ func runCheck(ctx context.Context, args []string) error {
 	fs := newFlagSet("check", checkUsage)
 	cpu := fs.Int("cpu", -1, "responder CPU (default: first isolated CPU, else the last online CPU)")
 	iface := fs.String("iface", "", "interface for the NIC checks (timestamping, PHC, ptp4l)")
+	multicast := fs.Bool("multicast", false, "the requests will be multicast on --iface: check what the network needs for it (on EC2: IGMPv2 for a Transit Gateway multicast domain)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	window := fs.Duration("window", 250*time.Millisecond, "how long to measure CPU use of the responder CPU and its SMT sibling")
 	root := fs.String("host-root", hostfs.Default().Root, "read /proc and /sys below this directory (a fake tree for tests; $"+hostfs.EnvRoot+")")
@@ -47,7 +48,7 @@ func runCheck(ctx context.Context, args []string) error {
 	if *window <= 0 {
 		return usagef("--window %v: want a positive duration such as 250ms", *window)
 	}
-	rep, err := check.Run(ctx, hostfs.FS{Root: *root}, check.Options{CPU: *cpu, Iface: *iface, BusyWindow: *window})
+	rep, err := check.Run(ctx, hostfs.FS{Root: *root}, check.Options{CPU: *cpu, Iface: *iface, Multicast: *multicast, BusyWindow: *window})
 	if err != nil {
 		return err
 	}

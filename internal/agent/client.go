@@ -224,9 +224,9 @@ func (c *Client) Env(ctx context.Context, ifaces []string) (json.RawMessage, err
 }
 
 // Check runs the preflight checks on the host for a responder CPU.
-func (c *Client) Check(ctx context.Context, cpu int, iface string) (*check.Report, error) {
+func (c *Client) Check(ctx context.Context, a CheckArgs) (*check.Report, error) {
 	var r check.Report
-	return &r, c.call(ctx, OpCheck, CheckArgs{CPU: cpu, Iface: iface}, &r)
+	return &r, c.call(ctx, OpCheck, a, &r)
 }
 
 // Apply puts an arm's knobs in force on the host; allowMgmt lets them

@@ -113,6 +113,8 @@ type EnvArgs struct {
 type CheckArgs struct {
 	CPU   int    `json:"cpu"`
 	Iface string `json:"iface,omitempty"`
+	// Multicast: the requests are multicast on Iface (the IGMP check).
+	Multicast bool `json:"multicast,omitempty"`
 }
 
 // ApplyArgs is an arm to put in force on the agent's host.

@@ -151,7 +151,7 @@ func (s *Server) handle(ctx context.Context, req Request) (any, error) {
 		if err := decode(req.Args, &a); err != nil {
 			return nil, err
 		}
-		return check.Run(ctx, s.FS, check.Options{CPU: a.CPU, Iface: a.Iface})
+		return check.Run(ctx, s.FS, check.Options{CPU: a.CPU, Iface: a.Iface, Multicast: a.Multicast})
 	case OpTimestamps:
 		var a TimestampsArgs
 		if err := decode(req.Args, &a); err != nil {

@@ -135,6 +135,8 @@ type Options struct {
 	CPU int
 	// Iface enables the NIC checks.
 	Iface string
+	// Multicast says the requests are multicast on Iface (the IGMP check).
+	Multicast bool
 	// TS reads timestamp capabilities; nil means the ethtool ioctl.
 	TS TSInfoer
 	// NIC reads driver facts (ENA); nil means the host's, through FS.
@@ -227,6 +229,7 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 	x.clocksource()
 	x.thp()
 	x.nic()
+	x.igmp()
 	x.cgroup()
 	for _, res := range x.r.Results {
 		x.r.Worst = max(x.r.Worst, res.Severity)

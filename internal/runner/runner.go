@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -563,7 +564,8 @@ func preflight(ctx context.Context, o Options, p scenario.Plan, hs *hosts) error
 			continue
 		}
 		seen[cpu] = true
-		rep, err := hs.responder.Agent.Check(ctx, cpu, hs.responder.Iface)
+		multicast := slices.ContainsFunc(p.Arms, func(a scenario.Arm) bool { return a.Request != scenario.RequestUnicast })
+		rep, err := hs.responder.Agent.Check(ctx, agent.CheckArgs{CPU: cpu, Iface: hs.responder.Iface, Multicast: multicast})
 		if err != nil {
 			return fmt.Errorf("require-check: %w", err)
 		}

@@ -158,6 +158,7 @@ func (f *StaticFacts) Timestamping(iface string) (tstamp.NICState, error) {
 	}
 	if st, ok := f.NICs[iface]; ok {
 		st.Ifname, st.Caps.Ifname = iface, iface
+		st.Mgmt = st.Mgmt || slices.Contains(f.Mgmt, iface) // as nicctl.InspectTimestamping fills it
 		return st, nil
 	}
 	return tstamp.NICState{Ifname: iface, Caps: tstamp.Caps{Ifname: iface, SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware, PHCIndex: -1},

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -208,7 +209,14 @@ func TestAWSScenariosDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	one := ec2Host{LocalFacts{FS: hostfs.FS{Root: "../hostinfo/testdata/c8g"}}, addrs("10.32.16.20"), enaInTree}
-	if err := Validate(s, map[string]HostFacts{"snd": one, "rsp": one}); err == nil || !strings.Contains(err.Error(), "aws-c8g.yaml:37:12: interface ens6 does not exist on host rsp") {
+	line := 0 // of the responder's iface: ens6, the last one in the file
+	for i, l := range strings.Split(string(s.Source), "\n") {
+		if l == "    iface: ens6" {
+			line = i + 1
+		}
+	}
+	want := fmt.Sprintf("aws-c8g.yaml:%d:12: interface ens6 does not exist on host rsp", line)
+	if err := Validate(s, map[string]HostFacts{"snd": one, "rsp": one}); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `did you mean "ens5"?`) {
 		t.Fatalf("single ENI: %v", err)
 	}
 }

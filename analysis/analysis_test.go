@@ -343,9 +343,20 @@ func TestCompare(t *testing.T) {
 		}
 		return m
 	}
+	// 3 rounds a side: the worst ranges are disjoint, but identical arms'
+	// are 10 % of the time: indicative. The median's intervals decide.
 	v := verdicts(compareMetric(Turnaround, "far", "base", far, base))
-	if v["median"] != VerdictReal || v["p99.9"] != VerdictUndersampled || v["worst"] != VerdictReal {
+	if v["median"] != VerdictReal || v["p99.9"] != VerdictUndersampled || v["worst"] != VerdictIndicative {
 		t.Fatalf("far: %v", v)
+	}
+	if c := compareMetric(Turnaround, "far", "base", far, base)[3]; c.Stat != "worst" || c.FalsePositive == nil || *c.FalsePositive != 0.1 {
+		t.Fatalf("worst false-positive rate with 3 and 3 rounds: %+v", c)
+	}
+	// 5 rounds a side: 0.79 %, a verdict.
+	base5 := mk("capture hw", [2]int64{1000, 5000}, [2]int64{1010, 5100}, [2]int64{1005, 5050}, [2]int64{1001, 5070}, [2]int64{1002, 5020})
+	far5 := mk("capture hw", [2]int64{2000, 9000}, [2]int64{2010, 9100}, [2]int64{2005, 9050}, [2]int64{2001, 9070}, [2]int64{2002, 9020})
+	if v := verdicts(compareMetric(Turnaround, "far", "base", far5, base5)); v["worst"] != VerdictReal || v["median"] != VerdictReal {
+		t.Fatalf("far, 5 rounds: %v", v)
 	}
 	c := compareMetric(Turnaround, "far", "base", far, base)[0]
 	if *c.DeltaNS != 1000 || *c.Ratio < 1.99 || *c.Ratio > 2.0 {
@@ -360,10 +371,11 @@ func TestCompare(t *testing.T) {
 	if v := verdicts(compareMetric(Turnaround, "x", "base", nil, base)); v["median"] != VerdictNoData {
 		t.Fatalf("no data: %v", v)
 	}
-	// One round a side: the worst has no interval and no range: no verdict.
+	// One round a side: any two values have disjoint ranges (rate 1), and
+	// disjoint intervals of one round each happen up to 10 % of the time.
 	one := mk("capture hw", [2]int64{1000, 5000})
 	one2 := mk("capture hw", [2]int64{3000, 9000})
-	if v := verdicts(compareMetric(Turnaround, "x", "base", one2, one)); v["worst"] != VerdictNoCI || v["median"] != VerdictReal {
+	if v := verdicts(compareMetric(Turnaround, "x", "base", one2, one)); v["worst"] != VerdictIndicative || v["median"] != VerdictIndicative {
 		t.Fatalf("one round: %v", v)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/rig-project/rig/internal/samples"
 )
 
-// Telemetry summary: "what else ran on the responder CPU" (DESIGN §6).
+// Telemetry summary: "what else ran on the responder CPU" (README: Telemetry).
 //
 // The contract is the JSON shape of telemetry.json, written by the
 // responder host's agent from internal/telemetry.Result. This package does
@@ -318,7 +318,7 @@ func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
 	for _, rd := range a.Rounds {
 		tr := telRound{k: rd.K}
 		path := filepath.Join(rd.Dir, rundir.Telemetry)
-		b, err := os.ReadFile(path)
+		b, err := rundir.ReadRegular(path) // a FIFO must not hang the report
 		var te telemetryError
 		switch {
 		case errors.Is(err, os.ErrNotExist):

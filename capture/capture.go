@@ -35,6 +35,7 @@ import (
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/internal/wire"
+	"github.com/rig-project/rig/responder"
 )
 
 // Config configures a capture.
@@ -42,8 +43,18 @@ type Config struct {
 	Iface      string   // the mirror/tap port
 	Ports      []uint16 // UDP ports of requests and replies
 	Timestamps tstamp.Mode
-	RunID      uint64 // 0 = adopt the first run seen
-	Capacity   int    // sequences recorded (0..Capacity-1)
+	// Group is the requests' group:port, or To, for unicast requests, the
+	// responder's address:port (exactly one is set): a request must go
+	// there, a reply must come from its port and go elsewhere (the
+	// direction check).
+	Group, To netip.AddrPort
+	// RunID, ArmIndex and Round: only this run's, arm's and round's frames
+	// are paired; anything else is foreign. RunID is required (see
+	// responder.Config).
+	RunID    uint64
+	ArmIndex int
+	Round    int
+	Capacity int // sequences recorded (0..Capacity-1)
 	// PcapFrames > 0 keeps that many frames (first Snaplen bytes each) for
 	// WritePcap.
 	PcapFrames int
@@ -54,10 +65,6 @@ type Config struct {
 	// Device answers for the NIC (nil: the host's); tests pass driver
 	// profiles.
 	Device tstamp.Device
-	// Group or To say where the requests go (a multicast group, or the
-	// responder's address for unicast requests), for the sample header;
-	// the filter and the pairing use Ports and the run id only.
-	Group, To netip.AddrPort
 	// VXLAN: the port receives VXLAN-encapsulated copies (UDP 4789, AWS
 	// VPC Traffic Mirroring); the filter and the parser look inside, and
 	// the stamps are those of the copies' arrival here.
@@ -84,6 +91,7 @@ type Capture struct {
 	started time.Time
 	stopped string
 	phc     *tstamp.PHCRecord
+	rcvbuf  int // SO_RCVBUF granted
 
 	pcap struct {
 		data []byte
@@ -111,6 +119,12 @@ func New(cfg Config) (*Capture, error) {
 	}
 	if len(cfg.Ports) == 0 {
 		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
+	}
+	if cfg.RunID == 0 {
+		return nil, wire.ErrNoRunID
+	}
+	if err := responder.CheckDest(cfg.Group, cfg.To); err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
 	}
 	if cfg.Timestamps == tstamp.Off {
 		return nil, ErrTimestampsOff
@@ -140,6 +154,17 @@ func New(cfg Config) (*Capture, error) {
 		attach = conn.AttachVXLANPortFilter
 	}
 	if err := attach(cfg.Ports...); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	// A stalled sender's catch-up burst or a descheduled capture thread
+	// must not overflow the default ~208 KiB buffer: sized like the UDP
+	// sockets', and what the kernel still drops is counted (finish).
+	if c.rcvbuf, err = conn.SetRcvBuf(tstamp.StallRcvBuf); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if _, _, err := conn.Stats(); err != nil { // reading resets: count from here
 		conn.Close()
 		return nil, err
 	}
@@ -179,14 +204,18 @@ func (c *Capture) Run(ctx context.Context) error {
 		runtime.LockOSThread()
 		done <- c.loop()
 	}()
+	var err error
 	select {
-	case err := <-done:
-		return err
+	case err = <-done:
 	case <-ctx.Done():
-		c.stopped = "interrupted: " + context.Cause(ctx).Error()
+		c.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
 		c.Stop()
-		return <-done
+		err = <-done
 	}
+	if err != nil {
+		c.stopped = samples.StoppedFailed + err.Error()
+	}
+	return err
 }
 
 func (c *Capture) loop() error {
@@ -250,7 +279,7 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 			return
 		}
 	}
-	payload, ok := udpPayload(in)
+	payload, ep, ok := udpFrame(in)
 	if !ok {
 		c.cnt.Foreign++
 		return
@@ -263,8 +292,9 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 		}
 		return
 	}
-	if c.runID == 0 {
-		c.runID = c.hdr.RunID
+	if c.hdr.Arm != uint32(c.cfg.ArmIndex) || c.hdr.Round != uint32(c.cfg.Round) || !c.rightWay(c.hdr.Type, ep) {
+		c.cnt.Foreign++ // another arm's or round's, or a "reply" going where requests go
+		return
 	}
 	c.frames.Add(1)
 	st.HW = c.hw.Recv(st.HW)
@@ -291,18 +321,39 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 	c.cnt.Received++
 }
 
+// rightWay is the direction check: a request goes to the group's (or, for
+// unicast requests, the responder's) address and port; a reply comes from
+// that port (the responder's socket) and goes anywhere but there (the
+// sender, or a reply group).
+func (c *Capture) rightWay(t wire.Type, ep endpoints) bool {
+	g := c.cfg.To
+	if !g.IsValid() {
+		g = c.cfg.Group
+	}
+	if t == wire.Request {
+		return ep.dst == g.Addr().As4() && ep.dport == g.Port()
+	}
+	return ep.sport == g.Port() && ep.dst != g.Addr().As4()
+}
+
+// endpoints are a frame's IPv4 destination and UDP ports.
+type endpoints struct {
+	dst          [4]byte
+	sport, dport uint16
+}
+
 // udpPayload returns the UDP payload of an Ethernet (optionally 802.1Q)
 // IPv4 frame, or false.
 func udpPayload(f []byte) ([]byte, bool) {
-	_, p, ok := udpDatagram(f)
+	p, _, ok := udpFrame(f)
 	return p, ok
 }
 
-// udpDatagram returns the UDP destination port and payload of an Ethernet
-// (optionally 802.1Q) IPv4 frame (a first fragment), or false.
-func udpDatagram(f []byte) (dport uint16, payload []byte, ok bool) {
+// udpFrame is udpPayload with the frame's endpoints.
+func udpFrame(f []byte) ([]byte, endpoints, bool) {
+	var ep endpoints
 	if len(f) < 14 {
-		return 0, nil, false
+		return nil, ep, false
 	}
 	et := binary.BigEndian.Uint16(f[12:14])
 	off := 14
@@ -311,26 +362,28 @@ func udpDatagram(f []byte) (dport uint16, payload []byte, ok bool) {
 		off = 18
 	}
 	if et != 0x0800 || len(f) < off+20 {
-		return 0, nil, false
+		return nil, ep, false
 	}
 	ip := f[off:]
 	ihl := int(ip[0]&0x0f) * 4
 	if ip[0]>>4 != 4 || ihl < 20 || ip[9] != 17 || len(ip) < ihl+8 {
-		return 0, nil, false
+		return nil, ep, false
 	}
 	if binary.BigEndian.Uint16(ip[6:8])&0x1fff != 0 {
-		return 0, nil, false // not a first fragment
+		return nil, ep, false // not a first fragment
 	}
 	total := int(binary.BigEndian.Uint16(ip[2:4]))
 	if total > len(ip) || total < ihl+8 {
-		return 0, nil, false
+		return nil, ep, false
 	}
 	udp := ip[ihl:total]
 	ulen := int(binary.BigEndian.Uint16(udp[4:6]))
 	if ulen < 8 || ulen > len(udp) {
-		return 0, nil, false
+		return nil, ep, false
 	}
-	return binary.BigEndian.Uint16(udp[2:4]), udp[8:ulen], true
+	copy(ep.dst[:], ip[16:20])
+	ep.sport, ep.dport = binary.BigEndian.Uint16(udp[0:2]), binary.BigEndian.Uint16(udp[2:4])
+	return udp[8:ulen], ep, true
 }
 
 // keepFrame copies f for the pcap file, stamped with the kernel's
@@ -346,6 +399,10 @@ func (c *Capture) keepFrame(f []byte, ts int64) {
 	c.pcap.n++
 }
 
+// finish counts the unpaired sequences and the frames the kernel dropped
+// for want of buffer (PACKET_STATISTICS since New): each is a sequence
+// missing a capture stamp, never a silent gap. It settles the hardware
+// stamps' proof, whose error (hardware demanded, none came) it returns.
 func (c *Capture) finish() error {
 	c.hw.Finish()
 	for i := range c.recs {
@@ -356,10 +413,15 @@ func (c *Capture) finish() error {
 			c.cnt.Unpaired++
 		}
 	}
+	_, drops, err := c.conn.Stats()
+	if err != nil {
+		return err
+	}
+	c.cnt.KernelDrops += uint64(drops)
 	return c.hw.Err()
 }
 
-// RunID is the run the capture paired (adopted when Config.RunID was 0).
+// RunID is the run the capture pairs.
 func (c *Capture) RunID() uint64 { return c.runID }
 
 // Counters returns the capture's counts.
@@ -397,8 +459,9 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Host:        c.cfg.Host,
 		Iface:       c.cfg.Iface,
 		Clocks:      clocks,
-		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "hardware_stamps": c.hw.String(), "mirror": c.mirror()},
-		StartedAt:   c.started.UTC().Format(time.RFC3339Nano),
+		Settings: map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf,
+			"hardware_stamps": c.hw.String(), "mirror": c.mirror()},
+		StartedAt: c.started.UTC().Format(time.RFC3339Nano),
 	}
 	h.SetRequests(c.cfg.Group, c.cfg.To)
 	return h

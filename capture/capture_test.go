@@ -3,6 +3,7 @@ package capture
 import (
 	"encoding/binary"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -11,8 +12,18 @@ import (
 	"github.com/rig-project/rig/internal/wire"
 )
 
-// frame builds an Ethernet/IPv4/UDP frame around payload.
+// frame builds an Ethernet/IPv4/UDP frame around payload, a request from
+// the sender 10.0.0.1:9000 to the group 239.1.1.1:9000.
 func frame(payload []byte, vlan bool) []byte {
+	return frameTo(payload, vlan, [4]byte{10, 0, 0, 1}, [4]byte{239, 1, 1, 1}, 9000, 9000)
+}
+
+// replyFrame is the responder's reply 10.0.0.2:9000 → 10.0.0.1:9000.
+func replyFrame(payload []byte, vlan bool) []byte {
+	return frameTo(payload, vlan, [4]byte{10, 0, 0, 2}, [4]byte{10, 0, 0, 1}, 9000, 9000)
+}
+
+func frameTo(payload []byte, vlan bool, src, dst [4]byte, sport, dport uint16) []byte {
 	f := make([]byte, 0, 64+len(payload))
 	f = append(f, 0x01, 0x00, 0x5e, 1, 1, 1, 2, 0, 0, 0, 0, 1)
 	if vlan {
@@ -23,18 +34,20 @@ func frame(payload []byte, vlan bool) []byte {
 	ip[0] = 0x45
 	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+len(payload)))
 	ip[8], ip[9] = 1, 17
-	copy(ip[12:], []byte{10, 0, 0, 1, 239, 1, 1, 1})
+	copy(ip[12:16], src[:])
+	copy(ip[16:20], dst[:])
 	f = append(f, ip...)
 	udp := make([]byte, 8)
-	binary.BigEndian.PutUint16(udp[0:], 9000)
-	binary.BigEndian.PutUint16(udp[2:], 9000)
+	binary.BigEndian.PutUint16(udp[0:], sport)
+	binary.BigEndian.PutUint16(udp[2:], dport)
 	binary.BigEndian.PutUint16(udp[4:], uint16(8+len(payload)))
 	f = append(f, udp...)
 	return append(f, payload...)
 }
 
 func newTestCapture(n int) *Capture {
-	return &Capture{cfg: Config{Snaplen: 128, Iface: "cap0"}, recs: make([]samples.Record, n),
+	return &Capture{cfg: Config{Snaplen: 128, Iface: "cap0", Group: netip.MustParseAddrPort("239.1.1.1:9000"), RunID: 9},
+		runID: 9, recs: make([]samples.Record, n),
 		hw: tstamp.NewHWProof(tstamp.Granted{Mode: tstamp.Software}, 0, "the capture's socket", "frames", "")}
 }
 
@@ -57,7 +70,7 @@ func TestOnFramePairs(t *testing.T) {
 	c := newTestCapture(10)
 	b := make([]byte, 64)
 	req := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9, Seq: 3})...), false)
-	rep := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Reply, RunID: 9, Seq: 3})...), true)
+	rep := replyFrame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Reply, RunID: 9, Seq: 3})...), true)
 	c.onFrame(req, tstamp.PacketMulticast, tstamp.Stamps{SW: 100})
 	c.onFrame(rep, tstamp.PacketMulticast, tstamp.Stamps{SW: 150, HW: 7})
 	c.onFrame(rep, tstamp.PacketMulticast, tstamp.Stamps{SW: 160})                                                                                 // duplicate
@@ -73,6 +86,29 @@ func TestOnFramePairs(t *testing.T) {
 	}
 	if c.cnt.Foreign != 3 || c.cnt.Duplicated != 1 || c.cnt.Received != 2 {
 		t.Fatalf("counters %+v", c.cnt)
+	}
+	// Another arm's or round's packets of the same run, and replies that
+	// go the requests' way (to the group, or not from its port), are
+	// foreign: they must not take a sequence.
+	c = newTestCapture(10)
+	c.cfg.ArmIndex, c.cfg.Round = 1, 2
+	for _, f := range [][]byte{
+		frame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Request, RunID: 9, Arm: 0, Round: 2, Seq: 5}), false),
+		frame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Request, RunID: 9, Arm: 1, Round: 3, Seq: 5}), false),
+		frame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Reply, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false),
+		frameTo(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Reply, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false,
+			[4]byte{10, 0, 0, 9}, [4]byte{10, 0, 0, 1}, 40000, 9000),
+		replyFrame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Request, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false),
+	} {
+		c.onFrame(f, tstamp.PacketMulticast, tstamp.Stamps{SW: 1})
+	}
+	if c.cnt.Foreign != 5 || c.cnt.Received != 0 || c.recs[5].T != ([samples.NumStamps]int64{}) {
+		t.Fatalf("stray frames: counters %+v, record %+v", c.cnt, c.recs[5])
+	}
+	c.onFrame(frame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Request, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 10})
+	c.onFrame(replyFrame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Reply, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 20})
+	if c.recs[5].T[samples.CapReqSW] != 10 || c.recs[5].T[samples.CapRepSW] != 20 {
+		t.Fatalf("the round's own frames: %+v", c.recs[5])
 	}
 	// A hardware capture keeps both clocks in their own columns: a frame
 	// without its NIC stamp still has its kernel stamp, and is counted.
@@ -183,7 +219,7 @@ func FuzzUDPPayload(f *testing.F) {
 
 // TestNewRefusesTimestampsOff: a capture is nothing but its stamps.
 func TestNewRefusesTimestampsOff(t *testing.T) {
-	c, err := New(Config{Iface: "lo", Ports: []uint16{9000}, Timestamps: tstamp.Off})
+	c, err := New(Config{Iface: "lo", Ports: []uint16{9000}, Timestamps: tstamp.Off, RunID: 1, Group: netip.MustParseAddrPort("239.1.1.1:9000")})
 	if err == nil {
 		c.Close()
 		t.Fatal("capture with timestamps off accepted")
@@ -193,5 +229,12 @@ func TestNewRefusesTimestampsOff(t *testing.T) {
 	}
 	if !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("error %q does not wrap errors.ErrUnsupported (the CLI's exit 2)", err)
+	}
+	// Without a run id one stray datagram would set the run.
+	if c, err := New(Config{Iface: "lo", Ports: []uint16{9000}, Timestamps: tstamp.Software, Group: netip.MustParseAddrPort("239.1.1.1:9000")}); !errors.Is(err, wire.ErrNoRunID) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("capture without a run id: %v, want wire.ErrNoRunID", err)
 	}
 }

@@ -20,8 +20,8 @@ const (
 // false when f is not VXLAN on tstamp.VXLANPort with the VNI flag set.
 // It does not allocate.
 func vxlanInner(f []byte) ([]byte, bool) {
-	dport, p, ok := udpDatagram(f)
-	if !ok || dport != tstamp.VXLANPort || len(p) < vxlanHeaderLen+14 || p[0]&vxlanFlagVNI == 0 {
+	p, ep, ok := udpFrame(f)
+	if !ok || ep.dport != tstamp.VXLANPort || len(p) < vxlanHeaderLen+14 || p[0]&vxlanFlagVNI == 0 {
 		return nil, false
 	}
 	return p[vxlanHeaderLen:], true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -55,9 +56,9 @@ func encap(inner []byte, ihl int, flags byte, dport uint16) []byte {
 // then the whole inner frame, which carries the rig request.
 func TestVXLANFixture(t *testing.T) {
 	f := vxlanFixture(t)
-	dport, outer, ok := udpDatagram(f)
-	if !ok || dport != 4789 || outer[0] != 0x08 || uint32(outer[4])<<16|uint32(outer[5])<<8|uint32(outer[6]) != 4242 {
-		t.Fatalf("outer: port %d ok %v header % x", dport, ok, outer[:8])
+	outer, ep, ok := udpFrame(f)
+	if !ok || ep.dport != 4789 || outer[0] != 0x08 || uint32(outer[4])<<16|uint32(outer[5])<<8|uint32(outer[6]) != 4242 {
+		t.Fatalf("outer: port %d ok %v header % x", ep.dport, ok, outer[:8])
 	}
 	in, ok := vxlanInner(f)
 	if !ok || !bytes.Equal(in, outer[8:]) || &in[0] != &f[len(f)-len(in)] {
@@ -72,21 +73,29 @@ func TestVXLANFixture(t *testing.T) {
 		t.Fatalf("inner rig header %+v (ok %v)", h, ok)
 	}
 
-	// A VXLAN capture pairs it; a plain one sees a foreign datagram to 4789.
-	c := newTestCapture(16)
+	// A VXLAN capture of this run (unicast requests to 10.42.0.2:9000)
+	// pairs it; a plain one sees a foreign datagram to 4789.
+	fixtureRun := func() *Capture {
+		c := newTestCapture(16)
+		c.cfg.Group, c.cfg.To = netip.AddrPort{}, netip.MustParseAddrPort("10.42.0.2:9000")
+		c.cfg.RunID, c.runID, c.cfg.ArmIndex, c.cfg.Round = 0x1f2e3d4c5b6a7988, 0x1f2e3d4c5b6a7988, 1, 2
+		return c
+	}
+	c := fixtureRun()
 	c.cfg.VXLAN = true
 	c.onFrame(f, tstamp.PacketHost, tstamp.Stamps{SW: 1000})
 	if c.recs[7].T[samples.CapReqSW] != 1000 || c.cnt.Received != 1 || c.cnt.Foreign != 0 || c.RunID() != 0x1f2e3d4c5b6a7988 {
 		t.Fatalf("vxlan capture: %+v %+v", c.recs[7], c.cnt)
 	}
-	plain := newTestCapture(16)
+	plain := fixtureRun()
 	plain.onFrame(f, tstamp.PacketHost, tstamp.Stamps{SW: 1000})
 	if plain.cnt.Received != 0 || plain.cnt.Foreign != 1 {
 		t.Fatalf("plain capture took a VXLAN frame: %+v", plain.cnt)
 	}
 	// And a VXLAN capture takes no bare frame.
 	b := make([]byte, 64)
-	bare := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Reply, RunID: 0x1f2e3d4c5b6a7988, Seq: 7})...), false)
+	bare := frameTo(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Reply, RunID: 0x1f2e3d4c5b6a7988, Arm: 1, Round: 2, Seq: 7})...),
+		false, [4]byte{10, 42, 0, 2}, [4]byte{10, 42, 0, 1}, 9000, 9000)
 	c.onFrame(bare, tstamp.PacketHost, tstamp.Stamps{SW: 2000})
 	if c.recs[7].T[samples.CapRepSW] != 0 || c.cnt.Foreign != 1 {
 		t.Fatalf("vxlan capture took a bare frame: %+v", c.cnt)
@@ -163,4 +172,39 @@ func FuzzVXLANInner(f *testing.F) {
 		c.cfg.VXLAN = true
 		c.onFrame(fr, tstamp.PacketHost, tstamp.Stamps{SW: 1})
 	})
+}
+
+// The direction check with unicast requests: a request goes to the
+// responder's address and port, a reply comes from that port and goes
+// elsewhere; the same datagrams the other way round are foreign.
+func TestUnicastDirection(t *testing.T) {
+	c := newTestCapture(16)
+	c.cfg.Group, c.cfg.To = netip.AddrPort{}, netip.MustParseAddrPort("10.0.0.2:9000")
+	b := make([]byte, 64)
+	enc := func(ty wire.Type, seq uint64) []byte {
+		return append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: ty, RunID: 9, Seq: seq})...)
+	}
+	snd, rsp := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
+	c.onFrame(frameTo(enc(wire.Request, 3), false, snd, rsp, 9000, 9000), tstamp.PacketOtherHost, tstamp.Stamps{SW: 10})
+	c.onFrame(frameTo(enc(wire.Reply, 3), false, rsp, snd, 9000, 9000), tstamp.PacketOtherHost, tstamp.Stamps{SW: 20})
+	c.onFrame(frameTo(enc(wire.Request, 4), false, rsp, snd, 9000, 9000), tstamp.PacketOtherHost, tstamp.Stamps{SW: 30}) // a request leaving the responder
+	c.onFrame(frameTo(enc(wire.Reply, 5), false, snd, rsp, 9000, 9000), tstamp.PacketOtherHost, tstamp.Stamps{SW: 40})   // a reply going to it
+	c.onFrame(frame(enc(wire.Request, 6), false), tstamp.PacketOtherHost, tstamp.Stamps{SW: 50})                         // to a group
+	if r := c.recs[3]; r.T[samples.CapReqSW] != 10 || r.T[samples.CapRepSW] != 20 || c.cnt.Received != 2 || c.cnt.Foreign != 3 {
+		t.Fatalf("record %+v counters %+v", r, c.cnt)
+	}
+	if h := c.Header(0, 0); h.Requests() != "unicast to 10.0.0.2:9000" || h.Group != "" {
+		t.Fatalf("header requests %q group %q", h.Requests(), h.Group)
+	}
+	for _, cfg := range []Config{
+		{Group: netip.MustParseAddrPort("239.1.1.1:9000"), To: netip.MustParseAddrPort("10.0.0.2:9000")},
+		{To: netip.MustParseAddrPort("239.1.1.1:9000")},
+		{Group: netip.MustParseAddrPort("10.0.0.2:9000")},
+	} {
+		cfg.Iface, cfg.Ports, cfg.RunID, cfg.Timestamps = "lo", []uint16{9000}, 9, tstamp.Software
+		if c, err := New(cfg); err == nil {
+			c.Close()
+			t.Errorf("New(%+v) accepted", cfg)
+		}
+	}
 }

@@ -176,11 +176,15 @@ func writeTimestamping(ctx context.Context, env *Env, j *journal.Journal, iface 
 		return want, "", err
 	}
 	before := env.linkSnapshot(iface)
+	aff := env.queueAffinity(iface)
 	r, err := j.Apply(ctx, hwtstampChange(env.device(), iface, string(val)))
 	var link string
 	if r.Changed {
 		l, werr := env.waitLink(ctx, iface, before)
 		link, err = l, errors.Join(err, werr)
+		if l != "" && werr == nil {
+			link += env.keepAffinity(iface, aff)
+		}
 	}
 	if err != nil {
 		return want, link, err
@@ -217,6 +221,69 @@ func hwtstampChange(dev tstamp.Device, iface, value string) journal.Change {
 			return nil
 		},
 	}
+}
+
+// queueAffinity records the affinity of iface's queue IRQs by IRQ name.
+// A reset that only frees and requests the IRQs again (ENA's close/up on
+// every SIOCSHWTSTAMP) keeps an affinity a user wrote; one that frees the
+// MSI-X vectors too (a device reset, some drivers' ring or channel
+// changes) brings them back with the default affinity, possibly under
+// other numbers. nil when they cannot be read (a virtual device without
+// IRQs, a fake tree without /proc/interrupts).
+func (e *Env) queueAffinity(iface string) map[string]string {
+	d, err := FindDevice(e.FS, iface)
+	if err != nil {
+		return nil
+	}
+	ints, err := hostinfo.ReadInterrupts(e.FS)
+	if err != nil {
+		return nil
+	}
+	irqs, err := DiscoverIRQs(e.FS, d, ints)
+	if err != nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, q := range irqs {
+		if q.IsQueue() && q.Name != "" && !q.Managed {
+			m[q.Name] = strings.TrimSpace(q.Affinity)
+		}
+	}
+	return m
+}
+
+// keepAffinity puts back, after a reset, the affinity each queue IRQ had
+// before it (matched by name), so that the change of timestamping, or its
+// undo, leaves the host's IRQ placement as it was. It says what it did
+// ("" when nothing moved).
+func (e *Env) keepAffinity(iface string, before map[string]string) string {
+	if len(before) == 0 {
+		return ""
+	}
+	now := e.queueAffinity(iface)
+	var fixed, failed []string
+	d, _ := FindDevice(e.FS, iface)
+	ints, _ := hostinfo.ReadInterrupts(e.FS)
+	irqs, _ := DiscoverIRQs(e.FS, d, ints)
+	for _, q := range irqs {
+		want, ok := before[q.Name]
+		if !ok || now[q.Name] == want {
+			continue
+		}
+		if err := e.files().WriteFile(irqFile(q.Number, "smp_affinity_list"), want); err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", q.Name, err))
+			continue
+		}
+		fixed = append(fixed, q.Name)
+	}
+	out := ""
+	if len(fixed) > 0 {
+		out += fmt.Sprintf("; the reset moved %d queue IRQs, their affinity was put back (%s)", len(fixed), strings.Join(fixed, ", "))
+	}
+	if len(failed) > 0 {
+		out += "; WARNING: affinity not put back for " + strings.Join(failed, ", ")
+	}
+	return out
 }
 
 // linkSnap is an interface's link state before a change that may bounce

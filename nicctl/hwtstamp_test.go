@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,10 +130,20 @@ func TestPrepareTimestamping(t *testing.T) {
 		write(t, fs.Root, dev+"carrier_changes", "4\n", 0o644)
 		env := newEnv(fs, &fakeEthtool{})
 		env.LinkSettle = 30 * time.Millisecond
+		// The user's IRQ placement before rig: each queue on CPU 1.
+		for irq := 25; irq <= 28; irq++ {
+			write(t, fs.Root, irqFile(irq, "smp_affinity_list"), "1\n", 0o644)
+		}
 		ts := &fakeTS{caps: tsCapsAll, cur: tsOff, onSet: func() {
-			// ENA: ena_close, ena_up: the carrier drops and comes back.
+			// ENA: ena_close, ena_up: the carrier drops and comes back,
+			// and the queue IRQs are requested again with the default
+			// affinity.
 			write(t, fs.Root, dev+"operstate", "down\n", 0o644)
-			write(t, fs.Root, dev+"carrier_changes", "6\n", 0o644)
+			n, _ := fs.ReadInt(dev + "carrier_changes")
+			write(t, fs.Root, dev+"carrier_changes", strconv.FormatInt(n+2, 10)+"\n", 0o644)
+			for irq := 25; irq <= 28; irq++ {
+				write(t, fs.Root, irqFile(irq, "smp_affinity_list"), "0-3\n", 0o644)
+			}
 			go func() {
 				time.Sleep(100 * time.Millisecond)
 				os.WriteFile(filepath.Join(fs.Root, dev+"operstate"), []byte("up\n"), 0o644)
@@ -144,6 +155,22 @@ func TestPrepareTimestamping(t *testing.T) {
 		r, err := PrepareTimestamping(ctx, env, j, "ens5", probe)
 		if err != nil || !strings.Contains(r.Link, "link bounced (carrier_changes +2): up after") || time.Since(start) < 130*time.Millisecond {
 			t.Fatalf("%+v %v after %v", r, err, time.Since(start))
+		}
+		affinity := func() string {
+			var a []string
+			for irq := 25; irq <= 28; irq++ {
+				v, _ := fs.ReadString(irqFile(irq, "smp_affinity_list"))
+				a = append(a, v)
+			}
+			return strings.Join(a, ",")
+		}
+		if !strings.Contains(r.Link, "the reset moved 4 queue IRQs, their affinity was put back") || affinity() != "1,1,1,1" {
+			t.Fatalf("affinity after the reset: %s (%s)", affinity(), r.Link)
+		}
+		// Putting the config back resets the link again: the undo waits
+		// for it and keeps the placement too.
+		if _, err := j.Undo(ctx); err != nil || ts.cur != tsOff || affinity() != "1,1,1,1" {
+			t.Fatalf("undo: %v, config %s, affinity %s", err, ts.cur, affinity())
 		}
 		// A link that never comes back: an error naming it.
 		env.LinkTimeout = 50 * time.Millisecond

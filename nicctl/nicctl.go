@@ -711,15 +711,26 @@ func Handlers(env *Env) journal.Handlers {
 		}
 		c := hwtstampChange(env.device(), e.Target, e.Previous)
 		before := env.linkSnapshot(e.Target)
+		aff := env.queueAffinity(e.Target)
 		if err := c.Write(ctx, e.Previous); err != nil {
 			return "", err
 		}
 		// Putting it back can reset the interface too (ENA): the next
-		// command must not start on a link that is still down.
-		if _, err := env.waitLink(ctx, e.Target, before); err != nil {
+		// command must not start on a link that is still down, and the
+		// queue IRQs must keep the affinity they had.
+		link, err := env.waitLink(ctx, e.Target, before)
+		if err != nil {
 			return "", err
 		}
-		return c.Read(ctx)
+		note := ""
+		if link != "" {
+			note = env.keepAffinity(e.Target, aff)
+		}
+		v, err := c.Read(ctx)
+		if strings.Contains(note, "WARNING") {
+			v += " (" + strings.TrimPrefix(note, "; ") + ")"
+		}
+		return v, err
 	}
 	h := journal.Handlers{
 		KindHWTstamp:      hw,

@@ -278,8 +278,8 @@ func TestRealVethProbe(t *testing.T) {
 	}
 	for _, probe := range [][]string{
 		{"send", "--iface", "pa", "--timestamps", "hardware", "--count", "5"},
-		{"respond", "--iface", "pa", "--timestamps", "hardware"},
-		{"capture", "--iface", "pa", "--timestamps", "hardware"},
+		{"respond", "--iface", "pa", "--timestamps", "hardware", "--run-id", "1"},
+		{"capture", "--iface", "pa", "--timestamps", "hardware", "--run-id", "1"},
 	} {
 		out, code = rig(probe...)
 		if code != 2 || !strings.Contains(out, "pa cannot give rig's probes") || !strings.Contains(out, "RX: no hardware RX stamps") {

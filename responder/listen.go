@@ -10,16 +10,18 @@ import (
 	"github.com/rig-project/rig/nicctl"
 )
 
-// checkListen checks where requests arrive: a multicast group:port, or an
-// address:port of this host for unicast requests; exactly one.
-func checkListen(group, listen netip.AddrPort) error {
+// CheckDest checks where requests go (the sender's destination, the
+// responder's request address, the capture's direction check): a
+// multicast group:port, or for unicast requests the responder's IPv4
+// unicast address:port; exactly one.
+func CheckDest(group, unicast netip.AddrPort) error {
 	switch {
-	case group.IsValid() && listen.IsValid():
-		return fmt.Errorf("requests arrive on a group (%s) or on an address (%s), not both", group, listen)
-	case listen.IsValid():
-		return CheckUnicast(listen)
+	case group.IsValid() && unicast.IsValid():
+		return fmt.Errorf("requests go to a group (%s) or to an address (%s), not both", group, unicast)
+	case unicast.IsValid():
+		return CheckUnicast(unicast)
 	case !group.IsValid():
-		return errors.New("no request address: give a multicast group:port or, for unicast requests, this host's address:port")
+		return errors.New("no request destination: give a multicast group:port or, for unicast requests, the responder's address:port")
 	case !group.Addr().Is4() || !group.Addr().IsMulticast() || group.Port() == 0:
 		return fmt.Errorf("group %s is not an IPv4 multicast group:port (e.g. 239.1.1.1:9000)", group)
 	}

@@ -46,8 +46,13 @@ type Config struct {
 	BusyPollUS int // SO_BUSY_POLL (µs): the blocking recvmsg busy-polls first
 	Sched      cpusched.Sched
 	Timestamps tstamp.Mode
-	// RunID accepts only requests of this run; 0 adopts the first run seen.
-	RunID uint64
+	// RunID, ArmIndex and Round: only requests of this run, arm and round
+	// are answered; anything else is counted as foreign. RunID is
+	// required: adopting the first run seen let one stray datagram before
+	// the sender started take the whole round.
+	RunID    uint64
+	ArmIndex int
+	Round    int
 	// Capacity is the number of sequences recorded (0..Capacity-1).
 	Capacity int
 	// TxWait bounds the wait for the last replies' TX stamps at the end.
@@ -100,8 +105,11 @@ func New(cfg Config) (*Responder, error) {
 	if cfg.TxWait <= 0 {
 		cfg.TxWait = 500 * time.Millisecond
 	}
-	if err := checkListen(cfg.Group, cfg.Listen); err != nil {
+	if err := CheckDest(cfg.Group, cfg.Listen); err != nil {
 		return nil, err
+	}
+	if cfg.RunID == 0 {
+		return nil, wire.ErrNoRunID
 	}
 	if cfg.CPU >= 0 {
 		if err := cpusched.CheckCPU(hostfs.Default(), cfg.CPU); err != nil {
@@ -175,14 +183,18 @@ func (r *Responder) Run(ctx context.Context) error {
 		runtime.LockOSThread()
 		done <- r.loop()
 	}()
+	var err error
 	select {
-	case err := <-done:
-		return err
+	case err = <-done:
 	case <-ctx.Done():
-		r.stopped = "interrupted: " + context.Cause(ctx).Error()
+		r.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
 		r.Stop()
-		return <-done
+		err = <-done
 	}
+	if err != nil {
+		r.stopped = samples.StoppedFailed + err.Error()
+	}
+	return err
 }
 
 func (r *Responder) loop() error {
@@ -272,12 +284,9 @@ func (r *Responder) step() error {
 		r.countBad(err)
 		return nil
 	}
-	if r.hdr.Type != wire.Request {
-		r.cnt.Foreign++
+	if r.hdr.Type != wire.Request || r.hdr.Arm != uint32(r.cfg.ArmIndex) || r.hdr.Round != uint32(r.cfg.Round) {
+		r.cnt.Foreign++ // a reply, or another arm's or round's request
 		return nil
-	}
-	if r.runID == 0 {
-		r.runID = r.hdr.RunID
 	}
 	r.cnt.Received++
 	st.HW = r.hw.Recv(st.HW)
@@ -359,8 +368,7 @@ func (r *Responder) fileTx(ts tstamp.TxStamp) {
 	samples.ResponderTx.File(r.recs, ts.Key, ts.SW, r.hw.TxStamp(ts.HW))
 }
 
-// RunID is the run the responder answered (adopted from the first request
-// when Config.RunID was 0).
+// RunID is the run the responder answers.
 func (r *Responder) RunID() uint64 { return r.runID }
 
 // Thread returns the loop thread's CPU use over the last Run (nil when the

@@ -107,9 +107,9 @@ func TestListenErrors(t *testing.T) {
 			{Config{Listen: netip.MustParseAddrPort("239.1.1.1:9000")}, "is a multicast address"},
 			{Config{Listen: netip.MustParseAddrPort("0.0.0.0:9000")}, "not a host's address"},
 			{Config{Listen: netip.AddrPortFrom(topo.Responder.Addr, 0)}, "port 0"},
-			{Config{}, "no request address"},
+			{Config{}, "no request destination"},
 		} {
-			c.cfg.Iface, c.cfg.CPU, c.cfg.Timestamps = topo.Responder.Interface, -1, tstamp.Software
+			c.cfg.Iface, c.cfg.CPU, c.cfg.Timestamps, c.cfg.RunID = topo.Responder.Interface, -1, tstamp.Software, 77
 			r, err := New(c.cfg)
 			if err == nil {
 				r.Close()
@@ -120,7 +120,7 @@ func TestListenErrors(t *testing.T) {
 				t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 			}
 		}
-		_, err := New(Config{Iface: topo.Responder.Interface, Listen: netip.MustParseAddrPort("10.255.0.9:9000"), CPU: -1})
+		_, err := New(Config{Iface: topo.Responder.Interface, Listen: netip.MustParseAddrPort("10.255.0.9:9000"), CPU: -1, RunID: 77})
 		if !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("a foreign address: %v does not wrap os.ErrNotExist (the CLI's exit 2)", err)
 		}

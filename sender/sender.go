@@ -59,8 +59,9 @@ type Config struct {
 	ArmIndex int
 	Round    int
 	Warmup   int
-	// ReplyTimeout: a reply later than this after its due time is late
-	// (counted lost, stamps kept). Default 1 s.
+	// ReplyTimeout: a reply more than this after its request left is late
+	// (samples.ReplyLate: flagged and counted apart from lost, stamps kept),
+	// and the round waits this long after the last send. Default 1 s.
 	ReplyTimeout time.Duration
 	// TxWait bounds the wait for TX stamps after the last send (default 500 ms).
 	TxWait time.Duration
@@ -106,7 +107,7 @@ func (c *Config) check() error {
 	if c.TxWait <= 0 {
 		c.TxWait = 500 * time.Millisecond
 	}
-	if err := checkDest(c.Group, c.To); err != nil {
+	if err := responder.CheckDest(c.Group, c.To); err != nil {
 		return err
 	}
 	if c.RunID == 0 {
@@ -222,8 +223,11 @@ func (s *Sender) Run(ctx context.Context) error {
 		done <- s.run(ctx)
 	}()
 	err := <-done
-	if ctx.Err() != nil {
-		s.stopped = "interrupted: " + context.Cause(ctx).Error()
+	switch {
+	case ctx.Err() != nil:
+		s.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
+	case err != nil:
+		s.stopped = samples.StoppedFailed + err.Error()
 	}
 	s.hw.Finish()
 	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
@@ -477,6 +481,12 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) {
 		return
 	}
 	r := &s.recs[h.Seq]
+	if r.T[samples.TxUser] == 0 {
+		// A reply to a request not sent yet (or whose send failed) is
+		// forged or another sender's: it must not take the sequence.
+		s.cnt.Foreign++
+		return
+	}
 	if r.T[samples.RxUser] != 0 {
 		r.Flags |= samples.FlagDuplicate
 		s.cnt.Duplicated++
@@ -489,12 +499,7 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) {
 	if !s.seenAny || h.Seq > s.maxSeq {
 		s.maxSeq, s.seenAny = h.Seq, true
 	}
-	// Late is judged against the due time carried in the packet, so the
-	// receiver never reads the pacer's memory.
-	if user-h.Due > int64(s.cfg.ReplyTimeout) {
-		r.Flags |= samples.FlagLate
-		s.cnt.Late++
-	}
+	// Late is judged in finish, once the TX stamps are in (ReplyLate).
 	r.T[samples.RxSW] = st.SW
 	r.T[samples.RxHW] = s.hw.Recv(st.HW)
 	r.T[samples.RxUser] = user
@@ -504,7 +509,7 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) {
 // finish completes the counters after the thread stopped.
 func (s *Sender) finish() {
 	c := s.cnt
-	c.Received = 0
+	c.Received, c.Late = 0, 0
 	for i := range s.recs {
 		r := &s.recs[i]
 		if r.T[samples.TxUser] == 0 {
@@ -512,8 +517,12 @@ func (s *Sender) finish() {
 			r.Flags |= samples.FlagNotSent
 			continue
 		}
-		if r.T[samples.RxUser] != 0 && r.Flags&samples.FlagLate == 0 {
+		if r.T[samples.RxUser] != 0 {
 			c.Received++
+			if samples.ReplyLate(r, int64(s.cfg.ReplyTimeout)) {
+				r.Flags |= samples.FlagLate
+				c.Late++
+			}
 		}
 		if samples.SenderTx.Awaits(r, s.txWant) {
 			c.TxStampsMissing++

@@ -28,7 +28,7 @@ func TestUnicastRoundTrip(t *testing.T) {
 	go func() {
 		rspDone <- topo.Do(netlab.Responder, func() error {
 			r, err := responder.New(responder.Config{Iface: topo.Responder.Interface, Listen: to,
-				CPU: -1, Timestamps: tstamp.Software, Capacity: 2000})
+				CPU: -1, Timestamps: tstamp.Software, Capacity: 2000, RunID: 77})
 			if err != nil {
 				ready <- err
 				return err
@@ -46,7 +46,7 @@ func TestUnicastRoundTrip(t *testing.T) {
 	const count = 400
 	var sh samples.Header
 	err := topo.Do(netlab.Sender, func() error {
-		s, err := New(Config{Iface: topo.Sender.Interface, To: to, Port: to.Port(), Count: count, Interval: 500 * time.Microsecond,
+		s, err := New(Config{Iface: topo.Sender.Interface, To: to, Port: to.Port(), Count: count, RunID: 77, Interval: 500 * time.Microsecond,
 			CPU: -1, Timestamps: tstamp.Software, ReplyTimeout: 200 * time.Millisecond, TxWait: 100 * time.Millisecond})
 		if err != nil {
 			return err

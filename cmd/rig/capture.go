@@ -24,8 +24,14 @@ func runCapture(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
 	group, mode, runID, err := pf.parse()
 	if err != nil {
+		return err
+	}
+	if err := requireRunID("capture", runID); err != nil {
 		return err
 	}
 	ports := []uint16{pf.dest(group).Port()}
@@ -35,8 +41,8 @@ func runCapture(ctx context.Context, args []string) error {
 		}
 		ports = append(ports, uint16(*replyPort))
 	}
-	cfg := capture.Config{Iface: pf.iface, Ports: ports, Group: group, To: pf.unicast.addr, VXLAN: *vxlan, Timestamps: mode, RunID: runID,
-		Capacity: *capacity, Arm: pf.arm,
+	cfg := capture.Config{Iface: pf.iface, Ports: ports, Timestamps: mode, Group: group, To: pf.unicast.addr, VXLAN: *vxlan, RunID: runID,
+		ArmIndex: pf.armIndex, Round: pf.round, Capacity: *capacity, Arm: pf.arm,
 		Ready: func() {
 			logf("rig capture: ready on %s (%s)", pf.iface, map[bool]string{true: "VXLAN mirror copies", false: "frames as on the wire"}[*vxlan])
 		}}
@@ -61,8 +67,8 @@ func runCapture(ctx context.Context, args []string) error {
 	}
 	runErr := c.Run(ctx)
 	n := c.Counters()
-	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, outgoing (dropped) %d, missing stamps %d; hardware stamps: %s",
-		c.Frames(), len(c.Records())-int(n.Unpaired), n.Unpaired, n.Duplicated, n.Foreign, n.Outgoing, n.RxStampsMissing, c.HardwareStamps())
+	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, malformed %d, outgoing (dropped) %d, missing stamps %d, dropped by the kernel %d; hardware stamps: %s",
+		c.Frames(), len(c.Records())-int(n.Unpaired), n.Unpaired, n.Duplicated, n.Foreign, n.Malformed, n.Outgoing, n.RxStampsMissing, n.KernelDrops, c.HardwareStamps())
 	if pf.out != "" {
 		if err := c.WriteFile(pf.out, pf.armIndex, pf.round); err != nil {
 			return err

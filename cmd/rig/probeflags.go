@@ -33,7 +33,7 @@ func (p *probeFlags) register(fs *flag.FlagSet) {
 	p.fs = fs
 	fs.StringVar(&p.timestamps, "timestamps", "auto", "hardware | software | auto | off: NIC stamps, kernel stamps, the best granted, or none (user-space clock only, to measure what the kernel's stamping adds; not for capture)")
 	fs.StringVar(&p.out, "out", "", "write the per-request sample file here")
-	fs.StringVar(&p.runID, "run-id", "", "16 hex digits; accept/emit only this run (default: random for send, first seen otherwise)")
+	fs.StringVar(&p.runID, "run-id", "", "1 to 16 hex digits: the run every packet carries; respond and capture accept only it and require it, send picks a random one when it is left out and prints it")
 	fs.StringVar(&p.arm, "arm", "", "arm name recorded in the sample file")
 	fs.IntVar(&p.armIndex, "arm-index", 0, "arm index carried in every packet")
 	fs.IntVar(&p.round, "round", 0, "round index carried in every packet")
@@ -71,6 +71,15 @@ func (p *probeFlags) parse() (group netip.AddrPort, mode tstamp.Mode, runID uint
 		}
 	}
 	return group, mode, runID, nil
+}
+
+// requireRunID refuses a respond or capture without --run-id: adopting the
+// first run seen let one stray datagram before the sender take the round.
+func requireRunID(cmd string, runID uint64) error {
+	if runID == 0 {
+		return usagef("%s: --run-id is required: the sender's run id (e.g. RUN=$(od -An -N8 -tx8 /dev/urandom | tr -d ' '), then --run-id $RUN for %s and rig send; rig send prints the one it uses)", cmd, cmd)
+	}
+	return nil
 }
 
 func parseSched(s string) (cpusched.Sched, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/runner"
@@ -44,7 +45,8 @@ func execRun(ctx context.Context, path, results, remoteRig string, verbose bool)
 	res, err := runner.Run(ctx, o)
 	bar.done()
 	var list scenario.ErrorList
-	if errors.As(err, &list) { // the agents' facts refute the file
+	var re *agent.RemoteError
+	if errors.As(err, &list) || (errors.As(err, &re) && re.Usage) { // the agents' facts refute the file
 		return usageError{err}
 	}
 	if res != nil && res.Report != nil {

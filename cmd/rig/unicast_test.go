@@ -36,7 +36,7 @@ func TestUnicastFlagErrors(t *testing.T) {
 		{[]string{"send", "--iface", "lo", "--to", "239.1.1.1:9000"}, []string{"--to", "is a multicast address", "--group"}},
 		{[]string{"send", "--iface", "lo", "--to", "10.0.0.2"}, []string{"--to \"10.0.0.2\"", "address:port such as 10.0.0.2:9000"}},
 		{[]string{"respond", "--iface", "lo", "--listen", "0.0.0.0:9000"}, []string{"--listen", "not a host's address"}},
-		{[]string{"respond", "--iface", "lo", "--listen", "10.255.0.9:9000"}, []string{"10.255.0.9 is not an address of lo", "127.0.0.1"}},
+		{[]string{"respond", "--iface", "lo", "--listen", "10.255.0.9:9000", "--run-id", "0123456789abcdef"}, []string{"10.255.0.9 is not an address of lo", "127.0.0.1"}},
 		{[]string{"respond", "--iface", "lo", "--to", "127.0.0.1:9000"}, []string{"-to"}},
 	} {
 		code, stderr := runRig(t, nil, tc.args...)
@@ -67,7 +67,7 @@ func TestUnicastByHand(t *testing.T) {
 	rig := testbin.Rig(t)
 	dir := t.TempDir()
 	to := netip.AddrPortFrom(topo.Responder.Addr, 9400).String()
-	const count = 300
+	const count, runID = 300, "00000000000a11ce"
 	start := func(r netlab.Role, args ...string) (*exec.Cmd, *lockedBuffer) {
 		cmd := exec.Command("ip", append([]string{"netns", "exec", topo.Netns(r), rig}, args...)...)
 		out := &lockedBuffer{}
@@ -79,15 +79,15 @@ func TestUnicastByHand(t *testing.T) {
 		return cmd, out
 	}
 	rsp, rspOut := start(netlab.Responder, "respond", "--iface", topo.Responder.Interface, "--listen", to,
-		"--timestamps", "software", "--count", fmt.Sprint(count), "--out", filepath.Join(dir, "responder.samples"))
+		"--timestamps", "software", "--count", fmt.Sprint(count), "--run-id", runID, "--out", filepath.Join(dir, "responder.samples"))
 	capt, capOut := start(netlab.Capture, "capture", "--iface", topo.Capture.Interface, "--to", to, "--vxlan",
-		"--timestamps", "software", "--duration", "60s", "--out", filepath.Join(dir, "capture.samples"))
+		"--timestamps", "software", "--duration", "60s", "--run-id", runID, "--out", filepath.Join(dir, "capture.samples"))
 	waitFor(t, rspOut, ": ready")
 	waitFor(t, capOut, ": ready")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	snd := exec.CommandContext(ctx, "ip", "netns", "exec", topo.Netns(netlab.Sender), rig, "send", "--iface", topo.Sender.Interface,
-		"--to", to, "--count", fmt.Sprint(count), "--timestamps", "software", "--out", filepath.Join(dir, "sender.samples"))
+		"--to", to, "--count", fmt.Sprint(count), "--timestamps", "software", "--run-id", runID, "--out", filepath.Join(dir, "sender.samples"))
 	out, err := snd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("rig send: %v\n%s", err, out)

@@ -120,7 +120,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			if err != nil {
 				resp.Error = err.Error()
 				var ue *nicctl.UsageError
-				resp.Usage = errors.As(err, &ue)
+				resp.Usage = errors.As(err, &ue) || errors.Is(err, nicctl.ErrTimestamping)
 			} else if res != nil {
 				resp.Result, _ = json.Marshal(res)
 			}

@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/nicctl"
 )
 
@@ -102,7 +101,7 @@ func enaEnv(h hostfs.FS, version string, r ethtoolnl.Rings, stats map[string]uin
 // Express with UDP on).
 func TestENAChecks(t *testing.T) {
 	yes, hdr := true, uint32(224)
-	swOnly := fakeTS{ti: TSInfo{SoTimestamping: unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE, PHCIndex: -1}}
+	swOnly := fakeTS{ti: tstamp.Caps{SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware, PHCIndex: -1}}
 	type want struct {
 		sev      Severity
 		observed []string
@@ -129,7 +128,8 @@ func TestENAChecks(t *testing.T) {
 			"nic.ena.express": {Warn, []string{"ENA Express (SRD) on, UDP over SRD", "ena_srd_mode 3"}, []string{"--ena-srd-specification 'EnaSrdEnabled=false,EnaSrdUdpSpecification={EnaSrdUdpEnabled=false}'"}},
 		}},
 	} {
-		r := run(t, c.env.FS, Options{CPU: 3, Iface: "ens5", TS: swOnly, NIC: c.env})
+		c.env.TS = swOnly
+		r := run(t, c.env.FS, Options{CPU: 3, Iface: "ens5", NIC: c.env})
 		if strings.Contains(r.Get("nic.hwts").Fix, "amzn-drivers ≥ 2.15)") {
 			t.Errorf("%s: the old ENA advice is back: %s", c.tree, r.Get("nic.hwts").Fix)
 		}
@@ -155,7 +155,7 @@ func TestENAChecks(t *testing.T) {
 		}
 	}
 	// Not an ENA: no ENA lines.
-	r := run(t, fx("c7i"), Options{CPU: 3, Iface: "lo", TS: swOnly, NIC: &nicctl.Env{FS: fx("c7i")}})
+	r := run(t, fx("c7i"), Options{CPU: 3, Iface: "lo", NIC: &nicctl.Env{FS: fx("c7i"), TS: swOnly}})
 	for _, res := range r.Results {
 		if strings.HasPrefix(res.ID, "nic.ena") {
 			t.Errorf("ENA line for lo: %+v", res)

@@ -114,20 +114,6 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-// TSInfo is the NIC's timestamping capability (ETHTOOL_GET_TS_INFO).
-type TSInfo struct {
-	SoTimestamping uint32 // SOF_TIMESTAMPING_* capability bits
-	TxTypes        uint32 // 1<<HWTSTAMP_TX_*
-	RxFilters      uint32 // 1<<HWTSTAMP_FILTER_*
-	PHCIndex       int32  // -1: no PTP hardware clock
-}
-
-// TSInfoer reads timestamping capabilities. The default asks
-// internal/tstamp (ETHTOOL_GET_TS_INFO); tests use fakes.
-type TSInfoer interface {
-	TSInfo(iface string) (TSInfo, error)
-}
-
 // Options configure Run.
 type Options struct {
 	// CPU is the responder CPU; negative picks the first isolated CPU, else
@@ -137,9 +123,8 @@ type Options struct {
 	Iface string
 	// Multicast says the requests are multicast on Iface (the IGMP check).
 	Multicast bool
-	// TS reads timestamp capabilities; nil means the ethtool ioctl.
-	TS TSInfoer
-	// NIC reads driver facts (ENA); nil means the host's, through FS.
+	// NIC reads the NIC's timestamping (its TS device) and driver facts
+	// (ENA); nil means the host's, through FS.
 	NIC *nicctl.Env
 	// Getenv reads the environment (Kubernetes detection); nil: os.Getenv.
 	Getenv func(string) string
@@ -189,8 +174,9 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 	if o.BusyPct == 0 {
 		o.BusyPct = 10
 	}
-	if o.TS == nil {
-		o.TS = ethtoolTS{}
+	if o.NIC == nil {
+		o.NIC = &nicctl.Env{FS: fs}
+		defer o.NIC.Close()
 	}
 	x := &runner{ctx: ctx, fs: fs, o: o, r: &Report{CPU: o.CPU, Iface: o.Iface}}
 	var err error

@@ -5,18 +5,15 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/nicctl"
 )
 
 // ena adds the Amazon ENA checks: which driver, what its packet stamps
 // are (RX only), the PHC, LLQ and ENA Express. The facts come from
 // nicctl.ReadENA; the fixes are the exact commands.
-func (x *runner) ena(ifc string, ti TSInfo) {
-	env := x.o.NIC
-	if env == nil {
-		env = &nicctl.Env{FS: x.fs}
-		defer env.Close()
-	}
+func (x *runner) ena(ifc string, c tstamp.Caps) {
+	env := x.nicEnv()
 	d, err := nicctl.FindDevice(env.FS, ifc)
 	if err != nil || d.Driver != "ena" {
 		return
@@ -52,12 +49,12 @@ func (x *runner) ena(ifc string, ti TSInfo) {
 		d.BDF + " name enable_phc value true cmode driverinit && devlink dev reload pci/" + d.BDF
 	phcFacts := "read-only, gettimex64 only (no PTP_SYS_OFFSET_PRECISE cross-timestamp), at most 125 reads/s (beyond that reads fail and phc_err_ts counts them)"
 	switch {
-	case ti.PHCIndex >= 0 || e.PHCErrorBoundNS != nil:
+	case c.PHCIndex >= 0 || e.PHCErrorBoundNS != nil:
 		bound := ""
 		if e.PHCErrorBoundNS != nil {
 			bound = fmt.Sprintf(", error bound %d ns", *e.PHCErrorBoundNS)
 		}
-		x.add("nic.ena.phc", OK, "", "ENA PHC /dev/ptp%d enabled%s: %s", ti.PHCIndex, bound, phcFacts)
+		x.add("nic.ena.phc", OK, "", "ENA PHC /dev/ptp%d enabled%s: %s", c.PHCIndex, bound, phcFacts)
 	case e.PHCEnable != nil && *e.PHCEnable:
 		x.add("nic.ena.phc", Warn, "rebuild the driver with ENA_PHC_INCLUDE=1 make, and check CONFIG_PTP_1588_CLOCK and dmesg | grep -i phc",
 			"phc_enable=1 but no PHC registered (driver built without ENA_PHC_INCLUDE=1, or the device has none)")

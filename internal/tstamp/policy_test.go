@@ -12,7 +12,7 @@ import (
 )
 
 // fakeDev is a minimal Device for this package's tests (the driver
-// profiles live in tstamptest/nicfake and cannot be imported here).
+// profiles live in internal/nicfake, which imports this package).
 type fakeDev struct {
 	caps   Caps
 	cur    HWTstampConfig

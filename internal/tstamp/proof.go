@@ -142,7 +142,8 @@ func (p *TxProof) Err(what, where string) error {
 // for a probe's loop: it hands back the hardware stamp to record (0 once a
 // direction is proven absent), and acts on the proof as the mode says:
 // Hardware fails (Err), Auto drops the direction's hardware column and
-// says why (Note). It does not allocate per packet.
+// says why (Note). It does not allocate per packet. A nil *HWProof is a
+// socket that asked for no hardware stamps.
 type HWProof struct {
 	mode           Mode
 	rxAsk, txAsk   bool // hardware stamps were requested
@@ -169,13 +170,13 @@ func NewHWProof(g Granted, txWait time.Duration, socket, rxWhat, txWhat string) 
 
 // RX and TX report whether hardware stamps are still expected in that
 // direction (requested, and not proven absent).
-func (p *HWProof) RX() bool { return p.rxOn }
-func (p *HWProof) TX() bool { return p.txOn }
+func (p *HWProof) RX() bool { return p != nil && p.rxOn }
+func (p *HWProof) TX() bool { return p != nil && p.txOn }
 
 // Recv files a received packet's hardware stamp and returns the one to
 // record: hw, or 0 when the direction has no hardware column.
 func (p *HWProof) Recv(hw int64) int64 {
-	if !p.rxOn {
+	if !p.RX() {
 		return 0
 	}
 	if p.rx.Observe(hw) == ProofAbsent {
@@ -187,14 +188,14 @@ func (p *HWProof) Recv(hw int64) int64 {
 
 // Sent files a send at now (ns).
 func (p *HWProof) Sent(now int64) {
-	if p.txOn && p.tx.Sent(now) == ProofAbsent {
+	if p.TX() && p.tx.Sent(now) == ProofAbsent {
 		p.dropTX()
 	}
 }
 
 // TxStamp files a TX stamp's hardware part and returns the one to record.
 func (p *HWProof) TxStamp(hw int64) int64 {
-	if !p.txOn {
+	if !p.TX() {
 		return 0
 	}
 	if hw != 0 {
@@ -206,6 +207,9 @@ func (p *HWProof) TxStamp(hw int64) int64 {
 // Finish decides what is still pending at the end of a round, after the
 // last TX stamps were collected.
 func (p *HWProof) Finish() {
+	if p == nil {
+		return
+	}
 	if p.rxOn && p.rx.Final() == ProofAbsent {
 		p.dropRX()
 	}
@@ -234,16 +238,35 @@ func (p *HWProof) dropTX() {
 
 // Err is set, in Hardware mode, once a direction's stamps are proven
 // absent; it wraps ErrNoHardwareStamp. The loop stops on it.
-func (p *HWProof) Err() error { return p.err }
+func (p *HWProof) Err() error {
+	if p == nil {
+		return nil
+	}
+	return p.err
+}
 
 // RxNote and TxNote say why a direction's hardware column was dropped
 // (Auto mode), "" otherwise.
-func (p *HWProof) RxNote() string { return p.rxNote }
-func (p *HWProof) TxNote() string { return p.txNote }
+func (p *HWProof) RxNote() string {
+	if p == nil {
+		return ""
+	}
+	return p.rxNote
+}
+
+func (p *HWProof) TxNote() string {
+	if p == nil {
+		return ""
+	}
+	return p.txNote
+}
 
 // String summarizes both directions, e.g. "rx delivered, tx absent" or
 // "rx not requested, tx not requested".
 func (p *HWProof) String() string {
+	if p == nil {
+		return "rx not requested, tx not requested"
+	}
 	state := func(ask bool, pr Proof) string {
 		if !ask {
 			return "not requested"

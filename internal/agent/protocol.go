@@ -13,8 +13,10 @@
 // snapshot, applying and taking back an arm's knobs (journaled), and the
 // rig probe processes (respond, send, capture) whose sample files it hands
 // back. It never runs an arbitrary command. When its stdin closes — the
-// controller exited or died — it stops its processes and takes every knob
-// back before it exits.
+// controller exited or died — or it gets SIGINT, SIGTERM or SIGHUP, it stops
+// its processes and takes every knob back before it exits; a write to a
+// controller that is gone fails without stopping that. Its processes get
+// SIGTERM when the agent dies, however it dies.
 package agent
 
 import "encoding/json"
@@ -34,6 +36,9 @@ type Hello struct {
 	Host    string `json:"host"` // hostname
 	PID     int    `json:"pid"`
 	Netns   string `json:"netns,omitempty"`
+	// Error, when set, is why the agent cannot serve (another rig holds
+	// the host, no work directory); it exits after the Hello.
+	Error string `json:"error,omitempty"`
 }
 
 // Request is one operation.

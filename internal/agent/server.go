@@ -22,6 +22,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/internal/spawn"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -33,8 +34,15 @@ var probeCommands = []string{"respond", "send", "capture"}
 type Server struct {
 	FS       hostfs.FS
 	StateDir string // journal directory (default journal.Dir())
-	Rig      string // this rig binary (default os.Executable)
-	WorkDir  string // where sample files go (default a temp dir)
+	// LockDir holds the host lock: the base of the journal lanes, one lock
+	// for the machine (default StateDir).
+	LockDir string
+	// RunID is the run this agent belongs to: the agent shares the run's
+	// host lock on its machine from its start to its exit. Without one it
+	// takes the lock alone while an arm is applied.
+	RunID   string
+	Rig     string // this rig binary (default os.Executable)
+	WorkDir string // where sample files go (default a new directory below os.TempDir, see RemoveStaleWorkDirs)
 
 	out     *json.Encoder
 	outMu   sync.Mutex
@@ -45,6 +53,8 @@ type Server struct {
 	host    *hostctl.Host
 	nic     *nicctl.Env
 	j       *journal.Journal
+	lock    *journal.HostLock
+	closing bool // cleanup has begun: no new process or arm
 }
 
 type serverProc struct {
@@ -65,13 +75,17 @@ type serverProc struct {
 }
 
 // Serve speaks the protocol on r/w until the controller says bye or r
-// closes; then it stops every process and takes every knob back.
+// closes; then it stops every process and takes every knob back. Writes to
+// w that fail (the controller is gone) change nothing of that.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	if s.FS.Root == "" {
 		s.FS = hostfs.Default()
 	}
 	if s.StateDir == "" {
 		s.StateDir = journal.Dir()
+	}
+	if s.LockDir == "" {
+		s.LockDir = s.StateDir
 	}
 	if s.Rig == "" {
 		exe, err := os.Executable()
@@ -80,26 +94,43 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		}
 		s.Rig = exe
 	}
-	if s.WorkDir == "" {
-		d, err := os.MkdirTemp("", "rig-agent-")
+	s.procs = map[int]*serverProc{}
+	s.out = json.NewEncoder(w)
+	host, _ := os.Hostname()
+	ns, _ := os.Readlink("/proc/self/ns/net")
+	hello := Hello{Proto: Proto, Version: Version, Rig: version.String(), Host: host, PID: os.Getpid(), Netns: ns}
+	if s.RunID != "" {
+		l, err := journal.LockHost(s.LockDir, journal.Self(s.RunID))
 		if err != nil {
+			hello.Error = err.Error()
+			s.send(hello)
+			return err
+		}
+		s.lock = l
+		defer l.Unlock()
+	}
+	if s.WorkDir == "" {
+		d, err := newWorkDir()
+		if err != nil {
+			hello.Error = err.Error()
+			s.send(hello)
 			return err
 		}
 		s.WorkDir = d
 		defer os.RemoveAll(d)
 	}
-	s.procs = map[int]*serverProc{}
-	s.out = json.NewEncoder(w)
-	host, _ := os.Hostname()
-	ns, _ := os.Readlink("/proc/self/ns/net")
-	if err := s.send(Hello{Proto: Proto, Version: Version, Rig: version.String(), Host: host, PID: os.Getpid(), Netns: ns}); err != nil {
+	if err := s.send(hello); err != nil {
 		return err
 	}
-	defer s.cleanup()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<24)
 	var wg sync.WaitGroup
+	// On the way out: stop the processes and take the arm back first (that
+	// also ends the requests waiting on them), then wait for the requests,
+	// then clean up again for anything a request started meanwhile.
+	defer s.cleanup()
 	defer wg.Wait()
+	defer s.cleanup()
 	for sc.Scan() {
 		var req Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
@@ -203,11 +234,27 @@ func decode(raw json.RawMessage, v any) error {
 	return nil
 }
 
-func (s *Server) apply(ctx context.Context, a ApplyArgs) (any, error) {
+func (s *Server) apply(ctx context.Context, a ApplyArgs) (_ any, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errors.New("agent: shutting down")
+	}
 	if s.applied != nil {
 		return nil, errors.New("agent: an arm is already applied; undo it first")
+	}
+	if s.lock == nil {
+		// Not part of a run: hold the host alone while the arm is in force.
+		l, err := journal.LockHost(s.LockDir, journal.Self(""))
+		if err != nil {
+			return nil, err
+		}
+		s.lock = l
+		defer func() {
+			if err != nil {
+				s.unlockLone()
+			}
+		}()
 	}
 	var k scenario.Knobs
 	if err := json.Unmarshal(a.Knobs, &k); err != nil {
@@ -240,7 +287,19 @@ func (s *Server) undo(ctx context.Context) (any, error) {
 	err := s.applied.Undo(context.WithoutCancel(ctx))
 	res := ApplyResult{Report: s.applied.Report[n:]}
 	s.applied = nil
+	if err == nil {
+		s.unlockLone()
+	}
 	return res, err
+}
+
+// unlockLone releases a host lock taken for one arm (not a run's). An arm
+// whose undo failed keeps it until the agent exits.
+func (s *Server) unlockLone() {
+	if s.RunID == "" && s.lock != nil {
+		s.lock.Unlock()
+		s.lock = nil
+	}
 }
 
 func (s *Server) start(a StartArgs) (any, error) {
@@ -253,9 +312,12 @@ func (s *Server) start(a StartArgs) (any, error) {
 		}
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errors.New("agent: shutting down")
+	}
 	s.next++
 	h := s.next
-	s.mu.Unlock()
 	out := filepath.Join(s.WorkDir, fmt.Sprintf("%d-%s.samples", h, a.Command))
 	argv := append([]string{a.Command}, a.Args...)
 	argv = append(argv, "--out", out)
@@ -266,7 +328,10 @@ func (s *Server) start(a StartArgs) (any, error) {
 		return nil, err
 	}
 	p := &serverProc{cmd: cmd, out: out, ready: make(chan struct{}), done: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
+	// A probe ends with its agent, even one killed with SIGKILL: SIGTERM
+	// makes it write its file and exit (a busy responder would otherwise
+	// keep its CPU forever). Its --max-duration is the second guard.
+	if err := spawn.Start(cmd, syscall.SIGTERM); err != nil {
 		return nil, fmt.Errorf("agent: start rig %s: %w", a.Command, err)
 	}
 	go func() {
@@ -299,9 +364,7 @@ func (s *Server) start(a StartArgs) (any, error) {
 		p.finishTelemetry()
 		close(p.done)
 	}()
-	s.mu.Lock()
 	s.procs[h] = p
-	s.mu.Unlock()
 	return StartResult{Handle: h}, nil
 }
 
@@ -387,10 +450,11 @@ func (p *serverProc) tailText() string {
 // Shutdown stops every process and takes the arm back (for signals).
 func (s *Server) Shutdown() { s.cleanup() }
 
-// cleanup stops every process and takes the arm back; it runs on bye and
-// when the controller goes away.
+// cleanup stops every process and takes the arm back; it runs on bye, on
+// a signal and when the controller goes away. It may run more than once.
 func (s *Server) cleanup() {
 	s.mu.Lock()
+	s.closing = true
 	procs := make([]*serverProc, 0, len(s.procs))
 	for _, p := range s.procs {
 		procs = append(procs, p)

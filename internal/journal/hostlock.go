@@ -67,13 +67,13 @@ func (e *LockedError) Error() string {
 	h := e.Holder
 	path := filepath.Join(e.Dir, hostLockName)
 	if h.PID <= 0 {
-		return fmt.Sprintf("%v (lock %s): wait for it to finish, or stop it with kill -INT (rig puts back what it changed on the way out)", ErrLocked, path)
+		return fmt.Sprintf("%v: it holds the host lock (%s): wait for it to finish, or stop it with kill -INT (rig puts back what it changed on the way out)", ErrLocked, path)
 	}
 	who := h.Process.String()
 	if h.RunID != "" {
 		who = "run " + h.RunID + ", " + who
 	}
-	return fmt.Sprintf("%v: %s (lock %s): wait for it to finish, or stop it with kill -INT %d (rig puts back what it changed on the way out)",
+	return fmt.Sprintf("%v: %s holds the host lock (%s): wait for it to finish, or stop it with kill -INT %d (rig puts back what it changed on the way out)",
 		ErrLocked, who, path, h.PID)
 }
 

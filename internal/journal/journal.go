@@ -304,7 +304,9 @@ type Handlers map[string]UndoFunc
 // Open locks the journal in dir (creating dir) for a command that changes
 // the host. It fails with a *PendingError if a previous run left open
 // changes, and with ErrLocked if another rig process holds the lock.
-// handlers must cover every kind the caller will Apply.
+// handlers must cover every kind the caller will Apply. The caller holds
+// the host lock (LockHost) of dir's base directory: the journal's own lock
+// keeps its file whole, the host lock keeps other changers off the host.
 func Open(dir string, handlers Handlers) (*Journal, error) {
 	lock, err := acquire(dir)
 	if err != nil {

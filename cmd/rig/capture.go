@@ -21,6 +21,7 @@ func runCapture(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	surviveEPIPE()
 	group, mode, runID, err := pf.parse()
 	if err != nil {
 		return err
@@ -49,6 +50,8 @@ func runCapture(ctx context.Context, args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
+	ctx, cancel := pf.bound(ctx)
+	defer cancel()
 	runErr := c.Run(ctx)
 	n := c.Counters()
 	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, missing stamps %d",
@@ -64,6 +67,9 @@ func runCapture(ctx context.Context, args []string) error {
 			return err
 		}
 		logf("rig capture: wrote %s", *pcap)
+	}
+	if err := pf.expired(ctx); err != nil {
+		return err
 	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -17,6 +19,7 @@ import (
 type probeFlags struct {
 	iface, group, timestamps, out, runID, arm string
 	armIndex, round                           int
+	maxDuration                               time.Duration
 }
 
 func (p *probeFlags) register(fs *flag.FlagSet) {
@@ -28,11 +31,35 @@ func (p *probeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.arm, "arm", "", "arm name recorded in the sample file")
 	fs.IntVar(&p.armIndex, "arm-index", 0, "arm index carried in every packet")
 	fs.IntVar(&p.round, "round", 0, "round index carried in every packet")
+	fs.DurationVar(&p.maxDuration, "max-duration", 0, "end by itself after this long even if nobody stops it, writing its file and exiting 1 (rig run passes the round's length plus slack; 0: no limit)")
+}
+
+// errMaxDuration is the cause of a context ended by --max-duration.
+var errMaxDuration = errors.New("--max-duration reached")
+
+// bound limits ctx to --max-duration: a probe whose controller is gone
+// still ends, and its CPU is free again.
+func (p *probeFlags) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if p.maxDuration <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, p.maxDuration, errMaxDuration)
+}
+
+// expired returns an error when ctx ended at --max-duration.
+func (p *probeFlags) expired(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), errMaxDuration) {
+		return fmt.Errorf("stopped after --max-duration %v: nobody stopped it before (was its controller lost?)", p.maxDuration)
+	}
+	return nil
 }
 
 func (p *probeFlags) parse() (group netip.AddrPort, mode tstamp.Mode, runID uint64, err error) {
 	if p.iface == "" {
 		return group, mode, 0, usagef("--iface is required (e.g. --iface ens5)")
+	}
+	if p.maxDuration < 0 {
+		return group, mode, 0, usagef("--max-duration %v: want a positive duration (or 0 for no limit)", p.maxDuration)
 	}
 	group, err = netip.ParseAddrPort(p.group)
 	if err != nil || !group.Addr().Is4() || !group.Addr().IsMulticast() || group.Port() == 0 {

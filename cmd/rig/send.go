@@ -37,6 +37,7 @@ func runSend(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	surviveEPIPE()
 	group, mode, runID, err := pf.parse()
 	if err != nil {
 		return err
@@ -81,6 +82,8 @@ func runSend(ctx context.Context, args []string) error {
 	if !*quiet {
 		logf("rig send: %d requests to %s every %v from %s, timestamps %s", *count, group, *interval, pf.iface, s.Granted())
 	}
+	ctx, cancel := pf.bound(ctx)
+	defer cancel()
 	stopProgress := startProgress(ctx, s, *count, *progressLines)
 	runErr := s.Run(ctx)
 	stopProgress()
@@ -104,6 +107,9 @@ func runSend(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := pf.expired(ctx); err != nil {
+		return err
 	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func TestRunDryRunExitCodes(t *testing.T) {
 
 func TestDryRunPrintsPlan(t *testing.T) {
 	var out bytes.Buffer
-	if err := dryRun(&out, "../../scenarios/demo.yaml", hostfs.Default()); err != nil {
+	if err := dryRun(context.Background(), &out, "../../scenarios/demo.yaml", hostfs.Default()); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"1: cpu0 → cpu1", "2: cpu1 → cpu0", "responder process: CPU 1"} {

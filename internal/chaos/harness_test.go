@@ -18,8 +18,8 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -66,14 +66,21 @@ func (x *h) env(extra ...string) []string {
 // the idle root's links lead out of it).
 func (x *h) realRoot() { x.root = "" }
 
-// observe records what happened, for the table's "observed" column.
-func (x *h) observe(format string, a ...any) { x.obs = append(x.obs, fmt.Sprintf(format, a...)) }
+// observe records what happened, for the table's "observed" column (the
+// test log has the whole text of a failure).
+func (x *h) observe(format string, a ...any) {
+	o := strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " ")
+	if r := []rune(o); len(r) > 160 {
+		o = string(r[:160]) + "…"
+	}
+	x.obs = append(x.obs, o)
+}
 
 // failf records a broken expectation: the row does not hold.
 func (x *h) failf(format string, a ...any) {
 	x.t.Helper()
 	msg := fmt.Sprintf(format, a...)
-	x.obs = append(x.obs, "FAILED: "+msg)
+	x.observe("FAILED: %s", msg)
 	x.t.Error(msg)
 }
 
@@ -235,6 +242,19 @@ func (x *h) rigProcs(match ...string) []int {
 	return out
 }
 
+// stressNG lists the stress-ng processes of the row: the loads its agents
+// started carry the row's TMPDIR in their environment.
+func (x *h) stressNG() []int {
+	procs, _ := hostinfo.FindProcesses(hostfs.FS{Root: "/"}, "stress-ng")
+	var out []int
+	for _, p := range procs {
+		if v, ok, _ := hostinfo.ProcessEnv(hostfs.FS{Root: "/"}, p.PID, "TMPDIR"); ok && v == x.tmp {
+			out = append(out, p.PID)
+		}
+	}
+	return out
+}
+
 func zombie(stat []byte) bool {
 	i := bytes.LastIndexByte(stat, ')')
 	return i > 0 && len(stat) > i+2 && stat[i+2] == 'Z'
@@ -273,8 +293,8 @@ func (x *h) leftovers() []string {
 	if p := x.rigProcs(); len(p) > 0 {
 		out = append(out, fmt.Sprintf("rig processes %v", p))
 	}
-	if load.Alive() {
-		out = append(out, "stress-ng running")
+	if p := x.stressNG(); len(p) > 0 {
+		out = append(out, fmt.Sprintf("stress-ng processes %v", p))
 	}
 	if ents, _ := os.ReadDir(x.labs); len(ents) > 0 {
 		var n []string
@@ -341,7 +361,7 @@ func (x *h) restore(wantRemovedLab bool) {
 		x.failf("rig restore: exit %d:\n%s", code, out)
 		return
 	}
-	removed := strings.Contains(out, "removed lab run-")
+	removed := strings.Contains(out, "lab run-") // "removed lab" or "removed unfinished lab"
 	switch {
 	case wantRemovedLab && !removed:
 		x.failf("rig restore did not remove (or did not mention) the run's lab:\n%s", out)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 )
@@ -58,8 +59,10 @@ func killedRun(x *h, p *proc) {
 	x.noRig(10 * time.Second)
 	if k := x.knobs(); len(k) > 0 {
 		x.failf("agents did not put the knob back: %v", k)
+	} else if err := journal.CheckPending(x.state); err != nil {
+		x.failf("agents left their journals pending: %v", err)
 	} else {
-		x.observe("agents put the knob back")
+		x.observe("agents put the knob back, no journal pending")
 	}
 	stale := 0
 	for name, st := range x.labList() {

@@ -12,36 +12,12 @@ import (
 	"github.com/rig-project/rig/internal/owner"
 )
 
-// The host lock: one per machine (per journal base directory), held by
-// every rig process that changes the host.
-//
-// Contract:
-//
-//   - A process holds the host lock from before its first change until its
-//     last change is undone (or, with `rig nicctl set --keep`, until it
-//     exits leaving a pending journal that blocks everyone else). A process
-//     that changes the host only now and then (a hand-run probe that turns
-//     on its NIC's timestamping) takes it around each change.
-//   - The processes of one run share it: `rig run` on its own machine and
-//     every agent of the run, whether it reaches the machine locally, in a
-//     network namespace or over ssh (each agent locks the machine it runs
-//     on). They pass the same non-empty RunID and never exclude each other;
-//     the lock is held until the last of them unlocks or dies.
-//   - A process outside a run (RunID ""): `rig nicctl set`, `rig restore`,
-//     a hand-run probe, holds it alone.
-//   - LockHost never waits. When another holder has the lock it returns a
-//     *LockedError (matching ErrLocked) that names the holder — pid, command
-//     line, run id, since when — and what to do.
-//   - The kernel drops a flock when its process dies, even by kill -9: a
-//     dead holder never blocks anyone. What it left changed is then in its
-//     journal, and CheckPending stops the next changer until `rig restore`.
-//
-// Files in the journal base directory: host.lock (the flock: exclusive for
-// a lone holder, shared by a run's processes; its content is the holder
-// record, for messages), host.guard (a short exclusive flock around reading
-// and writing the record) and run-<id>.lock (shared by the processes of a
-// live run, so that another run can tell whether the recorded one still
-// holds).
+// Files of the host lock in the journal base directory: host.lock (the
+// flock: exclusive for a lone holder, shared by a run's processes; its
+// content is the holder record, for messages), host.guard (a short
+// exclusive flock around reading and writing the record) and
+// run-<id>.lock (shared by the processes of a live run, so that another
+// run can tell whether the recorded one still holds).
 const (
 	hostLockName  = "host.lock"
 	hostGuardName = "host.guard"
@@ -80,7 +56,34 @@ func (e *LockedError) Error() string {
 // Is makes a *LockedError match ErrLocked.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
-// HostLock is a held host lock. Unlock it when the last change is undone.
+// HostLock is a held host lock: one per machine (per journal base
+// directory), held by every rig process that changes the host. Unlock it
+// when the last change is undone.
+//
+// Contract:
+//
+//   - A process holds the host lock from before its first change until its
+//     last change is undone (or, with `rig nicctl set --keep`, until it
+//     exits leaving a pending journal that blocks everyone else). A process
+//     that changes the host only now and then (a hand-run probe that turns
+//     on its NIC's timestamping in its own journal lane) takes it around
+//     each change and unlocks once that change is undone.
+//   - The processes of one run share it: `rig run` on its own machine and
+//     every agent of the run, whether it reaches the machine locally, in a
+//     network namespace or over ssh (each agent locks the machine it runs
+//     on), and the probes of the run (their --run-id). They pass the same
+//     non-empty RunID and never exclude each other; the lock is held until
+//     the last of them unlocks or dies.
+//   - A process outside a run (RunID ""): `rig nicctl set`, `rig restore`,
+//     a hand-run probe, holds it alone.
+//   - LockHost never waits. When another holder has the lock it returns a
+//     *LockedError (matching ErrLocked) that names the holder — pid, command
+//     line, run id, since when — and what to do.
+//   - The kernel drops a flock when its process dies, even by kill -9: a
+//     dead holder never blocks anyone. What it left changed is then in its
+//     journal, and CheckPending stops the next changer until `rig restore`.
+//   - Journal (Open) and the host lock are separate: the journal's lock keeps
+//     one lane's file whole, the host lock keeps other changers off the host.
 type HostLock struct {
 	dir    string
 	lock   *os.File

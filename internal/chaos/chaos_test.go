@@ -58,11 +58,11 @@ func killedRun(x *h, p *proc) {
 	}
 	x.noRig(10 * time.Second)
 	if k := x.knobs(); len(k) > 0 {
-		x.failf("agents did not put the knob back: %v", k)
+		x.failf("knob left changed after the kill (the agents did not put it back): %v", k)
 	} else if err := journal.CheckPending(x.state); err != nil {
 		x.failf("agents left their journals pending: %v", err)
 	} else {
-		x.observe("agents put the knob back, no journal pending")
+		x.observe("knob back and no journal pending before rig restore")
 	}
 	stale := 0
 	for name, st := range x.labList() {

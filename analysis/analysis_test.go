@@ -82,7 +82,7 @@ func TestSourceSelection(t *testing.T) {
 	}
 
 	// With capture clocks the capture wins.
-	hwc := map[string]samples.Clock{"cap_req": hwClock("eth3", 2), "cap_rep": hwClock("eth3", 2)}
+	hwc := map[string]samples.Clock{"cap_req_hw": hwClock("eth3", 2), "cap_rep_hw": hwClock("eth3", 2)}
 	for k, v := range hw {
 		hwc[k] = v
 	}
@@ -117,10 +117,10 @@ func TestSourceSelection(t *testing.T) {
 // A record lacking a stamp the source needs is missing, never filled in
 // from another clock.
 func TestMissingNotFilled(t *testing.T) {
-	ck := map[string]samples.Clock{"cap_req": {Source: "sw"}, "cap_rep": {Source: "sw"}, "req_rx_sw": {Source: "sw"}, "rep_tx_sw": {Source: "sw"}, "rx_sw": {Source: "sw"}, "tx_sw": {Source: "sw"}}
+	ck := map[string]samples.Clock{"cap_req_sw": {Source: "sw"}, "cap_rep_sw": {Source: "sw"}, "req_rx_sw": {Source: "sw"}, "rep_tx_sw": {Source: "sw"}, "rx_sw": {Source: "sw"}, "tx_sw": {Source: "sw"}}
 	j := joined(ck, samples.RoleSender, samples.RoleResponder, samples.RoleCapture)
-	j.Records[10].T[samples.CapRep] = 0
-	j.Records[11].T[samples.CapReq] = 0
+	j.Records[10].T[samples.CapRepSW] = 0
+	j.Records[11].T[samples.CapReqSW] = 0
 	rs := analyzeJoined(t, j).Arm("a").Metrics[Turnaround]
 	if rs.Source != "capture sw" || rs.Rounds[0].Missing != 2 || rs.Rounds[0].N != 46 {
 		t.Fatalf("%s %+v", rs.Source, rs.Rounds[0].Counts)
@@ -343,9 +343,20 @@ func TestCompare(t *testing.T) {
 		}
 		return m
 	}
+	// 3 rounds a side: the worst ranges are disjoint, but identical arms'
+	// are 10 % of the time: indicative. The median's intervals decide.
 	v := verdicts(compareMetric(Turnaround, "far", "base", far, base))
-	if v["median"] != VerdictReal || v["p99.9"] != VerdictUndersampled || v["worst"] != VerdictReal {
+	if v["median"] != VerdictReal || v["p99.9"] != VerdictUndersampled || v["worst"] != VerdictIndicative {
 		t.Fatalf("far: %v", v)
+	}
+	if c := compareMetric(Turnaround, "far", "base", far, base)[3]; c.Stat != "worst" || c.FalsePositive == nil || *c.FalsePositive != 0.1 {
+		t.Fatalf("worst false-positive rate with 3 and 3 rounds: %+v", c)
+	}
+	// 5 rounds a side: 0.79 %, a verdict.
+	base5 := mk("capture hw", [2]int64{1000, 5000}, [2]int64{1010, 5100}, [2]int64{1005, 5050}, [2]int64{1001, 5070}, [2]int64{1002, 5020})
+	far5 := mk("capture hw", [2]int64{2000, 9000}, [2]int64{2010, 9100}, [2]int64{2005, 9050}, [2]int64{2001, 9070}, [2]int64{2002, 9020})
+	if v := verdicts(compareMetric(Turnaround, "far", "base", far5, base5)); v["worst"] != VerdictReal || v["median"] != VerdictReal {
+		t.Fatalf("far, 5 rounds: %v", v)
 	}
 	c := compareMetric(Turnaround, "far", "base", far, base)[0]
 	if *c.DeltaNS != 1000 || *c.Ratio < 1.99 || *c.Ratio > 2.0 {
@@ -360,10 +371,11 @@ func TestCompare(t *testing.T) {
 	if v := verdicts(compareMetric(Turnaround, "x", "base", nil, base)); v["median"] != VerdictNoData {
 		t.Fatalf("no data: %v", v)
 	}
-	// One round a side: the worst has no interval and no range: no verdict.
+	// One round a side: any two values have disjoint ranges (rate 1), and
+	// disjoint intervals of one round each happen up to 10 % of the time.
 	one := mk("capture hw", [2]int64{1000, 5000})
 	one2 := mk("capture hw", [2]int64{3000, 9000})
-	if v := verdicts(compareMetric(Turnaround, "x", "base", one2, one)); v["worst"] != VerdictNoCI || v["median"] != VerdictReal {
+	if v := verdicts(compareMetric(Turnaround, "x", "base", one2, one)); v["worst"] != VerdictIndicative || v["median"] != VerdictIndicative {
 		t.Fatalf("one round: %v", v)
 	}
 }
@@ -506,5 +518,23 @@ func TestThreadsTable(t *testing.T) {
 	}
 	if strings.Contains(md.String(), "Measuring threads") {
 		t.Error("a run without thread figures must not get an empty Measuring threads section")
+	}
+}
+
+// TestFallbackNoteInCaption: a capture whose hardware stamps were asked
+// for and never came is analysed on its software column, and every table
+// says so.
+func TestFallbackNoteInCaption(t *testing.T) {
+	note := "hardware RX stamps were requested on cap0, but none of the first 16 frames carried one: software stamps"
+	ck := map[string]samples.Clock{"cap_req_sw": {Source: "sw", Note: note}, "cap_rep_sw": {Source: "sw", Note: note}}
+	rep := analyzeJoined(t, joined(ck, samples.RoleCapture))
+	mr := rep.Arm("a").Metrics[Turnaround]
+	if mr == nil || mr.Source != "capture sw" || mr.Note != note {
+		t.Fatalf("turnaround %+v", mr)
+	}
+	var b strings.Builder
+	writeMetricTable(&b, rep, Turnaround)
+	if !strings.Contains(b.String(), "Arm a, source capture sw: "+note) {
+		t.Fatalf("caption lacks the note:\n%s", b.String())
 	}
 }

@@ -3,7 +3,7 @@
 // comparison against the baseline arm, and the report files (tables.md,
 // tables.csv, report.json, report.md, report.html, hist.hlog, plots/).
 //
-// The rules (DESIGN §2) are fixed and printed with every table: warm-up by
+// The rules (README: Rules) are fixed and printed with every table: warm-up by
 // sequence (seq < W is excluded), exact nearest-rank percentiles
 // sorted[ceil(q/100·n)−1] from integer nanoseconds, worst = max after
 // warm-up, per round and then across rounds as median [min–max], a
@@ -29,19 +29,21 @@ import (
 )
 
 // FormatVersion is the version of report.json (README.md, Reports).
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Report is the analysis of one run; it is report.json.
 type Report struct {
-	Format        string       `json:"format"` // "rig-report"
-	FormatVersion int          `json:"format_version"`
-	Run           string       `json:"run"` // run directory base name
-	RunID         string       `json:"run_id,omitempty"`
-	Scenario      string       `json:"scenario,omitempty"`
-	Baseline      string       `json:"baseline"`
-	Headline      string       `json:"headline"`
-	Rules         Rules        `json:"rules"`
-	Arms          []*ArmReport `json:"arms"`
+	Format        string `json:"format"` // "rig-report"
+	FormatVersion int    `json:"format_version"`
+	Run           string `json:"run"` // run directory base name
+	RunID         string `json:"run_id,omitempty"`
+	Scenario      string `json:"scenario,omitempty"`
+	Baseline      string `json:"baseline"`
+	Headline      string `json:"headline"`
+	// Interrupted is the manifest's reason when the run did not finish.
+	Interrupted string       `json:"interrupted,omitempty"`
+	Rules       Rules        `json:"rules"`
+	Arms        []*ArmReport `json:"arms"`
 	// Comparisons of every arm against the baseline, per metric and
 	// statistic.
 	Comparisons []Comparison `json:"comparisons"`
@@ -70,6 +72,8 @@ type Rules struct {
 	CI           string `json:"ci_rule"`
 	Undersampled string `json:"undersampled_rule"`
 	Population   string `json:"population_rule"`
+	Incomplete   string `json:"incomplete_rule"`
+	Verdict      string `json:"verdict_rule"`
 	Units        string `json:"units"`
 }
 
@@ -82,8 +86,14 @@ func rules(w int) Rules {
 		AcrossRounds: "per round first; a cell is the median of the per-round values (nearest-rank: the lower middle for an even count) with [min–max]",
 		CI:           "95 % distribution-free order-statistic interval [x(lo), x(hi)] from the exact Binomial(n, q) distribution; a side is open (null in report.json, \"open\" in tables) when too few samples lie below or above",
 		Undersampled: fmt.Sprintf("a percentile is undersampled when fewer than %d samples lie at or above its rank: n − ceil(q/100·n) + 1 < %d (p99.9 needs n ≥ 9 000, p99.99 n ≥ 90 000)", MinTail, MinTail),
-		Population:   "after warm-up, a request flagged not-sent counts as not_sent; one with no reply stamp or a late reply counts as lost (the sender's view; the capture's, request without reply, for sequences the sender file lacks); neither contributes to any metric; a remaining request without the stamps of a metric counts as missing for that metric",
-		Units:        "JSON in integer nanoseconds; tables in µs with 2 decimals",
+		Population: "after warm-up each request is not_sent (the sender never sent it), lost (no reply; for sequences the sender file lacks, the capture's view: request without reply), late (a reply more than the reply timeout after its send, judged from tx_sw else tx_user to rx_sw else rx_user) or answered; " +
+			"lateness covers every sent request (lost and late included: a stalled send is charged), rtt_from_due every reply (late included), every other metric the answered requests; " +
+			"within its population a request lacking the metric's stamps is missing, and a negative value (impossible on one clock: a forged or misfiled packet) is negative, a problem and never a sample: n + missing + negative = the population",
+		Incomplete: "a round is left out of every statistic, comparison, plot and histogram (and listed as a problem with its counts) when a sample file it needs is missing (sender, responder, and capture when the run has one), the sender stopped early (its footer's stopped), or the responder or capture failed; " +
+			"the responder and capture run until stopped, so their \"interrupted\" is their normal end",
+		Verdict: fmt.Sprintf("real difference when the round ranges [min–max] do not overlap and (for percentiles) the 95 %% interval envelopes do not overlap, and the rule's false-positive rate for identical arms is below %.0f %%: "+
+			"ranges 2·r!·s!/(r+s)! with r and s rounds a side (33 %% at 2 and 2, 10 %% at 3 and 3, 0.79 %% at 5 and 5), intervals at most 2·(0.025^r + 0.025^s); otherwise \"indicative\"", 100*MaxFalsePositive),
+		Units: "JSON in integer nanoseconds; tables in µs with 2 decimals",
 	}
 }
 
@@ -96,6 +106,29 @@ type ArmReport struct {
 	// Threads are the measuring threads' CPU use per round, from the
 	// sample files' footers (rounds without them are left out).
 	Threads []RoundThreads `json:"threads,omitempty"`
+	// Accounting is what happened to every round of the arm on disk,
+	// including the rounds left out of the statistics.
+	Accounting []RoundAccount `json:"accounting"`
+}
+
+// RoundAccount is what happened to one round, whatever its statistics:
+// the requests after warm-up, the garbage each role saw, and why the round
+// was left out of the statistics ([] when it was used).
+type RoundAccount struct {
+	Round   int      `json:"round"`
+	LeftOut []string `json:"left_out"`
+	// Requests after warm-up by what became of them (the population rule).
+	Sent     int `json:"sent"`
+	Answered int `json:"answered"`
+	Late     int `json:"late"`
+	Lost     int `json:"lost"`
+	NotSent  int `json:"not_sent"`
+	// Foreign and Malformed datagrams per role whose footer counts them
+	// (other runs, arms, rounds or directions, or not rig packets; never
+	// samples). CaptureDrops are frames the capture's kernel dropped.
+	Foreign      map[samples.Role]uint64 `json:"foreign"`
+	Malformed    map[samples.Role]uint64 `json:"malformed"`
+	CaptureDrops uint64                  `json:"capture_drops"`
 }
 
 // RoundThreads is one round's measuring threads: the sender's pacing
@@ -108,9 +141,12 @@ type RoundThreads struct {
 
 // MetricReport is one metric of one arm.
 type MetricReport struct {
-	Source  string       `json:"source"`  // "capture sw", "responder hw", …
-	Formula string       `json:"formula"` // "cap_rep − cap_req"
-	Clock   string       `json:"clock"`   // the one clock of the stamps
+	Source  string `json:"source"`  // "capture sw", "responder hw", …
+	Formula string `json:"formula"` // "cap_rep_sw − cap_req_sw"
+	Clock   string `json:"clock"`   // the one clock of the stamps
+	// Note is what the sample headers say about that clock, e.g. that
+	// hardware stamps were requested and did not arrive.
+	Note    string       `json:"note,omitempty"`
 	Rounds  []RoundStats `json:"rounds"`
 	Summary Summary      `json:"summary"`
 	// HistDropped counts values the HDR histogram (plots, hist.hlog) could
@@ -134,10 +170,12 @@ func roundThreads(j *samples.Joined, k int) (RoundThreads, bool) {
 type Counts struct {
 	N          int `json:"n"`
 	Lost       int `json:"lost"`
+	Late       int `json:"late"`
 	NotSent    int `json:"not_sent"`
 	Duplicated int `json:"duplicated"`
 	Reordered  int `json:"reordered"`
 	Missing    int `json:"missing"`
+	Negative   int `json:"negative"`
 }
 
 // RoundStats are the exact statistics of one round.
@@ -248,7 +286,7 @@ type WorstSample struct {
 	ValueNS int64  `json:"value_ns"`
 	// At is the first of the record's CLOCK_REALTIME stamps among
 	// req_rx_sw, req_rx_user, rep_tx_user, rep_tx_sw (the responder host's
-	// clock, the one telemetry uses), cap_req, due, tx_user (another host's
+	// clock, the one telemetry uses), cap_req_sw, due, tx_user (another host's
 	// realtime clock); AtNS is its value. NIC (PHC) stamps are never used:
 	// they are not CLOCK_REALTIME. At is "" when the record has none.
 	At   string `json:"at_stamp"`
@@ -307,8 +345,13 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 	rep := &Report{
 		Format: "rig-report", FormatVersion: FormatVersion, Run: filepath.Base(in.Run),
 		RunID: in.RunID, Scenario: in.Scenario, Baseline: in.Baseline, Headline: Headline,
-		Problems: slices.Clone(in.Problems), Notes: []string{},
+		Interrupted: strings.Join(strings.Fields(in.Interrupted), " "), // one line: it heads the tables
+		Arms:        []*ArmReport{}, Comparisons: []Comparison{},
+		Problems: append([]string{}, in.Problems...), Notes: []string{},
 		hists: map[string]*hdrhistogram.Histogram{}, scatter: map[string][]ScatterRound{},
+	}
+	if rep.Interrupted != "" {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("the run was interrupted (%s): the rounds it cut short are left out, the rounds it never ran are absent", rep.Interrupted))
 	}
 	rep.startMs, rep.endMs = msTime(in.StartedAt), msTime(in.EndedAt)
 	w := in.Warmup
@@ -320,7 +363,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 	}
 	var telArms []*TelemetryArm
 	for _, a := range in.Arms {
-		ar := &ArmReport{Name: a.Name, Skipped: a.Skipped, Rounds: []int{}, Metrics: map[string]*MetricReport{}}
+		ar := &ArmReport{Name: a.Name, Skipped: a.Skipped, Rounds: []int{}, Metrics: map[string]*MetricReport{}, Accounting: []RoundAccount{}}
 		rep.Arms = append(rep.Arms, ar)
 		if a.Skipped != "" {
 			continue
@@ -332,16 +375,28 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 			j, err := rd.Load()
 			if err != nil {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %v (round skipped)", a.Name, rd.K, err))
+				ar.Accounting = append(ar.Accounting, RoundAccount{Round: rd.K, LeftOut: []string{"unreadable: " + err.Error()},
+					Foreign: map[samples.Role]uint64{}, Malformed: map[samples.Role]uint64{}})
 				continue
 			}
 			for _, p := range j.Problems {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %s (complete records used)", a.Name, rd.K, p))
 			}
-			if w < 0 {
+			// Only the sender knows the warm-up: another role's header
+			// says 0 (a round without sender.samples is incomplete anyway).
+			fromSender := j.Header.Role == samples.RoleSender
+			if w < 0 && (fromSender || len(in.Expect) == 0) {
 				w = j.Header.Warmup
 			}
-			if j.Header.Warmup != w && !opt.OverrideWarmup {
+			if fromSender && j.Header.Warmup != w && !opt.OverrideWarmup {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: sample header says warm-up %d; using W=%d for the whole run", a.Name, rd.K, j.Header.Warmup, w))
+			}
+			ra := account(j, rd.K, max(w, 0), in.Expect)
+			ar.Accounting = append(ar.Accounting, ra)
+			p, n := ra.lines(a.Name)
+			rep.Problems, rep.Notes = append(rep.Problems, p...), append(rep.Notes, n...)
+			if len(ra.LeftOut) > 0 {
+				continue
 			}
 			ar.Rounds = append(ar.Rounds, rd.K)
 			if rt, ok := roundThreads(j, rd.K); ok {
@@ -385,8 +440,14 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 				continue
 			}
 			chosen[m] = best
+			for _, rs := range best.rounds {
+				if rs.Negative > 0 {
+					rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %s (%s, %s): %d negative values, impossible on one clock (a forged or misfiled packet); counted as negative, never samples",
+						a.Name, rs.Round, m, best.src.Label, best.src.Formula, rs.Negative))
+				}
+			}
 			ar.Metrics[m] = &MetricReport{
-				Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock,
+				Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock, Note: best.src.Note,
 				Rounds: best.rounds, Summary: summarize(best.rounds), HistDropped: best.dropped,
 			}
 			rep.hists[a.Name+"/"+m] = best.hist
@@ -450,33 +511,59 @@ func whyMissing(m string, accs map[string]map[string]*acc, chosen map[string]*ac
 	}
 }
 
-// classify says whether record r (after warm-up) was not sent or lost. The
-// sender decides when it recorded the sequence; a sequence absent from the
-// sender file (truncated file) falls back to the capture, else counts as
-// answered. Lost: no reply stamp at all, or a reply after the timeout
-// (FlagLate); for the capture a request seen without its reply.
-func classify(r *samples.Record, hasSender, hasCapture bool) (lost, notSent bool) {
+// What became of one request after warm-up (the population rule).
+const (
+	answered uint8 = 1 << iota // a reply within the reply timeout
+	late                       // a reply after it
+	lost                       // no reply
+	notSent                    // the sender never sent it
+)
+
+// classify says what became of record r. The sender decides when it
+// recorded the sequence; a sequence absent from the sender file (truncated
+// file) falls back to the capture (a request seen without its reply is
+// lost), else counts as answered.
+func classify(r *samples.Record, hasSender, hasCapture bool) uint8 {
 	if r.Flags&samples.FlagNotSent != 0 {
-		return false, true
+		return notSent
 	}
 	t := &r.T
 	rx := t[samples.RxHW] | t[samples.RxSW] | t[samples.RxUser]
 	if hasSender && (t[samples.Due]|t[samples.TxUser]|t[samples.TxSW]|t[samples.TxHW]|rx) != 0 {
-		return r.Flags&samples.FlagLate != 0 || rx == 0, false
+		switch {
+		case rx == 0:
+			return lost
+		case r.Flags&samples.FlagLate != 0:
+			return late
+		}
+		return answered
 	}
-	if hasCapture && t[samples.CapReq] != 0 {
-		return t[samples.CapRep] == 0, false
+	if hasCapture && t[samples.CapReqHW]|t[samples.CapReqSW] != 0 && t[samples.CapRepHW]|t[samples.CapRepSW] == 0 {
+		return lost
 	}
-	return false, false
+	return answered
 }
 
-// analyzeRound computes every candidate source of every metric of one round.
-func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, opt Options) []string {
-	hasSender := slices.Contains(j.Roles, samples.RoleSender)
-	hasCapture := slices.Contains(j.Roles, samples.RoleCapture)
-	var base Counts
-	recs := j.Records
-	// first post-warm-up record (records are sorted by seq).
+// population is the set of classes metric m is computed over: lateness
+// charges every sent request (a stalled send is what it exists to show),
+// rtt_from_due every reply, the others the answers within the timeout.
+func population(m string) uint8 {
+	switch m {
+	case Lateness:
+		return answered | late | lost
+	case RTTFromDue:
+		return answered | late
+	}
+	return answered
+}
+
+// signed says whether a metric may be negative: network is a difference of
+// two clocks' intervals; every other metric subtracts a stamp from a later
+// one on the same clock.
+func signed(m string) bool { return m == Network }
+
+// afterWarmup returns the records with sequence ≥ w (records are sorted).
+func afterWarmup(recs []samples.Record, w int) []samples.Record {
 	start, _ := slices.BinarySearchFunc(recs, uint64(w), func(r samples.Record, s uint64) int {
 		switch {
 		case r.Seq < s:
@@ -486,9 +573,97 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 		}
 		return 0
 	})
-	recs = recs[start:]
-	use := make([]bool, len(recs))
-	completed := 0
+	return recs[start:]
+}
+
+// account counts what became of a round's requests after warm-up, the
+// garbage its roles saw, and whether the round is incomplete (Rules.
+// Incomplete): a sample file in expect missing, the sender stopped early,
+// the responder or capture failed.
+func account(j *samples.Joined, k, w int, expect []samples.Role) RoundAccount {
+	ra := RoundAccount{Round: k, LeftOut: []string{}, Foreign: map[samples.Role]uint64{}, Malformed: map[samples.Role]uint64{}}
+	hasSender := slices.Contains(j.Roles, samples.RoleSender)
+	hasCapture := slices.Contains(j.Roles, samples.RoleCapture)
+	recs := afterWarmup(j.Records, w)
+	for i := range recs {
+		switch classify(&recs[i], hasSender, hasCapture) {
+		case answered:
+			ra.Answered++
+		case late:
+			ra.Late++
+		case lost:
+			ra.Lost++
+		case notSent:
+			ra.NotSent++
+		}
+	}
+	ra.Sent = ra.Answered + ra.Late + ra.Lost
+	for _, r := range expect {
+		if !slices.Contains(j.Roles, r) {
+			ra.LeftOut = append(ra.LeftOut, samples.FileName(r)+" is missing")
+		}
+	}
+	if s := j.Stopped[samples.RoleSender]; s != "" {
+		ra.LeftOut = append(ra.LeftOut, "the sender stopped early ("+s+")")
+	}
+	for _, r := range []samples.Role{samples.RoleResponder, samples.RoleCapture} {
+		if s := j.Stopped[r]; strings.HasPrefix(s, samples.StoppedFailed) {
+			ra.LeftOut = append(ra.LeftOut, fmt.Sprintf("the %s %s", r, s))
+		}
+	}
+	for r, c := range j.Counters {
+		ra.Foreign[r], ra.Malformed[r] = c.Foreign, c.Malformed
+		if r == samples.RoleCapture {
+			ra.CaptureDrops = c.KernelDrops
+		}
+	}
+	return ra
+}
+
+// lines are the problems and notes a round's accounting calls for: a round
+// left out (with its counts), frames the capture's kernel dropped, and
+// garbage on the wire.
+func (ra *RoundAccount) lines(arm string) (problems, notes []string) {
+	at := fmt.Sprintf("arm %q round %d", arm, ra.Round)
+	if len(ra.LeftOut) > 0 {
+		problems = append(problems, fmt.Sprintf("%s: left out of every statistic: %s; after warm-up %d sent, %d answered, %d late, %d lost, %d not sent",
+			at, strings.Join(ra.LeftOut, "; "), ra.Sent, ra.Answered, ra.Late, ra.Lost, ra.NotSent))
+	}
+	if ra.CaptureDrops > 0 {
+		problems = append(problems, fmt.Sprintf("%s: the capture's kernel dropped %d frames (receive buffer full): their sequences lack capture stamps", at, ra.CaptureDrops))
+	}
+	if f, m := roleCounts(ra.Foreign), roleCounts(ra.Malformed); f != "" || m != "" {
+		notes = append(notes, fmt.Sprintf("%s: datagrams that were not this round's requests or replies (never samples): foreign %s, malformed %s",
+			at, orNone(f), orNone(m)))
+	}
+	return problems, notes
+}
+
+// roleCounts renders the non-zero counts per role, "sender 3, capture 9".
+func roleCounts(m map[samples.Role]uint64) string {
+	var parts []string
+	for _, r := range []samples.Role{samples.RoleSender, samples.RoleResponder, samples.RoleCapture} {
+		if m[r] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, m[r]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// analyzeRound computes every candidate source of every metric of one round.
+func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, opt Options) []string {
+	hasSender := slices.Contains(j.Roles, samples.RoleSender)
+	hasCapture := slices.Contains(j.Roles, samples.RoleCapture)
+	var base Counts
+	recs := afterWarmup(j.Records, w)
+	class := make([]uint8, len(recs))
 	for i := range recs {
 		r := &recs[i]
 		if r.Flags&samples.FlagDuplicate != 0 {
@@ -497,37 +672,50 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 		if r.Flags&samples.FlagReordered != 0 {
 			base.Reordered++
 		}
-		lost, notSent := classify(r, hasSender, hasCapture)
-		switch {
+		class[i] = classify(r, hasSender, hasCapture)
+		switch class[i] {
 		case notSent:
 			base.NotSent++
 		case lost:
 			base.Lost++
-		default:
-			use[i] = true
-			completed++
+		case late:
+			base.Late++
 		}
 	}
-	vals := make([]int64, 0, completed)
-	scratch := make([]int64, completed)
+	vals := make([]int64, 0, len(recs))
+	scratch := make([]int64, len(recs))
 	var top []WorstSample
 	var notes []string
 	for _, m := range MetricNames {
+		pop := population(m)
+		members := 0
+		for _, c := range class {
+			if c&pop != 0 {
+				members++
+			}
+		}
 		for pos, src := range candidates(m, j) {
 			vals = vals[:0]
 			top = top[:0]
+			negative := 0
 			for i := range recs {
-				if !use[i] {
+				if class[i]&pop == 0 {
 					continue
 				}
-				if v, ok := src.Value(&recs[i]); ok {
-					vals = append(vals, v)
-					if m == Headline {
-						top = keepLargest(top, WorstSample{Round: k, Seq: recs[i].Seq, ValueNS: v, AtNS: int64(i)}, WorstSamples)
-					}
+				v, ok := src.Value(&recs[i])
+				if !ok {
+					continue
+				}
+				if v < 0 && !signed(m) {
+					negative++
+					continue
+				}
+				vals = append(vals, v)
+				if m == Headline {
+					top = keepLargest(top, WorstSample{Round: k, Seq: recs[i].Seq, ValueNS: v, AtNS: int64(i)}, WorstSamples)
 				}
 			}
-			if len(vals) == 0 && completed > 0 {
+			if len(vals)+negative == 0 && members > 0 {
 				// The header lists the clocks but no record has the stamps
 				// (e.g. hardware RX granted, TX not): the source does not
 				// exist in this round.
@@ -551,11 +739,12 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 			}
 			c := base
 			c.N = len(vals)
-			c.Missing = completed - len(vals)
-			sortInt64(vals, scratch)
+			c.Negative = negative
+			c.Missing = members - len(vals) - negative
+			sortInt64(vals, scratch[:len(vals)])
 			st := computeSorted(vals)
 			if m == Headline {
-				a.scatter = append(a.scatter, thin(recs, use, &src, k, opt.ScatterPoints, &st))
+				a.scatter = append(a.scatter, thin(recs, class, pop, &src, k, opt.ScatterPoints, &st))
 				for _, ws := range top {
 					ws.At, ws.AtNS = realtimeStamp(j, &recs[ws.AtNS]) // AtNS held the record index
 					a.worst = append(a.worst, ws)
@@ -585,7 +774,7 @@ func roundStats(k int, c Counts, st *Stats) RoundStats {
 // thin keeps the headline samples of one round for the scatter plot: all
 // above the round's p99 (the tail is what the plot is for) and every
 // stride-th of the others.
-func thin(recs []samples.Record, use []bool, src *Source, k, maxPoints int, st *Stats) ScatterRound {
+func thin(recs []samples.Record, class []uint8, pop uint8, src *Source, k, maxPoints int, st *Stats) ScatterRound {
 	sr := ScatterRound{Round: k, Stride: 1}
 	p99, ok := st.Value(P99)
 	if !ok {
@@ -594,11 +783,11 @@ func thin(recs []samples.Record, use []bool, src *Source, k, maxPoints int, st *
 	sr.Stride = max(1, (st.N+maxPoints-1)/maxPoints)
 	n := 0
 	for i := range recs {
-		if !use[i] {
+		if class[i]&pop == 0 {
 			continue
 		}
 		v, ok := src.Value(&recs[i])
-		if !ok {
+		if !ok || v < 0 { // the headline is never signed: a negative value is not a sample
 			continue
 		}
 		if v > p99 || n%sr.Stride == 0 {
@@ -641,6 +830,8 @@ func summarize(rounds []RoundStats) Summary {
 		}
 		s.N += r.N
 		s.Lost += r.Lost
+		s.Late += r.Late
+		s.Negative += r.Negative
 		s.NotSent += r.NotSent
 		s.Duplicated += r.Duplicated
 		s.Reordered += r.Reordered

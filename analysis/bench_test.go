@@ -14,7 +14,7 @@ import (
 func benchInput(b *testing.B, perRound int) *Input {
 	b.Helper()
 	spec := genSpec{Arms: []string{"base", "other"}, Count: perRound, Warmup: 2, Seed: 7, Capture: true}
-	ck := clockMap(samples.TxSW, samples.RxSW, samples.ReqRxSW, samples.RepTxSW, samples.CapReq, samples.CapRep)
+	ck := clockMap(samples.TxSW, samples.RxSW, samples.ReqRxSW, samples.RepTxSW, samples.CapReqSW, samples.CapRepSW)
 	in := &Input{Run: "bench", Warmup: 2, Baseline: "base"}
 	for ai, name := range spec.Arms {
 		snd, rsp, cpt := genRound(spec, ai, 0)

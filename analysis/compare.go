@@ -9,7 +9,10 @@ const (
 	VerdictUndersampled = "undersampled"
 	VerdictNoData       = "no data"
 	VerdictClocks       = "different clocks: not comparable"
-	VerdictNoCI         = "no verdict: max has no CI, needs ≥ 2 rounds a side"
+	// VerdictIndicative: the rule says different, but with these round
+	// counts identical arms are called different too often (≥
+	// MaxFalsePositive) for it to be a verdict.
+	VerdictIndicative = "indicative only: too few rounds for a verdict"
 )
 
 // CompareStats are the statistics compared, in order.
@@ -20,10 +23,14 @@ var CompareStats = []string{"median", "p99", "p99.9", "worst"}
 // Ratio = this / ref, both from the across-round medians.
 //
 // Verdict rule: "real difference" when the round ranges [min–max] do not
-// overlap AND the 95 % interval envelopes (Summary.CI) do not overlap; for
-// worst (no interval) the ranges alone decide, with ≥ 2 rounds a side.
-// "undersampled" when the percentile is undersampled in any round of
-// either side; "different clocks" when the sources differ.
+// overlap AND the 95 % interval envelopes (Summary.CI) do not overlap (for
+// worst, which has no interval, the ranges alone), and the rule's
+// false-positive rate for two identical arms with these round counts
+// (RangesDisjointRate; for percentiles the smaller of it and
+// IntervalsDisjointRate) is below MaxFalsePositive; "indicative only" when
+// the rule says different at a higher rate. "undersampled" when the
+// percentile is undersampled in any round of either side; "different
+// clocks" when the sources differ.
 type Comparison struct {
 	Metric        string   `json:"metric"`
 	Stat          string   `json:"stat"`
@@ -37,6 +44,9 @@ type Comparison struct {
 	Ratio         *float64 `json:"ratio"`
 	RangesOverlap *bool    `json:"ranges_overlap"`
 	CIsOverlap    *bool    `json:"cis_overlap"`
+	// FalsePositive is the rule's false-positive rate (an upper bound for
+	// percentiles) with these round counts; null without a verdict rule.
+	FalsePositive *float64 `json:"false_positive_rate"`
 	Verdict       string   `json:"verdict"`
 }
 
@@ -62,7 +72,7 @@ func CompareArms(r *Report, baseline string) []Comparison {
 // CompareRuns compares run b against run a arm by arm (same arm names).
 // Arms present in only one run are listed in notes.
 func CompareRuns(a, b *Report) (cmp []Comparison, notes []string) {
-	cmp = []Comparison{}
+	cmp, notes = []Comparison{}, []string{}
 	for _, m := range MetricNames {
 		for _, bb := range b.Arms {
 			aa := a.Arm(bb.Name)
@@ -118,14 +128,17 @@ func verdict(c *Comparison, st string, this, other *MetricReport) string {
 	if this.Source != other.Source {
 		return VerdictClocks
 	}
+	r, s := c.This.Rounds, c.RefValue.Rounds
 	if st == "worst" {
+		fp := RangesDisjointRate(r, s)
+		c.FalsePositive = &fp
 		switch {
 		case ro:
 			return VerdictNoise
-		case c.This.Rounds >= 2 && c.RefValue.Rounds >= 2:
-			return VerdictReal
+		case fp >= MaxFalsePositive:
+			return VerdictIndicative
 		}
-		return VerdictNoCI
+		return VerdictReal
 	}
 	q := map[string]string{"median": "50", "p99": "99", "p99.9": "99.9"}[st]
 	for _, s := range [][]string{this.Summary.Undersampled, other.Summary.Undersampled} {
@@ -138,10 +151,15 @@ func verdict(c *Comparison, st string, this, other *MetricReport) string {
 	ea, eb := envelope(this, q), envelope(other, q)
 	co := overlap(ea, eb)
 	c.CIsOverlap = &co
-	if !ro && !co {
-		return VerdictReal
+	fp := min(RangesDisjointRate(r, s), IntervalsDisjointRate(r, s))
+	c.FalsePositive = &fp
+	switch {
+	case ro || co:
+		return VerdictNoise
+	case fp >= MaxFalsePositive:
+		return VerdictIndicative
 	}
-	return VerdictNoise
+	return VerdictReal
 }
 
 func envelope(m *MetricReport, q string) CIEnvelope {

@@ -66,8 +66,8 @@ func genRound(spec genSpec, armIdx, k int) (snd, rsp, cpt []samples.Record) {
 		txu := due + 1000 + r.intn(4000)
 		s.T[samples.TxUser] = txu
 		s.T[samples.TxSW] = txu + 2000 + r.intn(500)
-		c.T[samples.CapReq] = s.T[samples.TxSW] + 10_000 + r.intn(200)
-		p.T[samples.ReqRxSW] = c.T[samples.CapReq] + 3000 + r.intn(300)
+		c.T[samples.CapReqSW] = s.T[samples.TxSW] + 10_000 + r.intn(200)
+		p.T[samples.ReqRxSW] = c.T[samples.CapReqSW] + 3000 + r.intn(300)
 		k2u := int64(5000+armIdx*800) + r.intn(1000)
 		if r.intn(100) == 0 { // a tail
 			k2u += r.intn(200_000)
@@ -81,12 +81,12 @@ func genRound(spec genSpec, armIdx, k int) (snd, rsp, cpt []samples.Record) {
 		p.T[samples.ReqRxUser] = p.T[samples.ReqRxSW] + k2u
 		p.T[samples.RepTxUser] = p.T[samples.ReqRxUser] + 1000 + r.intn(500)
 		p.T[samples.RepTxSW] = p.T[samples.RepTxUser] + 2000 + r.intn(300)
-		c.T[samples.CapRep] = p.T[samples.RepTxSW] + 3000 + r.intn(300)
-		s.T[samples.RxSW] = c.T[samples.CapRep] + 10_000 + r.intn(200)
+		c.T[samples.CapRepSW] = p.T[samples.RepTxSW] + 3000 + r.intn(300)
+		s.T[samples.RxSW] = c.T[samples.CapRepSW] + 10_000 + r.intn(200)
 		s.T[samples.RxUser] = s.T[samples.RxSW] + 4000 + r.intn(2000)
 		switch ev {
 		case "lost":
-			s.T[samples.RxSW], s.T[samples.RxUser], c.T[samples.CapRep] = 0, 0, 0
+			s.T[samples.RxSW], s.T[samples.RxUser], c.T[samples.CapRepSW] = 0, 0, 0
 		case "late":
 			s.Flags |= samples.FlagLate
 		case "dup":
@@ -94,7 +94,7 @@ func genRound(spec genSpec, armIdx, k int) (snd, rsp, cpt []samples.Record) {
 		case "reord":
 			s.Flags |= samples.FlagReordered
 		case "nocap": // capture missed the reply: missing for turnaround
-			c.T[samples.CapRep] = 0
+			c.T[samples.CapRepSW] = 0
 		}
 		snd, rsp, cpt = append(snd, s), append(rsp, p), append(cpt, c)
 	}
@@ -140,7 +140,7 @@ func writeRun(t testing.TB, dir string, spec genSpec) {
 			write(samples.RoleSender, snd, clockMap(samples.TxSW, samples.RxSW), samples.Counters{Sent: uint64(len(snd))})
 			write(samples.RoleResponder, rsp, clockMap(samples.ReqRxSW, samples.RepTxSW), samples.Counters{Received: uint64(len(rsp))})
 			if spec.Capture {
-				write(samples.RoleCapture, cpt, clockMap(samples.CapReq, samples.CapRep), samples.Counters{})
+				write(samples.RoleCapture, cpt, clockMap(samples.CapReqSW, samples.CapRepSW), samples.Counters{})
 			}
 		}
 	}

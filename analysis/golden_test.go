@@ -94,11 +94,11 @@ func TestGoldenCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := rep.Arm("base").Metrics[Turnaround]
-	if base.Source != "capture sw" || base.Formula != "cap_rep − cap_req" {
+	if base.Source != "capture sw" || base.Formula != "cap_rep_sw − cap_req_sw" {
 		t.Fatalf("source %q formula %q", base.Source, base.Formula)
 	}
 	r1 := base.Rounds[1]
-	// 198 after warm-up: seq 5 lost, seq 150 has no cap_rep (missing).
+	// 198 after warm-up: seq 5 lost, seq 150 has no cap_rep_sw (missing).
 	if r1.Lost != 1 || r1.Duplicated != 1 || r1.Reordered != 1 || r1.Missing != 1 || r1.N != 196 {
 		t.Fatalf("base round 1 turnaround counts %+v", r1.Counts)
 	}
@@ -108,16 +108,31 @@ func TestGoldenCounts(t *testing.T) {
 	if r2 := base.Rounds[2]; r2.NotSent != 1 || r2.N != 197 {
 		t.Fatalf("base round 2 counts %+v", r2.Counts)
 	}
-	// isolated round 0: seq 1 is lost but in the warm-up; seq 11 is late.
-	if r0 := rep.Arm("isolated").Metrics[Turnaround].Rounds[0]; r0.Lost != 1 || r0.Duplicated != 1 || r0.N != 197 {
+	// isolated round 0: seq 1 is lost but in the warm-up; seq 11 is late:
+	// not in the turnaround, but in lateness and rtt_from_due.
+	if r0 := rep.Arm("isolated").Metrics[Turnaround].Rounds[0]; r0.Lost != 0 || r0.Late != 1 || r0.Duplicated != 1 || r0.N != 197 {
 		t.Fatalf("isolated round 0 counts %+v", r0.Counts)
 	}
-	// Every post-warm-up request is in exactly one bucket.
+	for _, m := range []string{Lateness, RTTFromDue} {
+		if r0 := rep.Arm("isolated").Metrics[m].Rounds[0]; r0.Late != 1 || r0.N != 198 {
+			t.Fatalf("isolated round 0 %s counts %+v: the late reply belongs in n", m, r0.Counts)
+		}
+	}
+	// Every post-warm-up request is in exactly one bucket: n, missing and
+	// negative within the metric's population, and the classes outside it.
 	for _, a := range rep.Arms {
 		for m, mr := range a.Metrics {
 			for _, rs := range mr.Rounds {
-				if tot := rs.N + rs.Lost + rs.NotSent + rs.Missing; tot != goldenSpec.Count-goldenSpec.Warmup {
-					t.Errorf("%s %s round %d: n+lost+not_sent+missing = %d", a.Name, m, rs.Round, tot)
+				tot := rs.N + rs.Missing + rs.Negative + rs.NotSent
+				switch m {
+				case Lateness:
+				case RTTFromDue:
+					tot += rs.Lost
+				default:
+					tot += rs.Lost + rs.Late
+				}
+				if tot != goldenSpec.Count-goldenSpec.Warmup {
+					t.Errorf("%s %s round %d: %+v do not add up to %d", a.Name, m, rs.Round, rs.Counts, goldenSpec.Count-goldenSpec.Warmup)
 				}
 				// The warm-up samples are 900 µs slow: none may show.
 				if m == KernelToUser && *rs.WorstNS >= 900_000 {

@@ -25,7 +25,13 @@ type Input struct {
 	StartedAt, EndedAt string
 	// Warmup from the manifest; −1 when unknown (then each round's sample
 	// header decides).
-	Warmup   int
+	Warmup int
+	// Interrupted is the manifest's reason when the run did not finish.
+	Interrupted string
+	// Expect are the roles whose sample file every round must have; a
+	// round lacking one is left out of the statistics. Empty: no check
+	// (synthetic rounds).
+	Expect   []samples.Role
 	Arms     []InputArm
 	Problems []string
 }
@@ -74,9 +80,25 @@ func Load(run string) (*Input, error) {
 		}
 	} else {
 		in.RunID, in.Scenario, in.Baseline, in.Warmup = m.RunID, m.Scenario, m.Baseline, m.Warmup
-		in.StartedAt, in.EndedAt = m.StartedAt, m.EndedAt
+		in.StartedAt, in.EndedAt, in.Interrupted = m.StartedAt, m.EndedAt, m.Interrupted
+		if m.Warmup < 0 {
+			in.Problems = append(in.Problems, fmt.Sprintf("%s: warmup %d is not a count; the sample headers' warm-up is used",
+				filepath.Join(run, rundir.ManifestFile), m.Warmup))
+			in.Warmup = -1
+		}
 		for _, a := range m.Arms {
+			if slices.ContainsFunc(in.Arms, func(b InputArm) bool { return b.Name == a.Name }) {
+				in.Problems = append(in.Problems, fmt.Sprintf("%s: arm %q listed twice; reported once",
+					filepath.Join(run, rundir.ManifestFile), a.Name))
+				continue
+			}
 			in.Arms = append(in.Arms, InputArm{Name: a.Name, Skipped: a.Skipped})
+		}
+		for _, h := range m.Hosts {
+			if slices.Contains(h.Roles, string(samples.RoleCapture)) {
+				in.Expect = append(in.Expect, samples.RoleCapture)
+				break
+			}
 		}
 		for _, d := range onDisk {
 			if !slices.ContainsFunc(in.Arms, func(a InputArm) bool { return a.Name == d }) {
@@ -91,16 +113,31 @@ func Load(run string) (*Input, error) {
 		}
 		return nil, fmt.Errorf("%s: no arms (no manifest arms and no %s/*/round-*/ directories)", run, rundir.ArmsDir)
 	}
+	capture := false
 	for i := range in.Arms {
 		a := &in.Arms[i]
-		ks, err := roundNumbers(filepath.Join(run, rundir.ArmsDir, a.Name))
+		ks, stray, err := roundNumbers(filepath.Join(run, rundir.ArmsDir, a.Name))
 		if err != nil && a.Skipped == "" {
 			in.Problems = append(in.Problems, fmt.Sprintf("arm %q: %v", a.Name, err))
+		}
+		for _, d := range stray {
+			in.Problems = append(in.Problems, fmt.Sprintf("%s: not a round directory (want round-<k>, k = 0, 1, …); ignored",
+				filepath.Join(run, rundir.ArmsDir, a.Name, d)))
 		}
 		for _, k := range ks {
 			dir := rundir.RoundDir(run, a.Name, k)
 			a.Rounds = append(a.Rounds, InputRound{K: k, Dir: dir, Load: func() (*samples.Joined, error) { return samples.JoinDir(dir) }})
+			if _, err := os.Lstat(filepath.Join(dir, samples.FileName(samples.RoleCapture))); err == nil {
+				capture = true
+			}
 		}
+	}
+	// Every round of a run has a sender and a responder file, and a capture
+	// file when the run had a capture (the manifest says so, or another
+	// round has one).
+	in.Expect = append([]samples.Role{samples.RoleSender, samples.RoleResponder}, in.Expect...)
+	if capture && !slices.Contains(in.Expect, samples.RoleCapture) {
+		in.Expect = append(in.Expect, samples.RoleCapture)
 	}
 	return in, nil
 }
@@ -116,34 +153,36 @@ func armDirs(run string) ([]string, error) {
 		if !e.IsDir() {
 			continue
 		}
-		if ks, _ := roundNumbers(filepath.Join(run, rundir.ArmsDir, e.Name())); len(ks) > 0 {
+		if ks, _, _ := roundNumbers(filepath.Join(run, rundir.ArmsDir, e.Name())); len(ks) > 0 {
 			out = append(out, e.Name())
 		}
 	}
 	return out, nil
 }
 
-// roundNumbers lists k of the round-<k> directories, ascending.
-func roundNumbers(armDir string) ([]int, error) {
+// roundNumbers lists k of the round-<k> directories, ascending, and the
+// entries named round-… that are not one (round--1, round-abc, round-01,
+// a file): the runner never writes them, so they are damage to report.
+func roundNumbers(armDir string) (ks []int, stray []string, err error) {
 	ents, err := os.ReadDir(armDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var ks []int
 	for _, e := range ents {
 		s, ok := strings.CutPrefix(e.Name(), "round-")
-		if !ok || !e.IsDir() {
+		if !ok {
 			continue
 		}
 		k, err := strconv.Atoi(s)
-		if err != nil || k < 0 {
+		if err != nil || k < 0 || strconv.Itoa(k) != s || !e.IsDir() {
+			stray = append(stray, e.Name())
 			continue
 		}
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
 	if len(ks) == 0 {
-		return nil, fmt.Errorf("%s: no round-<k> directories", armDir)
+		return nil, stray, fmt.Errorf("%s: no round-<k> directories", armDir)
 	}
-	return ks, nil
+	return ks, stray, nil
 }

@@ -40,13 +40,16 @@ var MetricDoc = map[string]string{
 // must be non-zero or the record is "missing" for the metric.
 type Source struct {
 	Label   string // "capture sw", "responder hw", "sender sw→user"…
-	Formula string // "cap_rep − cap_req"
+	Formula string // "cap_rep_sw − cap_req_sw"
 	A, B    samples.Stamp
 	Sub     bool
 	C, D    samples.Stamp
 	// Clock is the clock both (all) stamps share: "CLOCK_REALTIME" or
 	// "phc eth1/phc0".
 	Clock string
+	// Note is what the sample headers say about the clocks used, e.g. that
+	// hardware stamps were requested and did not arrive ("" when nothing).
+	Note string
 }
 
 // Value returns the metric value of r and whether r carries every stamp.
@@ -67,7 +70,7 @@ func (s *Source) Value(r *samples.Record) (int64, bool) {
 }
 
 // userStamps are taken with clock_gettime(CLOCK_REALTIME) by the programs
-// themselves (DESIGN §1); a file that carries the column has them even when
+// themselves (README: What rig measures); a file that carries the column has them even when
 // its header lists no clock for it.
 var userStamps = map[samples.Stamp]bool{
 	samples.Due: true, samples.TxUser: true, samples.ReqRxUser: true, samples.RepTxUser: true, samples.RxUser: true,
@@ -117,7 +120,11 @@ func pair(j *samples.Joined, who string, a, b samples.Stamp, sameSource bool) (S
 		}
 		label = who + " " + ca.Source + "→" + cb.Source
 	}
-	return Source{Label: label, Formula: b.String() + " − " + a.String(), A: a, B: b, Clock: clockName(ca)}, true
+	note := ca.Note
+	if cb.Note != "" && cb.Note != note {
+		note = strings.TrimPrefix(note+"; "+cb.Note, "; ")
+	}
+	return Source{Label: label, Formula: b.String() + " − " + a.String(), A: a, B: b, Clock: clockName(ca), Note: note}, true
 }
 
 // candidates returns the sources metric m could use in round j, best first.
@@ -131,7 +138,8 @@ func candidates(m string, j *samples.Joined) []Source {
 	}
 	switch m {
 	case Turnaround:
-		add(pair(j, "capture", samples.CapReq, samples.CapRep, true))
+		add(pair(j, "capture", samples.CapReqHW, samples.CapRepHW, true))
+		add(pair(j, "capture", samples.CapReqSW, samples.CapRepSW, true))
 		add(pair(j, "responder", samples.ReqRxHW, samples.RepTxHW, true))
 		add(pair(j, "responder", samples.ReqRxSW, samples.RepTxSW, true))
 		add(pair(j, "responder", samples.ReqRxUser, samples.RepTxUser, true))

@@ -15,12 +15,15 @@ func WriteReportMD(w io.Writer, r *Report, plots []Plot) error {
 	fmt.Fprintf(b, "# rig report: %s\n\n", r.Run)
 	fmt.Fprintf(b, "Run id %s, scenario %s. Baseline arm: %s. Headline metric: %s. Arms: %s.\n\n",
 		orDash(r.RunID), orDash(r.Scenario), orDash(r.Baseline), r.Headline, strings.Join(r.armNames(), ", "))
+	writeStatusMD(b, r)
 	writeRulesMD(b, r)
 	for _, m := range r.metricsPresent() {
 		t := metricTable(r, m)
 		t.md(b)
 	}
 	t := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
+	t.md(b)
+	t = roundsTable(r)
 	t.md(b)
 	writeThreadsMD(b, r)
 	if len(plots) > 0 {
@@ -89,6 +92,8 @@ table.tel td{white-space:normal;text-align:left}
 <h1>rig report: {{.R.Run}}</h1>
 <p>Run id {{or .R.RunID "—"}}, scenario {{or .R.Scenario "—"}}. Baseline arm: <b>{{or .R.Baseline "—"}}</b>. Headline metric: {{.R.Headline}}.
 Arms: {{range $i, $a := .R.Arms}}{{if $i}}, {{end}}<span class="arm">{{$a.Name}}</span>{{end}}.</p>
+{{if .R.Interrupted}}<p class="problem"><b>The run was interrupted</b> ({{.R.Interrupted}}): the rounds it cut short are left out, the rounds it never ran are absent.</p>{{end}}
+{{if .LeftOut}}<p class="problem"><b>{{len .LeftOut}} round(s) left out of every table</b>: {{range $i, $x := .LeftOut}}{{if $i}}, {{end}}{{$x}}{{end}} (why: Rounds table and Problems).</p>{{end}}
 <h2>Rules</h2>
 <ul>
 <li>Warm-up W={{.R.Rules.Warmup}}: {{.R.Rules.WarmupRule}}.</li>
@@ -97,6 +102,8 @@ Arms: {{range $i, $a := .R.Arms}}{{if $i}}, {{end}}<span class="arm">{{$a.Name}}
 <li>Confidence: {{.R.Rules.CI}}.</li>
 <li>† undersampled: {{.R.Rules.Undersampled}}.</li>
 <li>Counts: {{.R.Rules.Population}}.</li>
+<li>Incomplete rounds: {{.R.Rules.Incomplete}}.</li>
+<li>Verdicts: {{.R.Rules.Verdict}}.</li>
 <li>Units: {{.R.Rules.Units}}.</li>
 </ul>
 {{range .Tables}}<h2>{{.Title}}</h2>
@@ -134,7 +141,7 @@ func WriteReportHTML(w io.Writer, r *Report, plots []Plot) error {
 	for _, m := range r.metricsPresent() {
 		tables = append(tables, metricTable(r, m))
 	}
-	tables = append(tables, comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline", "arm"))
+	tables = append(tables, comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline", "arm"), roundsTable(r))
 	if t := threadsTable(r); len(t.Rows) > 0 {
 		tables = append(tables, t)
 	}
@@ -143,5 +150,5 @@ func WriteReportHTML(w io.Writer, r *Report, plots []Plot) error {
 		hp = append(hp, hplot{Title: p.Title, Caption: p.Caption,
 			Data: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(p.PNG))})
 	}
-	return htmlTmpl.Execute(w, map[string]any{"R": r, "Tables": tables, "Plots": hp, "TelemetryNone": telemetryNone(r)})
+	return htmlTmpl.Execute(w, map[string]any{"R": r, "Tables": tables, "Plots": hp, "TelemetryNone": telemetryNone(r), "LeftOut": r.leftOut()})
 }

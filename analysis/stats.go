@@ -298,3 +298,45 @@ func SpreadOf(vals []int64) (Spread, bool) {
 	slices.Sort(v)
 	return Spread{MedianNS: Percentile(v, P50), MinNS: v[0], MaxNS: v[len(v)-1], Rounds: len(v)}, true
 }
+
+// MaxFalsePositive is the highest false-positive rate (the chance that two
+// arms drawn from one distribution are called different) at which a
+// comparison still gives a verdict; above it the verdict is indicative.
+const MaxFalsePositive = 0.01
+
+// RangesDisjointRate is the probability that the per-round values of two
+// identical arms, r and s rounds drawn from one continuous distribution,
+// have ranges [min–max] that do not overlap: of the (r+s)! equally likely
+// orders of the r+s values, r!·s! put all of one arm below all of the
+// other, and there are two such arrangements, so
+//
+//	2·r!·s!/(r+s)! = 2 / C(r+s, r)
+//
+// (1/3 at 2 and 2 rounds, 1/10 at 3 and 3, 2/252 ≈ 0.79 % at 5 and 5). It
+// is 1 when a side has no round.
+func RangesDisjointRate(r, s int) float64 {
+	if r <= 0 || s <= 0 {
+		return 1
+	}
+	// C(r+s, r) as a product of ratios: exact enough in float64 and free
+	// of overflow for any round count a run can have.
+	c := 1.0
+	for i := 1; i <= min(r, s); i++ {
+		c = c * float64(r+s-min(r, s)+i) / float64(i)
+	}
+	return min(1, 2/c)
+}
+
+// IntervalsDisjointRate bounds the probability that the 95 % interval
+// envelopes (Summary.CI: the lowest low and highest high over the rounds)
+// of two identical arms with r and s rounds do not overlap. Each round's
+// interval lies wholly above the true percentile with probability at most
+// 2.5 % and wholly below it with at most 2.5 % (CIRanks), so an envelope
+// misses it on one side with at most 0.025^r; two envelopes can only be
+// disjoint when one of them misses it, hence at most 2·(0.025^r + 0.025^s).
+func IntervalsDisjointRate(r, s int) float64 {
+	if r <= 0 || s <= 0 {
+		return 1
+	}
+	return min(1, 2*(math.Pow(0.025, float64(r))+math.Pow(0.025, float64(s))))
+}

@@ -177,14 +177,14 @@ func TestWarmupBruteForce(t *testing.T) {
 			var rec samples.Record
 			rec.Seq = seq
 			seq += 1 + uint64(r.IntN(3)) // gaps: warm-up is by sequence, not position
-			rec.T[samples.CapReq] = 1_000_000 + int64(r.IntN(1000))
-			rec.T[samples.CapRep] = rec.T[samples.CapReq] + int64(r.ExpFloat64()*5000) + 1
+			rec.T[samples.CapReqSW] = 1_000_000 + int64(r.IntN(1000))
+			rec.T[samples.CapRepSW] = rec.T[samples.CapReqSW] + int64(r.ExpFloat64()*5000) + 1
 			rec.T[samples.RxSW] = 1 // a reply arrived: not lost
 			recs = append(recs, rec)
 		}
 		j := &samples.Joined{Records: recs, Roles: []samples.Role{samples.RoleCapture},
-			Clocks: clockMap(samples.CapReq, samples.CapRep)}
-		j.Present[samples.CapReq], j.Present[samples.CapRep] = true, true
+			Clocks: clockMap(samples.CapReqSW, samples.CapRepSW)}
+		j.Present[samples.CapReqSW], j.Present[samples.CapRepSW] = true, true
 		in := &Input{Run: "x", Warmup: w, Arms: []InputArm{{Name: "a", Rounds: []InputRound{{K: 0, Load: func() (*samples.Joined, error) { return j, nil }}}}}}
 		rep, err := Analyze(in, Options{})
 		if err != nil {
@@ -193,7 +193,7 @@ func TestWarmupBruteForce(t *testing.T) {
 		var ref []int64
 		for _, rec := range recs {
 			if rec.Seq >= uint64(w) {
-				ref = append(ref, rec.T[samples.CapRep]-rec.T[samples.CapReq])
+				ref = append(ref, rec.T[samples.CapRepSW]-rec.T[samples.CapReqSW])
 			}
 		}
 		slices.Sort(ref)
@@ -262,8 +262,8 @@ func TestCIRanksLarge(t *testing.T) {
 // The per-sample path of a round (metric value, radix sort into a reused
 // buffer) allocates nothing.
 func TestHotPathAllocs(t *testing.T) {
-	j := joined(clockMap(samples.CapReq, samples.CapRep), samples.RoleCapture)
-	src, ok := pair(j, "capture", samples.CapReq, samples.CapRep, true)
+	j := joined(clockMap(samples.CapReqSW, samples.CapRepSW), samples.RoleCapture)
+	src, ok := pair(j, "capture", samples.CapReqSW, samples.CapRepSW, true)
 	if !ok {
 		t.Fatal("no capture source")
 	}

@@ -108,11 +108,14 @@ func WriteTablesMD(w io.Writer, r *Report) error {
 		fmt.Fprintf(b, "Run id %s, scenario %s. ", orDash(r.RunID), orDash(r.Scenario))
 	}
 	fmt.Fprintf(b, "Baseline arm: %s. Headline metric: %s.\n\n", orDash(r.Baseline), r.Headline)
+	writeStatusMD(b, r)
 	writeRulesMD(b, r)
 	for _, m := range r.metricsPresent() {
 		writeMetricTable(b, r, m)
 	}
 	writeComparisonMD(b, "Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
+	t := roundsTable(r)
+	t.md(b)
 	writeThreadsMD(b, r)
 	writeProblemsMD(b, r)
 	_, err := io.WriteString(w, b.String())
@@ -151,6 +154,66 @@ func threadsTable(r *Report) table {
 	return t
 }
 
+// status is the run's state in one line when it is not clean: interrupted,
+// rounds left out; "" for a run whose every round was used.
+func (r *Report) status() string {
+	var parts []string
+	if r.Interrupted != "" {
+		parts = append(parts, "**The run was interrupted** ("+r.Interrupted+").")
+	}
+	if out := r.leftOut(); len(out) > 0 {
+		parts = append(parts, fmt.Sprintf("**%d round(s) left out of every table**: %s (why: Rounds table and Problems).", len(out), strings.Join(out, ", ")))
+	}
+	return strings.Join(parts, " ")
+}
+
+// leftOut names the rounds left out of the statistics ("base round 2").
+func (r *Report) leftOut() []string {
+	var out []string
+	for _, a := range r.Arms {
+		for _, ra := range a.Accounting {
+			if len(ra.LeftOut) > 0 {
+				out = append(out, fmt.Sprintf("%s round %d", a.Name, ra.Round))
+			}
+		}
+	}
+	return out
+}
+
+func writeStatusMD(b *strings.Builder, r *Report) {
+	if st := r.status(); st != "" {
+		fmt.Fprintf(b, "%s\n\n", st)
+	}
+}
+
+// roundsTable is what happened to every round, used or left out: the
+// requests after warm-up and the garbage each role saw.
+func roundsTable(r *Report) table {
+	t := table{Title: "Rounds",
+		Caption: "Every round on disk. Requests after warm-up: sent = answered + late + lost; late = a reply more than the reply timeout after its send; lost = no reply; not sent = the sender stopped or failed to send. " +
+			"Foreign = datagrams that were not this round's requests or replies (other runs, arms, rounds or directions, not rig packets), malformed = rig packets that do not parse, per role (sender/responder/capture); " +
+			"capture drops = frames the capture's kernel dropped (receive buffer full). A round is left out of every statistic when a sample file it needs is missing, the sender stopped early, or the responder or capture failed.",
+		Head: []string{"arm", "round", "used", "sent", "answered", "late", "lost", "not sent", "foreign snd/rsp/cap", "malformed snd/rsp/cap", "capture drops"}}
+	per := func(m map[samples.Role]uint64) string {
+		return fmt.Sprintf("%d/%d/%d", m[samples.RoleSender], m[samples.RoleResponder], m[samples.RoleCapture])
+	}
+	for _, a := range r.Arms {
+		for _, ra := range a.Accounting {
+			used := "yes"
+			if len(ra.LeftOut) > 0 {
+				used = "left out: " + strings.Join(ra.LeftOut, "; ")
+			}
+			t.Rows = append(t.Rows, []string{a.Name, strconv.Itoa(ra.Round), used, strconv.Itoa(ra.Sent), strconv.Itoa(ra.Answered),
+				strconv.Itoa(ra.Late), strconv.Itoa(ra.Lost), strconv.Itoa(ra.NotSent), per(ra.Foreign), per(ra.Malformed),
+				strconv.FormatUint(ra.CaptureDrops, 10)})
+		}
+	}
+	if len(t.Rows) == 0 {
+		t.Caption = "No round was read."
+	}
+	return t
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "—"
@@ -162,13 +225,15 @@ func quote(s string) string { return "`" + s + "`" }
 
 func writeRulesMD(b *strings.Builder, r *Report) {
 	ru := r.Rules
-	fmt.Fprintf(b, "Rules (DESIGN §2):\n\n")
+	fmt.Fprintf(b, "Rules:\n\n")
 	fmt.Fprintf(b, "- Warm-up W=%d: %s.\n", ru.Warmup, ru.WarmupRule)
 	fmt.Fprintf(b, "- Percentiles: %s. %s.\n", ru.Percentile, capitalize(ru.Worst))
 	fmt.Fprintf(b, "- Rounds: %s.\n", ru.AcrossRounds)
 	fmt.Fprintf(b, "- Confidence: %s.\n", ru.CI)
 	fmt.Fprintf(b, "- † undersampled: %s.\n", ru.Undersampled)
 	fmt.Fprintf(b, "- Counts: %s.\n", ru.Population)
+	fmt.Fprintf(b, "- Incomplete rounds: %s.\n", ru.Incomplete)
+	fmt.Fprintf(b, "- Verdicts: %s.\n", ru.Verdict)
 	fmt.Fprintf(b, "- Units: %s. Each metric uses the stamps of one clock, named in the source column.\n\n", ru.Units)
 }
 
@@ -220,17 +285,17 @@ func metricTable(r *Report, m string) table {
 		"per round exact nearest-rank sorted[ceil(q/100·n)−1] after warm-up W=%d (first %d samples of each round excluded); "+
 		"worst = max after warm-up; p99.9 95 %% CI = envelope of the rounds' order-statistic intervals (\"open\" = not enough samples on that side); "+
 		"source = the one clock used (formula in report.json); "+
-		"n, lost, dup, reord, missing are totals over the rounds; † = undersampled in at least one round.",
-		capitalize(MetricDoc[m]), w, w)
-	t.Head = []string{"arm", "source", "rounds", "n", "median", "p99", "p99.9", "p99.9 95 % CI", fmt.Sprintf("worst (excl. first %d)", w), "lost", "dup", "reord", "missing"}
+		"n, lost, late, dup, reord, missing are totals over the rounds used (%s); missing adds the negative values, never samples, when there are any; † = undersampled in at least one round.",
+		capitalize(MetricDoc[m]), w, w, populationDoc(m))
+	t.Head = []string{"arm", "source", "rounds", "n", "median", "p99", "p99.9", "p99.9 95 % CI", fmt.Sprintf("worst (excl. first %d)", w), "lost", "late", "dup", "reord", "missing"}
 	for _, a := range r.Arms {
 		mr := a.Metrics[m]
 		if a.Skipped != "" {
-			t.Rows = append(t.Rows, []string{a.Name, "skipped: " + a.Skipped, "0", "0", "—", "—", "—", "—", "—", "—", "—", "—", "—"})
+			t.Rows = append(t.Rows, []string{a.Name, "skipped: " + a.Skipped, "0", "0", "—", "—", "—", "—", "—", "—", "—", "—", "—", "—"})
 			continue
 		}
 		if mr == nil {
-			t.Rows = append(t.Rows, []string{a.Name, "not available", strconv.Itoa(len(a.Rounds)), "0", "—", "—", "—", "—", "—", "—", "—", "—", "—"})
+			t.Rows = append(t.Rows, []string{a.Name, "not available", strconv.Itoa(len(a.Rounds)), "0", "—", "—", "—", "—", "—", "—", "—", "—", "—", "—"})
 			continue
 		}
 		s := &mr.Summary
@@ -243,9 +308,30 @@ func metricTable(r *Report, m string) table {
 		}
 		t.Rows = append(t.Rows, []string{a.Name, mr.Source, strconv.Itoa(len(mr.Rounds)), strconv.Itoa(s.N),
 			u("50", s.Median), u("99", s.P99), u("99.9", s.P999), ciCell(s, "99.9"), cell(s.Worst),
-			strconv.Itoa(s.Lost), strconv.Itoa(s.Duplicated), strconv.Itoa(s.Reordered), strconv.Itoa(s.Missing)})
+			strconv.Itoa(s.Lost), strconv.Itoa(s.Late), strconv.Itoa(s.Duplicated), strconv.Itoa(s.Reordered), missingCell(s.Counts)})
+		if mr.Note != "" {
+			t.Caption += fmt.Sprintf(" Arm %s, source %s: %s.", a.Name, mr.Source, strings.TrimSuffix(mr.Note, "."))
+		}
 	}
 	return t
+}
+
+// populationDoc says which requests metric m covers (population).
+func populationDoc(m string) string {
+	switch m {
+	case Lateness:
+		return "lateness covers every sent request, lost and late ones included"
+	case RTTFromDue:
+		return "rtt_from_due covers every reply, late ones included"
+	}
+	return "the answered requests: lost and late ones are not in n"
+}
+
+func missingCell(c Counts) string {
+	if c.Negative > 0 {
+		return fmt.Sprintf("%d + %d negative", c.Missing, c.Negative)
+	}
+	return strconv.Itoa(c.Missing)
 }
 
 func writeMetricTable(b *strings.Builder, r *Report, m string) {
@@ -263,8 +349,11 @@ func comparisonTable(title string, cs []Comparison, refWord, thisWord string) ta
 	}
 	t.Caption = fmt.Sprintf("Δ = %s − %s and ratio = %s / %s of the across-round medians (µs). "+
 		"Real difference: the round ranges do not overlap and the 95 %% interval envelopes do not overlap "+
-		"(worst: ranges only, ≥ 2 rounds a side); undersampled cells claim nothing.", thisWord, refWord, thisWord, refWord)
-	t.Head = []string{"metric", "arm", "stat", refWord, thisWord, "Δ", "ratio", "verdict"}
+		"(worst: ranges only), and the rule's false-positive rate for identical arms is below %.0f %%; \"indicative only\" above it. "+
+		"False positives: ranges rule 2·r!·s!/(r+s)! with r and s rounds a side (33 %% at 2 and 2, 10 %% at 3 and 3, 0.79 %% at 5 and 5); "+
+		"percentiles at most the smaller of that and 2·(0.025^r + 0.025^s) (the interval envelopes). Undersampled cells claim nothing.",
+		thisWord, refWord, thisWord, refWord, 100*MaxFalsePositive)
+	t.Head = []string{"metric", "arm", "stat", refWord, thisWord, "Δ", "ratio", "false positives", "verdict"}
 	for _, c := range cs {
 		d, ra := "—", "—"
 		if c.DeltaNS != nil {
@@ -276,9 +365,23 @@ func comparisonTable(title string, cs []Comparison, refWord, thisWord string) ta
 		if c.Ratio != nil {
 			ra = strconv.FormatFloat(*c.Ratio, 'f', 3, 64)
 		}
-		t.Rows = append(t.Rows, []string{c.Metric, c.Arm, c.Stat, cell(c.RefValue), cell(c.This), d, ra, c.Verdict})
+		t.Rows = append(t.Rows, []string{c.Metric, c.Arm, c.Stat, cell(c.RefValue), cell(c.This), d, ra, rateCell(c.FalsePositive), c.Verdict})
 	}
 	return t
+}
+
+// rateCell prints a false-positive rate as a percentage: "33 %", "0.79 %",
+// "< 0.01 %"; "—" without one.
+func rateCell(p *float64) string {
+	switch {
+	case p == nil:
+		return "—"
+	case *p < 0.0001:
+		return "< 0.01 %"
+	case *p < 0.1:
+		return strconv.FormatFloat(100**p, 'f', 2, 64) + " %"
+	}
+	return strconv.FormatFloat(100**p, 'f', 0, 64) + " %"
 }
 
 func writeComparisonMD(b *strings.Builder, title string, cs []Comparison, refWord, thisWord string) {
@@ -307,7 +410,7 @@ func writeProblemsMD(b *strings.Builder, r *Report) {
 var CSVHeader = []string{"run", "arm", "metric", "source", "clock", "round", "warmup",
 	"n", "lost", "not_sent", "duplicated", "reordered", "missing",
 	"min_ns", "median_ns", "p90_ns", "p99_ns", "p999_ns", "p9999_ns", "worst_ns",
-	"p999_ci_low_ns", "p999_ci_high_ns", "undersampled"}
+	"p999_ci_low_ns", "p999_ci_high_ns", "undersampled", "late", "negative"}
 
 // WriteTablesCSV writes tables.csv: one row per arm × metric × round.
 func WriteTablesCSV(w io.Writer, r *Report) error {
@@ -342,7 +445,7 @@ func WriteTablesCSV(w io.Writer, r *Report) error {
 					strconv.Itoa(rs.N), strconv.Itoa(rs.Lost), strconv.Itoa(rs.NotSent), strconv.Itoa(rs.Duplicated),
 					strconv.Itoa(rs.Reordered), strconv.Itoa(rs.Missing),
 					ns(rs.MinNS), ns(rs.MedianNS), ns(rs.P90NS), ns(rs.P99NS), ns(rs.P999NS), ns(rs.P9999NS), ns(rs.WorstNS),
-					ns(lo), ns(hi), strings.Join(under, " ")}
+					ns(lo), ns(hi), strings.Join(under, " "), strconv.Itoa(rs.Late), strconv.Itoa(rs.Negative)}
 				if err := cw.Write(row); err != nil {
 					return err
 				}
@@ -365,6 +468,11 @@ func WriteJSON(w io.Writer, r *Report) error {
 func WriteComparisonMD(w io.Writer, a, b *Report, cs []Comparison, notes []string) error {
 	sb := &strings.Builder{}
 	fmt.Fprintf(sb, "# rig compare: %s (A) vs %s (B)\n\n", a.Run, b.Run)
+	for _, r := range []*Report{a, b} {
+		if st := r.status(); st != "" {
+			fmt.Fprintf(sb, "%s: %s\n\n", r.Run, st)
+		}
+	}
 	fmt.Fprintf(sb, "Arm by arm: each arm of B against the same arm of A. Warm-up A W=%d, B W=%d; exact nearest-rank percentiles per round, cells median across rounds [min–max], µs with 2 decimals.\n\n",
 		a.Rules.Warmup, b.Rules.Warmup)
 	if a.Rules.Warmup != b.Rules.Warmup {

@@ -16,7 +16,7 @@ import (
 	"github.com/rig-project/rig/internal/samples"
 )
 
-// Telemetry summary: "what else ran on the responder CPU" (DESIGN §6).
+// Telemetry summary: "what else ran on the responder CPU" (README: Telemetry).
 //
 // The contract is the JSON shape of telemetry.json, written by the
 // responder host's agent from internal/telemetry.Result. This package does
@@ -318,7 +318,7 @@ func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
 	for _, rd := range a.Rounds {
 		tr := telRound{k: rd.K}
 		path := filepath.Join(rd.Dir, rundir.Telemetry)
-		b, err := os.ReadFile(path)
+		b, err := rundir.ReadRegular(path) // a FIFO must not hang the report
 		var te telemetryError
 		switch {
 		case errors.Is(err, os.ErrNotExist):
@@ -606,7 +606,7 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 	}
 	slices.Sort(used)
 	bl.Text = fmt.Sprintf("The %d largest %s samples (%s) after warm-up, over all rounds, and the telemetry interval each fell in, found by the request's CLOCK_REALTIME stamp (%s). "+
-		"req_rx_sw, req_rx_user, rep_tx_* are the responder host's clock, the one telemetry uses; cap_req, due, tx_user are another host's realtime clock and are off by its clock error. "+
+		"req_rx_sw, req_rx_user, rep_tx_* are the responder host's clock, the one telemetry uses; cap_req_sw, due, tx_user are another host's realtime clock and are off by its clock error. "+
 		"Interval = its start after the round's first sample, and its length (a sampler starved of CPU makes it longer than nominal); "+
 		"usual = the round's median per-interval rate of the source times that length.",
 		len(a.Worst), a.Metric, orDash(a.Source), orDash(strings.Join(used, ", ")))
@@ -696,7 +696,7 @@ func largest(ws []WorstSample, n int) []WorstSample {
 // realtimeOrder is the preference of stamps to place a sample in time:
 // the responder's own (the telemetry host's clock) first.
 var realtimeOrder = []samples.Stamp{samples.ReqRxSW, samples.ReqRxUser, samples.RepTxUser, samples.RepTxSW,
-	samples.CapReq, samples.Due, samples.TxUser}
+	samples.CapReqSW, samples.Due, samples.TxUser}
 
 // realtimeStamp returns the first stamp of realtimeOrder that rec carries
 // on CLOCK_REALTIME in round j.

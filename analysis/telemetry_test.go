@@ -221,9 +221,9 @@ func TestTelemetryWorstPlacement(t *testing.T) {
 	copyFixture(t, "cpu1-round0.json", d0)
 	a := &TelemetryArm{Arm: "a", Metric: Headline, Source: "responder hw", Rounds: []TelemetryRound{{0, d0}, {1, d1}},
 		Worst: []WorstSample{
-			{Round: 0, Seq: 9, ValueNS: 9000},                                // PHC stamps only
-			{Round: 0, Seq: 8, ValueNS: 8000, At: "cap_req", AtNS: t0 - 1e9}, // before the first interval
-			{Round: 1, Seq: 7, ValueNS: 7000, At: "due", AtNS: t0 + 10e9},    // round without telemetry
+			{Round: 0, Seq: 9, ValueNS: 9000},                                   // PHC stamps only
+			{Round: 0, Seq: 8, ValueNS: 8000, At: "cap_req_sw", AtNS: t0 - 1e9}, // before the first interval
+			{Round: 1, Seq: 7, ValueNS: 7000, At: "due", AtNS: t0 + 10e9},       // round without telemetry
 			{Round: 0, Seq: 100, ValueNS: 6000, At: "req_rx_sw", AtNS: t0 + 100e6},
 		}}
 	bl, err := SummarizeTelemetry(a)
@@ -244,7 +244,7 @@ func TestTelemetryWorstPlacement(t *testing.T) {
 			t.Errorf("row %d %q lacks %q", i, wt.Rows[i], want)
 		}
 	}
-	if !strings.Contains(wt.Text, "(cap_req, due, req_rx_sw)") {
+	if !strings.Contains(wt.Text, "(cap_req_sw, due, req_rx_sw)") {
 		t.Errorf("stamps used not named: %s", wt.Text)
 	}
 	if last := bl[len(bl)-2].Text; !strings.Contains(last, "The 1 worst samples placed (in 1 telemetry intervals) coincide with more than usual: cpu1 irq 36 virtio1-req.0 (1 of 1)") {

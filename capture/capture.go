@@ -1,13 +1,17 @@
 // Package capture timestamps the rig's requests and replies on a mirror or
 // tap port: one AF_PACKET socket receives both directions, so the
-// responder's turnaround (reply − request) is taken on ONE clock, the
-// capture NIC's (hardware where granted, else the kernel's software stamp,
-// labelled as such).
+// responder's turnaround (reply − request) is taken on ONE clock. Every
+// frame keeps both of its stamps, the capture NIC's (hardware, where
+// granted and proven by the first frames) and the kernel's (software), in
+// separate columns, so a missing hardware stamp never erases a
+// measurement.
 //
 // Frames are filtered in the kernel (cBPF on the rig's UDP ports), parsed
-// in place, and paired by (run id, sequence). The per-packet path does not
-// allocate; an optional pcap copy of each frame goes to preallocated memory
-// and is written after the round.
+// in place, and paired by (run id, sequence). Frames this host sent itself
+// (PACKET_OUTGOING: a tap on a sending NIC) are dropped and counted: they
+// carry no hardware RX stamp and are not what a mirror port sees. The
+// per-packet path does not allocate; an optional pcap copy of each frame
+// goes to preallocated memory and is written after the round.
 package capture
 
 import (
@@ -16,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -37,8 +42,16 @@ type Config struct {
 	Iface      string   // the mirror/tap port
 	Ports      []uint16 // UDP ports of requests and replies
 	Timestamps tstamp.Mode
-	RunID      uint64 // 0 = adopt the first run seen
-	Capacity   int    // sequences recorded (0..Capacity-1)
+	// Group is the requests' group:port: a request must go there, a reply
+	// must come from its port and go elsewhere (the direction check).
+	Group netip.AddrPort
+	// RunID, ArmIndex and Round: only this run's, arm's and round's frames
+	// are paired; anything else is foreign. RunID is required (see
+	// responder.Config).
+	RunID    uint64
+	ArmIndex int
+	Round    int
+	Capacity int // sequences recorded (0..Capacity-1)
 	// PcapFrames > 0 keeps that many frames (first Snaplen bytes each) for
 	// WritePcap.
 	PcapFrames int
@@ -46,14 +59,21 @@ type Config struct {
 	Host       string
 	Arm        string
 	Ready      func()
+	// Device answers for the NIC (nil: the host's); tests pass driver
+	// profiles.
+	Device tstamp.Device
 }
+
+// ErrTimestampsOff is New's refusal of tstamp.Off; it wraps
+// errors.ErrUnsupported.
+var ErrTimestampsOff = fmt.Errorf("capture: timestamps off (--timestamps off): a capture records nothing but stamps; use hardware, software or auto: %w", errors.ErrUnsupported)
 
 // Capture pairs requests and replies seen on a mirror port.
 type Capture struct {
 	cfg     Config
 	conn    *tstamp.PacketConn
 	granted tstamp.Granted
-	useHW   bool
+	hw      *tstamp.HWProof // do the frames carry the NIC's stamps?
 	recs    []samples.Record
 	cnt     samples.Counters
 	runID   uint64
@@ -64,6 +84,7 @@ type Capture struct {
 	started time.Time
 	stopped string
 	phc     *tstamp.PHCRecord
+	rcvbuf  int // SO_RCVBUF granted
 
 	pcap struct {
 		data []byte
@@ -89,8 +110,14 @@ func New(cfg Config) (*Capture, error) {
 	if len(cfg.Ports) == 0 {
 		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
 	}
+	if cfg.RunID == 0 {
+		return nil, wire.ErrNoRunID
+	}
+	if !cfg.Group.Addr().Is4() || !cfg.Group.Addr().IsMulticast() || cfg.Group.Port() == 0 {
+		return nil, fmt.Errorf("capture: group %s is not an IPv4 multicast group:port (e.g. 239.1.1.1:9000)", cfg.Group)
+	}
 	if cfg.Timestamps == tstamp.Off {
-		return nil, fmt.Errorf("capture: timestamps off (--timestamps off): a capture records nothing but stamps; use hardware, software or auto: %w", errors.ErrUnsupported)
+		return nil, ErrTimestampsOff
 	}
 	ifi, err := net.InterfaceByName(cfg.Iface)
 	if err != nil {
@@ -101,11 +128,11 @@ func New(cfg Config) (*Capture, error) {
 		return nil, err
 	}
 	c := &Capture{cfg: cfg, conn: conn, runID: cfg.RunID, recs: make([]samples.Record, cfg.Capacity)}
-	if c.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
+	if c.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
 		conn.Close()
 		return nil, err
 	}
-	c.useHW = c.granted.HardwareRX()
+	c.hw = tstamp.NewHWProof(c.granted, 0, "the capture's AF_PACKET socket", "frames", "")
 	// A SPAN/mirror port delivers frames addressed to other hosts: the NIC
 	// drops them unless promiscuous. The kernel undoes this on close.
 	if err := conn.SetPromiscuous(true); err != nil {
@@ -116,6 +143,17 @@ func New(cfg Config) (*Capture, error) {
 		conn.Close()
 		return nil, err
 	}
+	// A stalled sender's catch-up burst or a descheduled capture thread
+	// must not overflow the default ~208 KiB buffer: sized like the UDP
+	// sockets', and what the kernel still drops is counted (finish).
+	if c.rcvbuf, err = conn.SetRcvBuf(tstamp.StallRcvBuf); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if _, _, err := conn.Stats(); err != nil { // reading resets: count from here
+		conn.Close()
+		return nil, err
+	}
 	if cfg.PcapFrames > 0 {
 		c.pcap.data = make([]byte, cfg.PcapFrames*cfg.Snaplen)
 		c.pcap.meta = make([]frameMeta, cfg.PcapFrames)
@@ -123,12 +161,17 @@ func New(cfg Config) (*Capture, error) {
 	return c, nil
 }
 
+// HardwareStamps says whether the NIC's stamps were requested and arrived,
+// e.g. "rx delivered, tx not requested".
+func (c *Capture) HardwareStamps() string { return c.hw.String() }
+
 // Granted reports the timestamping granted on the capture port.
 func (c *Capture) Granted() tstamp.Granted { return c.granted }
 
-// Source is "hw" or "sw": the clock of cap_req and cap_rep.
+// Source is "hw" when the frames carry the NIC's stamps (requested, and
+// not proven absent by the first frames), else "sw".
 func (c *Capture) Source() string {
-	if c.useHW {
+	if c.hw.RX() {
 		return "hw"
 	}
 	return "sw"
@@ -147,14 +190,18 @@ func (c *Capture) Run(ctx context.Context) error {
 		runtime.LockOSThread()
 		done <- c.loop()
 	}()
+	var err error
 	select {
-	case err := <-done:
-		return err
+	case err = <-done:
 	case <-ctx.Done():
-		c.stopped = "interrupted: " + context.Cause(ctx).Error()
+		c.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
 		c.Stop()
-		return <-done
+		err = <-done
 	}
+	if err != nil {
+		c.stopped = samples.StoppedFailed + err.Error()
+	}
+	return err
 }
 
 func (c *Capture) loop() error {
@@ -179,15 +226,17 @@ func (c *Capture) loop() error {
 		if err := c.drain(); err != nil {
 			return err
 		}
+		if err := c.hw.Err(); err != nil {
+			return err // timestamps: hardware, and the NIC's stamps do not come
+		}
 	}
-	c.finish()
-	return nil
+	return c.finish()
 }
 
 // drain reads every queued frame without blocking.
 func (c *Capture) drain() error {
 	for {
-		n, _, st, err := c.conn.RecvPacket(c.buf[:])
+		n, pkttype, st, err := c.conn.RecvPacket(c.buf[:])
 		switch {
 		case err == nil:
 		case errors.Is(err, tstamp.ErrWouldBlock):
@@ -198,13 +247,17 @@ func (c *Capture) drain() error {
 		default:
 			return fmt.Errorf("capture recvmsg: %w", err)
 		}
-		c.onFrame(c.buf[:n], st)
+		c.onFrame(c.buf[:n], pkttype, st)
 	}
 }
 
 // onFrame files one Ethernet frame. It does not allocate.
-func (c *Capture) onFrame(f []byte, st tstamp.Stamps) {
-	payload, ok := udpPayload(f)
+func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
+	if pkttype == tstamp.PacketOutgoing {
+		c.cnt.Outgoing++
+		return
+	}
+	payload, ep, ok := udpFrame(f)
 	if !ok {
 		c.cnt.Foreign++
 		return
@@ -217,16 +270,14 @@ func (c *Capture) onFrame(f []byte, st tstamp.Stamps) {
 		}
 		return
 	}
-	if c.runID == 0 {
-		c.runID = c.hdr.RunID
+	if c.hdr.Arm != uint32(c.cfg.ArmIndex) || c.hdr.Round != uint32(c.cfg.Round) || !c.rightWay(c.hdr.Type, ep) {
+		c.cnt.Foreign++ // another arm's or round's, or a "reply" going where requests go
+		return
 	}
 	c.frames.Add(1)
-	ts := st.SW
-	if c.useHW {
-		ts = st.HW // never fall back to SW inside a HW column
-	}
-	c.keepFrame(f, ts)
-	if ts == 0 {
+	st.HW = c.hw.Recv(st.HW)
+	c.keepFrame(f, st.SW)
+	if (c.hw.RX() && st.HW == 0) || st.SW == 0 {
 		c.cnt.RxStampsMissing++
 	}
 	if c.hdr.Seq >= uint64(len(c.recs)) {
@@ -235,24 +286,48 @@ func (c *Capture) onFrame(f []byte, st tstamp.Stamps) {
 	}
 	r := &c.recs[c.hdr.Seq]
 	r.Seq = c.hdr.Seq
-	col := samples.CapReq
+	hw, sw := samples.CapReqHW, samples.CapReqSW
 	if c.hdr.Type == wire.Reply {
-		col = samples.CapRep
+		hw, sw = samples.CapRepHW, samples.CapRepSW
 	}
-	if r.T[col] != 0 {
+	if r.T[hw] != 0 || r.T[sw] != 0 {
 		r.Flags |= samples.FlagDuplicate
 		c.cnt.Duplicated++
 		return
 	}
-	r.T[col] = ts
+	r.T[hw], r.T[sw] = st.HW, st.SW
 	c.cnt.Received++
+}
+
+// rightWay is the direction check: a request goes to the group's address
+// and port; a reply comes from the group's port (the responder's socket)
+// and goes anywhere but the group (the sender, or a reply group).
+func (c *Capture) rightWay(t wire.Type, ep endpoints) bool {
+	g := c.cfg.Group
+	if t == wire.Request {
+		return ep.dst == g.Addr().As4() && ep.dport == g.Port()
+	}
+	return ep.sport == g.Port() && ep.dst != g.Addr().As4()
+}
+
+// endpoints are a frame's IPv4 destination and UDP ports.
+type endpoints struct {
+	dst          [4]byte
+	sport, dport uint16
 }
 
 // udpPayload returns the UDP payload of an Ethernet (optionally 802.1Q)
 // IPv4 frame, or false.
 func udpPayload(f []byte) ([]byte, bool) {
+	p, _, ok := udpFrame(f)
+	return p, ok
+}
+
+// udpFrame is udpPayload with the frame's endpoints.
+func udpFrame(f []byte) ([]byte, endpoints, bool) {
+	var ep endpoints
 	if len(f) < 14 {
-		return nil, false
+		return nil, ep, false
 	}
 	et := binary.BigEndian.Uint16(f[12:14])
 	off := 14
@@ -261,28 +336,33 @@ func udpPayload(f []byte) ([]byte, bool) {
 		off = 18
 	}
 	if et != 0x0800 || len(f) < off+20 {
-		return nil, false
+		return nil, ep, false
 	}
 	ip := f[off:]
 	ihl := int(ip[0]&0x0f) * 4
 	if ip[0]>>4 != 4 || ihl < 20 || ip[9] != 17 || len(ip) < ihl+8 {
-		return nil, false
+		return nil, ep, false
 	}
 	if binary.BigEndian.Uint16(ip[6:8])&0x1fff != 0 {
-		return nil, false // not a first fragment
+		return nil, ep, false // not a first fragment
 	}
 	total := int(binary.BigEndian.Uint16(ip[2:4]))
 	if total > len(ip) || total < ihl+8 {
-		return nil, false
+		return nil, ep, false
 	}
 	udp := ip[ihl:total]
 	ulen := int(binary.BigEndian.Uint16(udp[4:6]))
 	if ulen < 8 || ulen > len(udp) {
-		return nil, false
+		return nil, ep, false
 	}
-	return udp[8:ulen], true
+	copy(ep.dst[:], ip[16:20])
+	ep.sport, ep.dport = binary.BigEndian.Uint16(udp[0:2]), binary.BigEndian.Uint16(udp[2:4])
+	return udp[8:ulen], ep, true
 }
 
+// keepFrame copies f for the pcap file, stamped with the kernel's
+// CLOCK_REALTIME stamp (comparable with tcpdump's; the NIC's stamps are in
+// the sample file).
 func (c *Capture) keepFrame(f []byte, ts int64) {
 	if c.pcap.n >= len(c.pcap.meta) {
 		return
@@ -293,16 +373,29 @@ func (c *Capture) keepFrame(f []byte, ts int64) {
 	c.pcap.n++
 }
 
-func (c *Capture) finish() {
+// finish counts the unpaired sequences and the frames the kernel dropped
+// for want of buffer (PACKET_STATISTICS since New): each is a sequence
+// missing a capture stamp, never a silent gap. It settles the hardware
+// stamps' proof, whose error (hardware demanded, none came) it returns.
+func (c *Capture) finish() error {
+	c.hw.Finish()
 	for i := range c.recs {
 		r := &c.recs[i]
-		if (r.T[samples.CapReq] == 0) != (r.T[samples.CapRep] == 0) {
+		req := r.T[samples.CapReqHW]|r.T[samples.CapReqSW] != 0
+		rep := r.T[samples.CapRepHW]|r.T[samples.CapRepSW] != 0
+		if req != rep {
 			c.cnt.Unpaired++
 		}
 	}
+	_, drops, err := c.conn.Stats()
+	if err != nil {
+		return err
+	}
+	c.cnt.KernelDrops += uint64(drops)
+	return c.hw.Err()
 }
 
-// RunID is the run the capture paired (adopted when Config.RunID was 0).
+// RunID is the run the capture pairs.
 func (c *Capture) RunID() uint64 { return c.runID }
 
 // Counters returns the capture's counts.
@@ -312,18 +405,22 @@ func (c *Capture) Counters() samples.Counters { return c.cnt }
 func (c *Capture) Records() []samples.Record {
 	var out []samples.Record
 	for i := range c.recs {
-		if c.recs[i].T[samples.CapReq] != 0 || c.recs[i].T[samples.CapRep] != 0 || c.recs[i].Flags != 0 {
-			out = append(out, c.recs[i])
+		r := &c.recs[i]
+		if r.T[samples.CapReqHW]|r.T[samples.CapReqSW]|r.T[samples.CapRepHW]|r.T[samples.CapRepSW] != 0 || r.Flags != 0 {
+			out = append(out, *r)
 		}
 	}
 	return out
 }
 
-// Header describes the capture's sample file.
+// Header describes the capture's sample file: the kernel's stamps always,
+// the NIC's only when they were requested and arrived.
 func (c *Capture) Header(arm, round int) samples.Header {
-	ck := samples.Clock{Source: "sw", Clock: "CLOCK_REALTIME", Iface: c.cfg.Iface}
-	if c.useHW {
-		ck = samples.Clock{Source: "hw", Clock: "phc", Iface: c.cfg.Iface, PHCIndex: c.granted.Caps.PHCIndex}
+	sw := samples.Clock{Source: "sw", Clock: "CLOCK_REALTIME", Iface: c.cfg.Iface, Note: c.hw.RxNote()}
+	clocks := map[string]samples.Clock{"cap_req_sw": sw, "cap_rep_sw": sw}
+	if c.hw.RX() {
+		hw := samples.Clock{Source: "hw", Clock: "phc", Iface: c.cfg.Iface, PHCIndex: c.granted.NIC.Caps.PHCIndex}
+		clocks["cap_req_hw"], clocks["cap_rep_hw"] = hw, hw
 	}
 	return samples.Header{
 		WireVersion: wire.Version,
@@ -335,8 +432,9 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Round:       round,
 		Host:        c.cfg.Host,
 		Iface:       c.cfg.Iface,
-		Clocks:      map[string]samples.Clock{"cap_req": ck, "cap_rep": ck},
-		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc},
+		Clocks:      clocks,
+		Group:       c.cfg.Group.String(),
+		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf, "hardware_stamps": c.hw.String()},
 		StartedAt:   c.started.UTC().Format(time.RFC3339Nano),
 	}
 }
@@ -349,9 +447,8 @@ func (c *Capture) WriteFile(path string, arm, round int) error {
 }
 
 // WritePcap writes the kept frames as a pcap file with nanosecond stamps
-// (magic a1b23c4d). HW stamps are raw PHC time, not wall time: the file's
-// times are then PHC seconds, which tcpdump shows as a date near 1970 or
-// offset from wall time; the sample header says which clock it is.
+// (magic a1b23c4d): the kernel's CLOCK_REALTIME RX stamps, which tcpdump's
+// agree with. The NIC's stamps (raw PHC time) are in the sample file.
 func (c *Capture) WritePcap(path string) error {
 	f, err := os.Create(path)
 	if err != nil {

@@ -3,6 +3,7 @@ package capture
 import (
 	"encoding/binary"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -11,8 +12,18 @@ import (
 	"github.com/rig-project/rig/internal/wire"
 )
 
-// frame builds an Ethernet/IPv4/UDP frame around payload.
+// frame builds an Ethernet/IPv4/UDP frame around payload, a request from
+// the sender 10.0.0.1:9000 to the group 239.1.1.1:9000.
 func frame(payload []byte, vlan bool) []byte {
+	return frameTo(payload, vlan, [4]byte{10, 0, 0, 1}, [4]byte{239, 1, 1, 1}, 9000, 9000)
+}
+
+// replyFrame is the responder's reply 10.0.0.2:9000 → 10.0.0.1:9000.
+func replyFrame(payload []byte, vlan bool) []byte {
+	return frameTo(payload, vlan, [4]byte{10, 0, 0, 2}, [4]byte{10, 0, 0, 1}, 9000, 9000)
+}
+
+func frameTo(payload []byte, vlan bool, src, dst [4]byte, sport, dport uint16) []byte {
 	f := make([]byte, 0, 64+len(payload))
 	f = append(f, 0x01, 0x00, 0x5e, 1, 1, 1, 2, 0, 0, 0, 0, 1)
 	if vlan {
@@ -23,44 +34,142 @@ func frame(payload []byte, vlan bool) []byte {
 	ip[0] = 0x45
 	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+len(payload)))
 	ip[8], ip[9] = 1, 17
-	copy(ip[12:], []byte{10, 0, 0, 1, 239, 1, 1, 1})
+	copy(ip[12:16], src[:])
+	copy(ip[16:20], dst[:])
 	f = append(f, ip...)
 	udp := make([]byte, 8)
-	binary.BigEndian.PutUint16(udp[0:], 9000)
-	binary.BigEndian.PutUint16(udp[2:], 9000)
+	binary.BigEndian.PutUint16(udp[0:], sport)
+	binary.BigEndian.PutUint16(udp[2:], dport)
 	binary.BigEndian.PutUint16(udp[4:], uint16(8+len(payload)))
 	f = append(f, udp...)
 	return append(f, payload...)
 }
 
 func newTestCapture(n int) *Capture {
-	return &Capture{cfg: Config{Snaplen: 128}, recs: make([]samples.Record, n)}
+	return &Capture{cfg: Config{Snaplen: 128, Iface: "cap0", Group: netip.MustParseAddrPort("239.1.1.1:9000"), RunID: 9},
+		runID: 9, recs: make([]samples.Record, n),
+		hw: tstamp.NewHWProof(tstamp.Granted{Mode: tstamp.Software}, 0, "the capture's socket", "frames", "")}
+}
+
+// hwGrant is a capture socket granted hardware RX stamps in mode m.
+func hwGrant(m tstamp.Mode) tstamp.Granted {
+	return tstamp.Granted{Mode: m, Ifname: "cap0",
+		Flags:    tstamp.FlagRxHardware | tstamp.FlagRawHardware | tstamp.FlagRxSoftware | tstamp.FlagSoftware,
+		Decision: tstamp.Decision{Action: tstamp.ActKeep, RX: true}}
+}
+
+func newHWCapture(n int, m tstamp.Mode) *Capture {
+	c := newTestCapture(n)
+	c.cfg.Timestamps = m
+	c.granted = hwGrant(m)
+	c.hw = tstamp.NewHWProof(c.granted, 0, "the capture's socket", "frames", "")
+	return c
 }
 
 func TestOnFramePairs(t *testing.T) {
 	c := newTestCapture(10)
 	b := make([]byte, 64)
 	req := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9, Seq: 3})...), false)
-	rep := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Reply, RunID: 9, Seq: 3})...), true)
-	c.onFrame(req, tstamp.Stamps{SW: 100})
-	c.onFrame(rep, tstamp.Stamps{SW: 150, HW: 7})
-	c.onFrame(rep, tstamp.Stamps{SW: 160})                                                                                 // duplicate
-	c.onFrame(frame([]byte("hello"), false), tstamp.Stamps{SW: 1})                                                         // foreign
-	c.onFrame(frame(wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 10, Seq: 4}), false), tstamp.Stamps{SW: 1}) // other run
-	c.onFrame(req[:20], tstamp.Stamps{SW: 1})                                                                              // runt
+	rep := replyFrame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Reply, RunID: 9, Seq: 3})...), true)
+	c.onFrame(req, tstamp.PacketMulticast, tstamp.Stamps{SW: 100})
+	c.onFrame(rep, tstamp.PacketMulticast, tstamp.Stamps{SW: 150, HW: 7})
+	c.onFrame(rep, tstamp.PacketMulticast, tstamp.Stamps{SW: 160})                                                                                 // duplicate
+	c.onFrame(frame([]byte("hello"), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 1})                                                         // foreign
+	c.onFrame(frame(wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 10, Seq: 4}), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 1}) // other run
+	c.onFrame(req[:20], tstamp.PacketMulticast, tstamp.Stamps{SW: 1})                                                                              // runt
 	r := c.recs[3]
-	if r.T[samples.CapReq] != 100 || r.T[samples.CapRep] != 150 || r.Flags&samples.FlagDuplicate == 0 {
+	if r.T[samples.CapReqSW] != 100 || r.T[samples.CapRepSW] != 150 || r.Flags&samples.FlagDuplicate == 0 {
 		t.Fatalf("record %+v", r)
+	}
+	if r.T[samples.CapRepHW] != 0 {
+		t.Fatal("a software capture kept a NIC stamp")
 	}
 	if c.cnt.Foreign != 3 || c.cnt.Duplicated != 1 || c.cnt.Received != 2 {
 		t.Fatalf("counters %+v", c.cnt)
 	}
-	// A HW capture never takes the SW stamp for a frame without HW stamp.
-	h := newTestCapture(10)
-	h.useHW = true
-	h.onFrame(req, tstamp.Stamps{SW: 100})
-	if h.recs[3].T[samples.CapReq] != 0 || h.cnt.RxStampsMissing != 1 {
-		t.Fatalf("hw capture mixed clocks: %+v %+v", h.recs[3], h.cnt)
+	// Another arm's or round's packets of the same run, and replies that
+	// go the requests' way (to the group, or not from its port), are
+	// foreign: they must not take a sequence.
+	c = newTestCapture(10)
+	c.cfg.ArmIndex, c.cfg.Round = 1, 2
+	for _, f := range [][]byte{
+		frame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Request, RunID: 9, Arm: 0, Round: 2, Seq: 5}), false),
+		frame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Request, RunID: 9, Arm: 1, Round: 3, Seq: 5}), false),
+		frame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Reply, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false),
+		frameTo(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Reply, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false,
+			[4]byte{10, 0, 0, 9}, [4]byte{10, 0, 0, 1}, 40000, 9000),
+		replyFrame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Request, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false),
+	} {
+		c.onFrame(f, tstamp.PacketMulticast, tstamp.Stamps{SW: 1})
+	}
+	if c.cnt.Foreign != 5 || c.cnt.Received != 0 || c.recs[5].T != ([samples.NumStamps]int64{}) {
+		t.Fatalf("stray frames: counters %+v, record %+v", c.cnt, c.recs[5])
+	}
+	c.onFrame(frame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Request, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 10})
+	c.onFrame(replyFrame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Reply, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 20})
+	if c.recs[5].T[samples.CapReqSW] != 10 || c.recs[5].T[samples.CapRepSW] != 20 {
+		t.Fatalf("the round's own frames: %+v", c.recs[5])
+	}
+	// A hardware capture keeps both clocks in their own columns: a frame
+	// without its NIC stamp still has its kernel stamp, and is counted.
+	h := newHWCapture(10, tstamp.Auto)
+	h.onFrame(req, tstamp.PacketMulticast, tstamp.Stamps{SW: 100})
+	h.onFrame(rep, tstamp.PacketMulticast, tstamp.Stamps{SW: 150, HW: 7})
+	if r := h.recs[3]; r.T[samples.CapReqHW] != 0 || r.T[samples.CapReqSW] != 100 || r.T[samples.CapRepHW] != 7 || r.T[samples.CapRepSW] != 150 || h.cnt.RxStampsMissing != 1 {
+		t.Fatalf("hw capture: %+v %+v", h.recs[3], h.cnt)
+	}
+	if !h.hw.RX() || h.Source() != "hw" {
+		t.Fatal("a delivered hardware stamp was not kept")
+	}
+	ck := h.Header(0, 0).Clocks
+	if ck["cap_req_hw"].Source != "hw" || ck["cap_req_sw"].Source != "sw" || ck["cap_req_sw"].Note != "" {
+		t.Fatalf("clocks %+v", ck)
+	}
+}
+
+// TestOutgoingDropped: a tap on a NIC this host sends on sees its own
+// packets as PACKET_OUTGOING, without hardware RX stamps: never a sample.
+func TestOutgoingDropped(t *testing.T) {
+	c := newTestCapture(10)
+	b := make([]byte, 64)
+	req := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9, Seq: 3})...), false)
+	c.onFrame(req, tstamp.PacketOutgoing, tstamp.Stamps{SW: 100})
+	if c.recs[3].T[samples.CapReqSW] != 0 || c.cnt.Outgoing != 1 || c.cnt.Received != 0 || c.Frames() != 0 {
+		t.Fatalf("outgoing frame kept: %+v %+v", c.recs[3], c.cnt)
+	}
+	c.onFrame(req, tstamp.PacketMulticast, tstamp.Stamps{SW: 100})
+	if c.recs[3].T[samples.CapReqSW] != 100 || c.cnt.Received != 1 {
+		t.Fatalf("mirrored frame lost: %+v", c.cnt)
+	}
+}
+
+// TestHardwareProof: frames that never carry the NIC's stamp drop the
+// hardware columns in auto (and say so) and stop a hardware capture with
+// an error naming the missing stamp.
+func TestHardwareProof(t *testing.T) {
+	b := make([]byte, 64)
+	feed := func(c *Capture) {
+		for i := 0; i < tstamp.ProofWindow+4; i++ {
+			f := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9, Seq: uint64(i)})...), false)
+			c.onFrame(f, tstamp.PacketMulticast, tstamp.Stamps{SW: int64(100 + i)})
+		}
+	}
+	a := newHWCapture(64, tstamp.Auto)
+	feed(a)
+	if a.hw.RX() || a.hw.Err() != nil || a.Source() != "sw" {
+		t.Fatalf("auto: rx %v err %v", a.hw.RX(), a.hw.Err())
+	}
+	h := a.Header(0, 0)
+	if _, ok := h.Clocks["cap_req_hw"]; ok || !strings.Contains(h.Clocks["cap_req_sw"].Note, "none of the first 16 frames carried one") {
+		t.Fatalf("auto header clocks %+v", h.Clocks)
+	}
+	if a.recs[3].T[samples.CapReqSW] != 103 {
+		t.Fatal("software stamps lost with the hardware column")
+	}
+	hw := newHWCapture(64, tstamp.Hardware)
+	feed(hw)
+	if err := hw.hw.Err(); !errors.Is(err, tstamp.ErrNoHardwareStamp) || !strings.Contains(err.Error(), "RX hardware stamp never came: the first 16 frames received on the capture's socket on cap0") {
+		t.Fatalf("hardware: %v", err)
 	}
 }
 
@@ -75,7 +184,7 @@ func TestOnFrameAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() {
 		binary.BigEndian.PutUint64(f[14+20+8+24:], seq)
 		seq++
-		c.onFrame(f, tstamp.Stamps{SW: 5})
+		c.onFrame(f, tstamp.PacketMulticast, tstamp.Stamps{SW: 5})
 	})
 	if allocs != 0 {
 		t.Fatalf("one capture packet allocated %v times", allocs)
@@ -89,7 +198,7 @@ func BenchmarkOnFrame(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		binary.BigEndian.PutUint64(f[14+20+8+24:], uint64(i&0xffff))
-		c.onFrame(f, tstamp.Stamps{SW: 5})
+		c.onFrame(f, tstamp.PacketMulticast, tstamp.Stamps{SW: 5})
 	}
 }
 
@@ -104,13 +213,13 @@ func FuzzUDPPayload(f *testing.F) {
 			t.Fatal("payload longer than frame")
 		}
 		c := newTestCapture(4)
-		c.onFrame(fr, tstamp.Stamps{SW: 1})
+		c.onFrame(fr, tstamp.PacketMulticast, tstamp.Stamps{SW: 1})
 	})
 }
 
 // TestNewRefusesTimestampsOff: a capture is nothing but its stamps.
 func TestNewRefusesTimestampsOff(t *testing.T) {
-	c, err := New(Config{Iface: "lo", Ports: []uint16{9000}, Timestamps: tstamp.Off})
+	c, err := New(Config{Iface: "lo", Ports: []uint16{9000}, Timestamps: tstamp.Off, RunID: 1, Group: netip.MustParseAddrPort("239.1.1.1:9000")})
 	if err == nil {
 		c.Close()
 		t.Fatal("capture with timestamps off accepted")
@@ -120,5 +229,12 @@ func TestNewRefusesTimestampsOff(t *testing.T) {
 	}
 	if !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("error %q does not wrap errors.ErrUnsupported (the CLI's exit 2)", err)
+	}
+	// Without a run id one stray datagram would set the run.
+	if c, err := New(Config{Iface: "lo", Ports: []uint16{9000}, Timestamps: tstamp.Software, Group: netip.MustParseAddrPort("239.1.1.1:9000")}); !errors.Is(err, wire.ErrNoRunID) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("capture without a run id: %v, want wire.ErrNoRunID", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 )
 
 // IRQ kinds: which queue direction an IRQ serves, or none.
@@ -35,7 +36,7 @@ type IRQ struct {
 	// Managed IRQs have their affinity set by the kernel; writes fail.
 	Managed    bool     `json:"managed"`
 	ManagedWhy string   `json:"managed_why,omitempty"`
-	Counts     []uint64 `json:"counts"` // per CPU, in Interrupts.CPUs order
+	Counts     []uint64 `json:"counts"` // per CPU, in the CounterTable's CPUs order
 }
 
 // Device is where a netdev lives on its bus.
@@ -173,7 +174,7 @@ func classify(rs []irqRule, names []string) (kind string, queue int, ok bool) {
 // every /proc/interrupts row whose name matches the driver's naming. IRQs
 // that no rule attributes to a queue are still listed (kind unattributed).
 // The result is sorted by kind order (queues first), queue, then number.
-func DiscoverIRQs(fs hostfs.FS, d Device, in *Interrupts) ([]IRQ, error) {
+func DiscoverIRQs(fs hostfs.FS, d Device, in *hostinfo.CounterTable) ([]IRQ, error) {
 	own := map[int]bool{}
 	if d.MSIDir != "" {
 		ents, err := fs.ReadDir(d.MSIDir + "/msi_irqs")
@@ -188,7 +189,7 @@ func DiscoverIRQs(fs hostfs.FS, d Device, in *Interrupts) ([]IRQ, error) {
 	}
 	rs := rules(d)
 	var out []IRQ
-	for _, l := range in.Lines {
+	for _, l := range in.Rows {
 		if l.IRQ < 0 {
 			continue
 		}

@@ -17,10 +17,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -45,10 +47,17 @@ type Env struct {
 	IRQBalance  IRQBalancer
 	// Link reads link state and mode (nil: HostLink).
 	Link LinkReader
-	// Ioctl does ETHTOOL_GDRVINFO and SIOC[GS]HWTSTAMP (nil: HostIoctl).
+	// Ioctl does ETHTOOL_GDRVINFO (nil: HostIoctl).
 	Ioctl DeviceIoctl
-	// Caps reads timestamping capabilities (nil: tstamp.Capabilities).
-	Caps func(iface string) (tstamp.Caps, error)
+	// TS is the timestamping surface of the devices (nil:
+	// tstamp.HostDevice); tests use driver profiles.
+	TS tstamp.Device
+	// LinkTimeout bounds the wait for the link after a change that can
+	// reset the interface (0: DefaultLinkTimeout); LinkSettle is the extra
+	// wait once it bounced (0: DefaultLinkSettle, < 0: none).
+	LinkTimeout, LinkSettle time.Duration
+	// Stats reads every `ethtool -S` counter (nil: ReadStats).
+	Stats func(iface string) (map[string]uint64, error)
 
 	once    sync.Once
 	client  ethtoolnl.Client
@@ -68,7 +77,13 @@ func (e *Env) ethtool() (ethtoolnl.Client, error) {
 		if dial == nil {
 			dial = func() (ethtoolnl.Client, error) { return ethtoolnl.Dial() }
 		}
-		e.client, e.dialErr = dial()
+		// A failed dial returns a typed nil inside the interface: keep
+		// client nil so Close does not call through it.
+		if c, err := dial(); err != nil {
+			e.dialErr = err
+		} else {
+			e.client = c
+		}
 	})
 	return e.client, e.dialErr
 }
@@ -91,21 +106,24 @@ func (e *Env) Close() error {
 // Info is everything `rig nicctl show` reports about one interface.
 type Info struct {
 	Device
-	OperState  string              `json:"operstate"`
-	SpeedMbps  int64               `json:"speed_mbps,omitempty"`
-	MTU        int64               `json:"mtu"`
-	Mgmt       bool                `json:"carries_default_route"`
-	Link       *Link               `json:"link,omitempty"`
-	DrvInfo    *DrvInfo            `json:"drvinfo,omitempty"`
-	HWTstamp   *HWTstamp           `json:"hwtstamp_config,omitempty"`
-	Channels   *ethtoolnl.Channels `json:"channels,omitempty"`
-	Rings      *ethtoolnl.Rings    `json:"rings,omitempty"`
-	Coalesce   *ethtoolnl.Coalesce `json:"coalesce,omitempty"`
-	TSInfo     *ethtoolnl.TSInfo   `json:"tsinfo,omitempty"`
-	Errors     map[string]string   `json:"errors,omitempty"` // per section: why it is missing
-	CPUs       []int               `json:"irq_count_cpus"`   // CPU of each IRQ count column
-	IRQs       []IRQ               `json:"irqs"`
-	IRQBalance *IRQBalanceState    `json:"irqbalance,omitempty"`
+	OperState string              `json:"operstate"`
+	SpeedMbps int64               `json:"speed_mbps,omitempty"`
+	MTU       int64               `json:"mtu"`
+	Mgmt      bool                `json:"carries_default_route"`
+	Link      *Link               `json:"link,omitempty"`
+	DrvInfo   *DrvInfo            `json:"drvinfo,omitempty"`
+	Channels  *ethtoolnl.Channels `json:"channels,omitempty"`
+	Rings     *ethtoolnl.Rings    `json:"rings,omitempty"`
+	Coalesce  *ethtoolnl.Coalesce `json:"coalesce,omitempty"`
+	// Timestamping is the capability report, the current config and its
+	// owner (InspectTimestamping).
+	Timestamping *tstamp.NICState  `json:"timestamping,omitempty"`
+	Errors       map[string]string `json:"errors,omitempty"` // per section: why it is missing
+	CPUs         []int             `json:"irq_count_cpus"`   // CPU of each IRQ count column
+	IRQs         []IRQ             `json:"irqs"`
+	IRQBalance   *IRQBalanceState  `json:"irqbalance,omitempty"`
+	// ENA is the Amazon ENA driver's own facts (driver ena only).
+	ENA *ENA `json:"ena,omitempty"`
 }
 
 // Show reads everything about iface. Missing parts (a driver without
@@ -138,10 +156,10 @@ func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
 	} else {
 		in.DrvInfo = &v
 	}
-	if v, err := env.ioctl().HWTstamp(iface); err != nil {
-		in.Errors["hwtstamp_config"] = err.Error()
+	if v, err := InspectTimestamping(env, iface); err != nil {
+		in.Errors["timestamping"] = err.Error()
 	} else {
-		in.HWTstamp = &v
+		in.Timestamping = &v
 	}
 	if c, err := env.ethtool(); err != nil {
 		in.Errors["ethtool"] = err.Error()
@@ -161,19 +179,17 @@ func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
 		} else {
 			in.Coalesce = &v
 		}
-		if v, err := c.TSInfo(ctx, iface); err != nil {
-			in.Errors["tsinfo"] = err.Error()
-		} else {
-			in.TSInfo = &v
-		}
 	}
-	ints, err := readInterrupts(env.FS)
+	ints, err := hostinfo.ReadInterrupts(env.FS)
 	if err != nil {
 		return nil, err
 	}
 	in.CPUs = ints.CPUs
 	if in.IRQs, err = DiscoverIRQs(env.FS, d, ints); err != nil {
 		return nil, err
+	}
+	if d.Driver == "ena" {
+		in.ENA = ReadENA(ctx, env, d)
 	}
 	if env.IRQBalance != nil {
 		if st, err := env.IRQBalance.State(ctx); err != nil {
@@ -186,14 +202,6 @@ func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
 		in.Errors = nil
 	}
 	return in, nil
-}
-
-func readInterrupts(fs hostfs.FS) (*Interrupts, error) {
-	b, err := fs.ReadFile("/proc/interrupts")
-	if err != nil {
-		return nil, err
-	}
-	return ParseInterrupts(b)
 }
 
 // MgmtInterfaces returns the interfaces that carry a default route, from
@@ -227,15 +235,18 @@ func MgmtInterfaces(fs hostfs.FS) ([]string, error) {
 type Settings struct {
 	IRQCPUs        []int // every queue IRQ gets this list
 	IRQCPUPerQueue []int // queue q's IRQs get CPU list[q % len]
-	RxUsecs        *uint32
-	TxUsecs        *uint32
-	AdaptiveRx     *bool
+	// Coalesce is interrupt moderation; nil fields are left alone.
+	Coalesce       ethtoolnl.Coalesce
 	RxRing         *uint32
 	TxRing         *uint32
 	Channels       *uint32
 	HoldIRQBalance bool
-	// HWTstamp, if set, is applied with SIOCSHWTSTAMP (see HWTstampModes).
-	HWTstamp *HWTstamp
+	// HWTstamp is "" (leave it) or one of HWTstampModes: "all" goes through
+	// PrepareTimestamping (written only when not already granted); "ptp"
+	// and "off" write that config unless it is already in force.
+	HWTstamp string
+	// TakeOverPTP lets HWTstamp change a config that ptp4l or chronyd owns.
+	TakeOverPTP bool
 	// RequireIRQAffinity makes an IRQ whose affinity cannot be set (a
 	// kernel-managed one) an error instead of a reported warning.
 	RequireIRQAffinity bool
@@ -283,7 +294,8 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 	if err := validateCPUs(env.FS, s); err != nil {
 		return nil, err
 	}
-	needEthtool := s.Channels != nil || s.RxRing != nil || s.TxRing != nil || s.RxUsecs != nil || s.TxUsecs != nil || s.AdaptiveRx != nil
+	coalesce := s.Coalesce != (ethtoolnl.Coalesce{})
+	needEthtool := s.Channels != nil || s.RxRing != nil || s.TxRing != nil || coalesce
 	var c ethtoolnl.Client
 	if needEthtool {
 		if c, err = env.ethtool(); err != nil {
@@ -304,17 +316,17 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 			return nil, err
 		}
 	}
-	if s.RxUsecs != nil || s.TxUsecs != nil || s.AdaptiveRx != nil {
-		co = &ethtoolnl.Coalesce{RxUsecs: s.RxUsecs, TxUsecs: s.TxUsecs, AdaptiveRx: s.AdaptiveRx}
+	if coalesce {
+		co = &s.Coalesce
 		if err := planCoalesce(ctx, c, iface, *co); err != nil {
 			return nil, err
 		}
 	}
-	if s.HWTstamp != nil {
-		// Refuse up front if the current config cannot be read: it could
-		// not be put back.
-		if _, err := env.ioctl().HWTstamp(iface); err != nil {
-			return nil, fmt.Errorf("cannot read the current HW timestamp config, so it could not be restored: %w", err)
+	var ts *hwtsPlan
+	if s.HWTstamp != "" {
+		// Decided before anything changes: a refusal changes nothing.
+		if ts, err = planHWTstamp(env, iface, s); err != nil {
+			return nil, err
 		}
 	}
 	var out []Change
@@ -327,16 +339,13 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 			return out, err
 		}
 	}
-	if s.HWTstamp != nil {
+	if ts != nil {
 		// Before queues and IRQs: on ENA it bounces the link and resets IRQ affinity.
-		val, _ := json.Marshal(s.HWTstamp)
-		res, err := j.Apply(ctx, hwtstampChange(env.ioctl(), iface, string(val)))
-		chg := Change{What: "hwtstamp", Previous: res.Previous, Requested: string(val), Effective: res.Effective}
-		if err != nil {
-			chg.Err = err.Error()
-			return append(out, chg), err
-		}
+		chg, err := ts.apply(ctx, env, j, iface)
 		out = append(out, chg)
+		if err != nil {
+			return out, err
+		}
 	}
 	type step struct {
 		what string
@@ -355,8 +364,15 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 	}
 	for _, st := range steps {
 		val, _ := json.Marshal(st.v)
+		before := env.linkSnapshot(iface)
 		res, err := j.Apply(ctx, ethtoolChange(c, st.kind, iface, string(val)))
 		chg := Change{What: st.what, Previous: res.Previous, Requested: string(val), Effective: res.Effective}
+		if res.Changed && st.kind != KindCoalesce {
+			// New queues or rings re-create the driver's rings, and many
+			// drivers reset the link to do it.
+			link, werr := env.waitLink(ctx, iface, before)
+			chg.Note, err = link, errors.Join(err, werr)
+		}
 		if err != nil {
 			chg.Err = err.Error()
 			return append(out, chg), err
@@ -367,7 +383,7 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 		return out, nil
 	}
 	// Channel changes re-create the queue IRQs: discover after them.
-	ints, err := readInterrupts(env.FS)
+	ints, err := hostinfo.ReadInterrupts(env.FS)
 	if err != nil {
 		return out, err
 	}
@@ -531,14 +547,17 @@ func planCoalesce(ctx context.Context, c ethtoolnl.Client, iface string, want et
 		return err
 	}
 	var miss []string
-	if want.RxUsecs != nil && cur.RxUsecs == nil {
-		miss = append(miss, "rx-usecs")
-	}
-	if want.TxUsecs != nil && cur.TxUsecs == nil {
-		miss = append(miss, "tx-usecs")
-	}
-	if want.AdaptiveRx != nil && cur.AdaptiveRx == nil {
-		miss = append(miss, "adaptive-rx")
+	for _, f := range []struct {
+		name      string
+		want, cur bool
+	}{
+		{"rx-usecs", want.RxUsecs != nil, cur.RxUsecs != nil}, {"rx-frames", want.RxFrames != nil, cur.RxFrames != nil},
+		{"tx-usecs", want.TxUsecs != nil, cur.TxUsecs != nil}, {"tx-frames", want.TxFrames != nil, cur.TxFrames != nil},
+		{"adaptive-rx", want.AdaptiveRx != nil, cur.AdaptiveRx != nil}, {"adaptive-tx", want.AdaptiveTx != nil, cur.AdaptiveTx != nil},
+	} {
+		if f.want && !f.cur {
+			miss = append(miss, f.name)
+		}
 	}
 	if len(miss) > 0 {
 		return fmt.Errorf("%s: %s not supported by this driver: %w", iface, strings.Join(miss, ", "), errors.ErrUnsupported)
@@ -629,27 +648,6 @@ func writeEthtool(ctx context.Context, c ethtoolnl.Client, kind, iface, value st
 	return fmt.Errorf("nicctl: unknown ethtool kind %q", kind)
 }
 
-func hwtstampChange(io DeviceIoctl, iface, value string) journal.Change {
-	return journal.Change{
-		Kind: KindHWTstamp, Target: iface, Device: iface, Value: value,
-		Read: func(context.Context) (string, error) {
-			h, err := io.HWTstamp(iface)
-			if err != nil {
-				return "", err
-			}
-			b, err := json.Marshal(h)
-			return string(b), err
-		},
-		Write: func(_ context.Context, v string) error {
-			var h HWTstamp
-			if err := json.Unmarshal([]byte(v), &h); err != nil {
-				return fmt.Errorf("journal value for %s %s: %w", KindHWTstamp, iface, err)
-			}
-			return io.SetHWTstamp(iface, h)
-		},
-	}
-}
-
 func holdIRQBalance(ctx context.Context, env *Env, j *journal.Journal) (*Change, error) {
 	st, err := env.IRQBalance.State(ctx)
 	if err != nil {
@@ -711,11 +709,28 @@ func Handlers(env *Env) journal.Handlers {
 		if e.NetNS != "" && myNS != "" && e.NetNS != myNS {
 			return "", fmt.Errorf("%s was changed in network namespace %s, this process is in %s: run `ip netns exec NAME rig restore` in that namespace", e.Target, e.NetNS, myNS)
 		}
-		c := hwtstampChange(env.ioctl(), e.Target, e.Previous)
+		c := hwtstampChange(env.device(), e.Target, e.Previous)
+		before := env.linkSnapshot(e.Target)
+		aff := env.queueAffinity(e.Target)
 		if err := c.Write(ctx, e.Previous); err != nil {
 			return "", err
 		}
-		return c.Read(ctx)
+		// Putting it back can reset the interface too (ENA): the next
+		// command must not start on a link that is still down, and the
+		// queue IRQs must keep the affinity they had.
+		link, err := env.waitLink(ctx, e.Target, before)
+		if err != nil {
+			return "", err
+		}
+		note := ""
+		if link != "" {
+			note = env.keepAffinity(e.Target, aff)
+		}
+		v, err := c.Read(ctx)
+		if strings.Contains(note, "WARNING") {
+			v += " (" + strings.TrimPrefix(note, "; ") + ")"
+		}
+		return v, err
 	}
 	h := journal.Handlers{
 		KindHWTstamp:      hw,

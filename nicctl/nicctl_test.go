@@ -1,6 +1,8 @@
 package nicctl
 
 import (
+	"golang.org/x/sys/unix"
+
 	"context"
 	"errors"
 	"fmt"
@@ -12,72 +14,10 @@ import (
 
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/tstamp"
 )
-
-func TestParseInterruptsRealFixture(t *testing.T) {
-	b, err := os.ReadFile("testdata/interrupts.firecracker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := ParseInterrupts(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(in.CPUs, []int{0, 1}) {
-		t.Fatalf("CPUs %v", in.CPUs)
-	}
-	l, ok := in.ByIRQ(38)
-	if !ok || l.Chip != "PCI-MSIX-0000:00:03.0" || l.HWIRQ != "1-edge" || !slices.Equal(l.Actions, []string{"virtio2-input.0"}) || len(l.Counts) != 2 {
-		t.Fatalf("IRQ 38: %+v", l)
-	}
-	var loc, errRow bool
-	for _, l := range in.Lines {
-		loc = loc || (l.Label == "LOC" && len(l.Counts) == 2)
-		errRow = errRow || (l.Label == "ERR" && len(l.Counts) == 1)
-	}
-	if !loc || !errRow {
-		t.Fatal("LOC/ERR rows not parsed")
-	}
-	mixed, _ := os.ReadFile("testdata/interrupts.mixed")
-	in, err = ParseInterrupts(mixed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, _ := in.ByIRQ(16); !slices.Equal(l.Actions, []string{"i801_smbus", "ehci_hcd:usb1"}) {
-		t.Fatalf("shared IRQ actions %q", l.Actions)
-	}
-	if _, err := ParseInterrupts([]byte("  CPU0 CPU1\n 5: 1 x chip 1-edge foo\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("short count row: %v", err)
-	}
-}
-
-func FuzzParseInterrupts(f *testing.F) {
-	for _, n := range []string{"testdata/interrupts.firecracker", "testdata/interrupts.mixed"} {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("CPU0\n 1: 5 a b c, d\nNMI: 1 x\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		in, err := ParseInterrupts(b)
-		if err != nil {
-			return
-		}
-		for _, l := range in.Lines {
-			if l.IRQ >= 0 && len(l.Counts) != len(in.CPUs) {
-				t.Fatalf("IRQ %d: %d counts for %d CPUs", l.IRQ, len(l.Counts), len(in.CPUs))
-			}
-			for _, a := range l.Actions {
-				if a == "" || strings.TrimSpace(a) != a {
-					t.Fatalf("bad action %q", a)
-				}
-			}
-		}
-	})
-}
 
 type wantIRQ struct {
 	n     int
@@ -86,9 +26,11 @@ type wantIRQ struct {
 }
 
 func TestDiscoverIRQsPerDriver(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
-	b, _ := fs.ReadFile("/proc/interrupts")
-	in, _ := ParseInterrupts(b)
+	fs := buildTree(t, "mixed", mixedNICs)
+	in, err := hostinfo.ReadInterrupts(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		driver, bdf string
 		want        []wantIRQ
@@ -162,7 +104,7 @@ func openJournal(t *testing.T, env *Env) (*journal.Journal, string) {
 }
 
 func TestSetIRQAffinityManagedAndRestore(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	before := snapshot(t, fs.Root)
 	// IRQ 93 refuses with EIO (older kernels); IRQ 94 has a read-only file (newer kernels).
 	write(t, fs.Root, "/proc/irq/94/smp_affinity_list", "0-3\n", 0o444)
@@ -210,7 +152,7 @@ func TestSetIRQAffinityManagedAndRestore(t *testing.T) {
 }
 
 func TestSetEthtoolJournaledAndRestored(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	et := &fakeEthtool{
 		ch:        &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)},
 		rings:     &ethtoolnl.Rings{RxMax: p32(16384), TxMax: p32(1024), Rx: p32(1024), Tx: p32(512)},
@@ -220,7 +162,7 @@ func TestSetEthtoolJournaledAndRestored(t *testing.T) {
 	env := newEnv(fs, et)
 	j, _ := openJournal(t, env)
 	ctx := context.Background()
-	chg, err := Set(ctx, env, j, "ens5", Settings{Channels: p32(2), RxRing: p32(3000), RxUsecs: p32(0), AdaptiveRx: pb(false), IRQCPUs: []int{1}})
+	chg, err := Set(ctx, env, j, "ens5", Settings{Channels: p32(2), RxRing: p32(3000), Coalesce: ethtoolnl.Coalesce{RxUsecs: p32(0), AdaptiveRx: pb(false)}, IRQCPUs: []int{1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +196,7 @@ func countLeadingZeros(v uint32) int {
 }
 
 func TestSetRefusals(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	et := &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)}, rings: &ethtoolnl.Rings{RxMax: p32(4096), TxMax: p32(1024), Rx: p32(1024), Tx: p32(1024)}}
 	env := newEnv(fs, et)
 	j, dir := openJournal(t, env)
@@ -270,7 +212,7 @@ func TestSetRefusals(t *testing.T) {
 		{"ens5", Settings{IRQCPUs: []int{7}}, "CPU 7 is not online (online CPUs: 0-3)", true},
 		{"ens5", Settings{Channels: p32(9)}, "combined channels 1..8", true},
 		{"ens5", Settings{RxRing: p32(0)}, "--rx-ring 0 out of range: 1..4096", true},
-		{"ens5", Settings{RxUsecs: p32(0)}, "COALESCE_GET ens5: not supported by this driver", false},
+		{"ens5", Settings{Coalesce: ethtoolnl.Coalesce{RxUsecs: p32(0)}}, "COALESCE_GET ens5: not supported by this driver", false},
 		{"ens5", Settings{IRQCPUs: []int{1}, IRQCPUPerQueue: []int{2}}, "exclude each other", true},
 	} {
 		_, err := Set(ctx, env, j, c.iface, c.s)
@@ -294,7 +236,7 @@ func TestSetRefusals(t *testing.T) {
 }
 
 func TestShowFakeTree(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	write(t, fs.Root, "/proc/4242/comm", "irqbalance\n", 0o444)
 	write(t, fs.Root, "/proc/4242/cgroup", "0::/system.slice/irqbalance.service\n", 0o444)
 	write(t, fs.Root, "/proc/4242/environ", "PATH=/bin\x00IRQBALANCE_BANNED_CPUS=0000000c\x00", 0o444)
@@ -340,7 +282,7 @@ func (r *recIRQBalance) Start(context.Context) error {
 }
 
 func TestHoldIRQBalance(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	for _, running := range []bool{true, false} {
 		t.Run(fmt.Sprint("running=", running), func(t *testing.T) {
 			rb := &recIRQBalance{running: running}
@@ -365,7 +307,7 @@ func TestHoldIRQBalance(t *testing.T) {
 }
 
 func TestIRQBalanceWarning(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	write(t, fs.Root, "/proc/4242/comm", "irqbalance\n", 0o444)
 	write(t, fs.Root, "/proc/4242/environ", "IRQBALANCE_BANNED_CPULIST=2\x00", 0o444)
 	env := newEnv(fs, &fakeEthtool{})
@@ -381,7 +323,7 @@ func TestIRQBalanceWarning(t *testing.T) {
 }
 
 func TestHostIRQBalanceStop(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", nil)
+	fs := buildTree(t, "mixed", nil)
 	write(t, fs.Root, "/proc/77/comm", "irqbalance\n", 0o444)
 	write(t, fs.Root, "/proc/77/cgroup", "0::/user.slice\n", 0o444)
 	var ran []string
@@ -399,30 +341,40 @@ func TestHostIRQBalanceStop(t *testing.T) {
 }
 
 func TestSetHWTstampFirstAndRestored(t *testing.T) {
-	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	fs := buildTree(t, "mixed", mixedNICs)
 	et := &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)}}
 	env := newEnv(fs, et)
-	io := &fakeIoctl{hw: &HWTstamp{}}
-	env.Ioctl = io
+	ts := &fakeTS{caps: tsCapsAll, grant: func(c tstamp.HWTstampConfig) tstamp.HWTstampConfig {
+		if c.RxFilter == tstamp.FilterPTPv2Event {
+			c.RxFilter = tstamp.FilterAll // upscaling driver (ENA, sfc)
+		}
+		return c
+	}}
+	env.TS = ts
 	j, _ := openJournal(t, env)
-	ptp := HWTstampModes["ptp"]
-	chg, err := Set(context.Background(), env, j, "ens5", Settings{HWTstamp: &ptp, Channels: p32(4)})
+	chg, err := Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "ptp", Channels: p32(4)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if chg[0].What != "hwtstamp" || chg[0].Effective != `{"tx_type":1,"rx_filter":1}` || chg[0].Requested != `{"tx_type":1,"rx_filter":12}` {
+	if chg[0].What != "hwtstamp" || chg[0].Effective != "tx_type=ON rx_filter=ALL" || chg[0].Requested != "tx_type=ON rx_filter=PTP_V2_EVENT" {
 		t.Fatalf("hwtstamp must come first and show the upscaled filter: %+v", chg)
 	}
 	if _, err := j.Undo(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if *io.hw != (HWTstamp{}) || *et.ch.Combined != 8 {
-		t.Fatalf("not restored: %+v %+v", *io.hw, *et.ch)
+	if ts.cur != (tstamp.HWTstampConfig{}) || *et.ch.Combined != 8 {
+		t.Fatalf("not restored: %+v %+v", ts.cur, *et.ch)
 	}
-	// Without HW timestamping: refused before anything changes.
-	env.Ioctl = &fakeIoctl{}
-	_, err = Set(context.Background(), env, j, "ens5", Settings{HWTstamp: &ptp, Channels: p32(4)})
-	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "not supported by this driver") || len(et.sets) != 2 {
-		t.Fatalf("unsupported hwtstamp: %v (sets %v)", err, et.sets)
+	// "all" on a NIC already stamping everything: nothing written.
+	ts.cur, ts.sets = tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll}, nil
+	chg, err = Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "all"})
+	if err != nil || len(ts.sets) != 0 || !strings.Contains(chg[0].Note, "no change") {
+		t.Fatalf("all on a NIC already on: %+v %v (sets %v)", chg, err, ts.sets)
+	}
+	// A driver that cannot report its config: refused before anything changes.
+	env.TS = &fakeTS{caps: tsCapsAll, getErr: unix.EOPNOTSUPP}
+	_, err = Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "ptp", Channels: p32(4)})
+	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "could not be put back") || len(et.sets) != 2 {
+		t.Fatalf("unreadable hwtstamp config: %v (sets %v)", err, et.sets)
 	}
 }

@@ -104,13 +104,15 @@ func TestRealShowEth0(t *testing.T) {
 	for _, f := range strings.Fields(caps)[1:] {
 		want = append(want, strings.Trim(f, "()"))
 	}
-	got := in.TSInfo.Timestamping.Names
-	if strings.Join(got, " ") != strings.Join(want, " ") {
+	if in.Timestamping == nil {
+		t.Fatalf("no timestamping section: %v", in.Errors)
+	}
+	if got := in.Timestamping.Caps.SOF.EthtoolNames(); got != strings.Join(want, " ") {
 		t.Errorf("timestamping: nicctl %v, ethtool %v", got, want)
 	}
 	phc := field(t, ts, "", "PTP Hardware Clock")
-	if (phc == "none") != (in.TSInfo.PHCIndex < 0) {
-		t.Errorf("PHC: nicctl %d, ethtool %s", in.TSInfo.PHCIndex, phc)
+	if (phc == "none") != (in.Timestamping.Caps.PHCIndex < 0) {
+		t.Errorf("PHC: nicctl %d, ethtool %s", in.Timestamping.Caps.PHCIndex, phc)
 	}
 	i := ethtoolOut(t, "-i", "eth0")
 	if in.DrvInfo == nil || in.DrvInfo.Driver != field(t, i, "", "driver") || in.DrvInfo.BusInfo != field(t, i, "", "bus-info") {
@@ -198,10 +200,18 @@ func TestRealVethChannels(t *testing.T) {
 	if rx, tx := channels(); rx != 4 || tx != 4 {
 		t.Fatalf("after restore: rx %d tx %d", rx, tx)
 	}
-	for _, args := range [][]string{{"--rx-usecs", "0"}, {"--rx-ring", "128"}, {"--hwtstamp", "all"}} {
-		out, err := rig(append([]string{"nicctl", "set", "va", "--keep"}, args...)...)
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out, "not supported by this driver") {
-			t.Errorf("set %v on veth: %v\n%s", args, err, out)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rx-usecs", "0"}, "not supported by this driver"},
+		{[]string{"--rx-ring", "128"}, "not supported by this driver"},
+		{[]string{"--hwtstamp", "all"}, "va cannot give rig's probes RX ALL + TX ON in hardware"},
+		{[]string{"--hwtstamp", "ptp"}, "va cannot report its timestamping config (SIOCGHWTSTAMP: EOPNOTSUPP), so it could not be put back"},
+	} {
+		out, err := rig(append([]string{"nicctl", "set", "va", "--keep"}, c.args...)...)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out, c.want) {
+			t.Errorf("set %v on veth: %v\n%s", c.args, err, out)
 		}
 	}
 	if out, err := rig("nicctl", "set", "va", "--channels", "9", "--keep"); err == nil || !strings.Contains(out, "rx/tx channels 1..4") {
@@ -209,5 +219,74 @@ func TestRealVethChannels(t *testing.T) {
 	}
 	if out, err := rig("restore"); err != nil || !strings.Contains(out, "nothing to restore") {
 		t.Errorf("refusals left a journal: %v\n%s", err, out)
+	}
+}
+
+// TestRealVethProbe runs the hardware self-test on a veth in its own netns
+// while its peer sends traffic: it must report "software only" (what veth
+// gives), refuse --timestamps hardware naming what is missing, and leave
+// nothing journaled. The hand-run probes refuse hardware the same way.
+func TestRealVethProbe(t *testing.T) {
+	needRoot(t)
+	bin := buildRig(t)
+	ns := fmt.Sprintf("rigprb%d", os.Getpid())
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("ip", "netns", "add", ns); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { run("ip", "netns", "del", ns) })
+	for _, c := range [][]string{
+		{"ip", "-n", ns, "link", "add", "pa", "type", "veth", "peer", "name", "pb"},
+		{"ip", "-n", ns, "addr", "add", "10.99.0.1/24", "dev", "pa"},
+		{"ip", "-n", ns, "link", "set", "pa", "up"},
+		{"ip", "-n", ns, "link", "set", "pb", "up"},
+	} {
+		if out, err := run(c...); err != nil {
+			t.Fatalf("%v: %v\n%s", c, err, out)
+		}
+	}
+	// Frames arriving on pa while the probe listens: pings from pb's side.
+	pinger := exec.Command("ip", "netns", "exec", ns, "ping", "-q", "-I", "pb", "-i", "0.05", "-w", "10", "10.99.0.1")
+	if err := pinger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pinger.Process.Kill(); pinger.Wait() })
+	state := t.TempDir()
+	rig := func(args ...string) (string, int) {
+		c := exec.Command("ip", append([]string{"netns", "exec", ns, bin}, args...)...)
+		c.Env = append(os.Environ(), "RIG_STATE_DIR="+state)
+		out, err := c.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	out, code := rig("nicctl", "probe", "pa", "--listen", "1s")
+	if code != 0 || !strings.Contains(out, "verdict: software only on pa") || !strings.Contains(out, "kernel stamps 8/8, NIC stamps 0/8") ||
+		!regexp.MustCompile(`RX: [1-9]\d* frames`).MatchString(out) {
+		t.Fatalf("probe: exit %d\n%s", code, out)
+	}
+	out, code = rig("nicctl", "probe", "pa", "--listen", "300ms", "--timestamps", "hardware")
+	if code != 2 || !strings.Contains(out, "need hardware RX and TX stamps") {
+		t.Fatalf("probe --timestamps hardware: exit %d\n%s", code, out)
+	}
+	for _, probe := range [][]string{
+		{"send", "--iface", "pa", "--timestamps", "hardware", "--count", "5"},
+		{"respond", "--iface", "pa", "--timestamps", "hardware", "--run-id", "1"},
+		{"capture", "--iface", "pa", "--timestamps", "hardware", "--run-id", "1"},
+	} {
+		out, code = rig(probe...)
+		if code != 2 || !strings.Contains(out, "pa cannot give rig's probes") || !strings.Contains(out, "RX: no hardware RX stamps") {
+			t.Errorf("%v: exit %d\n%s", probe, code, out)
+		}
+	}
+	if out, code := rig("restore"); code != 0 || !strings.Contains(out, "nothing to restore") {
+		t.Errorf("the probes left a journal: exit %d\n%s", code, out)
 	}
 }

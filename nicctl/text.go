@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/rig-project/rig/internal/ethtoolnl"
 )
 
 func opt[T any](p *T) string {
@@ -38,8 +36,21 @@ func (in *Info) WriteText(w io.Writer) {
 	if d := in.DrvInfo; d != nil {
 		fmt.Fprintf(w, "driver:    %s %s, firmware %s, bus-info %s\n", d.Driver, d.Version, or(d.Firmware, "-"), or(d.BusInfo, "-"))
 	}
-	if h := in.HWTstamp; h != nil {
-		fmt.Fprintf(w, "hwtstamp config: tx_type %d, rx_filter %d\n", h.TxType, h.RxFilter)
+	if e := in.ENA; e != nil {
+		tree := "in-tree"
+		if e.OutOfTree {
+			tree = "out-of-tree (amzn-drivers)"
+		}
+		ts := "none"
+		if t := e.HWTimestamping; t != nil {
+			ts = fmt.Sprintf("RX offered %v on %v, TX offered %v on %v", t.RXSupported, t.RXEnabled, t.TXSupported, t.TXEnabled)
+		}
+		srd := "n/a"
+		if e.SRDMode != nil {
+			srd = fmt.Sprintf("mode %d (express %v, udp %v)", *e.SRDMode, e.ExpressOn(), e.UDPOverSRD())
+		}
+		fmt.Fprintf(w, "ena:       %s %s, packet stamps %s, phc_enable %s, LLQ %s (header %s B), ENA Express %s\n",
+			tree, or(e.Version, "?"), ts, opt(e.PHCEnable), or(e.LLQ, "n/a"), opt(e.LLQHeaderBytes), srd)
 	}
 	if c := in.Channels; c != nil {
 		fmt.Fprintf(w, "channels:  rx %s/%s  tx %s/%s  other %s/%s  combined %s/%s (current/max)\n",
@@ -52,13 +63,22 @@ func (in *Info) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "coalesce:  rx-usecs %s rx-frames %s tx-usecs %s tx-frames %s adaptive-rx %s adaptive-tx %s\n",
 			opt(c.RxUsecs), opt(c.RxFrames), opt(c.TxUsecs), opt(c.TxFrames), opt(c.AdaptiveRx), opt(c.AdaptiveTx))
 	}
-	if t := in.TSInfo; t != nil {
+	if t := in.Timestamping; t != nil {
+		c := t.Caps
 		phc := "none"
-		if t.PHCIndex >= 0 {
-			phc = "/dev/ptp" + strconv.Itoa(t.PHCIndex)
+		if c.PHCIndex >= 0 {
+			phc = "/dev/ptp" + strconv.Itoa(c.PHCIndex)
 		}
-		fmt.Fprintf(w, "timestamping: %s (0x%x); tx types: %s; rx filters: %s; PHC %s\n",
-			names(t.Timestamping), t.Timestamping.Bits, names(t.TxTypes), names(t.RxFilters), phc)
+		fmt.Fprintf(w, "timestamping: %s (%#x); tx types: %s; rx filters: %s; PHC %s\n",
+			c.SOF.EthtoolNames(), uint32(c.SOF), c.TxTypesString(), c.RxFiltersString(), phc)
+		cfg := "unknown (" + t.ConfigErr + ")"
+		if t.ConfigKnown {
+			cfg = t.Config.String()
+		}
+		fmt.Fprintf(w, "hwtstamp config: %s\n", cfg)
+		if t.Owner != "" {
+			fmt.Fprintf(w, "hwtstamp owner: %s\n", t.Owner)
+		}
 	}
 	keys := make([]string, 0, len(in.Errors))
 	for k := range in.Errors {
@@ -98,16 +118,6 @@ func (in *Info) WriteText(w io.Writer) {
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()
-}
-
-func names(b ethtoolnl.Bitset) string {
-	if len(b.Names) == 0 {
-		if b.Bits == 0 {
-			return "none"
-		}
-		return fmt.Sprintf("0x%x", b.Bits)
-	}
-	return strings.Join(b.Names, " ")
 }
 
 func or(s, def string) string {

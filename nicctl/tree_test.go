@@ -12,6 +12,8 @@ import (
 
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // fakeNIC describes one NIC in a fake tree.
@@ -52,24 +54,28 @@ func symlink(t testing.TB, root, p, target string) {
 }
 
 // buildTree makes a fake /proc and /sys below a temp dir from a real-format
-// /proc/interrupts fixture, laid out like the kernel's: class links are
+// /proc/interrupts fixture (a file in hostinfo's testdata/interrupts, or a
+// path), laid out like the kernel's: class links are
 // relative symlinks into /sys/devices, the device link points back up.
 // eth0 carries the default route (it has no device: only its class entry).
 func buildTree(t testing.TB, interrupts string, nics []fakeNIC) hostfs.FS {
 	t.Helper()
 	root := t.TempDir()
-	b, err := os.ReadFile(filepath.Join("testdata", interrupts))
+	if !strings.Contains(interrupts, "/") {
+		interrupts = filepath.Join("../internal/hostinfo/testdata/interrupts", strings.TrimPrefix(interrupts, "interrupts."))
+	}
+	b, err := os.ReadFile(interrupts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, root, "/proc/interrupts", string(b), 0o444)
-	in, err := ParseInterrupts(b)
+	in, err := hostinfo.ParseCounterTable(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := "0-" + strconv.Itoa(len(in.CPUs)-1)
 	write(t, root, "/sys/devices/system/cpu/online", all+"\n", 0o444)
-	for _, l := range in.Lines {
+	for _, l := range in.Rows {
 		if l.IRQ < 0 {
 			continue
 		}
@@ -220,34 +226,49 @@ func (f *fakeEthtool) SetChannels(_ context.Context, i string, c ethtoolnl.Chann
 	}
 	return nil
 }
-func (f *fakeEthtool) TSInfo(context.Context, string) (ethtoolnl.TSInfo, error) {
-	return ethtoolnl.TSInfo{Timestamping: ethtoolnl.Bitset{Bits: 0x1a}, PHCIndex: -1}, nil
-}
+
 func (f *fakeEthtool) Close() error { return nil }
 
-// fakeIoctl is a device with (hw != nil) or without HW timestamping.
-type fakeIoctl struct {
-	hw   *HWTstamp
-	sets []HWTstamp
-}
+// fakeIoctl answers ETHTOOL_GDRVINFO.
+type fakeIoctl struct{}
 
 func (f *fakeIoctl) DrvInfo(iface string) (DrvInfo, error) {
 	return DrvInfo{Driver: "fake", Firmware: "1.2.3", BusInfo: "0000:00:05.0"}, nil
 }
-func (f *fakeIoctl) HWTstamp(iface string) (HWTstamp, error) {
-	if f.hw == nil {
-		return HWTstamp{}, ioctlErr("SIOCGHWTSTAMP", iface, unix.EOPNOTSUPP)
-	}
-	return *f.hw, nil
+
+// fakeTS is a NIC's timestamping surface: caps, a current config, and how
+// the driver answers SIOCSHWTSTAMP.
+type fakeTS struct {
+	caps   tstamp.Caps
+	cur    tstamp.HWTstampConfig
+	getErr error // SIOCGHWTSTAMP
+	setErr error // SIOCSHWTSTAMP
+	grant  func(req tstamp.HWTstampConfig) tstamp.HWTstampConfig
+	sets   []tstamp.HWTstampConfig
+	// onSet runs after a successful set (a driver resetting the link).
+	onSet func()
 }
-func (f *fakeIoctl) SetHWTstamp(iface string, c HWTstamp) error {
-	if f.hw == nil {
-		return ioctlErr("SIOCSHWTSTAMP", iface, unix.EOPNOTSUPP)
+
+func (f *fakeTS) TSInfo(name string) (tstamp.Caps, error) {
+	c := f.caps
+	c.Ifname = name
+	return c, nil
+}
+func (f *fakeTS) GetHWTstamp(string) (tstamp.HWTstampConfig, error) { return f.cur, f.getErr }
+func (f *fakeTS) SetHWTstamp(_ string, c *tstamp.HWTstampConfig) error {
+	f.sets = append(f.sets, *c)
+	if f.setErr != nil {
+		return f.setErr
 	}
-	f.sets = append(f.sets, c)
-	if c.RxFilter == unix.HWTSTAMP_FILTER_PTP_V2_EVENT {
-		c.RxFilter = unix.HWTSTAMP_FILTER_ALL // upscaling driver (ENA, sfc)
+	if f.grant != nil {
+		*c = f.grant(*c)
 	}
-	*f.hw = c
+	f.cur = *c
+	if f.onSet != nil {
+		f.onSet()
+	}
 	return nil
 }
+
+var tsCapsAll = tstamp.Caps{SOF: tstamp.FlagTxHardware | tstamp.FlagRxHardware | tstamp.FlagRawHardware, PHCIndex: 2,
+	TxTypes: 1<<tstamp.TxOff | 1<<tstamp.TxOn, RxFilters: 1<<tstamp.FilterNone | 1<<tstamp.FilterAll | 1<<tstamp.FilterPTPv2Event}

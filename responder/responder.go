@@ -42,8 +42,13 @@ type Config struct {
 	BusyPollUS int // SO_BUSY_POLL (µs): the blocking recvmsg busy-polls first
 	Sched      cpusched.Sched
 	Timestamps tstamp.Mode
-	// RunID accepts only requests of this run; 0 adopts the first run seen.
-	RunID uint64
+	// RunID, ArmIndex and Round: only requests of this run, arm and round
+	// are answered; anything else is counted as foreign. RunID is
+	// required: adopting the first run seen let one stray datagram before
+	// the sender started take the whole round.
+	RunID    uint64
+	ArmIndex int
+	Round    int
 	// Capacity is the number of sequences recorded (0..Capacity-1).
 	Capacity int
 	// TxWait bounds the wait for the last replies' TX stamps at the end.
@@ -57,6 +62,9 @@ type Config struct {
 	// Ready is called from the loop thread once the socket is joined and
 	// the loop is about to wait for the first request.
 	Ready func()
+	// Device answers for the NIC (nil: the host's); tests pass driver
+	// profiles.
+	Device tstamp.Device
 }
 
 // Responder answers requests and records their stamps.
@@ -64,6 +72,7 @@ type Responder struct {
 	cfg     Config
 	conn    *tstamp.Conn
 	granted tstamp.Granted
+	hw      *tstamp.HWProof // do the requests and replies carry the NIC's stamps?
 	recs    []samples.Record
 	cnt     samples.Counters
 	runID   uint64
@@ -95,6 +104,9 @@ func New(cfg Config) (*Responder, error) {
 	if !cfg.Group.Addr().Is4() || !cfg.Group.Addr().IsMulticast() {
 		return nil, fmt.Errorf("group %s is not an IPv4 multicast address (e.g. 239.1.1.1:9000)", cfg.Group)
 	}
+	if cfg.RunID == 0 {
+		return nil, wire.ErrNoRunID
+	}
 	if cfg.CPU >= 0 {
 		if err := cpusched.CheckCPU(hostfs.Default(), cfg.CPU); err != nil {
 			return nil, err
@@ -112,10 +124,11 @@ func New(cfg Config) (*Responder, error) {
 	r := &Responder{cfg: cfg, conn: conn, runID: cfg.RunID, recs: make([]samples.Record, cfg.Capacity)}
 	r.onTx = r.fileTx // made once: the error-queue drain must not allocate
 	fail := func(err error) (*Responder, error) { conn.Close(); return nil, err }
-	if r.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
+	if r.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
 		return fail(err)
 	}
-	r.txWant = samples.TxWanted(r.granted.Software(), r.granted.HardwareTX())
+	r.hw = tstamp.NewHWProof(r.granted, cfg.TxWait, "the responder's UDP socket", "requests", "replies")
+	r.txWant = samples.TxWanted(r.granted.Software(), r.hw.TX())
 	if err := conn.JoinGroup(cfg.Group.Addr(), ifi.Index); err != nil {
 		return fail(err)
 	}
@@ -157,14 +170,18 @@ func (r *Responder) Run(ctx context.Context) error {
 		runtime.LockOSThread()
 		done <- r.loop()
 	}()
+	var err error
 	select {
-	case err := <-done:
-		return err
+	case err = <-done:
 	case <-ctx.Done():
-		r.stopped = "interrupted: " + context.Cause(ctx).Error()
+		r.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
 		r.Stop()
-		return <-done
+		err = <-done
 	}
+	if err != nil {
+		r.stopped = samples.StoppedFailed + err.Error()
+	}
+	return err
 }
 
 func (r *Responder) loop() error {
@@ -210,8 +227,10 @@ func (r *Responder) loop() error {
 		r.drainErrqueue()
 		time.Sleep(time.Millisecond)
 	}
+	r.hw.Finish()
+	r.txWant = samples.TxWanted(r.granted.Software(), r.hw.TX())
 	r.cnt.TxStampsMissing = samples.ResponderTx.Awaiting(r.recs, r.txWant)
-	return nil
+	return r.hw.Err()
 }
 
 const pollTimeout = 50 * time.Millisecond
@@ -252,14 +271,12 @@ func (r *Responder) step() error {
 		r.countBad(err)
 		return nil
 	}
-	if r.hdr.Type != wire.Request {
-		r.cnt.Foreign++
+	if r.hdr.Type != wire.Request || r.hdr.Arm != uint32(r.cfg.ArmIndex) || r.hdr.Round != uint32(r.cfg.Round) {
+		r.cnt.Foreign++ // a reply, or another arm's or round's request
 		return nil
 	}
-	if r.runID == 0 {
-		r.runID = r.hdr.RunID
-	}
 	r.cnt.Received++
+	st.HW = r.hw.Recv(st.HW)
 	seq := r.hdr.Seq
 	var rec *samples.Record
 	if seq < uint64(len(r.recs)) {
@@ -291,6 +308,11 @@ func (r *Responder) step() error {
 	if rec != nil {
 		rec.T[samples.RepTxUser] = txUser
 	}
+	r.hw.Sent(txUser)
+	if err := r.hw.Err(); err != nil {
+		return err // timestamps: hardware, and the NIC's stamps do not come
+	}
+	r.txWant = samples.TxWanted(r.granted.Software(), r.hw.TX())
 	r.quiet() // just answered: the quietest moment there is
 	if r.cfg.StopAfter > 0 && r.cnt.Sent >= uint64(r.cfg.StopAfter) {
 		r.stop.Store(true)
@@ -329,10 +351,11 @@ func (r *Responder) quiet() {
 	}
 }
 
-func (r *Responder) fileTx(ts tstamp.TxStamp) { samples.ResponderTx.File(r.recs, ts.Key, ts.SW, ts.HW) }
+func (r *Responder) fileTx(ts tstamp.TxStamp) {
+	samples.ResponderTx.File(r.recs, ts.Key, ts.SW, r.hw.TxStamp(ts.HW))
+}
 
-// RunID is the run the responder answered (adopted from the first request
-// when Config.RunID was 0).
+// RunID is the run the responder answers.
 func (r *Responder) RunID() uint64 { return r.runID }
 
 // Thread returns the loop thread's CPU use over the last Run (nil when the
@@ -366,27 +389,34 @@ func (r *Responder) Header(arm, round int) samples.Header {
 		Host:        r.cfg.Host,
 		Iface:       r.cfg.Iface,
 		Group:       r.cfg.Group.String(),
-		Clocks:      Clocks(r.granted, r.cfg.Iface, "req_rx", "rep_tx"),
+		Clocks:      Clocks(r.granted, r.hw, r.cfg.Iface, "req_rx", "rep_tx"),
 		Settings: map[string]any{
 			"cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "rcvbuf_bytes": r.rcvbuf, "busy_poll_us": r.cfg.BusyPollUS,
 			"sched": r.cfg.Sched.String(), "timestamps": r.granted.String(),
-			"tx_keying": r.conn.Keying().String(), "phc": r.phc,
+			"tx_keying": r.conn.Keying().String(), "phc": r.phc, "hardware_stamps": r.hw.String(),
 		},
 		StartedAt: r.started.UTC().Format(time.RFC3339Nano),
 	}
 }
 
-// Clocks describes the stamp columns prefix_{hw,sw,user} (e.g. "req_rx",
-// "rep_tx") taken on a socket with the given grant.
-func Clocks(g tstamp.Granted, iface string, prefixes ...string) map[string]samples.Clock {
+// Clocks describes the stamp columns rx_{hw,sw,user} and tx_{hw,sw,user}
+// (rx and tx are prefixes such as "req_rx" and "rep_tx") taken on a socket
+// with the given grant. A direction's hardware column is described only
+// when its stamps were requested and arrived (hw); where they were
+// requested and did not, its software column says so in its note.
+func Clocks(g tstamp.Granted, hw *tstamp.HWProof, iface, rx, tx string) map[string]samples.Clock {
 	m := map[string]samples.Clock{}
-	for _, p := range prefixes {
+	for _, d := range []struct {
+		prefix string
+		hw     bool
+		note   string
+	}{{rx, hw.RX(), hw.RxNote()}, {tx, hw.TX(), hw.TxNote()}} {
 		if g.Software() {
-			m[p+"_sw"] = samples.Clock{Source: "sw", Clock: "CLOCK_REALTIME", Iface: iface}
+			m[d.prefix+"_sw"] = samples.Clock{Source: "sw", Clock: "CLOCK_REALTIME", Iface: iface, Note: d.note}
 		}
-		m[p+"_user"] = samples.Clock{Source: "user", Clock: "CLOCK_REALTIME"}
-		if g.HardwareRX() || g.HardwareTX() {
-			m[p+"_hw"] = samples.Clock{Source: "hw", Clock: "phc", Iface: iface, PHCIndex: g.Caps.PHCIndex}
+		m[d.prefix+"_user"] = samples.Clock{Source: "user", Clock: "CLOCK_REALTIME"}
+		if d.hw {
+			m[d.prefix+"_hw"] = samples.Clock{Source: "hw", Clock: "phc", Iface: iface, PHCIndex: g.NIC.Caps.PHCIndex}
 		}
 	}
 	return m

@@ -1,6 +1,7 @@
 package responder
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"testing"
@@ -93,5 +94,17 @@ func TestStepAllocs(t *testing.T) {
 		if rec.T[samples.ReqRxSW] == 0 || rec.T[samples.ReqRxUser] == 0 || rec.T[samples.RepTxUser] == 0 {
 			t.Fatalf("seq %d: stamps missing: %+v", rec.Seq, rec.T)
 		}
+	}
+}
+
+// TestNewNeedsRunID: without a run id the first datagram that looked valid
+// set the run, so one stray before the sender started lost the round.
+func TestNewNeedsRunID(t *testing.T) {
+	r, err := New(Config{Iface: "lo", Group: netip.MustParseAddrPort("239.8.8.8:9200"), CPU: -1, Timestamps: tstamp.Software})
+	if !errors.Is(err, wire.ErrNoRunID) {
+		if r != nil {
+			r.Close()
+		}
+		t.Fatalf("New without a run id: %v, want wire.ErrNoRunID", err)
 	}
 }

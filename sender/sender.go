@@ -1,11 +1,11 @@
 // Package sender emits the rig's requests on an absolute schedule and
 // receives the replies.
 //
-// Two locked OS threads share one socket: the pacer only sends (hybrid
-// sleep-then-spin wait, due/tx_user recorded), the receiver serves the data
-// queue (replies: rx stamps) and the error queue (TX stamps, keyed by
-// sequence). Neither allocates per request; records are preallocated, one
-// per sequence.
+// One locked OS thread sends on schedule and, while it waits for the next
+// due time, serves the socket: the data queue (replies: rx stamps) and the
+// error queue (TX stamps, keyed by sequence), blocking in ppoll or polling
+// without blocking (Config.Poll). It does not allocate per request;
+// records are preallocated, one per sequence.
 package sender
 
 import (
@@ -56,12 +56,16 @@ type Config struct {
 	ArmIndex int
 	Round    int
 	Warmup   int
-	// ReplyTimeout: a reply later than this after its due time is late
-	// (counted lost, stamps kept). Default 1 s.
+	// ReplyTimeout: a reply more than this after its request left is late
+	// (samples.ReplyLate: flagged and counted apart from lost, stamps kept),
+	// and the round waits this long after the last send. Default 1 s.
 	ReplyTimeout time.Duration
 	// TxWait bounds the wait for TX stamps after the last send (default 500 ms).
 	TxWait time.Duration
 	Host   string
+	// Device answers for the NIC (nil: the host's); tests pass driver
+	// profiles.
+	Device tstamp.Device
 }
 
 // ErrConfig is wrapped by New for an invalid Config (bad input, not a host
@@ -114,6 +118,7 @@ type Sender struct {
 	cfg     Config
 	conn    *tstamp.Conn
 	granted tstamp.Granted
+	hw      *tstamp.HWProof // do the requests and replies carry the NIC's stamps?
 	sched   Schedule
 	recs    []samples.Record
 	txBuf   [wire.MaxSize]byte
@@ -159,10 +164,11 @@ func New(cfg Config) (*Sender, error) {
 	s := &Sender{cfg: cfg, conn: conn, recs: make([]samples.Record, cfg.Count), lastSeq: -1}
 	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
-	if s.granted, err = conn.EnableTimestamping(cfg.Timestamps); err != nil {
+	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
 		return fail(err)
 	}
-	s.txWant = samples.TxWanted(s.granted.Software(), s.granted.HardwareTX())
+	s.hw = tstamp.NewHWProof(s.granted, cfg.TxWait, "the sender's UDP socket", "replies", "requests")
+	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
 	if err := conn.SetMulticastInterface(ifi.Index); err != nil {
 		return fail(err)
 	}
@@ -211,11 +217,19 @@ func (s *Sender) Run(ctx context.Context) error {
 		done <- s.run(ctx)
 	}()
 	err := <-done
-	if ctx.Err() != nil {
-		s.stopped = "interrupted: " + context.Cause(ctx).Error()
+	switch {
+	case ctx.Err() != nil:
+		s.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
+	case err != nil:
+		s.stopped = samples.StoppedFailed + err.Error()
 	}
+	s.hw.Finish()
+	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
 	s.finish()
 	if err != nil {
+		return err
+	}
+	if err := s.hw.Err(); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -247,6 +261,9 @@ send:
 			return err
 		}
 		s.sendNow(uint64(k))
+		if err := s.hw.Err(); err != nil {
+			return err // timestamps: hardware, and the NIC's stamps do not come
+		}
 	}
 	// Collect what is in flight; check completion (a scan of the records)
 	// once a millisecond, not on every wake-up.
@@ -392,6 +409,8 @@ func (s *Sender) sendNow(k uint64) {
 	s.cnt.Sent++
 	s.lastSeq = int64(k)
 	s.sent.Add(1)
+	s.hw.Sent(now)
+	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
 }
 
 func (s *Sender) receiveDone() bool {
@@ -411,7 +430,7 @@ func (s *Sender) drainErrqueue() { s.conn.DrainTx(s.onTx) }
 // fileTx files one TX stamp under its sequence; a stamp read long after
 // its request's due time is late: kept, and counted.
 func (s *Sender) fileTx(ts tstamp.TxStamp) {
-	if !samples.SenderTx.File(s.recs, ts.Key, ts.SW, ts.HW) {
+	if !samples.SenderTx.File(s.recs, ts.Key, ts.SW, s.hw.TxStamp(ts.HW)) {
 		return
 	}
 	if time.Now().UnixNano()-s.sched.DueNS(uint64(ts.Key)) > int64(s.cfg.TxWait) {
@@ -456,6 +475,12 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) {
 		return
 	}
 	r := &s.recs[h.Seq]
+	if r.T[samples.TxUser] == 0 {
+		// A reply to a request not sent yet (or whose send failed) is
+		// forged or another sender's: it must not take the sequence.
+		s.cnt.Foreign++
+		return
+	}
 	if r.T[samples.RxUser] != 0 {
 		r.Flags |= samples.FlagDuplicate
 		s.cnt.Duplicated++
@@ -468,14 +493,9 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) {
 	if !s.seenAny || h.Seq > s.maxSeq {
 		s.maxSeq, s.seenAny = h.Seq, true
 	}
-	// Late is judged against the due time carried in the packet, so the
-	// receiver never reads the pacer's memory.
-	if user-h.Due > int64(s.cfg.ReplyTimeout) {
-		r.Flags |= samples.FlagLate
-		s.cnt.Late++
-	}
+	// Late is judged in finish, once the TX stamps are in (ReplyLate).
 	r.T[samples.RxSW] = st.SW
-	r.T[samples.RxHW] = st.HW
+	r.T[samples.RxHW] = s.hw.Recv(st.HW)
 	r.T[samples.RxUser] = user
 	s.received.Add(1)
 }
@@ -483,7 +503,7 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) {
 // finish completes the counters after the thread stopped.
 func (s *Sender) finish() {
 	c := s.cnt
-	c.Received = 0
+	c.Received, c.Late = 0, 0
 	for i := range s.recs {
 		r := &s.recs[i]
 		if r.T[samples.TxUser] == 0 {
@@ -491,8 +511,12 @@ func (s *Sender) finish() {
 			r.Flags |= samples.FlagNotSent
 			continue
 		}
-		if r.T[samples.RxUser] != 0 && r.Flags&samples.FlagLate == 0 {
+		if r.T[samples.RxUser] != 0 {
 			c.Received++
+			if samples.ReplyLate(r, int64(s.cfg.ReplyTimeout)) {
+				r.Flags |= samples.FlagLate
+				c.Late++
+			}
 		}
 		if samples.SenderTx.Awaits(r, s.txWant) {
 			c.TxStampsMissing++
@@ -514,7 +538,7 @@ func (s *Sender) Records() []samples.Record { return s.recs }
 
 // Header describes the sender's sample file.
 func (s *Sender) Header() samples.Header {
-	clocks := responder.Clocks(s.granted, s.cfg.Iface, "tx", "rx")
+	clocks := responder.Clocks(s.granted, s.hw, s.cfg.Iface, "rx", "tx")
 	clocks["due"] = samples.Clock{Source: "user", Clock: "CLOCK_REALTIME", Note: "start + k·interval"}
 	return samples.Header{
 		WireVersion: wire.Version,
@@ -536,6 +560,7 @@ func (s *Sender) Header() samples.Header {
 			"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "rcvbuf_bytes": s.rcvbuf, "spin_ns": int64(s.cfg.Spin), "poll": s.cfg.Poll.String(),
 			"timestamps": s.granted.String(), "tx_keying": s.conn.Keying().String(),
 			"reply_timeout_ns": int64(s.cfg.ReplyTimeout), "tx_wait_ns": int64(s.cfg.TxWait), "phc": s.phc,
+			"hardware_stamps": s.hw.String(),
 		},
 		StartedAt: s.started.UTC().Format(time.RFC3339Nano),
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/internal/wire"
 	"github.com/rig-project/rig/responder"
 )
 
@@ -152,7 +153,7 @@ func TestBlockSpinWholeInterval(t *testing.T) {
 	go func() {
 		rspDone <- topo.Do(netlab.Responder, func() error {
 			r, err := responder.New(responder.Config{Iface: topo.Responder.Interface, Group: group,
-				CPU: -1, Timestamps: tstamp.Software, Capacity: 1000})
+				CPU: -1, Timestamps: tstamp.Software, Capacity: 1000, RunID: 7})
 			if err != nil {
 				ready <- err
 				return err
@@ -169,7 +170,7 @@ func TestBlockSpinWholeInterval(t *testing.T) {
 	var rtts []int64
 	err := topo.Do(netlab.Sender, func() error {
 		s, err := New(Config{Iface: topo.Sender.Interface, Group: group, Count: 300, Interval: interval,
-			Spin: interval, CPU: -1, Timestamps: tstamp.Software, Poll: responder.Block})
+			Spin: interval, CPU: -1, Timestamps: tstamp.Software, Poll: responder.Block, RunID: 7})
 		if err != nil {
 			return err
 		}
@@ -200,5 +201,22 @@ func TestBlockSpinWholeInterval(t *testing.T) {
 	}
 	if med := time.Duration(rtts[len(rtts)/2]); med >= interval {
 		t.Errorf("median user RTT %v ≥ interval %v: replies waited for the next send", med, interval)
+	}
+}
+
+// TestReplyToUnsentRequest: a reply whose request was not sent yet is
+// forged (or another sender's): foreign, and it does not take the sequence.
+func TestReplyToUnsentRequest(t *testing.T) {
+	s := &Sender{cfg: Config{RunID: 5}, recs: make([]samples.Record, 10)}
+	var buf [64]byte
+	p := wire.Encode(buf[:], 64, &wire.Header{Type: wire.Reply, RunID: 5, Seq: 3})
+	s.onReply(p, tstamp.Stamps{SW: 100}, 200)
+	if s.cnt.Foreign != 1 || s.recs[3].T[samples.RxUser] != 0 {
+		t.Fatalf("reply before its request: counters %+v, record %+v", s.cnt, s.recs[3].T)
+	}
+	s.recs[3].T[samples.TxUser] = 50
+	s.onReply(p, tstamp.Stamps{SW: 100}, 200)
+	if s.cnt.Foreign != 1 || s.recs[3].T[samples.RxUser] != 200 {
+		t.Fatalf("reply after its request: counters %+v, record %+v", s.cnt, s.recs[3].T)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rig-project/rig/capture"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 func init() {
@@ -21,9 +22,15 @@ func runCapture(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
 	surviveEPIPE()
 	group, mode, runID, err := pf.parse()
 	if err != nil {
+		return err
+	}
+	if err := requireRunID("capture", runID); err != nil {
 		return err
 	}
 	ports := []uint16{group.Port()}
@@ -33,18 +40,23 @@ func runCapture(ctx context.Context, args []string) error {
 		}
 		ports = append(ports, uint16(*replyPort))
 	}
-	cfg := capture.Config{Iface: pf.iface, Ports: ports, Timestamps: mode, RunID: runID,
-		Capacity: *capacity, Arm: pf.arm,
+	cfg := capture.Config{Iface: pf.iface, Ports: ports, Timestamps: mode, Group: group, RunID: runID,
+		ArmIndex: pf.armIndex, Round: pf.round, Capacity: *capacity, Arm: pf.arm,
 		Ready: func() { logf("rig capture: ready on %s", pf.iface) }}
 	if *pcap != "" {
 		cfg.PcapFrames = 2 * *capacity
 	}
+	undo, err := prepareNIC(ctx, "capture", &pf, mode, tstamp.NeedCapture)
+	if err != nil {
+		return err
+	}
+	defer undo()
 	c, err := capture.New(cfg)
 	if err != nil {
 		return setupError("capture", err)
 	}
 	defer c.Close()
-	logf("rig capture: timestamps %s (cap_req/cap_rep source: %s)", c.Granted(), c.Source())
+	logf("rig capture: timestamps %s (hardware columns cap_req_hw/cap_rep_hw: %s)", c.Granted(), map[bool]string{true: "requested; the first frames prove them", false: "none: software stamps"}[c.Source() == "hw"])
 	if *duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *duration)
@@ -54,8 +66,8 @@ func runCapture(ctx context.Context, args []string) error {
 	defer cancel()
 	runErr := c.Run(ctx)
 	n := c.Counters()
-	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, missing stamps %d",
-		c.Frames(), len(c.Records())-int(n.Unpaired), n.Unpaired, n.Duplicated, n.Foreign, n.RxStampsMissing)
+	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, malformed %d, outgoing (dropped) %d, missing stamps %d, dropped by the kernel %d; hardware stamps: %s",
+		c.Frames(), len(c.Records())-int(n.Unpaired), n.Unpaired, n.Duplicated, n.Foreign, n.Malformed, n.Outgoing, n.RxStampsMissing, n.KernelDrops, c.HardwareStamps())
 	if pf.out != "" {
 		if err := c.WriteFile(pf.out, pf.armIndex, pf.round); err != nil {
 			return err

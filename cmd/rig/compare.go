@@ -20,10 +20,10 @@ func runCompare(ctx context.Context, args []string) error {
 	fs := newFlagSet("compare", "RUN_A RUN_B [--format md|json] [--metric NAME]")
 	format := fs.String("format", "md", "output format: md or json")
 	metric := fs.String("metric", "", "only this metric")
-	pos, err := splitArgs(fs, args)
-	if err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	pos := fs.Args()
 	if len(pos) != 2 {
 		return usagef("compare: want two run directories RUN_A RUN_B, got %d arguments", len(pos))
 	}

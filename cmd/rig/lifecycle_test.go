@@ -76,7 +76,7 @@ func TestPrivilegeErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"capture", "--iface", "lo", "--duration", "1ms"}, "CAP_NET_RAW"},
+		{[]string{"capture", "--iface", "lo", "--run-id", "1", "--duration", "1ms"}, "CAP_NET_RAW"},
 		{[]string{"lab", "up", "--name", netlab.UniqueName("priv")}, "CAP_NET_ADMIN"},
 		{[]string{"nicctl", "set", "lo", "--channels", "1", "--for", "1s"}, "as root"},
 		{[]string{"restore"}, "as root"},
@@ -274,7 +274,7 @@ func TestProbeMaxDuration(t *testing.T) {
 	testbin.Integration(t)
 	out := filepath.Join(t.TempDir(), "r.samples")
 	start := time.Now()
-	code, stderr := runRig(t, nil, "respond", "--iface", "lo", "--group", "239.92.0.1:7920", "--poll", "busy", "--max-duration", "1s", "--out", out)
+	code, stderr := runRig(t, nil, "respond", "--iface", "lo", "--group", "239.92.0.1:7920", "--run-id", "1", "--poll", "busy", "--max-duration", "1s", "--out", out)
 	took := time.Since(start)
 	if code != 1 || !strings.Contains(stderr, "--max-duration 1s") || took > 10*time.Second {
 		t.Errorf("respond --max-duration 1s: exit %d after %v, want 1 within a few seconds:\n%s", code, took, stderr)

@@ -54,13 +54,37 @@ func newFlagSet(name, usage string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args and maps errors to usage errors (exit 2).
+// parseFlags parses args and maps errors to usage errors (exit 2). Flags
+// may come before, between and after the positional arguments (`rig
+// samples DIR --csv`), which fs.Args() then holds in order; "--" ends the
+// flags.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return usageError{err}
 		}
-		return usageError{err}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	// Leave exactly the positional arguments in fs.Args().
+	return fs.Parse(append([]string{"--"}, pos...))
+}
+
+// noArgs refuses positional arguments for a command that takes none.
+func noArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return usagef("%s takes no arguments, got %q", fs.Name(), fs.Args())
 	}
 	return nil
 }

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/nicctl"
 )
 
@@ -23,8 +25,10 @@ func init() {
 
 const nicctlUsage = `show IFACE [--json]
        rig nicctl set IFACE [--irq-cpus LIST | --irq-cpu-per-queue LIST] [--rx-usecs N] [--tx-usecs N]
-                     [--adaptive-rx on|off] [--rx-ring N] [--tx-ring N] [--channels N] [--hold-irqbalance]
-                     [--require-irq-affinity] [--allow-mgmt] [--for DURATION | --keep]`
+                     [--rx-frames N] [--tx-frames N] [--adaptive-rx on|off] [--adaptive-tx on|off]
+                     [--rx-ring N] [--tx-ring N] [--channels N] [--hwtstamp all|ptp|off] [--hold-irqbalance]
+                     [--require-irq-affinity] [--allow-mgmt] [--take-over-ptp] [--for DURATION | --keep]
+       rig nicctl probe IFACE [--timestamps hardware|auto] [--listen DURATION] [--json]`
 
 func nicctlEnv(root string) *nicctl.Env {
 	fs := hostfs.Default()
@@ -43,11 +47,13 @@ func runNicctl(ctx context.Context, args []string) error {
 		return nicctlShow(ctx, args[1:])
 	case "set":
 		return nicctlSet(ctx, args[1:])
+	case "probe":
+		return nicctlProbe(ctx, args[1:])
 	case "-h", "--help", "help":
 		fmt.Printf("usage: rig nicctl %s\n", nicctlUsage)
 		return nil
 	}
-	return usagef("rig nicctl: unknown subcommand %q (want show or set)", args[0])
+	return usagef("rig nicctl: unknown subcommand %q (want show, set or probe)", args[0])
 }
 
 // splitIface takes the interface name from the front or back of args, so
@@ -153,33 +159,36 @@ func nicctlSet(ctx context.Context, args []string) error {
 	fs := newFlagSet("nicctl set", "IFACE [flags]")
 	var s nicctl.Settings
 	var irqCPUs, perQueue cpuFlag
-	var rxUsecs, txUsecs, rxRing, txRing, channels optU32
-	var adaptive onOff
+	var rxUsecs, txUsecs, rxFrames, txFrames, rxRing, txRing, channels optU32
+	var adaptive, adaptiveTx onOff
 	fs.Var(&irqCPUs, "irq-cpus", "CPU list for every queue IRQ (e.g. 2-3)")
 	fs.Var(&perQueue, "irq-cpu-per-queue", "CPUs assigned round-robin, one per queue (queue q → list[q mod n])")
 	fs.Var(&rxUsecs, "rx-usecs", "RX interrupt moderation, µs")
 	fs.Var(&txUsecs, "tx-usecs", "TX interrupt moderation, µs")
+	fs.Var(&rxFrames, "rx-frames", "RX interrupt moderation, frames")
+	fs.Var(&txFrames, "tx-frames", "TX interrupt moderation, frames")
 	fs.Var(&adaptive, "adaptive-rx", "adaptive RX moderation: on|off")
+	fs.Var(&adaptiveTx, "adaptive-tx", "adaptive TX moderation: on|off")
 	fs.Var(&rxRing, "rx-ring", "RX ring size (drivers may round: the effective size is reported)")
 	fs.Var(&txRing, "tx-ring", "TX ring size")
 	fs.Var(&channels, "channels", "queue count (combined, or rx and tx where the driver has no combined)")
 	fs.BoolVar(&s.HoldIRQBalance, "hold-irqbalance", false, "stop irqbalance (systemd) while the change is held, start it again after")
 	fs.BoolVar(&s.RequireIRQAffinity, "require-irq-affinity", false, "fail if any queue IRQ's affinity cannot be set (kernel-managed IRQs)")
 	fs.BoolVar(&s.AllowMgmt, "allow-mgmt", false, "allow changing the interface that carries the default route")
+	fs.BoolVar(&s.TakeOverPTP, "take-over-ptp", false, "allow --hwtstamp to change a config that ptp4l or chronyd owns")
 	hold := fs.Duration("for", 0, "hold the change this long, then undo it (default: until Ctrl-C/SIGTERM)")
 	keep := fs.Bool("keep", false, "leave the change in place and exit; the journal stays pending until `rig restore`")
-	hwts := fs.String("hwtstamp", "", "HW timestamp config: all (TX on, RX all) | ptp (TX on, RX PTPv2 events) | off")
+	hwts := fs.String("hwtstamp", "", "HW timestamp config: all (TX on, RX all: what rig's probes need; written only when not already in force) | ptp (TX on, RX PTPv2 events) | off")
 	root := fs.String("host-root", "", "change /proc and /sys below this root (default $"+hostfs.EnvRoot+" or /)")
 	iface, err := splitIface(fs, args)
 	if err != nil {
 		return err
 	}
 	if *hwts != "" {
-		m, ok := nicctl.HWTstampModes[*hwts]
-		if !ok {
+		if _, ok := nicctl.HWTstampModes[*hwts]; !ok {
 			return usagef("--hwtstamp %q: want all, ptp or off", *hwts)
 		}
-		s.HWTstamp = &m
+		s.HWTstamp = *hwts
 	}
 	forGiven := false
 	fs.Visit(func(f *flag.Flag) { forGiven = forGiven || f.Name == "for" })
@@ -190,7 +199,7 @@ func nicctlSet(ctx context.Context, args []string) error {
 		return usagef("--keep and --for exclude each other")
 	}
 	s.IRQCPUs, s.IRQCPUPerQueue = irqCPUs.cpus, perQueue.cpus
-	s.RxUsecs, s.TxUsecs, s.AdaptiveRx = rxUsecs.v, txUsecs.v, adaptive.v
+	s.Coalesce = ethtoolnl.Coalesce{RxUsecs: rxUsecs.v, TxUsecs: txUsecs.v, RxFrames: rxFrames.v, TxFrames: txFrames.v, AdaptiveRx: adaptive.v, AdaptiveTx: adaptiveTx.v}
 	s.RxRing, s.TxRing, s.Channels = rxRing.v, txRing.v, channels.v
 
 	env := nicctlEnv(*root)
@@ -234,6 +243,66 @@ func nicctlSet(ctx context.Context, args []string) error {
 		setErr = usageError{setErr}
 	}
 	return errors.Join(setErr, uerr)
+}
+
+// nicctlProbe is the hardware self-test: switch stamping on as a run would
+// (journaled, put back before it exits), send a few datagrams, watch what
+// arrives, and say which stamps really came back.
+func nicctlProbe(ctx context.Context, args []string) error {
+	fs := newFlagSet("nicctl probe", "IFACE [flags]")
+	ts := fs.String("timestamps", "auto", "auto (report what the NIC gives) | hardware (fail unless hardware RX and TX stamps arrive)")
+	listen := fs.Duration("listen", 2*time.Second, "how long to watch received frames (send traffic to the interface meanwhile to verify RX)")
+	count := fs.Int("count", 8, "datagrams to send (to 239.255.0.99:9, TTL 1) for the TX stamps")
+	asJSON := fs.Bool("json", false, "print JSON")
+	allowMgmt := fs.Bool("allow-mgmt", false, "allow switching stamping on on the interface that carries the default route")
+	takeOver := fs.Bool("take-over-ptp", false, "allow changing a config that ptp4l or chronyd owns")
+	iface, err := splitIface(fs, args)
+	if err != nil {
+		return err
+	}
+	mode, err := tstamp.ParseMode(*ts)
+	if err != nil || (mode != tstamp.Auto && mode != tstamp.Hardware) {
+		return usagef("--timestamps %q: want auto or hardware", *ts)
+	}
+	if *listen <= 0 || *count <= 0 || *count > 1000 {
+		return usagef("--listen must be positive and --count 1..1000")
+	}
+	env := nicctlEnv("")
+	defer env.Close()
+	lock, err := journal.LockHost(journal.Dir(), journal.Self(""))
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	lane := journal.LaneDir(journal.Dir(), "probe-"+strconv.Itoa(os.Getpid()))
+	j, err := journal.Open(lane, nicctl.Handlers(env))
+	if err != nil {
+		return err
+	}
+	rep, perr := nicctl.Probe(ctx, env, j, iface, nicctl.ProbeOptions{Mode: mode, AllowMgmt: *allowMgmt, TakeOver: *takeOver, Count: *count, Listen: *listen})
+	restored, uerr := j.Undo(context.WithoutCancel(ctx))
+	j.Close()
+	if uerr == nil {
+		os.RemoveAll(lane)
+	}
+	if rep != nil {
+		if *asJSON {
+			e := json.NewEncoder(os.Stdout)
+			e.SetIndent("", "  ")
+			if err := e.Encode(rep); err != nil {
+				return err
+			}
+		} else {
+			rep.WriteText(os.Stdout)
+			printRestored(restored)
+		}
+	}
+	var ue *nicctl.UsageError
+	switch {
+	case errors.As(perr, &ue), errors.Is(perr, nicctl.ErrTimestamping):
+		perr = usageError{perr}
+	}
+	return errors.Join(perr, uerr)
 }
 
 func printChanges(cs []nicctl.Change) {

@@ -47,12 +47,16 @@ func TestProbeBadInput(t *testing.T) {
 		{[]string{"send", "--iface", "nosuch0", "--count", "10"}, []string{`interface "nosuch0"`, "ip link"}},
 		{[]string{"respond", "--iface", "lo", "--group", "10.1.2.3:9000"}, []string{"--group", "multicast group:port such as 239.1.1.1:9000"}},
 		{[]string{"respond", "--iface", "lo", "--group", "239.1.1.1"}, []string{"--group", "239.1.1.1:9000"}},
-		{[]string{"respond", "--iface", "lo", "--cpu", "4095"}, []string{"CPU 4095 does not exist", "online:"}},
+		{[]string{"respond", "--iface", "lo", "--run-id", "1", "--cpu", "4095"}, []string{"CPU 4095 does not exist", "online:"}},
 		{[]string{"send", "--iface", "lo", "--size", "20"}, []string{"payload size 20 out of range", "40..1472"}},
 		{[]string{"send", "--iface", "lo", "--timestamps", "nic"}, []string{"nic", "hardware, software, auto or off"}},
-		{[]string{"capture", "--iface", "lo", "--timestamps", "off"}, []string{"--timestamps off", "use hardware, software or auto"}},
-		{[]string{"respond", "--iface", "lo", "--poll", "spin"}, []string{"want block, busy or busy-poll:µs"}},
-		{[]string{"respond", "--iface", "lo", "--sched", "fifo:0"}, []string{"1..99"}},
+		{[]string{"capture", "--iface", "lo", "--run-id", "1", "--timestamps", "off"}, []string{"--timestamps off", "use hardware, software or auto"}},
+		{[]string{"respond", "--iface", "lo", "--run-id", "1", "--poll", "spin"}, []string{"want block, busy or busy-poll:µs"}},
+		{[]string{"respond", "--iface", "lo", "--run-id", "1", "--sched", "fifo:0"}, []string{"1..99"}},
+		// Without a run id a stray datagram could take the round.
+		{[]string{"respond", "--iface", "lo"}, []string{"respond: --run-id is required", "rig send prints the one it uses"}},
+		{[]string{"capture", "--iface", "lo"}, []string{"capture: --run-id is required"}},
+		{[]string{"respond", "--iface", "lo", "--run-id", "0"}, []string{"not zero"}},
 		{[]string{"send"}, []string{"--iface is required"}},
 	} {
 		code, stderr := runRig(t, nil, tc.args...)
@@ -78,13 +82,13 @@ func TestProbeHardwareAndPrivilege(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (to open a capture socket, and to run rig as nobody)")
 	}
-	code, stderr := runRig(t, nil, "capture", "--iface", "lo", "--timestamps", "hardware", "--duration", "1ms")
+	code, stderr := runRig(t, nil, "capture", "--iface", "lo", "--run-id", "1", "--timestamps", "hardware", "--duration", "1ms")
 	if code != 2 || !strings.Contains(stderr, "software-transmit") && !strings.Contains(stderr, "SOFTWARE") {
 		t.Errorf("hardware on lo: exit %d, want 2 with the capability report:\n%s", code, stderr)
 	}
 	// The binary must be reachable by nobody.
 	os.Chmod(filepath.Dir(testbin.Rig(t)), 0o755)
-	code, stderr = runRig(t, &syscall.Credential{Uid: 65534, Gid: 65534}, "capture", "--iface", "lo", "--duration", "1ms")
+	code, stderr = runRig(t, &syscall.Credential{Uid: 65534, Gid: 65534}, "capture", "--iface", "lo", "--run-id", "1", "--duration", "1ms")
 	if code != 2 || !strings.Contains(stderr, "CAP_NET_RAW") {
 		t.Errorf("capture as nobody: exit %d, want 2 naming CAP_NET_RAW:\n%s", code, stderr)
 	}

@@ -19,7 +19,10 @@ import (
 type probeFlags struct {
 	iface, group, timestamps, out, runID, arm string
 	armIndex, round                           int
-	maxDuration                               time.Duration
+	// nicTS is --nic-timestamping: enable or leave the NIC's config.
+	nicTS                  string
+	allowMgmt, takeOverPTP bool
+	maxDuration            time.Duration
 }
 
 func (p *probeFlags) register(fs *flag.FlagSet) {
@@ -27,10 +30,13 @@ func (p *probeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.group, "group", "239.1.1.1:9000", "request multicast group:port")
 	fs.StringVar(&p.timestamps, "timestamps", "auto", "hardware | software | auto | off: NIC stamps, kernel stamps, the best granted, or none (user-space clock only, to measure what the kernel's stamping adds; not for capture)")
 	fs.StringVar(&p.out, "out", "", "write the per-request sample file here")
-	fs.StringVar(&p.runID, "run-id", "", "16 hex digits; accept/emit only this run (default: random for send, first seen otherwise)")
+	fs.StringVar(&p.runID, "run-id", "", "1 to 16 hex digits: the run every packet carries; respond and capture accept only it and require it, send picks a random one when it is left out and prints it")
 	fs.StringVar(&p.arm, "arm", "", "arm name recorded in the sample file")
 	fs.IntVar(&p.armIndex, "arm-index", 0, "arm index carried in every packet")
 	fs.IntVar(&p.round, "round", 0, "round index carried in every packet")
+	fs.StringVar(&p.nicTS, "nic-timestamping", "enable", "enable: with --timestamps hardware|auto, switch the NIC's hardware stamping on where it is off (journaled, put back on exit; `rig restore` after a crash) | leave: never change the NIC's config (rig run's probes: the run set it up)")
+	fs.BoolVar(&p.allowMgmt, "allow-mgmt", false, "let --nic-timestamping enable change the interface that carries the default route")
+	fs.BoolVar(&p.takeOverPTP, "take-over-ptp", false, "let --nic-timestamping enable change a config that ptp4l or chronyd owns")
 	fs.DurationVar(&p.maxDuration, "max-duration", 0, "end by itself after this long even if nobody stops it, writing its file and exiting 1 (rig run passes the round's length plus slack; 0: no limit)")
 }
 
@@ -68,12 +74,24 @@ func (p *probeFlags) parse() (group netip.AddrPort, mode tstamp.Mode, runID uint
 	if mode, err = tstamp.ParseMode(p.timestamps); err != nil {
 		return group, mode, 0, usageError{err}
 	}
+	if p.nicTS != "enable" && p.nicTS != "leave" {
+		return group, mode, 0, usagef("--nic-timestamping %q: want enable or leave", p.nicTS)
+	}
 	if p.runID != "" {
 		if runID, err = wire.ParseRunID(p.runID); err != nil {
 			return group, mode, 0, usageError{err}
 		}
 	}
 	return group, mode, runID, nil
+}
+
+// requireRunID refuses a respond or capture without --run-id: adopting the
+// first run seen let one stray datagram before the sender take the round.
+func requireRunID(cmd string, runID uint64) error {
+	if runID == 0 {
+		return usagef("%s: --run-id is required: the sender's run id (e.g. RUN=$(od -An -N8 -tx8 /dev/urandom | tr -d ' '), then --run-id $RUN for %s and rig send; rig send prints the one it uses)", cmd, cmd)
+	}
+	return nil
 }
 
 func parseSched(s string) (cpusched.Sched, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,32 +27,16 @@ func (e problemsError) Error() string {
 }
 func (e problemsError) ExitCode() int { return 3 }
 
-// splitArgs parses flags placed before and after the positional arguments.
-func splitArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlags(fs, args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
 func runReport(ctx context.Context, args []string) error {
 	fs := newFlagSet("report", "DIR [--format md|csv|json] [--metric NAME] [--write] [--warmup N]")
 	format := fs.String("format", "md", "output format: md (tables.md), csv (tables.csv) or json (report.json)")
 	metric := fs.String("metric", "", "only this metric (turnaround, rtt, network, kernel_to_user, user_processing, user_to_kernel, lateness, rtt_from_due)")
 	write := fs.Bool("write", false, "also regenerate every report file in DIR (tables.md/csv, report.json/md/html, hist.hlog, plots/)")
 	warmup := fs.Int("warmup", -1, "override the warm-up W (default: the manifest's, else the sample headers')")
-	pos, err := splitArgs(fs, args)
-	if err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	pos := fs.Args()
 	if len(pos) != 1 {
 		return usagef("report: want one run directory, got %d arguments (e.g. rig report results/demo-20260101T000000Z)", len(pos))
 	}

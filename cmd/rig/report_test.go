@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // copyTree copies the committed analysis test run so --write can modify it.
@@ -40,10 +42,23 @@ func TestReportCompareExitCodes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(broken, "manifest.json"), []byte("not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// An interrupted run: reported, and exit 3 (a script must not take it
+	// for a clean one).
+	interrupted := filepath.Join(t.TempDir(), "interrupted")
+	copyTree(t, "../../analysis/testdata/run", interrupted)
+	m, err := rundir.ReadManifest(interrupted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Interrupted = "arm base round 2: interrupt"
+	if err := rundir.WriteJSON(filepath.Join(interrupted, rundir.ManifestFile), m); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want int
 	}{
+		{[]string{"report", interrupted}, 3},
 		{[]string{"report", dir}, 0},
 		{[]string{"report", dir, "--format", "csv", "--metric", "rtt"}, 0},
 		{[]string{"report", "--format", "json", dir}, 0},

@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/responder"
 )
 
@@ -25,9 +28,15 @@ func runRespond(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
 	surviveEPIPE()
 	group, mode, runID, err := pf.parse()
 	if err != nil {
+		return err
+	}
+	if err := requireRunID("respond", runID); err != nil {
 		return err
 	}
 	replyTo, err := parseReply(*reply)
@@ -42,10 +51,21 @@ func runRespond(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Bad input is refused before the NIC is touched.
+	if *cpu >= 0 {
+		if err := cpusched.CheckCPU(hostfs.Default(), *cpu); err != nil {
+			return setupError("respond", err)
+		}
+	}
+	undo, err := prepareNIC(ctx, "respond", &pf, mode, tstamp.NeedProbe)
+	if err != nil {
+		return err
+	}
+	defer undo()
 	var r *responder.Responder
 	r, err = responder.New(responder.Config{
 		Iface: pf.iface, Group: group, ReplyTo: replyTo, CPU: *cpu, Poll: pm, BusyPollUS: busyPoll,
-		Sched: sc, Timestamps: mode, RunID: runID, Capacity: *capacity, TxWait: *txWait,
+		Sched: sc, Timestamps: mode, RunID: runID, ArmIndex: pf.armIndex, Round: pf.round, Capacity: *capacity, TxWait: *txWait,
 		StopAfter: *count, Arm: pf.arm,
 		Ready: func() {
 			// "thread N" lets the agent watch this loop's context switches.

@@ -52,7 +52,7 @@ func dryRun(ctx context.Context, w io.Writer, path string, root hostfs.FS) error
 	if h := s.HostWith(scenario.RoleResponder); h != nil && facts[h.Name] != nil && (s.Emulate != "" || h.Local() || runner.IsNetns(*h)) {
 		localFS = &root
 	}
-	return scenario.WriteDryRun(w, s, s.Plan(), scenario.DryRunOptions{Local: localFS, Unchecked: s.Unchecked(facts)})
+	return scenario.WriteDryRun(w, s, s.Plan(), scenario.DryRunOptions{Local: localFS, Unchecked: s.Unchecked(facts), Timestamping: s.TimestampPlans(facts)})
 }
 
 // netnsFacts asks an agent started in the host's network namespace for

@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/testbin"
 )
 
 // TestRunDryRunExitCodes drives `rig run` through the same entry point as
@@ -48,5 +53,74 @@ func TestDryRunPrintsPlan(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("dry run lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestDryRunTimestampingOnVeth: real hosts (via: local) whose interfaces
+// are veths (in a namespace of the test's own, where the whole rig runs):
+// the dry run prints each NIC's timestamping decision — software only,
+// nothing changed — and timestamps: hardware is refused with the reason
+// and the fix (exit 2).
+func TestDryRunTimestampingOnVeth(t *testing.T) {
+	testbin.Integration(t)
+	ns := fmt.Sprintf("rigdry%d", os.Getpid())
+	sh := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	sh("ip", "netns", "add", ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	sh("ip", "-n", ns, "link", "add", "dsnd", "type", "veth", "peer", "name", "drsp")
+	sh("ip", "-n", ns, "link", "add", "dcap", "type", "veth", "peer", "name", "dtap")
+	file := filepath.Join(t.TempDir(), "veth.yaml")
+	scenario := func(mode string) {
+		t.Helper()
+		src := `name: veth
+hosts:
+  snd: {via: local, roles: [sender], iface: dsnd}
+  rsp: {via: local, roles: [responder], iface: drsp}
+  cap: {via: local, roles: [capture], iface: dcap}
+traffic: {group: "239.1.1.1:9000", count: 100}
+timestamps: ` + mode + `
+arms: [{name: a}]
+`
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dry := func() (int, string) {
+		cmd := exec.Command("ip", "netns", "exec", ns, testbin.Rig(t), "run", "--dry-run", file)
+		cmd.Env = append(os.Environ(), "RIG_STATE_DIR="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	scenario("auto")
+	code, out := dry()
+	if code != 0 {
+		t.Fatalf("auto: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		"NIC timestamping (once for the run, before the first arm):",
+		"snd dsnd (RX ALL + TX ON): software: dsnd cannot give rig's probes RX ALL + TX ON in hardware (RX: no hardware RX stamps; TX: no hardware TX stamps",
+		"cap dcap (RX ALL): software: dcap cannot give rig's probes RX ALL in hardware (RX: no hardware RX stamps",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("auto dry run lacks %q:\n%s", want, out)
+		}
+	}
+	scenario("hardware")
+	code, out = dry()
+	if code != 2 || !strings.Contains(out, "timestamps: hardware, and on host rsp (RX ALL + TX ON): drsp cannot give rig's probes RX ALL + TX ON in hardware") ||
+		!strings.Contains(out, "hint: use timestamps: auto or software") {
+		t.Fatalf("hardware: exit %d\n%s", code, out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/runner"
@@ -47,7 +48,8 @@ func execRun(ctx context.Context, path, results, remoteRig string, verbose bool)
 	bar.done()
 	var list scenario.ErrorList
 	var pending *journal.PendingError
-	if errors.As(err, &list) || errors.As(err, &pending) { // the agents' facts refute the file; rig restore first
+	var re *agent.RemoteError
+	if errors.As(err, &list) || errors.As(err, &pending) || (errors.As(err, &re) && re.Usage) { // the agents' facts refute the file; rig restore first
 		return usageError{err}
 	}
 	if res != nil && res.Report != nil {

@@ -7,7 +7,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/internal/wire"
 	"github.com/rig-project/rig/responder"
 	"github.com/rig-project/rig/sender"
 )
@@ -30,11 +34,14 @@ func runSend(ctx context.Context, args []string) error {
 	port := fs.Int("port", -1, "local UDP port; replies come back to it (-1: the group's port)")
 	replyGroup := fs.String("reply-group", "", "join this group:port for replies (the responder's --reply); its port becomes the local port")
 	warmup := fs.Int("warmup", 2, "leading sequences excluded from the summary (recorded anyway)")
-	replyTimeout := fs.Duration("reply-timeout", time.Second, "a reply later than this after its due time counts as lost")
+	replyTimeout := fs.Duration("reply-timeout", time.Second, "a reply more than this after its request left (kernel stamps where taken) counts as late, apart from lost; the round waits this long for the last replies")
 	txWait := fs.Duration("tx-wait", 500*time.Millisecond, "how long to wait for TX stamps after the last send")
 	quiet := fs.Bool("quiet", false, "do not print the summary")
 	progressLines := fs.Bool("progress-lines", false, "print 'progress SENT RECEIVED' lines on stderr every second (for rig run)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
 		return err
 	}
 	surviveEPIPE()
@@ -71,6 +78,17 @@ func runSend(ctx context.Context, args []string) error {
 	if *warmup < 0 || *warmup >= *count {
 		return usagef("--warmup %d: want 0..count-1", *warmup)
 	}
+	// Bad input is refused before the NIC is touched.
+	if *cpu >= 0 {
+		if err := cpusched.CheckCPU(hostfs.Default(), *cpu); err != nil {
+			return setupError("send", err)
+		}
+	}
+	undo, err := prepareNIC(ctx, "send", &pf, mode, tstamp.NeedProbe)
+	if err != nil {
+		return err
+	}
+	defer undo()
 	s, err := sender.New(cfg)
 	if err != nil {
 		if errors.Is(err, sender.ErrConfig) {
@@ -80,7 +98,7 @@ func runSend(ctx context.Context, args []string) error {
 	}
 	defer s.Close()
 	if !*quiet {
-		logf("rig send: %d requests to %s every %v from %s, timestamps %s", *count, group, *interval, pf.iface, s.Granted())
+		logf("rig send: run id %s: %d requests to %s every %v from %s, timestamps %s", wire.FormatRunID(s.RunID()), *count, group, *interval, pf.iface, s.Granted())
 	}
 	ctx, cancel := pf.bound(ctx)
 	defer cancel()

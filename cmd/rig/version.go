@@ -13,6 +13,13 @@ import (
 
 func init() {
 	register(&command{name: "version", summary: "print rig, wire, sample, run-directory and agent protocol versions", run: func(ctx context.Context, args []string) error {
+		fs := newFlagSet("version", "")
+		if err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		if err := noArgs(fs); err != nil {
+			return err
+		}
 		fmt.Println(version.String())
 		fmt.Printf("wire format %d, sample format %d, run directory format %d, agent protocol %s %d\n",
 			wire.Version, samples.FormatVersion, rundir.FormatVersion, agent.Proto, agent.Version)

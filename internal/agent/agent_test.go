@@ -17,7 +17,7 @@ import (
 
 func TestHandshakeRefusesOtherVersion(t *testing.T) {
 	for _, hello := range []string{
-		`{"proto":"rig-agent","version":2,"rig":"rig 9.9"}`,
+		`{"proto":"rig-agent","version":99,"rig":"rig 9.9"}`,
 		`{"proto":"something-else","version":1}`,
 		`not json at all`,
 	} {
@@ -28,7 +28,7 @@ func TestHandshakeRefusesOtherVersion(t *testing.T) {
 		if !strings.Contains(err.Error(), "host h1") {
 			t.Errorf("error does not name the host: %v", err)
 		}
-		if strings.Contains(hello, `"version":2`) && !strings.Contains(err.Error(), "version 2, this rig speaks rig-agent version 1") {
+		if strings.Contains(hello, `"version":99`) && !strings.Contains(err.Error(), "version 99, this rig speaks rig-agent version 2") {
 			t.Errorf("version mismatch not explained: %v", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rig-project/rig/internal/check"
 	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/nicctl"
 )
 
 // logMu serialises the log lines of all clients: a run's agents share one
@@ -232,15 +233,25 @@ func (c *Client) Check(ctx context.Context, cpu int, iface string) (*check.Repor
 	return &r, c.call(ctx, OpCheck, CheckArgs{CPU: cpu, Iface: iface}, &r)
 }
 
-// Apply puts an arm's knobs in force on the host.
-func (c *Client) Apply(ctx context.Context, arm string, k scenario.Knobs, iface, timestamps string, length time.Duration) ([]string, error) {
+// Apply puts an arm's knobs in force on the host; allowMgmt lets them
+// change iface although it carries the default route.
+func (c *Client) Apply(ctx context.Context, arm string, k scenario.Knobs, iface string, allowMgmt bool, length time.Duration) ([]string, error) {
 	kb, err := json.Marshal(k)
 	if err != nil {
 		return nil, err
 	}
 	var r ApplyResult
-	err = c.call(ctx, OpApply, ApplyArgs{Arm: arm, Knobs: kb, Iface: iface, LengthNS: int64(length), Timestamps: timestamps}, &r)
+	err = c.call(ctx, OpApply, ApplyArgs{Arm: arm, Knobs: kb, Iface: iface, AllowMgmt: allowMgmt, LengthNS: int64(length)}, &r)
 	return r.Report, err
+}
+
+// Timestamps prepares a NIC's hardware timestamping on the host for the
+// whole run (nicctl.PrepareTimestamping, journaled there, taken back when
+// the agent ends).
+func (c *Client) Timestamps(ctx context.Context, a TimestampsArgs) (nicctl.TSResult, error) {
+	var r nicctl.TSResult
+	err := c.call(ctx, OpTimestamps, a, &r)
+	return r, err
 }
 
 // Undo takes the arm back.

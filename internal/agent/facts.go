@@ -8,13 +8,14 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // LocalFacts reads the facts of the agent's host (in its network
 // namespace, for the interfaces).
 func LocalFacts(fs hostfs.FS) (*Facts, error) {
 	l := scenario.LocalFacts{FS: fs}
-	f := &Facts{Siblings: map[int][]int{}, HWTimestamps: map[string]bool{}, IdleStates: map[int][]string{}}
+	f := &Facts{Siblings: map[int][]int{}, Timestamping: map[string]tstamp.NICState{}, IdleStates: map[int][]string{}}
 	var err error
 	if f.Online, err = l.OnlineCPUs(); err != nil {
 		return nil, err
@@ -51,12 +52,21 @@ func LocalFacts(fs hostfs.FS) (*Facts, error) {
 		return nil, err
 	}
 	for _, i := range f.Ifaces {
-		ok, err := l.HWTimestamps(i)
-		if err == nil {
-			f.HWTimestamps[i] = ok
+		// Interfaces that cannot be asked (a fake root, one gone since
+		// the listing) are left out: validation then says so.
+		if st, err := l.Timestamping(i); err == nil {
+			f.Timestamping[i] = st
 		}
 	}
 	if f.StressNG, err = l.HasStressNG(); err != nil {
+		return nil, err
+	}
+	// Never nil when known: nil tells the controller "unknown" (no route
+	// table here, or an older agent).
+	switch mg, err := l.MgmtInterfaces(); {
+	case err == nil:
+		f.MgmtIfaces = append([]string{}, mg...)
+	case !errors.Is(err, os.ErrNotExist):
 		return nil, err
 	}
 	return f, nil
@@ -87,11 +97,21 @@ func (r remoteFacts) IsolatedCPUs() ([]int, error)  { return r.f.Isolated, r.lac
 func (r remoteFacts) NohzFullCPUs() ([]int, error)  { return r.f.NohzFull, r.lacks("nohz_full") }
 func (r remoteFacts) Interfaces() ([]string, error) { return r.f.Ifaces, nil }
 func (r remoteFacts) HasStressNG() (bool, error)    { return r.f.StressNG, nil }
-func (r remoteFacts) HWTimestamps(iface string) (bool, error) {
+func (r remoteFacts) Timestamping(iface string) (tstamp.NICState, error) {
 	if !slices.Contains(r.f.Ifaces, iface) {
-		return false, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+		return tstamp.NICState{}, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
 	}
-	return r.f.HWTimestamps[iface], nil
+	st, ok := r.f.Timestamping[iface]
+	if !ok {
+		return st, fmt.Errorf("timestamping of %s: the agent could not read it: %w", iface, errors.ErrUnsupported)
+	}
+	return st, nil
+}
+func (r remoteFacts) MgmtInterfaces() ([]string, error) {
+	if r.f.MgmtIfaces == nil {
+		return nil, fmt.Errorf("default routes: the agent does not report them: %w", os.ErrNotExist)
+	}
+	return r.f.MgmtIfaces, nil
 }
 func (r remoteFacts) IdleStates(cpu int) ([]string, error) {
 	if err := r.lacks("cpuidle"); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -103,7 +104,8 @@ func TestLoneAgentLocksWhileArmApplied(t *testing.T) {
 }
 
 func TestDialReportsHelloError(t *testing.T) {
-	_, err := Dial(context.Background(), "h1", []string{"sh", "-c", `echo '{"proto":"rig-agent","version":1,"error":"another rig process is changing this host: pid 7"}'; cat >/dev/null`}, nil, nil)
+	hello := fmt.Sprintf(`{"proto":%q,"version":%d,"error":"another rig process is changing this host: pid 7"}`, Proto, Version)
+	_, err := Dial(context.Background(), "h1", []string{"sh", "-c", "echo '" + hello + "'; cat >/dev/null"}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "host h1: another rig process is changing this host: pid 7") {
 		t.Errorf("Dial of an agent that cannot serve: %v", err)
 	}

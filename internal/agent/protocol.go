@@ -19,13 +19,17 @@
 // SIGTERM when the agent dies, however it dies.
 package agent
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/rig-project/rig/internal/tstamp"
+)
 
 // Proto and Version identify the protocol. A change that an older peer
 // would misread bumps Version.
 const (
 	Proto   = "rig-agent"
-	Version = 1
+	Version = 2 // 2: timestamps op; facts carry timestamping states
 )
 
 // Hello is the agent's first line.
@@ -76,19 +80,27 @@ const (
 	OpWait  = "wait"  // HandleArgs → WaitResult
 	OpFetch = "fetch" // HandleArgs → FetchResult
 	OpCheck = "check" // CheckArgs → check.Report
-	OpBye   = "bye"   // → {}; the agent cleans up and exits
+	// OpTimestamps prepares a NIC's hardware timestamping for the whole
+	// run (journaled; taken back at bye, not by an arm's undo).
+	OpTimestamps = "timestamps" // TimestampsArgs → nicctl.TSResult
+	OpBye        = "bye"        // → {}; the agent cleans up and exits
 )
 
 // Facts is what scenario validation needs to know about a host.
 type Facts struct {
-	Online       []int            `json:"online"`
-	Siblings     map[int][]int    `json:"siblings"`
-	Isolated     []int            `json:"isolated"`
-	NohzFull     []int            `json:"nohz_full"`
-	Ifaces       []string         `json:"ifaces"`
-	StressNG     bool             `json:"stress_ng"`
-	HWTimestamps map[string]bool  `json:"hw_timestamps"`
-	IdleStates   map[int][]string `json:"idle_states"`
+	// Timestamping is each interface's timestamping state (capabilities,
+	// current config, owner, management), for the validation of
+	// `timestamps:` and the dry-run plan.
+	Timestamping map[string]tstamp.NICState `json:"timestamping,omitempty"`
+	Online       []int                      `json:"online"`
+	Siblings     map[int][]int              `json:"siblings"`
+	Isolated     []int                      `json:"isolated"`
+	NohzFull     []int                      `json:"nohz_full"`
+	Ifaces       []string                   `json:"ifaces"`
+	StressNG     bool                       `json:"stress_ng"`
+	IdleStates   map[int][]string           `json:"idle_states"`
+	// MgmtIfaces carry a default route; nil (an older agent) means unknown.
+	MgmtIfaces []string `json:"mgmt_ifaces"`
 	// Missing names facilities the host lacks (isolated, nohz_full, cpuidle).
 	Missing []string `json:"missing,omitempty"`
 }
@@ -110,9 +122,20 @@ type ApplyArgs struct {
 	Knobs    json.RawMessage `json:"knobs"` // scenario.Knobs
 	Iface    string          `json:"iface"`
 	LengthNS int64           `json:"length_ns"`
-	// Timestamps is the scenario's mode; hardware/auto enable the NIC's
-	// hardware timestamping for the arm (journaled).
-	Timestamps string `json:"timestamps,omitempty"`
+	// AllowMgmt lets the knobs change Iface although it carries the
+	// default route (the scenario host's allow-mgmt).
+	AllowMgmt bool `json:"allow_mgmt,omitempty"`
+}
+
+// TimestampsArgs ask for a NIC's hardware timestamping for the run: Mode
+// is the scenario's ("auto", "hardware", "software"), Need what the roles
+// on that interface need (sender/responder RX+TX, capture RX).
+type TimestampsArgs struct {
+	Iface     string      `json:"iface"`
+	Mode      string      `json:"mode"`
+	Need      tstamp.Need `json:"need"`
+	AllowMgmt bool        `json:"allow_mgmt,omitempty"`
+	TakeOver  bool        `json:"take_over,omitempty"`
 }
 
 // ApplyResult lists what changed or was restored, one line each.

@@ -23,6 +23,7 @@ import (
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/spawn"
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -55,6 +56,9 @@ type Server struct {
 	j       *journal.Journal
 	lock    *journal.HostLock
 	closing bool // cleanup has begun: no new process or arm
+	// tsPrepared: NIC timestamping prepared for the run is in force until
+	// cleanup.
+	tsPrepared bool
 }
 
 type serverProc struct {
@@ -150,7 +154,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			if err != nil {
 				resp.Error = err.Error()
 				var ue *nicctl.UsageError
-				resp.Usage = errors.As(err, &ue)
+				resp.Usage = errors.As(err, &ue) || errors.Is(err, nicctl.ErrTimestamping)
 			} else if res != nil {
 				resp.Result, _ = json.Marshal(res)
 			}
@@ -182,6 +186,12 @@ func (s *Server) handle(ctx context.Context, req Request) (any, error) {
 			return nil, err
 		}
 		return check.Run(ctx, s.FS, check.Options{CPU: a.CPU, Iface: a.Iface})
+	case OpTimestamps:
+		var a TimestampsArgs
+		if err := decode(req.Args, &a); err != nil {
+			return nil, err
+		}
+		return s.timestamps(ctx, a)
 	case OpApply:
 		var a ApplyArgs
 		if err := decode(req.Args, &a); err != nil {
@@ -243,38 +253,71 @@ func (s *Server) apply(ctx context.Context, a ApplyArgs) (_ any, err error) {
 	if s.applied != nil {
 		return nil, errors.New("agent: an arm is already applied; undo it first")
 	}
-	if s.lock == nil {
-		// Not part of a run: hold the host alone while the arm is in force.
-		l, err := journal.LockHost(s.LockDir, journal.Self(""))
-		if err != nil {
-			return nil, err
-		}
-		s.lock = l
-		defer func() {
-			if err != nil {
-				s.unlockLone()
-			}
-		}()
+	if err := s.lockLone(); err != nil {
+		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			s.unlockLone()
+		}
+	}()
 	var k scenario.Knobs
 	if err := json.Unmarshal(a.Knobs, &k); err != nil {
 		return nil, fmt.Errorf("agent: knobs: %w", err)
 	}
-	if s.j == nil {
-		s.nic = &nicctl.Env{FS: s.FS, IRQBalance: nicctl.HostIRQBalance{FS: s.FS}}
-		j, err := journal.Open(s.StateDir, nicctl.Handlers(s.nic))
-		if err != nil {
-			return nil, err
-		}
-		s.j = j
+	if err := s.openJournal(); err != nil {
+		return nil, err
 	}
-	s.host = &hostctl.Host{FS: s.FS, NIC: s.nic, Journal: s.j, Iface: a.Iface}
-	ap, err := hostctl.Apply(ctx, s.host, hostctl.Arm{Name: a.Arm, Knobs: k, Length: time.Duration(a.LengthNS), Timestamps: a.Timestamps})
+	s.host = &hostctl.Host{FS: s.FS, NIC: s.nic, Journal: s.j, Iface: a.Iface, AllowMgmt: a.AllowMgmt}
+	ap, err := hostctl.Apply(ctx, s.host, hostctl.Arm{Name: a.Arm, Knobs: k, Length: time.Duration(a.LengthNS)})
 	if err != nil {
 		return nil, err
 	}
 	s.applied = ap
 	return ApplyResult{Report: ap.Report}, nil
+}
+
+// openJournal opens the host-change journal on first use (s.mu held).
+func (s *Server) openJournal() error {
+	if s.j != nil {
+		return nil
+	}
+	s.nic = &nicctl.Env{FS: s.FS, IRQBalance: nicctl.HostIRQBalance{FS: s.FS}}
+	j, err := journal.Open(s.StateDir, nicctl.Handlers(s.nic))
+	if err != nil {
+		return err
+	}
+	s.j = j
+	return nil
+}
+
+// timestamps prepares a NIC's timestamping for the whole run. It is
+// journaled before any arm, so an arm's undo (hostctl.Applied.Undo takes
+// back only what came after its mark) leaves it in force; cleanup takes it
+// back at the end.
+func (s *Server) timestamps(ctx context.Context, a TimestampsArgs) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errors.New("agent: shutting down")
+	}
+	if s.applied != nil {
+		return nil, errors.New("agent: an arm is applied: timestamping is prepared before the first arm")
+	}
+	mode, err := tstamp.ParseMode(a.Mode)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.lockLone(); err != nil {
+		return nil, err
+	}
+	if err := s.openJournal(); err != nil {
+		s.unlockLone()
+		return nil, err
+	}
+	// Held until cleanup takes the timestamping back.
+	s.tsPrepared = true
+	return nicctl.PrepareTimestamping(ctx, s.nic, s.j, a.Iface, nicctl.TSRequest{Mode: mode, Need: a.Need, AllowMgmt: a.AllowMgmt, TakeOver: a.TakeOver})
 }
 
 func (s *Server) undo(ctx context.Context) (any, error) {
@@ -293,10 +336,25 @@ func (s *Server) undo(ctx context.Context) (any, error) {
 	return res, err
 }
 
-// unlockLone releases a host lock taken for one arm (not a run's). An arm
-// whose undo failed keeps it until the agent exits.
+// lockLone takes the host lock alone for an agent outside a run, before
+// it changes the host (s.mu held). A run's agent holds the run's already.
+func (s *Server) lockLone() error {
+	if s.lock != nil {
+		return nil
+	}
+	l, err := journal.LockHost(s.LockDir, journal.Self(""))
+	if err != nil {
+		return err
+	}
+	s.lock = l
+	return nil
+}
+
+// unlockLone releases a lone agent's host lock once nothing it changed is
+// in force: no arm, no prepared timestamping (s.mu held). What failed to
+// be undone keeps it until the agent exits.
 func (s *Server) unlockLone() {
-	if s.RunID == "" && s.lock != nil {
+	if s.RunID == "" && s.lock != nil && s.applied == nil && !s.tsPrepared {
 		s.lock.Unlock()
 		s.lock = nil
 	}
@@ -467,6 +525,11 @@ func (s *Server) cleanup() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.j != nil {
+		// What is left is the run's: the NIC timestamping it prepared.
+		if _, err := s.j.Undo(context.Background()); err == nil {
+			s.tsPrepared = false
+			s.unlockLone()
+		}
 		s.j.Close()
 		s.j = nil
 	}

@@ -112,11 +112,7 @@ func queueIRQs(fs hostfs.FS, iface string) []int {
 	if err != nil {
 		return nil
 	}
-	b, err := fs.ReadFile("/proc/interrupts")
-	if err != nil {
-		return nil
-	}
-	in, err := nicctl.ParseInterrupts(b)
+	in, err := hostinfo.ReadInterrupts(fs)
 	if err != nil {
 		return nil
 	}

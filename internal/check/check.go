@@ -23,6 +23,7 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/nicctl"
 )
 
 // Severity orders results; the worst decides the exit code.
@@ -113,20 +114,6 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-// TSInfo is the NIC's timestamping capability (ETHTOOL_GET_TS_INFO).
-type TSInfo struct {
-	SoTimestamping uint32 // SOF_TIMESTAMPING_* capability bits
-	TxTypes        uint32 // 1<<HWTSTAMP_TX_*
-	RxFilters      uint32 // 1<<HWTSTAMP_FILTER_*
-	PHCIndex       int32  // -1: no PTP hardware clock
-}
-
-// TSInfoer reads timestamping capabilities. The default asks
-// internal/tstamp (ETHTOOL_GET_TS_INFO); tests use fakes.
-type TSInfoer interface {
-	TSInfo(iface string) (TSInfo, error)
-}
-
 // Options configure Run.
 type Options struct {
 	// CPU is the responder CPU; negative picks the first isolated CPU, else
@@ -134,8 +121,9 @@ type Options struct {
 	CPU int
 	// Iface enables the NIC checks.
 	Iface string
-	// TS reads timestamp capabilities; nil means the ethtool ioctl.
-	TS TSInfoer
+	// NIC reads the NIC's timestamping (its TS device) and driver facts
+	// (ENA); nil means the host's, through FS.
+	NIC *nicctl.Env
 	// Getenv reads the environment (Kubernetes detection); nil: os.Getenv.
 	Getenv func(string) string
 	// BusyWindow is how long CPU use is measured; 0 means 250 ms.
@@ -184,8 +172,9 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 	if o.BusyPct == 0 {
 		o.BusyPct = 10
 	}
-	if o.TS == nil {
-		o.TS = ethtoolTS{}
+	if o.NIC == nil {
+		o.NIC = &nicctl.Env{FS: fs}
+		defer o.NIC.Close()
 	}
 	x := &runner{ctx: ctx, fs: fs, o: o, r: &Report{CPU: o.CPU, Iface: o.Iface}}
 	var err error
@@ -532,11 +521,31 @@ func (x *runner) turbo() {
 	x.add("turbo", Warn, fix, "turbo on (%s): the clock follows load and temperature of the other cores", t.Source)
 }
 
+// cstateBootFix is the boot parameter that keeps every CPU shallow, for
+// the host's architecture and cpuidle driver.
+func cstateBootFix(arch, driver string) string {
+	switch {
+	case arch == "aarch64":
+		return "or boot with cpuidle.off=1: the CPUs then idle in WFI only (arm64 has no POLL state; the deeper states are the firmware's PSCI/ACPI LPI states)"
+	case driver == "intel_idle":
+		return "or boot with intel_idle.max_cstate=1: C1 the deepest"
+	case driver == "acpi_idle":
+		return "or boot with processor.max_cstate=1"
+	}
+	return "or boot with idle=poll: the CPUs poll instead of idling"
+}
+
 func (x *runner) cstates() {
 	cpu := x.r.CPU
+	arch, _ := hostinfo.Arch(x.fs)
+	driver, _, _ := hostinfo.IdleDriver(x.fs)
 	st, err := hostinfo.ReadIdleStates(x.fs, cpu)
 	if errors.Is(err, os.ErrNotExist) {
-		x.add("cstates", OK, "", "CPU %d has no cpuidle states (idle=poll or cpuidle off)", cpu)
+		how := "the kernel's default idle (HLT), or idle=poll"
+		if arch == "aarch64" {
+			how = "it idles in WFI; the hypervisor or firmware owns anything deeper (AWS Graviton: not OS-controlled)"
+		}
+		x.add("cstates", OK, "", "CPU %d has no cpuidle states (cpuidle driver %s): %s", cpu, orNone(driver), how)
 		return
 	}
 	if err != nil {
@@ -562,8 +571,15 @@ func (x *runner) cstates() {
 		x.add("cstates", OK, "", "CPU %d idle states within %d µs exit latency: %s", cpu, x.o.MaxExitLatencyUS, strings.Join(all, ", "))
 		return
 	}
-	x.add("cstates", Warn, strings.Join(fixes, "; ")+" (or boot with intel_idle.max_cstate=1 / processor.max_cstate=1)",
-		"CPU %d may enter deep idle states: %s", cpu, strings.Join(deep, ", "))
+	x.add("cstates", Warn, strings.Join(fixes, "; ")+" ("+cstateBootFix(arch, driver)+")",
+		"CPU %d may enter deep idle states (%s): %s", cpu, orNone(driver), strings.Join(deep, ", "))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func (x *runner) clocksource() {

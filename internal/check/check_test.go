@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/nicctl"
 )
 
 func fx(name string) hostfs.FS { return hostfs.FS{Root: "../hostinfo/testdata/" + name} }
@@ -27,6 +29,13 @@ func copyTree(t *testing.T, name string) hostfs.FS {
 			return err
 		}
 		rel, _ := filepath.Rel(src, p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(l, filepath.Join(dst, rel))
+		}
 		if d.IsDir() {
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		}
@@ -52,15 +61,28 @@ func write(t *testing.T, h hostfs.FS, p, v string) {
 	}
 }
 
+// fakeTS is a NIC's timestamping surface: its capabilities (or the
+// error ETHTOOL_GET_TS_INFO gives), a config SIOCGHWTSTAMP cannot read.
 type fakeTS struct {
-	ti  TSInfo
+	ti  tstamp.Caps
 	err error
 }
 
-func (f fakeTS) TSInfo(string) (TSInfo, error) { return f.ti, f.err }
+func (f fakeTS) TSInfo(name string) (tstamp.Caps, error) {
+	c := f.ti
+	c.Ifname = name
+	return c, f.err
+}
+func (f fakeTS) GetHWTstamp(string) (tstamp.HWTstampConfig, error) {
+	return tstamp.HWTstampConfig{}, unix.EOPNOTSUPP
+}
+func (f fakeTS) SetHWTstamp(string, *tstamp.HWTstampConfig) error { return unix.EOPNOTSUPP }
 
-var hwAll = TSInfo{SoTimestamping: unix.SOF_TIMESTAMPING_TX_HARDWARE | unix.SOF_TIMESTAMPING_RX_HARDWARE | unix.SOF_TIMESTAMPING_RAW_HARDWARE,
+var hwAll = tstamp.Caps{SOF: tstamp.FlagTxHardware | tstamp.FlagRxHardware | tstamp.FlagRawHardware,
 	TxTypes: 3, RxFilters: 1<<0 | 1<<1, PHCIndex: 0}
+
+// withTS gives the checks a NIC whose timestamping is ts.
+func withTS(h hostfs.FS, ts fakeTS) *nicctl.Env { return &nicctl.Env{FS: h, TS: ts} }
 
 func k8s(k string) string {
 	if k == "KUBERNETES_SERVICE_HOST" {
@@ -152,7 +174,7 @@ func TestBusyCPUAndSibling(t *testing.T) {
 }
 
 func TestIRQBalanceHost(t *testing.T) {
-	o := Options{CPU: 1, Iface: "enp3s0", TS: fakeTS{ti: hwAll}}
+	o := Options{CPU: 1, Iface: "enp3s0", NIC: withTS(fx("irqbalance"), fakeTS{ti: hwAll})}
 	r := run(t, fx("irqbalance"), o)
 	expect(t, r, map[string]Severity{
 		"irqbalance": Warn, "governor": Warn, "turbo": Warn, "cstates": Warn, "clocksource": Warn, "thp": Warn,
@@ -181,9 +203,10 @@ func TestIRQBalanceHost(t *testing.T) {
 }
 
 func TestNICCapabilities(t *testing.T) {
-	sw := TSInfo{SoTimestamping: unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE, PHCIndex: -1}
+	sw := tstamp.Caps{SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware, PHCIndex: -1}
 	rxOnly := hwAll
-	rxOnly.SoTimestamping &^= unix.SOF_TIMESTAMPING_TX_HARDWARE
+	rxOnly.SOF &^= tstamp.FlagTxHardware
+	rxOnly.TxTypes = 1 << tstamp.TxOff
 	ptpOnly := hwAll
 	ptpOnly.RxFilters = 1 << 12
 	for name, c := range map[string]struct {
@@ -199,7 +222,7 @@ func TestNICCapabilities(t *testing.T) {
 		"no dev":     {fakeTS{err: unix.ENODEV}, Fail, Skip, "does not exist"},
 		"eopnotsupp": {fakeTS{err: unix.EOPNOTSUPP}, Warn, Skip, "EOPNOTSUPP"},
 	} {
-		r := run(t, fx("vm"), Options{CPU: 1, Iface: "x0", TS: c.ts})
+		r := run(t, fx("vm"), Options{CPU: 1, Iface: "x0", NIC: withTS(fx("vm"), c.ts)})
 		if g := r.Get("nic.hwts"); g.Severity != c.hwts || !strings.Contains(g.Observed, c.contains) {
 			t.Errorf("%s: %+v", name, g)
 		}

@@ -10,42 +10,8 @@ import (
 
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/nicctl"
 )
-
-// ethtoolTS is the default TSInfoer: ETHTOOL_GET_TS_INFO through
-// internal/tstamp (rig's one door to timestamping). It needs no capability.
-type ethtoolTS struct{}
-
-func (ethtoolTS) TSInfo(iface string) (TSInfo, error) {
-	c, err := tstamp.Capabilities(iface)
-	if err != nil {
-		return TSInfo{}, err
-	}
-	return TSInfo{SoTimestamping: uint32(c.SOF), TxTypes: c.TxTypes, RxFilters: c.RxFilters, PHCIndex: int32(c.PHCIndex)}, nil
-}
-
-const (
-	hwtstampTxOn      = 1 << 1 // 1<<HWTSTAMP_TX_ON
-	hwtstampFilterAll = 1 << 1 // 1<<HWTSTAMP_FILTER_ALL
-)
-
-func capNames(so uint32) string {
-	var n []string
-	for _, b := range []struct {
-		bit  uint32
-		name string
-	}{{unix.SOF_TIMESTAMPING_TX_HARDWARE, "hardware-transmit"}, {unix.SOF_TIMESTAMPING_TX_SOFTWARE, "software-transmit"},
-		{unix.SOF_TIMESTAMPING_RX_HARDWARE, "hardware-receive"}, {unix.SOF_TIMESTAMPING_RX_SOFTWARE, "software-receive"},
-		{unix.SOF_TIMESTAMPING_SOFTWARE, "software-system-clock"}, {unix.SOF_TIMESTAMPING_RAW_HARDWARE, "hardware-raw-clock"}} {
-		if so&b.bit != 0 {
-			n = append(n, b.name)
-		}
-	}
-	if len(n) == 0 {
-		return "none"
-	}
-	return strings.Join(n, " ")
-}
 
 func (x *runner) nic() {
 	ifc := x.o.Iface
@@ -55,7 +21,8 @@ func (x *runner) nic() {
 		}
 		return
 	}
-	ti, err := x.o.TS.TSInfo(ifc)
+	env := x.nicEnv()
+	st, err := tstamp.ReadNIC(env.TS, ifc)
 	switch {
 	case errors.Is(err, unix.ENODEV):
 		x.add("nic.hwts", Fail, "pass an existing interface (ip -br link)", "interface %s does not exist", ifc)
@@ -64,48 +31,55 @@ func (x *runner) nic() {
 	case err != nil:
 		x.add("nic.hwts", Warn, "", "cannot read timestamping capability of %s: %v", ifc, err)
 	default:
-		rx := ti.SoTimestamping&(unix.SOF_TIMESTAMPING_RX_HARDWARE|unix.SOF_TIMESTAMPING_RAW_HARDWARE) != 0 && ti.RxFilters&hwtstampFilterAll != 0
-		tx := ti.SoTimestamping&unix.SOF_TIMESTAMPING_TX_HARDWARE != 0 && ti.TxTypes&hwtstampTxOn != 0
-		caps := fmt.Sprintf("%s: %s; tx_types 0x%x rx_filters 0x%x", ifc, capNames(ti.SoTimestamping), ti.TxTypes, ti.RxFilters)
+		c := st.Caps
+		rx, tx := c.RxAll(), c.HardwareTX()
+		cfg := "unknown (" + st.ConfigErr + ")"
+		if st.ConfigKnown {
+			cfg = st.Config.String()
+		}
+		caps := fmt.Sprintf("%s: %s; tx_types %s; rx_filters %s; config %s", ifc, c.SOF.EthtoolNames(), c.TxTypesString(), c.RxFiltersString(), cfg)
+		// What rig run would do with it (timestamps: auto).
+		d := tstamp.Decide(st, tstamp.Policy{Mode: tstamp.Auto, Need: tstamp.NeedProbe})
 		switch {
 		case rx && tx:
-			x.add("nic.hwts", OK, "", "HW timestamps on every packet, RX and TX (%s)", caps)
+			x.add("nic.hwts", OK, "", "HW timestamps on every packet, RX and TX (%s); rig run: %s", caps, d)
 		case rx:
-			x.add("nic.hwts", Warn, "TX stamps fall back to software; use a NIC with HW TX stamps for the sender side",
+			x.add("nic.hwts", Warn, "TX stamps stay software; rtt and turnaround need a NIC with HW TX stamps (a capture here still gets HW RX stamps)",
 				"HW RX timestamps on all packets but no HW TX (%s)", caps)
-		case ti.SoTimestamping&unix.SOF_TIMESTAMPING_RX_HARDWARE != 0:
-			x.add("nic.hwts", Warn, "this NIC stamps PTP packets only (filter ALL missing); use PTP-shaped probes or a NIC with all-packet RX stamps",
+		case c.HardwareRX():
+			x.add("nic.hwts", Warn, "this NIC stamps PTP (or NTP) packets only (HWTSTAMP_FILTER_ALL missing): rig's UDP probes get software stamps; use a NIC with all-packet RX stamps",
 				"HW RX timestamps without HWTSTAMP_FILTER_ALL (%s)", caps)
 		default:
-			x.add("nic.hwts", Warn, "software stamps include the stack; for wire latency use a NIC/driver with HW stamps (ethtool -T "+ifc+"; AWS ENA needs amzn-drivers ≥ 2.15)",
+			x.add("nic.hwts", Warn, "software stamps include the stack; for wire latency use a NIC/driver with HW stamps (ethtool -T "+ifc+")",
 				"software timestamps only (%s)", caps)
 		}
-		if ti.PHCIndex >= 0 {
-			x.add("nic.phc", OK, "", "PTP hardware clock /dev/ptp%d", ti.PHCIndex)
+		if c.HasPHC() {
+			x.add("nic.phc", OK, "", "PTP hardware clock /dev/ptp%d", c.PHCIndex)
 		} else {
-			x.add("nic.phc", Warn, "RTT does not need a PHC; to relate NIC stamps to system time enable it (ENA: phc_enable=1 or devlink enable_phc) or use a NIC with one",
+			x.add("nic.phc", Warn, "RTT does not need a PHC; to relate NIC stamps to system time use a NIC with one",
 				"%s has no PTP hardware clock", ifc)
 		}
+		x.ena(ifc, c)
 	}
-	ps, err := hostinfo.FindProcesses(x.fs, "ptp4l")
-	if err != nil {
-		x.add("nic.ptp4l", Warn, "", "cannot scan /proc: %v", err)
-		return
+	owners, err := hostinfo.TimestampOwners(x.fs, ifc)
+	switch {
+	case err != nil:
+		x.add("nic.ptp4l", Warn, "", "cannot scan /proc for ptp4l/chronyd: %v", err)
+	case len(owners) > 0:
+		x.add("nic.ptp4l", Warn, "measure on another interface, stop it for the run, or allow the take-over (take-over-ptp: true / --take-over-ptp)",
+			"%s owns %s's hardware timestamp config (SIOCSHWTSTAMP): rig will not change it, and uses it only where it already stamps every packet", strings.Join(owners, "; "), ifc)
+	default:
+		x.add("nic.ptp4l", OK, "", "no ptp4l or chronyd owns %s's timestamping config", ifc)
 	}
-	for _, p := range ps {
-		for i, a := range p.Cmdline {
-			if (a == "-i" || a == "--interface") && i+1 < len(p.Cmdline) && p.Cmdline[i+1] == ifc || a == "-i"+ifc {
-				x.add("nic.ptp4l", Warn, "run the probes on another interface, or stop ptp4l for the run",
-					"ptp4l (pid %d) runs on %s: it owns the HW timestamp config (SIOCSHWTSTAMP), so rig must not change the RX filter", p.PID, ifc)
-				return
-			}
-		}
+}
+
+// nicEnv is the NIC access of the checks (Options.NIC; Run makes the
+// host's when none is given).
+func (x *runner) nicEnv() *nicctl.Env {
+	if x.o.NIC.TS == nil {
+		x.o.NIC.TS = tstamp.HostDevice()
 	}
-	if len(ps) > 0 {
-		x.add("nic.ptp4l", OK, "", "ptp4l runs (pid %d) but not with -i %s (interfaces in its config file are not read)", ps[0].PID, ifc)
-		return
-	}
-	x.add("nic.ptp4l", OK, "", "ptp4l is not running")
+	return x.o.NIC
 }
 
 func (x *runner) cgroup() {

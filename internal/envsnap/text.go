@@ -86,6 +86,12 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 		p("cgroup", "v%d %s: cpuset %s, cpu.max %s, nr_throttled %d (%d us)", c.Version, c.Path, list(c.CPUSet), c.CPUMax, c.Stat.NrThrottled, c.Stat.ThrottledUS)
 	}
 	for ifc, f := range s.NIC {
+		// nicctl.Info prints itself (driver, ENA facts, queues, IRQs).
+		if t, ok := f.(interface{ WriteText(io.Writer) }); ok {
+			p("nic "+ifc, "")
+			t.WriteText(&b)
+			continue
+		}
 		p("nic "+ifc, "%+v", f)
 	}
 	for _, a := range s.Absent {

@@ -11,7 +11,6 @@ package ethtoolnl
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -37,6 +36,12 @@ type Rings struct {
 	TxMax *uint32 `json:"tx_max,omitempty"`
 	Rx    *uint32 `json:"rx,omitempty"`
 	Tx    *uint32 `json:"tx,omitempty"`
+	// TX push (GET only, Linux ≥ 6.4): the driver writes descriptors and
+	// the first TxPushBufLen bytes of each packet into device memory (ENA's
+	// LLQ mode: 96 B, 224 B with large LLQ).
+	TxPush          *bool   `json:"tx_push,omitempty"`
+	TxPushBufLen    *uint32 `json:"tx_push_buf_len,omitempty"`
+	TxPushBufLenMax *uint32 `json:"tx_push_buf_len_max,omitempty"`
 }
 
 // Channels is queue counts (ethtool -l / -L). The maxima are GET only.
@@ -51,24 +56,6 @@ type Channels struct {
 	Combined    *uint32 `json:"combined,omitempty"`
 }
 
-// Bitset is a set ethtool bitset: the bits and, where the kernel named
-// them, their names ("hardware-transmit", "ptpv2-event", ...).
-type Bitset struct {
-	Bits  uint64   `json:"bits"`
-	Names []string `json:"names"`
-}
-
-// Has reports whether bit i is set.
-func (b Bitset) Has(i uint) bool { return i < 64 && b.Bits&(1<<i) != 0 }
-
-// TSInfo is timestamping capability (ethtool -T).
-type TSInfo struct {
-	Timestamping Bitset `json:"so_timestamping"` // SOF_TIMESTAMPING_* bits
-	TxTypes      Bitset `json:"tx_types"`        // 1<<HWTSTAMP_TX_*
-	RxFilters    Bitset `json:"rx_filters"`      // 1<<HWTSTAMP_FILTER_*
-	PHCIndex     int    `json:"phc_index"`       // -1: no PTP hardware clock
-}
-
 // Client is the ethtool netlink surface nicctl uses, so set/show logic can
 // be tested without a kernel. *Conn is the real implementation.
 type Client interface {
@@ -78,7 +65,6 @@ type Client interface {
 	SetRings(ctx context.Context, iface string, r Rings) error
 	Channels(ctx context.Context, iface string) (Channels, error)
 	SetChannels(ctx context.Context, iface string, c Channels) error
-	TSInfo(ctx context.Context, iface string) (TSInfo, error)
 	Close() error
 }
 
@@ -298,6 +284,12 @@ func (c *Conn) Rings(ctx context.Context, iface string) (Rings, error) {
 			r.Rx = u32p(ad)
 		case unix.ETHTOOL_A_RINGS_TX:
 			r.Tx = u32p(ad)
+		case unix.ETHTOOL_A_RINGS_TX_PUSH:
+			r.TxPush = boolp(ad)
+		case unix.ETHTOOL_A_RINGS_TX_PUSH_BUF_LEN:
+			r.TxPushBufLen = u32p(ad)
+		case unix.ETHTOOL_A_RINGS_TX_PUSH_BUF_LEN_MAX:
+			r.TxPushBufLenMax = u32p(ad)
 		}
 	}
 	return r, decodeErr("RINGS_GET", iface, ad.Err())
@@ -352,88 +344,4 @@ func (c *Conn) SetChannels(ctx context.Context, iface string, s Channels) error 
 		putU32(ae, unix.ETHTOOL_A_CHANNELS_COMBINED_COUNT, s.Combined)
 	})
 	return err
-}
-
-// TSInfo reads timestamping capabilities.
-func (c *Conn) TSInfo(ctx context.Context, iface string) (TSInfo, error) {
-	ad, err := c.do(ctx, unix.ETHTOOL_MSG_TSINFO_GET, unix.ETHTOOL_A_TSINFO_HEADER, iface, nil)
-	if err != nil {
-		return TSInfo{}, err
-	}
-	r := TSInfo{PHCIndex: -1}
-	for ad.Next() {
-		switch ad.Type() {
-		case unix.ETHTOOL_A_TSINFO_TIMESTAMPING:
-			ad.Nested(bitsetDecoder(&r.Timestamping))
-		case unix.ETHTOOL_A_TSINFO_TX_TYPES:
-			ad.Nested(bitsetDecoder(&r.TxTypes))
-		case unix.ETHTOOL_A_TSINFO_RX_FILTERS:
-			ad.Nested(bitsetDecoder(&r.RxFilters))
-		case unix.ETHTOOL_A_TSINFO_PHC_INDEX:
-			r.PHCIndex = int(int32(ad.Uint32()))
-		}
-	}
-	return r, decodeErr("TSINFO_GET", iface, ad.Err())
-}
-
-// bitsetDecoder reads an ethtool bitset in either form: verbose (a list of
-// BIT{INDEX, NAME, VALUE}; with NOMASK every listed bit is set and VALUE is
-// absent) or compact (VALUE as u32 words).
-func bitsetDecoder(out *Bitset) func(*netlink.AttributeDecoder) error {
-	return func(ad *netlink.AttributeDecoder) error {
-		nomask := false
-		var bits []struct {
-			idx  uint32
-			name string
-			val  bool
-		}
-		var compact []byte
-		for ad.Next() {
-			switch ad.Type() {
-			case unix.ETHTOOL_A_BITSET_NOMASK:
-				nomask = true
-			case unix.ETHTOOL_A_BITSET_VALUE:
-				compact = ad.Bytes()
-			case unix.ETHTOOL_A_BITSET_BITS:
-				ad.Nested(func(bd *netlink.AttributeDecoder) error {
-					for bd.Next() {
-						if bd.Type() != unix.ETHTOOL_A_BITSET_BITS_BIT {
-							continue
-						}
-						bd.Nested(func(b *netlink.AttributeDecoder) error {
-							var e struct {
-								idx  uint32
-								name string
-								val  bool
-							}
-							for b.Next() {
-								switch b.Type() {
-								case unix.ETHTOOL_A_BITSET_BIT_INDEX:
-									e.idx = b.Uint32()
-								case unix.ETHTOOL_A_BITSET_BIT_NAME:
-									e.name = b.String()
-								case unix.ETHTOOL_A_BITSET_BIT_VALUE:
-									e.val = true
-								}
-							}
-							bits = append(bits, e)
-							return nil
-						})
-					}
-					return nil
-				})
-			}
-		}
-		for _, b := range bits {
-			if (nomask || b.val) && b.idx < 64 && out.Bits&(1<<b.idx) == 0 {
-				out.Bits |= 1 << b.idx
-				out.Names = append(out.Names, b.name)
-			}
-		}
-		for i := 0; i+4 <= len(compact) && i < 8; i += 4 {
-			w := uint64(binary.NativeEndian.Uint32(compact[i:]))
-			out.Bits |= w << (8 * uint(i))
-		}
-		return nil
-	}
 }

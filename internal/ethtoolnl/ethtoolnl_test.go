@@ -132,37 +132,6 @@ func strattr(typ uint16, s string) []byte {
 	return b
 }
 
-func TestTSInfo(t *testing.T) {
-	bit := func(i uint32, name string) []byte {
-		return nested(unix.ETHTOOL_A_BITSET_BITS_BIT, cat(u32attr(unix.ETHTOOL_A_BITSET_BIT_INDEX, i), strattr(unix.ETHTOOL_A_BITSET_BIT_NAME, name)))
-	}
-	flag := []byte{4, 0, unix.ETHTOOL_A_BITSET_NOMASK, 0}
-	// Verbose NOMASK form (what the kernel sent on this machine's eth0),
-	// then a compact VALUE form for rx filters (ALL = bit 1, PTP_V2_EVENT = bit 12).
-	ts := nested(unix.ETHTOOL_A_TSINFO_TIMESTAMPING, cat(flag, u32attr(unix.ETHTOOL_A_BITSET_SIZE, 20),
-		nested(unix.ETHTOOL_A_BITSET_BITS, cat(bit(1, "software-transmit"), bit(3, "software-receive"), bit(4, "software-system-clock")))))
-	tx := nested(unix.ETHTOOL_A_TSINFO_TX_TYPES, cat(flag, u32attr(unix.ETHTOOL_A_BITSET_SIZE, 4)))
-	rxv := make([]byte, 8)
-	binary.NativeEndian.PutUint16(rxv, 8)
-	binary.NativeEndian.PutUint16(rxv[2:], unix.ETHTOOL_A_BITSET_VALUE)
-	binary.NativeEndian.PutUint32(rxv[4:], 1<<1|1<<12)
-	rx := nested(unix.ETHTOOL_A_TSINFO_RX_FILTERS, cat(flag, u32attr(unix.ETHTOOL_A_BITSET_SIZE, 16), rxv))
-	c := dial(t, unix.ETHTOOL_MSG_TSINFO_GET, netlink.Request, hdr, cat(hdr, ts, tx, rx, u32attr(unix.ETHTOOL_A_TSINFO_PHC_INDEX, 2)))
-	got, err := c.TSInfo(context.Background(), "veth0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Timestamping.Bits != 0x1a || strings.Join(got.Timestamping.Names, ",") != "software-transmit,software-receive,software-system-clock" ||
-		got.TxTypes.Bits != 0 || got.RxFilters.Bits != 1<<1|1<<12 || !got.RxFilters.Has(1) || got.PHCIndex != 2 {
-		t.Fatalf("%+v", got)
-	}
-	// No PHC attribute: index -1.
-	c = dial(t, unix.ETHTOOL_MSG_TSINFO_GET, netlink.Request, hdr, cat(hdr, ts))
-	if got, _ := c.TSInfo(context.Background(), "veth0"); got.PHCIndex != -1 {
-		t.Fatalf("phc %d", got.PHCIndex)
-	}
-}
-
 // TestExtackReachesUser builds the kernel's NLMSG_ERROR with an extended
 // ack (NLMSGERR_ATTR_MSG) byte for byte and checks the text ends up in the
 // error the user sees.
@@ -244,9 +213,5 @@ func FuzzReplies(f *testing.F) {
 		c.Coalesce(ctx, "x")
 		c.Rings(ctx, "x")
 		c.Channels(ctx, "x")
-		ts, err := c.TSInfo(ctx, "x")
-		if err == nil && len(ts.Timestamping.Names) > 64 {
-			t.Fatalf("%d names for a 64-bit set", len(ts.Timestamping.Names))
-		}
 	})
 }

@@ -1,7 +1,10 @@
 // Package hostctl applies the host knobs of one arm on the responder host
 // and takes them back: NIC queue IRQs, coalescing, rings and channels
 // (through nicctl), idle states (cstate), and noisy neighbours (stress-ng on
-// a CPU list and on the responder CPU's SMT sibling).
+// a CPU list and on the responder CPU's SMT sibling). The NIC's
+// timestamping is not an arm's: rig run prepares it once per run
+// (nicctl.PrepareTimestamping) in the same journal, before the first arm,
+// and an arm's undo leaves it in force.
 //
 // Every persistent change goes through the journal, so a crash leaves a
 // record that `rig restore` replays; loads and PM QoS requests die with
@@ -17,6 +20,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/cstate"
+	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
@@ -31,6 +35,9 @@ type Host struct {
 	NIC     *nicctl.Env
 	Journal *journal.Journal
 	Iface   string // responder interface
+	// AllowMgmt lets the knobs change Iface although it carries the
+	// default route (nicctl refuses otherwise).
+	AllowMgmt bool
 	// InNetns runs fn in the network namespace of Iface (nil: this one).
 	InNetns func(fn func() error) error
 }
@@ -41,15 +48,12 @@ type Arm struct {
 	Knobs scenario.Knobs
 	// Length bounds the loads: they end by themselves after it.
 	Length time.Duration
-	// Timestamps is the scenario's mode: with "hardware" or "auto" the
-	// host's NIC gets hardware timestamping for the round (journaled, the
-	// filter ladder); "hardware" fails where the NIC grants none.
-	Timestamps string
 }
 
 // Applied is an arm in force on a host.
 type Applied struct {
 	host   *Host
+	mark   int // the journal's mark before the arm: Undo takes back only what came after
 	loads  []*load.Process
 	holder *cstate.Holder
 	// Report lists what changed, one line each, for the log and manifest.
@@ -60,6 +64,9 @@ type Applied struct {
 // is taken back before it returns.
 func Apply(ctx context.Context, h *Host, a Arm) (_ *Applied, err error) {
 	ap := &Applied{host: h}
+	if h.Journal != nil {
+		ap.mark = h.Journal.Mark()
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, ap.Undo(context.WithoutCancel(ctx)))
@@ -67,11 +74,6 @@ func Apply(ctx context.Context, h *Host, a Arm) (_ *Applied, err error) {
 		}
 	}()
 	k := a.Knobs
-	// Timestamping first: some drivers (ENA) bounce the link and reset IRQ
-	// affinity when it changes.
-	if err := ap.hwTimestamps(ctx, a.Timestamps); err != nil {
-		return ap, err
-	}
 	if err := ap.nic(ctx, k); err != nil {
 		return ap, err
 	}
@@ -122,45 +124,16 @@ func Sibling(fs hostfs.FS, cpu int) (int, error) {
 	return 0, fmt.Errorf("CPU %d has no SMT sibling (thread_siblings_list %s): %w", cpu, cpulist.Format(t.ThreadSiblings), errors.ErrUnsupported)
 }
 
-func (ap *Applied) hwTimestamps(ctx context.Context, mode string) error {
-	h := ap.host
-	if mode == "" || mode == "software" || h.Iface == "" || h.NIC == nil {
-		return nil
-	}
-	run := func() error {
-		c, err := nicctl.EnableHWTimestamps(ctx, h.NIC, h.Journal, h.Iface)
-		line := fmt.Sprintf("timestamps %s: %s → %s", h.Iface, orDash(c.Previous), c.Effective)
-		if c.Note != "" {
-			line += " — " + c.Note
-		}
-		ap.Report = append(ap.Report, line)
-		if err == nil && mode == "hardware" && c.Effective == "software only" {
-			err = fmt.Errorf("timestamps: hardware, but %s grants no hardware timestamping (%s): use timestamps: auto or software, or another NIC", h.Iface, c.Note)
-		}
-		return err
-	}
-	if h.InNetns != nil {
-		return h.InNetns(run)
-	}
-	return run()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func (ap *Applied) nic(ctx context.Context, k scenario.Knobs) error {
-	var s nicctl.Settings
+	s := nicctl.Settings{AllowMgmt: ap.host.AllowMgmt}
 	any := false
 	if k.IRQ != nil {
 		s.IRQCPUs, s.HoldIRQBalance, any = k.IRQ.CPUs, true, true
 	}
 	c := k.NIC.Coalesce
-	if c.RxUsecs != nil || c.TxUsecs != nil || c.AdaptiveRx != nil {
-		s.RxUsecs, s.TxUsecs, s.AdaptiveRx, any = c.RxUsecs, c.TxUsecs, c.AdaptiveRx, true
+	s.Coalesce = ethtoolnl.Coalesce{RxUsecs: c.RxUsecs, TxUsecs: c.TxUsecs, RxFrames: c.RxFrames, AdaptiveRx: c.AdaptiveRx, AdaptiveTx: c.AdaptiveTx}
+	if s.Coalesce != (ethtoolnl.Coalesce{}) {
+		any = true
 	}
 	if k.NIC.Ring.RX != nil || k.NIC.Ring.TX != nil {
 		s.RxRing, s.TxRing, any = k.NIC.Ring.RX, k.NIC.Ring.TX, true
@@ -234,8 +207,9 @@ func (ap *Applied) startLoad(args string, cpus []int, length time.Duration, what
 // Loads returns the running loads (for telemetry and the manifest).
 func (ap *Applied) Loads() []*load.Process { return ap.loads }
 
-// Undo stops the loads, releases the PM QoS request and unwinds the
-// journal. It tries everything and joins the errors.
+// Undo stops the loads, releases the PM QoS request and unwinds what the
+// arm journaled (nothing from before it). It tries everything and joins
+// the errors.
 func (ap *Applied) Undo(ctx context.Context) error {
 	if ap == nil {
 		return nil
@@ -252,7 +226,7 @@ func (ap *Applied) Undo(ctx context.Context) error {
 		ap.holder = nil
 	}
 	if ap.host.Journal != nil {
-		res, err := ap.host.Journal.Undo(ctx)
+		res, err := ap.host.Journal.UndoAfter(ctx, ap.mark)
 		for _, r := range res {
 			if r.Err == nil {
 				ap.Report = append(ap.Report, fmt.Sprintf("restored %s %s → %q", r.Entry.Kind, r.Entry.Target, r.Restored))

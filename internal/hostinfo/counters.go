@@ -20,26 +20,36 @@ type CounterTable struct {
 }
 
 // CounterRow is one source: a numbered IRQ ("24"), an arch interrupt
-// ("LOC", "RES", "NMI") or a softirq type ("NET_RX").
+// ("LOC", "RES", "NMI", "IPI0", "Err") or a softirq type ("NET_RX").
 type CounterRow struct {
 	ID string
-	// Counts has one entry per column of the table. Rows with fewer
-	// numbers than columns (x86 ERR and MIS have one) are zero-padded.
+	// IRQ is the number of a device IRQ row (ID "24" → 24), -1 for every
+	// other row.
+	IRQ int
+	// Counts has one entry per column of the table. Arch rows with fewer
+	// numbers than columns (x86 ERR and MIS, arm64 Err have one) are
+	// zero-padded; a device IRQ row with fewer is an error.
 	Counts []uint64
 	// Desc is the text after the counts with whitespace collapsed, e.g.
 	// "PCI-MSIX-0000:00:04.0 1-edge virtio3-rx". Empty for softirqs.
 	Desc string
-	// Name is the handler name for numbered IRQs ("virtio3-rx",
-	// "nvme0q1", "i8042, serio") and Desc for the others.
+	// Name is the handler names of a device IRQ, ", "-joined
+	// ("virtio3-rx", "i8042, serio"), and Desc for the other rows.
 	Name string
+	// The fields of a device IRQ row as kernel/irq/proc.c show_interrupts
+	// prints them: the irq_chip ("IO-APIC", "PCI-MSIX-0000:00:05.0",
+	// "GICv3", "ITS-MSI"), the hardware IRQ in the chip's domain ("" when
+	// it has none), the trigger ("Edge" or "Level", printed only where the
+	// kernel has GENERIC_IRQ_SHOW_LEVEL: arm64, riscv, powerpc), the flow
+	// handler's name (x86 glues it to the hwirq: "5-edge", "9-fasteoi"),
+	// and the names the handlers registered, one per shared handler.
+	Chip, HWIRQ, Trigger, Handler string
+	Actions                       []string
 }
 
 // IsDevice reports whether the row is a numbered (device) IRQ, the kind
 // whose affinity lives in /proc/irq/ID.
-func (r *CounterRow) IsDevice() bool {
-	_, err := strconv.Atoi(r.ID)
-	return err == nil
-}
+func (r *CounterRow) IsDevice() bool { return r.IRQ >= 0 }
 
 // Row returns the row with the given ID, or nil.
 func (t *CounterTable) Row(id string) *CounterRow {
@@ -94,6 +104,13 @@ func readTable(fs hostfs.FS, p string) (*CounterTable, error) {
 }
 
 // ParseCounterTable parses the text of /proc/interrupts or /proc/softirqs.
+// It is the one parser of both files (the telemetry's CounterReader reads
+// the counts of the rows it found, allocation-free). Device IRQ rows are
+// split into chip, hwirq, trigger, flow handler and action names for both
+// layouts the kernel prints: x86's "IO-APIC   2-edge      timer" and
+// arm64's "GICv3  27 Level     arch_timer" (GENERIC_IRQ_SHOW_LEVEL adds
+// the Edge/Level column). A row that cannot be read is an error naming its
+// line: a skipped IRQ would be one nicctl forgets to move and put back.
 func ParseCounterTable(b []byte) (*CounterTable, error) {
 	header, rest, _ := bytes.Cut(b, []byte("\n"))
 	cpus, err := parseHeader(header)
@@ -112,7 +129,13 @@ func ParseCounterTable(b []byte) (*CounterTable, error) {
 		if !ok || len(id) == 0 || bytes.ContainsAny(id, " \t") {
 			return nil, fmt.Errorf("line %d: %q has no \"ID:\" prefix", ln, clip(line))
 		}
-		row := CounterRow{ID: string(id), Counts: make([]uint64, len(cpus))}
+		row := CounterRow{ID: string(id), IRQ: -1, Counts: make([]uint64, len(cpus))}
+		if n, err := strconv.Atoi(row.ID); err == nil {
+			if n < 0 {
+				return nil, fmt.Errorf("line %d: negative IRQ %d", ln, n)
+			}
+			row.IRQ = n
+		}
 		fields := strings.Fields(string(tail))
 		n := 0
 		for n < len(fields) && n < len(cpus) {
@@ -123,12 +146,81 @@ func ParseCounterTable(b []byte) (*CounterTable, error) {
 			row.Counts[n] = v
 			n++
 		}
+		if row.IRQ >= 0 && n != len(cpus) {
+			return nil, fmt.Errorf("line %d: IRQ %d has %d counts for %d CPUs", ln, row.IRQ, n, len(cpus))
+		}
 		desc := fields[n:]
 		row.Desc = strings.Join(desc, " ")
-		row.Name = handlerName(row.ID, desc)
+		row.Name = row.Desc
+		if row.IRQ >= 0 {
+			parseIRQDesc(&row, desc)
+			row.Name = strings.Join(row.Actions, ", ")
+		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t, nil
+}
+
+// parseIRQDesc splits what show_interrupts prints after the counts of a
+// device IRQ: " %8s" chip, " %*lu" hwirq (blank without a domain),
+// [" %-8s" Edge|Level], ["-%-8s" flow handler name], "  %s" first action,
+// ", %s" each further one. x86 thus reads "IO-APIC   2-edge      timer";
+// arm64 "GICv3  27 Level     arch_timer" and
+// "ITS-PCI-MSIX-0000:00:05.0   1 Edge      ens5-Tx-Rx-0". Chips whose
+// irq_print_chip prints spaces are not told apart from action names.
+func parseIRQDesc(r *CounterRow, desc []string) {
+	i := 0
+	if i < len(desc) {
+		r.Chip = desc[i]
+		i++
+	}
+	if i < len(desc) {
+		num, h, glued := strings.Cut(desc[i], "-")
+		switch {
+		case isDigits(num) && !glued:
+			r.HWIRQ = num
+			i++
+		case isDigits(num) && isHandlerName(h):
+			r.HWIRQ, r.Handler = num, h
+			i++
+		}
+	}
+	if i < len(desc) && (desc[i] == "Edge" || desc[i] == "Level") {
+		r.Trigger = desc[i]
+		i++
+	}
+	if i < len(desc) && r.Handler == "" && len(desc[i]) > 1 && desc[i][0] == '-' && isHandlerName(desc[i][1:]) {
+		r.Handler = desc[i][1:]
+		i++
+	}
+	if i < len(desc) {
+		for _, a := range strings.Split(strings.Join(desc[i:], " "), ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				r.Actions = append(r.Actions, a)
+			}
+		}
+	}
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isHandlerName matches a flow handler name: "edge", "fasteoi",
+// "percpu_devid".
+func isHandlerName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func parseHeader(h []byte) ([]int, error) {
@@ -146,47 +238,6 @@ func parseHeader(h []byte) ([]int, error) {
 		cpus = append(cpus, v)
 	}
 	return cpus, nil
-}
-
-// handlerName picks the action name out of an interrupt description. On x86
-// it follows the "<hwirq>-<edge|fasteoi|...>" field, on GIC the "Edge" or
-// "Level" field; arch rows (LOC) keep the whole description.
-func handlerName(id string, desc []string) string {
-	if _, err := strconv.Atoi(id); err != nil {
-		return strings.Join(desc, " ")
-	}
-	for j := len(desc) - 1; j >= 0; j-- {
-		f := desc[j]
-		if f == "Edge" || f == "Level" || isHwirqType(f) {
-			if j+1 < len(desc) {
-				return strings.Join(desc[j+1:], " ")
-			}
-			return ""
-		}
-	}
-	if len(desc) > 0 {
-		return desc[len(desc)-1]
-	}
-	return ""
-}
-
-// isHwirqType matches "5-edge", "327680-edge", "1-fasteoi".
-func isHwirqType(f string) bool {
-	num, typ, ok := strings.Cut(f, "-")
-	if !ok || num == "" || typ == "" {
-		return false
-	}
-	for i := 0; i < len(num); i++ {
-		if num[i] < '0' || num[i] > '9' {
-			return false
-		}
-	}
-	for i := 0; i < len(typ); i++ {
-		if typ[i] < 'a' || typ[i] > 'z' {
-			return false
-		}
-	}
-	return true
 }
 
 func clip(b []byte) string {

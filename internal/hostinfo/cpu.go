@@ -106,6 +106,30 @@ func CPUModel(fs hostfs.FS) (string, error) {
 	return "", nil
 }
 
+// Arch is the kernel's machine name ("x86_64", "aarch64"), from
+// /proc/sys/kernel/arch (Linux ≥ 6.1), else guessed from /proc/cpuinfo's
+// keys (x86 has vendor_id, arm64 "CPU architecture"). It is the host's,
+// not the rig binary's: a fake tree of an arm64 host reads as aarch64.
+func Arch(fs hostfs.FS) (string, error) {
+	if a, err := fs.ReadString("/proc/sys/kernel/arch"); err == nil && a != "" {
+		return a, nil
+	}
+	b, err := fs.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, _, _ := strings.Cut(line, ":")
+		switch strings.TrimSpace(k) {
+		case "vendor_id":
+			return "x86_64", nil
+		case "CPU architecture":
+			return "aarch64", nil
+		}
+	}
+	return "", fmt.Errorf("/proc/cpuinfo: no vendor_id or CPU architecture line to tell the architecture")
+}
+
 // IdleState is one cpuidle state of one CPU
 // (/sys/devices/system/cpu/cpuN/cpuidle/stateK).
 type IdleState struct {

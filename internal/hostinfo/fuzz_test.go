@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
@@ -32,16 +33,38 @@ func asciiPlain(b []byte) bool {
 // allocation-free reader agrees with it on every row it accepts.
 func FuzzInterrupts(f *testing.F) {
 	seedFiles(f, "/proc/interrupts")
+	for _, n := range []string{"firecracker", "mixed", "c8g-al2023-6.1"} {
+		b, err := os.ReadFile("testdata/interrupts/" + n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Add([]byte("  CPU0 CPU1\n 1: 2\n ERR: 0\n"))
+	f.Add([]byte("CPU0\n 1: 5 a b c, d\nNMI: 1 x\n 2: 7 GICv3 3 Edge -fasteoi x\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tab, err := ParseCounterTable(b)
-		if err != nil || len(tab.CPUs) == 0 || !asciiPlain(b) {
+		if err != nil || len(tab.CPUs) == 0 {
 			return
 		}
 		for _, r := range tab.Rows {
 			if len(r.Counts) != len(tab.CPUs) {
 				t.Fatalf("row %q has %d counts for %d CPUs", r.ID, len(r.Counts), len(tab.CPUs))
 			}
+			if n, err := strconv.Atoi(r.ID); (err == nil) != (r.IRQ >= 0) || err == nil && n != r.IRQ {
+				t.Fatalf("row %q: IRQ %d", r.ID, r.IRQ)
+			}
+			for _, a := range r.Actions {
+				if a == "" || strings.TrimSpace(a) != a || strings.Contains(a, ",") {
+					t.Fatalf("row %q: bad action %q", r.ID, a)
+				}
+			}
+			if r.IRQ >= 0 && r.Name != strings.Join(r.Actions, ", ") {
+				t.Fatalf("row %q: name %q, actions %q", r.ID, r.Name, r.Actions)
+			}
+		}
+		if !asciiPlain(b) {
+			return
 		}
 		seen := map[int]bool{}
 		for _, c := range tab.CPUs {

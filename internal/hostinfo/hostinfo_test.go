@@ -14,7 +14,7 @@ import (
 
 func fx(name string) hostfs.FS { return hostfs.FS{Root: "testdata/" + name} }
 
-var trees = []string{"vm", "isolated", "irqbalance", "k8spod"}
+var trees = []string{"vm", "isolated", "irqbalance", "k8spod", "c7i", "c8g"}
 
 func TestInterruptsRealVM(t *testing.T) {
 	tab, err := ReadInterrupts(fx("vm"))
@@ -67,8 +67,74 @@ func TestInterruptsNames(t *testing.T) {
 	}
 }
 
+// TestInterruptsLayouts reads every /proc/interrupts layout rig meets: x86
+// (IO-APIC, global PCI-MSI, per-device PCI-MSIX, interrupt remapping) and
+// arm64 with the Edge/Level column (GICv3, ITS-MSI, ITS-PCI-MSIX), with
+// their arch rows.
+func TestInterruptsLayouts(t *testing.T) {
+	type want struct {
+		id                            string
+		chip, hwirq, trigger, handler string
+		actions                       []string
+	}
+	cases := map[string][]want{
+		"interrupts/firecracker": {{"38", "PCI-MSIX-0000:00:03.0", "1", "", "edge", []string{"virtio2-input.0"}},
+			{"24", "IO-APIC", "5", "", "edge", []string{"ACPI:Ged"}}},
+		"interrupts/mixed": {{"16", "IO-APIC", "16", "", "fasteoi", []string{"i801_smbus", "ehci_hcd:usb1"}},
+			{"61", "IR-PCI-MSIX-0000:3b:00.0", "1", "", "edge", []string{"mlx5_comp0@pci:0000:3b:00.0"}}},
+		"c7i/proc/interrupts": {{"27", "PCI-MSI", "81920", "", "edge", []string{"ena-mgmnt@pci:0000:00:05.0"}},
+			{"28", "PCI-MSI", "81921", "", "edge", []string{"ens5-Tx-Rx-0"}},
+			{"9", "IO-APIC", "9", "", "fasteoi", []string{"acpi"}}},
+		"c8g/proc/interrupts": {{"11", "GICv3", "27", "Level", "", []string{"arch_timer"}},
+			{"19", "ITS-PCI-MSIX-0000:00:05.0", "1", "Edge", "", []string{"ens5-Tx-Rx-0"}},
+			{"18", "ITS-PCI-MSIX-0000:00:05.0", "0", "Edge", "", []string{"ena-mgmnt@pci:0000:00:05.0"}}},
+		"interrupts/c8g-al2023-6.1": {{"18", "ITS-MSI", "81921", "Edge", "", []string{"ens5-Tx-Rx-0"}}},
+	}
+	for file, ws := range cases {
+		b, err := os.ReadFile("testdata/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab, err := ParseCounterTable(b)
+		if err != nil {
+			t.Fatal(file, err)
+		}
+		for _, w := range ws {
+			r := tab.Row(w.id)
+			if r == nil || !r.IsDevice() || r.Chip != w.chip || r.HWIRQ != w.hwirq || r.Trigger != w.trigger || r.Handler != w.handler ||
+				!reflect.DeepEqual(r.Actions, w.actions) || r.Name != strings.Join(w.actions, ", ") || len(r.Counts) != len(tab.CPUs) {
+				t.Errorf("%s IRQ %s = %+v, want %+v", file, w.id, r, w)
+			}
+		}
+	}
+	// Arch rows keep their description; one-count rows are zero-padded.
+	b, _ := os.ReadFile("testdata/c8g/proc/interrupts")
+	tab, _ := ParseCounterTable(b)
+	if r := tab.Row("IPI0"); r == nil || r.IsDevice() || r.Name != "Rescheduling interrupts" || r.Counts[7] != 4000 {
+		t.Fatalf("IPI0 = %+v", r)
+	}
+	if r := tab.Row("Err"); r == nil || len(r.Counts) != 8 || r.Desc != "" {
+		t.Fatalf("Err = %+v", r)
+	}
+	b, _ = os.ReadFile("testdata/c7i/proc/interrupts")
+	tab, _ = ParseCounterTable(b)
+	for _, id := range []string{"NMI", "LOC", "MCP", "HYP", "PIW", "ERR", "MIS"} {
+		if r := tab.Row(id); r == nil || r.IsDevice() || len(r.Counts) != 8 {
+			t.Errorf("%s = %+v", id, r)
+		}
+	}
+	// Handler names glued to no hwirq (a chip without a domain) and the
+	// level column followed by a named handler.
+	odd := "            CPU0\n  5:          1  XT-PIC     -edge      cascade\n  7:   2   GICv3  30 Level   -fasteoi  a, b c\n"
+	if tab, err := ParseCounterTable([]byte(odd)); err != nil || tab.Rows[0].Handler != "edge" || tab.Rows[0].Name != "cascade" ||
+		tab.Rows[1].Trigger != "Level" || tab.Rows[1].Handler != "fasteoi" || !reflect.DeepEqual(tab.Rows[1].Actions, []string{"a", "b c"}) {
+		t.Fatalf("odd rows: %+v %v", tab, err)
+	}
+}
+
 func TestCounterTableErrors(t *testing.T) {
-	for _, in := range []string{"", "CPUx\n", "CPU0\nno colon here\n", "CPU0 CPU1\n a b: 1 2\n"} {
+	for _, in := range []string{"", "CPUx\n", "CPU0\nno colon here\n", "CPU0 CPU1\n a b: 1 2\n",
+		"  CPU0 CPU1\n 5: 1 x chip 1-edge foo\n", "CPU0\n -3: 1 chip\n"} {
 		if _, err := ParseCounterTable([]byte(in)); err == nil {
 			t.Errorf("%q: no error", in)
 		}

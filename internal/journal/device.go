@@ -23,7 +23,8 @@ type Device struct {
 	// then.
 	Ifindex int    `json:"ifindex,omitempty"`
 	MAC     string `json:"mac,omitempty"`
-	// NetNSCookie is 0 on kernels before 5.14 (no SO_NETNS_COOKIE).
+	// NetNSCookie is 0 where SO_NETNS_COOKIE is unknown (kernels before
+	// 5.14, qemu-user).
 	NetNSCookie uint64 `json:"netns_cookie,omitempty"`
 	Boot        string `json:"boot_id,omitempty"`
 }
@@ -64,7 +65,10 @@ func netnsCookie() (uint64, error) {
 	}
 	defer unix.Close(fd)
 	v, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
-	if errors.Is(err, unix.ENOPROTOOPT) {
+	// Kernels before 5.14 do not know the option (ENOPROTOOPT), nor do
+	// emulators such as qemu-user (EINVAL): no cookie, the ifindex and MAC
+	// still tell devices apart.
+	if errors.Is(err, unix.ENOPROTOOPT) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
 		return 0, nil
 	}
 	if err != nil {

@@ -12,8 +12,11 @@ func TestLookupDeviceLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Ifindex != 1 || d.Boot == "" || d.NetNSCookie == 0 {
-		t.Errorf("lo: %+v, want ifindex 1, a boot id and a namespace cookie", d)
+	if d.Ifindex != 1 || d.Boot == "" {
+		t.Errorf("lo: %+v, want ifindex 1 and a boot id", d)
+	}
+	if d.NetNSCookie == 0 {
+		t.Log("no SO_NETNS_COOKIE here (kernel before 5.14, or an emulator)")
 	}
 	none, err := LookupDevice("rig-nosuch0")
 	if err != nil || none.Ifindex != 0 || none.NetNSCookie != d.NetNSCookie {

@@ -519,7 +519,17 @@ type Restored struct {
 // Undo deliberately ignores ctx cancellation for the writes themselves: it
 // runs on Ctrl-C and SIGTERM, and stopping half way would defeat it. ctx is
 // passed on to the handlers for their own bounded waits.
-func (j *Journal) Undo(ctx context.Context) ([]Restored, error) {
+func (j *Journal) Undo(ctx context.Context) ([]Restored, error) { return j.UndoAfter(ctx, 0) }
+
+// Mark returns the sequence number of the last change applied through j:
+// UndoAfter(Mark()) later takes back only what came after it. rig run
+// journals a NIC's timestamping once per run and each arm's knobs after a
+// mark, so an arm's undo leaves the run's timestamping in force.
+func (j *Journal) Mark() int { return j.seq }
+
+// UndoAfter is Undo for the open changes with a sequence number above mark.
+// The journal is archived only when nothing at all is left open.
+func (j *Journal) UndoAfter(ctx context.Context, mark int) ([]Restored, error) {
 	if _, err := j.f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
@@ -533,8 +543,14 @@ func (j *Journal) Undo(ctx context.Context) ([]Restored, error) {
 	}
 	var out []Restored
 	var errs []error
+	open := 0
+	for _, e := range all {
+		if e.Open && e.Seq <= mark {
+			open++
+		}
+	}
 	for _, e := range slices.Backward(all) {
-		if !e.Open {
+		if !e.Open || e.Seq <= mark {
 			continue
 		}
 		r := Restored{Entry: e}
@@ -561,7 +577,7 @@ func (j *Journal) Undo(ctx context.Context) ([]Restored, error) {
 		}
 		out = append(out, r)
 	}
-	if len(errs) == 0 {
+	if len(errs) == 0 && open == 0 {
 		if err := j.archive(); err != nil {
 			errs = append(errs, err)
 		}

@@ -291,3 +291,44 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestUndoAfterMark: what came before a mark (a run's NIC timestamping)
+// survives an UndoAfter (an arm's undo); the journal stays pending until
+// it too is undone, and only then is archived.
+func TestUndoAfterMark(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	fs := hostfs.FS{Root: root}
+	fakeFile(t, root, "/sys/run", "r0\n")
+	fakeFile(t, root, "/sys/arm", "a0\n")
+	j, err := Open(dir, Handlers{KindSysfs: SysfsUndo(fs, root)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	if _, err := j.Apply(ctx, SysfsChange(fs, root, "/sys/run", "r1")); err != nil {
+		t.Fatal(err)
+	}
+	mark := j.Mark()
+	for round := 0; round < 2; round++ {
+		if _, err := j.Apply(ctx, SysfsChange(fs, root, "/sys/arm", "a1")); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := j.UndoAfter(ctx, mark)
+		if err != nil || len(rs) != 1 || rs[0].Entry.Target != "/sys/arm" {
+			t.Fatalf("round %d: %+v %v", round, rs, err)
+		}
+		if strings.TrimSpace(read(t, root, "/sys/arm")) != "a0" || strings.TrimSpace(read(t, root, "/sys/run")) != "r1" {
+			t.Fatalf("round %d: arm %q run %q", round, read(t, root, "/sys/arm"), read(t, root, "/sys/run"))
+		}
+		if err := CheckPending(dir); err == nil {
+			t.Fatal("the run's change is open: the journal must be pending")
+		}
+	}
+	if rs, err := j.Undo(ctx); err != nil || len(rs) != 1 || strings.TrimSpace(read(t, root, "/sys/run")) != "r0" {
+		t.Fatalf("final undo: %+v %v", rs, err)
+	}
+	if err := CheckPending(dir); err != nil {
+		t.Fatal(err)
+	}
+}

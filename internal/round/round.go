@@ -27,6 +27,9 @@ import (
 type Host struct {
 	Agent *agent.Client
 	Iface string
+	// AllowMgmt lets the arm's knobs change Iface although it carries the
+	// default route (the scenario host's allow-mgmt).
+	AllowMgmt bool
 }
 
 // Spec is one round.
@@ -115,7 +118,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	res := &Result{Dir: s.Dir, Files: map[samples.Role]string{}}
 	start := time.Now()
 	common := func(iface string) []string {
-		return []string{"--iface", iface, "--group", s.Group, "--timestamps", s.Timestamps,
+		// The run prepared the NICs' timestamping once (the agents'
+		// timestamps op); the probes only use it.
+		return []string{"--iface", iface, "--group", s.Group, "--timestamps", s.Timestamps, "--nic-timestamping", "leave",
 			"--run-id", wire.FormatRunID(s.RunID), "--arm", s.Arm, "--arm-index", strconv.Itoa(s.ArmIndex),
 			"--round", strconv.Itoa(s.Round), "--max-duration", s.maxDuration().String()}
 	}

@@ -227,12 +227,12 @@ func TestInstrumentOnEmulatedTopology(t *testing.T) {
 	}
 	for i := range j.Records {
 		r := &j.Records[i]
-		for _, s := range []samples.Stamp{samples.TxSW, samples.RxSW, samples.ReqRxSW, samples.RepTxSW, samples.CapReq, samples.CapRep} {
+		for _, s := range []samples.Stamp{samples.TxSW, samples.RxSW, samples.ReqRxSW, samples.RepTxSW, samples.CapReqSW, samples.CapRepSW} {
 			if r.T[s] == 0 {
 				t.Fatalf("seq %d: %s missing", r.Seq, s)
 			}
 		}
-		turn := r.T[samples.CapRep] - r.T[samples.CapReq]
+		turn := r.T[samples.CapRepSW] - r.T[samples.CapReqSW]
 		rtt := r.T[samples.RxSW] - r.T[samples.TxSW]
 		if turn < 0 || turn > rtt {
 			t.Fatalf("seq %d: capture turnaround %d ns outside [0, sender sw rtt %d ns]", r.Seq, turn, rtt)
@@ -241,7 +241,7 @@ func TestInstrumentOnEmulatedTopology(t *testing.T) {
 	if fs := foreignSent.Load(); fs != foreign || rsp.Foreign != uint64(fs) {
 		t.Errorf("responder counted %d foreign packets, the injector sent %d", rsp.Foreign, fs)
 	}
-	for _, k := range []string{"cap_req", "cap_rep", "tx_sw", "req_rx_sw"} {
+	for _, k := range []string{"cap_req_sw", "cap_rep_sw", "tx_sw", "req_rx_sw"} {
 		if ck := j.Clocks[k]; ck.Source != "sw" || ck.Clock != "CLOCK_REALTIME" {
 			t.Errorf("clock of %s = %+v, want software CLOCK_REALTIME", k, ck)
 		}

@@ -1,4 +1,4 @@
-// Package rundir names the files of a run directory (DESIGN §7) and holds
+// Package rundir names the files of a run directory (README: Run directory) and holds
 // its manifest, so the runner that writes a run and the analysis that reads
 // it agree on one layout.
 //
@@ -13,9 +13,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -51,6 +53,18 @@ type Manifest struct {
 	Hosts map[string]Host `json:"hosts,omitempty"`
 	// Granted records the timestamp sources each host granted.
 	Granted map[string]any `json:"timestamps_granted,omitempty"`
+	// NICTimestamping is what rig did with each host's NIC timestamping
+	// for the run (once, before the first round): the state it found, its
+	// decision, and what it granted (nicctl.TSResult, per host).
+	NICTimestamping []NICTimestamping `json:"nic_timestamping,omitempty"`
+}
+
+// NICTimestamping is one host interface's timestamping for the run.
+type NICTimestamping struct {
+	Host   string `json:"host"`
+	Iface  string `json:"iface"`
+	Result any    `json:"result"` // nicctl.TSResult
+	Error  string `json:"error,omitempty"`
 }
 
 // Arm is one named set of knobs.
@@ -104,7 +118,7 @@ func Create(results, scenario string, start time.Time) (string, error) {
 
 // ReadManifest reads manifest.json of a run directory.
 func ReadManifest(run string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(run, ManifestFile))
+	b, err := ReadRegular(filepath.Join(run, ManifestFile))
 	if err != nil {
 		return nil, err
 	}
@@ -151,4 +165,50 @@ func WriteFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// OpenRegular opens path for reading and refuses anything but a regular
+// file: a FIFO planted under a sample file's name would block a reader
+// forever, a device would never end. The open does not block (O_NONBLOCK:
+// a FIFO without a writer opens at once), and the type is checked on the
+// open descriptor, so a rename between check and open cannot slip one in.
+func OpenRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file (%s); refusing to read it", path, fileType(st.Mode()))
+	}
+	return f, nil
+}
+
+// ReadRegular reads a whole regular file (see OpenRegular).
+func ReadRegular(path string) ([]byte, error) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+func fileType(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return m.Type().String()
 }

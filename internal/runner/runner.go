@@ -31,6 +31,7 @@ import (
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/internal/wire"
 )
@@ -166,6 +167,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, err
 	}
 	writeEnv(ctx, dir, s, hs)
+	// The NICs' timestamping, once for the run, after the environment
+	// snapshot (which shows the hosts as they were) and before any arm.
+	man.NICTimestamping, err = prepareTimestamping(ctx, o, s, hs)
+	if err != nil {
+		man.Interrupted = err.Error()
+		return res, errors.Join(err, rundir.WriteJSON(filepath.Join(dir, rundir.ManifestFile), man))
+	}
 
 	steps := len(plan.Rounds) * len(plan.Arms)
 	step := 0
@@ -229,41 +237,28 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 	k := arm.Effective
 	length := s.Traffic.RoundDuration() + 10*time.Second
 	fmt.Fprintf(o.Log, "rig run: round %d arm %s\n", r, arm.Name)
-	// The arm's knobs go to the responder host; every host gets the
-	// scenario's timestamping on its NIC for the round.
-	type target struct {
-		h     round.Host
-		knobs scenario.Knobs
+	// The arm's knobs go to the responder host.
+	rsp := hs.responder.Agent
+	report, aerr := rsp.Apply(ctx, arm.Name, k, hs.responder.Iface, hs.responder.AllowMgmt, length)
+	for _, line := range report {
+		fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, line)
 	}
-	targets := []target{{hs.responder, k}}
-	for _, h := range []*round.Host{&hs.sender, hs.capture} {
-		if h != nil && h.Agent != hs.responder.Agent {
-			targets = append(targets, target{h: *h})
-		}
-	}
-	var applied []*agent.Client
 	defer func() {
-		// Take the arm back even when the round was interrupted.
-		for i := len(applied) - 1; i >= 0; i-- {
-			c := applied[i]
-			report, uerr := c.Undo(context.WithoutCancel(ctx))
-			for _, line := range report {
-				fmt.Fprintf(o.Log, "  [%s] %s\n", c.Name, line)
-			}
-			if uerr != nil {
-				err = errors.Join(err, fmt.Errorf("taking back the knobs: %w (run `rig restore` on host %s)", uerr, c.Name))
-			}
+		// Take the arm back even when the round was interrupted (the
+		// agent takes back what a failed apply did itself).
+		if aerr != nil {
+			return
+		}
+		report, uerr := rsp.Undo(context.WithoutCancel(ctx))
+		for _, line := range report {
+			fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, line)
+		}
+		if uerr != nil {
+			err = errors.Join(err, fmt.Errorf("taking back the knobs: %w (run `rig restore` on host %s)", uerr, rsp.Name))
 		}
 	}()
-	for _, t := range targets {
-		report, aerr := t.h.Agent.Apply(ctx, arm.Name, t.knobs, t.h.Iface, string(s.Timestamps), length)
-		for _, line := range report {
-			fmt.Fprintf(o.Log, "  [%s] %s\n", t.h.Agent.Name, line)
-		}
-		if aerr != nil {
-			return fmt.Errorf("applying knobs on host %s: %w", t.h.Agent.Name, aerr)
-		}
-		applied = append(applied, t.h.Agent)
+	if aerr != nil {
+		return fmt.Errorf("applying knobs on host %s: %w", rsp.Name, aerr)
 	}
 	id, _ := wire.ParseRunID(runID)
 	spec := round.Spec{
@@ -331,7 +326,7 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 			}
 			*r.dst = round.Host{Agent: c, Iface: h.Interface}
 		}
-		c, err := dial("capture", topo.Exec(netlab.Capture), o.Rig)
+		c, err := dial(scenario.EmulatedCapture, topo.Exec(netlab.Capture), o.Rig)
 		if err != nil {
 			return hs, err
 		}
@@ -355,7 +350,7 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 		if err != nil {
 			return hs, err
 		}
-		rh := round.Host{Agent: c, Iface: h.Iface}
+		rh := round.Host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt}
 		if h.Has(scenario.RoleSender) {
 			hs.sender = rh
 		}
@@ -368,6 +363,54 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 		}
 	}
 	return hs, nil
+}
+
+// prepareTimestamping asks every host's agent to prepare its NIC's
+// timestamping for the run (nicctl.PrepareTimestamping: read, decide, write
+// only what is missing, journaled on that host and taken back when its
+// agent ends). An interface that carries several roles gets what they all
+// need. A refusal (timestamps: hardware on a NIC that cannot or may not)
+// ends the run before the first round.
+func prepareTimestamping(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts) ([]rundir.NICTimestamping, error) {
+	type key struct {
+		c     *agent.Client
+		iface string
+	}
+	var order []key
+	need := map[key]tstamp.Need{}
+	add := func(h *round.Host, n tstamp.Need) {
+		if h == nil || h.Agent == nil || h.Iface == "" {
+			return
+		}
+		k := key{h.Agent, h.Iface}
+		if _, ok := need[k]; !ok {
+			order = append(order, k)
+		}
+		m := need[k]
+		need[k] = tstamp.Need{RX: m.RX || n.RX, TX: m.TX || n.TX}
+	}
+	add(&hs.sender, tstamp.NeedProbe)
+	add(&hs.responder, tstamp.NeedProbe)
+	add(hs.capture, tstamp.NeedCapture)
+	var out []rundir.NICTimestamping
+	for _, k := range order {
+		a := agent.TimestampsArgs{Iface: k.iface, Mode: string(s.Timestamps), Need: need[k]}
+		for _, h := range s.Hosts {
+			if h.Name == k.c.Name {
+				a.TakeOver, a.AllowMgmt = h.TakeOverPTP, h.AllowMgmt
+			}
+		}
+		r, err := k.c.Timestamps(ctx, a)
+		rec := rundir.NICTimestamping{Host: k.c.Name, Iface: k.iface, Result: r}
+		fmt.Fprintf(o.Log, "  [%s] %s\n", k.c.Name, r)
+		if err != nil {
+			rec.Error = err.Error()
+			out = append(out, rec)
+			return out, fmt.Errorf("host %s: %w", k.c.Name, err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
 }
 
 // IsNetns reports a host reached with `ip netns exec NS`: a network

@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 var (
@@ -67,13 +71,15 @@ func Write(w io.Writer, h Header, recs []Record, foot Footer) error {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
-	bw.Write(fileMagic[:])
+	file := crc32.New(castagnoli) // every byte, for the trailing CRC
+	out := io.MultiWriter(bw, file)
+	out.Write(fileMagic[:])
 	var u [8]byte
 	binary.LittleEndian.PutUint32(u[:4], uint32(len(hj)))
-	bw.Write(u[:4])
-	bw.Write(hj)
+	out.Write(u[:4])
+	out.Write(hj)
 	binary.LittleEndian.PutUint64(u[:], uint64(len(recs)))
-	bw.Write(u[:])
+	out.Write(u[:])
 	crc := crc32.New(castagnoli)
 	rec := make([]byte, 16+8*len(cols))
 	for i := range recs {
@@ -84,7 +90,7 @@ func Write(w io.Writer, h Header, recs []Record, foot Footer) error {
 			binary.LittleEndian.PutUint64(rec[16+8*j:], uint64(r.T[c]))
 		}
 		crc.Write(rec)
-		bw.Write(rec)
+		out.Write(rec)
 	}
 	foot.Records = uint64(len(recs))
 	foot.CRC32C = crc.Sum32()
@@ -92,10 +98,12 @@ func Write(w io.Writer, h Header, recs []Record, foot Footer) error {
 	if err != nil {
 		return err
 	}
-	bw.Write(footerMagic[:])
+	out.Write(footerMagic[:])
 	binary.LittleEndian.PutUint32(u[:4], uint32(len(fj)))
+	out.Write(u[:4])
+	out.Write(fj)
+	binary.LittleEndian.PutUint32(u[:4], file.Sum32())
 	bw.Write(u[:4])
-	bw.Write(fj)
 	return bw.Flush()
 }
 
@@ -110,6 +118,9 @@ func prepareHeader(h *Header) ([]Stamp, error) {
 	if len(h.Columns) == 0 {
 		return nil, fmt.Errorf("samples: role %q has no columns; set Header.Columns", h.Role)
 	}
+	if err := h.check(); err != nil {
+		return nil, fmt.Errorf("samples: %v", err)
+	}
 	cols := make([]Stamp, len(h.Columns))
 	for i, n := range h.Columns {
 		s, err := ParseStamp(n)
@@ -119,6 +130,31 @@ func prepareHeader(h *Header) ([]Stamp, error) {
 		cols[i] = s
 	}
 	return cols, nil
+}
+
+// check refuses a header no writer produces: an unknown role, no columns
+// (records would carry no stamp), a column twice, or a negative count.
+func (h *Header) check() error {
+	if _, ok := roleColumns[h.Role]; !ok {
+		return fmt.Errorf("role %q (want sender, responder or capture)", h.Role)
+	}
+	if len(h.Columns) == 0 {
+		return errors.New("header lists no columns")
+	}
+	for i, n := range h.Columns {
+		if slices.Contains(h.Columns[:i], n) {
+			return fmt.Errorf("column %q listed twice", n)
+		}
+	}
+	switch {
+	case h.Warmup < 0:
+		return fmt.Errorf("warm-up %d is not a count", h.Warmup)
+	case h.Count < 0:
+		return fmt.Errorf("count %d is not a count", h.Count)
+	case h.Round < 0 || h.ArmIndex < 0:
+		return fmt.Errorf("arm %d round %d: indexes are ≥ 0", h.ArmIndex, h.Round)
+	}
+	return nil
 }
 
 // WriteFile writes a sample file atomically: a temporary file in the same
@@ -145,10 +181,11 @@ func WriteFile(path string, h Header, recs []Record, foot Footer) error {
 
 // Read decodes a sample file. On a truncated file it returns the complete
 // records read so far together with an error wrapping ErrTruncated; on a
-// file that is not a sample file (or of an unknown version) an error
-// wrapping ErrCorrupt.
+// file that is not a sample file (or of an unknown version), or whose
+// CRCs do not match, an error wrapping ErrCorrupt (with the records read,
+// when the damage is past them; Footer is then nil).
 func Read(r io.Reader) (*File, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
+	br := &hashReader{r: bufio.NewReaderSize(r, 1<<16), h: crc32.New(castagnoli)}
 	var m [8]byte
 	if _, err := io.ReadFull(br, m[:]); err != nil {
 		return nil, fmt.Errorf("%w: no magic: %v", ErrCorrupt, err)
@@ -164,10 +201,14 @@ func Read(r io.Reader) (*File, error) {
 	if err := json.Unmarshal(hj, &f.Header); err != nil {
 		return nil, fmt.Errorf("%w: header JSON: %v", ErrCorrupt, err)
 	}
-	if f.Header.Format != "rig-samples" || f.Header.FormatVersion != FormatVersion {
-		return nil, fmt.Errorf("%w: format %q version %d (this rig reads rig-samples version %d)",
-			ErrCorrupt, f.Header.Format, f.Header.FormatVersion, FormatVersion)
+	if v := f.Header.FormatVersion; f.Header.Format != "rig-samples" || v < minFormatVersion || v > FormatVersion {
+		return nil, fmt.Errorf("%w: format %q version %d (this rig reads rig-samples versions %d to %d)",
+			ErrCorrupt, f.Header.Format, v, minFormatVersion, FormatVersion)
 	}
+	if err := f.Header.check(); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
+	}
+	upgradeColumns(&f.Header)
 	for _, n := range f.Header.Columns {
 		s, err := ParseStamp(n)
 		if err != nil {
@@ -216,11 +257,33 @@ func Read(r io.Reader) (*File, error) {
 		return f, fmt.Errorf("%w: footer says %d records crc %08x, file has %d crc %08x",
 			ErrCorrupt, foot.Records, foot.CRC32C, count, crc.Sum32())
 	}
+	if f.Header.FormatVersion >= 2 {
+		want := br.h.Sum32() // every byte consumed so far
+		var u [4]byte
+		if _, err := io.ReadFull(br, u[:]); err != nil {
+			return f, fmt.Errorf("%w: file CRC missing after the footer", ErrTruncated)
+		}
+		if got := binary.LittleEndian.Uint32(u[:]); got != want {
+			return f, fmt.Errorf("%w: file CRC %08x, content has %08x (header or footer damaged)", ErrCorrupt, got, want)
+		}
+	}
 	f.Footer = &foot
 	return f, nil
 }
 
-func readBlob(br *bufio.Reader) ([]byte, error) {
+// hashReader hashes exactly the bytes it hands out.
+type hashReader struct {
+	r io.Reader
+	h hash.Hash32
+}
+
+func (h *hashReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	h.h.Write(p[:n])
+	return n, err
+}
+
+func readBlob(br io.Reader) ([]byte, error) {
 	var u [4]byte
 	if _, err := io.ReadFull(br, u[:]); err != nil {
 		return nil, err
@@ -236,9 +299,10 @@ func readBlob(br *bufio.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// ReadFile reads a sample file from disk; errors name the file.
+// ReadFile reads a sample file from disk; errors name the file. Anything
+// but a regular file is refused (rundir.OpenRegular).
 func ReadFile(path string) (*File, error) {
-	fh, err := os.Open(path)
+	fh, err := rundir.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

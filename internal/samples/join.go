@@ -22,6 +22,7 @@ type Joined struct {
 	Records  []Record             // sorted by Seq
 	Counters map[Role]Counters    // per role, from the footers
 	Threads  map[Role]ThreadUsage // per role, the measuring thread's CPU use (footers that carry it)
+	Stopped  map[Role]string      // per role, Footer.Stopped where set
 	Roles    []Role               // roles joined
 	Problems []string             // per-file problems (truncation) that did not stop the join
 }
@@ -32,7 +33,7 @@ func Join(files ...*File) (*Joined, error) {
 	if len(files) == 0 {
 		return nil, errors.New("samples: nothing to join")
 	}
-	j := &Joined{Clocks: map[string]Clock{}, Counters: map[Role]Counters{}, Threads: map[Role]ThreadUsage{}}
+	j := &Joined{Clocks: map[string]Clock{}, Counters: map[Role]Counters{}, Threads: map[Role]ThreadUsage{}, Stopped: map[Role]string{}}
 	j.Header = files[0].Header
 	for _, f := range files {
 		if f.Header.Role == RoleSender {
@@ -40,6 +41,7 @@ func Join(files ...*File) (*Joined, error) {
 		}
 	}
 	bySeq := map[uint64]int{}
+	var seen []uint8 // per joined record: the files (bit per role joined) that had it
 	for _, f := range files {
 		h := f.Header
 		if h.RunID != j.Header.RunID || h.ArmIndex != j.Header.ArmIndex || h.Round != j.Header.Round {
@@ -55,6 +57,9 @@ func Join(files ...*File) (*Joined, error) {
 			if f.Footer.Thread != nil {
 				j.Threads[h.Role] = *f.Footer.Thread
 			}
+			if f.Footer.Stopped != "" {
+				j.Stopped[h.Role] = f.Footer.Stopped
+			}
 		}
 		for _, c := range f.Stamps() {
 			j.Present[c] = true
@@ -62,6 +67,7 @@ func Join(files ...*File) (*Joined, error) {
 				j.Clocks[c.String()] = ck
 			}
 		}
+		bit := uint8(1) << (len(j.Roles) - 1) // this file's mark in seen
 		for i := range f.Records {
 			r := &f.Records[i]
 			k, ok := bySeq[r.Seq]
@@ -69,7 +75,14 @@ func Join(files ...*File) (*Joined, error) {
 				k = len(j.Records)
 				bySeq[r.Seq] = k
 				j.Records = append(j.Records, Record{Seq: r.Seq})
+				seen = append(seen, 0)
 			}
+			if seen[k]&bit != 0 {
+				// Every writer records a sequence once: a second record
+				// is damage, and which of the two is right is unknowable.
+				return nil, fmt.Errorf("samples: %s file has sequence %d twice (damaged file)", h.Role, r.Seq)
+			}
+			seen[k] |= bit
 			d := &j.Records[k]
 			d.Flags |= r.Flags
 			for _, c := range f.Stamps() {

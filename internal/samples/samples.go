@@ -10,6 +10,9 @@
 //	                                column named in Header.Columns (LE)
 //	"RIGFOOT\n", u32 LE n, n bytes JSON Footer
 //	                                counters, CRC-32C of the record bytes
+//	u32 LE                          CRC-32C of every byte before it
+//	                                (version 2; version 1 files end with
+//	                                the footer, which no CRC covered)
 //
 // Stamps are nanoseconds on the clock named for their column in
 // Header.Clocks; 0 means "not taken". Records are written from memory after a
@@ -22,10 +25,15 @@ import (
 	"strings"
 )
 
-// FormatVersion is the sample file format version.
-const FormatVersion = 1
+// FormatVersion is the sample file format version written. Version 2 adds
+// the trailing CRC over the whole file (header and footer included);
+// version 1 files are still read.
+const FormatVersion = 2
 
-// Stamp names one timestamp column (DESIGN §1).
+// minFormatVersion is the oldest version Read accepts.
+const minFormatVersion = 1
+
+// Stamp names one timestamp column.
 type Stamp int
 
 // The stamps of one request, in the order they happen.
@@ -43,8 +51,10 @@ const (
 	RxHW                   // sender: NIC RX of the reply (sender PHC)
 	RxSW                   // sender: kernel RX software stamp of the reply
 	RxUser                 // sender: user space got the reply
-	CapReq                 // capture: RX of the mirrored request
-	CapRep                 // capture: RX of the mirrored reply
+	CapReqHW               // capture: NIC RX stamp of the mirrored request (capture PHC)
+	CapReqSW               // capture: kernel RX stamp of the mirrored request
+	CapRepHW               // capture: NIC RX stamp of the mirrored reply (capture PHC)
+	CapRepSW               // capture: kernel RX stamp of the mirrored reply
 	NumStamps
 )
 
@@ -53,7 +63,7 @@ var stampNames = [NumStamps]string{
 	"req_rx_hw", "req_rx_sw", "req_rx_user",
 	"rep_tx_user", "rep_tx_sw", "rep_tx_hw",
 	"rx_hw", "rx_sw", "rx_user",
-	"cap_req", "cap_rep",
+	"cap_req_hw", "cap_req_sw", "cap_rep_hw", "cap_rep_sw",
 }
 
 func (s Stamp) String() string {
@@ -79,10 +89,28 @@ type Flags uint64
 const (
 	FlagDuplicate Flags = 1 << iota // the reply (or request, at the responder) arrived more than once
 	FlagReordered                   // the reply arrived after a reply with a higher sequence
-	FlagLate                        // the reply arrived after the reply timeout (counted lost, stamps kept)
+	FlagLate                        // the reply came after the reply timeout (ReplyLate; stamps kept)
 	FlagTxLate                      // a TX stamp arrived after its wait expired (not used)
 	FlagNotSent                     // the sender stopped before this sequence was sent
 )
+
+// ReplyLate reports whether r's reply came more than timeout ns after its
+// request left: from the kernel's TX stamp (tx_sw, else tx_user before
+// sendmsg) to the kernel's RX stamp (rx_sw, else rx_user), all the sender
+// host's CLOCK_REALTIME. Judged from the send, not the due time, a stalled
+// sender's catch-up requests are not late; judged from the wire arrival,
+// replies the stalled sender read late are not either. False without a
+// reply or a send stamp.
+func ReplyLate(r *Record, timeout int64) bool {
+	tx, rx := r.T[TxSW], r.T[RxSW]
+	if tx == 0 {
+		tx = r.T[TxUser]
+	}
+	if rx == 0 {
+		rx = r.T[RxUser]
+	}
+	return tx != 0 && rx != 0 && rx-tx > timeout
+}
 
 // Record is one request as seen by one role, or joined across roles.
 type Record struct {
@@ -107,11 +135,33 @@ const (
 var roleColumns = map[Role][]Stamp{
 	RoleSender:    {Due, TxUser, TxSW, TxHW, RxHW, RxSW, RxUser},
 	RoleResponder: {ReqRxHW, ReqRxSW, ReqRxUser, RepTxUser, RepTxSW, RepTxHW},
-	RoleCapture:   {CapReq, CapRep},
+	RoleCapture:   {CapReqHW, CapReqSW, CapRepHW, CapRepSW},
 }
 
 // ColumnsFor returns the stamp columns a role records.
 func ColumnsFor(r Role) []Stamp { return roleColumns[r] }
+
+// upgradeColumns renames the columns of files written before the capture
+// kept both of its clocks: their one "cap_req"/"cap_rep" pair held the NIC
+// stamp where it was granted and the kernel's otherwise, as the header's
+// clock for the column says.
+func upgradeColumns(h *Header) {
+	for i, n := range h.Columns {
+		if n != "cap_req" && n != "cap_rep" {
+			continue
+		}
+		ck, ok := h.Clocks[n]
+		to := n + "_sw"
+		if ok && ck.Source == "hw" {
+			to = n + "_hw"
+		}
+		h.Columns[i] = to
+		if ok {
+			delete(h.Clocks, n)
+			h.Clocks[to] = ck
+		}
+	}
+}
 
 // Clock says where the values of one stamp column come from.
 type Clock struct {
@@ -155,12 +205,12 @@ type Header struct {
 // Counters are the per-role event counts of one round.
 type Counters struct {
 	Sent            uint64 `json:"sent,omitempty"`
-	Received        uint64 `json:"received,omitempty"`
-	Lost            uint64 `json:"lost,omitempty"`
+	Received        uint64 `json:"received,omitempty"` // sender: replies, late ones included
+	Lost            uint64 `json:"lost,omitempty"`     // sender: requests without a reply
 	Duplicated      uint64 `json:"duplicated,omitempty"`
 	Reordered       uint64 `json:"reordered,omitempty"`
-	Late            uint64 `json:"late,omitempty"`
-	Foreign         uint64 `json:"foreign,omitempty"`   // not rig packets, or other runs
+	Late            uint64 `json:"late,omitempty"`      // sender: replies after the reply timeout (ReplyLate)
+	Foreign         uint64 `json:"foreign,omitempty"`   // not rig packets, or another run's, arm's, round's or direction's
 	Malformed       uint64 `json:"malformed,omitempty"` // rig magic but invalid
 	TxStampsMissing uint64 `json:"tx_stamps_missing,omitempty"`
 	TxStampsLate    uint64 `json:"tx_stamps_late,omitempty"`
@@ -168,6 +218,10 @@ type Counters struct {
 	SendErrors      uint64 `json:"send_errors,omitempty"`
 	Unpaired        uint64 `json:"unpaired,omitempty"`     // capture: request or reply seen alone
 	OutOfRange      uint64 `json:"out_of_range,omitempty"` // sequences beyond the preallocated records (answered, not recorded)
+	Outgoing        uint64 `json:"outgoing,omitempty"`     // capture: frames this host sent itself (PACKET_OUTGOING), dropped
+	// KernelDrops: frames the kernel dropped before the program read them
+	// (capture: PACKET_STATISTICS tp_drops, a full receive buffer).
+	KernelDrops uint64 `json:"kernel_drops,omitempty"`
 }
 
 // Footer closes a sample file.
@@ -176,12 +230,21 @@ type Footer struct {
 	CRC32C   uint32   `json:"crc32c"` // over the record bytes
 	Counters Counters `json:"counters"`
 	EndedAt  string   `json:"ended_at,omitempty"`
-	// Stopped is set when the round was interrupted (Ctrl-C, error).
+	// Stopped says why the program ended before its natural end:
+	// "interrupted: …" (a signal or a cancelled context) or "failed: …"
+	// (an error). The responder and the capture run until stopped, so
+	// "interrupted" is their normal end; the sender's is not.
 	Stopped string `json:"stopped,omitempty"`
 	// Thread is the measuring thread's CPU use over the round (sender:
 	// the pacing thread; responder: its loop), when the kernel gave it.
 	Thread *ThreadUsage `json:"thread,omitempty"`
 }
+
+// Prefixes of Footer.Stopped.
+const (
+	StoppedInterrupted = "interrupted: "
+	StoppedFailed      = "failed: "
+)
 
 // ThreadUsage is one thread's CPU use over a wall-clock span
 // (getrusage RUSAGE_THREAD): how much of the span it ran, and how often

@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func senderFile(n int) (Header, []Record) {
@@ -54,11 +60,11 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("records/footer mismatch: %+v %+v", f.Records[5], f.Footer)
 	}
 	// A column the role does not record is not stored.
-	recs[0].T[CapReq] = 99
+	recs[0].T[CapReqSW] = 99
 	buf.Reset()
 	Write(&buf, h, recs, Footer{})
 	f, _ = Read(&buf)
-	if f.Records[0].T[CapReq] != 0 {
+	if f.Records[0].T[CapReqSW] != 0 {
 		t.Fatal("capture column leaked into a sender file")
 	}
 }
@@ -86,7 +92,7 @@ func TestTruncatedAndCorrupt(t *testing.T) {
 		t.Fatalf("magic: %v", err)
 	}
 	// Future format version is refused, with the version in the text.
-	h2 := bytes.Replace(full, []byte(`"format_version":1`), []byte(`"format_version":9`), 1)
+	h2 := bytes.Replace(full, []byte(`"format_version":2`), []byte(`"format_version":9`), 1)
 	if _, err := Read(bytes.NewReader(h2)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "version 9") {
 		t.Fatalf("version: %v", err)
 	}
@@ -197,5 +203,226 @@ func TestTxColumns(t *testing.T) {
 	}
 	if TxWanted(true, false) != WantSW || TxWanted(false, true) != WantHW {
 		t.Fatal("TxWanted")
+	}
+}
+
+// TestLegacyCaptureColumns: files written before the capture kept both of
+// its clocks had one cap_req/cap_rep pair whose header clock said hw or
+// sw; they read into the matching column.
+func TestLegacyCaptureColumns(t *testing.T) {
+	for _, src := range []string{"sw", "hw"} {
+		ck := Clock{Source: src, Clock: "CLOCK_REALTIME"}
+		if src == "hw" {
+			ck = Clock{Source: "hw", Clock: "phc", Iface: "cap0", PHCIndex: 1}
+		}
+		var b bytes.Buffer
+		h := Header{Role: RoleCapture, RunID: "00000000000000aa", Columns: []string{"cap_req_" + src, "cap_rep_" + src},
+			Clocks: map[string]Clock{"cap_req_" + src: ck, "cap_rep_" + src: ck}}
+		var r Record
+		r.Seq, r.T[CapReqSW], r.T[CapRepSW], r.T[CapReqHW], r.T[CapRepHW] = 4, 10, 20, 10, 20
+		if err := Write(&b, h, []Record{r}, Footer{}); err != nil {
+			t.Fatal(err)
+		}
+		// Rewrite the header as an older rig wrote it (CRCs recomputed).
+		old := rebuild(t, b.Bytes(), FormatVersion, func(h string) string {
+			h = strings.ReplaceAll(h, `"cap_req_`+src+`"`, `"cap_req"`)
+			return strings.ReplaceAll(h, `"cap_rep_`+src+`"`, `"cap_rep"`)
+		}, nil)
+		f, err := Read(bytes.NewReader(old))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, rep := CapReqSW, CapRepSW
+		if src == "hw" {
+			req, rep = CapReqHW, CapRepHW
+		}
+		if got := f.Records[0]; got.T[req] != 10 || got.T[rep] != 20 || got.T[CapReqSW]+got.T[CapReqHW] != 10 {
+			t.Fatalf("%s: %+v", src, got)
+		}
+		if c := f.Header.Clocks[req.String()]; c.Source != src || f.Header.Columns[0] != req.String() {
+			t.Fatalf("%s: header %+v", src, f.Header)
+		}
+	}
+}
+
+// rebuild re-encodes a file written by Write with its header and footer
+// JSON edited and every CRC recomputed: damage a CRC cannot catch, which
+// the reader must refuse on its own. version 1 leaves out the trailing CRC.
+func rebuild(t *testing.T, full []byte, version int, editHeader, editFooter func(string) string) []byte {
+	t.Helper()
+	hl := int(binary.LittleEndian.Uint32(full[8:12]))
+	hj := string(full[12 : 12+hl])
+	rest := full[12+hl:]
+	count := binary.LittleEndian.Uint64(rest[:8])
+	fm := bytes.Index(rest, []byte("RIGFOOT\n"))
+	recs := rest[8:fm]
+	fl := int(binary.LittleEndian.Uint32(rest[fm+8 : fm+12]))
+	fj := string(rest[fm+12 : fm+12+fl])
+	hj = strings.Replace(hj, `"format_version":2`, `"format_version":`+strconv.Itoa(version), 1)
+	if editHeader != nil {
+		hj = editHeader(hj)
+	}
+	if editFooter != nil {
+		fj = editFooter(fj)
+	}
+	var b bytes.Buffer
+	b.WriteString("RIGSMPL\n")
+	binary.Write(&b, binary.LittleEndian, uint32(len(hj)))
+	b.WriteString(hj)
+	binary.Write(&b, binary.LittleEndian, count)
+	b.Write(recs)
+	b.WriteString("RIGFOOT\n")
+	binary.Write(&b, binary.LittleEndian, uint32(len(fj)))
+	b.WriteString(fj)
+	if version >= 2 {
+		binary.Write(&b, binary.LittleEndian, crc32.Checksum(b.Bytes(), crc32.MakeTable(crc32.Castagnoli)))
+	}
+	return b.Bytes()
+}
+
+// TestFileCRC: the trailing CRC covers the header and the footer (their
+// counters and the stop reason were outside every CRC in version 1), and
+// version-1 files are still read.
+func TestFileCRC(t *testing.T) {
+	h, recs := senderFile(10)
+	var buf bytes.Buffer
+	if err := Write(&buf, h, recs, Footer{Counters: Counters{Sent: 10, Lost: 1, KernelDrops: 7}, Stopped: "interrupted: x"}); err != nil {
+		t.Fatal(err)
+	}
+	full := buf.Bytes()
+	f, err := Read(bytes.NewReader(full))
+	if err != nil || f.Footer.Counters.KernelDrops != 7 || f.Header.FormatVersion != 2 {
+		t.Fatalf("round trip: %v %+v", err, f)
+	}
+	for what, edit := range map[string][2]string{
+		"footer counters":    {`"lost":1`, `"lost":9`},
+		"footer stop reason": {`"stopped":"interrupted: x"`, `"stopped":"xxxxxxxxxxx: x"`},
+		"header round":       {`"round":1`, `"round":9`},
+	} {
+		from, to := edit[0], edit[1]
+		bad := bytes.Replace(full, []byte(from), []byte(to), 1)
+		if bytes.Equal(bad, full) {
+			t.Fatalf("%s: %q not in the file", what, from)
+		}
+		if _, err := Read(bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s changed: err %v, want ErrCorrupt", what, err)
+		}
+	}
+	// A version-2 file cut after its footer lacks the CRC: truncated.
+	if _, err := Read(bytes.NewReader(full[:len(full)-4])); !errors.Is(err, ErrTruncated) {
+		t.Errorf("no trailing CRC: %v", err)
+	}
+	// Version 1 (no trailing CRC) is still read.
+	v1 := rebuild(t, full, 1, nil, nil)
+	f, err = Read(bytes.NewReader(v1))
+	if err != nil || f.Footer == nil || f.Footer.Counters.Lost != 1 || len(f.Records) != 10 {
+		t.Fatalf("version 1: %v %+v", err, f)
+	}
+}
+
+// TestHeaderDamage: headers no writer produces are refused even when every
+// CRC matches.
+func TestHeaderDamage(t *testing.T) {
+	h, recs := senderFile(4)
+	var buf bytes.Buffer
+	if err := Write(&buf, h, recs, Footer{}); err != nil {
+		t.Fatal(err)
+	}
+	cols := `"columns":["due","tx_user","tx_sw","tx_hw","rx_hw","rx_sw","rx_user"]`
+	if !bytes.Contains(buf.Bytes(), []byte(cols)) {
+		t.Fatalf("header lacks %s", cols)
+	}
+	for what, edit := range map[string]func(string) string{
+		"no columns":     func(s string) string { return strings.Replace(s, cols, `"columns":[]`, 1) },
+		"a column twice": func(s string) string { return strings.Replace(s, `"tx_user","tx_sw"`, `"tx_user","tx_user"`, 1) },
+		"warm-up -5":     func(s string) string { return strings.Replace(s, `"warmup":2`, `"warmup":-5`, 1) },
+		"unknown role":   func(s string) string { return strings.Replace(s, `"role":"sender"`, `"role":"sendr"`, 1) },
+	} {
+		for _, v := range []int{1, 2} {
+			bad := rebuild(t, buf.Bytes(), v, edit, nil)
+			if _, err := Read(bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s (version %d): err %v, want ErrCorrupt", what, v, err)
+			}
+		}
+	}
+	if err := Write(io.Discard, Header{Role: RoleSender, Warmup: -1}, nil, Footer{}); err == nil {
+		t.Error("Write accepted warm-up -1")
+	}
+}
+
+// TestDuplicateRecords: a file with every record twice does not join.
+func TestDuplicateRecords(t *testing.T) {
+	h, recs := senderFile(5)
+	twice := append(slices.Clone(recs), recs...)
+	var buf bytes.Buffer
+	if err := Write(&buf, h, twice, Footer{}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Join(f); err == nil || !strings.Contains(err.Error(), "sequence 0 twice") {
+		t.Fatalf("join of a file with every record twice: %v", err)
+	}
+	// The same sequence in two roles' files is the join's purpose.
+	rh := Header{Role: RoleResponder, RunID: h.RunID, Round: h.Round}
+	if _, err := Join(&File{Header: h, Records: recs}, &File{Header: rh, Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNotRegular: a FIFO (or a directory) named like a sample file is
+// refused at once instead of blocking the reader.
+func TestNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, FileName(RoleSender))
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := JoinDir(dir)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") || !strings.Contains(err.Error(), fifo) {
+			t.Fatalf("FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO named sender.samples blocked")
+	}
+	if _, err := ReadFile(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("directory: %v", err)
+	}
+}
+
+// TestReplyLate: late is judged from the send to the wire arrival, not from
+// the due time and not from when a stalled program read the reply.
+func TestReplyLate(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	var r Record
+	r.T[Due] = 0
+	r.T[TxUser], r.T[TxSW] = 800*ms, 800*ms+5000 // sent 800 ms late (a stall)
+	r.T[RxSW], r.T[RxUser] = 803*ms, 803*ms+4000
+	if ReplyLate(&r, 500*ms) {
+		t.Error("a reply 3 ms after a late send was judged late (from due)")
+	}
+	r.T[TxUser], r.T[TxSW] = 1*ms, 1*ms+5000 // sent on time
+	r.T[RxSW], r.T[RxUser] = 4*ms, 804*ms    // arrived at 4 ms, read after a stall
+	if ReplyLate(&r, 500*ms) {
+		t.Error("a reply that arrived 3 ms after its send was judged late (from the read)")
+	}
+	r.T[RxSW] = 0 // no kernel stamp: the user stamp decides
+	if !ReplyLate(&r, 500*ms) {
+		t.Error("without rx_sw, rx_user 803 ms after the send must be late")
+	}
+	r.T[RxSW], r.T[TxSW] = 600*ms, 0 // tx_user 1 ms → rx_sw 600 ms
+	if !ReplyLate(&r, 500*ms) {
+		t.Error("a reply 599 ms after the send must be late")
+	}
+	if ReplyLate(&Record{}, 0) {
+		t.Error("no stamps: not late")
 	}
 }

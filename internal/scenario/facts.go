@@ -10,9 +10,11 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/cstate"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/nicctl"
 )
 
 // HostFacts is what validation needs to know about one host. Methods return
@@ -26,11 +28,15 @@ type HostFacts interface {
 	NohzFullCPUs() ([]int, error)
 	Interfaces() ([]string, error)
 	HasStressNG() (bool, error)
-	// HWTimestamps reports whether iface stamps every received packet in
-	// hardware (HWTSTAMP_FILTER_ALL), which the capture needs.
-	HWTimestamps(iface string) (bool, error)
+	// Timestamping reports iface's timestamping: capabilities, current
+	// config, the daemon that owns it, whether it carries the default
+	// route (nicctl.InspectTimestamping).
+	Timestamping(iface string) (tstamp.NICState, error)
 	// IdleStates lists the cpuidle state names of cpu in index order.
 	IdleStates(cpu int) ([]string, error)
+	// MgmtInterfaces lists the interfaces that carry a default route (the
+	// management interfaces rig does not change unless told to).
+	MgmtInterfaces() ([]string, error)
 }
 
 // LocalFacts reads the facts of the machine rig runs on through FS.
@@ -75,17 +81,14 @@ func (l LocalFacts) HasStressNG() (bool, error) {
 	return err == nil, err
 }
 
-// HWTimestamps asks the kernel (ETHTOOL_GET_TS_INFO). A fake FS has no
-// kernel behind it, so it gives an error wrapping errors.ErrUnsupported.
-func (l LocalFacts) HWTimestamps(iface string) (bool, error) {
+// Timestamping asks the kernel (ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP) and the
+// process table. A fake FS has no kernel behind it, so it gives an error
+// wrapping errors.ErrUnsupported.
+func (l LocalFacts) Timestamping(iface string) (tstamp.NICState, error) {
 	if !l.FS.IsReal() {
-		return false, fmt.Errorf("timestamping of %s: cannot ask a fake host root: %w", iface, errors.ErrUnsupported)
+		return tstamp.NICState{}, fmt.Errorf("timestamping of %s: cannot ask a fake host root: %w", iface, errors.ErrUnsupported)
 	}
-	c, err := tstamp.Capabilities(iface)
-	if err != nil {
-		return false, err
-	}
-	return c.RxAll(), nil
+	return nicctl.InspectTimestamping(&nicctl.Env{FS: l.FS}, iface)
 }
 
 func (l LocalFacts) IdleStates(cpu int) ([]string, error) {
@@ -100,6 +103,9 @@ func (l LocalFacts) IdleStates(cpu int) ([]string, error) {
 	return out, nil
 }
 
+// MgmtInterfaces reads the default routes (of FS's network namespace).
+func (l LocalFacts) MgmtInterfaces() ([]string, error) { return nicctl.MgmtInterfaces(l.FS) }
+
 // StaticFacts is HostFacts from fixed values, for tests and for facts that
 // arrived from an agent. A nil Siblings entry means "no SMT sibling"; a nil
 // Idle means "no cpuidle".
@@ -110,8 +116,11 @@ type StaticFacts struct {
 	NohzFull []int
 	Ifaces   []string
 	StressNG bool
-	HWStamp  map[string]bool
-	Idle     []string // state names, the same on every CPU
+	// NICs is the timestamping state per interface; an interface missing
+	// here is a software-only NIC whose config cannot be read (veth).
+	NICs map[string]tstamp.NICState
+	Idle []string // state names, the same on every CPU
+	Mgmt []string // interfaces that carry a default route
 }
 
 var _ HostFacts = (*StaticFacts)(nil)
@@ -127,12 +136,18 @@ func (f *StaticFacts) IsolatedCPUs() ([]int, error)  { return f.Isolated, nil }
 func (f *StaticFacts) NohzFullCPUs() ([]int, error)  { return f.NohzFull, nil }
 func (f *StaticFacts) Interfaces() ([]string, error) { return f.Ifaces, nil }
 func (f *StaticFacts) HasStressNG() (bool, error)    { return f.StressNG, nil }
-func (f *StaticFacts) HWTimestamps(iface string) (bool, error) {
+func (f *StaticFacts) Timestamping(iface string) (tstamp.NICState, error) {
 	if !slices.Contains(f.Ifaces, iface) {
-		return false, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+		return tstamp.NICState{}, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
 	}
-	return f.HWStamp[iface], nil
+	if st, ok := f.NICs[iface]; ok {
+		st.Ifname, st.Caps.Ifname = iface, iface
+		return st, nil
+	}
+	return tstamp.NICState{Ifname: iface, Caps: tstamp.Caps{Ifname: iface, SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware, PHCIndex: -1},
+		ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}, nil
 }
+func (f *StaticFacts) MgmtInterfaces() ([]string, error) { return f.Mgmt, nil }
 func (f *StaticFacts) IdleStates(cpu int) ([]string, error) {
 	if f.Idle == nil {
 		return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
@@ -159,7 +174,7 @@ func (e *HostError) Unwrap() error { return e.Err }
 func Validate(s *Scenario, facts map[string]HostFacts) error {
 	v := &validator{s: s, c: &checker{x: s.pos}}
 	for i := range s.Arms {
-		s.Arms[i].Skip = ""
+		s.Arms[i].Skip, s.Arms[i].Notes = "", nil
 	}
 	if err := v.run(facts); err != nil {
 		return err
@@ -257,17 +272,15 @@ func (v *validator) run(facts map[string]HostFacts) error {
 		}
 	}
 	if s.Timestamps == TimestampsHardware {
-		for _, h := range s.Hosts {
-			hf := hosts[h.Name]
-			if hf == nil || h.Iface == "" || !slices.Contains(hf.ifaces, h.Iface) {
-				continue
+		for _, tp := range s.timestampPlans(hosts) {
+			if tp.Err != nil {
+				if errors.Is(tp.Err, errors.ErrUnsupported) {
+					continue // a fake host root: nothing to ask
+				}
+				return &HostError{tp.Host, tp.Err}
 			}
-			ok, err := hf.f.HWTimestamps(h.Iface)
-			if err != nil {
-				return &HostError{h.Name, err}
-			}
-			if !ok {
-				c.val("timestamps", fmt.Sprintf("timestamps: hardware, and %s on host %s cannot stamp every received packet in hardware", h.Iface, h.Name), "use timestamps: auto (takes the best granted and says so), or a NIC with HW timestamps (rig check shows them)")
+			if tp.Decision.Action == tstamp.ActRefuse {
+				c.val("timestamps", fmt.Sprintf("timestamps: hardware, and on host %s (%s): %s", tp.Host, tp.Need, tp.Decision.Why), tp.Decision.Fix)
 			}
 		}
 	}
@@ -291,6 +304,9 @@ func (v *validator) run(facts map[string]HostFacts) error {
 		if err := v.arm(i, rsp, hf); err != nil {
 			return err
 		}
+	}
+	if err := v.mgmt(rsp, hf); err != nil {
+		return err
 	}
 	runnable := 0
 	for i, a := range s.Arms {
@@ -345,6 +361,46 @@ func (v *validator) knobs(p string, k Knobs, hf *hostFacts) {
 	}
 }
 
+// mgmt refuses arms that change the responder's interface when it carries
+// the host's default route, unless the host says allow-mgmt: true. An
+// emulated topology's veths never carry it; a host that cannot say which
+// interfaces do (an older agent) is not checked here, and nicctl still
+// refuses at apply time.
+func (v *validator) mgmt(rsp *Host, hf *hostFacts) error {
+	if v.s.Emulate != "" || rsp.AllowMgmt || rsp.Iface == "" {
+		return nil
+	}
+	var sites []string
+	for i, a := range v.s.Arms {
+		for _, k := range []struct {
+			set  bool
+			name string
+		}{{a.Effective.IRQ != nil, "irq"}, {a.Effective.NIC != (NIC{}), "nic"}} {
+			if p := v.field(i, k.name); k.set && !slices.Contains(sites, p) {
+				sites = append(sites, p)
+			}
+		}
+	}
+	if len(sites) == 0 {
+		return nil
+	}
+	mg, err := hf.f.MgmtInterfaces()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &HostError{hf.name, err}
+	}
+	if !slices.Contains(mg, rsp.Iface) {
+		return nil
+	}
+	for _, p := range sites {
+		v.c.val(p, fmt.Sprintf("%s on host %s carries the default route (the management interface): rig does not change its IRQs or NIC settings", rsp.Iface, hf.name),
+			fmt.Sprintf("measure on a second interface (hosts.%s.iface; on AWS attach a second ENI), or add allow-mgmt: true to hosts.%s to change %s on purpose", hf.name, hf.name, rsp.Iface))
+	}
+	return nil
+}
+
 // arm decides whether arm i can run, and checks what depends on the
 // effective responder CPU.
 func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
@@ -356,11 +412,14 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 		cpu = *e.Responder.CPU
 	}
 	var siblings []int
+	noSMT := ""
 	if cpu >= 0 && (e.SMTSibling != nil || slices.Contains(e.Requires, RequireSMT)) {
 		sib, err := hf.f.ThreadSiblings(cpu)
 		if err != nil {
 			return &HostError{hf.name, err}
 		}
+		// Hosts without SMT (AWS Graviton, SMT off) list the CPU alone.
+		noSMT = fmt.Sprintf("CPU %d has no SMT sibling (thread_siblings_list %s: one thread per core)", cpu, listOrNone(sib))
 		for _, c := range sib {
 			if c != cpu {
 				siblings = append(siblings, c)
@@ -379,34 +438,52 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 			}
 		case RequireSMT:
 			if len(siblings) == 0 {
-				skip = append(skip, fmt.Sprintf("CPU %d has no SMT sibling", cpu))
+				skip = append(skip, noSMT)
 			}
 		case RequireHWTimestamps:
-			// The capture host's NIC is checked by the runner when it
-			// grants timestamps; here only the responder's facts are at hand.
+			// The responder's own stamps (RX and TX: its turnaround); the
+			// capture host's NIC is checked with timestamps: hardware.
 			if rsp.Iface == "" {
 				skip = append(skip, fmt.Sprintf("the responder host %s has no iface: to check for hardware timestamps", rsp.Name))
 				break
 			}
-			ok, err := hf.f.HWTimestamps(rsp.Iface)
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				return &HostError{rsp.Name, err}
+			tp := planTimestamping(*rsp, hf.f, TimestampsHardware)
+			if tp.Err != nil && !errors.Is(tp.Err, os.ErrNotExist) {
+				return &HostError{rsp.Name, tp.Err}
 			}
-			if !ok {
-				skip = append(skip, fmt.Sprintf("%s has no hardware RX timestamps", rsp.Iface))
+			if tp.Err != nil || tp.Decision.Action == tstamp.ActRefuse {
+				why := "no such interface"
+				if tp.Err == nil {
+					why = tp.Decision.Why
+				}
+				skip = append(skip, "no hardware timestamps: "+why)
 			}
 		}
 	}
 	if e.SMTSibling != nil && len(siblings) == 0 && !slices.Contains(e.Requires, RequireSMT) {
-		skip = append(skip, fmt.Sprintf("CPU %d has no SMT sibling for the smt-sibling load", cpu))
+		skip = append(skip, noSMT+" for the smt-sibling load")
 	}
-	if cs := e.CState; cs != nil && cpu >= 0 && (cs.Disable != nil || cs.Poll) {
-		names, err := hf.f.IdleStates(cpu)
+	// max-latency-us is global: the first online CPU's states stand for all.
+	icpu := cpu
+	if icpu < 0 && len(hf.online) > 0 {
+		icpu = hf.online[0]
+	}
+	if cs := e.CState; cs != nil && icpu >= 0 {
+		names, err := hf.f.IdleStates(icpu)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states to disable", cpu, hf.name), "the host idles without cpuidle (idle=poll or cpuidle.off?); use max-latency-us, or leave cstate out")
+			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states: it idles in the kernel's default state (HLT on x86, WFI on arm64), which ignores PM QoS and has nothing to disable, so this arm would change nothing", icpu, hf.name),
+				"leave cstate out on this host (an AWS Graviton guest has no cpuidle driver); to poll instead of idling, boot it with idle=poll and compare hosts, not arms")
 		case err != nil:
 			return &HostError{hf.name, err}
+		case cs.Poll && !cstate.HasPoll(names):
+			hint := fmt.Sprintf("to keep CPU %d in %s, its shallowest state, write disable: [%s] and name the arm so; to poll, boot the host with idle=poll; or leave cstate out", icpu, names[0], strings.Join(names[1:], ", "))
+			if len(names) == 1 {
+				hint = fmt.Sprintf("%s is its only state, so it idles there already: leave cstate out, or boot the host with idle=poll to poll", names[0])
+			}
+			v.c.val(v.field(i, "cstate.poll"), fmt.Sprintf("CPU %d on host %s has no POLL idle state (states: %s; arm64 has none): poll would disable them all and the CPU would still idle in %s", icpu, hf.name, strings.Join(names, ", "), names[0]), hint)
+		case cs.MaxLatencyUS != nil && *cs.MaxLatencyUS == 0 && !cstate.HasPoll(names):
+			a.Notes = append(a.Notes, fmt.Sprintf("cstate max-latency-us 0 on host %s: %s", hf.name, cstate.ZeroLatencyEffect(names)))
 		default:
 			for j, n := range cs.Disable {
 				if !slices.Contains(names, n) {
@@ -437,5 +514,87 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 	}
 	sort.Strings(skip)
 	a.Skip = strings.Join(slices.Compact(skip), "; ")
+	return nil
+}
+
+// TimestampPlan is what rig will do with one host's NIC timestamping: the
+// decision tstamp.Decide makes from the host's facts for the roles on that
+// interface, before anything changes.
+type TimestampPlan struct {
+	Host, Iface string
+	Need        tstamp.Need
+	Decision    tstamp.Decision
+	Err         error // the facts could not be read
+}
+
+func (tp TimestampPlan) String() string {
+	if tp.Err != nil {
+		return fmt.Sprintf("%s %s (%s): not checked: %v", tp.Host, tp.Iface, tp.Need, tp.Err)
+	}
+	s := fmt.Sprintf("%s %s (%s): %s", tp.Host, tp.Iface, tp.Need, tp.Decision)
+	if tp.Decision.Action == tstamp.ActWrite {
+		s += " — journaled once for the run, put back at its end"
+	}
+	return s
+}
+
+// needOf is what the roles of h need of its NIC.
+func needOf(h Host) tstamp.Need {
+	var n tstamp.Need
+	if h.Has(RoleSender) || h.Has(RoleResponder) {
+		n = tstamp.NeedProbe
+	}
+	if h.Has(RoleCapture) {
+		n.RX = true
+	}
+	return n
+}
+
+func planTimestamping(h Host, f HostFacts, mode TimestampMode) TimestampPlan {
+	tp := TimestampPlan{Host: h.Name, Iface: h.Iface, Need: needOf(h)}
+	st, err := f.Timestamping(h.Iface)
+	if err != nil {
+		tp.Err = err
+		return tp
+	}
+	m, err := tstamp.ParseMode(string(mode))
+	if err != nil {
+		tp.Err = err
+		return tp
+	}
+	tp.Decision = tstamp.Decide(st, tstamp.Policy{Mode: m, Need: tp.Need, TakeOver: h.TakeOverPTP, AllowMgmt: h.AllowMgmt})
+	return tp
+}
+
+// TimestampPlans decides, from the hosts' facts, what rig run will do with
+// the timestamping of each host's NIC (hosts without facts or iface are
+// left out). The runner decides again on each host, through its agent,
+// when the run starts.
+func (s *Scenario) TimestampPlans(facts map[string]HostFacts) []TimestampPlan {
+	var out []TimestampPlan
+	for _, h := range s.Hosts {
+		if f := facts[h.Name]; f != nil && h.Iface != "" && s.Emulate == "" {
+			out = append(out, planTimestamping(h, f, s.Timestamps))
+		}
+	}
+	return out
+}
+
+func (s *Scenario) timestampPlans(hosts map[string]*hostFacts) []TimestampPlan {
+	facts := map[string]HostFacts{}
+	for n, hf := range hosts {
+		if h := s.host(n); h != nil && slices.Contains(hf.ifaces, h.Iface) {
+			facts[n] = hf.f
+		}
+	}
+	return s.TimestampPlans(facts)
+}
+
+func (s *Scenario) host(name string) *Host {
+	for i := range s.Hosts {
+		if s.Hosts[i].Name == name {
+			return &s.Hosts[i]
+		}
+	}
 	return nil
 }

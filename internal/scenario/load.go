@@ -42,9 +42,11 @@ type rawScenario struct {
 }
 
 type rawHost struct {
-	Via   *string  `yaml:"via"`
-	Roles []string `yaml:"roles"`
-	Iface *string  `yaml:"iface"`
+	Via         *string  `yaml:"via"`
+	Roles       []string `yaml:"roles"`
+	Iface       *string  `yaml:"iface"`
+	TakeOverPTP *bool    `yaml:"take-over-ptp"`
+	AllowMgmt   *bool    `yaml:"allow-mgmt"`
 }
 
 type rawTraffic struct {
@@ -629,7 +631,8 @@ func (c *checker) hosts(r *rawScenario, emulate bool) []Host {
 		}
 		return []Host{
 			{Name: EmulatedResponder, Via: "ip netns exec", Roles: []Role{RoleResponder}},
-			{Name: EmulatedSender, Via: "ip netns exec", Roles: []Role{RoleSender, RoleCapture}},
+			{Name: EmulatedSender, Via: "ip netns exec", Roles: []Role{RoleSender}},
+			{Name: EmulatedCapture, Via: "ip netns exec", Roles: []Role{RoleCapture}},
 		}
 	}
 	if len(r.Hosts) == 0 {
@@ -692,7 +695,30 @@ func (c *checker) hosts(r *rawScenario, emulate bool) []Host {
 				h.Iface = *rh.Iface
 			}
 		}
+		if rh.TakeOverPTP != nil {
+			h.TakeOverPTP = *rh.TakeOverPTP
+		}
+		if h.Has(RoleCapture) && (h.Has(RoleSender) || h.Has(RoleResponder)) {
+			c.val(p+".roles", fmt.Sprintf("host %s captures on the interface it sends or answers on: a tap there sees the host's own packets as outgoing, with software stamps at best, and its \"turnaround\" would be the sender's round trip", n),
+				"give the capture its own host entry on the mirror/SPAN port (e.g. cap: {via: local, roles: [capture], iface: MIRROR_PORT}), or remove the capture role")
+		}
+		if rh.AllowMgmt != nil {
+			h.AllowMgmt = *rh.AllowMgmt
+		}
 		out = append(out, h)
+	}
+	// Two entries may reach one machine (one per NIC port): the capture's
+	// port must not be the sender's or the responder's.
+	for _, cp := range out {
+		if !cp.Has(RoleCapture) || cp.Iface == "" {
+			continue
+		}
+		for _, o := range out {
+			if o.Name != cp.Name && o.Via == cp.Via && o.Iface == cp.Iface && (o.Has(RoleSender) || o.Has(RoleResponder)) {
+				c.val("hosts."+cp.Name+".iface", fmt.Sprintf("the capture captures on %s, which host %s (via %s) sends or answers on: the capture needs its own mirror/SPAN port", cp.Iface, o.Name, o.Via),
+					"give the capture the NIC port the switch mirrors both directions to, or remove the capture role")
+			}
+		}
 	}
 	for _, role := range []Role{RoleSender, RoleResponder} {
 		if len(count[role]) == 0 && len(c.errs) == 0 {

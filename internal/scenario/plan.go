@@ -79,6 +79,9 @@ type DryRunOptions struct {
 	Local *hostfs.FS
 	// Unchecked names hosts whose facts were not validated.
 	Unchecked []string
+	// Timestamping is what rig run will do with each checked host's NIC
+	// timestamping (Scenario.TimestampPlans).
+	Timestamping []TimestampPlan
 }
 
 // WriteDryRun prints the plan: the settings, the arm order of every round,
@@ -118,6 +121,18 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 	for _, u := range o.Unchecked {
 		ew.printf("  note: facts of host %s were not checked (it is remote; the runner checks it before changing anything)\n", u)
 	}
+	ew.printf("\nNIC timestamping (once for the run, before the first arm):\n")
+	switch {
+	case s.Emulate != "":
+		ew.printf("  veth in the emulated topology: software stamps only; no NIC is changed\n")
+	case s.Timestamps == TimestampsSoftware:
+		ew.printf("  timestamps: software: the NICs' config is not used and not changed\n")
+	case len(o.Timestamping) == 0:
+		ew.printf("  no host checked here: each agent decides when the run starts\n")
+	}
+	for _, tp := range o.Timestamping {
+		ew.printf("  %s\n", tp)
+	}
 	ew.printf("\nrounds:\n")
 	for r, order := range p.Rounds {
 		names := make([]string, len(order))
@@ -147,6 +162,9 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 		}
 		for _, l := range lines {
 			ew.printf("    %s\n", l)
+		}
+		for _, n := range a.Notes {
+			ew.printf("    note: %s\n", n)
 		}
 	}
 	if len(p.Skipped) > 0 {

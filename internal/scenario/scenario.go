@@ -31,8 +31,9 @@ const (
 
 // Names of the hosts that `emulate: netns` creates.
 const (
-	EmulatedSender    = "sender"    // roles sender and capture
+	EmulatedSender    = "sender"    // role sender
 	EmulatedResponder = "responder" // role responder
+	EmulatedCapture   = "capture"   // role capture, on the switch's mirror port
 )
 
 // Scenario is one loaded and statically valid scenario file.
@@ -62,6 +63,12 @@ type Host struct {
 	Command []string // Via split into argv; nil for local
 	Roles   []Role
 	Iface   string // "" when not given
+	// TakeOverPTP lets rig change the NIC's timestamping config although
+	// ptp4l or chronyd owns it (host option take-over-ptp).
+	TakeOverPTP bool
+	// AllowMgmt lets the arms change Iface (IRQs, NIC settings) although it
+	// carries the host's default route; without it validation refuses.
+	AllowMgmt bool
 }
 
 // Has reports whether h plays role r.
@@ -152,6 +159,10 @@ type Arm struct {
 	// Skip is why the arm cannot run on the hosts ("" = it runs). Validate
 	// sets it from `requires` (and the implicit ones, see README.md).
 	Skip string
+	// Notes are what Validate found the knobs do on the host, where that
+	// differs from what they say (max-latency-us 0 without a POLL state
+	// leaves the shallowest state, WFI on arm64).
+	Notes []string
 }
 
 // Knobs are the settings an arm applies on the responder host. A nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // smallHost is a 2-CPU machine without isolation, SMT or stress-ng.
@@ -30,9 +31,9 @@ func bigHost() *StaticFacts {
 	f := &StaticFacts{
 		Isolated: []int{1, 2, 3},
 		NohzFull: []int{1, 2, 3},
-		Ifaces:   []string{"lo", "eth0", "eth1", "ens1f0", "exanic0", "exanic1"},
+		Ifaces:   []string{"lo", "eth0", "eth1", "eth2", "ens1f0", "exanic0", "exanic1"},
 		StressNG: true,
-		HWStamp:  map[string]bool{"eth1": true, "ens1f0": true, "exanic0": true, "exanic1": true},
+		NICs:     map[string]tstamp.NICState{"eth1": hwNIC(), "eth2": hwNIC(), "ens1f0": hwNIC(), "exanic0": hwNIC(), "exanic1": hwNIC()},
 		Idle:     []string{"POLL", "C1", "C1E", "C6"},
 		Siblings: map[int][]int{},
 	}
@@ -41,6 +42,15 @@ func bigHost() *StaticFacts {
 		f.Siblings[c] = []int{c % 13, c%13 + 13}
 	}
 	return f
+}
+
+// hwNIC is a NIC that stamps every packet, RX and TX, and is set to.
+func hwNIC() tstamp.NICState {
+	return tstamp.NICState{
+		Caps: tstamp.Caps{SOF: tstamp.FlagTxHardware | tstamp.FlagRxHardware | tstamp.FlagRawHardware, PHCIndex: 0,
+			TxTypes: 1<<tstamp.TxOff | 1<<tstamp.TxOn, RxFilters: 1<<tstamp.FilterNone | 1<<tstamp.FilterAll},
+		Config: tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll}, ConfigKnown: true,
+	}
 }
 
 func factsFor(s *Scenario, f HostFacts) map[string]HostFacts {
@@ -306,7 +316,8 @@ func TestDefaultsAndMerge(t *testing.T) {
 	s := load(t, `name: t
 hosts:
   rsp: {via: ssh rsp, roles: [responder], iface: eth1}
-  snd: {via: local, roles: [sender, capture]}
+  snd: {via: local, roles: [sender]}
+  cap: {via: local, roles: [capture], iface: eth2}
 traffic:
   group: 239.1.1.1:5000
 defaults:
@@ -329,7 +340,7 @@ arms:
 	if s.Rounds != DefaultRounds || s.Order.Kind != OrderRotate || s.Baseline != "a" || s.Timestamps != TimestampsAuto {
 		t.Errorf("defaults: rounds %d order %s baseline %s stamps %s", s.Rounds, s.Order, s.Baseline, s.Timestamps)
 	}
-	if s.Hosts[0].Name != "rsp" || !slices.Equal(s.Hosts[0].Command, []string{"ssh", "rsp"}) {
+	if s.Hosts[1].Name != "rsp" || !slices.Equal(s.Hosts[1].Command, []string{"ssh", "rsp"}) {
 		t.Errorf("hosts: %+v", s.Hosts)
 	}
 	a, b := s.Arms[0].Effective, s.Arms[1].Effective
@@ -421,11 +432,11 @@ func TestLocalFacts(t *testing.T) {
 	if err != nil || !slices.Contains(ifs, "lo") {
 		t.Errorf("interfaces: %v %v", ifs, err)
 	}
-	if _, err := (LocalFacts{FS: hostfs.FS{Root: t.TempDir()}}).HWTimestamps("lo"); !errors.Is(err, errors.ErrUnsupported) {
+	if _, err := (LocalFacts{FS: hostfs.FS{Root: t.TempDir()}}).Timestamping("lo"); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("HW stamps on a fake root: %v", err)
 	}
-	if ok, err := f.HWTimestamps("lo"); err != nil || ok {
-		t.Errorf("lo HW stamps: %v %v", ok, err)
+	if st, err := f.Timestamping("lo"); err != nil || st.Caps.HardwareRX() || st.ConfigKnown {
+		t.Errorf("lo timestamping: %+v %v", st, err)
 	}
 }
 
@@ -526,7 +537,7 @@ func TestSkipReasons(t *testing.T) {
 	s := load(t, `name: t
 hosts:
   rsp: {via: ssh rsp, roles: [responder], iface: eth0}
-  snd: {via: local, roles: [sender, capture], iface: eth0}
+  snd: {via: local, roles: [sender], iface: eth0}
 traffic: {group: "239.1.1.1:5000"}
 defaults:
   responder: {cpu: 1}
@@ -545,12 +556,12 @@ arms:
 	}
 	want := map[string]string{
 		"base":          "",
-		"sib":           "CPU 1 has no SMT sibling for the smt-sibling load",
+		"sib":           "CPU 1 has no SMT sibling (thread_siblings_list 1: one thread per core) for the smt-sibling load",
 		"optional-load": "stress-ng is not installed",
-		"hw":            "CPU 1 is not nohz_full (nohz_full: none); eth0 has no hardware RX timestamps",
+		"hw":            "CPU 1 is not nohz_full (nohz_full: none); no hardware timestamps: eth0 cannot give rig's probes RX ALL + TX ON in hardware (RX: no hardware RX stamps; TX: no hardware TX stamps",
 	}
 	for _, a := range s.Arms {
-		if a.Skip != want[a.Name] {
+		if a.Skip != want[a.Name] && (want[a.Name] == "" || !strings.HasPrefix(a.Skip, want[a.Name])) {
 			t.Errorf("arm %s: skip %q, want %q", a.Name, a.Skip, want[a.Name])
 		}
 	}
@@ -561,7 +572,7 @@ arms:
 	// timestamps: hardware is an error, not a skip, where a NIC cannot.
 	s.Timestamps = TimestampsHardware
 	err := Validate(s, factsFor(s, smallHost()))
-	if err == nil || !strings.Contains(err.Error(), "timestamps: hardware, and eth0 on host rsp cannot stamp") {
+	if err == nil || !strings.Contains(err.Error(), "timestamps: hardware, and on host rsp (RX ALL + TX ON): eth0 cannot give rig's probes") {
 		t.Errorf("hardware stamps on a software NIC: %v", err)
 	}
 	// A failure to read facts is not a file problem.
@@ -573,5 +584,95 @@ arms:
 	}
 	if u := s.Unchecked(map[string]HostFacts{"rsp": smallHost()}); !slices.Equal(u, []string{"snd"}) {
 		t.Errorf("unchecked: %v", u)
+	}
+}
+
+// TestCaptureNeedsItsOwnPort: a capture on the interface its host sends
+// or answers on sees that host's own packets as outgoing (software stamps
+// at best) and its turnaround would be the sender's round trip.
+func TestCaptureNeedsItsOwnPort(t *testing.T) {
+	for _, tc := range []struct{ name, hosts, want string }{
+		{"one entry", `  snd: {via: local, roles: [sender, capture], iface: eth1}
+  rsp: {via: ssh rsp, roles: [responder], iface: eth1}`, "t.yaml:3:28: host snd captures on the interface it sends or answers on"},
+		{"two entries, one port", `  snd: {via: local, roles: [sender], iface: eth1}
+  cap: {via: local, roles: [capture], iface: eth1}
+  rsp: {via: ssh rsp, roles: [responder], iface: eth1}`, "the capture captures on eth1, which host snd (via local) sends or answers on"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte("name: t\nhosts:\n"+tc.hosts+"\ntraffic: {group: \"239.1.1.1:5000\"}\narms: [{name: a}]\n"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "mirror/SPAN port") {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// The same port name on another machine is another port.
+	load(t, `name: t
+hosts:
+  snd: {via: local, roles: [sender], iface: eth1}
+  cap: {via: ssh tap, roles: [capture], iface: eth1}
+  rsp: {via: ssh rsp, roles: [responder], iface: eth1}
+traffic: {group: "239.1.1.1:5000"}
+arms: [{name: a}]
+`)
+}
+
+// TestHardwareTimestampRules: validation applies the probes' rules —
+// sender and responder need RX ALL + TX ON, the capture RX ALL — to every
+// host's facts, and the dry-run plan says what the run will do.
+func TestHardwareTimestampRules(t *testing.T) {
+	src := `name: t
+hosts:
+  snd: {via: local, roles: [sender], iface: ens5}
+  cap: {via: ssh cap, roles: [capture], iface: ens6}
+  rsp: {via: ssh rsp, roles: [responder], iface: ens5, take-over-ptp: true}
+traffic: {group: "239.1.1.1:5000"}
+timestamps: hardware
+arms: [{name: a}]
+`
+	ena := tstamp.NICState{Caps: tstamp.Caps{SOF: tstamp.FlagRxHardware, PHCIndex: 0, TxTypes: 1 << tstamp.TxOff,
+		RxFilters: 1<<tstamp.FilterNone | 1<<tstamp.FilterAll}, ConfigKnown: true}
+	off := hwNIC()
+	off.Config = tstamp.HWTstampConfig{}
+	ptp := hwNIC()
+	ptp.Config.RxFilter, ptp.Owner = tstamp.FilterPTPv2Event, "ptp4l (pid 7, -i ens5)"
+	host := func(nics map[string]tstamp.NICState) *StaticFacts {
+		f := smallHost()
+		f.Ifaces = append(f.Ifaces, "ens5", "ens6")
+		f.NICs = nics
+		return f
+	}
+	s := load(t, src)
+	// ENA (RX only): the capture may use it, the sender and responder not.
+	facts := map[string]HostFacts{"snd": host(map[string]tstamp.NICState{"ens5": ena}), "cap": host(map[string]tstamp.NICState{"ens6": ena}),
+		"rsp": host(map[string]tstamp.NICState{"ens5": hwNIC()})}
+	err := Validate(s, facts)
+	if err == nil || !strings.Contains(err.Error(), "on host snd (RX ALL + TX ON): ens5 cannot give rig's probes RX ALL + TX ON in hardware (TX: no hardware TX stamps") ||
+		strings.Contains(err.Error(), "host cap") || strings.Contains(err.Error(), "host rsp") {
+		t.Fatalf("ENA sender: %v", err)
+	}
+	// A NIC that is off is switched on by the run (once, journaled); a
+	// ptp4l-owned one only because the host allows the take-over.
+	facts["snd"] = host(map[string]tstamp.NICState{"ens5": off})
+	facts["rsp"] = host(map[string]tstamp.NICState{"ens5": ptp})
+	if err := Validate(s, facts); err != nil {
+		t.Fatal(err)
+	}
+	var plan strings.Builder
+	for _, tp := range s.TimestampPlans(facts) {
+		plan.WriteString(tp.String() + "\n")
+	}
+	for _, want := range []string{
+		"snd ens5 (RX ALL + TX ON): write: ens5: tx_type=OFF rx_filter=NONE → tx_type=ON rx_filter=ALL — journaled once for the run",
+		"cap ens6 (RX ALL): write: ens6: tx_type=OFF rx_filter=NONE → tx_type=OFF rx_filter=ALL",
+		"rsp ens5 (RX ALL + TX ON): write: ens5: tx_type=ON rx_filter=PTP_V2_EVENT → tx_type=ON rx_filter=ALL",
+	} {
+		if !strings.Contains(plan.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, plan.String())
+		}
+	}
+	// Without the take-over, ptp4l's config is refused in hardware mode.
+	s = load(t, strings.Replace(src, ", take-over-ptp: true", "", 1))
+	if err := Validate(s, facts); err == nil || !strings.Contains(err.Error(), "ptp4l (pid 7, -i ens5) owns that config, and rig does not change it") {
+		t.Fatalf("ptp4l without take-over: %v", err)
 	}
 }

@@ -12,17 +12,17 @@ var errNotExist = os.ErrNotExist
 
 // Caps is an interface's timestamping capability report (ETHTOOL_GET_TS_INFO).
 type Caps struct {
-	Ifname string
+	Ifname string `json:"ifname"`
 	// SOF is the so_timestamping bitmap the driver advertises. Do not decide
 	// hardware support from it alone: ENA reports RX_HARDWARE without
 	// RAW_HARDWARE when it cannot stamp TX (amzn-drivers #371).
-	SOF Flags
+	SOF Flags `json:"so_timestamping"`
 	// PHCIndex is N of /dev/ptpN, or -1 when the device has no PHC.
-	PHCIndex int
+	PHCIndex int `json:"phc_index"`
 	// TxTypes is a bitmap of 1<<TxType (HWTSTAMP_TX_*).
-	TxTypes uint32
+	TxTypes uint32 `json:"tx_types"`
 	// RxFilters is a bitmap of 1<<RxFilter (HWTSTAMP_FILTER_*).
-	RxFilters uint32
+	RxFilters uint32 `json:"rx_filters"`
 }
 
 // HardwareRX reports whether the NIC can stamp at least some received
@@ -49,35 +49,35 @@ func (c Caps) String() string {
 		phc = "/dev/ptp" + strconv.Itoa(c.PHCIndex)
 	}
 	return fmt.Sprintf("%s: so_timestamping=%s (%#x) phc=%s tx_types=%s rx_filters=%s",
-		c.Ifname, c.SOF, uint32(c.SOF), phc,
-		bitNames(c.TxTypes, txTypeNames[:]), bitNames(c.RxFilters, rxFilterNames[:]))
+		c.Ifname, c.SOF, uint32(c.SOF), phc, c.TxTypesString(), c.RxFiltersString())
 }
 
 // Capabilities reads the timestamping capabilities of ifname in the calling
 // thread's network namespace. It needs no privilege. A missing interface
 // wraps os.ErrNotExist.
 func Capabilities(ifname string) (Caps, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return Caps{}, fmt.Errorf("tstamp: capabilities of %q: socket: %w", ifname, err)
-	}
-	defer unix.Close(fd)
-	return capabilitiesFD(fd, ifname)
-}
-
-func capabilitiesFD(fd int, ifname string) (Caps, error) {
-	ti, err := unix.IoctlGetEthtoolTsInfo(fd, ifname)
+	c, err := HostDevice().TSInfo(ifname)
 	if err != nil {
 		return Caps{}, fmt.Errorf("tstamp: %q: ETHTOOL_GET_TS_INFO: %w", ifname, wrapNoDev(err))
 	}
+	return c, nil
+}
+
+func capsOf(ifname string, ti *unix.EthtoolTsInfo) Caps {
 	return Caps{
 		Ifname:    ifname,
 		SOF:       Flags(ti.So_timestamping),
 		PHCIndex:  int(ti.Phc_index),
 		TxTypes:   ti.Tx_types,
 		RxFilters: ti.Rx_filters,
-	}, nil
+	}
 }
+
+// TxTypesString lists the tx_types bitmap, e.g. "OFF|ON".
+func (c Caps) TxTypesString() string { return bitNames(c.TxTypes, txTypeNames[:]) }
+
+// RxFiltersString lists the rx_filters bitmap, e.g. "NONE|ALL".
+func (c Caps) RxFiltersString() string { return bitNames(c.RxFilters, rxFilterNames[:]) }
 
 // TxType is a HWTSTAMP_TX_* value.
 type TxType int32

@@ -92,6 +92,7 @@ type Conn struct {
 	perSendOK bool          // a keyed send succeeded: never switch to KeyCounter (SendTo only)
 	ring      [counterRing]atomic.Uint64
 	granted   Granted
+	stamper   Stamper // set only by a Device that emulates a NIC (tests)
 }
 
 // UDPOptions configure ListenUDP.
@@ -200,17 +201,18 @@ func (c *Conn) LocalAddr() (netip.AddrPort, error) {
 // send: the kernel's OPT_ID counter starts at the first enable and is never
 // reset, so KeyCounter mapping is only right from then on.
 func (c *Conn) EnableTimestamping(mode Mode) (Granted, error) {
-	return c.EnableTimestampingWith(mode, 0)
+	return c.EnableTimestampingWith(mode, Options{})
 }
 
-// EnableTimestampingWith is EnableTimestamping with extra optional bits (see
-// EnableWith), e.g. FlagTxSched for the qdisc stamp.
-func (c *Conn) EnableTimestampingWith(mode Mode, extra Flags) (Granted, error) {
+// EnableTimestampingWith is EnableTimestamping with Options (see
+// EnableWith): extra optional bits such as FlagTxSched, or a Device.
+func (c *Conn) EnableTimestampingWith(mode Mode, o Options) (Granted, error) {
 	if !c.acquire() {
 		return Granted{}, ErrClosed
 	}
 	defer c.release()
-	g, err := EnableWith(c.fd, mode, extra)
+	g, err := EnableWith(c.fd, mode, o)
+	c.stamper = stamperOf(o.Device, g)
 	if err != nil {
 		return g, err
 	}
@@ -318,6 +320,9 @@ func (c *Conn) Recv(buf []byte, flags int) (n int, from netip.AddrPort, st Stamp
 		from = netip.AddrPortFrom(netip.AddrFrom4(r.name.Addr), ntohs(r.name.Port))
 	}
 	st, _ = ParseRx(r.oob[:r.msg.Controllen])
+	if c.stamper != nil && st.HW == 0 && st.SW != 0 && c.granted.HardwareRX() {
+		st.HW = c.stamper.StampRX(c.granted.Ifname, st.SW)
+	}
 	if r.msg.Flags&unix.MSG_TRUNC != 0 {
 		return n, from, st, ErrTruncated
 	}
@@ -350,6 +355,9 @@ func (c *Conn) RecvErr() (TxStamp, error) {
 	ts, ok := ParseErrqueue(q.oob[:q.msg.Controllen])
 	if !ok {
 		return TxStamp{}, ErrNotTimestamp
+	}
+	if c.stamper != nil && ts.Kind == KindSnd && ts.HW == 0 && ts.SW != 0 && c.granted.HardwareTX() {
+		ts.HW = c.stamper.StampTX(c.granted.Ifname, ts.SW)
 	}
 	if Keying(c.keying.Load()) == KeyCounter {
 		v := c.ring[ts.Key%counterRing].Load()

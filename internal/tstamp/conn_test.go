@@ -77,7 +77,7 @@ func TestEnableOff(t *testing.T) {
 			t.Fatalf("getsockopt(%s) = %s, %v: want no flags", optName(opt), f, err)
 		}
 	}
-	if _, err := c.EnableTimestampingWith(Off, FlagTxSched); err == nil {
+	if _, err := c.EnableTimestampingWith(Off, Options{Extra: FlagTxSched}); err == nil {
 		t.Fatal("mode off with extra flags accepted")
 	}
 	tstampOn := listen(t, UDPOptions{}) // the kernel's RX stamping switch is on
@@ -157,17 +157,17 @@ func TestEnableHardwareOnLoopbackFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Ifname != "lo" || g.Flags&FlagRawHardware != 0 || !strings.Contains(strings.Join(g.Fallbacks, ";"), "software only") {
+	if g.Ifname != "lo" || g.Flags&FlagRawHardware != 0 || !strings.Contains(strings.Join(g.Fallbacks, ";"), "software stamps") {
 		t.Fatalf("Auto on lo: %s", g)
 	}
 }
 
 func TestEnableWithRejectsHardwareExtra(t *testing.T) {
 	c := listen(t, UDPOptions{})
-	if _, err := EnableWith(c.FD(), Software, FlagRxHardware); err == nil {
+	if _, err := EnableWith(c.FD(), Software, Options{Extra: FlagRxHardware}); err == nil {
 		t.Fatal("hardware bits in extra accepted")
 	}
-	g, err := EnableWith(c.FD(), Software, FlagTxSched)
+	g, err := EnableWith(c.FD(), Software, Options{Extra: FlagTxSched})
 	if err != nil || g.Flags&FlagTxSched == 0 {
 		t.Fatalf("EnableWith TX_SCHED: %s, %v", g, err)
 	}
@@ -181,7 +181,7 @@ func TestLoopbackStamps(t *testing.T) {
 	if _, err := rx.EnableTimestamping(Software); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.EnableTimestampingWith(Software, FlagTxSched); err != nil {
+	if _, err := tx.EnableTimestampingWith(Software, Options{Extra: FlagTxSched}); err != nil {
 		t.Fatal(err)
 	}
 	to, from := localAddr(t, rx), localAddr(t, tx)

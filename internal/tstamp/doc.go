@@ -18,8 +18,20 @@
 //
 // # Pieces
 //
-//   - [Enable] / [Capabilities]: ask a socket for stamps and say what the
-//     kernel and the NIC grant.
+//   - [Enable] / [EnableWith] / [Capabilities]: ask a socket for stamps and
+//     say what the kernel and the NIC grant. A socket never changes the
+//     NIC: it asks for hardware stamps only as far as the device's current
+//     config delivers them.
+//   - [Device] (ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP, SIOCSHWTSTAMP) and
+//     [HostDevice]: the seam between rig and a NIC driver; [ReadNIC] reads
+//     a device's [NICState].
+//   - [Decide]: the one rule for a NIC's timestamping config (keep, write,
+//     leave an unreadable config alone, fall back to software, refuse),
+//     used by rig run, the hand-run probes, nicctl and validation. The
+//     write itself, journaled, is nicctl.PrepareTimestamping's.
+//   - [RxProof], [TxProof], [HWProof]: a column is hardware only when the
+//     first packets carried hardware stamps; Hardware mode fails fast
+//     naming the missing stamp, Auto falls back and says so.
 //   - [ParseRx] / [ParseErrqueue]: walk control messages in place, 0 allocs.
 //   - [Conn] (UDP/IPv4, multicast) and [PacketConn] (AF_PACKET capture):
 //     sockets with preallocated buffers whose per-packet methods do not
@@ -28,8 +40,11 @@
 //   - [Conn.DrainTx]: hands every transmit stamp of the error queue, keyed
 //     by the sequence passed to SendTo, to the caller (sender, responder),
 //     which files it under that sequence and bounds the wait itself.
-//   - [HWConfig]: the SIOCSHWTSTAMP filter ladder with save and restore.
-//   - [PHC]: PHC to CLOCK_REALTIME offset.
+//   - [PHC] over a [PHCDevice]: PHC to CLOCK_REALTIME offset, PRECISE, else
+//     EXTENDED, else basic.
+//   - [Stamper]: a Device that emulates a NIC's stamping (driver profiles
+//     in tests) lets the real loops see the hardware stamps that driver
+//     would give.
 //
 // Control messages are parsed in the 64-bit layout (amd64, arm64): there
 // SCM_TIMESTAMPING (37) and SCM_TIMESTAMPING_NEW (65) carry the same three

@@ -47,6 +47,22 @@ var flagNames = [...]string{
 // unknown bits are shown in hex, and the empty set is "none".
 func (f Flags) String() string { return bitNames(uint32(f), flagNames[:]) }
 
+// ethtoolFlagNames are the kernel's names of the bits as `ethtool -T`
+// prints them (sof_timestamping_names in net/ethtool/common.c).
+var ethtoolFlagNames = [...]string{
+	"hardware-transmit", "software-transmit", "hardware-receive", "software-receive",
+	"software-system-clock", "hardware-legacy-clock", "hardware-raw-clock", "option-id",
+	"sched-transmit", "ack-transmit", "option-cmsg", "option-tsonly", "option-stats",
+	"option-pktinfo", "option-tx-swhw", "bind-phc", "option-id-tcp", "option-rx-filter",
+	"tx-completion",
+}
+
+// EthtoolNames lists the bits as `ethtool -T` names them, space
+// separated, e.g. "software-transmit software-receive software-system-clock".
+func (f Flags) EthtoolNames() string {
+	return strings.ReplaceAll(bitNames(uint32(f), ethtoolFlagNames[:]), "|", " ")
+}
+
 func bitNames(v uint32, names []string) string {
 	if v == 0 {
 		return "none"
@@ -150,26 +166,25 @@ type Granted struct {
 	// New is true when SO_TIMESTAMPING_NEW (cmsg type 65) is in use, false
 	// for the old SO_TIMESTAMPING (37). ParseRx/ParseErrqueue accept both.
 	New bool
-	// Ifname is the device the socket is bound to ("" when unbound); its
-	// capabilities decided the hardware part.
+	// Ifname is the device the socket is bound to ("" when unbound).
 	Ifname string
-	// Caps is the capability report of Ifname (zero when unbound).
-	Caps Caps
+	// NIC is what the bound device reported (capabilities and current
+	// config); Decision is what Decide made of it for this socket. Both
+	// are zero when the NIC was not consulted (software, off, unbound).
+	NIC      NICState
+	Decision Decision
 	// Fallbacks lists every downgrade, in order, as human text.
 	Fallbacks []string
 }
 
-// HardwareRX reports whether HW RX stamps were requested and granted for a
-// capable interface. The device rx_filter (HWConfig) must still match.
-func (g Granted) HardwareRX() bool {
-	return g.Flags&hwRxFlags == hwRxFlags && g.Caps.HardwareRX()
-}
+// HardwareRX reports whether hardware RX stamps were requested on the
+// socket and the NIC's config is expected to deliver them. The first
+// packets prove it (RxProof).
+func (g Granted) HardwareRX() bool { return g.Flags&hwRxFlags == hwRxFlags && g.Decision.RX }
 
-// HardwareTX reports whether HW TX stamps were requested and granted for a
-// capable interface.
-func (g Granted) HardwareTX() bool {
-	return g.Flags&hwTxFlags == hwTxFlags && g.Caps.HardwareTX()
-}
+// HardwareTX reports whether hardware TX stamps were requested on the
+// socket and the NIC's config is expected to deliver them (TxProof).
+func (g Granted) HardwareTX() bool { return g.Flags&hwTxFlags == hwTxFlags && g.Decision.TX }
 
 // Software reports whether kernel software stamps were granted (false in
 // mode Off).
@@ -188,51 +203,65 @@ func (g Granted) String() string {
 	if g.Ifname != "" {
 		s += " dev=" + g.Ifname
 	}
+	if g.NIC.ConfigKnown {
+		s += " nic=" + g.NIC.Config.String()
+	}
 	if len(g.Fallbacks) > 0 {
 		s += " fallbacks=[" + strings.Join(g.Fallbacks, "; ") + "]"
 	}
 	return s
 }
 
+// Options tune EnableWith.
+type Options struct {
+	// Extra are optional bits such as FlagTxSched (the qdisc stamp) or
+	// FlagTxCompletion: the kernel rejecting them (EINVAL) drops them with
+	// a Fallbacks note. Hardware bits are chosen by the mode and refused
+	// here.
+	Extra Flags
+	// Device answers for the NIC the socket is bound to (nil: HostDevice).
+	// Tests pass driver profiles.
+	Device Device
+}
+
 // Enable asks the kernel for timestamps on fd according to mode and returns
-// what it granted.
+// what it granted. See EnableWith.
+func Enable(fd int, mode Mode) (Granted, error) { return EnableWith(fd, mode, Options{}) }
+
+// EnableWith asks the kernel for timestamps on fd according to mode.
 //
 // For UDP sockets it requests TX_SOFTWARE|RX_SOFTWARE|SOFTWARE|OPT_ID|
-// OPT_TSONLY|OPT_RX_FILTER, plus TX_HARDWARE|RX_HARDWARE|RAW_HARDWARE|
-// OPT_TX_SWHW in Hardware and Auto mode. For AF_PACKET sockets it requests the
-// RX bits only. It uses SO_TIMESTAMPING_NEW and falls back to SO_TIMESTAMPING
-// when that option is unknown (ENOPROTOOPT); bits the kernel rejects with
-// EINVAL that are optional (OPT_RX_FILTER, OPT_TX_SWHW) are dropped one at a
-// time. Every downgrade is listed in Granted.Fallbacks.
+// OPT_TSONLY|OPT_RX_FILTER; for AF_PACKET sockets the RX bits only. It uses
+// SO_TIMESTAMPING_NEW and falls back to SO_TIMESTAMPING when that option is
+// unknown (ENOPROTOOPT); optional bits the kernel rejects with EINVAL
+// (OPT_RX_FILTER, OPT_TX_SWHW, Options.Extra) are dropped one at a time.
+// Every downgrade is listed in Granted.Fallbacks.
 //
-// The hardware part is decided from the capabilities of the device the
-// socket is bound to (SO_BINDTODEVICE, or the AF_PACKET bind ifindex). In
-// Hardware mode an unbound socket is an error, and so is a device without
-// HW stamping: that error's text contains the capability report and wraps
-// errors.ErrUnsupported. In Auto mode both cases fall back to software and
-// say so in Fallbacks. Mode Off sets nothing and grants no flags.
+// In Hardware and Auto mode the hardware bits (TX_HARDWARE|RX_HARDWARE|
+// RAW_HARDWARE, OPT_TX_SWHW) are requested only as far as the bound NIC's
+// capabilities AND its current config allow (Decide with a read-only
+// policy: the socket never changes the NIC; enabling it is the caller's
+// business, through the journal). A UDP socket needs RX ALL + TX ON, an
+// AF_PACKET socket RX ALL. In Hardware mode a NIC that cannot or does not
+// deliver that, or an unbound socket, is an error whose text says why and
+// how to fix it, wrapping errors.ErrUnsupported; in Auto mode the socket
+// gets software stamps and Fallbacks says why. Mode Off sets nothing.
 //
 // RX software stamping is a host-wide switch that the kernel turns on from
 // a workqueue after the first socket asks for it: the first packets after
 // enabling can arrive without SW stamps. Warm up (or count unstamped
 // packets) instead of failing on them.
-func Enable(fd int, mode Mode) (Granted, error) { return EnableWith(fd, mode, 0) }
-
-// EnableWith is Enable plus extra bits such as FlagTxSched (the qdisc
-// stamp) or FlagTxCompletion. Extra bits are
-// optional: the kernel rejecting them (EINVAL) drops them with a Fallbacks
-// note. Hardware bits in extra are refused; use mode for those.
-func EnableWith(fd int, mode Mode, extra Flags) (Granted, error) {
-	if extra&(hwTxFlags|hwRxFlags) != 0 {
-		return Granted{}, fmt.Errorf("tstamp: extra flags %s: hardware bits are chosen by the mode", extra&(hwTxFlags|hwRxFlags))
+func EnableWith(fd int, mode Mode, o Options) (Granted, error) {
+	if o.Extra&(hwTxFlags|hwRxFlags) != 0 {
+		return Granted{}, fmt.Errorf("tstamp: extra flags %s: hardware bits are chosen by the mode", o.Extra&(hwTxFlags|hwRxFlags))
 	}
 	if mode > Off {
 		return Granted{}, fmt.Errorf("tstamp: invalid mode %d", mode)
 	}
 	g := Granted{Mode: mode}
 	if mode == Off {
-		if extra != 0 {
-			return g, fmt.Errorf("tstamp: extra flags %s with mode off: off asks for no stamps", extra)
+		if o.Extra != 0 {
+			return g, fmt.Errorf("tstamp: extra flags %s with mode off: off asks for no stamps", o.Extra)
 		}
 		return g, nil
 	}
@@ -247,54 +276,53 @@ func EnableWith(fd int, mode Mode, extra Flags) (Granted, error) {
 		want |= swTxFlags | keyFlags
 	}
 	if mode != Software {
-		hw, err := hardwareFlags(fd, &g, packet)
+		dev := o.Device
+		if dev == nil {
+			dev = HostDevice()
+		}
+		hw, err := hardwareFlags(dev, &g, packet)
 		if err != nil {
 			return g, err
 		}
 		want |= hw
 	}
-	return setTimestamping(fd, g, want|extra, optionalFlags|extra)
+	return setTimestamping(fd, g, want|o.Extra, optionalFlags|o.Extra)
 }
 
-// hardwareFlags decides the HW bits from the bound device's capabilities.
-func hardwareFlags(fd int, g *Granted, packet bool) (Flags, error) {
+// hardwareFlags decides the HW bits from the bound device's capabilities
+// and current config.
+func hardwareFlags(dev Device, g *Granted, packet bool) (Flags, error) {
 	if g.Ifname == "" {
 		if g.Mode == Hardware {
-			return 0, fmt.Errorf("tstamp: hardware timestamps need a socket bound to a device (SO_BINDTODEVICE or an AF_PACKET ifindex), so the NIC capabilities can be checked: %w", errors.ErrUnsupported)
+			return 0, fmt.Errorf("tstamp: hardware timestamps need a socket bound to a device (SO_BINDTODEVICE or an AF_PACKET ifindex), so the NIC can be checked: %w", errors.ErrUnsupported)
 		}
-		g.Fallbacks = append(g.Fallbacks, "socket not bound to a device: NIC capabilities unknown, hardware stamps requested anyway")
-		f := hwRxFlags
-		if !packet {
-			f |= hwTxFlags | FlagOptTxSwHw
-		}
-		return f, nil
+		g.Fallbacks = append(g.Fallbacks, "socket not bound to a device: its NIC cannot be checked: software stamps")
+		return 0, nil
 	}
-	caps, err := capabilitiesFD(fd, g.Ifname)
+	st, err := ReadNIC(dev, g.Ifname)
 	if err != nil {
 		return 0, err
 	}
-	g.Caps = caps
+	need := NeedProbe
+	if packet {
+		need = NeedCapture
+	}
+	d := Decide(st, Policy{Mode: g.Mode, Need: need, ReadOnly: true})
+	g.NIC, g.Decision = st, d
+	switch d.Action {
+	case ActRefuse:
+		return 0, fmt.Errorf("tstamp: timestamps hardware: %s; fix: %s: %w", d.Why, d.Fix, errors.ErrUnsupported)
+	case ActSoftware:
+		g.Fallbacks = append(g.Fallbacks, d.Why)
+	case ActUnknown:
+		g.Fallbacks = append(g.Fallbacks, d.Why)
+	}
 	var f Flags
-	var missing []string
-	if caps.HardwareRX() {
+	if d.RX {
 		f |= hwRxFlags
-	} else {
-		missing = append(missing, "RX")
 	}
-	if !packet {
-		if caps.HardwareTX() {
-			f |= hwTxFlags | FlagOptTxSwHw
-		} else {
-			missing = append(missing, "TX")
-		}
-	}
-	if len(missing) > 0 {
-		what := strings.Join(missing, "+")
-		if g.Mode == Hardware {
-			return 0, fmt.Errorf("tstamp: %s cannot timestamp %s in hardware (%s): %w; use mode software or auto",
-				g.Ifname, what, caps, errors.ErrUnsupported)
-		}
-		g.Fallbacks = append(g.Fallbacks, g.Ifname+": no hardware "+what+" stamping, software only for "+what)
+	if d.TX {
+		f |= hwTxFlags | FlagOptTxSwHw
 	}
 	return f, nil
 }
@@ -326,6 +354,16 @@ func setTimestamping(fd int, g Granted, want, optional Flags) (Granted, error) {
 		return g, fmt.Errorf("tstamp: setsockopt(%s, %s): %w", optName(opt), want, err)
 	}
 	got, err := getTimestamping(fd, opt)
+	if err != nil && errors.Is(err, unix.ENOPROTOOPT) {
+		// Kernels before 6.7 (and the 5.10/5.15/6.1/6.6 stable updates
+		// of January 2024) set SO_TIMESTAMPING_NEW but cannot read it
+		// back: read the old option, which shares the socket's flags, and
+		// failing that trust the value the kernel just accepted.
+		if got, err = getTimestamping(fd, unix.SO_TIMESTAMPING); err != nil {
+			got, err = want, nil
+			g.Fallbacks = append(g.Fallbacks, "flags cannot be read back (getsockopt ENOPROTOOPT): the value set is assumed")
+		}
+	}
 	if err != nil {
 		return g, err
 	}
@@ -349,11 +387,14 @@ func optName(opt int) string {
 	return "SO_TIMESTAMPING"
 }
 
+// getsockoptFn is a seam for tests that play an older kernel.
+var getsockoptFn = getsockopt
+
 // getTimestamping reads struct so_timestamping {int flags; int bind_phc;}
 // (older kernels return only the int).
 func getTimestamping(fd, opt int) (Flags, error) {
 	var buf [8]byte
-	n, err := getsockopt(fd, unix.SOL_SOCKET, opt, buf[:])
+	n, err := getsockoptFn(fd, unix.SOL_SOCKET, opt, buf[:])
 	if err != nil {
 		return 0, fmt.Errorf("tstamp: getsockopt(%s): %w", optName(opt), err)
 	}

@@ -86,7 +86,7 @@ func TestCapabilitiesLoopback(t *testing.T) {
 func TestEnableDropsRejectedOptionalBits(t *testing.T) {
 	c := listen(t, UDPOptions{})
 	// No kernel knows bit 30: EINVAL, dropped, recorded.
-	g, err := EnableWith(c.FD(), Software, 1<<30)
+	g, err := EnableWith(c.FD(), Software, Options{Extra: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,9 +99,10 @@ func TestEnableDropsRejectedOptionalBits(t *testing.T) {
 }
 
 // TestEnableOldKernel plays a kernel without SO_TIMESTAMPING_NEW and
-// without OPT_RX_FILTER / OPT_TX_SWHW.
+// without OPT_RX_FILTER / OPT_TX_SWHW, on a socket bound to lo whose NIC a
+// fake device says stamps everything (so the hardware bits are asked for).
 func TestEnableOldKernel(t *testing.T) {
-	c := listen(t, UDPOptions{})
+	c := listenLo(t)
 	var calls []string
 	setsockoptInt = func(fd, level, opt, v int) error {
 		calls = append(calls, fmt.Sprintf("%d:%s", opt, Flags(v)))
@@ -114,7 +115,7 @@ func TestEnableOldKernel(t *testing.T) {
 		return unix.SetsockoptInt(fd, level, opt, v)
 	}
 	defer func() { setsockoptInt = unix.SetsockoptInt }()
-	g, err := EnableWith(c.FD(), Auto, 0)
+	g, err := EnableWith(c.FD(), Auto, Options{Device: stampsAll("lo")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestEnableOldKernel(t *testing.T) {
 	}
 	// Required bits rejected: an error naming the flags.
 	setsockoptInt = func(fd, level, opt, v int) error { return unix.EINVAL }
-	if _, err := EnableWith(c.FD(), Software, 0); !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "OPT_ID") {
+	if _, err := EnableWith(c.FD(), Software, Options{}); !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "OPT_ID") {
 		t.Fatalf("all rejected: %v", err)
 	}
 }

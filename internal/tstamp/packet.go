@@ -45,6 +45,8 @@ func PacketTypeString(t uint8) string {
 type PacketConn struct {
 	sock
 	ifindex int
+	ifname  string
+	stamper Stamper // set only by a Device that emulates a NIC (tests)
 	rx      struct {
 		msg  unix.Msghdr
 		iov  unix.Iovec
@@ -94,11 +96,18 @@ func (p *PacketConn) Close() error { return p.close() }
 // RX_HARDWARE|RAW_HARDWARE in Hardware and Auto mode where the interface
 // can (see Enable for the error contract).
 func (p *PacketConn) EnableTimestamping(mode Mode) (Granted, error) {
+	return p.EnableTimestampingWith(mode, Options{})
+}
+
+// EnableTimestampingWith is EnableTimestamping with Options (a Device).
+func (p *PacketConn) EnableTimestampingWith(mode Mode, o Options) (Granted, error) {
 	if !p.acquire() {
 		return Granted{}, ErrClosed
 	}
 	defer p.release()
-	return Enable(p.fd, mode)
+	g, err := EnableWith(p.fd, mode, o)
+	p.stamper, p.ifname = stamperOf(o.Device, g), g.Ifname
+	return g, err
 }
 
 // RecvPacket reads one frame into buf and returns its length, its packet
@@ -125,6 +134,9 @@ func (p *PacketConn) RecvPacket(buf []byte) (n int, pkttype uint8, st Stamps, er
 		return 0, 0, st, errnoErr(e)
 	}
 	st, _ = ParseRx(r.oob[:r.msg.Controllen])
+	if p.stamper != nil && st.HW == 0 && st.SW != 0 {
+		st.HW = p.stamper.StampRX(p.ifname, st.SW)
+	}
 	if r.msg.Flags&unix.MSG_TRUNC != 0 {
 		return n, r.name.Pkttype, st, ErrTruncated
 	}

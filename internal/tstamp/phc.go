@@ -32,20 +32,25 @@ type PHCOffset struct {
 	Fallback string `json:"fallback,omitempty"`
 }
 
-// phcDev is the PHC ioctl surface; tests use a fake.
-type phcDev interface {
-	crossTimestamping() (bool, error)
-	precise() (dev, sys int64, err error)
-	// extended fills n (before, phc, after) triplets.
-	extended(n int, out *[unix.PTP_MAX_SAMPLES][3]int64) error
-	// basic fills 2n+1 alternating sys, phc, sys, …, sys readings.
-	basic(n int, out *[2*unix.PTP_MAX_SAMPLES + 1]int64) error
+// PHCDevice is the PTP clock ioctl surface of one /dev/ptpN: the seam
+// between rig and a PHC driver. The real one issues the ioctls; tests use
+// driver profiles (ENA: no cross-timestamp, EXTENDED only). Errors are raw
+// errno values.
+type PHCDevice interface {
+	// CrossTimestamping is PTP_CLOCK_GETCAPS2's cross_timestamping.
+	CrossTimestamping() (bool, error)
+	// Precise is PTP_SYS_OFFSET_PRECISE2: (device, CLOCK_REALTIME) ns.
+	Precise() (dev, sys int64, err error)
+	// Extended is PTP_SYS_OFFSET_EXTENDED2: n (before, phc, after) triplets.
+	Extended(n int, out *[unix.PTP_MAX_SAMPLES][3]int64) error
+	// Basic is PTP_SYS_OFFSET2: 2n+1 alternating sys, phc, sys, …, sys.
+	Basic(n int, out *[2*unix.PTP_MAX_SAMPLES + 1]int64) error
 }
 
 // PHC is an open PTP hardware clock (/dev/ptpN), read-only.
 type PHC struct {
 	f   *os.File
-	dev phcDev
+	dev PHCDevice
 	// Samples is how many reads EXTENDED/basic take per Offset call
 	// (1..25, default 5). Each is a device access: ENA allows 125 per
 	// second in total, so sample at 1-2 Hz there.
@@ -70,11 +75,23 @@ func OpenPHCPath(path string) (*PHC, error) {
 	return &PHC{f: f, dev: phcIoctl{int(f.Fd())}, Samples: 5}, nil
 }
 
+// NewPHCWith returns a PHC over any PHCDevice (driver profiles in tests);
+// Now and Close are not available on it.
+func NewPHCWith(dev PHCDevice) *PHC { return &PHC{dev: dev, Samples: 5} }
+
 // Close closes the device.
-func (p *PHC) Close() error { return p.f.Close() }
+func (p *PHC) Close() error {
+	if p.f == nil {
+		return nil
+	}
+	return p.f.Close()
+}
 
 // Now reads the PHC time in ns (clock_gettime on its dynamic clock id).
 func (p *PHC) Now() (int64, error) {
+	if p.f == nil {
+		return 0, fmt.Errorf("tstamp: PHC has no device file: %w", errors.ErrUnsupported)
+	}
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.FdToClockID(int(p.f.Fd())), &ts); err != nil {
 		return 0, fmt.Errorf("tstamp: clock_gettime(%s): %w", p.f.Name(), err)
@@ -87,20 +104,22 @@ func (p *PHC) Now() (int64, error) {
 // (the sample with the shortest bracket, midpoint estimate, window =
 // bracket), else basic PTP_SYS_OFFSET (same rule over alternating reads).
 // A method that fails with EOPNOTSUPP, EINVAL or ENOTTY falls through to the
-// next, and PHCOffset.Fallback records why; other errors are returned.
+// next, and PHCOffset.Fallback records why; other errors are returned. A
+// failed PTP_CLOCK_GETCAPS skips PRECISE (its answer is what PRECISE needs)
+// and goes on to EXTENDED.
 func (p *PHC) Offset() (PHCOffset, error) { return offset(p.dev, p.Samples) }
 
-func offset(dev phcDev, samples int) (PHCOffset, error) {
+func offset(dev PHCDevice, samples int) (PHCOffset, error) {
 	if samples < 1 || samples > unix.PTP_MAX_SAMPLES {
 		return PHCOffset{}, fmt.Errorf("tstamp: PHC samples %d out of range 1..%d", samples, unix.PTP_MAX_SAMPLES)
 	}
 	var why []string
-	cross, err := dev.crossTimestamping()
-	if err != nil {
-		return PHCOffset{}, fmt.Errorf("tstamp: PTP_CLOCK_GETCAPS: %w", err)
-	}
-	if cross {
-		d, s, err := dev.precise()
+	cross, err := dev.CrossTimestamping()
+	switch {
+	case err != nil:
+		why = append(why, "PTP_CLOCK_GETCAPS: "+errName(err)+": "+MethodPrecise+" not tried")
+	case cross:
+		d, s, err := dev.Precise()
 		if err == nil {
 			return PHCOffset{Offset: d - s, At: s, Method: MethodPrecise}, nil
 		}
@@ -108,11 +127,11 @@ func offset(dev phcDev, samples int) (PHCOffset, error) {
 			return PHCOffset{}, fmt.Errorf("tstamp: %s: %w", MethodPrecise, err)
 		}
 		why = append(why, MethodPrecise+": "+errName(err))
-	} else {
+	default:
 		why = append(why, MethodPrecise+": no cross-timestamping")
 	}
 	var ext [unix.PTP_MAX_SAMPLES][3]int64
-	err = dev.extended(samples, &ext)
+	err = dev.Extended(samples, &ext)
 	if err == nil {
 		o, err := bestTriplet(ext[:samples])
 		if err != nil {
@@ -126,7 +145,7 @@ func offset(dev phcDev, samples int) (PHCOffset, error) {
 	}
 	why = append(why, MethodExtended+": "+errName(err))
 	var alt [2*unix.PTP_MAX_SAMPLES + 1]int64
-	if err := dev.basic(samples, &alt); err != nil {
+	if err := dev.Basic(samples, &alt); err != nil {
 		return PHCOffset{}, fmt.Errorf("tstamp: %s (after %s): %w", MethodBasic, joinWhy(why), err)
 	}
 	var tri [unix.PTP_MAX_SAMPLES][3]int64
@@ -182,7 +201,7 @@ type phcIoctl struct{ fd int }
 
 func ptpNano(t unix.PtpClockTime) int64 { return t.Sec*1e9 + int64(t.Nsec) }
 
-func (d phcIoctl) crossTimestamping() (bool, error) {
+func (d phcIoctl) CrossTimestamping() (bool, error) {
 	c, err := unix.IoctlPtpClockGetcaps(d.fd)
 	if err != nil {
 		return false, err
@@ -190,7 +209,7 @@ func (d phcIoctl) crossTimestamping() (bool, error) {
 	return c.Cross_timestamping != 0, nil
 }
 
-func (d phcIoctl) precise() (int64, int64, error) {
+func (d phcIoctl) Precise() (int64, int64, error) {
 	v, err := unix.IoctlPtpSysOffsetPrecise(d.fd)
 	if err != nil {
 		return 0, 0, err
@@ -198,7 +217,7 @@ func (d phcIoctl) precise() (int64, int64, error) {
 	return ptpNano(v.Device), ptpNano(v.Realtime), nil
 }
 
-func (d phcIoctl) extended(n int, out *[unix.PTP_MAX_SAMPLES][3]int64) error {
+func (d phcIoctl) Extended(n int, out *[unix.PTP_MAX_SAMPLES][3]int64) error {
 	v, err := unix.IoctlPtpSysOffsetExtended(d.fd, uint(n))
 	if err != nil {
 		return err
@@ -211,7 +230,7 @@ func (d phcIoctl) extended(n int, out *[unix.PTP_MAX_SAMPLES][3]int64) error {
 	return nil
 }
 
-func (d phcIoctl) basic(n int, out *[2*unix.PTP_MAX_SAMPLES + 1]int64) error {
+func (d phcIoctl) Basic(n int, out *[2*unix.PTP_MAX_SAMPLES + 1]int64) error {
 	// x/sys has no wrapper for the basic ioctl.
 	v := unix.PtpSysOffset{Samples: uint32(n)}
 	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(d.fd), uintptr(unix.PTP_SYS_OFFSET2), uintptr(unsafe.Pointer(&v)))
@@ -266,8 +285,8 @@ func (r *PHCRecord) Take() {
 // hardware stamps, or nil when the grant has none (software stamps need no
 // PHC relation).
 func (g Granted) PHC() *PHCRecord {
-	if (g.HardwareRX() || g.HardwareTX()) && g.Caps.PHCIndex >= 0 {
-		return &PHCRecord{Index: g.Caps.PHCIndex}
+	if (g.HardwareRX() || g.HardwareTX()) && g.NIC.Caps.PHCIndex >= 0 {
+		return &PHCRecord{Index: g.NIC.Caps.PHCIndex}
 	}
 	return nil
 }

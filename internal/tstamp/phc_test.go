@@ -21,9 +21,9 @@ type fakePHC struct {
 	extN, basicN int
 }
 
-func (f *fakePHC) crossTimestamping() (bool, error) { return f.cross, f.capsErr }
-func (f *fakePHC) precise() (int64, int64, error)   { return f.dev, f.sys, f.preciseErr }
-func (f *fakePHC) extended(n int, out *[unix.PTP_MAX_SAMPLES][3]int64) error {
+func (f *fakePHC) CrossTimestamping() (bool, error) { return f.cross, f.capsErr }
+func (f *fakePHC) Precise() (int64, int64, error)   { return f.dev, f.sys, f.preciseErr }
+func (f *fakePHC) Extended(n int, out *[unix.PTP_MAX_SAMPLES][3]int64) error {
 	f.extN = n
 	if f.extErr != nil {
 		return f.extErr
@@ -31,7 +31,7 @@ func (f *fakePHC) extended(n int, out *[unix.PTP_MAX_SAMPLES][3]int64) error {
 	copy(out[:], f.ext)
 	return nil
 }
-func (f *fakePHC) basic(n int, out *[2*unix.PTP_MAX_SAMPLES + 1]int64) error {
+func (f *fakePHC) Basic(n int, out *[2*unix.PTP_MAX_SAMPLES + 1]int64) error {
 	f.basicN = n
 	if f.basicErr != nil {
 		return f.basicErr
@@ -108,8 +108,11 @@ func TestPHCOffsetBadInput(t *testing.T) {
 	if _, err := offset(&fakePHC{}, 26); err == nil {
 		t.Fatal("26 samples accepted")
 	}
-	if _, err := offset(&fakePHC{capsErr: unix.EIO}, 1); !errors.Is(err, unix.EIO) {
-		t.Fatal("caps error lost")
+	// A failed GETCAPS skips PRECISE and falls through to EXTENDED,
+	// saying why (old code aborted the whole offset).
+	o, err := offset(&fakePHC{capsErr: unix.EIO, cross: true, preciseErr: unix.EIO, ext: [][3]int64{{100, 600, 300}}}, 1)
+	if err != nil || o.Method != MethodExtended || !strings.Contains(o.Fallback, "PTP_CLOCK_GETCAPS: EIO") || o.Offset != 400 {
+		t.Fatalf("GETCAPS failure: %+v, %v", o, err)
 	}
 	f := &fakePHC{ext: [][3]int64{{10, 0, 5}, {10, 0, 9}}}
 	if _, err := offset(f, 2); err == nil {

@@ -12,6 +12,25 @@ irqbalance/ 4 CPUs, no isolation, irqbalance running, IRQs on CPU 1,
             acpi_idle with deep states, powersave, boost on, hpet, THP always
 k8spod/     Kubernetes pod (cgroup v2 namespace): cpuset 2-3 on an SMT host
             (siblings 6,7 not owned), cpu.max quota, nr_throttled > 0
+c7i/        AWS c7i.2xlarge (x86, Sapphire Rapids, 4 cores x 2 threads), AL2023
+            kernel 6.1 layout: PCI-MSI rows, out-of-tree ENA 2.15.0g on ens5
+            (8 queues + ena-mgmnt, RX-only packet stamps offered, PHC off) and
+            a second ENI ens6; ens5 carries the default route
+c8g/        AWS c8g.2xlarge (arm64, Graviton4, 8 cores, no SMT), AL2023 kernel
+            6.12+ layout: GICv3 and ITS-PCI-MSIX rows with the Edge/Level
+            column, IPI0..IPI7 and Err; no cpuidle driver; in-tree ENA on
+            ens5, the only interface (it carries the default route)
+
+The c7i and c8g /proc/interrupts are printed with the kernel's own formats
+(kernel/irq/proc.c show_interrupts, arch/x86/kernel/irq.c and
+arch/arm64/kernel/smp.c arch_show_interrupts), so column widths are the
+kernel's. Verified from kernel and amzn-drivers sources: the row layout, the
+arch rows, ENA IRQ names (ena-mgmnt@pci:BDF, IF-Tx-Rx-N), ENA sysfs files
+and ethtool counter names. Assumed (not seen on an instance): the legacy
+IRQ set, counts, NVMe queue count, which x86 arch rows the AL2023 config
+prints (MCE/THR/DFR/HYP), and the c7i idle states (intel_idle's Sapphire
+Rapids table; AWS lists c7i among the types whose C-states the OS
+controls).
 """
 import os, shutil, sys, glob
 
@@ -259,7 +278,221 @@ def k8spod():
       'nr_periods 5000\nnr_throttled 17\nthrottled_usec 84000\nnr_bursts 0\nburst_usec 0\n')
     w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t2-3\n')
 
+def show_interrupts(ncpu, rows, arch, nr_irqs, level):
+    """/proc/interrupts as kernel/irq/proc.c prints it. rows: (irq, counts,
+    chip, hwirq or None, handler name or None, actions); level: the
+    Edge/Level column of GENERIC_IRQ_SHOW_LEVEL ('Edge'/'Level' per row
+    from the handler argument) or None on x86. arch(prec) prints the
+    arch rows."""
+    prec, j = 3, 1000
+    while prec < 10 and j <= nr_irqs:
+        prec, j = prec + 1, j * 10
+    s = '%*s' % (prec + 8, '') + ''.join('CPU%-8d' % c for c in range(ncpu)) + '\n'
+    for irq, counts, chip, hwirq, handler, actions in rows:
+        s += '%*d: ' % (prec, irq) + ''.join('%10u ' % c for c in counts)
+        s += ' %8s' % chip
+        s += ' %*d' % (prec, hwirq) if hwirq is not None else ' %*s' % (prec, '')
+        if level:
+            s += ' %-8s' % handler  # 'Edge' or 'Level'
+        elif handler:
+            s += '-%-8s' % handler
+        s += '  ' + ', '.join(actions) + '\n'
+    return s + arch(prec)
+
+def x86_arch_rows(ncpu, scale):
+    # arch/x86/kernel/irq.c arch_show_interrupts, AL2023 config (MCE,
+    # MCE_AMD, KVM): per-CPU rows, then ERR and MIS with one count.
+    names = [('NMI', 'Non-maskable interrupts'), ('LOC', 'Local timer interrupts'), ('SPU', 'Spurious interrupts'),
+             ('PMI', 'Performance monitoring interrupts'), ('IWI', 'IRQ work interrupts'),
+             ('RTR', 'APIC ICR read retries'), ('RES', 'Rescheduling interrupts'), ('CAL', 'Function call interrupts'),
+             ('TLB', 'TLB shootdowns'), ('TRM', 'Thermal event interrupts'), ('THR', 'Threshold APIC interrupts'),
+             ('DFR', 'Deferred Error APIC interrupts'), ('MCE', 'Machine check exceptions'),
+             ('MCP', 'Machine check polls'), ('HYP', 'Hypervisor callback interrupts')]
+    tail = [('PIN', 'Posted-interrupt notification event'), ('NPI', 'Nested posted-interrupt event'),
+            ('PIW', 'Posted-interrupt wakeup event')]
+    def rows(prec, lst):
+        out = ''
+        for k, (a, d) in enumerate(lst):
+            v = {'LOC': 90000, 'RES': 3000, 'CAL': 2500, 'TLB': 400, 'MCP': 20}.get(a, 0)
+            out += '%*s: ' % (prec, a) + ''.join('%10u ' % (v * scale[c] // 10) for c in range(ncpu)) + '  ' + d + '\n'
+        return out
+    return lambda prec: rows(prec, names) + '%*s: %10u\n' % (prec, 'ERR', 0) + '%*s: %10u\n' % (prec, 'MIS', 0) + rows(prec, tail)
+
+def arm64_arch_rows(ncpu, scale, ipis):
+    # arch/arm64/kernel/smp.c arch_show_interrupts: "IPI%u:" rows, then Err.
+    def rows(prec):
+        out = ''
+        for i, d in enumerate(ipis):
+            v = {0: 4000, 1: 2200, 5: 300}.get(i, 0)
+            out += '%*s%u:%s' % (prec - 1, 'IPI', i, ' ' if prec >= 4 else '')
+            out += ''.join('%10u ' % (v * scale[c] // 10) for c in range(ncpu)) + '      %s\n' % d
+        return out + '%*s: %10u\n' % (prec, 'Err', 0)
+    return rows
+
+def link(root, path, target):
+    p = os.path.join(root, path.lstrip('/'))
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    os.symlink(target, p)
+
+def ena_nic(root, iface, bdf, irqs, module):
+    """An ENA netdev laid out as sysfs lays it out: the class link, the PCI
+    device with its driver link and msi_irqs, the driver's sysfs files."""
+    dev = '/sys/devices/pci0000:00/' + bdf
+    for n in irqs:
+        w(root, dev + '/msi_irqs/%d' % n, 'msix\n')
+    link(root, dev + '/driver', '../../../bus/pci/drivers/ena')
+    w(root, '/sys/bus/pci/drivers/ena/.keep', '')
+    link(root, '/sys/bus/pci/devices/' + bdf, '../../../devices/pci0000:00/' + bdf)
+    link(root, '/sys/class/net/' + iface, '../../devices/pci0000:00/%s/net/%s' % (bdf, iface))
+    link(root, dev + '/net/%s/device' % iface, '../../../' + bdf)
+    w(root, dev + '/net/%s/operstate' % iface, 'up\n')
+    w(root, dev + '/net/%s/mtu' % iface, '9001\n')
+    w(root, dev + '/net/%s/speed' % iface, '-1\n')
+    if module == 'out-of-tree':
+        # amzn-drivers 2.15.0: ena_sysfs.c (phc_error_bound only while the PHC runs)
+        w(root, dev + '/rx_copybreak', '256\n')
+        w(root, dev + '/large_llq_header', '1\n')
+        w(root, dev + '/hw_packet_timestamping_state',
+          'HW TX support: 0\nHW RX support: 1\nTX configuration: 0\nRX configuration: 0\n')
+
+def aws(root, ncpu, siblings, core_of, kernel, arch, cpuinfo, idle_driver, states):
+    common(root, 'BOOT_IMAGE=(hd0,gpt1)/boot/vmlinuz-%s root=UUID=0c1a2b3c ro console=tty0 console=ttyS0,115200n8 '
+           'nvme_core.io_timeout=4294967295 rd.emergency=poweroff rd.shell=0 selinux=1 security=selinux quiet' % kernel,
+           *(('tsc', 'tsc kvm-clock hpet acpi_pm') if arch == 'x86_64' else ('arch_sys_counter', 'arch_sys_counter')),
+           'madvise')
+    w(root, '/proc/sys/kernel/osrelease', kernel + '\n')
+    w(root, '/proc/version', 'Linux version %s (mockbuild@ip-10-0-40-1) (gcc (GCC) 11.5.0) #1 SMP\n' % kernel)
+    w(root, '/proc/sys/kernel/arch', arch + '\n')
+    w(root, '/proc/cpuinfo', cpuinfo)
+    cpu_tree(root, ncpu, siblings, core_of, idle_driver, states)
+    cpu = '/sys/devices/system/cpu'
+    w(root, cpu + '/isolated', '\n')
+    w(root, cpu + '/nohz_full', ' (null)\n')
+    w(root, '/proc/stat', stat(ncpu, [2000] * ncpu))
+    w(root, '/proc/softirqs', softirqs(ncpu, [100] * ncpu))
+    w(root, '/proc/net/softnet_stat', ''.join(
+        '%08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 %08x\n'
+        % (100 * (c + 1), c) for c in range(ncpu)))
+    w(root, '/proc/self/cgroup', '0::/user.slice/user-1000.slice/session-1.scope\n')
+    d = '/sys/fs/cgroup/user.slice/user-1000.slice/session-1.scope'
+    w(root, '/sys/fs/cgroup/cgroup.controllers', 'cpuset cpu io memory hugetlb pids rdma misc\n')
+    w(root, d + '/cpuset.cpus.effective', '0-%d\n' % (ncpu - 1))
+    w(root, d + '/cpu.max', 'max 100000\n')
+    w(root, d + '/cpu.stat', 'usage_usec 1000\nuser_usec 600\nsystem_usec 400\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n')
+    w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t0-%d\n' % (ncpu - 1))
+    task(root, 1, 1, 'systemd', 0)
+    task(root, 1771, 1771, 'sshd', 1)
+
+def route(root, default_if, others):
+    s = 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT                                                       \n'
+    s += '%s\t00000000\t0100200A\t0003\t0\t0\t512\t00000000\t0\t0\t0                                                                               \n' % default_if
+    for i, (ifc, net) in enumerate([(default_if, '0000200A')] + others):
+        s += '%s\t%s\t00000000\t0001\t0\t0\t%d\t00F0FFFF\t0\t0\t0                                                                               \n' % (ifc, net, 512 + i)
+    w(root, '/proc/net/route', s)
+
+def c7i():
+    root = os.path.join(HERE, 'c7i')
+    shutil.rmtree(root, ignore_errors=True)
+    n = 8
+    # intel_idle's Sapphire Rapids table (spr_cstates) plus the POLL state
+    # cpuidle adds on x86; assumed for a c7i.2xlarge guest (see the header).
+    states = lambda c: [('POLL', 0, 0, 0, 10 + c, 300), ('C1', 1, 1, 0, 90000, 4000000),
+                        ('C1E', 2, 4, 0, 40000, 2000000), ('C6', 290, 800, 0, 700, 900000)]
+    aws(root, n, lambda c: '%d,%d' % (c % 4, c % 4 + 4), lambda c: c % 4, '6.1.158-180.294.amzn2023.x86_64', 'x86_64',
+        ''.join('processor\t: %d\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n'
+                'model name\t: Intel(R) Xeon(R) Platinum 8488C\nflags\t\t: fpu vme de pse tsc msr pae mce cx8 apic '
+                'sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ss ht syscall nx pdpe1gb rdtscp lm '
+                'constant_tsc rep_good nopl xtopology nonstop_tsc cpuid tsc_known_freq pni monitor hypervisor\n\n' % c
+                for c in range(n)), 'intel_idle', states)
+    # The 6.1 x86 PCI MSI domain is global: chip "PCI-MSI", hwirq
+    # pci_msi_domain_calc_hwirq() = msi index | bus:devfn << 11 (00:05.0 →
+    # 81920, 00:06.0 → 98304, 00:04.0 → 65536). Counts: ens5 queue q fires
+    # on CPU q.
+    rows = [(0, [36] + [0] * 7, 'IO-APIC', 2, 'edge', ['timer']),
+            (1, [0, 9] + [0] * 6, 'IO-APIC', 1, 'edge', ['i8042']),
+            (4, [0, 0, 702] + [0] * 5, 'IO-APIC', 4, 'edge', ['ttyS0']),
+            (8, [0] * 8, 'IO-APIC', 8, 'edge', ['rtc0']),
+            (9, [0] * 8, 'IO-APIC', 9, 'fasteoi', ['acpi']),
+            (12, [0] * 3 + [144] + [0] * 4, 'IO-APIC', 12, 'edge', ['i8042']),
+            (24, [0, 0, 0, 0, 31, 0, 0, 0], 'PCI-MSI', 65536, 'edge', ['nvme0q0'])]
+    rows += [(25 + q, [1200 * (q + 1) if c == 5 * q else 0 for c in range(n)], 'PCI-MSI', 65537 + q, 'edge',
+              ['nvme0q%d' % (q + 1)]) for q in range(2)]
+    rows += [(27, [0, 0, 0, 0, 0, 12, 0, 0], 'PCI-MSI', 81920, 'edge', ['ena-mgmnt@pci:0000:00:05.0'])]
+    rows += [(28 + q, [183000 // (q + 1) if c == q else 0 for c in range(n)], 'PCI-MSI', 81921 + q, 'edge',
+              ['ens5-Tx-Rx-%d' % q]) for q in range(8)]
+    rows += [(36, [0] * 6 + [3, 0], 'PCI-MSI', 98304, 'edge', ['ena-mgmnt@pci:0000:00:06.0'])]
+    rows += [(37 + q, [900 if c == q else 0 for c in range(n)], 'PCI-MSI', 98305 + q, 'edge',
+              ['ens6-Tx-Rx-%d' % q]) for q in range(8)]
+    w(root, '/proc/interrupts', show_interrupts(n, rows, x86_arch_rows(n, [10, 9, 8, 7, 10, 9, 8, 7]),
+                                                24 + 16 + 8 * n + 24 * 16, False))
+    # ENA IRQs are not managed: affinity 0-7 (the driver's hint), queue q
+    # effective on CPU q. NVMe queues are managed (one per half).
+    irqs(root, [(r[0], '0-7', '0') for r in rows if r[0] < 24] + [(24, '0-7', '4'), (25, '0-3', '0'), (26, '4-7', '5')] +
+         [(27, '0-7', '5'), (36, '0-7', '6')] + [(28 + q, '0-7', str(q)) for q in range(8)] +
+         [(37 + q, '0-7', str(q)) for q in range(8)])
+    ena_nic(root, 'ens5', '0000:00:05.0', range(27, 36), 'out-of-tree')
+    ena_nic(root, 'ens6', '0000:00:06.0', range(36, 45), 'out-of-tree')
+    w(root, '/sys/module/ena/version', '2.15.0g\n')
+    w(root, '/sys/module/ena/srcversion', '5C1A7E0F3B9D2E4A6C8B0D1\n')
+    w(root, '/sys/module/ena/taint', 'OE\n')
+    w(root, '/sys/module/ena/parameters/phc_enable', '0\n')
+    route(root, 'ens5', [('ens6', '0010200A')])
+
+def c8g():
+    root = os.path.join(HERE, 'c8g')
+    shutil.rmtree(root, ignore_errors=True)
+    n = 8
+    # No cpuidle driver: current_driver reads "none" and no CPU has a
+    # cpuidle directory; the idle loop executes WFI (assumed: AWS says
+    # Graviton gives the OS no C-state control).
+    aws(root, n, lambda c: str(c), lambda c: c, '6.12.46-66.121.amzn2023.aarch64', 'aarch64',
+        ''.join('processor\t: %d\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 '
+                'atomics fphp asimdhp cpuid asimdrdm jscvt fcma lrcpc dcpop sha3 asimddp sha512 sve asimdfhm dit '
+                'uscat ilrcpc flagm sb paca pacg dcpodp sve2 sveaes svepmull svebitperm svesha3 flagm2 frint svei8mm '
+                'svebf16 i8mm bf16 dgh rng bti\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\n'
+                'CPU part\t: 0xd4f\nCPU revision\t: 1\n\n' % c for c in range(n)), 'none', lambda c: [])
+    # GICv3 PPIs/SPIs are Level; ITS MSIs Edge. Kernels with per-device MSI
+    # domains name the chip ITS-PCI-MSIX-<BDF> and the hwirq is the MSI-X
+    # index.
+    rows = [(11, [41000, 39000, 38000, 37000, 40000, 36000, 35000, 34000], 'GICv3', 27, 'Level', ['arch_timer']),
+            (13, [0] * 8, 'GICv3', 23, 'Level', ['arm-pmu']),
+            (14, [0, 0, 120] + [0] * 5, 'GICv3', 33, 'Level', ['uart-pl011']),
+            (15, [0] * 8, 'ITS-PCI-MSIX-0000:00:04.0', 0, 'Edge', ['nvme0q0']),
+            (16, [30] + [0] * 7, 'ITS-PCI-MSIX-0000:00:04.0', 1, 'Edge', ['nvme0q1']),
+            (17, [0, 0, 0, 0, 22, 0, 0, 0], 'ITS-PCI-MSIX-0000:00:04.0', 2, 'Edge', ['nvme0q2']),
+            (18, [0, 14] + [0] * 6, 'ITS-PCI-MSIX-0000:00:05.0', 0, 'Edge', ['ena-mgmnt@pci:0000:00:05.0'])]
+    rows += [(19 + q, [212000 // (q + 1) if c == q else 0 for c in range(n)], 'ITS-PCI-MSIX-0000:00:05.0', 1 + q, 'Edge',
+              ['ens5-Tx-Rx-%d' % q]) for q in range(8)]
+    ipis = ['Rescheduling interrupts', 'Function call interrupts', 'CPU stop interrupts',
+            'CPU stop (for crash dump) interrupts', 'Timer broadcast interrupts', 'IRQ work interrupts',
+            'CPU backtrace interrupts', 'KGDB roundup interrupts']
+    w(root, '/proc/interrupts', show_interrupts(n, rows, arm64_arch_rows(n, [10] * n, ipis), 64, True))
+    irqs(root, [(r[0], '0-7', '0') for r in rows if r[0] < 18] + [(18, '0-7', '1')] +
+         [(19 + q, '0-7', str(q)) for q in range(8)])
+    ena_nic(root, 'ens5', '0000:00:05.0', range(18, 27), 'in-tree')
+    w(root, '/sys/module/ena/parameters/.keep', '')
+    route(root, 'ens5', [])
+
+def interrupts_files():
+    # Standalone /proc/interrupts layouts (the parser's fixtures and fuzz
+    # seeds; firecracker and mixed were copied from real hosts). c8g on the
+    # AL2023 6.1 kernel: one global ITS MSI domain (chip "ITS-MSI", hwirq
+    # msi index | bus:devfn << 11) and IPI0..IPI6 with the wake-up IPI.
+    n = 8
+    rows = [(11, [41000] * n, 'GICv3', 27, 'Level', ['arch_timer']),
+            (12, [0] * n, 'GICv3', 23, 'Level', ['arm-pmu']),
+            (14, [0, 0, 120] + [0] * 5, 'GICv3', 33, 'Level', ['uart-pl011']),
+            (15, [0] * n, 'ITS-MSI', 65536, 'Edge', ['nvme0q0']),
+            (16, [30] + [0] * 7, 'ITS-MSI', 65537, 'Edge', ['nvme0q1']),
+            (17, [0, 14] + [0] * 6, 'ITS-MSI', 81920, 'Edge', ['ena-mgmnt@pci:0000:00:05.0'])]
+    rows += [(18 + q, [5000 if c == q else 0 for c in range(n)], 'ITS-MSI', 81921 + q, 'Edge', ['ens5-Tx-Rx-%d' % q])
+             for q in range(8)]
+    ipis = ['Rescheduling interrupts', 'Function call interrupts', 'CPU stop interrupts',
+            'CPU stop (for crash dump) interrupts', 'Timer broadcast interrupts', 'IRQ work interrupts',
+            'CPU wake-up interrupts']
+    w(HERE, '/interrupts/c8g-al2023-6.1', show_interrupts(n, rows, arm64_arch_rows(n, [10] * n, ipis), 64, True))
+
 if __name__ == '__main__':
     if '--vm' in sys.argv:
         copy_vm()
-    isolated(); irqbalance(); k8spod()
+    isolated(); irqbalance(); k8spod(); c7i(); c8g(); interrupts_files()

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/internal/wire"
+	"github.com/rig-project/rig/nicctl"
+)
+
+// prepareNIC is the hand-run probes' rule for the NIC: with --timestamps
+// hardware or auto and --nic-timestamping enable (the default), the NIC's
+// hardware stamping is switched on where it is off, through the same owner
+// rig run uses (nicctl.PrepareTimestamping: nothing is written when the
+// config already stamps what the probe needs, or when ptp4l owns it, or on
+// the management interface), journaled in a lane of this process and put
+// back by the returned undo (deferred by the caller: normal exit, error,
+// Ctrl-C, SIGTERM; `rig restore` after a kill -9). With leave, nothing is
+// written: the probe's socket uses the config as it finds it and, in
+// hardware mode, says what to run when it is off.
+func prepareNIC(ctx context.Context, who string, pf *probeFlags, mode tstamp.Mode, need tstamp.Need) (undo func(), err error) {
+	undo = func() {}
+	if pf.nicTS == "leave" || mode == tstamp.Software || mode == tstamp.Off {
+		return undo, nil
+	}
+	if _, err := net.InterfaceByName(pf.iface); err != nil {
+		return undo, nil // the probe's own setup names the missing interface
+	}
+	env := &nicctl.Env{FS: hostfs.Default()}
+	req := nicctl.TSRequest{Mode: mode, Need: need, AllowMgmt: pf.allowMgmt, TakeOver: pf.takeOverPTP}
+	plan, err := nicctl.PlanTimestamping(env, pf.iface, req)
+	if err != nil {
+		return undo, setupError(who, err)
+	}
+	if plan.Decision.Action != tstamp.ActWrite {
+		if plan.Decision.Action == tstamp.ActRefuse {
+			return undo, usageError{fmt.Errorf("%s: --timestamps hardware: %s; fix: %s", who, plan.Decision.Why, plan.Decision.Fix)}
+		}
+		if plan.Decision.Action != tstamp.ActNone {
+			logf("rig %s: %s", who, plan)
+		}
+		return undo, nil
+	}
+	// The host lock while the change is in force: shared with the probes
+	// of the same run id (a responder and a capture on one machine), no
+	// other changer meanwhile.
+	lock, err := journal.LockHost(journal.Dir(), journal.Self(lockRunID(pf.runID)))
+	if err != nil {
+		return undo, fmt.Errorf("%s: %w", who, err)
+	}
+	lane := journal.LaneDir(journal.Dir(), "probe-"+strconv.Itoa(os.Getpid()))
+	j, err := journal.Open(lane, nicctl.Handlers(env))
+	if err != nil {
+		lock.Unlock()
+		return undo, fmt.Errorf("%s: the journal for the NIC change: %w", who, err)
+	}
+	res, err := nicctl.PrepareTimestamping(ctx, env, j, pf.iface, req)
+	logf("rig %s: %s", who, res)
+	undo = func() {
+		restored, uerr := j.Undo(context.Background())
+		for _, r := range restored {
+			if r.Err == nil {
+				logf("rig %s: put back %s %s: %s", who, r.Entry.Kind, r.Entry.Target, r.Restored)
+			}
+		}
+		j.Close()
+		lock.Unlock()
+		if uerr != nil {
+			logf("rig %s: putting the NIC back failed: %v (run `rig restore`)", who, uerr)
+			return
+		}
+		os.RemoveAll(lane)
+	}
+	if err != nil {
+		undo()
+		if errors.Is(err, nicctl.ErrTimestamping) {
+			return func() {}, usageError{fmt.Errorf("%s: %w", who, err)}
+		}
+		return func() {}, setupError(who, err)
+	}
+	return undo, nil
+}
+
+// lockRunID is the host lock's run id of a probe given --run-id (its
+// canonical form, so that "1" and "0000000000000001" share), or "" to hold
+// the lock alone.
+func lockRunID(flag string) string {
+	if flag == "" {
+		return ""
+	}
+	id, err := wire.ParseRunID(flag)
+	if err != nil {
+		return ""
+	}
+	return wire.FormatRunID(id)
+}

@@ -1,0 +1,440 @@
+package nicfake
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/tstamp"
+)
+
+// Profile is one driver's hardware-timestamping behaviour. Each profile
+// names, in its constructor's comment, the driver functions and the
+// version its behaviour was read from, and marks what the source does not
+// settle (numbers chosen for the model, not read).
+type Profile struct {
+	Name   string // short name used by tests: "mlx5", "igb-82576"
+	Driver string // ethtool -i driver
+	// Caps is what ETHTOOL_GET_TS_INFO reports (Ifname filled per NIC).
+	Caps tstamp.Caps
+	// Start is the config after the driver probed the device.
+	Start tstamp.HWTstampConfig
+	// GetErr is SIOCGHWTSTAMP's error for a driver without it, 0 otherwise.
+	GetErr unix.Errno
+	// Set is the driver's SIOCSHWTSTAMP handler, called after the core's
+	// validation with the current config and the request; nil for a
+	// device without one (EOPNOTSUPP).
+	Set func(cur, req tstamp.HWTstampConfig) Result
+	// TxAlways: every packet that asks is TX-stamped whatever tx_type says
+	// (liquidio); OneStep: the one-step tx_types stamp other packets as ON.
+	TxAlways, OneStep bool
+	// TxSlots > 0 is how many TX stamps can be outstanding; a packet that
+	// asks while all are held is sent unstamped and counted in
+	// SkipCounter. TxHold is how long a slot stays held after the packet's
+	// software stamp (a model figure: see each profile).
+	TxSlots     int
+	TxHold      time.Duration
+	SkipCounter string
+	// Counters are the device-wide `ethtool -S` names, QueueCounters the
+	// per-queue ones (a %d for the queue), for Queues queues.
+	Counters      []string
+	QueueCounters []string
+	Queues        int
+	// FirstIRQ > 0 gives the queues IRQs FirstIRQ, FirstIRQ+1, … in the
+	// fake host root.
+	FirstIRQ int
+	// LinkDown > 0: Set results that bounce the interface keep operstate
+	// down that long (ENA).
+	LinkDown time.Duration
+	PHC      *PHCProfile
+	// Notes are limits worth knowing that the model does not play.
+	Notes []string
+}
+
+// Capability bits the profiles use. Since 6.12 the core adds
+// SOF_TIMESTAMPING_RX_SOFTWARE|SOFTWARE itself (__ethtool_get_ts_info);
+// the profiles report what a 6.12+ kernel shows.
+const (
+	sofSW   = tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware
+	sofHW   = tstamp.FlagTxHardware | tstamp.FlagRxHardware | tstamp.FlagRawHardware
+	txOffOn = 1<<tstamp.TxOff | 1<<tstamp.TxOn
+	rxAll   = 1<<tstamp.FilterNone | 1<<tstamp.FilterAll
+)
+
+var off = tstamp.HWTstampConfig{TxType: tstamp.TxOff, RxFilter: tstamp.FilterNone}
+
+// ok is a successful handler result that stores and grants c.
+func ok(c tstamp.HWTstampConfig) Result { return Result{Stored: c, Granted: c} }
+
+// fail is a refused request: nothing changes.
+func fail(cur tstamp.HWTstampConfig, e unix.Errno) Result { return Result{Stored: cur, Err: e} }
+
+// txOnOff accepts OFF and ON only (every profile here; one-step modes get
+// ERANGE).
+func txOnOff(t tstamp.TxType) bool { return t == tstamp.TxOff || t == tstamp.TxOn }
+
+// ExaNIC is Cisco's exanic (exanic-software 2.7.6, March 2026,
+// modules/exanic/exanic-netdev.c): exanic_ioctl_set_hw_timestamp rejects
+// any flags with EINVAL ("reserved for future extensions"; the core lets
+// HWTSTAMP_FLAG_BONDED_PHC_INDEX through, the driver does not), accepts
+// tx_type OFF/ON (ERANGE otherwise) and takes every rx_filter but NONE as
+// ALL; exanic_ioctl_get_hw_timestamp reports two booleans back.
+// exanic_netdev_get_ts_info: tx OFF|ON, rx NONE|ALL, a PHC. TX stamps are
+// taken synchronously in exanic_xmit (the transmit counter is polled, then
+// REG_PORT_TX_LAST_TIME read): no slot limit; a missed stamp is only
+// logged ("tx timestamping failed"), never counted. The driver has no
+// ethtool statistics. The PHC (exanic-ptp.c) has gettime64 but neither
+// gettimex64 nor getcrosststamp: only basic PTP_SYS_OFFSET works.
+// Unverified: the config at probe (assumed OFF/NONE: the booleans start
+// false).
+func ExaNIC() *Profile {
+	return &Profile{
+		Name: "exanic", Driver: "exanic",
+		Caps:  tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 2, TxTypes: txOffOn, RxFilters: rxAll},
+		Start: off,
+		Set: func(cur, req tstamp.HWTstampConfig) Result {
+			if req.Flags != 0 {
+				return fail(cur, unix.EINVAL)
+			}
+			if !txOnOff(req.TxType) {
+				return fail(cur, unix.ERANGE)
+			}
+			c := tstamp.HWTstampConfig{TxType: req.TxType, RxFilter: tstamp.FilterNone}
+			if req.RxFilter != tstamp.FilterNone {
+				c.RxFilter = tstamp.FilterAll
+			}
+			return ok(c)
+		},
+		Queues: 1, FirstIRQ: 60,
+		PHC:   &PHCProfile{},
+		Notes: []string{"rig uses the kernel's socket path; the ExaNIC bypass APIs (libexanic, exasock) are not used and their stamps are not read"},
+	}
+}
+
+// MLX5 is NVIDIA ConnectX-5/6/7 (drivers/net/ethernet/mellanox/mlx5/core:
+// en_main.c mlx5e_hwstamp_set as of the 5.13 fix to "Allow coexistence of
+// CQE compression and HW TS PTP" — unchanged in substance through the
+// 2025 ndo_hwtstamp conversion —, en_ethtool.c mlx5e_ethtool_get_ts_info,
+// en_rx.c mlx5e_decompress_cqe, en_stats.c): tx_type OFF/ON only
+// (one-step: ERANGE); every rx_filter but NONE — ALL, SOME, every PTP
+// filter, NTP_ALL — is granted and stored as ALL; EOPNOTSUPP without a
+// PHC. ts_info: tx OFF|ON, rx NONE|ALL. TX stamps come from each packet's
+// CQE: no slot limit. The port-timestamping SQ (priv flag tx_port_ts)
+// adds ptp_cqN_{err_cqe,abort,abort_abs_diff_ns,late_cqe,lost_cqe}
+// (en_stats.c ptp_cq_stats_desc). With CQE compression on, a decompressed
+// CQE keeps the title CQE's timestamp (en_rx.c mlx5e_decompress_cqe
+// copies byte_cnt and checksum only); mlx5e_hwstamp_set turns compression
+// off for RX stamping unless the profile steers PTP to its own RQ (ptp_rx),
+// in which case non-PTP packets stay on compressed RQs. The model stamps
+// every packet exactly; the compression case is a note. Unverified: the
+// PHC's cross-timestamping (ConnectX-7 with PCIe PTM) — modelled without.
+func MLX5() *Profile {
+	return &Profile{
+		Name: "mlx5", Driver: "mlx5_core",
+		Caps:  tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 1, TxTypes: txOffOn, RxFilters: rxAll},
+		Start: off,
+		Set: func(cur, req tstamp.HWTstampConfig) Result {
+			if !txOnOff(req.TxType) {
+				return fail(cur, unix.ERANGE)
+			}
+			c := tstamp.HWTstampConfig{TxType: req.TxType, RxFilter: tstamp.FilterNone}
+			if req.RxFilter != tstamp.FilterNone {
+				c.RxFilter = tstamp.FilterAll
+			}
+			return ok(c)
+		},
+		Counters: []string{"rx_packets", "tx_packets", "rx_out_of_buffer", "rx_buff_alloc_err", "tx_queue_dropped",
+			"ptp_cq0_err_cqe", "ptp_cq0_abort", "ptp_cq0_abort_abs_diff_ns", "ptp_cq0_late_cqe", "ptp_cq0_lost_cqe"},
+		QueueCounters: []string{"rx%d_packets", "rx%d_xdp_drop", "tx%d_packets", "tx%d_dropped"},
+		Queues:        2, FirstIRQ: 70,
+		PHC: &PHCProfile{Extended: true},
+		Notes: []string{"with RX CQE compression left on (ptp_rx profiles), non-PTP packets can carry their compression block's first stamp: `ethtool --set-priv-flags IF rx_cqe_compress off`",
+			"ptp_cq* counters exist only with the port-timestamping SQ (priv flag tx_port_ts)"},
+	}
+}
+
+// ICE is Intel E810 (drivers/net/ethernet/intel/ice/ice_ptp.c
+// ice_ptp_set_timestamp_mode / ice_ptp_get_ts_config as of the 6.x patches
+// that store the config per PF; ice_ptp.h INDEX_PER_PORT; ice_ethtool.c
+// ice_gstrings_pf_stats and ice_get_ts_info): tx_type
+// OFF/ON (ERANGE otherwise); every PTP filter, NTP_ALL and ALL are stored
+// as ALL, NONE as NONE. ts_info (ice_ethtool.c): tx OFF|ON, rx NONE|ALL.
+// TX stamps go through a tracker of INDEX_PER_PORT = 64 slots per port
+// on E810 (16 per port on E82x: INDEX_PER_PORT_E82X); a packet finding
+// none free is sent unstamped and counted in tx_hwtstamp_skipped;
+// tx_hwtstamp_{timeouts,flushed,discarded} and late_cached_phc_updates
+// are the other PTP counters (ice_gstrings_pf_stats). The slot hold time
+// (100 µs: interrupt, then a PHY register read over the sideband queue)
+// is a model figure, not read from the source.
+func ICE() *Profile {
+	return &Profile{
+		Name: "ice", Driver: "ice",
+		Caps:  tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 3, TxTypes: txOffOn, RxFilters: rxAll},
+		Start: off,
+		Set: func(cur, req tstamp.HWTstampConfig) Result {
+			if !txOnOff(req.TxType) {
+				return fail(cur, unix.ERANGE)
+			}
+			c := tstamp.HWTstampConfig{TxType: req.TxType, RxFilter: tstamp.FilterNone}
+			switch req.RxFilter {
+			case tstamp.FilterNone:
+			case tstamp.FilterSome: // not in the handler's switch
+				return fail(cur, unix.ERANGE)
+			default:
+				c.RxFilter = tstamp.FilterAll
+			}
+			return ok(c)
+		},
+		TxSlots: 64, TxHold: 100 * time.Microsecond, SkipCounter: "tx_hwtstamp_skipped",
+		Counters: []string{"rx_dropped", "tx_dropped", "rx_missed_errors",
+			"tx_hwtstamp_skipped", "tx_hwtstamp_timeouts", "tx_hwtstamp_flushed", "tx_hwtstamp_discarded", "late_cached_phc_updates"},
+		QueueCounters: []string{"rx_queue_%d_packets", "tx_queue_%d_packets"},
+		Queues:        2, FirstIRQ: 80,
+		PHC: &PHCProfile{Extended: true},
+	}
+}
+
+// IGB82576 is Intel 82576 on igb (igb_ptp.c igb_ptp_set_timestamp_mode
+// and igb_ptp_tx_work, read in a 4.x copy plus the later patches that
+// touch them — "fallthrough", the removal of the driver's own flags check
+// (the core checks flags since), the July 2025 ndo_hwtstamp_get/set
+// conversion; igb_ethtool.c igb_get_ts_info and igb_gstrings_stats;
+// igb_main.c igb_xmit_frame_ring): tx_type OFF/ON
+// (ERANGE otherwise); PTP_V1_L4_SYNC and _DELAY_REQ are kept, every
+// PTP_V2 filter is stored as PTP_V2_EVENT, and ALL, PTP_V1_L4_EVENT,
+// NTP_ALL and SOME fail with ERANGE ("82576 cannot timestamp all
+// packets") leaving the config as it was. ts_info: tx OFF|ON, rx
+// NONE|V1_L4_SYNC|V1_L4_DELAY_REQ|V2_EVENT. One TX stamp at a time
+// (__IGB_PTP_TX_IN_PROGRESS): a packet asking while it is held is sent
+// unstamped and counted in tx_hwtstamp_skipped; tx_hwtstamp_timeouts
+// (after IGB_PTP_TX_TIMEOUT, 15 s) and rx_hwtstamp_cleared (82576 RX
+// register latched) are the other counters. The slot is freed by
+// igb_ptp_tx_work once the stamp is read: the 20 µs hold is a model
+// figure (wire time plus a work item), not read from the source.
+func IGB82576() *Profile {
+	return &Profile{
+		Name: "igb-82576", Driver: "igb",
+		Caps: tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 4, TxTypes: txOffOn,
+			RxFilters: 1<<tstamp.FilterNone | 1<<unix.HWTSTAMP_FILTER_PTP_V1_L4_SYNC | 1<<unix.HWTSTAMP_FILTER_PTP_V1_L4_DELAY_REQ | 1<<tstamp.FilterPTPv2Event},
+		Start:   off,
+		Set:     ptpOnlySet(false),
+		TxSlots: 1, TxHold: 20 * time.Microsecond, SkipCounter: "tx_hwtstamp_skipped",
+		Counters:      []string{"rx_missed_errors", "rx_fifo_errors", "rx_no_buffer_count", "tx_hwtstamp_timeouts", "tx_hwtstamp_skipped", "rx_hwtstamp_cleared"},
+		QueueCounters: []string{"rx_queue_%d_drops", "rx_queue_%d_alloc_failed"},
+		Queues:        2, FirstIRQ: 90,
+	}
+}
+
+// IXGBE82599 is Intel 82599 on ixgbe (ixgbe_ptp.c
+// ixgbe_ptp_set_timestamp_mode read in 4.x and 5.x copies and the 2025
+// ndo conversion patch, ixgbe_main.c ixgbe_xmit_frame_ring with the
+// tx_type check, ixgbe_ethtool.c ixgbe_gstrings_stats): as igb's 82576 — PTP_V1_L4_SYNC/_DELAY_REQ kept, every
+// PTP_V2 filter stored as PTP_V2_EVENT, ALL, PTP_V1_L4_EVENT and NTP_ALL
+// ERANGE ("hardware does not support timestamping all packets"; only X550
+// and later take ALL) — one TX stamp at a time (__IXGBE_PTP_TX_IN_PROGRESS,
+// tx_hwtstamp_skipped), tx_hwtstamp_timeouts, rx_hwtstamp_cleared. The
+// 20 µs slot hold is a model figure. Unverified: ts_info's rx_filters for
+// 82599 — modelled as igb 82576's (the filters the handler accepts).
+func IXGBE82599() *Profile {
+	p := IGB82576()
+	p.Name, p.Driver = "ixgbe-82599", "ixgbe"
+	p.Caps.PHCIndex = 5
+	p.Set = ptpOnlySet(true)
+	p.Counters = []string{"rx_missed_errors", "rx_no_dma_resources", "tx_hwtstamp_timeouts", "tx_hwtstamp_skipped", "rx_hwtstamp_cleared"}
+	p.QueueCounters = []string{"rx_queue_%d_packets", "tx_queue_%d_packets"}
+	p.FirstIRQ = 100
+	return p
+}
+
+// ptpOnlySet is the igb 82576 / ixgbe 82599 handler.
+func ptpOnlySet(ixgbe bool) func(cur, req tstamp.HWTstampConfig) Result {
+	return func(cur, req tstamp.HWTstampConfig) Result {
+		if !txOnOff(req.TxType) {
+			return fail(cur, unix.ERANGE)
+		}
+		c := tstamp.HWTstampConfig{TxType: req.TxType}
+		switch req.RxFilter {
+		case tstamp.FilterNone, unix.HWTSTAMP_FILTER_PTP_V1_L4_SYNC, unix.HWTSTAMP_FILTER_PTP_V1_L4_DELAY_REQ:
+			c.RxFilter = req.RxFilter
+		case unix.HWTSTAMP_FILTER_PTP_V2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L4_EVENT,
+			unix.HWTSTAMP_FILTER_PTP_V2_SYNC, unix.HWTSTAMP_FILTER_PTP_V2_L2_SYNC, unix.HWTSTAMP_FILTER_PTP_V2_L4_SYNC,
+			unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ, unix.HWTSTAMP_FILTER_PTP_V2_L2_DELAY_REQ, unix.HWTSTAMP_FILTER_PTP_V2_L4_DELAY_REQ:
+			c.RxFilter = tstamp.FilterPTPv2Event
+		default: // ALL, SOME, PTP_V1_L4_EVENT, NTP_ALL
+			return fail(cur, unix.ERANGE)
+		}
+		return ok(c)
+	}
+}
+
+// ENA is AWS ENA with the out-of-tree driver (amzn-drivers
+// kernel/linux/ena 2.17.0, April 2026) on a device that stamps RX only:
+// ena_set_timestamp_config_internal accepts tx_type OFF/ON and every PTP
+// filter, NTP_ALL and ALL as ALL (NONE kept; SOME and anything else
+// ERANGE, before any change), stores the config, then ena_close() →
+// ena_configure_hw_timestamping() → ena_up(): every accepted
+// SIOCSHWTSTAMP resets the interface, even one that changes nothing. A
+// request the device cannot do (TX ON here) fails in
+// ena_configure_hw_timestamping with EOPNOTSUPP after the reset, and the
+// stored config becomes OFF/NONE. ena_get_ts_info on an RX-only device:
+// RX_HARDWARE without RAW_HARDWARE, no tx_types, rx NONE|ALL.
+// ena_down/ena_up (netif_carrier_off/on) move carrier_changes by 2 and
+// count interface_down/interface_up; the IRQs are freed and requested
+// again with irq_update_affinity_hint (only the hint: a user's affinity
+// stays). The PHC (ena_phc.c, phc_enable=1) has gettimex64 only; the
+// device allows 125 get-time requests per second (README "PHC"), and
+// ena_com_phc_get_timestamp blocks for block_timeout_usec (default 1000
+// µs) after a failure, counting phc_cnt/phc_exp/phc_skp/phc_err_{dv,ts,eb}.
+// The 200 ms link-down time is a model figure (ena_up plus the link-up
+// event); the source does not bound it.
+func ENA() *Profile {
+	return &Profile{
+		Name: "ena", Driver: "ena",
+		Caps:  tstamp.Caps{SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware | tstamp.FlagRxHardware, PHCIndex: 0, RxFilters: rxAll},
+		Start: off,
+		Set: func(cur, req tstamp.HWTstampConfig) Result {
+			if !txOnOff(req.TxType) {
+				return fail(cur, unix.ERANGE)
+			}
+			c := tstamp.HWTstampConfig{TxType: req.TxType, RxFilter: tstamp.FilterNone}
+			switch req.RxFilter {
+			case tstamp.FilterNone:
+			case tstamp.FilterSome:
+				return fail(cur, unix.ERANGE)
+			default:
+				c.RxFilter = tstamp.FilterAll
+			}
+			if c.TxType == tstamp.TxOn { // the device has no TX support
+				return Result{Stored: off, Err: unix.EOPNOTSUPP, Bounce: true}
+			}
+			r := ok(c)
+			r.Bounce = true
+			return r
+		},
+		Counters: []string{"total_resets", "tx_timeout", "interface_down", "interface_up",
+			"bw_in_allowance_exceeded", "bw_out_allowance_exceeded", "pps_allowance_exceeded",
+			"conntrack_allowance_exceeded", "linklocal_allowance_exceeded",
+			"phc_cnt", "phc_exp", "phc_skp", "phc_err_dv", "phc_err_ts", "phc_err_eb"},
+		QueueCounters: []string{"queue_%d_tx_cnt", "queue_%d_tx_missed_tx", "queue_%d_rx_cnt", "queue_%d_rx_page_alloc_fail"},
+		Queues:        2, FirstIRQ: 110, LinkDown: 200 * time.Millisecond,
+		PHC: &PHCProfile{Extended: true, PerSecond: 125, Block: 1000 * time.Microsecond,
+			Counters: [4]string{"phc_cnt", "phc_exp", "phc_skp", "phc_err_ts"}},
+		Notes: []string{"RX stamps only on the instance types whose device reports it; TX hardware stamps need a device with TX support",
+			"every SIOCSHWTSTAMP resets the interface (the ENI may carry ssh)"},
+	}
+}
+
+// Liquidio is Cavium LiquidIO (drivers/net/ethernet/cavium/liquidio
+// lio_main.c hwtstamp_ioctl and liquidio_ioctl, read in several copies up
+// to the 2025 ndo conversion patch, lio_ethtool.c lio_get_ts_info): the
+// ioctl handles SIOCSHWTSTAMP only — SIOCGHWTSTAMP
+// ends in the default case, EOPNOTSUPP — rejects flags (EINVAL) and tx
+// types other than OFF/ON (ERANGE), and takes NONE as NONE and ALL, SOME
+// and every PTP filter as ALL. TX stamps are sent for every packet that
+// asks whatever tx_type says (its ndo_hwtstamp_get conversion says "TX
+// timestamping is technically always on"). ts_info advertises tx OFF|ON
+// and rx NONE|PTP_V1_L4_EVENT|PTP_V2_L2_EVENT|PTP_V2_L4_EVENT — not ALL,
+// although the handler grants it — so rig, deciding from the capability
+// report, never asks it for ALL. The later ndo conversion (2025 net-next)
+// adds a GET; this is the driver before it.
+func Liquidio() *Profile {
+	return &Profile{
+		Name: "liquidio", Driver: "liquidio",
+		Caps: tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 6, TxTypes: txOffOn,
+			RxFilters: 1<<tstamp.FilterNone | 1<<unix.HWTSTAMP_FILTER_PTP_V1_L4_EVENT | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT | 1<<tstamp.FilterPTPv2L4Event},
+		Start:    off,
+		GetErr:   unix.EOPNOTSUPP,
+		TxAlways: true,
+		Set: func(cur, req tstamp.HWTstampConfig) Result {
+			if req.Flags != 0 {
+				return fail(cur, unix.EINVAL)
+			}
+			if !txOnOff(req.TxType) {
+				return fail(cur, unix.ERANGE)
+			}
+			c := tstamp.HWTstampConfig{TxType: req.TxType, RxFilter: tstamp.FilterNone}
+			switch req.RxFilter {
+			case tstamp.FilterNone:
+			case tstamp.FilterNTPAll:
+				return fail(cur, unix.ERANGE)
+			default:
+				c.RxFilter = tstamp.FilterAll
+			}
+			return ok(c)
+		},
+		Queues: 1, FirstIRQ: 120,
+	}
+}
+
+// NoGet is liquidio's SIOCSHWTSTAMP handling (SET only, every filter
+// granted as ALL) with a capability report that includes ALL, as a
+// driver without SIOCGHWTSTAMP but with a correct ts_info would give. It
+// is the one composite profile: it exists so that rig's path for a
+// config it cannot read (leave it alone, request hardware stamps, let
+// the first packets decide) runs against a driver that would stamp.
+func NoGet() *Profile {
+	p := Liquidio()
+	p.Name = "noget"
+	p.Caps.RxFilters |= 1 << tstamp.FilterAll
+	return p
+}
+
+// Veth is veth (drivers/net/veth.c; virtio_net is the same for this):
+// ethtool_op_get_ts_info (software stamps, no PHC), no ndo_hwtstamp_get/
+// set and no ioctl for them, so SIOCGHWTSTAMP and SIOCSHWTSTAMP fail with
+// EOPNOTSUPP (checked on this machine's 6.18 kernel). Per-queue XDP
+// counters (veth_get_strings) follow the channel count.
+func Veth() *Profile {
+	return &Profile{
+		Name: "veth", Driver: "veth",
+		Caps:     tstamp.Caps{SOF: sofSW, PHCIndex: -1},
+		Start:    off,
+		GetErr:   unix.EOPNOTSUPP,
+		Counters: []string{"peer_ifindex"},
+		QueueCounters: []string{"rx_queue_%d_xdp_packets", "rx_queue_%d_xdp_bytes", "rx_queue_%d_drops",
+			"rx_queue_%d_xdp_redirect", "rx_queue_%d_xdp_drops", "rx_queue_%d_xdp_tx", "rx_queue_%d_xdp_tx_errors",
+			"tx_queue_%d_xdp_xmit", "tx_queue_%d_xdp_xmit_errors"},
+		Queues: 1,
+	}
+}
+
+// VirtioNet is virtio_net: software stamps only, like Veth.
+func VirtioNet() *Profile {
+	p := Veth()
+	p.Name, p.Driver = "virtio_net", "virtio_net"
+	p.Counters = nil
+	p.QueueCounters = []string{"rx_queue_%d_packets", "rx_queue_%d_drops", "tx_queue_%d_packets"}
+	return p
+}
+
+// Profiles returns a fresh copy of every profile, in table order.
+func Profiles() []*Profile {
+	return []*Profile{ExaNIC(), MLX5(), ICE(), IGB82576(), IXGBE82599(), ENA(), Liquidio(), NoGet(), Veth(), VirtioNet()}
+}
+
+// PTP4L is what linuxptp's ptp4l does to a NIC when it starts with
+// hardware timestamping (sk.c hwts_init, HWTS_FILTER_NORMAL): SIOCSHWTSTAMP
+// with tx_type ON and rx_filter PTP_V2_L4_EVENT (UDPv4 transport), then,
+// if the driver refuses, PTP_V2_EVENT. It uses the driver's own handler,
+// so the NIC ends in the config ptp4l would leave, and returns it. The
+// calls are recorded like any other; ResetSets forgets them.
+func PTP4L(n *NIC) (tstamp.HWTstampConfig, error) {
+	var err error
+	for _, f := range []tstamp.RxFilter{tstamp.FilterPTPv2L4Event, tstamp.FilterPTPv2Event} {
+		c := tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: f}
+		if err = n.SetHWTstamp(n.Ifname, &c); err == nil {
+			return c, nil
+		}
+	}
+	return n.Config(), err
+}
+
+// ResetSets forgets the recorded SIOCSHWTSTAMP calls and their link
+// bounces (after a test set the NIC up), waiting for link changes first.
+func (n *NIC) ResetSets() error {
+	err := n.Wait()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.calls = nil
+	return err
+}

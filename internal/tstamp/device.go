@@ -1,0 +1,189 @@
+package tstamp
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// HWTstampConfig is struct hwtstamp_config, the per-device NIC timestamping
+// setting (SIOCGHWTSTAMP/SIOCSHWTSTAMP). It is shared by every process
+// using the device. Its JSON form is what the host-change journal stores.
+type HWTstampConfig struct {
+	Flags    int32    `json:"flags,omitempty"` // HWTSTAMP_FLAG_*; bit 0 = BONDED_PHC_INDEX
+	TxType   TxType   `json:"tx_type"`
+	RxFilter RxFilter `json:"rx_filter"`
+}
+
+func (c HWTstampConfig) String() string {
+	s := fmt.Sprintf("tx_type=%s rx_filter=%s", c.TxType, c.RxFilter)
+	if c.Flags != 0 {
+		s += fmt.Sprintf(" flags=%#x", c.Flags)
+	}
+	return s
+}
+
+// Device is the timestamping surface of the network devices of one network
+// namespace: ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP and SIOCSHWTSTAMP. It is
+// the seam between rig and a NIC driver: HostDevice talks to the kernel,
+// tests use driver profiles that answer as the real drivers do.
+//
+// Errors are the raw errno values (unix.ERANGE, unix.EOPNOTSUPP, …) so
+// callers can classify them; a missing interface is unix.ENODEV.
+type Device interface {
+	// TSInfo is ETHTOOL_GET_TS_INFO: the driver's capability report.
+	TSInfo(ifname string) (Caps, error)
+	// GetHWTstamp is SIOCGHWTSTAMP: the current config. Drivers that do
+	// not implement it answer EOPNOTSUPP (or EINVAL on old kernels).
+	GetHWTstamp(ifname string) (HWTstampConfig, error)
+	// SetHWTstamp is SIOCSHWTSTAMP. Like the kernel it writes what the
+	// driver granted back into cfg (a PTP filter upscaled to ALL, or
+	// FILTER_SOME); on error nothing was changed.
+	SetHWTstamp(ifname string, cfg *HWTstampConfig) error
+}
+
+// HostDevice returns the kernel's Device for the calling thread's network
+// namespace. Each call opens and closes one short-lived socket.
+func HostDevice() Device { return hostDevice{} }
+
+type hostDevice struct{}
+
+func withSocket(f func(fd int) error) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return f(fd)
+}
+
+func (hostDevice) TSInfo(ifname string) (c Caps, err error) {
+	err = withSocket(func(fd int) error {
+		ti, err := unix.IoctlGetEthtoolTsInfo(fd, ifname)
+		if err == nil {
+			c = capsOf(ifname, ti)
+		}
+		return err
+	})
+	return c, err
+}
+
+func (hostDevice) GetHWTstamp(ifname string) (c HWTstampConfig, err error) {
+	err = withSocket(func(fd int) error {
+		v, err := unix.IoctlGetHwTstamp(fd, ifname)
+		if err == nil {
+			c = HWTstampConfig{Flags: v.Flags, TxType: TxType(v.Tx_type), RxFilter: RxFilter(v.Rx_filter)}
+		}
+		return err
+	})
+	return c, err
+}
+
+func (hostDevice) SetHWTstamp(ifname string, cfg *HWTstampConfig) error {
+	return withSocket(func(fd int) error {
+		v := unix.HwTstampConfig{Flags: cfg.Flags, Tx_type: int32(cfg.TxType), Rx_filter: int32(cfg.RxFilter)}
+		if err := unix.IoctlSetHwTstamp(fd, ifname, &v); err != nil {
+			return err
+		}
+		cfg.Flags, cfg.TxType, cfg.RxFilter = v.Flags, TxType(v.Tx_type), RxFilter(v.Rx_filter)
+		return nil
+	})
+}
+
+// NICState is what rig knows of one interface's timestamping before it
+// decides anything: what the driver can do and what it is set to now.
+type NICState struct {
+	Ifname string `json:"ifname"`
+	Caps   Caps   `json:"caps"`
+	// Config is the current device config when ConfigKnown; otherwise
+	// ConfigErr says why it is unknown (a driver without SIOCGHWTSTAMP).
+	Config      HWTstampConfig `json:"config"`
+	ConfigKnown bool           `json:"config_known"`
+	ConfigErr   string         `json:"config_error,omitempty"`
+	// Owner names a daemon that keeps this device's timestamping config
+	// for itself ("ptp4l (pid 812)"); "" when none. The kernel cannot tell:
+	// callers fill it from the process table (nicctl does).
+	Owner string `json:"owner,omitempty"`
+	// Mgmt is true when the interface carries the default route. Callers
+	// fill it (nicctl.MgmtInterfaces).
+	Mgmt bool `json:"mgmt,omitempty"`
+}
+
+// ReadNIC reads ifname's capabilities and current config through dev. A
+// driver that cannot report its config (EOPNOTSUPP, EINVAL, ENOTTY) is not
+// an error: ConfigKnown is false. A missing interface wraps os.ErrNotExist.
+func ReadNIC(dev Device, ifname string) (NICState, error) {
+	st := NICState{Ifname: ifname}
+	c, err := dev.TSInfo(ifname)
+	if err != nil {
+		return st, fmt.Errorf("tstamp: %q: ETHTOOL_GET_TS_INFO: %w", ifname, wrapNoDev(err))
+	}
+	st.Caps = c
+	cfg, err := dev.GetHWTstamp(ifname)
+	switch {
+	case err == nil:
+		st.Config, st.ConfigKnown = cfg, true
+	case notSupported(err):
+		st.ConfigErr = "SIOCGHWTSTAMP: " + errName(err)
+	default:
+		return st, fmt.Errorf("tstamp: %q: SIOCGHWTSTAMP: %w", ifname, wrapNoDev(err))
+	}
+	return st, nil
+}
+
+// notSupported reports the errors a driver gives for an ioctl it does not
+// implement.
+func notSupported(err error) bool {
+	return errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTTY)
+}
+
+// ClassifySetErr wraps an error of SIOCSHWTSTAMP for ifname by its meaning:
+// ERANGE (the driver cannot stamp the requested packets; nothing changed)
+// and the "not implemented" errnos wrap errors.ErrUnsupported, EPERM wraps
+// os.ErrPermission and names CAP_NET_ADMIN, ENODEV wraps os.ErrNotExist.
+func ClassifySetErr(ifname string, cfg HWTstampConfig, err error) error {
+	switch {
+	case errors.Is(err, unix.ERANGE):
+		return fmt.Errorf("tstamp: SIOCSHWTSTAMP %s %s: the driver cannot stamp those packets: %w (%w)", ifname, cfg, err, errors.ErrUnsupported)
+	case notSupported(err):
+		return fmt.Errorf("tstamp: SIOCSHWTSTAMP %s %s: the driver does not support it: %w (%w)", ifname, cfg, err, errors.ErrUnsupported)
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return fmt.Errorf("tstamp: SIOCSHWTSTAMP %s needs CAP_NET_ADMIN in the interface's network namespace (run as root): %w (%w)", ifname, err, os.ErrPermission)
+	}
+	return fmt.Errorf("tstamp: SIOCSHWTSTAMP %s %s: %w", ifname, cfg, wrapNoDev(err))
+}
+
+func errName(err error) string {
+	var e unix.Errno
+	if errors.As(err, &e) {
+		if e == unix.EOPNOTSUPP {
+			return "EOPNOTSUPP" // same number as ENOTSUP on Linux; the name drivers use
+		}
+		if n := unix.ErrnoName(e); n != "" {
+			return n
+		}
+	}
+	return err.Error()
+}
+
+// Stamper emulates a NIC's hardware stamping on the packets of a socket
+// whose kernel stamps are software only. HostDevice does not implement
+// it: on a real NIC the stamps come from the kernel. Driver profiles in
+// tests do, so the probes' real loops, proofs and labels see the hardware
+// stamps a driver would give (or not) on veth. StampRX and StampTX get the
+// packet's software stamp and return its hardware stamp, 0 for none; they
+// must not allocate.
+type Stamper interface {
+	StampRX(ifname string, sw int64) int64
+	StampTX(ifname string, sw int64) int64
+}
+
+// stamperOf returns dev's Stamper when the socket asked for hardware stamps.
+func stamperOf(dev Device, g Granted) Stamper {
+	if s, ok := dev.(Stamper); ok && (g.HardwareRX() || g.HardwareTX()) {
+		return s
+	}
+	return nil
+}

@@ -34,6 +34,8 @@ type h struct {
 	netnsBefore                          []string
 	obs                                  []string
 	started                              time.Time
+	labsMu                               sync.Mutex
+	labsSeen                             map[string]bool // every lab of the row's rig processes
 }
 
 func newH(t *testing.T) *h {
@@ -48,8 +50,42 @@ func newH(t *testing.T) *h {
 		root: hostfstest.IdleRoot(t), results: filepath.Join(dir, "results"), tmp: filepath.Join(dir, "tmp"),
 		netnsBefore: netnsList(), started: time.Now()}
 	os.MkdirAll(x.tmp, 0o755)
+	// Other users of the machine make namespaces too: only those of the
+	// row's labs count, so note every lab that appears in its lab dir.
+	x.labsSeen = map[string]bool{}
+	stop := make(chan struct{})
+	go func() {
+		for {
+			ents, _ := os.ReadDir(x.labs)
+			x.labsMu.Lock()
+			for _, e := range ents {
+				if n := strings.TrimSuffix(strings.TrimSuffix(e.Name(), ".json"), ".building"); !strings.HasPrefix(n, ".") {
+					x.labsSeen[n] = true
+				}
+			}
+			x.labsMu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
 	t.Cleanup(x.sweep)
+	t.Cleanup(func() { close(stop) })
 	return x
+}
+
+// ownNetns reports a namespace of one of the row's labs.
+func (x *h) ownNetns(ns string) bool {
+	x.labsMu.Lock()
+	defer x.labsMu.Unlock()
+	for lab := range x.labsSeen {
+		if strings.HasPrefix(ns, lab+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 // env is the environment of every rig process of the row.
@@ -304,7 +340,7 @@ func (x *h) leftovers() []string {
 		out = append(out, "lab descriptions "+strings.Join(n, " "))
 	}
 	for _, ns := range netnsList() {
-		if !slices.Contains(x.netnsBefore, ns) {
+		if !slices.Contains(x.netnsBefore, ns) && x.ownNetns(ns) {
 			out = append(out, "namespace "+ns)
 		}
 	}

@@ -23,6 +23,9 @@ func WriteReportMD(w io.Writer, r *Report, plots []Plot) error {
 	}
 	t := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
 	t.md(b)
+	if ft := freqTable(r); len(ft.Rows) > 0 {
+		ft.md(b)
+	}
 	t = roundsTable(r)
 	t.md(b)
 	writeThreadsMD(b, r)
@@ -141,7 +144,11 @@ func WriteReportHTML(w io.Writer, r *Report, plots []Plot) error {
 	for _, m := range r.metricsPresent() {
 		tables = append(tables, metricTable(r, m))
 	}
-	tables = append(tables, comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline", "arm"), roundsTable(r))
+	tables = append(tables, comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline", "arm"))
+	if ft := freqTable(r); len(ft.Rows) > 0 {
+		tables = append(tables, ft)
+	}
+	tables = append(tables, roundsTable(r))
 	if t := threadsTable(r); len(t.Rows) > 0 {
 		tables = append(tables, t)
 	}

@@ -290,7 +290,7 @@ func scatterPlot(r *Report, k int) (Plot, error) {
 			series = append(series, struct {
 				s     *plotter.Scatter
 				label string
-			}{s, fmt.Sprintf("%s — %s, %s", a.Name, a.Metrics[m].Source, a.Metrics[m].Clock)})
+			}{s, fmt.Sprintf("%s — %s, %s, n=%d", a.Name, a.Metrics[m].Source, a.Metrics[m].Clock, roundN(a.Metrics[m], k))})
 		}
 		for rank, ps := range r.placedSamples(a.Name) {
 			if ps.Round == k {
@@ -390,7 +390,7 @@ func scatterPlot(r *Report, k int) (Plot, error) {
 		p.Add(labels)
 	}
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "%s of each request in round %d against its sequence number, one colour per arm (legend: clock source); y: %s. ", m, k, scale)
+	fmt.Fprintf(b, "%s of each request in round %d against its sequence number, one colour per arm (legend: clock source, samples after warm-up); y: %s. ", m, k, scale)
 	if stride > 1 {
 		fmt.Fprintf(b, "Shown: every sample after warm-up above the round's p99 and one in %d of the others", stride)
 	} else {
@@ -418,6 +418,16 @@ func scatterPlot(r *Report, k int) (Plot, error) {
 	}
 	pl.Caption = strings.TrimSpace(b.String())
 	return pl, render(p, &pl)
+}
+
+// roundN is the sample count of round k of a metric (after warm-up).
+func roundN(mr *MetricReport, k int) int {
+	for _, rs := range mr.Rounds {
+		if rs.Round == k {
+			return rs.N
+		}
+	}
+	return 0
 }
 
 // worstMark is one of an arm's worst samples in an over-time plot.

@@ -58,8 +58,8 @@ test: deps lint
 # (ethtool ioctls, which qemu-user does not translate, veth labs, a rig
 # binary built for the host).
 ARM64_PKGS ?= ./analysis/... ./bench ./internal/check ./internal/cpulist ./internal/cpusched ./internal/cstate \
-	./internal/envsnap ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/samples \
-	./internal/scenario ./internal/telemetry ./internal/wire ./nicctl
+	./internal/envsnap ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
+	./internal/samples ./internal/scenario ./internal/telemetry ./internal/wire ./nicctl
 ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestLocalFacts)$$
 
 # test-arm64: go vet for linux/arm64, every package's tests compiled for

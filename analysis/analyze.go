@@ -113,6 +113,9 @@ type ArmReport struct {
 	// Accounting is what happened to every round of the arm on disk,
 	// including the rounds left out of the statistics.
 	Accounting []RoundAccount `json:"accounting"`
+	// Freq is the responder CPU's measured frequency over the analysed
+	// rounds, from their telemetry (nil when none carries it).
+	Freq *ArmFreq `json:"freq,omitempty"`
 }
 
 // RoundAccount is what happened to one round, whatever its statistics:
@@ -445,6 +448,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 		if len(a.Rounds) == 0 {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q: no rounds", a.Name))
 		}
+		ar.Freq = armFreq(ta.Rounds)
 		chosen := map[string]*acc{}
 		for _, m := range MetricNames {
 			var best *acc
@@ -932,6 +936,14 @@ func summarize(rounds []RoundStats) Summary {
 		s.CI = append(s.CI, env)
 	}
 	return s
+}
+
+// armFreq is the measured frequency of the named arm, or nil.
+func (r *Report) armFreq(name string) *ArmFreq {
+	if a := r.Arm(name); a != nil {
+		return a.Freq
+	}
+	return nil
 }
 
 // Arm returns the arm with the given name, or nil.

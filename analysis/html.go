@@ -168,7 +168,11 @@ func WriteReportHTML(w io.Writer, r *Report, plots []Plot) error {
 		tables = append(tables, metricTable(r, m))
 	}
 	tables = append(tables, comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline", "arm"))
-	after := []table{roundsTable(r)}
+	var after []table
+	if ft := freqTable(r); len(ft.Rows) > 0 {
+		after = append(after, ft)
+	}
+	after = append(after, roundsTable(r))
 	if t := threadsTable(r); len(t.Rows) > 0 {
 		after = append(after, t)
 	}

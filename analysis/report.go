@@ -22,6 +22,9 @@ func WriteReportMD(w io.Writer, r *Report, plots []Plot) error {
 	}
 	t := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
 	t.md(b)
+	if ft := freqTable(r); len(ft.Rows) > 0 {
+		ft.md(b)
+	}
 	t = roundsTable(r)
 	t.md(b)
 	writeThreadsMD(b, r)

@@ -336,7 +336,14 @@ func (r *Report) compareSentence(arm, m string, mr *MetricReport, cs []Compariso
 	for _, ph := range phrases {
 		parts = append(parts, strings.Join(groups[ph], ", ")+" — "+ph)
 	}
-	return strongest, fmt.Sprintf("%s: %s %s (%s).", arm, m, strings.Join(parts, "; "), r.provenance(mr, ref))
+	s := fmt.Sprintf("%s: %s %s (%s)", arm, m, strings.Join(parts, "; "), r.provenance(mr, ref))
+	for _, c := range cs {
+		if c.Frequency != "" { // the same for every statistic of the arm
+			s += "; " + c.Frequency
+			break
+		}
+	}
+	return strongest, s + "."
 }
 
 // spreadVs is "6.10 µs vs 9.80 µs on base (−37.8 %)": the across-round

@@ -121,6 +121,14 @@ func TestSummaryVerdictSentences(t *testing.T) {
 	if v != VerdictReal || s != want {
 		t.Fatalf("verdict %q, sentence\n%s\nwant\n%s", v, s, want)
 	}
+	// A frequency difference (the comparisons carry it) closes the sentence.
+	fq := "the CPU ran at 2000 MHz vs 3000 MHz on the baseline (-33 %, aperf/mperf): part of this difference may be frequency"
+	for i := range cs {
+		cs[i].Frequency = fq
+	}
+	if _, s := r.compareSentence("iso", Turnaround, mr, cs); s != strings.TrimSuffix(want, ".")+"; "+fq+"." {
+		t.Fatalf("frequency: %s", s)
+	}
 	// Two statistics with one verdict and reason share it.
 	cs[2].CIsOverlap, cs[2].RangesOverlap = nil, yes
 	if _, s := r.compareSentence("iso", Turnaround, mr, cs); !strings.Contains(s, "p99 9.00 µs vs 9.10 µs (-1.1 %), p99.9 20.00 µs vs 21.00 µs (-4.8 %) — within noise (ranges overlap);") {

@@ -115,6 +115,9 @@ func WriteTablesMD(w io.Writer, r *Report) error {
 		writeMetricTable(b, r, m)
 	}
 	writeComparisonMD(b, "Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
+	if ft := freqTable(r); len(ft.Rows) > 0 {
+		ft.md(b)
+	}
 	t := roundsTable(r)
 	t.md(b)
 	writeThreadsMD(b, r)
@@ -366,7 +369,11 @@ func comparisonTable(title string, cs []Comparison, refWord, thisWord string) ta
 		if c.Ratio != nil {
 			ra = strconv.FormatFloat(*c.Ratio, 'f', 3, 64)
 		}
-		t.Rows = append(t.Rows, []string{c.Metric, c.Arm, c.Stat, cell(c.RefValue), cell(c.This), d, ra, rateCell(c.FalsePositive), c.Verdict})
+		v := c.Verdict
+		if c.Frequency != "" {
+			v += "; " + c.Frequency
+		}
+		t.Rows = append(t.Rows, []string{c.Metric, c.Arm, c.Stat, cell(c.RefValue), cell(c.This), d, ra, rateCell(c.FalsePositive), v})
 	}
 	return t
 }

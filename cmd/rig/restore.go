@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rig-project/rig/internal/hostctl"
 	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/nicctl"
 )
 
 func init() {
@@ -45,7 +45,7 @@ func runRestore(ctx context.Context, args []string) error {
 	defer env.Close()
 	n := 0
 	for _, d := range journal.Lanes(dir) {
-		restored, err := journal.Restore(context.WithoutCancel(ctx), d, nicctl.Handlers(env))
+		restored, err := journal.Restore(context.WithoutCancel(ctx), d, hostctl.Handlers(env))
 		printRestored(restored)
 		n += len(restored)
 		errs = append(errs, err)

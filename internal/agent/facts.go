@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -61,6 +62,11 @@ func LocalFacts(fs hostfs.FS) (*Facts, error) {
 	if f.StressNG, err = l.HasStressNG(); err != nil {
 		return nil, err
 	}
+	pf, err := l.Power()
+	if err != nil {
+		return nil, fmt.Errorf("power facts: %w", err)
+	}
+	f.Power = &pf
 	// Never nil when known: nil tells the controller "unknown" (no route
 	// table here, or an older agent).
 	switch mg, err := l.MgmtInterfaces(); {
@@ -112,6 +118,12 @@ func (r remoteFacts) MgmtInterfaces() ([]string, error) {
 		return nil, fmt.Errorf("default routes: the agent does not report them: %w", os.ErrNotExist)
 	}
 	return r.f.MgmtIfaces, nil
+}
+func (r remoteFacts) Power() (power.Facts, error) {
+	if r.f.Power == nil {
+		return power.Facts{}, fmt.Errorf("the agent does not report the frequency control (an older rig): %w", os.ErrNotExist)
+	}
+	return *r.f.Power, nil
 }
 func (r remoteFacts) IdleStates(cpu int) ([]string, error) {
 	if err := r.lacks("cpuidle"); err != nil {

@@ -20,6 +20,7 @@ package agent
 import (
 	"encoding/json"
 
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -98,6 +99,9 @@ type Facts struct {
 	MgmtIfaces []string `json:"mgmt_ifaces"`
 	// Missing names facilities the host lacks (isolated, nohz_full, cpuidle).
 	Missing []string `json:"missing,omitempty"`
+	// Power is the frequency control (cpufreq, turbo, tuned); nil from an
+	// agent that does not report it, which then cannot take power knobs.
+	Power *power.Facts `json:"power,omitempty"`
 }
 
 // EnvArgs selects the NICs of the snapshot.

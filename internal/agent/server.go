@@ -238,7 +238,7 @@ func (s *Server) openJournal() error {
 		return nil
 	}
 	s.nic = &nicctl.Env{FS: s.FS, IRQBalance: nicctl.HostIRQBalance{FS: s.FS}}
-	j, err := journal.Open(s.StateDir, nicctl.Handlers(s.nic))
+	j, err := journal.Open(s.StateDir, hostctl.Handlers(s.nic))
 	if err != nil {
 		return err
 	}

@@ -82,6 +82,7 @@ func (r *Report) Only(metric string) (*Report, error) {
 	if c.Comparisons == nil {
 		c.Comparisons = []Comparison{}
 	}
+	c.Summary.Verdicts = c.verdicts(metric)
 	return &c, nil
 }
 

@@ -82,6 +82,7 @@ func (r *Report) Only(metric string) (*Report, error) {
 	if c.Comparisons == nil {
 		c.Comparisons = []Comparison{}
 	}
+	c.Summary.Verdicts = c.verdicts(metric)
 	return &c, nil
 }
 
@@ -116,8 +117,10 @@ func WriteTablesMD(w io.Writer, r *Report) error {
 	ct := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
 	ct.Caption += requestsCaption(r)
 	ct.md(b)
+	if ft := freqTable(r); len(ft.Rows) > 0 {
+		ft.md(b)
+	}
 	t := roundsTable(r)
-	t.Caption += requestsCaption(r)
 	t.md(b)
 	writeThreadsMD(b, r)
 	writeProblemsMD(b, r)
@@ -196,7 +199,7 @@ func roundsTable(r *Report) table {
 	t := table{Title: "Rounds",
 		Caption: "Every round on disk. Requests after warm-up: sent = answered + late + lost; late = a reply more than the reply timeout after its send; lost = no reply; not sent = the sender stopped or failed to send. " +
 			"Foreign = datagrams that were not this round's requests or replies (other runs, arms, rounds or directions, not rig packets), malformed = rig packets that do not parse, per role (sender/responder/capture); " +
-			"capture drops = frames the capture's kernel dropped (receive buffer full). A round is left out of every statistic when a sample file it needs is missing, the sender stopped early, or the responder or capture failed.",
+			"capture drops = frames the capture's kernel dropped (receive buffer full). A round is left out of every statistic when a sample file it needs is missing, the sender stopped early, or the responder or capture failed." + requestsCaption(r),
 		Head: []string{"arm", "round", "used", "sent", "answered", "late", "lost", "not sent", "foreign snd/rsp/cap", "malformed snd/rsp/cap", "capture drops"}}
 	per := func(m map[samples.Role]uint64) string {
 		return fmt.Sprintf("%d/%d/%d", m[samples.RoleSender], m[samples.RoleResponder], m[samples.RoleCapture])
@@ -369,7 +372,11 @@ func comparisonTable(title string, cs []Comparison, refWord, thisWord string) ta
 		if c.Ratio != nil {
 			ra = strconv.FormatFloat(*c.Ratio, 'f', 3, 64)
 		}
-		t.Rows = append(t.Rows, []string{c.Metric, c.Arm, c.Stat, cell(c.RefValue), cell(c.This), d, ra, rateCell(c.FalsePositive), c.Verdict})
+		v := c.Verdict
+		if c.Frequency != "" {
+			v += "; " + c.Frequency
+		}
+		t.Rows = append(t.Rows, []string{c.Metric, c.Arm, c.Stat, cell(c.RefValue), cell(c.This), d, ra, rateCell(c.FalsePositive), v})
 	}
 	return t
 }

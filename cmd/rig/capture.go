@@ -27,6 +27,7 @@ func runCapture(ctx context.Context, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	surviveEPIPE()
 	group, mode, runID, err := pf.parse()
 	if err != nil {
 		return err
@@ -65,6 +66,8 @@ func runCapture(ctx context.Context, args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
+	ctx, cancel := pf.bound(ctx)
+	defer cancel()
 	runErr := c.Run(ctx)
 	n := c.Counters()
 	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, malformed %d, outgoing (dropped) %d, missing stamps %d, dropped by the kernel %d; hardware stamps: %s",
@@ -80,6 +83,9 @@ func runCapture(ctx context.Context, args []string) error {
 			return err
 		}
 		logf("rig capture: wrote %s", *pcap)
+	}
+	if err := pf.expired(ctx); err != nil {
+		return err
 	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -21,6 +23,8 @@ type probeFlags struct {
 	// nicTS is --nic-timestamping: enable or leave the NIC's config.
 	nicTS                  string
 	allowMgmt, takeOverPTP bool
+	maxDuration            time.Duration
+
 	// unicast is where unicast requests go (--to) or arrive (--listen),
 	// set by parse when the command registered that flag and it was given.
 	unicast unicastFlag
@@ -40,11 +44,35 @@ func (p *probeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.nicTS, "nic-timestamping", "enable", "enable: with --timestamps hardware|auto, switch the NIC's hardware stamping on where it is off (journaled, put back on exit; `rig restore` after a crash) | leave: never change the NIC's config (rig run's probes: the run set it up)")
 	fs.BoolVar(&p.allowMgmt, "allow-mgmt", false, "let --nic-timestamping enable change the interface that carries the default route")
 	fs.BoolVar(&p.takeOverPTP, "take-over-ptp", false, "let --nic-timestamping enable change a config that ptp4l or chronyd owns")
+	fs.DurationVar(&p.maxDuration, "max-duration", 0, "end by itself after this long even if nobody stops it, writing its file and exiting 1 (rig run passes the round's length plus slack; 0: no limit)")
+}
+
+// errMaxDuration is the cause of a context ended by --max-duration.
+var errMaxDuration = errors.New("--max-duration reached")
+
+// bound limits ctx to --max-duration: a probe whose controller is gone
+// still ends, and its CPU is free again.
+func (p *probeFlags) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if p.maxDuration <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, p.maxDuration, errMaxDuration)
+}
+
+// expired returns an error when ctx ended at --max-duration.
+func (p *probeFlags) expired(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), errMaxDuration) {
+		return fmt.Errorf("stopped after --max-duration %v: nobody stopped it before (was its controller lost?)", p.maxDuration)
+	}
+	return nil
 }
 
 func (p *probeFlags) parse() (group netip.AddrPort, mode tstamp.Mode, runID uint64, err error) {
 	if p.iface == "" {
 		return group, mode, 0, usagef("--iface is required (e.g. --iface ens5)")
+	}
+	if p.maxDuration < 0 {
+		return group, mode, 0, usagef("--max-duration %v: want a positive duration (or 0 for no limit)", p.maxDuration)
 	}
 	if p.unicast.name != "" && p.unicast.value != "" {
 		if p.given("group") {

@@ -32,6 +32,7 @@ func runRespond(ctx context.Context, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	surviveEPIPE()
 	group, mode, runID, err := pf.parse()
 	if err != nil {
 		return err
@@ -77,6 +78,8 @@ func runRespond(ctx context.Context, args []string) error {
 	}
 	defer r.Close()
 	logf("rig respond: timestamps %s", r.Granted())
+	ctx, cancel := pf.bound(ctx)
+	defer cancel()
 	runErr := r.Run(ctx)
 	c := r.Counters()
 	logf("rig respond: answered %d, duplicated %d, foreign %d, malformed %d, send errors %d, TX stamps missing %d",
@@ -89,6 +92,9 @@ func runRespond(ctx context.Context, args []string) error {
 			return err
 		}
 		logf("rig respond: wrote %s", pf.out)
+	}
+	if err := pf.expired(ctx); err != nil {
+		return err
 	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -45,7 +46,7 @@ func TestRunDryRunExitCodes(t *testing.T) {
 
 func TestDryRunPrintsPlan(t *testing.T) {
 	var out bytes.Buffer
-	if err := dryRun(&out, "../../scenarios/demo.yaml", hostfs.Default()); err != nil {
+	if err := dryRun(context.Background(), &out, "../../scenarios/demo.yaml", hostfs.Default()); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"1: cpu0 → cpu1 → cpu1-unicast", "2: cpu1 → cpu1-unicast → cpu0", "responder process: CPU 1",

@@ -45,6 +45,7 @@ func runSend(ctx context.Context, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	surviveEPIPE()
 	group, mode, runID, err := pf.parse()
 	if err != nil {
 		return err
@@ -100,6 +101,8 @@ func runSend(ctx context.Context, args []string) error {
 	if !*quiet {
 		logf("rig send: run id %s: %d requests, %s, every %v from %s, timestamps %s", wire.FormatRunID(s.RunID()), *count, pf.requests(group), *interval, pf.iface, s.Granted())
 	}
+	ctx, cancel := pf.bound(ctx)
+	defer cancel()
 	stopProgress := startProgress(ctx, s, *count, *progressLines)
 	runErr := s.Run(ctx)
 	stopProgress()
@@ -123,6 +126,9 @@ func runSend(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := pf.expired(ctx); err != nil {
+		return err
 	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr

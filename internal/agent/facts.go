@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -68,6 +69,11 @@ func LocalFacts(fs hostfs.FS) (*Facts, error) {
 	if f.StressNG, err = l.HasStressNG(); err != nil {
 		return nil, err
 	}
+	pf, err := l.Power()
+	if err != nil {
+		return nil, fmt.Errorf("power facts: %w", err)
+	}
+	f.Power = &pf
 	// Never nil when known: nil tells the controller "unknown" (no route
 	// table here, or an older agent).
 	switch mg, err := l.MgmtInterfaces(); {
@@ -128,6 +134,12 @@ func (r remoteFacts) Addresses(iface string) ([]netip.Addr, error) {
 		return nil, fmt.Errorf("addresses: the agent does not report them (an older rig there): %w", os.ErrNotExist)
 	}
 	return r.f.Addrs[iface], nil
+}
+func (r remoteFacts) Power() (power.Facts, error) {
+	if r.f.Power == nil {
+		return power.Facts{}, fmt.Errorf("the agent does not report the frequency control (an older rig): %w", os.ErrNotExist)
+	}
+	return *r.f.Power, nil
 }
 func (r remoteFacts) IdleStates(cpu int) ([]string, error) {
 	if err := r.lacks("cpuidle"); err != nil {

@@ -13,14 +13,17 @@
 // snapshot, applying and taking back an arm's knobs (journaled), and the
 // rig probe processes (respond, send, capture) whose sample files it hands
 // back. It never runs an arbitrary command. When its stdin closes — the
-// controller exited or died — it stops its processes and takes every knob
-// back before it exits.
+// controller exited or died — or it gets SIGINT, SIGTERM or SIGHUP, it stops
+// its processes and takes every knob back before it exits; a write to a
+// controller that is gone fails without stopping that. Its processes get
+// SIGTERM when the agent dies, however it dies.
 package agent
 
 import (
 	"encoding/json"
 	"net/netip"
 
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -39,6 +42,9 @@ type Hello struct {
 	Host    string `json:"host"` // hostname
 	PID     int    `json:"pid"`
 	Netns   string `json:"netns,omitempty"`
+	// Error, when set, is why the agent cannot serve (another rig holds
+	// the host, no work directory); it exits after the Hello.
+	Error string `json:"error,omitempty"`
 }
 
 // Request is one operation.
@@ -102,6 +108,9 @@ type Facts struct {
 	Addrs map[string][]netip.Addr `json:"addrs"`
 	// Missing names facilities the host lacks (isolated, nohz_full, cpuidle).
 	Missing []string `json:"missing,omitempty"`
+	// Power is the frequency control (cpufreq, turbo, tuned); nil from an
+	// agent that does not report it, which then cannot take power knobs.
+	Power *power.Facts `json:"power,omitempty"`
 }
 
 // EnvArgs selects the NICs of the snapshot.

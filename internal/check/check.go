@@ -499,7 +499,7 @@ func (x *runner) governor() {
 		x.add("governor", OK, "", "CPU %d governor performance (%s)", cpu, f.Driver)
 		return
 	}
-	x.add("governor", Warn, fmt.Sprintf("echo performance > /sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor (or tuned-adm profile network-latency)", cpu),
+	x.add("governor", Warn, fmt.Sprintf("echo performance > /sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor (or tuned-adm profile network-latency); for one arm of a scenario: power: {governor: performance} (or tuned: network-latency)", cpu),
 		"CPU %d governor %s (%s): the clock ramps up after idle", cpu, f.Governor, f.Driver)
 }
 
@@ -518,9 +518,10 @@ func (x *runner) turbo() {
 		return
 	}
 	fix := "echo 0 > " + t.Source
-	if strings.HasSuffix(t.Source, "no_turbo") {
+	if t.IntelPstate() {
 		fix = "echo 1 > " + t.Source
 	}
+	fix += "; for one arm of a scenario: power: {turbo: off}"
 	x.add("turbo", Warn, fix, "turbo on (%s): the clock follows load and temperature of the other cores", t.Source)
 }
 

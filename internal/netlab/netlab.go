@@ -30,7 +30,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/rig-project/rig/internal/owner"
 )
 
 const (
@@ -117,6 +120,10 @@ type Options struct {
 	// VPC Traffic Mirroring does: the switch sends them through a vxlan
 	// device (VNI MirrorVNI, UDP 4789) to the capture host's address.
 	MirrorVXLAN bool
+	// Owner is the process the lab lives for (a rig run, a test): once it
+	// no longer runs the lab is stale and RemoveStale removes it. nil: the
+	// lab stays until `rig lab down` (one built by hand).
+	Owner *owner.Process
 }
 
 // normalize fills defaults and validates; name must already be valid.
@@ -278,7 +285,14 @@ type Topology struct {
 	// VXLAN is the encapsulating mirror (Options.MirrorVXLAN); nil: the
 	// mirror copies frames to the capture port as they are.
 	VXLAN *VXLANMirror `json:"vxlan_mirror,omitempty"`
+	// Owner is Options.Owner (absent in descriptions of labs built by hand
+	// and by older rigs).
+	Owner *owner.Process `json:"owner,omitempty"`
 }
+
+// Stale reports a lab whose owner no longer runs (a rig run killed with
+// SIGKILL): nothing but RemoveStale will remove it.
+func (t *Topology) Stale() bool { return t.Owner != nil && !t.Owner.Alive() }
 
 // VXLANMirror is the switch's vxlan device that encapsulates the mirror's
 // copies and sends them over the capture port (Local, in the switch) to
@@ -313,12 +327,12 @@ func plan(name string, o Options) *Topology {
 	return &Topology{
 		Format: FormatVersion, Name: name, Subnet: o.Subnet, MTU: o.MTU,
 		RxQueues: o.RxQueues, TxQueues: o.TxQueues, StaticNeighbors: !o.DynamicNeighbors,
-		TxChecksumOffload: o.TxChecksumOffload,
-		Sender:            host(Sender, first),
-		Responder:         host(Responder, first.Next()),
-		Capture:           host(Capture, netip.Addr{}),
-		Switch:            SwitchInfo{Netns: NetnsName(name, Switch), Bridge: name + "-br"},
-		VXLAN:             vxlanPlan(name, o.MirrorVXLAN),
+		TxChecksumOffload: o.TxChecksumOffload, Owner: o.Owner,
+		Sender:    host(Sender, first),
+		Responder: host(Responder, first.Next()),
+		Capture:   host(Capture, netip.Addr{}),
+		Switch:    SwitchInfo{Netns: NetnsName(name, Switch), Bridge: name + "-br"},
+		VXLAN:     vxlanPlan(name, o.MirrorVXLAN),
 	}
 }
 
@@ -524,5 +538,81 @@ func (t *Topology) save() error {
 		os.Remove(f.Name())
 		return fmt.Errorf("netlab: %w", err)
 	}
+	os.Remove(buildingPath(t.Name))
 	return nil
+}
+
+// buildingPath records the owner of a lab being built (see Up).
+func buildingPath(name string) string { return filepath.Join(Dir(), name+".building") }
+
+func writeBuilding(name string, o owner.Process) error {
+	if err := os.MkdirAll(Dir(), 0o755); err != nil {
+		return fmt.Errorf("netlab: state directory: %w", err)
+	}
+	b, _ := json.Marshal(o)
+	if err := os.WriteFile(buildingPath(name), b, 0o644); err != nil {
+		return fmt.Errorf("netlab: %w", err)
+	}
+	return nil
+}
+
+// Listed is one lab found in Dir.
+type Listed struct {
+	Name     string
+	Topology *Topology // nil when the description cannot be read (Err says why)
+	Err      error
+	// Building is the owner of a lab whose build never finished (its
+	// owner was killed while building it, or is building it now); its
+	// namespaces may exist without a description.
+	Building *owner.Process
+}
+
+// Stale reports a lab whose owner no longer runs.
+func (l Listed) Stale() bool {
+	if l.Building != nil {
+		return !l.Building.Alive()
+	}
+	return l.Topology != nil && l.Topology.Stale()
+}
+
+// List returns every lab described in Dir, and every lab whose build never
+// finished, by name. It does not look at the live namespaces; see
+// (*Topology).Check.
+func List() ([]Listed, error) {
+	ents, err := os.ReadDir(Dir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("netlab: %w", err)
+	}
+	var out []Listed
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || strings.HasPrefix(n, ".") {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(n, ".json"):
+			name := strings.TrimSuffix(n, ".json")
+			t, err := Load(name)
+			out = append(out, Listed{Name: name, Topology: t, Err: err})
+		case strings.HasSuffix(n, ".building"):
+			name := strings.TrimSuffix(n, ".building")
+			if _, err := os.Stat(Path(name)); err == nil || ValidateName(name) != nil {
+				continue // built after all (or not a lab name)
+			}
+			var o owner.Process
+			b, err := os.ReadFile(filepath.Join(Dir(), n))
+			if err == nil {
+				err = json.Unmarshal(b, &o)
+			}
+			l := Listed{Name: name, Building: &o, Err: errors.New("its build never finished")}
+			if err != nil {
+				l.Building, l.Err = nil, fmt.Errorf("%s: %w", n, err)
+			}
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }

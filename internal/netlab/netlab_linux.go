@@ -65,6 +65,13 @@ func Up(ctx context.Context, name string, opts Options) (*Topology, error) {
 	if err := down(name); err != nil {
 		return nil, fmt.Errorf("netlab: clearing a partial lab %q: %w", name, err)
 	}
+	// An owner killed while building leaves namespaces without a
+	// description: this record says whose they are until save.
+	if o.Owner != nil {
+		if err := writeBuilding(name, *o.Owner); err != nil {
+			return nil, err
+		}
+	}
 	if err := build(ctx, want); err != nil {
 		return nil, errors.Join(fmt.Errorf("netlab: building lab %q: %w", name, err), down(name))
 	}
@@ -101,14 +108,39 @@ func Down(name string) error {
 	return nil
 }
 
-// Exists reports whether any part of lab name is present: a namespace or
-// the description file.
+// RemoveStale removes every lab whose owner no longer runs (see
+// Listed.Stale), built or not, and returns them. It keeps going after a
+// failure and joins the errors.
+func RemoveStale() ([]Listed, error) {
+	labs, err := List()
+	if err != nil {
+		return nil, err
+	}
+	var out []Listed
+	var errs []error
+	for _, l := range labs {
+		if !l.Stale() {
+			continue
+		}
+		if err := Down(l.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Exists reports whether any part of lab name is present: a namespace,
+// the description file or the record of an unfinished build.
 func Exists(name string) bool {
 	if ValidateName(name) != nil {
 		return false
 	}
-	if _, err := os.Lstat(Path(name)); err == nil {
-		return true
+	for _, p := range []string{Path(name), buildingPath(name)} {
+		if _, err := os.Lstat(p); err == nil {
+			return true
+		}
 	}
 	for _, ns := range Namespaces(name) {
 		if _, err := os.Lstat(filepath.Join(netnsDir, ns)); err == nil {
@@ -123,8 +155,10 @@ func down(name string) error {
 	for _, ns := range Namespaces(name) {
 		errs = append(errs, deleteNetns(ns))
 	}
-	if err := os.Remove(Path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
+	for _, p := range []string{Path(name), buildingPath(name)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

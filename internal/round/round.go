@@ -78,6 +78,23 @@ type Spec struct {
 	// Progress, when set, receives the sender's progress (once a second);
 	// nil: the sender prints none.
 	Progress func(sent, received int)
+	// MaxDuration bounds the life of every process of the round (their
+	// --max-duration): one whose agent or controller is lost ends by
+	// itself. 0: the round's own length plus slack (see maxDuration).
+	MaxDuration time.Duration
+}
+
+// maxDuration is the longest a round's process may need: every readiness
+// wait, the lead, the sending, the last reply, and slack for stopping.
+func (s Spec) maxDuration() time.Duration {
+	if s.MaxDuration > 0 {
+		return s.MaxDuration
+	}
+	rt := s.ReplyTimeout
+	if rt == 0 {
+		rt = time.Second
+	}
+	return 3*s.ReadyTimeout + s.Lead + time.Duration(s.Count)*s.Interval + rt + 30*time.Second
 }
 
 // Result is what one round produced.
@@ -117,7 +134,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		// timestamps op); the probes only use it.
 		return append(dest, "--iface", iface, "--timestamps", s.Timestamps, "--nic-timestamping", "leave",
 			"--run-id", wire.FormatRunID(s.RunID), "--arm", s.Arm, "--arm-index", strconv.Itoa(s.ArmIndex),
-			"--round", strconv.Itoa(s.Round))
+			"--round", strconv.Itoa(s.Round), "--max-duration", s.maxDuration().String())
 	}
 	cleanup := context.WithoutCancel(ctx)
 	var procs []proc

@@ -28,6 +28,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/owner"
 	"github.com/rig-project/rig/internal/round"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
@@ -44,8 +45,11 @@ type Options struct {
 	Rig         string   // this rig binary, run by local and netns agents (default: os.Executable)
 	RemoteRig   string   // the rig binary on hosts reached by ssh/kubectl (default "rig" on their PATH)
 	CommandLine []string // recorded in the manifest
-	StateDir    string   // journal directory (default journal.Dir())
-	FS          hostfs.FS
+	StateDir    string   // journal directory (default journal.Dir()); the host lock is there too
+	// RunID names the run in the manifest, on the wire and in the host
+	// lock (default a new random one).
+	RunID string
+	FS    hostfs.FS
 	// Log receives progress and process logs (nil: discard).
 	Log io.Writer
 	// Progress, if set, is told about each round as it runs.
@@ -118,6 +122,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		o.Rig = exe
 	}
+	if o.RunID == "" {
+		o.RunID = wire.FormatRunID(wire.NewRunID())
+	}
+	// The run holds this machine from here to its end; its agents share
+	// the lock (each on its own machine), everyone else is refused.
+	lock, err := journal.LockHost(o.StateDir, journal.Self(o.RunID))
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
 	if err := journal.CheckPending(o.StateDir); err != nil {
 		return nil, err
 	}
@@ -150,8 +164,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	start := time.Now().UTC()
-	dir := filepath.Join(o.ResultsDir, fmt.Sprintf("%s-%s", s.Name, start.Format("20060102T150405Z")))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := rundir.Create(o.ResultsDir, s.Name, start)
+	if err != nil {
 		return nil, err
 	}
 	res := &Result{Dir: dir}
@@ -293,7 +307,7 @@ func replyString(t scenario.Traffic) string {
 func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, error) {
 	hs := &hosts{agents: map[string]*agent.Client{}}
 	dial := func(name string, prefix []string, rig string) (*agent.Client, error) {
-		c, err := agent.DialRig(ctx, name, prefix, rig, []string{journal.EnvDir + "=" + o.StateDir}, o.Log)
+		c, err := agent.DialRun(ctx, name, prefix, rig, o.RunID, []string{journal.EnvDir + "=" + o.StateDir}, o.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -304,7 +318,10 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 	if s.Emulate == "netns" {
 		name := netlab.UniqueName("run")
 		hs.lab = name
-		topo, err := netlab.Up(ctx, name, netlab.Options{})
+		// The lab lives for this process: if it is killed, `rig restore` and
+		// the next `rig run` find the lab stale and remove it.
+		self := owner.Self()
+		topo, err := netlab.Up(ctx, name, netlab.Options{Owner: &self})
 		if err != nil {
 			return hs, fmt.Errorf("building the emulated topology: %w", err)
 		}
@@ -334,7 +351,7 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 	}
 	for _, h := range s.Hosts {
 		rig := o.Rig
-		if !h.Local() && !isNetns(h) {
+		if !h.Local() && !IsNetns(h) {
 			rig = o.RemoteRig
 			if rig == "" {
 				rig = "rig"
@@ -407,9 +424,9 @@ func prepareTimestamping(ctx context.Context, o Options, s *scenario.Scenario, h
 	return out, nil
 }
 
-// isNetns reports a host that is a network namespace of this machine (same
-// files, same rig binary).
-func isNetns(h scenario.Host) bool {
+// IsNetns reports a host reached with `ip netns exec NS`: a network
+// namespace of this machine (same files, same rig binary).
+func IsNetns(h scenario.Host) bool {
 	return len(h.Command) == 4 && h.Command[0] == "ip" && h.Command[1] == "netns" && h.Command[2] == "exec"
 }
 
@@ -435,7 +452,7 @@ func manifest(s *scenario.Scenario, p scenario.Plan, o Options, start time.Time)
 		WireVersion: wire.Version, SampleVersion: samples.FormatVersion,
 		CommandLine: o.CommandLine, Scenario: s.Name, ScenarioFile: s.File, ScenarioGiven: string(s.Source),
 		Effective: effective(s, p),
-		RunID:     wire.FormatRunID(wire.NewRunID()), StartedAt: start.Format(time.RFC3339),
+		RunID:     o.RunID, StartedAt: start.Format(time.RFC3339),
 		Baseline: s.Baseline, Warmup: s.Traffic.Warmup, Rounds: s.Rounds, Count: s.Traffic.Count,
 		IntervalNS: int64(s.Traffic.Interval), Timestamps: string(s.Timestamps),
 		Hosts: map[string]rundir.Host{},

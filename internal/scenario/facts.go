@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 	"github.com/rig-project/rig/internal/cstate"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -41,6 +43,9 @@ type HostFacts interface {
 	// Addresses lists iface's IPv4 addresses, sorted (where unicast
 	// requests can go).
 	Addresses(iface string) ([]netip.Addr, error)
+	// Power is the host's frequency control: cpufreq policies, turbo,
+	// tuned (power.ReadFacts).
+	Power() (power.Facts, error)
 }
 
 // LocalFacts reads the facts of the machine rig runs on through FS.
@@ -120,6 +125,13 @@ func (l LocalFacts) Addresses(iface string) ([]netip.Addr, error) {
 	return nicctl.IPv4Addrs(iface)
 }
 
+// Power reads the cpufreq policies and turbo control below FS, and asks
+// tuned-adm (power.HostTuned: none for a fake root unless $RIG_TUNED_ADM
+// names one).
+func (l LocalFacts) Power() (power.Facts, error) {
+	return power.ReadFacts(context.Background(), l.FS, power.HostTuned(l.FS))
+}
+
 // StaticFacts is HostFacts from fixed values, for tests and for facts that
 // arrived from an agent. A nil Siblings entry means "no SMT sibling"; a nil
 // Idle means "no cpuidle".
@@ -137,6 +149,9 @@ type StaticFacts struct {
 	Mgmt []string // interfaces that carry a default route
 	// Addrs are the IPv4 addresses per interface (none when missing).
 	Addrs map[string][]netip.Addr
+	// PowerFacts is the frequency control; nil: none (a VM without
+	// cpufreq, turbo or tuned).
+	PowerFacts *power.Facts
 }
 
 var _ HostFacts = (*StaticFacts)(nil)
@@ -170,6 +185,12 @@ func (f *StaticFacts) Addresses(iface string) ([]netip.Addr, error) {
 		return nil, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
 	}
 	return f.Addrs[iface], nil
+}
+func (f *StaticFacts) Power() (power.Facts, error) {
+	if f.PowerFacts == nil {
+		return power.Facts{}, nil
+	}
+	return *f.PowerFacts, nil
 }
 func (f *StaticFacts) IdleStates(cpu int) ([]string, error) {
 	if f.Idle == nil {
@@ -234,6 +255,8 @@ type hostFacts struct {
 	nohz     []int
 	ifaces   []string
 	stress   *bool
+	power    *power.Facts
+	powerErr error
 }
 
 func (v *validator) load(name string, f HostFacts) (*hostFacts, error) {
@@ -265,6 +288,17 @@ func (h *hostFacts) hasStress() (bool, error) {
 		h.stress = &ok
 	}
 	return *h.stress, nil
+}
+
+// powerFacts reads (once) the host's frequency control. An agent that
+// does not report it (an older rig) gives an error wrapping
+// os.ErrNotExist.
+func (h *hostFacts) powerFacts() (power.Facts, error) {
+	if h.power == nil && h.powerErr == nil {
+		f, err := h.f.Power()
+		h.power, h.powerErr = &f, err
+	}
+	return *h.power, h.powerErr
 }
 
 func listOrNone(l []int) string {
@@ -386,6 +420,51 @@ func (v *validator) knobs(p string, k Knobs, hf *hostFacts) {
 	if k.Load != nil && k.Load.CPUs != nil {
 		v.cpus(p+".load.cpus", k.Load.CPUs, hf, "load CPUs")
 	}
+	if k.Power != nil && k.Power.CPUs != nil {
+		v.cpus(p+".power.cpus", k.Power.CPUs, hf, "power CPUs")
+	}
+}
+
+// power checks arm i's power knobs and tuned profile against the host:
+// power.Validate says what the host cannot take, and the error points at
+// the knob (in the arm, or in defaults where it came from).
+func (v *validator) power(i int, hf *hostFacts) error {
+	a := &v.s.Arms[i]
+	e := a.Effective
+	s, tuned := e.PowerSettings(), e.TunedProfile()
+	if s.IsZero() && tuned == "" {
+		return nil
+	}
+	f, err := hf.powerFacts()
+	if errors.Is(err, os.ErrNotExist) {
+		p := v.field(i, "power")
+		if s.IsZero() {
+			p = v.field(i, "tuned")
+		}
+		v.c.key(p, fmt.Sprintf("host %s does not report its frequency control: %v", hf.name, err), "install this rig's version on the host (its agent answers the facts)")
+		return nil
+	}
+	if err != nil {
+		return &HostError{hf.name, err}
+	}
+	probs, notes := power.Validate(hf.name, f, s, tuned)
+	for _, p := range probs {
+		path := v.field(i, "power")
+		switch p.Field {
+		case power.FieldTuned:
+			path = v.field(i, "tuned")
+		case power.FieldCPUs:
+			if path = v.field(i, "power.cpus"); path == fmt.Sprintf("arms[%d]", i) {
+				path = v.field(i, "responder.cpu")
+			}
+		case power.FieldPower:
+		default:
+			path = v.field(i, "power."+p.Field)
+		}
+		v.c.val(path, p.Reason, p.Hint)
+	}
+	a.Notes = append(a.Notes, notes...)
+	return nil
 }
 
 // mgmt refuses arms that change the responder's interface when it carries
@@ -519,6 +598,9 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 				}
 			}
 		}
+	}
+	if err := v.power(i, hf); err != nil {
+		return err
 	}
 	// stress-ng matters only for an arm that can otherwise run.
 	needStress := e.Load != nil || e.SMTSibling != nil

@@ -70,6 +70,8 @@ type rawKnobs struct {
 	CState     *rawCState    `yaml:"cstate"`
 	Load       *rawLoad      `yaml:"load"`
 	SMTSibling *rawSMT       `yaml:"smt-sibling"`
+	Power      *rawPower     `yaml:"power"`
+	Tuned      *string       `yaml:"tuned"`
 	Requires   []string      `yaml:"requires"`
 }
 
@@ -84,11 +86,13 @@ type rawArm struct {
 	CState     *rawCState    `yaml:"cstate"`
 	Load       *rawLoad      `yaml:"load"`
 	SMTSibling *rawSMT       `yaml:"smt-sibling"`
+	Power      *rawPower     `yaml:"power"`
+	Tuned      *string       `yaml:"tuned"`
 	Requires   []string      `yaml:"requires"`
 }
 
 func (a *rawArm) knobs() *rawKnobs {
-	return &rawKnobs{a.Responder, a.IRQ, a.NIC, a.CState, a.Load, a.SMTSibling, a.Requires}
+	return &rawKnobs{a.Responder, a.IRQ, a.NIC, a.CState, a.Load, a.SMTSibling, a.Power, a.Tuned, a.Requires}
 }
 
 type rawResponder struct {
@@ -129,6 +133,16 @@ type rawCState struct {
 type rawLoad struct {
 	StressNG *string `yaml:"stress-ng"`
 	CPUs     any     `yaml:"cpus"`
+}
+
+type rawPower struct {
+	CPUs       any     `yaml:"cpus"`
+	Governor   *string `yaml:"governor"`
+	Turbo      any     `yaml:"turbo"`
+	MinPerfPct *int    `yaml:"min-perf-pct"`
+	MaxPerfPct *int    `yaml:"max-perf-pct"`
+	MinFreq    any     `yaml:"min-freq"`
+	MaxFreq    any     `yaml:"max-freq"`
 }
 
 type rawSMT struct {
@@ -1055,6 +1069,16 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 			k.SMTSibling = &SMTSibling{StressNG: args}
 		}
 	}
+	if pw := r.Power; pw != nil {
+		k.Power = c.power(p+".power", pw)
+	}
+	if r.Tuned != nil {
+		if t := strings.TrimSpace(*r.Tuned); t == "" || strings.ContainsAny(t, "/\\;&|$`'\"<>") {
+			c.val(p+".tuned", fmt.Sprintf("tuned: %q is not a profile name", *r.Tuned), "name a profile `tuned-adm list` shows, e.g. network-latency")
+		} else {
+			k.Tuned = &t
+		}
+	}
 	for i, q := range r.Requires {
 		qp := fmt.Sprintf("%s.requires[%d]", p, i)
 		if !slices.Contains(requirements, Requirement(q)) {
@@ -1164,6 +1188,113 @@ func (c *checker) cstate(cp string, cs *rawCState) *CState {
 	return out
 }
 
+// power checks the power knobs of one arm (or defaults) in the file.
+func (c *checker) power(pp string, r *rawPower) *Power {
+	out := &Power{MinPerfPct: r.MinPerfPct, MaxPerfPct: r.MaxPerfPct}
+	if r.CPUs != nil {
+		if l, ok := c.cpuList(pp+".cpus", r.CPUs); ok {
+			out.CPUs = l
+		}
+	}
+	if r.Governor != nil {
+		if g := strings.TrimSpace(*r.Governor); g == "" || strings.ContainsAny(g, " /\t\n") {
+			c.val(pp+".governor", fmt.Sprintf("governor %q is not a governor name", *r.Governor), "e.g. performance, powersave, schedutil (scaling_available_governors lists the host's)")
+		} else {
+			out.Governor = &g
+		}
+	}
+	if r.Turbo != nil {
+		switch v := r.Turbo.(type) {
+		case bool:
+			out.Turbo = &v
+		case string:
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "on":
+				out.Turbo = ptrTo(true)
+			case "off":
+				out.Turbo = ptrTo(false)
+			}
+		}
+		if out.Turbo == nil {
+			c.val(pp+".turbo", fmt.Sprintf("turbo: %v is neither on nor off", r.Turbo), "write turbo: on or turbo: off")
+		}
+	}
+	for _, x := range []struct {
+		name string
+		v    **int
+	}{{"min-perf-pct", &out.MinPerfPct}, {"max-perf-pct", &out.MaxPerfPct}} {
+		if *x.v != nil && (**x.v < 1 || **x.v > 100) {
+			c.val(pp+"."+x.name, fmt.Sprintf("%s %d is out of range", x.name, **x.v), "use 1..100 (percent of the highest, turbo, performance)")
+			*x.v = nil
+		}
+	}
+	for _, x := range []struct {
+		name string
+		raw  any
+		dst  **int64
+	}{{"min-freq", r.MinFreq, &out.MinFreqKHz}, {"max-freq", r.MaxFreq, &out.MaxFreqKHz}} {
+		if x.raw == nil {
+			continue
+		}
+		k, err := parseFreq(x.raw)
+		if err != nil {
+			c.val(pp+"."+x.name, fmt.Sprintf("%s: %v", x.name, err), "write a frequency with its unit, e.g. 2.6GHz, 2600MHz or 2600000kHz")
+			continue
+		}
+		*x.dst = &k
+	}
+	if *r == (rawPower{}) {
+		c.key(pp, "power sets nothing", "set one of governor, turbo, min-perf-pct, max-perf-pct, min-freq, max-freq, or delete it")
+		return nil
+	}
+	return out
+}
+
+// parseFreq reads "2.6GHz", "2600 MHz" or "2600000kHz" as kHz, the unit
+// of cpufreq's files. A bare number is refused: its unit would be a guess.
+func parseFreq(v any) (int64, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("%v has no unit", v)
+	}
+	t := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), " ", ""))
+	mult := 0.0
+	for _, u := range []struct {
+		suf string
+		m   float64
+	}{{"ghz", 1e6}, {"mhz", 1e3}, {"khz", 1}} {
+		if num, ok := strings.CutSuffix(t, u.suf); ok {
+			t, mult = num, u.m
+			break
+		}
+	}
+	if mult == 0 {
+		return 0, fmt.Errorf("%q has no unit (GHz, MHz or kHz)", s)
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is not a frequency", s)
+	}
+	k := math.Round(f * mult)
+	if k < 1000 || k > 100e6 {
+		return 0, fmt.Errorf("%q is out of range (1 MHz..100 GHz)", s)
+	}
+	if math.Abs(f*mult-k) > 1e-3 {
+		return 0, fmt.Errorf("%q is finer than 1 kHz, the unit of cpufreq", s)
+	}
+	return int64(k), nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func ptr64(p *int) *int64 {
+	if p == nil {
+		return nil
+	}
+	v := int64(*p)
+	return &v
+}
+
 // stressArgs checks stress-ng arguments. rig adds --taskset and stops the
 // child itself, so those belong to the scenario, not to the arguments.
 func (c *checker) stressArgs(path, v, cpusField string) ([]string, bool) {
@@ -1235,6 +1366,10 @@ func merge(d, a Knobs) Knobs {
 	if a.SMTSibling != nil {
 		e.SMTSibling = a.SMTSibling
 	}
+	e.Power = mergePower(d.Power, a.Power)
+	if a.Tuned != nil {
+		e.Tuned = a.Tuned
+	}
 	e.Requires = slices.Clone(d.Requires)
 	for _, r := range a.Requires {
 		if !slices.Contains(e.Requires, r) {
@@ -1242,6 +1377,40 @@ func merge(d, a Knobs) Knobs {
 		}
 	}
 	return e
+}
+
+// mergePower merges the arm's power knobs over the defaults' field by
+// field.
+func mergePower(d, a *Power) *Power {
+	switch {
+	case a == nil:
+		return d
+	case d == nil:
+		return a
+	}
+	e := *d
+	if a.CPUs != nil {
+		e.CPUs = a.CPUs
+	}
+	if a.Governor != nil {
+		e.Governor = a.Governor
+	}
+	if a.Turbo != nil {
+		e.Turbo = a.Turbo
+	}
+	if a.MinPerfPct != nil {
+		e.MinPerfPct = a.MinPerfPct
+	}
+	if a.MaxPerfPct != nil {
+		e.MaxPerfPct = a.MaxPerfPct
+	}
+	if a.MinFreqKHz != nil {
+		e.MinFreqKHz = a.MinFreqKHz
+	}
+	if a.MaxFreqKHz != nil {
+		e.MaxFreqKHz = a.MaxFreqKHz
+	}
+	return &e
 }
 
 // effective checks what only makes sense once defaults are merged. The
@@ -1252,6 +1421,19 @@ func (c *checker) effective(p string, e Knobs) {
 	}
 	if e.CState != nil && (e.CState.Disable != nil || e.CState.Poll) && e.Responder.CPU == nil {
 		c.key(p+".cstate", "cstate disable/poll acts on the responder CPU, and responder.cpu is not set", "set responder.cpu in the arm or in defaults, or use max-latency-us (all CPUs)")
+	}
+	if pw := e.Power; pw != nil {
+		if pw.CPUs == nil && e.Responder.CPU == nil && (pw.Governor != nil || pw.MinFreqKHz != nil || pw.MaxFreqKHz != nil) {
+			c.key(p+".power", "power governor/min-freq/max-freq act on the responder CPU's cpufreq policy, and responder.cpu is not set", "set responder.cpu, or power.cpus, in the arm or in defaults")
+		}
+		for _, x := range []struct {
+			lo, hi     *int64
+			what, unit string
+		}{{ptr64(pw.MinPerfPct), ptr64(pw.MaxPerfPct), "perf-pct", "%"}, {pw.MinFreqKHz, pw.MaxFreqKHz, "freq", " kHz"}} {
+			if x.lo != nil && x.hi != nil && *x.lo > *x.hi {
+				c.key(p+".power", fmt.Sprintf("power min-%s (%d%s) is above max-%s (%d%s)", x.what, *x.lo, x.unit, x.what, *x.hi, x.unit), fmt.Sprintf("make min-%s at most max-%s (equal holds the CPU at one value)", x.what, x.what))
+			}
+		}
 	}
 	for _, q := range e.Requires {
 		if (q == RequireIsolated || q == RequireNohzFull || q == RequireSMT) && e.Responder.CPU == nil {

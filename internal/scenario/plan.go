@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/power"
 )
 
 // Plan is the arms × rounds schedule of a scenario.
@@ -247,6 +249,15 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 	if e.NIC.Channels != nil {
 		out = append(out, fmt.Sprintf("channels: ethtool -L %s combined %d%s", iface, *e.NIC.Channels, from(k.NIC.Channels != nil)))
 	}
+	if ps, prof := e.PowerSettings(), e.TunedProfile(); !ps.IsZero() || prof != "" {
+		var tu power.Tuned
+		if local != nil && local.IsReal() {
+			tu = power.HostTuned(*local) // read-only: tuned-adm active
+		}
+		for _, l := range power.Describe(context.Background(), ps, prof, local, tu) {
+			out = append(out, l+from(k.Power != nil || k.Tuned != nil))
+		}
+	}
 	if cs := e.CState; cs != nil {
 		out = append(out, cstateLines(cs, r.CPU, local, from(k.CState != nil))...)
 	}
@@ -266,7 +277,7 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		}
 		out = append(out, fmt.Sprintf("smt-sibling load: stress-ng %s on %s%s", strings.Join(sm.StressNG, " "), sib, from(k.SMTSibling != nil)))
 	}
-	if r.CPU != nil && local != nil {
+	if r.CPU != nil && local != nil && (e.Power == nil || e.Power.Governor == nil) {
 		if f, err := hostinfo.ReadFreq(*local, *r.CPU); err == nil {
 			out = append(out, fmt.Sprintf("(unchanged) cpufreq governor of CPU %d: %s", *r.CPU, f.Governor))
 		}

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/rig-project/rig/internal/power"
 )
 
 // Defaults of the optional fields (README.md documents them).
@@ -193,6 +195,8 @@ type Knobs struct {
 	CState     *CState
 	Load       *StressLoad
 	SMTSibling *SMTSibling
+	Power      *Power
+	Tuned      *string // a tuned profile (tuned-adm profile), applied first
 	Requires   []Requirement
 }
 
@@ -268,6 +272,48 @@ type StressLoad struct {
 // SMTSibling runs stress-ng on the SMT sibling of the responder CPU.
 type SMTSibling struct {
 	StressNG []string
+}
+
+// Power sets the CPU frequency of the responder host (cpufreq, turbo,
+// intel_pstate limits); a nil field leaves the host's value.
+type Power struct {
+	// CPUs whose cpufreq policy Governor, MinFreqKHz and MaxFreqKHz
+	// change; nil: the responder CPU. Turbo and the perf limits are
+	// global.
+	CPUs       []int
+	Governor   *string
+	Turbo      *bool
+	MinPerfPct *int // intel_pstate min_perf_pct
+	MaxPerfPct *int // intel_pstate max_perf_pct
+	MinFreqKHz *int64
+	MaxFreqKHz *int64
+}
+
+// Settings are the power knobs for the host, with the CPUs resolved
+// (the responder CPU when Power.CPUs is nil).
+func (p *Power) Settings(responderCPU *int) power.Settings {
+	if p == nil {
+		return power.Settings{}
+	}
+	s := power.Settings{CPUs: p.CPUs, Turbo: p.Turbo, MinPerfPct: p.MinPerfPct, MaxPerfPct: p.MaxPerfPct, MinFreqKHz: p.MinFreqKHz, MaxFreqKHz: p.MaxFreqKHz}
+	if p.Governor != nil {
+		s.Governor = *p.Governor
+	}
+	if s.CPUs == nil && responderCPU != nil {
+		s.CPUs = []int{*responderCPU}
+	}
+	return s
+}
+
+// PowerSettings are the arm's power knobs for the host.
+func (k Knobs) PowerSettings() power.Settings { return k.Power.Settings(k.Responder.CPU) }
+
+// TunedProfile is the arm's tuned profile, "" for none.
+func (k Knobs) TunedProfile() string {
+	if k.Tuned == nil {
+		return ""
+	}
+	return *k.Tuned
 }
 
 // Requirement is a host state an arm needs; without it the arm is skipped.

@@ -240,7 +240,7 @@ func freqTable(r *Report) table {
 		Caption: "The responder CPU's average frequency over each round, from its telemetry: APERF/MPERF (msr driver, read before the first request and after the last) × the nominal frequency = the average while the CPU was not idle, " +
 			"with busy = the share of the round it was not idle; else the mean of cpufreq's scaling_cur_freq at every telemetry sample; else not measurable (a VM without msr and cpufreq). " +
 			fmt.Sprintf("Cell: median of the rounds' averages [min–max], MHz. A comparison whose arms' frequencies differ by more than %.0f %% says so next to its verdict. ", FreqDiffPct) +
-			"Ran under: the first round's power state (governor, EPP, limits, turbo, intel_pstate perf limits, idle states disabled, tuned profile).",
+			"Ran under: the first round's power state (governor, EPP, limits, turbo, intel_pstate perf limits, idle states disabled, tuned profile)." + requestsCaption(r),
 		Head: []string{"arm", "source", "rounds measured", "MHz", "busy", "ran under", "note"}}
 	any := false
 	for _, a := range r.Arms {

@@ -14,7 +14,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 )
 
-const checkUsage = `[--cpu N | --rank-cpus[=LIST]] [--iface IF] [--json] [--window D] [--host-root DIR]
+const checkUsage = `[--cpu N | --rank-cpus[=LIST]] [--iface IF] [--multicast] [--json] [--window D] [--host-root DIR]
 
 Preflight checks of the responder CPU and NIC. Each check prints ok, warn,
 FAIL or skip, the observed value and the exact fix. --rank-cpus first
@@ -38,6 +38,7 @@ func runCheck(ctx context.Context, args []string) error {
 	fs := newFlagSet("check", checkUsage)
 	cpu := fs.Int("cpu", -1, "responder CPU (default: first isolated CPU, else the last online CPU)")
 	iface := fs.String("iface", "", "interface for the NIC checks (timestamping, PHC, ptp4l)")
+	multicast := fs.Bool("multicast", false, "the requests will be multicast on --iface: check what the network needs for it (on EC2: IGMPv2 for a Transit Gateway multicast domain)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	window := fs.Duration("window", 250*time.Millisecond, "how long to measure CPU use of the responder CPU and its SMT sibling (with --rank-cpus: how long to watch the candidates, default 1s)")
 	var rank rankFlag
@@ -58,7 +59,7 @@ func runCheck(ctx context.Context, args []string) error {
 	if *window <= 0 {
 		return usagef("--window %v: want a positive duration such as 250ms", *window)
 	}
-	o := check.Options{CPU: *cpu, Iface: *iface, BusyWindow: *window}
+	o := check.Options{CPU: *cpu, Iface: *iface, Multicast: *multicast, BusyWindow: *window}
 	if rank.set {
 		if *cpu >= 0 {
 			return usagef("--cpu %d and --rank-cpus: choose the CPU or let the ranking choose it, not both", *cpu)

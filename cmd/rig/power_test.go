@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -44,7 +45,7 @@ func TestDryRunRefusesPowerWithoutCpufreq(t *testing.T) {
 	check := func(root hostfs.FS) {
 		t.Helper()
 		var out bytes.Buffer
-		err := dryRun(&out, f, root)
+		err := dryRun(context.Background(), &out, f, root)
 		var ue usageError
 		if !errors.As(err, &ue) {
 			t.Fatalf("want a usage error (exit 2), got %v", err)

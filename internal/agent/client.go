@@ -115,6 +115,10 @@ func Dial(ctx context.Context, name string, argv, env []string, log io.Writer) (
 		err = fmt.Errorf("agent speaks %s version %d, this rig speaks %s version %d: install the same rig on both hosts",
 			c.Hello.Proto, c.Hello.Version, Proto, Version)
 	}
+	if err == nil && c.Hello.Error != "" {
+		c.kill()
+		return nil, fmt.Errorf("host %s: %s", name, c.Hello.Error)
+	}
 	if err != nil {
 		c.kill()
 		return nil, fmt.Errorf("host %s: agent (%s): %w%s", name, strings.Join(argv, " "), err, c.stderr.final())
@@ -243,9 +247,9 @@ func (c *Client) Env(ctx context.Context, ifaces []string) (json.RawMessage, err
 }
 
 // Check runs the preflight checks on the host for a responder CPU.
-func (c *Client) Check(ctx context.Context, cpu int, iface string) (*check.Report, error) {
+func (c *Client) Check(ctx context.Context, a CheckArgs) (*check.Report, error) {
 	var r check.Report
-	return &r, c.call(ctx, OpCheck, CheckArgs{CPU: cpu, Iface: iface}, &r)
+	return &r, c.call(ctx, OpCheck, a, &r)
 }
 
 // RankCPUs ranks the candidate CPUs (nil: every CPU the agent may run on)
@@ -407,8 +411,20 @@ func (t *tailBuffer) text() string {
 // DialRig starts `rig agent --stdio --lane NAME` through prefix (nil: on
 // this host); the lane keeps the journals of agents on one machine apart.
 // env adds NAME=value entries to the agent's environment where the prefix
-// passes it on (local and ip netns exec do; ssh does not).
+// passes it on (local and ip netns exec do; ssh does not). The agent takes
+// the host lock alone while an arm is applied; see DialRun for a run's.
 func DialRig(ctx context.Context, name string, prefix []string, rig string, env []string, log io.Writer) (*Client, error) {
+	return DialRun(ctx, name, prefix, rig, "", env, log)
+}
+
+// DialRun is DialRig for an agent of run runID: from its start to its exit
+// the agent shares the run's host lock on the machine it runs on (see
+// journal.LockHost), and fails at once, naming the holder, when another
+// rig process holds it.
+func DialRun(ctx context.Context, name string, prefix []string, rig, runID string, env []string, log io.Writer) (*Client, error) {
 	argv := append(append(append([]string{}, prefix...), rig), "agent", "--stdio", "--lane", name)
+	if runID != "" {
+		argv = append(argv, "--run", runID)
+	}
 	return Dial(ctx, name, argv, env, log)
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 
@@ -57,6 +58,12 @@ func LocalFacts(fs hostfs.FS) (*Facts, error) {
 		// the listing) are left out: validation then says so.
 		if st, err := l.Timestamping(i); err == nil {
 			f.Timestamping[i] = st
+		}
+		if as, err := l.Addresses(i); err == nil {
+			if f.Addrs == nil {
+				f.Addrs = map[string][]netip.Addr{}
+			}
+			f.Addrs[i] = append([]netip.Addr{}, as...)
 		}
 	}
 	if f.StressNG, err = l.HasStressNG(); err != nil {
@@ -118,6 +125,15 @@ func (r remoteFacts) MgmtInterfaces() ([]string, error) {
 		return nil, fmt.Errorf("default routes: the agent does not report them: %w", os.ErrNotExist)
 	}
 	return r.f.MgmtIfaces, nil
+}
+func (r remoteFacts) Addresses(iface string) ([]netip.Addr, error) {
+	switch {
+	case !slices.Contains(r.f.Ifaces, iface):
+		return nil, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	case r.f.Addrs == nil:
+		return nil, fmt.Errorf("addresses: the agent does not report them (an older rig there): %w", os.ErrNotExist)
+	}
+	return r.f.Addrs[iface], nil
 }
 func (r remoteFacts) Power() (power.Facts, error) {
 	if r.f.Power == nil {

@@ -149,6 +149,8 @@ type Options struct {
 	Rank *cpurank.Options
 	// Iface enables the NIC checks.
 	Iface string
+	// Multicast says the requests are multicast on Iface (the IGMP check).
+	Multicast bool
 	// NIC reads the NIC's timestamping (its TS device) and driver facts
 	// (ENA); nil means the host's, through FS.
 	NIC *nicctl.Env
@@ -247,6 +249,7 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 	x.clocksource()
 	x.thp()
 	x.nic()
+	x.igmp()
 	x.cgroup()
 	for _, res := range x.r.Results {
 		x.r.Worst = max(x.r.Worst, res.Severity)

@@ -64,6 +64,10 @@ type Snapshot struct {
 	NIC    map[string]any `json:"nic,omitempty"`
 	Absent []string       `json:"absent,omitempty"`
 	Errors []string       `json:"errors,omitempty"`
+
+	// DMI is what the firmware calls the machine: on EC2 "Amazon EC2"
+	// and the instance type (product_name).
+	DMI hostinfo.DMI `json:"dmi"`
 }
 
 // RigBuild identifies the binary that took the snapshot.
@@ -172,6 +176,8 @@ func Take(ctx context.Context, fs hostfs.FS, opts Options) *Snapshot {
 	c.fail("kernel version", err)
 	s.Cmdline, err = hostinfo.ReadCmdline(fs)
 	c.fail("cmdline", err)
+	s.DMI, err = hostinfo.ReadDMI(fs)
+	c.fail("dmi", err)
 	c.cpu()
 	c.power()
 	c.tuned(ctx, opts.Tuned)

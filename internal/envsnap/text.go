@@ -21,6 +21,9 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 		return cpulist.Format(l)
 	}
 	p("host", "%s", s.Hostname)
+	if d := s.DMI; d.SysVendor != "" || d.ProductName != "" {
+		p("machine", "%s %s", d.SysVendor, d.ProductName)
+	}
 	p("kernel", "%s", s.Kernel)
 	p("rig", "%s (commit %s)", s.Rig.Version, s.Rig.Commit)
 	if s.Cmdline != nil {

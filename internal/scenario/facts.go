@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -39,6 +40,9 @@ type HostFacts interface {
 	// MgmtInterfaces lists the interfaces that carry a default route (the
 	// management interfaces rig does not change unless told to).
 	MgmtInterfaces() ([]string, error)
+	// Addresses lists iface's IPv4 addresses, sorted (where unicast
+	// requests can go).
+	Addresses(iface string) ([]netip.Addr, error)
 	// Power is the host's frequency control: cpufreq policies, turbo,
 	// tuned (power.ReadFacts).
 	Power() (power.Facts, error)
@@ -111,6 +115,16 @@ func (l LocalFacts) IdleStates(cpu int) ([]string, error) {
 // MgmtInterfaces reads the default routes (of FS's network namespace).
 func (l LocalFacts) MgmtInterfaces() ([]string, error) { return nicctl.MgmtInterfaces(l.FS) }
 
+// Addresses asks the kernel (RTM_GETADDR, this network namespace). A fake
+// FS has no kernel behind it, so it gives an error wrapping
+// errors.ErrUnsupported.
+func (l LocalFacts) Addresses(iface string) ([]netip.Addr, error) {
+	if !l.FS.IsReal() {
+		return nil, fmt.Errorf("addresses of %s: cannot ask a fake host root: %w", iface, errors.ErrUnsupported)
+	}
+	return nicctl.IPv4Addrs(iface)
+}
+
 // Power reads the cpufreq policies and turbo control below FS, and asks
 // tuned-adm (power.HostTuned: none for a fake root unless $RIG_TUNED_ADM
 // names one).
@@ -133,6 +147,8 @@ type StaticFacts struct {
 	NICs map[string]tstamp.NICState
 	Idle []string // state names, the same on every CPU
 	Mgmt []string // interfaces that carry a default route
+	// Addrs are the IPv4 addresses per interface (none when missing).
+	Addrs map[string][]netip.Addr
 	// PowerFacts is the frequency control; nil: none (a VM without
 	// cpufreq, turbo or tuned).
 	PowerFacts *power.Facts
@@ -157,12 +173,19 @@ func (f *StaticFacts) Timestamping(iface string) (tstamp.NICState, error) {
 	}
 	if st, ok := f.NICs[iface]; ok {
 		st.Ifname, st.Caps.Ifname = iface, iface
+		st.Mgmt = st.Mgmt || slices.Contains(f.Mgmt, iface) // as nicctl.InspectTimestamping fills it
 		return st, nil
 	}
 	return tstamp.NICState{Ifname: iface, Caps: tstamp.Caps{Ifname: iface, SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware, PHCIndex: -1},
 		ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}, nil
 }
 func (f *StaticFacts) MgmtInterfaces() ([]string, error) { return f.Mgmt, nil }
+func (f *StaticFacts) Addresses(iface string) ([]netip.Addr, error) {
+	if !slices.Contains(f.Ifaces, iface) {
+		return nil, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	}
+	return f.Addrs[iface], nil
+}
 func (f *StaticFacts) Power() (power.Facts, error) {
 	if f.PowerFacts == nil {
 		return power.Facts{}, nil
@@ -197,6 +220,7 @@ func Validate(s *Scenario, facts map[string]HostFacts) error {
 	for i := range s.Arms {
 		s.Arms[i].Skip, s.Arms[i].Notes = "", nil
 	}
+	s.RequestAddr = netip.Addr{}
 	if err := v.run(facts); err != nil {
 		return err
 	}
@@ -340,6 +364,9 @@ func (v *validator) run(facts map[string]HostFacts) error {
 		}
 	}
 	if err := v.mgmt(rsp, hf); err != nil {
+		return err
+	}
+	if err := v.unicast(rsp, hf); err != nil {
 		return err
 	}
 	runnable := 0

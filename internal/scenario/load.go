@@ -47,10 +47,14 @@ type rawHost struct {
 	Iface       *string  `yaml:"iface"`
 	TakeOverPTP *bool    `yaml:"take-over-ptp"`
 	AllowMgmt   *bool    `yaml:"allow-mgmt"`
+	Address     *string  `yaml:"address"`
+	Mirror      *string  `yaml:"mirror"`
 }
 
 type rawTraffic struct {
+	Request      *string `yaml:"request"`
 	Group        *string `yaml:"group"`
+	Port         *int    `yaml:"port"`
 	Reply        *string `yaml:"reply"`
 	Interval     any     `yaml:"interval"`
 	Count        *int    `yaml:"count"`
@@ -75,6 +79,7 @@ type rawKnobs struct {
 // cannot set an unexported embedded struct).
 type rawArm struct {
 	Name       *string       `yaml:"name"`
+	Request    *string       `yaml:"request"`
 	Responder  *rawResponder `yaml:"responder"`
 	IRQ        *rawIRQ       `yaml:"irq"`
 	NIC        *rawNIC       `yaml:"nic"`
@@ -591,6 +596,7 @@ func (c *checker) scenario(r *rawScenario) *Scenario {
 			seen[a.Name] = p
 		}
 		a.Knobs = c.knobs(p, ra.knobs())
+		a.Request = c.armRequest(p, ra.Request, s.Traffic.Request)
 		a.Effective = merge(s.Defaults, a.Knobs)
 		c.effective(p, a.Effective)
 		s.Arms = append(s.Arms, a)
@@ -612,6 +618,7 @@ func (c *checker) scenario(r *rawScenario) *Scenario {
 	} else if len(s.Arms) > 0 {
 		s.Baseline = s.Arms[0].Name
 	}
+	c.requests(r, s)
 	c.crossChecks(s)
 	return s
 }
@@ -719,6 +726,7 @@ func (c *checker) hosts(r *rawScenario, emulate bool) []Host {
 		if rh.AllowMgmt != nil {
 			h.AllowMgmt = *rh.AllowMgmt
 		}
+		c.hostTraffic(p, rh, &h)
 		out = append(out, h)
 	}
 	// Two entries may reach one machine (one per NIC port): the capture's
@@ -792,13 +800,15 @@ func (c *checker) traffic(r *rawTraffic) Traffic {
 		c.add(c.x.errAt(pos{1, 1}, "the scenario has no traffic:", "add traffic: with at least group: \"239.1.1.1:5000\""))
 		return t
 	}
-	if r.Group == nil {
-		c.key("traffic", "traffic has no group:", "add group: \"239.1.1.1:5000\" (IPv4 multicast address:port)")
-	} else if ap, err := parseGroup(*r.Group); err != nil {
-		c.val("traffic.group", "group: "+err.Error(), "write an IPv4 multicast address and port, e.g. \"239.1.1.1:5000\"")
-	} else {
-		t.Group = ap
+	// A missing group: is checked with the arms' request modes (requests).
+	if r.Group != nil {
+		if ap, err := parseGroup(*r.Group); err != nil {
+			c.val("traffic.group", "group: "+err.Error(), "write an IPv4 multicast address and port, e.g. \"239.1.1.1:5000\"")
+		} else {
+			t.Group = ap
+		}
 	}
+	t.Request = c.trafficRequest(r)
 	if r.Reply != nil && *r.Reply != "unicast" {
 		if ap, err := parseGroup(*r.Reply); err != nil {
 			c.val("traffic.reply", "reply: "+err.Error(), "use unicast (the default) or a multicast group:port such as \"239.1.1.2:5001\"")

@@ -100,8 +100,9 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 	if !t.UnicastReply() {
 		reply = t.Reply.String()
 	}
-	ew.printf("traffic: requests to %s, reply %s, every %v, %d per round (first %d are warm-up), %d B payload, reply timeout %v\n",
-		t.Group, reply, t.Interval, t.Count, t.Warmup, t.Size, t.ReplyTimeout)
+	requests, perArm := s.requestsSummary()
+	ew.printf("traffic: requests %s, reply %s, every %v, %d per round (first %d are warm-up), %d B payload, reply timeout %v\n",
+		requests, reply, t.Interval, t.Count, t.Warmup, t.Size, t.ReplyTimeout)
 	ew.printf("timestamps: %s; rounds: %d; order: %s; baseline: %s; rig check first: %v\n", s.Timestamps, s.Rounds, s.Order, s.Baseline, s.RequireCheck)
 	ew.printf("sending time: %d arms × %d rounds × %v = %v (plus setup)\n", len(p.Arms), len(p.Rounds), t.RoundDuration(), p.Duration(t))
 	ew.printf("\nhosts:")
@@ -122,6 +123,11 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 	}
 	for _, u := range o.Unchecked {
 		ew.printf("  note: facts of host %s were not checked (it is remote; the runner checks it before changing anything)\n", u)
+	}
+	for _, h := range s.Hosts {
+		if h.Mirror == MirrorVXLAN {
+			ew.printf("  note: host %s captures VXLAN-encapsulated mirror copies (UDP 4789): its clock stamps the mirror session's copies as they reach %s, not the wire at the responder\n", h.Name, h.Iface)
+		}
 	}
 	ew.printf("\nNIC timestamping (once for the run, before the first arm):\n")
 	switch {
@@ -158,6 +164,9 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 			tag = " (baseline)"
 		}
 		ew.printf("  %s%s\n", a.Name, tag)
+		if perArm {
+			ew.printf("    requests: %s\n", s.RequestsText(a, s.RequestAddr))
+		}
 		lines := describe(a, iface, o.Local)
 		if len(lines) == 0 {
 			ew.printf("    no changes: the host as it is\n")

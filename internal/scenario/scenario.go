@@ -54,6 +54,11 @@ type Scenario struct {
 	RequireCheck bool   // run `rig check` on every host before the first round
 	Defaults     Knobs  // as written under `defaults`
 	Arms         []Arm
+	// RequestAddr is where unicast requests go: the responder host's
+	// address on its iface, resolved by Validate from that host's facts
+	// (invalid when no arm sends unicast, when emulated, or when the facts
+	// could not say; the runner resolves it again from its agent).
+	RequestAddr netip.Addr
 
 	pos *posIndex
 }
@@ -71,6 +76,13 @@ type Host struct {
 	// AllowMgmt lets the arms change Iface (IRQs, NIC settings) although it
 	// carries the host's default route; without it validation refuses.
 	AllowMgmt bool
+	// Address is the responder's address on Iface that unicast requests
+	// go to (host option address), for an Iface with several; invalid:
+	// its only one.
+	Address netip.Addr
+	// Mirror is how the capture host's port receives the copies: ""
+	// (a SPAN/tap port: the frames as on the wire) or MirrorVXLAN.
+	Mirror string
 }
 
 // Has reports whether h plays role r.
@@ -107,7 +119,11 @@ func (s *Scenario) HostWith(r Role) *Host {
 
 // Traffic is the request stream of every round.
 type Traffic struct {
-	Group        netip.AddrPort // IPv4 multicast group and port of the requests
+	// Request is the arms' default request mode (traffic.request; an arm
+	// may say otherwise, Arm.Request).
+	Request      RequestMode
+	Group        netip.AddrPort // IPv4 multicast group and port of multicast requests
+	Port         uint16         // UDP port of unicast requests (traffic.port, else the group's)
 	Reply        netip.AddrPort // multicast reply group; invalid (zero) = unicast reply
 	Interval     time.Duration
 	Count        int // requests per round, warm-up included
@@ -155,7 +171,10 @@ func (o Order) String() string {
 
 // Arm is a named set of knobs.
 type Arm struct {
-	Name      string
+	Name string
+	// Request is how the arm's requests travel: the arm's request:, else
+	// traffic.request.
+	Request   RequestMode
 	Knobs     Knobs // as written in the arm
 	Effective Knobs // defaults merged with Knobs
 	// Skip is why the arm cannot run on the hosts ("" = it runs). Validate

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,12 +31,14 @@ func smallHost() *StaticFacts {
 }
 
 // bigHost is seed 002's responder: 26 CPUs, isolcpus=1-3, SMT pairs
-// (n, n+13), hardware timestamps, intel_idle states, stress-ng.
+// (n, n+13), hardware timestamps, intel_idle states, stress-ng, and a
+// second interface ens6 with one address (the cloud scenarios' ENI).
 func bigHost() *StaticFacts {
 	f := &StaticFacts{
 		Isolated: []int{1, 2, 3},
 		NohzFull: []int{1, 2, 3},
-		Ifaces:   []string{"lo", "eth0", "eth1", "eth2", "ens1f0", "exanic0", "exanic1"},
+		Ifaces:   []string{"lo", "eth0", "eth1", "eth2", "ens1f0", "exanic0", "exanic1", "ens6"},
+		Addrs:    map[string][]netip.Addr{"ens6": {netip.MustParseAddr("10.0.1.20")}},
 		StressNG: true,
 		NICs:     map[string]tstamp.NICState{"eth1": hwNIC(), "eth2": hwNIC(), "ens1f0": hwNIC(), "exanic0": hwNIC(), "exanic1": hwNIC()},
 		Idle:     []string{"POLL", "C1", "C1E", "C6"},
@@ -183,7 +186,7 @@ func TestShippedSpecifics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := demo.Plan().Duration(demo.Traffic); d >= 2*time.Minute || demo.Timestamps != TimestampsSoftware || len(demo.Arms) != 2 || demo.Rounds != 2 {
+	if d := demo.Plan().Duration(demo.Traffic); d >= 2*time.Minute || demo.Timestamps != TimestampsSoftware || len(demo.Arms) != 3 || demo.Rounds != 2 || demo.Arms[2].Request != RequestUnicast {
 		t.Errorf("demo: %v sending, %s stamps, %d arms, %d rounds", d, demo.Timestamps, len(demo.Arms), demo.Rounds)
 	}
 

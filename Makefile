@@ -56,11 +56,12 @@ test: deps lint
 # namespaces): test-arm64 runs them for linux/arm64 under qemu-user.
 # ARM64_SKIP names the tests among them that need the host's kernel
 # (ethtool ioctls, which qemu-user does not translate, veth labs, a rig
-# binary built for the host).
+# binary built for the host) or a thread's own CPU accounting (TestMeter:
+# getrusage of a thread qemu-user emulates counts qemu's switches).
 ARM64_PKGS ?= ./analysis/... ./bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
 	./internal/envsnap ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
 	./internal/samples ./internal/scenario ./internal/telemetry ./internal/wire ./nicctl
-ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestLocalFacts)$$
+ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestLocalFacts|TestMeter)$$
 
 # test-arm64: go vet for linux/arm64, every package's tests compiled for
 # it, ARM64_PKGS run under qemu-aarch64 (installed when missing; its

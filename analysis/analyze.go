@@ -41,9 +41,12 @@ type Report struct {
 	Baseline      string `json:"baseline"`
 	Headline      string `json:"headline"`
 	// Interrupted is the manifest's reason when the run did not finish.
-	Interrupted string       `json:"interrupted,omitempty"`
-	Rules       Rules        `json:"rules"`
-	Arms        []*ArmReport `json:"arms"`
+	Interrupted string `json:"interrupted,omitempty"`
+	// Summary is what report.html opens with: the hosts and arms compared,
+	// one verdict per arm, the clock fallbacks.
+	Summary RunSummary   `json:"summary"`
+	Rules   Rules        `json:"rules"`
+	Arms    []*ArmReport `json:"arms"`
 	// Comparisons of every arm against the baseline, per metric and
 	// statistic.
 	Comparisons []Comparison `json:"comparisons"`
@@ -60,6 +63,7 @@ type Report struct {
 	startMs, endMs int64                              // run start and end (ms since epoch) for hist.hlog; 0 = unknown
 	hists          map[string]*hdrhistogram.Histogram // arm/metric → pooled after warm-up
 	scatter        map[string][]ScatterRound          // arm → headline points per round
+	notComputed    map[string]string                  // arm/metric → why it was not computed
 }
 
 // Rules are the statistics rules, printed with every table.
@@ -106,9 +110,15 @@ type ArmReport struct {
 	// Threads are the measuring threads' CPU use per round, from the
 	// sample files' footers (rounds without them are left out).
 	Threads []RoundThreads `json:"threads,omitempty"`
+	// Requests is where the requests went, from the sample headers:
+	// "multicast 239.1.1.1:9000" or "unicast to 10.0.0.2:9000".
+	Requests string `json:"requests,omitempty"`
 	// Accounting is what happened to every round of the arm on disk,
 	// including the rounds left out of the statistics.
 	Accounting []RoundAccount `json:"accounting"`
+	// Freq is the responder CPU's measured frequency over the analysed
+	// rounds, from their telemetry (nil when none carries it).
+	Freq *ArmFreq `json:"freq,omitempty"`
 }
 
 // RoundAccount is what happened to one round, whatever its statistics:
@@ -152,6 +162,8 @@ type MetricReport struct {
 	// HistDropped counts values the HDR histogram (plots, hist.hlog) could
 	// not hold (negative or above 100 s); the tables are exact regardless.
 	HistDropped int64 `json:"hist_dropped,omitempty"`
+
+	fallback string // Source.Fallback: the summary's clock fallbacks
 }
 
 // roundThreads picks the measuring threads' usage out of a joined round.
@@ -240,12 +252,15 @@ func (s *Summary) Stat(name string) *Spread {
 
 // ScatterRound is the headline metric of one round over time, thinned for
 // plotting: every sample above the round's p99 and every Stride-th of the
-// rest.
+// rest; WarmSeq and WarmNS are the warm-up samples (seq < W, in no
+// statistic), all of them.
 type ScatterRound struct {
-	Round  int
-	Stride int
-	Seq    []uint64
-	NS     []int64
+	Round   int
+	Stride  int
+	Seq     []uint64
+	NS      []int64
+	WarmSeq []uint64
+	WarmNS  []int64
 }
 
 // TelemetryFunc summarizes what else ran on the responder CPU during the
@@ -294,12 +309,29 @@ type WorstSample struct {
 }
 
 // TelemetryBlock is a paragraph (Text) or a table (Head, Rows; Text is
-// then its caption) of a telemetry section.
+// then its caption) of a telemetry section. Samples is set on the table
+// of the arm's worst samples: its rows in typed form, which the
+// over-time plots mark.
 type TelemetryBlock struct {
-	Text string     `json:"text,omitempty"`
-	Head []string   `json:"head,omitempty"`
-	Rows [][]string `json:"rows,omitempty"`
+	Text    string         `json:"text,omitempty"`
+	Head    []string       `json:"head,omitempty"`
+	Rows    [][]string     `json:"rows,omitempty"`
+	Samples []PlacedSample `json:"samples,omitempty"`
 }
+
+// PlacedSample is one of an arm's worst samples lined up with telemetry:
+// Placed when it fell in a telemetry interval, Unusual the sources that
+// moved more than twice their usual in that interval. The telemetry
+// explains a sample when both are set.
+type PlacedSample struct {
+	WorstSample
+	Placed  bool     `json:"placed"`
+	Unusual []string `json:"unusual"`
+}
+
+// Explained says whether the telemetry saw something unusual when the
+// sample was taken.
+func (p *PlacedSample) Explained() bool { return p.Placed && len(p.Unusual) > 0 }
 
 // TelemetrySection is one arm's telemetry summary.
 type TelemetrySection struct {
@@ -348,8 +380,9 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 		Interrupted: strings.Join(strings.Fields(in.Interrupted), " "), // one line: it heads the tables
 		Arms:        []*ArmReport{}, Comparisons: []Comparison{},
 		Problems: append([]string{}, in.Problems...), Notes: []string{},
-		hists: map[string]*hdrhistogram.Histogram{}, scatter: map[string][]ScatterRound{},
+		hists: map[string]*hdrhistogram.Histogram{}, scatter: map[string][]ScatterRound{}, notComputed: map[string]string{},
 	}
+	facts := map[string]*armFacts{}
 	if rep.Interrupted != "" {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("the run was interrupted (%s): the rounds it cut short are left out, the rounds it never ran are absent", rep.Interrupted))
 	}
@@ -370,6 +403,8 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 			continue
 		}
 		accs := map[string]map[string]*acc{} // metric → label → acc
+		af := &armFacts{}
+		facts[a.Name] = af
 		ta := &TelemetryArm{Arm: a.Name, Metric: Headline}
 		telArms = append(telArms, ta)
 		for _, rd := range a.Rounds {
@@ -383,6 +418,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 			for _, p := range j.Problems {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %s (complete records used)", a.Name, rd.K, p))
 			}
+			af.add(j)
 			// Only the sender knows the warm-up: another role's header
 			// says 0 (a round without sender.samples is incomplete anyway).
 			fromSender := j.Header.Role == samples.RoleSender
@@ -400,6 +436,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 				continue
 			}
 			ar.Rounds = append(ar.Rounds, rd.K)
+			ar.addRequests(j.Header.Requests())
 			if rt, ok := roundThreads(j, rd.K); ok {
 				ar.Threads = append(ar.Threads, rt)
 			}
@@ -416,6 +453,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 		if len(a.Rounds) == 0 {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q: no rounds", a.Name))
 		}
+		ar.Freq = armFreq(ta.Rounds)
 		chosen := map[string]*acc{}
 		for _, m := range MetricNames {
 			var best *acc
@@ -436,7 +474,9 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 			}
 			if best == nil {
 				if len(ar.Rounds) > 0 {
-					rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q: %s not computed: %s", a.Name, m, whyMissing(m, accs, chosen)))
+					why := whyMissing(m, accs, chosen)
+					rep.notComputed[a.Name+"/"+m] = why
+					rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q: %s not computed: %s", a.Name, m, why))
 				}
 				continue
 			}
@@ -448,7 +488,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 				}
 			}
 			ar.Metrics[m] = &MetricReport{
-				Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock, Note: best.src.Note,
+				Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock, Note: best.src.Note, fallback: best.src.Fallback,
 				Rounds: best.rounds, Summary: summarize(best.rounds), HistDropped: best.dropped,
 			}
 			rep.hists[a.Name+"/"+m] = best.hist
@@ -481,6 +521,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 	} else if rep.Baseline != "" {
 		rep.Comparisons = CompareArms(rep, rep.Baseline)
 	}
+	rep.buildSummary(in, facts)
 	return rep, nil
 }
 
@@ -759,7 +800,9 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 			sortInt64(vals, scratch[:len(vals)])
 			st := computeSorted(vals)
 			if m == Headline {
-				a.scatter = append(a.scatter, thin(recs, class, pop, &src, k, opt.ScatterPoints, &st))
+				sr := thin(recs, class, pop, &src, k, opt.ScatterPoints, &st)
+				warmup(&sr, j.Records[:len(j.Records)-len(recs)], hasSender, hasCapture, pop, &src)
+				a.scatter = append(a.scatter, sr)
 				for _, ws := range top {
 					ws.At, ws.AtNS = realtimeStamp(j, &recs[ws.AtNS]) // AtNS held the record index
 					a.worst = append(a.worst, ws)
@@ -812,6 +855,19 @@ func thin(recs []samples.Record, class []uint8, pop uint8, src *Source, k, maxPo
 		n++
 	}
 	return sr
+}
+
+// warmup adds the warm-up samples of the metric's population to sr.
+func warmup(sr *ScatterRound, warm []samples.Record, hasSender, hasCapture bool, pop uint8, src *Source) {
+	for i := range warm {
+		if classify(&warm[i], hasSender, hasCapture)&pop == 0 {
+			continue
+		}
+		if v, ok := src.Value(&warm[i]); ok && v >= 0 {
+			sr.WarmSeq = append(sr.WarmSeq, warm[i].Seq)
+			sr.WarmNS = append(sr.WarmNS, v)
+		}
+	}
 }
 
 func tagSafe(s string) string {
@@ -899,6 +955,14 @@ func summarize(rounds []RoundStats) Summary {
 		s.CI = append(s.CI, env)
 	}
 	return s
+}
+
+// armFreq is the measured frequency of the named arm, or nil.
+func (r *Report) armFreq(name string) *ArmFreq {
+	if a := r.Arm(name); a != nil {
+		return a.Freq
+	}
+	return nil
 }
 
 // Arm returns the arm with the given name, or nil.

@@ -48,6 +48,9 @@ type Comparison struct {
 	// percentiles) with these round counts; null without a verdict rule.
 	FalsePositive *float64 `json:"false_positive_rate"`
 	Verdict       string   `json:"verdict"`
+	// Frequency says that the two sides' responder CPUs ran at
+	// frequencies more than FreqDiffPct apart ("" when not, or unknown).
+	Frequency string `json:"frequency,omitempty"`
 }
 
 // CompareArms compares every arm of r (except the baseline) against the
@@ -66,6 +69,7 @@ func CompareArms(r *Report, baseline string) []Comparison {
 			out = append(out, compareMetric(m, a.Name, baseline, a.Metrics[m], base.Metrics[m])...)
 		}
 	}
+	annotateFreq(out, r.armFreq, r.armFreq, "baseline")
 	return out
 }
 
@@ -82,6 +86,7 @@ func CompareRuns(a, b *Report) (cmp []Comparison, notes []string) {
 			cmp = append(cmp, compareMetric(m, bb.Name, bb.Name, bb.Metrics[m], aa.Metrics[m])...)
 		}
 	}
+	annotateFreq(cmp, b.armFreq, a.armFreq, "same arm in A")
 	for _, bb := range b.Arms {
 		if a.Arm(bb.Name) == nil {
 			notes = append(notes, fmt.Sprintf("arm %q is only in %s", bb.Name, b.Run))

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,6 +35,48 @@ type genSpec struct {
 	Capture bool
 	// Events inject special sequences: arm → round → seq → what.
 	Events map[string]map[int]map[uint64]string
+	// NoEnv leaves out env/<host>.json (the manifest still lists the hosts).
+	NoEnv bool
+}
+
+// genIface is the interface each role's sample headers name.
+var genIface = map[samples.Role]string{samples.RoleSender: "rig-snd0", samples.RoleResponder: "rig-rsp0", samples.RoleCapture: "rig-cap0"}
+
+// genSettings are the header settings of a role: the responder of arm i
+// runs on CPU i+2, the sender is not pinned.
+func genSettings(role samples.Role, armIdx int) map[string]any {
+	st := map[string]any{"poll": "block", "sched": "other", "hardware_stamps": "rx not requested, tx not requested"}
+	switch role {
+	case samples.RoleSender:
+		st["cpu"] = -1
+	case samples.RoleResponder:
+		st["cpu"] = armIdx + 2
+		st["poll"] = "busy"
+	case samples.RoleCapture:
+		st = map[string]any{"hardware_stamps": "rx not requested"}
+	}
+	return st
+}
+
+// writeEnv writes env/<host>.json from the real snapshot in
+// testdata/env/responder.json, with the host's interface.
+func writeEnv(t testing.TB, dir, host, iface string) {
+	t.Helper()
+	b, err := os.ReadFile("testdata/env/responder.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range m["nic"].(map[string]any) {
+		v.(map[string]any)["iface"] = iface
+		m["nic"] = map[string]any{iface: v}
+	}
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.EnvDir, host+".json"), m); err != nil {
+		t.Fatal(err)
+	}
 }
 
 const t0 = int64(1_767_225_600_000_000_000) // 2026-01-01T00:00:00Z in ns
@@ -111,6 +154,17 @@ func writeRun(t testing.TB, dir string, spec genSpec) {
 	for i, a := range spec.Arms {
 		m.Arms = append(m.Arms, rundir.Arm{Name: a, Index: i})
 	}
+	m.Hosts = map[string]rundir.Host{}
+	roles := []samples.Role{samples.RoleSender, samples.RoleResponder}
+	if spec.Capture {
+		roles = append(roles, samples.RoleCapture)
+	}
+	for _, r := range roles {
+		m.Hosts[string(r)] = rundir.Host{Roles: []string{string(r)}, Via: "ip netns exec"}
+		if !spec.NoEnv {
+			writeEnv(t, dir, string(r), genIface[r])
+		}
+	}
 	for k := 0; k < spec.Rounds; k++ {
 		var order []int
 		for i := range spec.Arms {
@@ -132,7 +186,7 @@ func writeRun(t testing.TB, dir string, spec genSpec) {
 				IntervalNS: 1_000_000, Count: spec.Count}
 			write := func(role samples.Role, recs []samples.Record, ck map[string]samples.Clock, c samples.Counters) {
 				hh := h
-				hh.Role, hh.Clocks = role, ck
+				hh.Role, hh.Clocks, hh.Iface, hh.Settings = role, ck, genIface[role], genSettings(role, ai)
 				if err := samples.WriteFile(filepath.Join(rd, samples.FileName(role)), hh, recs, samples.Footer{Counters: c}); err != nil {
 					t.Fatal(err)
 				}

@@ -13,9 +13,10 @@ var update = flag.Bool("update", false, "regenerate testdata/run (sample files) 
 
 const goldenRun = "testdata/run"
 
-// TestGolden pins tables.md, tables.csv and report.json of the committed
-// run testdata/run. Run `go test ./analysis -run TestGolden -update` after an
-// intended change and review the diff.
+// TestGolden pins tables.md, tables.csv, report.json and report.md (the
+// summary, the plots' captions) of the committed run testdata/run. Run
+// `go test ./analysis -run TestGolden -update` after an intended change and
+// review the diff.
 func TestGolden(t *testing.T) {
 	if *update {
 		if err := os.RemoveAll(goldenRun); err != nil {
@@ -30,10 +31,15 @@ func TestGolden(t *testing.T) {
 	if len(rep.Problems) != 0 {
 		t.Fatalf("problems: %v", rep.Problems)
 	}
+	plots, err := Plots(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportMD := func(w io.Writer, r *Report) error { return WriteReportMD(w, r, plots) }
 	for _, g := range []struct {
 		name string
 		gen  func(io.Writer, *Report) error
-	}{{TablesMD, WriteTablesMD}, {TablesCSV, WriteTablesCSV}, {ReportJSON, WriteJSON}} {
+	}{{TablesMD, WriteTablesMD}, {TablesCSV, WriteTablesCSV}, {ReportJSON, WriteJSON}, {ReportMD, reportMD}} {
 		var b bytes.Buffer
 		if err := g.gen(&b, rep); err != nil {
 			t.Fatal(err)

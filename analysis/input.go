@@ -28,6 +28,12 @@ type Input struct {
 	Warmup int
 	// Interrupted is the manifest's reason when the run did not finish.
 	Interrupted string
+	// Timestamps is the timestamp mode the run asked for (manifest:
+	// hardware, software or auto); "" unknown.
+	Timestamps string
+	// Hosts are the manifest's hosts with what env/<host>.json says of
+	// them, sender first; empty without a manifest.
+	Hosts []HostFacts
 	// Expect are the roles whose sample file every round must have; a
 	// round lacking one is left out of the statistics. Empty: no check
 	// (synthetic rounds).
@@ -81,6 +87,7 @@ func Load(run string) (*Input, error) {
 	} else {
 		in.RunID, in.Scenario, in.Baseline, in.Warmup = m.RunID, m.Scenario, m.Baseline, m.Warmup
 		in.StartedAt, in.EndedAt, in.Interrupted = m.StartedAt, m.EndedAt, m.Interrupted
+		in.Timestamps, in.Hosts = m.Timestamps, hostFacts(run, m.Hosts)
 		if m.Warmup < 0 {
 			in.Problems = append(in.Problems, fmt.Sprintf("%s: warmup %d is not a count; the sample headers' warm-up is used",
 				filepath.Join(run, rundir.ManifestFile), m.Warmup))

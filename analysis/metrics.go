@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/rig-project/rig/internal/samples"
@@ -50,6 +51,10 @@ type Source struct {
 	// Note is what the sample headers say about the clocks used, e.g. that
 	// hardware stamps were requested and did not arrive ("" when nothing).
 	Note string
+	// Fallback is the part of Note that software clocks carry: the
+	// programs note on a software column only that hardware stamps were
+	// requested there and did not arrive.
+	Fallback string
 }
 
 // Value returns the metric value of r and whether r carries every stamp.
@@ -120,11 +125,21 @@ func pair(j *samples.Joined, who string, a, b samples.Stamp, sameSource bool) (S
 		}
 		label = who + " " + ca.Source + "→" + cb.Source
 	}
-	note := ca.Note
-	if cb.Note != "" && cb.Note != note {
-		note = strings.TrimPrefix(note+"; "+cb.Note, "; ")
+	all := func(samples.Clock) bool { return true }
+	sw := func(c samples.Clock) bool { return c.Source == "sw" }
+	return Source{Label: label, Formula: b.String() + " − " + a.String(), A: a, B: b, Clock: clockName(ca),
+		Note: joinNotes(ca, cb, all), Fallback: joinNotes(ca, cb, sw)}, true
+}
+
+// joinNotes joins the notes of the clocks that pass keep, each once.
+func joinNotes(ca, cb samples.Clock, keep func(samples.Clock) bool) string {
+	var notes []string
+	for _, c := range []samples.Clock{ca, cb} {
+		if c.Note != "" && keep(c) && !slices.Contains(notes, c.Note) {
+			notes = append(notes, c.Note)
+		}
 	}
-	return Source{Label: label, Formula: b.String() + " − " + a.String(), A: a, B: b, Clock: clockName(ca), Note: note}, true
+	return strings.Join(notes, "; ")
 }
 
 // candidates returns the sources metric m could use in round j, best first.

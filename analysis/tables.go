@@ -82,6 +82,7 @@ func (r *Report) Only(metric string) (*Report, error) {
 	if c.Comparisons == nil {
 		c.Comparisons = []Comparison{}
 	}
+	c.Summary.Verdicts = c.verdicts(metric)
 	return &c, nil
 }
 
@@ -113,7 +114,12 @@ func WriteTablesMD(w io.Writer, r *Report) error {
 	for _, m := range r.metricsPresent() {
 		writeMetricTable(b, r, m)
 	}
-	writeComparisonMD(b, "Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
+	ct := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
+	ct.Caption += requestsCaption(r)
+	ct.md(b)
+	if ft := freqTable(r); len(ft.Rows) > 0 {
+		ft.md(b)
+	}
 	t := roundsTable(r)
 	t.md(b)
 	writeThreadsMD(b, r)
@@ -137,7 +143,8 @@ func threadsTable(r *Report) table {
 	t := table{Title: "Measuring threads",
 		Caption: "Source: getrusage(RUSAGE_THREAD) of the sender's pacing thread and the responder's loop over each round (the sample files' footers), warm-up included. " +
 			"*on CPU* = CPU time / wall time; *preempted* = involuntary context switches per second (another task took the CPU; on these Go threads also the runtime's hand-off after a forced preemption, about 200/s while one spins); " +
-			"*blocked* = voluntary ones per second (waits for a packet or a due time). An isolated CPU shows almost no preemptions; the telemetry section names who took a shared one.",
+			"*blocked* = voluntary ones per second (waits for a packet or a due time). An isolated CPU shows almost no preemptions; the telemetry section names who took a shared one." +
+			requestsCaption(r),
 		Head: []string{"arm", "round", "sender on CPU", "sender preempted /s", "sender blocked /s", "responder on CPU", "responder preempted /s", "responder blocked /s"}}
 	cells := func(u *samples.ThreadUsage) []string {
 		if u == nil {
@@ -192,7 +199,7 @@ func roundsTable(r *Report) table {
 	t := table{Title: "Rounds",
 		Caption: "Every round on disk. Requests after warm-up: sent = answered + late + lost; late = a reply more than the reply timeout after its send; lost = no reply; not sent = the sender stopped or failed to send. " +
 			"Foreign = datagrams that were not this round's requests or replies (other runs, arms, rounds or directions, not rig packets), malformed = rig packets that do not parse, per role (sender/responder/capture); " +
-			"capture drops = frames the capture's kernel dropped (receive buffer full). A round is left out of every statistic when a sample file it needs is missing, the sender stopped early, or the responder or capture failed.",
+			"capture drops = frames the capture's kernel dropped (receive buffer full). A round is left out of every statistic when a sample file it needs is missing, the sender stopped early, or the responder or capture failed." + requestsCaption(r),
 		Head: []string{"arm", "round", "used", "sent", "answered", "late", "lost", "not sent", "foreign snd/rsp/cap", "malformed snd/rsp/cap", "capture drops"}}
 	per := func(m map[samples.Role]uint64) string {
 		return fmt.Sprintf("%d/%d/%d", m[samples.RoleSender], m[samples.RoleResponder], m[samples.RoleCapture])
@@ -286,7 +293,7 @@ func metricTable(r *Report, m string) table {
 		"worst = max after warm-up; p99.9 95 %% CI = envelope of the rounds' order-statistic intervals (\"open\" = not enough samples on that side); "+
 		"source = the one clock used (formula in report.json); "+
 		"n, lost, late, dup, reord, missing are totals over the rounds used (%s); missing adds the negative values, never samples, when there are any; † = undersampled in at least one round.",
-		capitalize(MetricDoc[m]), w, w, populationDoc(m))
+		capitalize(MetricDoc[m]), w, w, populationDoc(m)) + requestsCaption(r)
 	t.Head = []string{"arm", "source", "rounds", "n", "median", "p99", "p99.9", "p99.9 95 % CI", fmt.Sprintf("worst (excl. first %d)", w), "lost", "late", "dup", "reord", "missing"}
 	for _, a := range r.Arms {
 		mr := a.Metrics[m]
@@ -365,7 +372,11 @@ func comparisonTable(title string, cs []Comparison, refWord, thisWord string) ta
 		if c.Ratio != nil {
 			ra = strconv.FormatFloat(*c.Ratio, 'f', 3, 64)
 		}
-		t.Rows = append(t.Rows, []string{c.Metric, c.Arm, c.Stat, cell(c.RefValue), cell(c.This), d, ra, rateCell(c.FalsePositive), c.Verdict})
+		v := c.Verdict
+		if c.Frequency != "" {
+			v += "; " + c.Frequency
+		}
+		t.Rows = append(t.Rows, []string{c.Metric, c.Arm, c.Stat, cell(c.RefValue), cell(c.This), d, ra, rateCell(c.FalsePositive), v})
 	}
 	return t
 }

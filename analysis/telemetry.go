@@ -308,9 +308,10 @@ type telRound struct {
 // other than the responder thread seen running there; and for the arm's
 // worst headline samples the telemetry interval each fell in, with what
 // moved more than usual in it. A missing, unreadable or error
-// telemetry.json is one line; it never fails.
+// telemetry.json is one line; it never fails. Rounds whose responder CPU
+// was chosen by ranking (cpu-rank.json) lead with the ranking.
 func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
-	var out []TelemetryBlock
+	out := rankBlocks(a) // the CPU the rounds ran on, when a ranking chose it
 	text := func(f string, args ...any) { out = append(out, TelemetryBlock{Text: fmt.Sprintf(f, args...)}) }
 	var rounds []telRound
 	byK := map[int]*telRound{}
@@ -551,6 +552,7 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 	seenLabels := map[[2]int][]string{} // what stood out in it
 	for i, w := range a.Worst {
 		row := []string{strconv.Itoa(i + 1), strconv.Itoa(w.Round), strconv.FormatUint(w.Seq, 10), fmtUS(w.ValueNS)}
+		ps := PlacedSample{WorstSample: w, Unusual: []string{}}
 		tr := byK[w.Round]
 		if w.At != "" {
 			stamps[w.At] = true
@@ -572,6 +574,7 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 				break
 			}
 			found++
+			ps.Placed = true
 			it := &r.Intervals[iv]
 			where := fmt.Sprintf("+%.1f s, %.0f ms", float64(it.Start-r.Start)/1e9, float64(it.End-it.Start)/1e6)
 			key := [2]int{w.Round, iv}
@@ -582,6 +585,7 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 				for _, l := range seenLabels[key] {
 					counts[l]++
 				}
+				ps.Unusual = append(ps.Unusual, seenLabels[key]...)
 				break
 			}
 			seen[key] = i + 1
@@ -596,9 +600,11 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 				counts[l]++
 				seenLabels[key] = append(seenLabels[key], l)
 			}
+			ps.Unusual = append(ps.Unusual, seenLabels[key]...)
 			row = append(row, clock(w.AtNS), w.At, where, orDash(strings.Join(un, ", ")), r.busiest(iv, 3))
 		}
 		bl.Rows = append(bl.Rows, row)
+		bl.Samples = append(bl.Samples, ps)
 	}
 	var used []string
 	for s := range stamps {

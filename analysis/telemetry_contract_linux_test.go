@@ -4,8 +4,13 @@ package analysis
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/telemetry"
 )
 
@@ -58,6 +63,36 @@ func TestTelemetryContract(t *testing.T) {
 		}
 		if got := r.at(tm); got != want {
 			t.Errorf("at(%d) = %d, IntervalAt says %d", tm, got, want)
+		}
+	}
+}
+
+// TestFreqContract checks the mirror of telemetry.FreqResult and
+// power.State (freq.go) against what internal/telemetry writes.
+func TestFreqContract(t *testing.T) {
+	in := telemetry.Result{CPUs: []int{3},
+		Freq: &telemetry.FreqResult{CPU: 3, Source: telemetry.FreqAPERF, MHz: 2999.5, Samples: 2, BaseMHz: 3100, BaseFrom: "b", BusyPct: 40},
+		Power: &power.State{CPU: 3, Freq: &hostinfo.Freq{Driver: "intel_pstate", Governor: "performance", MinKHz: 800000, MaxKHz: 3600000, EPP: "performance"},
+			Turbo: &hostinfo.Turbo{Enabled: false, Source: hostinfo.IntelPstateDir + "/no_turbo", MinPerfPct: 30, MaxPerfPct: 90},
+			Idle:  []string{"POLL", "C6 (disabled)"}, Tuned: "Current active profile: latency-performance"}}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, rundir.Telemetry), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rf, pw, ok := readRoundFreq(dir, 4)
+	if !ok || rf.Round != 4 || rf.Source != freqAPERF || *rf.MHz != 2999.5 || *rf.BusyPct != 40 || rf.Note != "× base 3100 MHz (b)" {
+		t.Fatalf("%+v", rf)
+	}
+	if want := "intel_pstate performance, EPP performance, limits 800–3600 MHz; turbo off, perf 30–90 %; idle states off: C6; tuned latency-performance"; pw.describe() != want {
+		t.Fatalf("%q", pw.describe())
+	}
+	for src, want := range map[string]string{telemetry.FreqAPERF: freqAPERF, telemetry.FreqCurFreq: freqCur, telemetry.FreqNone: freqNone} {
+		if src != want {
+			t.Errorf("source %q mirrored as %q", src, want)
 		}
 	}
 }

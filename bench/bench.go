@@ -34,6 +34,7 @@ import (
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/owner"
 	"github.com/rig-project/rig/internal/round"
 	"github.com/rig-project/rig/internal/samples"
 )
@@ -363,7 +364,8 @@ func lab(ctx context.Context, cfg Config) (*netlab.Topology, func(), error) {
 		return t, func() {}, nil
 	}
 	name := netlab.UniqueName("rb")
-	t, err := netlab.Up(ctx, name, netlab.Options{})
+	self := owner.Self() // a killed bench leaves a stale lab that rig restore removes
+	t, err := netlab.Up(ctx, name, netlab.Options{Owner: &self})
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: building lab %s: %w", name, err)
 	}

@@ -384,11 +384,11 @@ func snapTasks(fs hostfs.FS, pids []int) (map[int]taskSnap, map[int]int, error) 
 				continue // the thread ended
 			}
 			vol, invol, ok1 := hostinfo.ParseCtxSwitches(st)
-			run, _, _, ok2 := hostinfo.ParseSchedstat(ss)
+			sched, ok2 := hostinfo.ParseTaskSchedstat(ss)
 			if !ok1 || !ok2 {
 				return nil, nil, fmt.Errorf("%s/%s: unreadable status or schedstat", dir, e.Name())
 			}
-			snap[tid], owner[tid] = taskSnap{vol, invol, run}, pid
+			snap[tid], owner[tid] = taskSnap{vol, invol, sched.RunNS}, pid
 		}
 	}
 	return snap, owner, nil

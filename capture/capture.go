@@ -35,6 +35,7 @@ import (
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/internal/wire"
+	"github.com/rig-project/rig/responder"
 )
 
 // Config configures a capture.
@@ -42,9 +43,11 @@ type Config struct {
 	Iface      string   // the mirror/tap port
 	Ports      []uint16 // UDP ports of requests and replies
 	Timestamps tstamp.Mode
-	// Group is the requests' group:port: a request must go there, a reply
-	// must come from its port and go elsewhere (the direction check).
-	Group netip.AddrPort
+	// Group is the requests' group:port, or To, for unicast requests, the
+	// responder's address:port (exactly one is set): a request must go
+	// there, a reply must come from its port and go elsewhere (the
+	// direction check).
+	Group, To netip.AddrPort
 	// RunID, ArmIndex and Round: only this run's, arm's and round's frames
 	// are paired; anything else is foreign. RunID is required (see
 	// responder.Config).
@@ -62,6 +65,10 @@ type Config struct {
 	// Device answers for the NIC (nil: the host's); tests pass driver
 	// profiles.
 	Device tstamp.Device
+	// VXLAN: the port receives VXLAN-encapsulated copies (UDP 4789, AWS
+	// VPC Traffic Mirroring); the filter and the parser look inside, and
+	// the stamps are those of the copies' arrival here.
+	VXLAN bool
 }
 
 // ErrTimestampsOff is New's refusal of tstamp.Off; it wraps
@@ -106,6 +113,9 @@ func New(cfg Config) (*Capture, error) {
 	}
 	if cfg.Snaplen <= 0 {
 		cfg.Snaplen = 128
+		if cfg.VXLAN {
+			cfg.Snaplen += vxlanOverhead
+		}
 	}
 	if len(cfg.Ports) == 0 {
 		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
@@ -113,8 +123,8 @@ func New(cfg Config) (*Capture, error) {
 	if cfg.RunID == 0 {
 		return nil, wire.ErrNoRunID
 	}
-	if !cfg.Group.Addr().Is4() || !cfg.Group.Addr().IsMulticast() || cfg.Group.Port() == 0 {
-		return nil, fmt.Errorf("capture: group %s is not an IPv4 multicast group:port (e.g. 239.1.1.1:9000)", cfg.Group)
+	if err := responder.CheckDest(cfg.Group, cfg.To); err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
 	}
 	if cfg.Timestamps == tstamp.Off {
 		return nil, ErrTimestampsOff
@@ -139,7 +149,11 @@ func New(cfg Config) (*Capture, error) {
 		conn.Close()
 		return nil, err
 	}
-	if err := conn.AttachUDPPortFilter(cfg.Ports...); err != nil {
+	attach := conn.AttachUDPPortFilter
+	if cfg.VXLAN {
+		attach = conn.AttachVXLANPortFilter
+	}
+	if err := attach(cfg.Ports...); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -257,7 +271,15 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 		c.cnt.Outgoing++
 		return
 	}
-	payload, ep, ok := udpFrame(f)
+	in := f
+	if c.cfg.VXLAN {
+		var ok bool
+		if in, ok = vxlanInner(f); !ok {
+			c.cnt.Foreign++
+			return
+		}
+	}
+	payload, ep, ok := udpFrame(in)
 	if !ok {
 		c.cnt.Foreign++
 		return
@@ -299,11 +321,15 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 	c.cnt.Received++
 }
 
-// rightWay is the direction check: a request goes to the group's address
-// and port; a reply comes from the group's port (the responder's socket)
-// and goes anywhere but the group (the sender, or a reply group).
+// rightWay is the direction check: a request goes to the group's (or, for
+// unicast requests, the responder's) address and port; a reply comes from
+// that port (the responder's socket) and goes anywhere but there (the
+// sender, or a reply group).
 func (c *Capture) rightWay(t wire.Type, ep endpoints) bool {
-	g := c.cfg.Group
+	g := c.cfg.To
+	if !g.IsValid() {
+		g = c.cfg.Group
+	}
 	if t == wire.Request {
 		return ep.dst == g.Addr().As4() && ep.dport == g.Port()
 	}
@@ -422,7 +448,7 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		hw := samples.Clock{Source: "hw", Clock: "phc", Iface: c.cfg.Iface, PHCIndex: c.granted.NIC.Caps.PHCIndex}
 		clocks["cap_req_hw"], clocks["cap_rep_hw"] = hw, hw
 	}
-	return samples.Header{
+	h := samples.Header{
 		WireVersion: wire.Version,
 		RigVersion:  version.String(),
 		Role:        samples.RoleCapture,
@@ -433,10 +459,12 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Host:        c.cfg.Host,
 		Iface:       c.cfg.Iface,
 		Clocks:      clocks,
-		Group:       c.cfg.Group.String(),
-		Settings:    map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf, "hardware_stamps": c.hw.String()},
-		StartedAt:   c.started.UTC().Format(time.RFC3339Nano),
+		Settings: map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf,
+			"hardware_stamps": c.hw.String(), "mirror": c.mirror()},
+		StartedAt: c.started.UTC().Format(time.RFC3339Nano),
 	}
+	h.SetRequests(c.cfg.Group, c.cfg.To)
+	return h
 }
 
 // WriteFile writes the capture's sample file.

@@ -201,7 +201,7 @@ func writeTimestamping(ctx context.Context, env *Env, j *journal.Journal, iface 
 // of earlier rig versions hold too.
 func hwtstampChange(dev tstamp.Device, iface, value string) journal.Change {
 	return journal.Change{
-		Kind: KindHWTstamp, Target: iface, Value: value,
+		Kind: KindHWTstamp, Target: iface, Device: iface, Value: value,
 		Read: func(context.Context) (string, error) {
 			c, err := dev.GetHWTstamp(iface)
 			if err != nil {

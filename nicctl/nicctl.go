@@ -570,7 +570,7 @@ func planCoalesce(ctx context.Context, c ethtoolnl.Client, iface string, want et
 // state onto the same fields so that undo restores exactly those.
 func ethtoolChange(c ethtoolnl.Client, kind, iface, value string) journal.Change {
 	return journal.Change{
-		Kind: kind, Target: iface, Value: value,
+		Kind: kind, Target: iface, Device: iface, Value: value,
 		Read:  func(ctx context.Context) (string, error) { return readEthtool(ctx, c, kind, iface, value) },
 		Write: func(ctx context.Context, v string) error { return writeEthtool(ctx, c, kind, iface, v) },
 	}

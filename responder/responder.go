@@ -34,6 +34,10 @@ import (
 type Config struct {
 	Iface string         // interface that receives the requests (required)
 	Group netip.AddrPort // multicast group and port of the requests
+	// Listen takes unicast requests instead: the socket binds this address
+	// (one of Iface's IPv4 addresses) and port and joins no group.
+	// Exactly one of Group and Listen is set.
+	Listen netip.AddrPort
 	// ReplyTo is where replies go: invalid (zero) = unicast back to the
 	// request's source address and port; otherwise a group:port.
 	ReplyTo    netip.AddrPort
@@ -101,8 +105,8 @@ func New(cfg Config) (*Responder, error) {
 	if cfg.TxWait <= 0 {
 		cfg.TxWait = 500 * time.Millisecond
 	}
-	if !cfg.Group.Addr().Is4() || !cfg.Group.Addr().IsMulticast() {
-		return nil, fmt.Errorf("group %s is not an IPv4 multicast address (e.g. 239.1.1.1:9000)", cfg.Group)
+	if err := CheckDest(cfg.Group, cfg.Listen); err != nil {
+		return nil, err
 	}
 	if cfg.RunID == 0 {
 		return nil, wire.ErrNoRunID
@@ -116,7 +120,14 @@ func New(cfg Config) (*Responder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)
 	}
-	conn, err := tstamp.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), cfg.Group.Port()),
+	laddr := netip.AddrPortFrom(netip.IPv4Unspecified(), cfg.Group.Port())
+	if cfg.Listen.IsValid() {
+		if err := onIface(cfg.Iface, cfg.Listen.Addr()); err != nil {
+			return nil, err
+		}
+		laddr = cfg.Listen
+	}
+	conn, err := tstamp.ListenUDP(laddr,
 		tstamp.UDPOptions{Device: cfg.Iface, ReuseAddr: true, NonBlocking: cfg.Poll == Busy})
 	if err != nil {
 		return nil, err
@@ -129,8 +140,10 @@ func New(cfg Config) (*Responder, error) {
 	}
 	r.hw = tstamp.NewHWProof(r.granted, cfg.TxWait, "the responder's UDP socket", "requests", "replies")
 	r.txWant = samples.TxWanted(r.granted.Software(), r.hw.TX())
-	if err := conn.JoinGroup(cfg.Group.Addr(), ifi.Index); err != nil {
-		return fail(err)
+	if cfg.Group.IsValid() {
+		if err := conn.JoinGroup(cfg.Group.Addr(), ifi.Index); err != nil {
+			return fail(err)
+		}
 	}
 	if err := conn.SetMulticastInterface(ifi.Index); err != nil {
 		return fail(err)
@@ -378,7 +391,7 @@ func (r *Responder) Records() []samples.Record {
 
 // Header describes the responder's sample file.
 func (r *Responder) Header(arm, round int) samples.Header {
-	return samples.Header{
+	h := samples.Header{
 		WireVersion: wire.Version,
 		RigVersion:  version.String(),
 		Role:        samples.RoleResponder,
@@ -388,7 +401,6 @@ func (r *Responder) Header(arm, round int) samples.Header {
 		Round:       round,
 		Host:        r.cfg.Host,
 		Iface:       r.cfg.Iface,
-		Group:       r.cfg.Group.String(),
 		Clocks:      Clocks(r.granted, r.hw, r.cfg.Iface, "req_rx", "rep_tx"),
 		Settings: map[string]any{
 			"cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "rcvbuf_bytes": r.rcvbuf, "busy_poll_us": r.cfg.BusyPollUS,
@@ -397,6 +409,8 @@ func (r *Responder) Header(arm, round int) samples.Header {
 		},
 		StartedAt: r.started.UTC().Format(time.RFC3339Nano),
 	}
+	h.SetRequests(r.cfg.Group, r.cfg.Listen)
+	return h
 }
 
 // Clocks describes the stamp columns rx_{hw,sw,user} and tx_{hw,sw,user}

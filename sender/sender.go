@@ -33,7 +33,10 @@ import (
 // Config configures one round of requests.
 type Config struct {
 	Iface string         // interface the requests leave on (required)
-	Group netip.AddrPort // destination group:port
+	Group netip.AddrPort // multicast requests: the group:port
+	// To is where unicast requests go: the responder's IPv4 address:port.
+	// Exactly one of Group and To is set.
+	To netip.AddrPort
 	// Port is the local (source) port; 0 = ephemeral. Replies sent to a
 	// reply group must use this port, and ReplyGroup is joined.
 	Port       uint16
@@ -105,8 +108,8 @@ func (c *Config) check() error {
 	if c.TxWait <= 0 {
 		c.TxWait = 500 * time.Millisecond
 	}
-	if !c.Group.Addr().Is4() || !c.Group.Addr().IsMulticast() || c.Group.Port() == 0 {
-		return fmt.Errorf("group %s is not an IPv4 multicast group:port (e.g. 239.1.1.1:9000)", c.Group)
+	if err := responder.CheckDest(c.Group, c.To); err != nil {
+		return err
 	}
 	if c.RunID == 0 {
 		c.RunID = wire.NewRunID()
@@ -121,6 +124,7 @@ type Sender struct {
 	granted tstamp.Granted
 	hw      *tstamp.HWProof // do the requests and replies carry the NIC's stamps?
 	sched   Schedule
+	dst     netip.AddrPort // Group or To
 	recs    []samples.Record
 	txBuf   [wire.MaxSize]byte
 	rxBuf   [2048]byte
@@ -171,7 +175,7 @@ func New(cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sender{cfg: cfg, conn: conn, recs: make([]samples.Record, cfg.Count), lastSeq: -1}
+	s := &Sender{cfg: cfg, conn: conn, dst: cfg.dest(), recs: make([]samples.Record, cfg.Count), lastSeq: -1}
 	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
 	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
@@ -179,11 +183,13 @@ func New(cfg Config) (*Sender, error) {
 	}
 	s.hw = tstamp.NewHWProof(s.granted, cfg.TxWait, "the sender's UDP socket", "replies", "requests")
 	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
-	if err := conn.SetMulticastInterface(ifi.Index); err != nil {
-		return fail(err)
-	}
-	if err := conn.SetMulticastLoop(false); err != nil {
-		return fail(err)
+	if cfg.Group.IsValid() {
+		if err := conn.SetMulticastInterface(ifi.Index); err != nil {
+			return fail(err)
+		}
+		if err := conn.SetMulticastLoop(false); err != nil {
+			return fail(err)
+		}
 	}
 	if s.rcvbuf, err = conn.SetRcvBuf(tstamp.StallRcvBuf); err != nil {
 		return fail(err)
@@ -411,7 +417,7 @@ func (s *Sender) sendNow(k uint64) {
 		Round: uint32(s.cfg.Round), Seq: k, Due: rec.T[samples.Due]}
 	p := wire.Encode(s.txBuf[:], s.cfg.Size, &s.txHdr)
 	now := time.Now().UnixNano()
-	if err := s.conn.SendTo(p, s.cfg.Group, uint32(k)); err != nil {
+	if err := s.conn.SendTo(p, s.dst, uint32(k)); err != nil {
 		s.cnt.SendErrors++
 		return
 	}
@@ -586,7 +592,7 @@ func (s *Sender) Records() []samples.Record { return s.recs }
 func (s *Sender) Header() samples.Header {
 	clocks := responder.Clocks(s.granted, s.hw, s.cfg.Iface, "rx", "tx")
 	clocks["due"] = samples.Clock{Source: "user", Clock: "CLOCK_REALTIME", Note: "start + k·interval"}
-	return samples.Header{
+	h := samples.Header{
 		WireVersion: wire.Version,
 		RigVersion:  version.String(),
 		Role:        samples.RoleSender,
@@ -596,7 +602,6 @@ func (s *Sender) Header() samples.Header {
 		Round:       s.cfg.Round,
 		Host:        s.cfg.Host,
 		Iface:       s.cfg.Iface,
-		Group:       s.cfg.Group.String(),
 		IntervalNS:  int64(s.cfg.Interval),
 		Count:       s.cfg.Count,
 		Size:        s.cfg.Size,
@@ -610,6 +615,8 @@ func (s *Sender) Header() samples.Header {
 		},
 		StartedAt: s.started.UTC().Format(time.RFC3339Nano),
 	}
+	h.SetRequests(s.cfg.Group, s.cfg.To)
+	return h
 }
 
 // WriteFile writes the sender's sample file.

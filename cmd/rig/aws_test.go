@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,12 +37,12 @@ arms:
 		return p
 	}
 	var out bytes.Buffer
-	err := dryRun(&out, write(""), c8g)
+	err := dryRun(context.Background(), &out, write(""), c8g)
 	if err == nil || !strings.Contains(err.Error(), "ens5 on host h carries the default route") || !strings.Contains(err.Error(), "allow-mgmt: true") {
 		t.Fatalf("dry run on a single ENI: %v\n%s", err, out.String())
 	}
 	out.Reset()
-	if err := dryRun(&out, write(", allow-mgmt: true"), c8g); err != nil {
+	if err := dryRun(context.Background(), &out, write(", allow-mgmt: true"), c8g); err != nil {
 		t.Fatalf("allow-mgmt: %v", err)
 	}
 	if !strings.Contains(out.String(), "IRQs of ens5 queues → CPUs 3") {

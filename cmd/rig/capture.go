@@ -15,7 +15,9 @@ func runCapture(ctx context.Context, args []string) error {
 	fs := newFlagSet("capture", "--iface IF [flags]")
 	var pf probeFlags
 	pf.register(fs)
+	pf.registerUnicast(fs, "to", "unicast requests: the responder's IPv4 address:port (the sender's --to); its port is captured instead of --group's")
 	replyPort := fs.Int("reply-port", 0, "UDP port of the replies when it differs from the group port (rig send uses the group port as its source port by default)")
+	vxlan := fs.Bool("vxlan", false, "the port receives VXLAN-encapsulated copies (UDP 4789: AWS VPC Traffic Mirroring, rig lab up --mirror vxlan): filter and pair the frames inside; the stamps are the copies' arrival here, not the wire at the responder")
 	pcap := fs.String("pcap", "", "also write the frames as pcap with nanosecond stamps")
 	capacity := fs.Int("capacity", 100000, "sequences recorded (0..capacity-1)")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
@@ -25,6 +27,7 @@ func runCapture(ctx context.Context, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	surviveEPIPE()
 	group, mode, runID, err := pf.parse()
 	if err != nil {
 		return err
@@ -32,16 +35,18 @@ func runCapture(ctx context.Context, args []string) error {
 	if err := requireRunID("capture", runID); err != nil {
 		return err
 	}
-	ports := []uint16{group.Port()}
+	ports := []uint16{pf.dest(group).Port()}
 	if *replyPort > 0 {
 		if *replyPort > 65535 {
 			return usagef("--reply-port %d: want 1..65535", *replyPort)
 		}
 		ports = append(ports, uint16(*replyPort))
 	}
-	cfg := capture.Config{Iface: pf.iface, Ports: ports, Timestamps: mode, Group: group, RunID: runID,
+	cfg := capture.Config{Iface: pf.iface, Ports: ports, Timestamps: mode, Group: group, To: pf.unicast.addr, VXLAN: *vxlan, RunID: runID,
 		ArmIndex: pf.armIndex, Round: pf.round, Capacity: *capacity, Arm: pf.arm,
-		Ready: func() { logf("rig capture: ready on %s", pf.iface) }}
+		Ready: func() {
+			logf("rig capture: ready on %s (%s)", pf.iface, map[bool]string{true: "VXLAN mirror copies", false: "frames as on the wire"}[*vxlan])
+		}}
 	if *pcap != "" {
 		cfg.PcapFrames = 2 * *capacity
 	}
@@ -61,6 +66,8 @@ func runCapture(ctx context.Context, args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
+	ctx, cancel := pf.bound(ctx)
+	defer cancel()
 	runErr := c.Run(ctx)
 	n := c.Counters()
 	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, malformed %d, outgoing (dropped) %d, missing stamps %d, dropped by the kernel %d; hardware stamps: %s",
@@ -76,6 +83,9 @@ func runCapture(ctx context.Context, args []string) error {
 			return err
 		}
 		logf("rig capture: wrote %s", *pcap)
+	}
+	if err := pf.expired(ctx); err != nil {
+		return err
 	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -12,14 +13,16 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/owner"
 )
 
-const labUsage = `up|down|show [flags] [NAME]
+const labUsage = `up|down|show|list [flags] [NAME]
 
   up    build the emulated topology: sender, responder and capture namespaces
         on a bridge in a switch namespace, both directions mirrored to capture
   down  remove it (a lab that is not there is fine)
-  show  print a lab and whether the live namespaces still match it`
+  show  print a lab and whether the live namespaces still match it
+  list  print every lab: its owner process, whether that still runs, when built`
 
 func init() {
 	register(&command{name: "lab", summary: "build, show or remove the emulated sender/responder/capture topology", run: runLab})
@@ -31,7 +34,7 @@ func runLab(ctx context.Context, args []string) error {
 		if err := parseFlags(fs, args); err != nil {
 			return err
 		}
-		return usagef("lab: missing subcommand up, down or show")
+		return usagef("lab: missing subcommand up, down, show or list")
 	}
 	switch args[0] {
 	case "up":
@@ -40,8 +43,10 @@ func runLab(ctx context.Context, args []string) error {
 		return labDown(args[1:])
 	case "show":
 		return labShow(args[1:])
+	case "list":
+		return labList(os.Stdout, args[1:])
 	}
-	return usagef("lab: unknown subcommand %q: want up, down or show", args[0])
+	return usagef("lab: unknown subcommand %q: want up, down, show or list", args[0])
 }
 
 // labName takes the name from --name or a single positional argument.
@@ -64,7 +69,7 @@ func labName(fs *flag.FlagSet, flagName string) (string, error) {
 }
 
 func labUp(ctx context.Context, args []string) error {
-	fs := newFlagSet("lab up", "[--name NAME] [--rx-queues N] [--tx-queues N] [--mtu N] [--subnet CIDR] [--dynamic-neighbors] [--tx-csum-offload] [--json]")
+	fs := newFlagSet("lab up", "[--name NAME] [--rx-queues N] [--tx-queues N] [--mtu N] [--subnet CIDR] [--dynamic-neighbors] [--tx-csum-offload] [--mirror span|vxlan] [--json]")
 	name := fs.String("name", netlab.DefaultName, "lab name: a-z, 0-9, '-', at most 10 characters; prefixes every namespace and interface")
 	rxq := fs.Int("rx-queues", 1, "RX queues of the responder veth (1.."+fmt.Sprint(netlab.MaxQueues)+")")
 	txq := fs.Int("tx-queues", 0, "TX queues of the responder veth (default: same as --rx-queues)")
@@ -72,15 +77,19 @@ func labUp(ctx context.Context, args []string) error {
 	subnet := fs.String("subnet", "", "IPv4 prefix of the lab (default 10.99.X.0/24, X from the name)")
 	dyn := fs.Bool("dynamic-neighbors", false, "leave ARP to the kernel instead of permanent sender/responder neighbour entries")
 	csum := fs.Bool("tx-csum-offload", false, "keep veth TX checksum offload (captured UDP checksums are then left unfilled)")
+	mirror := fs.String("mirror", "span", "span: the capture port receives copies of the frames; vxlan: VXLAN-encapsulated copies (UDP 4789, VNI "+fmt.Sprint(netlab.MirrorVNI)+"), as AWS VPC Traffic Mirroring delivers them (rig capture --vxlan)")
 	asJSON := fs.Bool("json", false, "print the topology as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *mirror != "span" && *mirror != "vxlan" {
+		return usagef("lab up: --mirror %q: want span or vxlan", *mirror)
 	}
 	n, err := labName(fs, *name)
 	if err != nil {
 		return err
 	}
-	opts := netlab.Options{RxQueues: *rxq, TxQueues: *txq, MTU: *mtu, DynamicNeighbors: *dyn, TxChecksumOffload: *csum}
+	opts := netlab.Options{RxQueues: *rxq, TxQueues: *txq, MTU: *mtu, DynamicNeighbors: *dyn, TxChecksumOffload: *csum, MirrorVXLAN: *mirror == "vxlan"}
 	if *subnet != "" {
 		p, err := netip.ParsePrefix(*subnet)
 		if err != nil {
@@ -188,6 +197,9 @@ func printLab(w io.Writer, t *netlab.Topology, state string) {
 		port := h.Port + " (bridged)"
 		if r == netlab.Capture {
 			port = h.Port + " (mirror of both directions)"
+			if v := t.VXLAN; v != nil {
+				port = fmt.Sprintf("%s (VXLAN copies of both directions: %s VNI %d, %v → %v:4789)", h.Port, v.Device, v.VNI, v.Local, v.Remote)
+			}
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\n", r, h.Netns, h.Interface, h.Ifindex, addr, h.MAC, port)
 	}
@@ -199,7 +211,89 @@ func printLabUsage(w io.Writer, t *netlab.Topology) {
 	ex := func(r netlab.Role) string { return strings.Join(t.Exec(r), " ") }
 	fmt.Fprintf(w, "\nuse it (start responder and capture first; multicast is routed out of the lab veth):\n")
 	fmt.Fprintf(w, "  %s rig respond --iface %s &    # %v\n", ex(netlab.Responder), t.Responder.Interface, t.Responder.Addr)
-	fmt.Fprintf(w, "  %s rig capture --iface %s --duration 20s &    # sees every request and reply once\n", ex(netlab.Capture), t.Capture.Interface)
+	vx := ""
+	if t.VXLAN != nil {
+		vx = " --vxlan"
+	}
+	fmt.Fprintf(w, "  %s rig capture --iface %s%s --duration 20s &    # sees every request and reply once\n", ex(netlab.Capture), t.Capture.Interface, vx)
 	fmt.Fprintf(w, "  %s rig send --iface %s --count 10000    # %v\n", ex(netlab.Sender), t.Sender.Interface, t.Sender.Addr)
 	fmt.Fprintf(w, "  description: %s\n  remove:      rig lab down --name %s\n", netlab.Path(t.Name), t.Name)
+}
+
+// labList prints every lab described on this machine: who owns it and
+// whether that process still runs. A lab whose owner is gone (a rig run
+// killed with SIGKILL) is stale: rig restore and the next rig run remove it.
+func labList(w io.Writer, args []string) error {
+	fs := newFlagSet("lab list", "[--json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("lab list: unexpected arguments %q", fs.Args())
+	}
+	labs, err := netlab.List()
+	if err != nil {
+		return err
+	}
+	type row struct {
+		Name    string         `json:"name"`
+		Owner   *owner.Process `json:"owner,omitempty"`
+		Alive   *bool          `json:"owner_alive,omitempty"`
+		State   string         `json:"state"`
+		Created time.Time      `json:"created_at,omitzero"`
+		Error   string         `json:"error,omitempty"`
+	}
+	rows := []row{}
+	for _, l := range labs {
+		r := row{Name: l.Name}
+		switch t := l.Topology; {
+		case l.Building != nil:
+			alive := l.Building.Alive()
+			r.Owner, r.Alive, r.Created = l.Building, &alive, l.Building.Since
+			r.State = "being built"
+			if !alive {
+				r.State = "stale: its build never finished and its owner no longer runs (rig restore removes it)"
+			}
+		case t == nil:
+			r.State, r.Error = "unreadable (rig lab down --name "+l.Name+" removes it)", l.Err.Error()
+		case t.Owner == nil:
+			r.State, r.Created = "kept (built by hand: rig lab down removes it)", t.CreatedAt
+		default:
+			alive := t.Owner.Alive()
+			r.Owner, r.Alive, r.Created = t.Owner, &alive, t.CreatedAt
+			r.State = "in use"
+			if !alive {
+				r.State = "stale: its owner no longer runs (rig restore removes it)"
+			}
+		}
+		rows = append(rows, r)
+	}
+	if *asJSON {
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(w, "no labs in %s\n", netlab.Dir())
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tOWNER PID\tALIVE\tCREATED\tSTATE\tOWNER COMMAND")
+	for _, r := range rows {
+		pid, alive, created, cmd := "-", "-", "-", ""
+		if r.Owner != nil {
+			pid, cmd = fmt.Sprint(r.Owner.PID), r.Owner.Command
+			alive = map[bool]string{true: "yes", false: "no"}[*r.Alive]
+		}
+		if !r.Created.IsZero() {
+			created = r.Created.Format(time.RFC3339)
+		}
+		state := r.State
+		if r.Error != "" {
+			state += ": " + r.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, pid, alive, created, state, cmd)
+	}
+	return tw.Flush()
 }

@@ -119,11 +119,22 @@ func run(args []string) int {
 		mainUsage(os.Stderr)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal or the ssh session went away) stops a command
+	// like Ctrl-C does: whatever it changed is put back.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	err := c.run(ctx, args[1:])
 	return exitCode(err)
 }
+
+// surviveEPIPE is for commands that must finish their work after whoever
+// reads their output is gone (kill -9 of rig run, a dropped ssh): the
+// agent, which must take its arm back, and the probes, which must write
+// their files and put back what they changed. Without a SIGPIPE handler
+// Go ends the process at its first write to a stdout or stderr pipe
+// without a reader; with one, the write fails with EPIPE and the process
+// carries on. The handler is not inherited across exec.
+func surviveEPIPE() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }
 
 func exitCode(err error) int {
 	if err == nil {
@@ -138,6 +149,15 @@ func exitCode(err error) int {
 			fmt.Fprintln(os.Stderr, "rig:", msg)
 		}
 		return ec.ExitCode()
+	}
+	// Missing privilege is bad input like a wrong flag: exit 2, with a
+	// message that names the capability or says to run as root.
+	if errors.Is(err, os.ErrPermission) {
+		if msg := err.Error(); !strings.Contains(msg, "CAP_") && !strings.Contains(msg, "as root") {
+			err = fmt.Errorf("%w: run it as root (sudo)", err)
+		}
+		fmt.Fprintln(os.Stderr, "rig:", err)
+		return 2
 	}
 	fmt.Fprintln(os.Stderr, "rig:", err)
 	var ue usageError

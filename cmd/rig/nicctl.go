@@ -190,7 +190,12 @@ func nicctlSet(ctx context.Context, args []string) error {
 		}
 		s.HWTstamp = *hwts
 	}
-	if *keep && *hold != 0 {
+	forGiven := false
+	fs.Visit(func(f *flag.Flag) { forGiven = forGiven || f.Name == "for" })
+	if forGiven && *hold <= 0 {
+		return usagef("--for %v: want a positive duration such as 30s (without --for the change is held until Ctrl-C)", *hold)
+	}
+	if *keep && forGiven {
 		return usagef("--keep and --for exclude each other")
 	}
 	s.IRQCPUs, s.IRQCPUPerQueue = irqCPUs.cpus, perQueue.cpus
@@ -199,6 +204,13 @@ func nicctlSet(ctx context.Context, args []string) error {
 
 	env := nicctlEnv(*root)
 	defer env.Close()
+	// Held until the change is undone (or, with --keep, until exit: the
+	// pending journal then stops every other changer).
+	lock, err := journal.LockHost(journal.Dir(), journal.Self(""))
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
 	j, err := journal.Open(journal.Dir(), nicctl.Handlers(env))
 	if err != nil {
 		return err
@@ -257,6 +269,11 @@ func nicctlProbe(ctx context.Context, args []string) error {
 	}
 	env := nicctlEnv("")
 	defer env.Close()
+	lock, err := journal.LockHost(journal.Dir(), journal.Self(""))
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
 	lane := journal.LaneDir(journal.Dir(), "probe-"+strconv.Itoa(os.Getpid()))
 	j, err := journal.Open(lane, nicctl.Handlers(env))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/internal/wire"
 	"github.com/rig-project/rig/nicctl"
 )
 
@@ -47,9 +48,17 @@ func prepareNIC(ctx context.Context, who string, pf *probeFlags, mode tstamp.Mod
 		}
 		return undo, nil
 	}
+	// The host lock while the change is in force: shared with the probes
+	// of the same run id (a responder and a capture on one machine), no
+	// other changer meanwhile.
+	lock, err := journal.LockHost(journal.Dir(), journal.Self(lockRunID(pf.runID)))
+	if err != nil {
+		return undo, fmt.Errorf("%s: %w", who, err)
+	}
 	lane := journal.LaneDir(journal.Dir(), "probe-"+strconv.Itoa(os.Getpid()))
 	j, err := journal.Open(lane, nicctl.Handlers(env))
 	if err != nil {
+		lock.Unlock()
 		return undo, fmt.Errorf("%s: the journal for the NIC change: %w", who, err)
 	}
 	res, err := nicctl.PrepareTimestamping(ctx, env, j, pf.iface, req)
@@ -62,6 +71,7 @@ func prepareNIC(ctx context.Context, who string, pf *probeFlags, mode tstamp.Mod
 			}
 		}
 		j.Close()
+		lock.Unlock()
 		if uerr != nil {
 			logf("rig %s: putting the NIC back failed: %v (run `rig restore`)", who, uerr)
 			return
@@ -76,4 +86,18 @@ func prepareNIC(ctx context.Context, who string, pf *probeFlags, mode tstamp.Mod
 		return func() {}, setupError(who, err)
 	}
 	return undo, nil
+}
+
+// lockRunID is the host lock's run id of a probe given --run-id (its
+// canonical form, so that "1" and "0000000000000001" share), or "" to hold
+// the lock alone.
+func lockRunID(flag string) string {
+	if flag == "" {
+		return ""
+	}
+	id, err := wire.ParseRunID(flag)
+	if err != nil {
+		return ""
+	}
+	return wire.FormatRunID(id)
 }

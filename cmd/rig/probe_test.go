@@ -73,7 +73,7 @@ func TestProbeBadInput(t *testing.T) {
 
 // TestProbeHardwareAndPrivilege: --timestamps hardware on a NIC without it
 // prints the capability report (exit 2); a missing privilege names the
-// capability (exit 1). Needs root to prove the first and to drop to nobody
+// capability (exit 2, like all bad input). Needs root to prove the first and to drop to nobody
 // for the second.
 func TestProbeHardwareAndPrivilege(t *testing.T) {
 	if testing.Short() {
@@ -89,7 +89,7 @@ func TestProbeHardwareAndPrivilege(t *testing.T) {
 	// The binary must be reachable by nobody.
 	os.Chmod(filepath.Dir(testbin.Rig(t)), 0o755)
 	code, stderr = runRig(t, &syscall.Credential{Uid: 65534, Gid: 65534}, "capture", "--iface", "lo", "--run-id", "1", "--duration", "1ms")
-	if code != 1 || !strings.Contains(stderr, "CAP_NET_RAW") {
-		t.Errorf("capture as nobody: exit %d, want 1 naming CAP_NET_RAW:\n%s", code, stderr)
+	if code != 2 || !strings.Contains(stderr, "CAP_NET_RAW") {
+		t.Errorf("capture as nobody: exit %d, want 2 naming CAP_NET_RAW:\n%s", code, stderr)
 	}
 }

@@ -18,6 +18,7 @@ func runRespond(ctx context.Context, args []string) error {
 	fs := newFlagSet("respond", "--iface IF [flags]")
 	var pf probeFlags
 	pf.register(fs)
+	pf.registerUnicast(fs, "listen", "unicast requests: bind this IPv4 address of --iface and port, join no group (instead of --group; the sender's --to)")
 	reply := fs.String("reply", "unicast", "where replies go: unicast (back to the sender) or a multicast group:port")
 	cpu := fs.Int("cpu", -1, "CPU to pin the responder loop to (-1: no pinning)")
 	poll := fs.String("poll", "block", "block (sleep in recvmsg) | busy (spin, one CPU at 100%) | busy-poll:µs (SO_BUSY_POLL)")
@@ -31,6 +32,7 @@ func runRespond(ctx context.Context, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	surviveEPIPE()
 	group, mode, runID, err := pf.parse()
 	if err != nil {
 		return err
@@ -63,12 +65,12 @@ func runRespond(ctx context.Context, args []string) error {
 	defer undo()
 	var r *responder.Responder
 	r, err = responder.New(responder.Config{
-		Iface: pf.iface, Group: group, ReplyTo: replyTo, CPU: *cpu, Poll: pm, BusyPollUS: busyPoll,
+		Iface: pf.iface, Group: group, Listen: pf.unicast.addr, ReplyTo: replyTo, CPU: *cpu, Poll: pm, BusyPollUS: busyPoll,
 		Sched: sc, Timestamps: mode, RunID: runID, ArmIndex: pf.armIndex, Round: pf.round, Capacity: *capacity, TxWait: *txWait,
 		StopAfter: *count, Arm: pf.arm,
 		Ready: func() {
 			// "thread N" lets the agent watch this loop's context switches.
-			logf("rig respond: ready on %s group %s (poll %s, cpu %d, thread %d)", pf.iface, group, *poll, *cpu, r.ThreadID())
+			logf("rig respond: ready on %s, requests %s (poll %s, cpu %d, thread %d)", pf.iface, pf.requests(group), *poll, *cpu, r.ThreadID())
 		},
 	})
 	if err != nil {
@@ -76,6 +78,8 @@ func runRespond(ctx context.Context, args []string) error {
 	}
 	defer r.Close()
 	logf("rig respond: timestamps %s", r.Granted())
+	ctx, cancel := pf.bound(ctx)
+	defer cancel()
 	runErr := r.Run(ctx)
 	c := r.Counters()
 	logf("rig respond: answered %d, duplicated %d, foreign %d, malformed %d, send errors %d, TX stamps missing %d",
@@ -88,6 +92,9 @@ func runRespond(ctx context.Context, args []string) error {
 			return err
 		}
 		logf("rig respond: wrote %s", pf.out)
+	}
+	if err := pf.expired(ctx); err != nil {
+		return err
 	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr

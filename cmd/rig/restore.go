@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
+	"github.com/rig-project/rig/internal/hostctl"
 	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/nicctl"
 )
 
 func init() {
-	register(&command{name: "restore", summary: "undo host changes left by a crashed or killed rig", run: runRestore})
+	register(&command{name: "restore", summary: "undo host changes left by a crashed or killed rig, remove its labs", run: runRestore})
 }
 
 func runRestore(ctx context.Context, args []string) error {
@@ -24,6 +25,13 @@ func runRestore(ctx context.Context, args []string) error {
 		return usagef("rig restore takes no arguments, got %q", fs.Args())
 	}
 	dir := journal.Dir()
+	// Restoring changes the host: no run, nicctl or other restore may
+	// change it meanwhile.
+	lock, err := journal.LockHost(dir, journal.Self(""))
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
 	var errs []error
 	if *discard {
 		n := 0
@@ -45,14 +53,16 @@ func runRestore(ctx context.Context, args []string) error {
 	defer env.Close()
 	n := 0
 	for _, d := range journal.Lanes(dir) {
-		restored, err := journal.Restore(context.WithoutCancel(ctx), d, nicctl.Handlers(env))
+		restored, err := journal.Restore(context.WithoutCancel(ctx), d, hostctl.Handlers(env))
 		printRestored(restored)
 		n += len(restored)
 		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil || n > 0 {
+	removed, err := removeStale(os.Stdout, "rig restore")
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil || n > 0 || removed > 0 {
 		return err
 	}
-	fmt.Printf("nothing to restore: no pending journal in %s\n", dir)
+	fmt.Printf("nothing to restore: no pending journal in %s, no lab or agent work directory left by a killed rig\n", dir)
 	return nil
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 
+	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/runner"
 	"github.com/rig-project/rig/internal/scenario"
 )
 
@@ -30,28 +32,56 @@ func runCmd(ctx context.Context, args []string) error {
 	if !*dry {
 		return execRun(ctx, fs.Arg(0), *results, *remoteRig, *verbose)
 	}
-	return dryRun(os.Stdout, fs.Arg(0), hostfs.Default())
+	return dryRun(ctx, os.Stdout, fs.Arg(0), hostfs.Default())
 }
 
 // dryRun loads, validates and prints the plan of the scenario at path.
-// Problems in the file are usage errors (exit 2).
-func dryRun(w io.Writer, path string, root hostfs.FS) error {
-	s, facts, err := loadAndValidate(path, root)
+// Hosts in a network namespace of this machine are checked against the
+// facts of an agent started in that namespace, as rig run does; remote
+// hosts are not reached. Problems in the file are usage errors (exit 2).
+func dryRun(ctx context.Context, w io.Writer, path string, root hostfs.FS) error {
+	s, facts, err := loadAndValidate(path, root, func(h scenario.Host) (scenario.HostFacts, error) {
+		return netnsFacts(ctx, h)
+	})
 	if err != nil {
 		return err
 	}
 	var localFS *hostfs.FS
-	if h := s.HostWith(scenario.RoleResponder); h != nil && facts[h.Name] != nil {
+	// CPU facts of the responder (idle states, siblings) are this machine's
+	// for every host but a remote one.
+	if h := s.HostWith(scenario.RoleResponder); h != nil && facts[h.Name] != nil && (s.Emulate != "" || h.Local() || runner.IsNetns(*h)) {
 		localFS = &root
 	}
 	return scenario.WriteDryRun(w, s, s.Plan(), scenario.DryRunOptions{Local: localFS, Unchecked: s.Unchecked(facts), Timestamping: s.TimestampPlans(facts)})
 }
 
-// loadAndValidate loads a scenario and checks it against the hosts this
-// process can read itself (this machine and its namespaces); `rig run`
-// checks every host again through its agent. Problems in the file are
+// netnsFacts asks an agent started in the host's network namespace for
+// its facts: its interfaces are those of the namespace, not this one's.
+func netnsFacts(ctx context.Context, h scenario.Host) (scenario.HostFacts, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	c, err := agent.DialRig(ctx, h.Name, h.Command, exe, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	f, err := c.Facts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.HostFacts(), nil
+}
+
+// loadAndValidate loads a scenario and checks it against the hosts that
+// share this machine's view: this machine itself and the namespaces of an
+// emulated topology (their CPUs; they have no interface in the file). A
+// host in a network namespace is checked with the facts netns returns for
+// it, or not at all when netns is nil (`rig run` checks every host again
+// through its agent before anything changes). Problems in the file are
 // usage errors (exit 2).
-func loadAndValidate(path string, root hostfs.FS) (*scenario.Scenario, map[string]scenario.HostFacts, error) {
+func loadAndValidate(path string, root hostfs.FS, netns func(scenario.Host) (scenario.HostFacts, error)) (*scenario.Scenario, map[string]scenario.HostFacts, error) {
 	s, err := scenario.Load(path)
 	if err != nil {
 		return nil, nil, usageError{err}
@@ -59,10 +89,15 @@ func loadAndValidate(path string, root hostfs.FS) (*scenario.Scenario, map[strin
 	facts := map[string]scenario.HostFacts{}
 	local := scenario.LocalFacts{FS: root}
 	for _, h := range s.Hosts {
-		// Emulated hosts and netns hosts are namespaces of this machine:
-		// same CPUs (their interfaces are checked by the agents).
-		if s.Emulate != "" || h.Local() || (len(h.Command) == 4 && h.Command[0] == "ip") {
+		switch {
+		case s.Emulate != "" || h.Local():
 			facts[h.Name] = local
+		case netns != nil && runner.IsNetns(h):
+			f, err := netns(h)
+			if err != nil {
+				return nil, nil, fmt.Errorf("run: host %s: %w", h.Name, err)
+			}
+			facts[h.Name] = f
 		}
 	}
 	if err := scenario.Validate(s, facts); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -45,10 +46,11 @@ func TestRunDryRunExitCodes(t *testing.T) {
 
 func TestDryRunPrintsPlan(t *testing.T) {
 	var out bytes.Buffer
-	if err := dryRun(&out, "../../scenarios/demo.yaml", hostfs.Default()); err != nil {
+	if err := dryRun(context.Background(), &out, "../../scenarios/demo.yaml", hostfs.Default()); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"1: cpu0 → cpu1", "2: cpu1 → cpu0", "responder process: CPU 1"} {
+	for _, want := range []string{"1: cpu0 → cpu1 → cpu1-unicast", "2: cpu1 → cpu1-unicast → cpu0", "responder process: CPU 1",
+		"cpu1-unicast\n    requests: unicast to the responder's address on its iface, port 7700"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("dry run lacks %q:\n%s", want, out.String())
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
@@ -23,12 +24,13 @@ import (
 // where the run directory is.
 func execRun(ctx context.Context, path, results, remoteRig string, verbose bool) error {
 	root := hostfs.Default()
-	s, _, err := loadAndValidate(path, root)
+	s, _, err := loadAndValidate(path, root, nil)
 	if err != nil {
 		return err
 	}
-	if err := journal.CheckPending(journal.Dir()); err != nil {
-		return usageError{err}
+	// Labs and work directories of runs killed before: removed, and said.
+	if _, err := removeStale(os.Stderr, "rig run"); err != nil {
+		logf("rig run: warning: %v", err)
 	}
 	plan := s.Plan()
 	for _, a := range plan.Skipped {
@@ -45,8 +47,9 @@ func execRun(ctx context.Context, path, results, remoteRig string, verbose bool)
 	res, err := runner.Run(ctx, o)
 	bar.done()
 	var list scenario.ErrorList
+	var pending *journal.PendingError
 	var re *agent.RemoteError
-	if errors.As(err, &list) || (errors.As(err, &re) && re.Usage) { // the agents' facts refute the file
+	if errors.As(err, &list) || errors.As(err, &pending) || (errors.As(err, &re) && re.Usage) { // the agents' facts refute the file; rig restore first
 		return usageError{err}
 	}
 	if res != nil && res.Report != nil {
@@ -57,7 +60,7 @@ func execRun(ctx context.Context, path, results, remoteRig string, verbose bool)
 	}
 	if res != nil {
 		abs, _ := filepath.Abs(res.Dir)
-		logf("rig run: run directory %s (report.html, tables.md, report.json, plots/)", abs)
+		logf("rig run: run directory %s%s", abs, reportFiles(res.Dir))
 	}
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("interrupted: finished rounds are kept, host settings restored: %w", err)
@@ -92,4 +95,20 @@ func (b *runBar) update(p runner.Progress) {
 func (b *runBar) done() {
 	b.bar.Abort(false)
 	b.p.Wait()
+}
+
+// reportFiles lists the report files the run directory has, as
+// " (report.html, tables.md, …)", or says there are none: after a failure
+// (a full disk) some or all were never written.
+func reportFiles(dir string) string {
+	var have []string
+	for _, f := range []string{"report.html", "tables.md", "report.json", "plots/"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			have = append(have, f)
+		}
+	}
+	if len(have) == 0 {
+		return " (no report was written)"
+	}
+	return " (" + strings.Join(have, ", ") + ")"
 }

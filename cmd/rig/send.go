@@ -24,6 +24,7 @@ func runSend(ctx context.Context, args []string) error {
 	fs := newFlagSet("send", "--iface IF [flags]")
 	var pf probeFlags
 	pf.register(fs)
+	pf.registerUnicast(fs, "to", "unicast requests: the responder's IPv4 address:port on its interface (instead of --group; the responder's --listen)")
 	count := fs.Int("count", 10000, "requests in the round")
 	interval := fs.Duration("interval", time.Millisecond, "request k is due at start + k·interval")
 	size := fs.Int("size", 64, "UDP payload bytes (40..1472)")
@@ -31,7 +32,7 @@ func runSend(ctx context.Context, args []string) error {
 	cpu := fs.Int("cpu", -1, "CPU to pin the pacing thread to (-1: no pinning)")
 	sched := fs.String("sched", "other", "scheduling policy of the pacing thread: other | fifo:N")
 	poll := fs.String("poll", "block", "how the sending thread waits for replies and TX stamps between sends: block (sleeps in ppoll: one wake-up per reply) | busy (polls the socket without blocking: no wake-up, one CPU at 100 %)")
-	port := fs.Int("port", -1, "local UDP port; replies come back to it (-1: the group's port)")
+	port := fs.Int("port", -1, "local UDP port; replies come back to it (-1: the port of --group or --to)")
 	replyGroup := fs.String("reply-group", "", "join this group:port for replies (the responder's --reply); its port becomes the local port")
 	warmup := fs.Int("warmup", 2, "leading sequences excluded from the summary (recorded anyway)")
 	replyTimeout := fs.Duration("reply-timeout", time.Second, "a reply more than this after its request left (kernel stamps where taken) counts as late, apart from lost; the round waits this long for the last replies")
@@ -44,6 +45,7 @@ func runSend(ctx context.Context, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	surviveEPIPE()
 	group, mode, runID, err := pf.parse()
 	if err != nil {
 		return err
@@ -56,7 +58,7 @@ func runSend(ctx context.Context, args []string) error {
 	if err != nil || busyPollUS != 0 {
 		return usagef("--poll %q: want block or busy", *poll)
 	}
-	cfg := sender.Config{Poll: pm, Iface: pf.iface, Group: group, Interval: *interval, Count: *count, Size: *size,
+	cfg := sender.Config{Poll: pm, Iface: pf.iface, Group: group, To: pf.unicast.addr, Interval: *interval, Count: *count, Size: *size,
 		Spin: *spin, CPU: *cpu, Sched: sc, Timestamps: mode, RunID: runID, Arm: pf.arm,
 		ArmIndex: pf.armIndex, Round: pf.round, Warmup: *warmup, ReplyTimeout: *replyTimeout, TxWait: *txWait}
 	switch {
@@ -65,7 +67,7 @@ func runSend(ctx context.Context, args []string) error {
 	case *port >= 0:
 		cfg.Port = uint16(*port)
 	default:
-		cfg.Port = group.Port()
+		cfg.Port = pf.dest(group).Port()
 	}
 	if *replyGroup != "" {
 		rg, err := parseReply(*replyGroup)
@@ -97,8 +99,10 @@ func runSend(ctx context.Context, args []string) error {
 	}
 	defer s.Close()
 	if !*quiet {
-		logf("rig send: run id %s: %d requests to %s every %v from %s, timestamps %s", wire.FormatRunID(s.RunID()), *count, group, *interval, pf.iface, s.Granted())
+		logf("rig send: run id %s: %d requests, %s, every %v from %s, timestamps %s", wire.FormatRunID(s.RunID()), *count, pf.requests(group), *interval, pf.iface, s.Granted())
 	}
+	ctx, cancel := pf.bound(ctx)
+	defer cancel()
 	stopProgress := startProgress(ctx, s, *count, *progressLines)
 	runErr := s.Run(ctx)
 	stopProgress()
@@ -122,6 +126,9 @@ func runSend(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := pf.expired(ctx); err != nil {
+		return err
 	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr

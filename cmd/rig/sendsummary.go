@@ -39,6 +39,10 @@ func printSendSummary(w io.Writer, j *samples.Joined, warmup int) error {
 		fmt.Fprintf(w, "%-12s %7d %10s %10s %10s %10s  %s (%s)\n", name, rs.N, us(rs.MedianNS), us(rs.P99NS), us(rs.P999NS),
 			us(rs.WorstNS), m.Source, m.Formula)
 	}
-	fmt.Fprintf(w, "µs; %s; %s; received includes late replies (more than the reply timeout after their send), which are not in rtt; lateness covers every sent request, rtt_from_due every reply\n", r.Rules.Percentile, r.Rules.WarmupRule)
+	fmt.Fprintf(w, "µs; %s; %s; received includes late replies (more than the reply timeout after their send), which are not in rtt; lateness covers every sent request, rtt_from_due every reply", r.Rules.Percentile, r.Rules.WarmupRule)
+	if arm.Requests != "" {
+		fmt.Fprintf(w, "; requests: %s", arm.Requests)
+	}
+	fmt.Fprintln(w)
 	return nil
 }

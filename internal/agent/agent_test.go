@@ -129,6 +129,10 @@ func TestServerRunsOnlyRigOperations(t *testing.T) {
 	if sib, err := hf.ThreadSiblings(1); err != nil || len(sib) != 1 || sib[0] != 1 {
 		t.Errorf("siblings of CPU 1: %v %v", sib, err)
 	}
+	// A fake root has no kernel to ask for addresses: unknown, not "none".
+	if as, err := hf.Addresses(f.Ifaces[0]); !errors.Is(err, os.ErrNotExist) || f.Addrs != nil {
+		t.Errorf("addresses on a fake root: %v %v (facts %v)", as, err, f.Addrs)
+	}
 	send(Request{ID: 10, Op: OpBye})
 	if r := recv(); !r.OK || r.ID != 10 {
 		t.Fatalf("bye: %+v", r)

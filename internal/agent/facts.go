@@ -3,10 +3,12 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -57,10 +59,21 @@ func LocalFacts(fs hostfs.FS) (*Facts, error) {
 		if st, err := l.Timestamping(i); err == nil {
 			f.Timestamping[i] = st
 		}
+		if as, err := l.Addresses(i); err == nil {
+			if f.Addrs == nil {
+				f.Addrs = map[string][]netip.Addr{}
+			}
+			f.Addrs[i] = append([]netip.Addr{}, as...)
+		}
 	}
 	if f.StressNG, err = l.HasStressNG(); err != nil {
 		return nil, err
 	}
+	pf, err := l.Power()
+	if err != nil {
+		return nil, fmt.Errorf("power facts: %w", err)
+	}
+	f.Power = &pf
 	// Never nil when known: nil tells the controller "unknown" (no route
 	// table here, or an older agent).
 	switch mg, err := l.MgmtInterfaces(); {
@@ -112,6 +125,21 @@ func (r remoteFacts) MgmtInterfaces() ([]string, error) {
 		return nil, fmt.Errorf("default routes: the agent does not report them: %w", os.ErrNotExist)
 	}
 	return r.f.MgmtIfaces, nil
+}
+func (r remoteFacts) Addresses(iface string) ([]netip.Addr, error) {
+	switch {
+	case !slices.Contains(r.f.Ifaces, iface):
+		return nil, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	case r.f.Addrs == nil:
+		return nil, fmt.Errorf("addresses: the agent does not report them (an older rig there): %w", os.ErrNotExist)
+	}
+	return r.f.Addrs[iface], nil
+}
+func (r remoteFacts) Power() (power.Facts, error) {
+	if r.f.Power == nil {
+		return power.Facts{}, fmt.Errorf("the agent does not report the frequency control (an older rig): %w", os.ErrNotExist)
+	}
+	return *r.f.Power, nil
 }
 func (r remoteFacts) IdleStates(cpu int) ([]string, error) {
 	if err := r.lacks("cpuidle"); err != nil {

@@ -13,13 +13,17 @@
 // snapshot, applying and taking back an arm's knobs (journaled), and the
 // rig probe processes (respond, send, capture) whose sample files it hands
 // back. It never runs an arbitrary command. When its stdin closes — the
-// controller exited or died — it stops its processes and takes every knob
-// back before it exits.
+// controller exited or died — or it gets SIGINT, SIGTERM or SIGHUP, it stops
+// its processes and takes every knob back before it exits; a write to a
+// controller that is gone fails without stopping that. Its processes get
+// SIGTERM when the agent dies, however it dies.
 package agent
 
 import (
 	"encoding/json"
+	"net/netip"
 
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -38,6 +42,9 @@ type Hello struct {
 	Host    string `json:"host"` // hostname
 	PID     int    `json:"pid"`
 	Netns   string `json:"netns,omitempty"`
+	// Error, when set, is why the agent cannot serve (another rig holds
+	// the host, no work directory); it exits after the Hello.
+	Error string `json:"error,omitempty"`
 }
 
 // Request is one operation.
@@ -78,7 +85,10 @@ const (
 	// OpTimestamps prepares a NIC's hardware timestamping for the whole
 	// run (journaled; taken back at bye, not by an arm's undo).
 	OpTimestamps = "timestamps" // TimestampsArgs → nicctl.TSResult
-	OpBye        = "bye"        // → {}; the agent cleans up and exits
+	// OpRankCPUs watches candidate CPUs and ranks them by measured noise
+	// (responder.cpu: quietest, before each round).
+	OpRankCPUs = "rank-cpus" // RankArgs → cpurank.Ranking
+	OpBye      = "bye"       // → {}; the agent cleans up and exits
 )
 
 // Facts is what scenario validation needs to know about a host.
@@ -96,8 +106,14 @@ type Facts struct {
 	IdleStates   map[int][]string           `json:"idle_states"`
 	// MgmtIfaces carry a default route; nil (an older agent) means unknown.
 	MgmtIfaces []string `json:"mgmt_ifaces"`
+	// Addrs are each interface's IPv4 addresses (where unicast requests
+	// can go); nil (an older agent) means unknown.
+	Addrs map[string][]netip.Addr `json:"addrs"`
 	// Missing names facilities the host lacks (isolated, nohz_full, cpuidle).
 	Missing []string `json:"missing,omitempty"`
+	// Power is the frequency control (cpufreq, turbo, tuned); nil from an
+	// agent that does not report it, which then cannot take power knobs.
+	Power *power.Facts `json:"power,omitempty"`
 }
 
 // EnvArgs selects the NICs of the snapshot.
@@ -109,6 +125,8 @@ type EnvArgs struct {
 type CheckArgs struct {
 	CPU   int    `json:"cpu"`
 	Iface string `json:"iface,omitempty"`
+	// Multicast: the requests are multicast on Iface (the IGMP check).
+	Multicast bool `json:"multicast,omitempty"`
 }
 
 // ApplyArgs is an arm to put in force on the agent's host.
@@ -131,6 +149,13 @@ type TimestampsArgs struct {
 	Need      tstamp.Need `json:"need"`
 	AllowMgmt bool        `json:"allow_mgmt,omitempty"`
 	TakeOver  bool        `json:"take_over,omitempty"`
+}
+
+// RankArgs are the candidate CPUs (nil: every CPU the agent may run on)
+// and how long to watch them (0: cpurank's default).
+type RankArgs struct {
+	CPUs     []int `json:"cpus,omitempty"`
+	WindowNS int64 `json:"window_ns,omitempty"`
 }
 
 // ApplyResult lists what changed or was restored, one line each.

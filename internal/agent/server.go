@@ -17,11 +17,13 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/envsnap"
 	"github.com/rig-project/rig/internal/hostctl"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/internal/spawn"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/nicctl"
@@ -34,8 +36,15 @@ var probeCommands = []string{"respond", "send", "capture"}
 type Server struct {
 	FS       hostfs.FS
 	StateDir string // journal directory (default journal.Dir())
-	Rig      string // this rig binary (default os.Executable)
-	WorkDir  string // where sample files go (default a temp dir)
+	// LockDir holds the host lock: the base of the journal lanes, one lock
+	// for the machine (default StateDir).
+	LockDir string
+	// RunID is the run this agent belongs to: the agent shares the run's
+	// host lock on its machine from its start to its exit. Without one it
+	// takes the lock alone while an arm is applied.
+	RunID   string
+	Rig     string // this rig binary (default os.Executable)
+	WorkDir string // where sample files go (default a new directory below os.TempDir, see RemoveStaleWorkDirs)
 
 	out     *json.Encoder
 	outMu   sync.Mutex
@@ -46,6 +55,11 @@ type Server struct {
 	host    *hostctl.Host
 	nic     *nicctl.Env
 	j       *journal.Journal
+	lock    *journal.HostLock
+	closing bool // cleanup has begun: no new process or arm
+	// tsPrepared: NIC timestamping prepared for the run is in force until
+	// cleanup.
+	tsPrepared bool
 }
 
 type serverProc struct {
@@ -66,13 +80,17 @@ type serverProc struct {
 }
 
 // Serve speaks the protocol on r/w until the controller says bye or r
-// closes; then it stops every process and takes every knob back.
+// closes; then it stops every process and takes every knob back. Writes to
+// w that fail (the controller is gone) change nothing of that.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	if s.FS.Root == "" {
 		s.FS = hostfs.Default()
 	}
 	if s.StateDir == "" {
 		s.StateDir = journal.Dir()
+	}
+	if s.LockDir == "" {
+		s.LockDir = s.StateDir
 	}
 	if s.Rig == "" {
 		exe, err := os.Executable()
@@ -81,26 +99,43 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		}
 		s.Rig = exe
 	}
-	if s.WorkDir == "" {
-		d, err := os.MkdirTemp("", "rig-agent-")
+	s.procs = map[int]*serverProc{}
+	s.out = json.NewEncoder(w)
+	host, _ := os.Hostname()
+	ns, _ := os.Readlink("/proc/self/ns/net")
+	hello := Hello{Proto: Proto, Version: Version, Rig: version.String(), Host: host, PID: os.Getpid(), Netns: ns}
+	if s.RunID != "" {
+		l, err := journal.LockHost(s.LockDir, journal.Self(s.RunID))
 		if err != nil {
+			hello.Error = err.Error()
+			s.send(hello)
+			return err
+		}
+		s.lock = l
+		defer l.Unlock()
+	}
+	if s.WorkDir == "" {
+		d, err := newWorkDir()
+		if err != nil {
+			hello.Error = err.Error()
+			s.send(hello)
 			return err
 		}
 		s.WorkDir = d
 		defer os.RemoveAll(d)
 	}
-	s.procs = map[int]*serverProc{}
-	s.out = json.NewEncoder(w)
-	host, _ := os.Hostname()
-	ns, _ := os.Readlink("/proc/self/ns/net")
-	if err := s.send(Hello{Proto: Proto, Version: Version, Rig: version.String(), Host: host, PID: os.Getpid(), Netns: ns}); err != nil {
+	if err := s.send(hello); err != nil {
 		return err
 	}
-	defer s.cleanup()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<24)
 	var wg sync.WaitGroup
+	// On the way out: stop the processes and take the arm back first (that
+	// also ends the requests waiting on them), then wait for the requests,
+	// then clean up again for anything a request started meanwhile.
+	defer s.cleanup()
 	defer wg.Wait()
+	defer s.cleanup()
 	for sc.Scan() {
 		var req Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
@@ -120,7 +155,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			if err != nil {
 				resp.Error = err.Error()
 				var ue *nicctl.UsageError
-				resp.Usage = errors.As(err, &ue) || errors.Is(err, nicctl.ErrTimestamping)
+				resp.Usage = errors.As(err, &ue) || errors.Is(err, nicctl.ErrTimestamping) || cpurank.IsInput(err)
 			} else if res != nil {
 				resp.Result, _ = json.Marshal(res)
 			}
@@ -151,7 +186,13 @@ func (s *Server) handle(ctx context.Context, req Request) (any, error) {
 		if err := decode(req.Args, &a); err != nil {
 			return nil, err
 		}
-		return check.Run(ctx, s.FS, check.Options{CPU: a.CPU, Iface: a.Iface})
+		return check.Run(ctx, s.FS, check.Options{CPU: a.CPU, Iface: a.Iface, Multicast: a.Multicast})
+	case OpRankCPUs:
+		var a RankArgs
+		if err := decode(req.Args, &a); err != nil {
+			return nil, err
+		}
+		return cpurank.Rank(ctx, s.FS, cpurank.Options{CPUs: a.CPUs, Window: time.Duration(a.WindowNS)})
 	case OpTimestamps:
 		var a TimestampsArgs
 		if err := decode(req.Args, &a); err != nil {
@@ -210,12 +251,23 @@ func decode(raw json.RawMessage, v any) error {
 	return nil
 }
 
-func (s *Server) apply(ctx context.Context, a ApplyArgs) (any, error) {
+func (s *Server) apply(ctx context.Context, a ApplyArgs) (_ any, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errors.New("agent: shutting down")
+	}
 	if s.applied != nil {
 		return nil, errors.New("agent: an arm is already applied; undo it first")
 	}
+	if err := s.lockLone(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.unlockLone()
+		}
+	}()
 	var k scenario.Knobs
 	if err := json.Unmarshal(a.Knobs, &k); err != nil {
 		return nil, fmt.Errorf("agent: knobs: %w", err)
@@ -238,7 +290,7 @@ func (s *Server) openJournal() error {
 		return nil
 	}
 	s.nic = &nicctl.Env{FS: s.FS, IRQBalance: nicctl.HostIRQBalance{FS: s.FS}}
-	j, err := journal.Open(s.StateDir, nicctl.Handlers(s.nic))
+	j, err := journal.Open(s.StateDir, hostctl.Handlers(s.nic))
 	if err != nil {
 		return err
 	}
@@ -253,6 +305,9 @@ func (s *Server) openJournal() error {
 func (s *Server) timestamps(ctx context.Context, a TimestampsArgs) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errors.New("agent: shutting down")
+	}
 	if s.applied != nil {
 		return nil, errors.New("agent: an arm is applied: timestamping is prepared before the first arm")
 	}
@@ -260,9 +315,15 @@ func (s *Server) timestamps(ctx context.Context, a TimestampsArgs) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.openJournal(); err != nil {
+	if err := s.lockLone(); err != nil {
 		return nil, err
 	}
+	if err := s.openJournal(); err != nil {
+		s.unlockLone()
+		return nil, err
+	}
+	// Held until cleanup takes the timestamping back.
+	s.tsPrepared = true
 	return nicctl.PrepareTimestamping(ctx, s.nic, s.j, a.Iface, nicctl.TSRequest{Mode: mode, Need: a.Need, AllowMgmt: a.AllowMgmt, TakeOver: a.TakeOver})
 }
 
@@ -276,7 +337,34 @@ func (s *Server) undo(ctx context.Context) (any, error) {
 	err := s.applied.Undo(context.WithoutCancel(ctx))
 	res := ApplyResult{Report: s.applied.Report[n:]}
 	s.applied = nil
+	if err == nil {
+		s.unlockLone()
+	}
 	return res, err
+}
+
+// lockLone takes the host lock alone for an agent outside a run, before
+// it changes the host (s.mu held). A run's agent holds the run's already.
+func (s *Server) lockLone() error {
+	if s.lock != nil {
+		return nil
+	}
+	l, err := journal.LockHost(s.LockDir, journal.Self(""))
+	if err != nil {
+		return err
+	}
+	s.lock = l
+	return nil
+}
+
+// unlockLone releases a lone agent's host lock once nothing it changed is
+// in force: no arm, no prepared timestamping (s.mu held). What failed to
+// be undone keeps it until the agent exits.
+func (s *Server) unlockLone() {
+	if s.RunID == "" && s.lock != nil && s.applied == nil && !s.tsPrepared {
+		s.lock.Unlock()
+		s.lock = nil
+	}
 }
 
 func (s *Server) start(a StartArgs) (any, error) {
@@ -289,9 +377,12 @@ func (s *Server) start(a StartArgs) (any, error) {
 		}
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errors.New("agent: shutting down")
+	}
 	s.next++
 	h := s.next
-	s.mu.Unlock()
 	out := filepath.Join(s.WorkDir, fmt.Sprintf("%d-%s.samples", h, a.Command))
 	argv := append([]string{a.Command}, a.Args...)
 	argv = append(argv, "--out", out)
@@ -302,7 +393,10 @@ func (s *Server) start(a StartArgs) (any, error) {
 		return nil, err
 	}
 	p := &serverProc{cmd: cmd, out: out, ready: make(chan struct{}), done: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
+	// A probe ends with its agent, even one killed with SIGKILL: SIGTERM
+	// makes it write its file and exit (a busy responder would otherwise
+	// keep its CPU forever). Its --max-duration is the second guard.
+	if err := spawn.Start(cmd, syscall.SIGTERM); err != nil {
 		return nil, fmt.Errorf("agent: start rig %s: %w", a.Command, err)
 	}
 	go func() {
@@ -335,9 +429,7 @@ func (s *Server) start(a StartArgs) (any, error) {
 		p.finishTelemetry()
 		close(p.done)
 	}()
-	s.mu.Lock()
 	s.procs[h] = p
-	s.mu.Unlock()
 	return StartResult{Handle: h}, nil
 }
 
@@ -423,10 +515,11 @@ func (p *serverProc) tailText() string {
 // Shutdown stops every process and takes the arm back (for signals).
 func (s *Server) Shutdown() { s.cleanup() }
 
-// cleanup stops every process and takes the arm back; it runs on bye and
-// when the controller goes away.
+// cleanup stops every process and takes the arm back; it runs on bye, on
+// a signal and when the controller goes away. It may run more than once.
 func (s *Server) cleanup() {
 	s.mu.Lock()
+	s.closing = true
 	procs := make([]*serverProc, 0, len(s.procs))
 	for _, p := range s.procs {
 		procs = append(procs, p)
@@ -440,7 +533,10 @@ func (s *Server) cleanup() {
 	defer s.mu.Unlock()
 	if s.j != nil {
 		// What is left is the run's: the NIC timestamping it prepared.
-		s.j.Undo(context.Background())
+		if _, err := s.j.Undo(context.Background()); err == nil {
+			s.tsPrepared = false
+			s.unlockLone()
+		}
 		s.j.Close()
 		s.j = nil
 	}

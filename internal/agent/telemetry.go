@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/telemetry"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -59,8 +61,11 @@ func startTelemetry(fs hostfs.FS, a *TelemetryArgs, pid int, readyLine string) *
 		pt.err = fmt.Errorf("telemetry: every online CPU is the responder's or its sibling's; no CPU left to sample from")
 		return pt
 	}
+	// The responder CPU's frequency over the round, and the power state
+	// the arm left (tuned-adm active included) for the record.
 	cfg := telemetry.Config{FS: fs, CPUs: cpus, PID: pid, TID: tid,
-		Interval: time.Duration(a.IntervalNS), PinCPU: pin, IRQs: queueIRQs(fs, a.Iface), MaxSamples: 1 << 16}
+		Interval: time.Duration(a.IntervalNS), PinCPU: pin, IRQs: queueIRQs(fs, a.Iface), MaxSamples: 1 << 16,
+		MeasureFreq: true, FreqCPU: a.CPU, Power: power.ReadState(context.Background(), fs, a.CPU, power.HostTuned(fs))}
 	// The NIC's drop and ring-overrun counters (ethtool -S), where the
 	// driver has them; without them the sampler still runs.
 	if a.Iface != "" {

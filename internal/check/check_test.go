@@ -182,8 +182,8 @@ func TestIRQBalanceHost(t *testing.T) {
 	})
 	for id, want := range map[string]string{
 		"irqbalance":  "IRQBALANCE_BANNED_CPULIST=1 in /etc/default/irqbalance",
-		"governor":    "echo performance > /sys/devices/system/cpu/cpu1/cpufreq/scaling_governor",
-		"turbo":       "echo 0 > /sys/devices/system/cpu/cpufreq/boost",
+		"governor":    "echo performance > /sys/devices/system/cpu/cpu1/cpufreq/scaling_governor (or tuned-adm profile network-latency); for one arm of a scenario: power: {governor: performance}",
+		"turbo":       "echo 0 > /sys/devices/system/cpu/cpufreq/boost; for one arm of a scenario: power: {turbo: off}",
 		"clocksource": "echo tsc > /sys/devices/system/clocksource/clocksource0/current_clocksource",
 		"thp":         "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
 		"cstates":     "echo 1 > /sys/devices/system/cpu/cpu1/cpuidle/state3/disable",

@@ -52,7 +52,8 @@ func TestSnapshotRecordsENA(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"ena":{"version":"2.15.0g","out_of_tree":true,"module_version":"2.15.0g"`, `"llq":"on","llq_header_bytes":224,"large_llq":true`,
-		`"ena_srd_mode":3`, `"hw_packet_timestamping":{"tx_supported":false,"rx_supported":true`, `"carries_default_route":true`} {
+		`"ena_srd_mode":3`, `"hw_packet_timestamping":{"tx_supported":false,"rx_supported":true`, `"carries_default_route":true`,
+		`"dmi":{"sys_vendor":"Amazon EC2","board_vendor":"Amazon EC2","product_name":"c7i.2xlarge"}`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("snapshot JSON lacks %s", want)
 		}
@@ -61,7 +62,7 @@ func TestSnapshotRecordsENA(t *testing.T) {
 	if err := s.WriteText(&txt); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(txt.String(), "ena:       out-of-tree (amzn-drivers) 2.15.0g") || !strings.Contains(txt.String(), "ENA Express mode 3 (express true, udp true)") {
+	if !strings.Contains(txt.String(), "machine:         Amazon EC2 c7i.2xlarge\n") || !strings.Contains(txt.String(), "ena:       out-of-tree (amzn-drivers) 2.15.0g") || !strings.Contains(txt.String(), "ENA Express mode 3 (express true, udp true)") {
 		t.Fatalf("rig env text:\n%s", txt.String())
 	}
 }

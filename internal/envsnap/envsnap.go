@@ -16,6 +16,7 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/version"
 )
 
@@ -33,6 +34,9 @@ type Options struct {
 	// Getenv reads the snapshotting process's environment (Kubernetes
 	// detection); nil means os.Getenv. Tests inject it.
 	Getenv func(string) string
+	// Tuned asks tuned-adm for the active profile; nil means
+	// power.HostTuned(fs).
+	Tuned power.Tuned
 }
 
 // Snapshot is the environment of one host. Fields the host does not
@@ -60,6 +64,10 @@ type Snapshot struct {
 	NIC    map[string]any `json:"nic,omitempty"`
 	Absent []string       `json:"absent,omitempty"`
 	Errors []string       `json:"errors,omitempty"`
+
+	// DMI is what the firmware calls the machine: on EC2 "Amazon EC2"
+	// and the instance type (product_name).
+	DMI hostinfo.DMI `json:"dmi"`
 }
 
 // RigBuild identifies the binary that took the snapshot.
@@ -83,13 +91,17 @@ type CPU struct {
 	RcuNocbs hostinfo.CPUSpec `json:"rcu_nocbs"`
 }
 
-// Power is cpuidle and cpufreq.
+// Power is cpuidle, cpufreq (per CPU: driver, governor, limits, energy-
+// performance preference), turbo with intel_pstate's min/max perf, and
+// the tuned profile.
 type Power struct {
 	IdleDriver   string          `json:"idle_driver"`
 	IdleGovernor string          `json:"idle_governor"`
 	Idle         []CPUIdle       `json:"idle,omitempty"`
 	Freq         []CPUFreq       `json:"freq,omitempty"`
 	Turbo        *hostinfo.Turbo `json:"turbo,omitempty"`
+	// Tuned is `tuned-adm active`; nil when tuned is not installed.
+	Tuned *power.TunedState `json:"tuned,omitempty"`
 }
 
 // CPUIdle is the idle states of one CPU.
@@ -164,8 +176,11 @@ func Take(ctx context.Context, fs hostfs.FS, opts Options) *Snapshot {
 	c.fail("kernel version", err)
 	s.Cmdline, err = hostinfo.ReadCmdline(fs)
 	c.fail("cmdline", err)
+	s.DMI, err = hostinfo.ReadDMI(fs)
+	c.fail("dmi", err)
 	c.cpu()
 	c.power()
+	c.tuned(ctx, opts.Tuned)
 	s.Clocksource, s.Clocksources, err = hostinfo.Clocksource(fs)
 	c.fail("clocksource", err)
 	s.THP.Enabled, s.THP.Defrag, err = hostinfo.THP(fs)
@@ -268,6 +283,22 @@ func (c *collector) power() {
 	} else {
 		c.fail("turbo", err)
 	}
+}
+
+func (c *collector) tuned(ctx context.Context, t power.Tuned) {
+	if t == nil {
+		t = power.HostTuned(c.fs)
+	}
+	st, err := t.Active(ctx)
+	if errors.Is(err, power.ErrNoTuned) {
+		c.s.Absent = append(c.s.Absent, "tuned (no tuned-adm)")
+		return
+	}
+	if err != nil {
+		c.fail("tuned", err)
+		return
+	}
+	c.s.Power.Tuned = &st
 }
 
 func (c *collector) irqs() {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/power/powertest"
 )
 
 func fx(name string) hostfs.FS { return hostfs.FS{Root: "../hostinfo/testdata/" + name} }
@@ -94,5 +97,50 @@ func TestRealVMAndNICHook(t *testing.T) {
 	s = Take(context.Background(), fx("vm"), Options{Getenv: noenv, Ifaces: []string{"eth0", "bad0"}})
 	if s.NIC["eth0"] == nil || len(s.Errors) != 1 || !strings.Contains(s.Errors[0], "bad0") {
 		t.Fatalf("%+v %v", s.NIC, s.Errors)
+	}
+}
+
+// TestPowerEnvironment: governor, driver, limits and energy-performance
+// preference per CPU, turbo with intel_pstate's min/max perf, and the tuned
+// profile, in the JSON and the text.
+func TestPowerEnvironment(t *testing.T) {
+	fs := powertest.Build(t, powertest.IntelActive, 4)
+	tu := power.TunedAdm{Path: filepath.Join(powertest.FakeTuned(t, "network-latency", true, ""), "tuned-adm")}
+	s := Take(context.Background(), fs, Options{Getenv: noenv, Tuned: tu})
+	if len(s.Errors) != 0 {
+		t.Fatalf("errors: %v", s.Errors)
+	}
+	if len(s.Power.Freq) != 4 {
+		t.Fatalf("freq %+v", s.Power.Freq)
+	}
+	f := s.Power.Freq[3]
+	if f.Driver != "intel_pstate" || f.Governor != "powersave" || f.EPP != "balance_performance" || f.BaseKHz != 3100000 || f.HWMaxKHz != 3600000 {
+		t.Fatalf("cpu3 %+v", f)
+	}
+	tb := s.Power.Turbo
+	if tb == nil || !tb.Enabled || tb.MinPerfPct != 22 || tb.MaxPerfPct != 100 || tb.PstateMode != "active" {
+		t.Fatalf("turbo %+v", tb)
+	}
+	if s.Power.Tuned == nil || s.Power.Tuned.Active != "network-latency" || !s.Power.Tuned.Running {
+		t.Fatalf("tuned %+v", s.Power.Tuned)
+	}
+	b, _ := json.Marshal(s.Power)
+	for _, key := range []string{`"epp":"balance_performance"`, `"governor":"powersave"`, `"intel_pstate_min_perf_pct":22`, `"tuned":{"active":"network-latency"`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("env JSON lacks %s:\n%s", key, b)
+		}
+	}
+	var txt strings.Builder
+	s.WriteText(&txt)
+	for _, want := range []string{"cpu3 freq:       intel_pstate/powersave 1200000 kHz (limits 800000-3600000, hardware 800000-3600000) epp balance_performance",
+		"turbo:           on (/sys/devices/system/cpu/intel_pstate/no_turbo)", "intel_pstate:    active, min_perf_pct 22, max_perf_pct 100", "tuned:           profile network-latency"} {
+		if !strings.Contains(txt.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, txt.String())
+		}
+	}
+	// Without tuned-adm: absent, not an error.
+	vm := Take(context.Background(), powertest.Build(t, powertest.VMNone, 2), Options{Getenv: noenv})
+	if vm.Power.Tuned != nil || !strings.Contains(strings.Join(vm.Absent, "; "), "tuned (no tuned-adm)") {
+		t.Fatalf("tuned on a fake root without $RIG_TUNED_ADM: %+v %v", vm.Power.Tuned, vm.Absent)
 	}
 }

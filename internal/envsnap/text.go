@@ -21,6 +21,9 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 		return cpulist.Format(l)
 	}
 	p("host", "%s", s.Hostname)
+	if d := s.DMI; d.SysVendor != "" || d.ProductName != "" {
+		p("machine", "%s %s", d.SysVendor, d.ProductName)
+	}
 	p("kernel", "%s", s.Kernel)
 	p("rig", "%s (commit %s)", s.Rig.Version, s.Rig.Commit)
 	if s.Cmdline != nil {
@@ -60,10 +63,31 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 		p("cpufreq", "none (frequency not controlled by this kernel)")
 	}
 	for _, f := range s.Power.Freq {
-		p(fmt.Sprintf("cpu%d freq", f.CPU), "%s/%s %d kHz (%d-%d)", f.Driver, f.Governor, f.CurKHz, f.MinKHz, f.MaxKHz)
+		line := fmt.Sprintf("%s/%s %d kHz (limits %d-%d", f.Driver, f.Governor, f.CurKHz, f.MinKHz, f.MaxKHz)
+		if f.HWMaxKHz > 0 {
+			line += fmt.Sprintf(", hardware %d-%d", f.HWMinKHz, f.HWMaxKHz)
+		}
+		line += ")"
+		if f.EPP != "" {
+			line += " epp " + f.EPP
+		}
+		p(fmt.Sprintf("cpu%d freq", f.CPU), "%s", line)
 	}
 	if t := s.Power.Turbo; t != nil {
-		p("turbo", "%v (%s)", t.Enabled, t.Source)
+		p("turbo", "%s (%s)", onOff(t.Enabled), t.Source)
+		if t.IntelPstate() {
+			p("intel_pstate", "%s, min_perf_pct %d, max_perf_pct %d", t.PstateMode, t.MinPerfPct, t.MaxPerfPct)
+		}
+	}
+	if t := s.Power.Tuned; t != nil {
+		state := "profile " + t.Active
+		switch {
+		case t.Active == "":
+			state = "no active profile"
+		case !t.Running:
+			state += " preset, daemon not running"
+		}
+		p("tuned", "%s", state)
 	}
 	p("clocksource", "%s (available: %s)", s.Clocksource, strings.Join(s.Clocksources, " "))
 	p("THP", "enabled %s, defrag %s", s.THP.Enabled, s.THP.Defrag)
@@ -102,4 +126,11 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }

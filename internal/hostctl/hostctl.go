@@ -25,6 +25,7 @@ import (
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/load"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -40,6 +41,8 @@ type Host struct {
 	AllowMgmt bool
 	// InNetns runs fn in the network namespace of Iface (nil: this one).
 	InNetns func(fn func() error) error
+	// Tuned switches tuned profiles; nil: power.HostTuned(FS).
+	Tuned power.Tuned
 }
 
 // Arm is what to apply.
@@ -74,6 +77,11 @@ func Apply(ctx context.Context, h *Host, a Arm) (_ *Applied, err error) {
 		}
 	}()
 	k := a.Knobs
+	// tuned first: its profile sets many things, the arm's own knobs
+	// then win where they overlap.
+	if err := ap.power(ctx, k); err != nil {
+		return ap, err
+	}
 	if err := ap.nic(ctx, k); err != nil {
 		return ap, err
 	}
@@ -122,6 +130,54 @@ func Sibling(fs hostfs.FS, cpu int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("CPU %d has no SMT sibling (thread_siblings_list %s): %w", cpu, cpulist.Format(t.ThreadSiblings), errors.ErrUnsupported)
+}
+
+// power switches the tuned profile, then sets the frequency knobs, each
+// journaled.
+func (ap *Applied) power(ctx context.Context, k scenario.Knobs) error {
+	h := ap.host
+	s, profile := k.PowerSettings(), k.TunedProfile()
+	if s.IsZero() && profile == "" {
+		return nil
+	}
+	if h.Journal == nil {
+		return errors.New("power knobs need the journal (every change must be restorable)")
+	}
+	if profile != "" {
+		t := h.Tuned
+		if t == nil {
+			t = power.HostTuned(h.FS)
+		}
+		r, err := h.Journal.Apply(ctx, power.TunedChange(t, profile))
+		if err != nil {
+			return fmt.Errorf("tuned profile %s: %w", profile, err)
+		}
+		ap.Report = append(ap.Report, fmt.Sprintf("tuned: profile %s → %s", orNone(r.Previous), r.Effective))
+		if r.Effective != profile {
+			return fmt.Errorf("tuned profile %s: tuned-adm active says %q afterwards", profile, r.Effective)
+		}
+	}
+	report, err := power.Apply(ctx, h.Journal, h.FS, s)
+	ap.Report = append(ap.Report, report...)
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// Handlers are the undo handlers of every kind an arm or a run journals
+// on a host: nicctl's (sysfs, ethtool, irqbalance, timestamping) and the
+// tuned profile's.
+func Handlers(env *nicctl.Env) journal.Handlers {
+	h := nicctl.Handlers(env)
+	for k, f := range power.Handlers(power.HostTuned(env.FS)) {
+		h[k] = f
+	}
+	return h
 }
 
 func (ap *Applied) nic(ctx context.Context, k scenario.Knobs) error {

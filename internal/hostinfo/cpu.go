@@ -106,6 +106,23 @@ func CPUModel(fs hostfs.FS) (string, error) {
 	return "", nil
 }
 
+// CPUFlags returns the "flags" of the first CPU in /proc/cpuinfo (x86;
+// arm64 has "Features" instead, returned the same way). The "hypervisor"
+// flag says the kernel runs in a VM.
+func CPUFlags(fs hostfs.FS) ([]string, error) {
+	b, err := fs.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if k = strings.TrimSpace(k); ok && (k == "flags" || k == "Features") {
+			return strings.Fields(v), nil
+		}
+	}
+	return nil, nil
+}
+
 // Arch is the kernel's machine name ("x86_64", "aarch64"), from
 // /proc/sys/kernel/arch (Linux ≥ 6.1), else guessed from /proc/cpuinfo's
 // keys (x86 has vendor_id, arm64 "CPU architecture"). It is the host's,
@@ -228,59 +245,6 @@ func IdleDriver(fs hostfs.FS) (driver, governor string, err error) {
 		governor, _ = fs.ReadString(cpuDir + "/cpuidle/current_governor_ro")
 	}
 	return driver, governor, nil
-}
-
-// Freq is one CPU's cpufreq policy.
-type Freq struct {
-	Driver   string `json:"driver"`
-	Governor string `json:"governor"`
-	CurKHz   int64  `json:"cur_khz"`
-	MinKHz   int64  `json:"min_khz"`
-	MaxKHz   int64  `json:"max_khz"`
-}
-
-// ReadFreq reads cpuN/cpufreq. Without cpufreq (VMs, fixed-frequency
-// clouds) the error wraps os.ErrNotExist.
-func ReadFreq(fs hostfs.FS, cpu int) (Freq, error) {
-	d := fmt.Sprintf("%s/cpu%d/cpufreq", cpuDir, cpu)
-	var f Freq
-	var err error
-	if f.Governor, err = fs.ReadString(d + "/scaling_governor"); err != nil {
-		return f, err
-	}
-	f.Driver, _ = fs.ReadString(d + "/scaling_driver")
-	f.CurKHz, _ = fs.ReadInt(d + "/scaling_cur_freq")
-	f.MinKHz, _ = fs.ReadInt(d + "/scaling_min_freq")
-	f.MaxKHz, _ = fs.ReadInt(d + "/scaling_max_freq")
-	return f, nil
-}
-
-// Turbo is the frequency-boost state. Source names the file it came from.
-type Turbo struct {
-	Enabled    bool   `json:"enabled"`
-	Source     string `json:"source"`
-	PstateMode string `json:"intel_pstate_status,omitempty"`
-	MinPerfPct int64  `json:"intel_pstate_min_perf_pct,omitempty"`
-	MaxPerfPct int64  `json:"intel_pstate_max_perf_pct,omitempty"`
-}
-
-// ReadTurbo reads intel_pstate/no_turbo or, for acpi-cpufreq and
-// amd-pstate, cpufreq/boost. Neither present: error wraps os.ErrNotExist.
-func ReadTurbo(fs hostfs.FS) (Turbo, error) {
-	p := cpuDir + "/intel_pstate/no_turbo"
-	if v, err := fs.ReadInt(p); err == nil {
-		t := Turbo{Enabled: v == 0, Source: p}
-		t.PstateMode, _ = fs.ReadString(cpuDir + "/intel_pstate/status")
-		t.MinPerfPct, _ = fs.ReadInt(cpuDir + "/intel_pstate/min_perf_pct")
-		t.MaxPerfPct, _ = fs.ReadInt(cpuDir + "/intel_pstate/max_perf_pct")
-		return t, nil
-	}
-	p = cpuDir + "/cpufreq/boost"
-	v, err := fs.ReadInt(p)
-	if err != nil {
-		return Turbo{}, err
-	}
-	return Turbo{Enabled: v != 0, Source: p}, nil
 }
 
 // Clocksource reads the current and available clocksources.

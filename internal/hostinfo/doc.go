@@ -1,7 +1,9 @@
 // Package hostinfo parses the /proc and /sys files that say what a CPU is
 // doing and how it is configured: /proc/interrupts, /proc/softirqs,
-// /proc/stat, cpuidle states, cpufreq, topology, isolation, the kernel
-// command line, clocksource, THP, cgroup limits and per-thread stat/status.
+// /proc/stat, cpuidle states, cpufreq and turbo (intel_pstate, boost,
+// CPPC), topology, isolation, the kernel command line, clocksource, THP,
+// cgroup limits and per-thread stat/status; and, through the msr driver,
+// the APERF/MPERF frequency counters.
 //
 // Every read goes through hostfs.FS so tests run on fake trees. Parsers take
 // bytes and never panic on malformed input (they are fuzzed); they return an

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,25 +106,6 @@ func ParseCtxSwitches(b []byte) (vol, invol uint64, ok bool) {
 	return vol, invol, haveV && haveI
 }
 
-// ParseSchedstat parses /proc/PID/schedstat or /proc/PID/task/TID/schedstat
-// ("run_ns wait_ns timeslices": time on the CPU, time runnable but waiting,
-// and times it got the CPU; CONFIG_SCHED_INFO) without allocating.
-func ParseSchedstat(b []byte) (runNS, waitNS, slices uint64, ok bool) {
-	var v [3]uint64
-	for i := range v {
-		b = trimLeftSpace(b)
-		x, n, good := parseUintPrefix(b)
-		if !good || n == 0 {
-			return 0, 0, 0, false
-		}
-		v[i], b = x, b[n:]
-	}
-	if len(bytes.TrimSpace(b)) != 0 {
-		return 0, 0, 0, false
-	}
-	return v[0], v[1], v[2], true
-}
-
 // StatusField returns the value of "Key:" in a /proc/.../status file.
 func StatusField(b []byte, key string) (string, bool) {
 	for _, line := range strings.Split(string(b), "\n") {
@@ -152,6 +134,32 @@ func CPUsAllowed(fs hostfs.FS, task string) ([]int, error) {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return l, nil
+}
+
+// ProcessCPUsAllowed is what a process may run on: the union of its
+// threads' Cpus_allowed_list (pid "self" or a number). A thread that pinned
+// itself narrows only its own list, and a Go process's main thread can stay
+// pinned after the goroutine that pinned it ended; the process's cpuset
+// (taskset, a container's cgroup) bounds them all. Without a task
+// directory (a fake tree) it is CPUsAllowed of the process.
+func ProcessCPUsAllowed(fs hostfs.FS, pid string) ([]int, error) {
+	tasks, err := fs.ReadDir("/proc/" + pid + "/task")
+	if err != nil || len(tasks) == 0 {
+		return CPUsAllowed(fs, pid)
+	}
+	var all []int
+	for _, t := range tasks {
+		l, err := CPUsAllowed(fs, pid+"/task/"+t.Name())
+		if err != nil {
+			continue // the thread exited
+		}
+		all = append(all, l...)
+	}
+	if len(all) == 0 {
+		return CPUsAllowed(fs, pid)
+	}
+	sort.Ints(all)
+	return slices.Compact(all), nil
 }
 
 // Process is a running process found by name.

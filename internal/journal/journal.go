@@ -78,10 +78,13 @@ type Record struct {
 	// Root is the hostfs root a path Target lives below ("/" on a real
 	// host), so that a restore never writes a fake tree's values to the
 	// real /proc, or the other way round.
-	Root  string    `json:"root,omitempty"`
-	Error string    `json:"error,omitempty"`
-	Time  time.Time `json:"time"`
-	PID   int       `json:"pid"`
+	Root string `json:"root,omitempty"`
+	// Device identifies the network device of a change to one (absent in
+	// journals of older rigs); undo refuses a device that is not the same.
+	Device *Device   `json:"device,omitempty"`
+	Error  string    `json:"error,omitempty"`
+	Time   time.Time `json:"time"`
+	PID    int       `json:"pid"`
 }
 
 // Entry is one change as reconstructed from its records.
@@ -94,6 +97,7 @@ type Entry struct {
 	Effective string // empty if the process died before reading back
 	NetNS     string
 	Root      string
+	Device    *Device
 	Time      time.Time
 	PID       int
 	// Open is true until the change was undone or was refused outright.
@@ -178,7 +182,7 @@ func Entries(recs []Record) ([]Entry, error) {
 			}
 			idx[r.Seq] = len(out)
 			out = append(out, Entry{Seq: r.Seq, Kind: r.Kind, Target: r.Target, Previous: r.Previous,
-				Applied: r.Applied, NetNS: r.NetNS, Root: r.Root, Time: r.Time, PID: r.PID, Open: true})
+				Applied: r.Applied, NetNS: r.NetNS, Root: r.Root, Device: r.Device, Time: r.Time, PID: r.PID, Open: true})
 			continue
 		}
 		i, ok := idx[r.Seq]
@@ -224,7 +228,7 @@ func Pending(dir string) ([]Entry, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, permissionHint(err)
 	}
 	defer f.Close()
 	recs, err := Parse(f)
@@ -300,7 +304,9 @@ type Handlers map[string]UndoFunc
 // Open locks the journal in dir (creating dir) for a command that changes
 // the host. It fails with a *PendingError if a previous run left open
 // changes, and with ErrLocked if another rig process holds the lock.
-// handlers must cover every kind the caller will Apply.
+// handlers must cover every kind the caller will Apply. The caller holds
+// the host lock (LockHost) of dir's base directory: the journal's own lock
+// keeps its file whole, the host lock keeps other changers off the host.
 func Open(dir string, handlers Handlers) (*Journal, error) {
 	lock, err := acquire(dir)
 	if err != nil {
@@ -320,11 +326,11 @@ func Open(dir string, handlers Handlers) (*Journal, error) {
 
 func acquire(dir string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("journal directory: %w (set %s to a writable directory)", err, EnvDir)
+		return nil, permissionHint(fmt.Errorf("journal directory: %w", err))
 	}
 	lock, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, err
+		return nil, permissionHint(err)
 	}
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		b, _ := os.ReadFile(lock.Name())
@@ -414,6 +420,10 @@ type Change struct {
 	// Root is recorded with the entry (see Record.Root); empty if Target is
 	// not a path.
 	Root string
+	// Device names the network device the change is made to, in this
+	// process's network namespace ("" when it is not a device). The journal
+	// records its identity (see Device) and Undo checks it first.
+	Device string
 	// Value is the value to apply, in the kind's own encoding.
 	Value string
 	// Read returns the current value in the same encoding as Value.
@@ -444,9 +454,17 @@ func (j *Journal) Apply(ctx context.Context, c Change) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("read %s %s: %w", c.Kind, c.Target, err)
 	}
+	var dev *Device
+	if c.Device != "" {
+		d, err := identify(c.Device)
+		if err != nil {
+			return Result{}, fmt.Errorf("%s %s: %w", c.Kind, c.Target, err)
+		}
+		dev = &d
+	}
 	j.seq++
 	seq := j.seq
-	if err := j.append(Record{Seq: seq, Op: OpApply, Kind: c.Kind, Target: c.Target, Previous: prev, Applied: c.Value, NetNS: j.netns, Root: c.Root}); err != nil {
+	if err := j.append(Record{Seq: seq, Op: OpApply, Kind: c.Kind, Target: c.Target, Previous: prev, Applied: c.Value, NetNS: j.netns, Root: c.Root, Device: dev}); err != nil {
 		return Result{}, err
 	}
 	werr := c.Write(ctx, c.Value)
@@ -537,9 +555,15 @@ func (j *Journal) UndoAfter(ctx context.Context, mark int) ([]Restored, error) {
 		}
 		r := Restored{Entry: e}
 		h, ok := j.handlers[e.Kind]
-		if !ok {
+		switch {
+		case !ok:
 			r.Err = fmt.Errorf("no undo handler for kind %q (journal written by a newer rig?)", e.Kind)
-		} else {
+		case e.Device != nil:
+			// The old value goes only to the device it was taken from.
+			if r.Err = e.Device.check(); r.Err == nil {
+				r.Restored, r.Err = h(ctx, e)
+			}
+		default:
 			r.Restored, r.Err = h(ctx, e)
 		}
 		if r.Err != nil {

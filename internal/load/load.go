@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/spawn"
 )
 
 // Spec is one stress-ng load.
@@ -83,13 +84,11 @@ func Start(s Spec) (*Process, error) {
 	argv = append(argv, "--taskset", cpulist.Format(s.CPUs), "--timeout", fmt.Sprintf("%ds", secs), "--metrics-brief")
 	p := &Process{spec: s, done: make(chan struct{}), Argv: argv}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
-	// Pdeathsig: if rig dies (even by SIGKILL) the load dies with it. It is
-	// tied to the starting OS thread, so never Start from a locked goroutine
-	// that may exit.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p.cmd.Stdout = &lockedWriter{p: p}
 	p.cmd.Stderr = &lockedWriter{p: p}
-	if err := p.cmd.Start(); err != nil {
+	// If rig dies (even by SIGKILL) the load dies with it.
+	if err := spawn.Start(p.cmd, syscall.SIGKILL); err != nil {
 		return nil, fmt.Errorf("start %s: %w", strings.Join(argv, " "), err)
 	}
 	p.Started = time.Now()

@@ -30,7 +30,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/rig-project/rig/internal/owner"
 )
 
 const (
@@ -113,6 +116,14 @@ type Options struct {
 	// checksums unfilled (CHECKSUM_PARTIAL). By default it is turned off on
 	// the sender and responder so captured frames carry valid checksums.
 	TxChecksumOffload bool
+	// MirrorVXLAN delivers the mirror's copies VXLAN-encapsulated, as AWS
+	// VPC Traffic Mirroring does: the switch sends them through a vxlan
+	// device (VNI MirrorVNI, UDP 4789) to the capture host's address.
+	MirrorVXLAN bool
+	// Owner is the process the lab lives for (a rig run, a test): once it
+	// no longer runs the lab is stale and RemoveStale removes it. nil: the
+	// lab stays until `rig lab down` (one built by hand).
+	Owner *owner.Process
 }
 
 // normalize fills defaults and validates; name must already be valid.
@@ -271,7 +282,39 @@ type Topology struct {
 	Capture           Host       `json:"capture"`
 	Switch            SwitchInfo `json:"switch"`
 	CreatedAt         time.Time  `json:"created_at"`
+	// VXLAN is the encapsulating mirror (Options.MirrorVXLAN); nil: the
+	// mirror copies frames to the capture port as they are.
+	VXLAN *VXLANMirror `json:"vxlan_mirror,omitempty"`
+	// Owner is Options.Owner (absent in descriptions of labs built by hand
+	// and by older rigs).
+	Owner *owner.Process `json:"owner,omitempty"`
 }
+
+// Stale reports a lab whose owner no longer runs (a rig run killed with
+// SIGKILL): nothing but RemoveStale will remove it.
+func (t *Topology) Stale() bool { return t.Owner != nil && !t.Owner.Alive() }
+
+// VXLANMirror is the switch's vxlan device that encapsulates the mirror's
+// copies and sends them over the capture port (Local, in the switch) to
+// the capture host (Remote, a static neighbour there: the capture
+// interface itself keeps no address and answers nothing).
+type VXLANMirror struct {
+	Device  string     `json:"device"`
+	Ifindex int        `json:"ifindex"`
+	VNI     uint32     `json:"vni"`
+	Local   netip.Addr `json:"local"`
+	Remote  netip.Addr `json:"remote"`
+}
+
+// MirrorVNI is the VNI of an emulated VXLAN mirror session.
+const MirrorVNI = 4242
+
+// VXLAN mirror underlay: a link-local /30 between the switch's capture
+// port and the capture host.
+var (
+	vxlanLocal  = netip.AddrFrom4([4]byte{169, 254, 89, 1})
+	vxlanRemote = netip.AddrFrom4([4]byte{169, 254, 89, 2})
+)
 
 // plan lays out a lab's names and addresses; ifindexes and MACs are filled
 // in when it is built.
@@ -284,12 +327,20 @@ func plan(name string, o Options) *Topology {
 	return &Topology{
 		Format: FormatVersion, Name: name, Subnet: o.Subnet, MTU: o.MTU,
 		RxQueues: o.RxQueues, TxQueues: o.TxQueues, StaticNeighbors: !o.DynamicNeighbors,
-		TxChecksumOffload: o.TxChecksumOffload,
-		Sender:            host(Sender, first),
-		Responder:         host(Responder, first.Next()),
-		Capture:           host(Capture, netip.Addr{}),
-		Switch:            SwitchInfo{Netns: NetnsName(name, Switch), Bridge: name + "-br"},
+		TxChecksumOffload: o.TxChecksumOffload, Owner: o.Owner,
+		Sender:    host(Sender, first),
+		Responder: host(Responder, first.Next()),
+		Capture:   host(Capture, netip.Addr{}),
+		Switch:    SwitchInfo{Netns: NetnsName(name, Switch), Bridge: name + "-br"},
+		VXLAN:     vxlanPlan(name, o.MirrorVXLAN),
 	}
+}
+
+func vxlanPlan(name string, on bool) *VXLANMirror {
+	if !on {
+		return nil
+	}
+	return &VXLANMirror{Device: name + "-vx", VNI: MirrorVNI, Local: vxlanLocal, Remote: vxlanRemote}
 }
 
 // Host returns the host of a role. It fails for Switch and unknown roles.
@@ -341,13 +392,13 @@ func (t *Topology) Namespaces() []string {
 func (t *Topology) sameShape(o *Topology) bool {
 	return t.Name == o.Name && t.Subnet == o.Subnet && t.MTU == o.MTU &&
 		t.RxQueues == o.RxQueues && t.TxQueues == o.TxQueues && t.StaticNeighbors == o.StaticNeighbors &&
-		t.TxChecksumOffload == o.TxChecksumOffload
+		t.TxChecksumOffload == o.TxChecksumOffload && (t.VXLAN == nil) == (o.VXLAN == nil)
 }
 
 // shape prints the options a topology was built with.
 func (t *Topology) shape() string {
-	return fmt.Sprintf("subnet %v, mtu %d, responder queues rx %d tx %d, static neighbours %v, tx checksum offload %v",
-		t.Subnet, t.MTU, t.RxQueues, t.TxQueues, t.StaticNeighbors, t.TxChecksumOffload)
+	return fmt.Sprintf("subnet %v, mtu %d, responder queues rx %d tx %d, static neighbours %v, tx checksum offload %v, vxlan mirror %v",
+		t.Subnet, t.MTU, t.RxQueues, t.TxQueues, t.StaticNeighbors, t.TxChecksumOffload, t.VXLAN != nil)
 }
 
 // Validate checks that a description is self-consistent: the names follow
@@ -487,5 +538,81 @@ func (t *Topology) save() error {
 		os.Remove(f.Name())
 		return fmt.Errorf("netlab: %w", err)
 	}
+	os.Remove(buildingPath(t.Name))
 	return nil
+}
+
+// buildingPath records the owner of a lab being built (see Up).
+func buildingPath(name string) string { return filepath.Join(Dir(), name+".building") }
+
+func writeBuilding(name string, o owner.Process) error {
+	if err := os.MkdirAll(Dir(), 0o755); err != nil {
+		return fmt.Errorf("netlab: state directory: %w", err)
+	}
+	b, _ := json.Marshal(o)
+	if err := os.WriteFile(buildingPath(name), b, 0o644); err != nil {
+		return fmt.Errorf("netlab: %w", err)
+	}
+	return nil
+}
+
+// Listed is one lab found in Dir.
+type Listed struct {
+	Name     string
+	Topology *Topology // nil when the description cannot be read (Err says why)
+	Err      error
+	// Building is the owner of a lab whose build never finished (its
+	// owner was killed while building it, or is building it now); its
+	// namespaces may exist without a description.
+	Building *owner.Process
+}
+
+// Stale reports a lab whose owner no longer runs.
+func (l Listed) Stale() bool {
+	if l.Building != nil {
+		return !l.Building.Alive()
+	}
+	return l.Topology != nil && l.Topology.Stale()
+}
+
+// List returns every lab described in Dir, and every lab whose build never
+// finished, by name. It does not look at the live namespaces; see
+// (*Topology).Check.
+func List() ([]Listed, error) {
+	ents, err := os.ReadDir(Dir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("netlab: %w", err)
+	}
+	var out []Listed
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || strings.HasPrefix(n, ".") {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(n, ".json"):
+			name := strings.TrimSuffix(n, ".json")
+			t, err := Load(name)
+			out = append(out, Listed{Name: name, Topology: t, Err: err})
+		case strings.HasSuffix(n, ".building"):
+			name := strings.TrimSuffix(n, ".building")
+			if _, err := os.Stat(Path(name)); err == nil || ValidateName(name) != nil {
+				continue // built after all (or not a lab name)
+			}
+			var o owner.Process
+			b, err := os.ReadFile(filepath.Join(Dir(), n))
+			if err == nil {
+				err = json.Unmarshal(b, &o)
+			}
+			l := Listed{Name: name, Building: &o, Err: errors.New("its build never finished")}
+			if err != nil {
+				l.Building, l.Err = nil, fmt.Errorf("%s: %w", n, err)
+			}
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }

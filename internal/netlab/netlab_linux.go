@@ -65,6 +65,13 @@ func Up(ctx context.Context, name string, opts Options) (*Topology, error) {
 	if err := down(name); err != nil {
 		return nil, fmt.Errorf("netlab: clearing a partial lab %q: %w", name, err)
 	}
+	// An owner killed while building leaves namespaces without a
+	// description: this record says whose they are until save.
+	if o.Owner != nil {
+		if err := writeBuilding(name, *o.Owner); err != nil {
+			return nil, err
+		}
+	}
 	if err := build(ctx, want); err != nil {
 		return nil, errors.Join(fmt.Errorf("netlab: building lab %q: %w", name, err), down(name))
 	}
@@ -101,14 +108,39 @@ func Down(name string) error {
 	return nil
 }
 
-// Exists reports whether any part of lab name is present: a namespace or
-// the description file.
+// RemoveStale removes every lab whose owner no longer runs (see
+// Listed.Stale), built or not, and returns them. It keeps going after a
+// failure and joins the errors.
+func RemoveStale() ([]Listed, error) {
+	labs, err := List()
+	if err != nil {
+		return nil, err
+	}
+	var out []Listed
+	var errs []error
+	for _, l := range labs {
+		if !l.Stale() {
+			continue
+		}
+		if err := Down(l.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Exists reports whether any part of lab name is present: a namespace,
+// the description file or the record of an unfinished build.
 func Exists(name string) bool {
 	if ValidateName(name) != nil {
 		return false
 	}
-	if _, err := os.Lstat(Path(name)); err == nil {
-		return true
+	for _, p := range []string{Path(name), buildingPath(name)} {
+		if _, err := os.Lstat(p); err == nil {
+			return true
+		}
 	}
 	for _, ns := range Namespaces(name) {
 		if _, err := os.Lstat(filepath.Join(netnsDir, ns)); err == nil {
@@ -123,8 +155,10 @@ func down(name string) error {
 	for _, ns := range Namespaces(name) {
 		errs = append(errs, deleteNetns(ns))
 	}
-	if err := os.Remove(Path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
+	for _, p := range []string{Path(name), buildingPath(name)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -524,13 +558,65 @@ func build(ctx context.Context, t *Topology) error {
 		}
 	}
 
+	target := t.Capture.PortIfindex
+	if t.VXLAN != nil {
+		if target, err = addVXLAN(sw, t); err != nil {
+			return fmt.Errorf("switch: vxlan mirror %s: %w", t.VXLAN.Device, err)
+		}
+	}
 	for _, h := range []*Host{&t.Sender, &t.Responder} {
-		if err := addMirror(sw, h.PortIfindex, t.Capture.PortIfindex); err != nil {
+		if err := addMirror(sw, h.PortIfindex, target); err != nil {
 			return fmt.Errorf("switch: mirror %s → %s: %w", h.Port, t.Capture.Port, err)
 		}
 	}
 	return ctx.Err()
 }
+
+// addVXLAN builds the encapsulating mirror: an address on the switch's
+// capture port, a static neighbour for the capture host's underlay
+// address (its MAC: the capture interface), and a vxlan device sending to
+// it. It returns the device's ifindex, the mirror's target.
+func addVXLAN(sw *nsHandle, t *Topology) (int, error) {
+	v := t.VXLAN
+	port, err := sw.LinkByIndex(t.Capture.PortIfindex)
+	if err != nil {
+		return 0, err
+	}
+	a := &netlink.Addr{IPNet: &net.IPNet{IP: v.Local.AsSlice(), Mask: net.CIDRMask(30, 32)}}
+	if err := sw.AddrAdd(port, a); err != nil {
+		return 0, fmt.Errorf("address %v on %s: %w", v.Local, t.Capture.Port, err)
+	}
+	mac, err := net.ParseMAC(t.Capture.MAC)
+	if err != nil {
+		return 0, err
+	}
+	n := &netlink.Neigh{LinkIndex: t.Capture.PortIfindex, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+		IP: v.Remote.AsSlice(), HardwareAddr: mac}
+	if err := sw.NeighAdd(n); err != nil {
+		return 0, fmt.Errorf("neighbour %v: %w", v.Remote, err)
+	}
+	vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: v.Device, MTU: t.MTU}, VxlanId: int(v.VNI),
+		VtepDevIndex: t.Capture.PortIfindex, SrcAddr: v.Local.AsSlice(), Group: v.Remote.AsSlice(), Port: tstampVXLANPort}
+	if err := sw.LinkAdd(vx); err != nil {
+		return 0, err
+	}
+	if err := disableIPv6(t.Switch.Netns, v.Device); err != nil {
+		return 0, err
+	}
+	l, err := sw.LinkByName(v.Device)
+	if err != nil {
+		return 0, err
+	}
+	if err := sw.LinkSetUp(l); err != nil {
+		return 0, err
+	}
+	v.Ifindex = l.Attrs().Index
+	return v.Ifindex, nil
+}
+
+// tstampVXLANPort is VXLAN's IANA port (tstamp.VXLANPort; netlab does not
+// import tstamp).
+const tstampVXLANPort = 4789
 
 // addMirror copies every frame entering port (i.e. sent by the host behind
 // it) out of capturePort. U32 with no selector matches all: matchall and
@@ -638,9 +724,22 @@ func (t *Topology) Check() error {
 			bad("switch: %s is ifindex %d master %d up %v, want %d master %d up", h.Port, pa.Index, pa.MasterIndex, pa.Flags&net.FlagUp != 0, h.PortIfindex, wantMaster)
 		}
 		if r != Capture {
-			if err := checkMirror(sw, p, t.Capture.PortIfindex); err != nil {
+			target := t.Capture.PortIfindex
+			if t.VXLAN != nil {
+				target = t.VXLAN.Ifindex
+			}
+			if err := checkMirror(sw, p, target); err != nil {
 				bad("switch: %s: %w", h.Port, err)
 			}
+		}
+	}
+	if v := t.VXLAN; v != nil {
+		l, err := sw.LinkByName(v.Device)
+		switch {
+		case err != nil:
+			bad("switch: vxlan %s: %w", v.Device, err)
+		case l.Attrs().Index != v.Ifindex || l.Attrs().Flags&net.FlagUp == 0:
+			bad("switch: vxlan %s is ifindex %d up %v, described %d", v.Device, l.Attrs().Index, l.Attrs().Flags&net.FlagUp != 0, v.Ifindex)
 		}
 	}
 	if len(errs) > 0 {

@@ -2,6 +2,7 @@ package netlab
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rig-project/rig/internal/owner"
 )
 
 func TestValidateName(t *testing.T) {
@@ -282,4 +285,65 @@ func FuzzValidateName(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestListAndStale: List finds every description; a lab whose owner no
+// longer runs is stale, one whose owner runs is not, one built by hand
+// (no owner) never is; RemoveStale removes only the stale one.
+func TestListAndStale(t *testing.T) {
+	t.Setenv(EnvDir, t.TempDir())
+	self := owner.Self()
+	dead := self
+	dead.Start++ // the same pid started at another time: a recycled pid
+	for name, o := range map[string]*owner.Process{"byhand": nil, "live": &self, "dead": &dead} {
+		l := sample()
+		l.Owner = o
+		for _, h := range []*Host{&l.Sender, &l.Responder, &l.Capture} {
+			h.Netns = NetnsName(name, h.Role)
+		}
+		l.Name, l.Switch.Netns = name, NetnsName(name, Switch)
+		l.Sender.Interface, l.Responder.Interface, l.Capture.Interface = name+"-snd", name+"-rsp", name+"-cap"
+		l.Sender.Port, l.Responder.Port, l.Capture.Port, l.Switch.Bridge = name+"-psnd", name+"-prsp", name+"-pcap", name+"-br"
+		if err := l.save(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(Dir(), "broken.json"), []byte("{"), 0o644)
+	// Owners killed while building: the record of the build is all there is.
+	writeBuilding("half", dead)
+	writeBuilding("busy", self)
+	labs, err := List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, l := range labs {
+		if l.Topology == nil && l.Building == nil {
+			if l.Name != "broken" || l.Err == nil {
+				t.Errorf("%s: unreadable: %v", l.Name, l.Err)
+			}
+			continue
+		}
+		got[l.Name] = l.Stale()
+	}
+	if want := map[string]bool{"byhand": false, "live": false, "dead": true, "half": true, "busy": false}; !maps.Equal(got, want) {
+		t.Errorf("stale: %v, want %v", got, want)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("RemoveStale needs root (namespaces)")
+	}
+	removed, err := RemoveStale()
+	if err != nil || len(removed) != 2 || removed[0].Name != "dead" || removed[1].Name != "half" {
+		t.Fatalf("RemoveStale: %+v, %v", removed, err)
+	}
+	for _, gone := range []string{Path("dead"), buildingPath("half")} {
+		if _, err := os.Stat(gone); !os.IsNotExist(err) {
+			t.Errorf("stale %s left: %v", gone, err)
+		}
+	}
+	for _, keep := range []string{Path("byhand"), Path("live"), buildingPath("busy")} {
+		if _, err := os.Stat(keep); err != nil {
+			t.Errorf("%s removed: %v", keep, err)
+		}
+	}
 }

@@ -30,6 +30,9 @@ type Host struct {
 	// AllowMgmt lets the arm's knobs change Iface although it carries the
 	// default route (the scenario host's allow-mgmt).
 	AllowMgmt bool
+	// VXLAN: a capture port that receives VXLAN-encapsulated mirror
+	// copies (rig capture --vxlan).
+	VXLAN bool
 }
 
 // Spec is one round.
@@ -39,7 +42,7 @@ type Spec struct {
 	Responder Host
 	Capture   *Host // nil: no capture
 
-	Group      string // group:port
+	Group      string // group:port of multicast requests
 	Reply      string // "unicast" or group:port
 	Count      int
 	Interval   time.Duration
@@ -50,6 +53,11 @@ type Spec struct {
 	Arm        string
 	ArmIndex   int
 	Round      int
+
+	// To is where unicast requests go (the responder's address:port);
+	// when set, Group is not used: the sender and the capture get --to,
+	// the responder --listen.
+	To string
 
 	ResponderCPU int // -1: not pinned
 	Poll         string
@@ -70,6 +78,23 @@ type Spec struct {
 	// Progress, when set, receives the sender's progress (once a second);
 	// nil: the sender prints none.
 	Progress func(sent, received int)
+	// MaxDuration bounds the life of every process of the round (their
+	// --max-duration): one whose agent or controller is lost ends by
+	// itself. 0: the round's own length plus slack (see maxDuration).
+	MaxDuration time.Duration
+}
+
+// maxDuration is the longest a round's process may need: every readiness
+// wait, the lead, the sending, the last reply, and slack for stopping.
+func (s Spec) maxDuration() time.Duration {
+	if s.MaxDuration > 0 {
+		return s.MaxDuration
+	}
+	rt := s.ReplyTimeout
+	if rt == 0 {
+		rt = time.Second
+	}
+	return 3*s.ReadyTimeout + s.Lead + time.Duration(s.Count)*s.Interval + rt + 30*time.Second
 }
 
 // Result is what one round produced.
@@ -100,12 +125,16 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 	res := &Result{Dir: s.Dir, Files: map[samples.Role]string{}}
 	start := time.Now()
-	common := func(iface string) []string {
+	common := func(iface, unicast string) []string {
+		dest := []string{"--group", s.Group}
+		if s.To != "" {
+			dest = []string{"--" + unicast, s.To}
+		}
 		// The run prepared the NICs' timestamping once (the agents'
 		// timestamps op); the probes only use it.
-		return []string{"--iface", iface, "--group", s.Group, "--timestamps", s.Timestamps, "--nic-timestamping", "leave",
+		return append(dest, "--iface", iface, "--timestamps", s.Timestamps, "--nic-timestamping", "leave",
 			"--run-id", wire.FormatRunID(s.RunID), "--arm", s.Arm, "--arm-index", strconv.Itoa(s.ArmIndex),
-			"--round", strconv.Itoa(s.Round)}
+			"--round", strconv.Itoa(s.Round), "--max-duration", s.maxDuration().String())
 	}
 	cleanup := context.WithoutCancel(ctx)
 	var procs []proc
@@ -152,7 +181,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		procs = append(procs, proc{role: role, host: host, h: h})
 		return nil
 	}
-	rsp := append(common(s.Responder.Iface), "--reply", orDefault(s.Reply, "unicast"),
+	rsp := append(common(s.Responder.Iface, "listen"), "--reply", orDefault(s.Reply, "unicast"),
 		"--cpu", strconv.Itoa(s.ResponderCPU), "--poll", orDefault(s.Poll, "block"),
 		"--sched", orDefault(s.Sched, "other"), "--capacity", strconv.Itoa(s.Count))
 	ra := agent.StartArgs{Command: "respond", Args: rsp}
@@ -163,7 +192,10 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		return res, errors.Join(err, finish())
 	}
 	if s.Capture != nil {
-		capArgs := append(common(s.Capture.Iface), "--capacity", strconv.Itoa(s.Count))
+		capArgs := append(common(s.Capture.Iface, "to"), "--capacity", strconv.Itoa(s.Count))
+		if s.Capture.VXLAN {
+			capArgs = append(capArgs, "--vxlan")
+		}
 		if p := replyPort(s.Reply); p != "" {
 			capArgs = append(capArgs, "--reply-port", p)
 		}
@@ -183,7 +215,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			return res, errors.Join(ctx.Err(), finish())
 		}
 	}
-	snd := append(common(s.Sender.Iface), "--count", strconv.Itoa(s.Count), "--interval", s.Interval.String(),
+	snd := append(common(s.Sender.Iface, "to"), "--count", strconv.Itoa(s.Count), "--interval", s.Interval.String(),
 		"--size", strconv.Itoa(orInt(s.Size, wire.DefaultSize)), "--warmup", strconv.Itoa(s.Warmup),
 		"--cpu", strconv.Itoa(s.SenderCPU), "--spin", s.Spin.String(), "--quiet")
 	if s.Reply != "" && s.Reply != "unicast" {

@@ -2,21 +2,23 @@
 // its manifest, so the runner that writes a run and the analysis that reads
 // it agree on one layout.
 //
-//	results/<scenario>-<UTC time>/
+//	results/<scenario>-<UTC time>[-N]/
 //	  manifest.json
 //	  env/<host>.json
-//	  arms/<arm>/round-<k>/{sender,responder,capture}.samples, telemetry.json
+//	  arms/<arm>/round-<k>/{sender,responder,capture}.samples, telemetry.json, cpu-rank.json
 //	  tables.md tables.csv report.md report.json report.html hist.hlog plots/
 package rundir
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // FormatVersion is the run-directory/manifest format version.
@@ -71,6 +73,9 @@ type Arm struct {
 	Index   int            `json:"index"`
 	Knobs   map[string]any `json:"knobs,omitempty"`
 	Skipped string         `json:"skipped,omitempty"` // reason, when a requirement is missing
+	// Requests is where the arm's requests went, as the captions say:
+	// "multicast 239.1.1.1:9000" or "unicast to 10.0.0.2:9000".
+	Requests string `json:"requests,omitempty"`
 }
 
 // Host is one host of the run.
@@ -85,11 +90,36 @@ const (
 	EnvDir       = "env"
 	ArmsDir      = "arms"
 	Telemetry    = "telemetry.json"
+	// CPURank is a round's CPU ranking (responder.cpu: quietest): which
+	// CPU the responder was pinned to and the evidence (cpurank.Ranking).
+	CPURank = "cpu-rank.json"
 )
 
 // RoundDir is the directory of one arm's round k.
 func RoundDir(run, arm string, k int) string {
 	return filepath.Join(run, ArmsDir, arm, "round-"+strconv.Itoa(k))
+}
+
+// Create makes the directory of a run of scenario started at start, below
+// results (created if needed): <scenario>-<UTC second>, or with -2, -3, …
+// appended when another run took that name in the same second. It is
+// created exclusively, so two runs never share one directory.
+func Create(results, scenario string, start time.Time) (string, error) {
+	if err := os.MkdirAll(results, 0o755); err != nil {
+		return "", err
+	}
+	base := filepath.Join(results, scenario+"-"+start.UTC().Format("20060102T150405Z"))
+	dir := base
+	for i := 2; ; i++ {
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) || i > 1000 {
+			return "", err
+		}
+		dir = base + "-" + strconv.Itoa(i)
+	}
 }
 
 // ReadManifest reads manifest.json of a run directory.

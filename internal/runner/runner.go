@@ -14,8 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +28,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/owner"
 	"github.com/rig-project/rig/internal/round"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
@@ -42,8 +45,11 @@ type Options struct {
 	Rig         string   // this rig binary, run by local and netns agents (default: os.Executable)
 	RemoteRig   string   // the rig binary on hosts reached by ssh/kubectl (default "rig" on their PATH)
 	CommandLine []string // recorded in the manifest
-	StateDir    string   // journal directory (default journal.Dir())
-	FS          hostfs.FS
+	StateDir    string   // journal directory (default journal.Dir()); the host lock is there too
+	// RunID names the run in the manifest, on the wire and in the host
+	// lock (default a new random one).
+	RunID string
+	FS    hostfs.FS
 	// Log receives progress and process logs (nil: discard).
 	Log io.Writer
 	// Progress, if set, is told about each round as it runs.
@@ -116,6 +122,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		o.Rig = exe
 	}
+	if o.RunID == "" {
+		o.RunID = wire.FormatRunID(wire.NewRunID())
+	}
+	// The run holds this machine from here to its end; its agents share
+	// the lock (each on its own machine), everyone else is refused.
+	lock, err := journal.LockHost(o.StateDir, journal.Self(o.RunID))
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
 	if err := journal.CheckPending(o.StateDir); err != nil {
 		return nil, err
 	}
@@ -130,7 +146,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := validate(ctx, s, hs); err != nil {
+	facts, err := validate(ctx, s, hs)
+	if err != nil {
+		return nil, err
+	}
+	to, err := unicastTo(s, hs, facts)
+	if err != nil {
 		return nil, err
 	}
 	plan := s.Plan()
@@ -143,12 +164,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	start := time.Now().UTC()
-	dir := filepath.Join(o.ResultsDir, fmt.Sprintf("%s-%s", s.Name, start.Format("20060102T150405Z")))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := rundir.Create(o.ResultsDir, s.Name, start)
+	if err != nil {
 		return nil, err
 	}
 	res := &Result{Dir: dir}
 	man := manifest(s, plan, o, start)
+	setRequests(man, s, to)
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.ManifestFile), man); err != nil {
 		return res, err
 	}
@@ -171,7 +193,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				err := runArmRound(ctx, o, s, hs, dir, arm, armIndex, r, man.RunID, func(sent, recv int) {
+				err := runArmRound(ctx, o, s, hs, dir, arm, armIndex, r, man.RunID, to, func(sent, recv int) {
 					if o.Progress != nil {
 						el := time.Since(start)
 						done := float64(step) + float64(sent)/float64(max(1, s.Traffic.Count))
@@ -219,12 +241,16 @@ func armIndexOf(s *scenario.Scenario, name string) int {
 // runArmRound applies the arm on the responder host, runs one round, and
 // takes the arm back.
 func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts,
-	dir string, arm scenario.Arm, armIndex, r int, runID string, progress func(int, int)) (err error) {
+	dir string, arm scenario.Arm, armIndex, r int, runID string, to netip.Addr, progress func(int, int)) (err error) {
 	k := arm.Effective
 	length := s.Traffic.RoundDuration() + 10*time.Second
 	fmt.Fprintf(o.Log, "rig run: round %d arm %s\n", r, arm.Name)
 	// The arm's knobs go to the responder host.
 	rsp := hs.responder.Agent
+	k, _, err = pinQuietest(ctx, o, rsp, k, rundir.RoundDir(dir, arm.Name, r))
+	if err != nil {
+		return err
+	}
 	report, aerr := rsp.Apply(ctx, arm.Name, k, hs.responder.Iface, hs.responder.AllowMgmt, length)
 	for _, line := range report {
 		fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, line)
@@ -257,6 +283,9 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 		ResponderCPU: -1, SenderCPU: -1, Poll: "block", Sched: "other", Spin: 50 * time.Microsecond,
 		Progress: progress, Telemetry: true,
 	}
+	if arm.Request == scenario.RequestUnicast {
+		spec.Group, spec.To = "", s.RequestTo(arm, to).String()
+	}
 	if c := k.Responder.CPU; c != nil {
 		spec.ResponderCPU = *c
 	}
@@ -282,7 +311,7 @@ func replyString(t scenario.Traffic) string {
 func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, error) {
 	hs := &hosts{agents: map[string]*agent.Client{}}
 	dial := func(name string, prefix []string, rig string) (*agent.Client, error) {
-		c, err := agent.DialRig(ctx, name, prefix, rig, []string{journal.EnvDir + "=" + o.StateDir}, o.Log)
+		c, err := agent.DialRun(ctx, name, prefix, rig, o.RunID, []string{journal.EnvDir + "=" + o.StateDir}, o.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +322,10 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 	if s.Emulate == "netns" {
 		name := netlab.UniqueName("run")
 		hs.lab = name
-		topo, err := netlab.Up(ctx, name, netlab.Options{})
+		// The lab lives for this process: if it is killed, `rig restore` and
+		// the next `rig run` find the lab stale and remove it.
+		self := owner.Self()
+		topo, err := netlab.Up(ctx, name, netlab.Options{Owner: &self})
 		if err != nil {
 			return hs, fmt.Errorf("building the emulated topology: %w", err)
 		}
@@ -323,7 +355,7 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 	}
 	for _, h := range s.Hosts {
 		rig := o.Rig
-		if !h.Local() && !isNetns(h) {
+		if !h.Local() && !IsNetns(h) {
 			rig = o.RemoteRig
 			if rig == "" {
 				rig = "rig"
@@ -333,7 +365,7 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 		if err != nil {
 			return hs, err
 		}
-		rh := round.Host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt}
+		rh := round.Host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt, VXLAN: h.Mirror == scenario.MirrorVXLAN}
 		if h.Has(scenario.RoleSender) {
 			hs.sender = rh
 		}
@@ -396,25 +428,25 @@ func prepareTimestamping(ctx context.Context, o Options, s *scenario.Scenario, h
 	return out, nil
 }
 
-// isNetns reports a host that is a network namespace of this machine (same
-// files, same rig binary).
-func isNetns(h scenario.Host) bool {
+// IsNetns reports a host reached with `ip netns exec NS`: a network
+// namespace of this machine (same files, same rig binary).
+func IsNetns(h scenario.Host) bool {
 	return len(h.Command) == 4 && h.Command[0] == "ip" && h.Command[1] == "netns" && h.Command[2] == "exec"
 }
 
 // validate checks the scenario against the facts each agent reports,
 // before anything on any host changes. File problems come back as
 // scenario.ErrorList (bad input).
-func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) error {
+func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) (map[string]scenario.HostFacts, error) {
 	facts := map[string]scenario.HostFacts{}
 	for name, c := range hs.agents {
 		f, err := c.Facts(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		facts[name] = f.HostFacts()
 	}
-	return scenario.Validate(s, facts)
+	return facts, scenario.Validate(s, facts)
 }
 
 func manifest(s *scenario.Scenario, p scenario.Plan, o Options, start time.Time) *rundir.Manifest {
@@ -424,7 +456,7 @@ func manifest(s *scenario.Scenario, p scenario.Plan, o Options, start time.Time)
 		WireVersion: wire.Version, SampleVersion: samples.FormatVersion,
 		CommandLine: o.CommandLine, Scenario: s.Name, ScenarioFile: s.File, ScenarioGiven: string(s.Source),
 		Effective: effective(s, p),
-		RunID:     wire.FormatRunID(wire.NewRunID()), StartedAt: start.Format(time.RFC3339),
+		RunID:     o.RunID, StartedAt: start.Format(time.RFC3339),
 		Baseline: s.Baseline, Warmup: s.Traffic.Warmup, Rounds: s.Rounds, Count: s.Traffic.Count,
 		IntervalNS: int64(s.Traffic.Interval), Timestamps: string(s.Timestamps),
 		Hosts: map[string]rundir.Host{},
@@ -541,19 +573,35 @@ func (e *CheckFailedError) Error() string {
 }
 
 // preflight runs `rig check` on the responder host for every responder CPU
-// the arms use, and stops the run on a FAIL (warnings are logged).
+// the arms use, and stops the run on a FAIL (warnings are logged). An arm
+// with responder.cpu: quietest is checked on the CPU a ranking picks now
+// (each round ranks again).
 func preflight(ctx context.Context, o Options, p scenario.Plan, hs *hosts) error {
 	seen := map[int]bool{}
+	ranked := map[string]int{} // quietest candidates → the CPU picked
 	for _, a := range p.Arms {
 		cpu := -1
 		if c := a.Effective.Responder.CPU; c != nil {
 			cpu = *c
 		}
+		if q := a.Effective.Responder.Quietest; q != nil {
+			c, ok := ranked[q.String()]
+			if !ok {
+				_, rk, err := pinQuietest(ctx, o, hs.responder.Agent, a.Effective, "")
+				if err != nil {
+					return fmt.Errorf("require-check: %w", err)
+				}
+				c = rk.Chosen
+				ranked[q.String()] = c
+			}
+			cpu = c
+		}
 		if seen[cpu] {
 			continue
 		}
 		seen[cpu] = true
-		rep, err := hs.responder.Agent.Check(ctx, cpu, hs.responder.Iface)
+		multicast := slices.ContainsFunc(p.Arms, func(a scenario.Arm) bool { return a.Request != scenario.RequestUnicast })
+		rep, err := hs.responder.Agent.Check(ctx, agent.CheckArgs{CPU: cpu, Iface: hs.responder.Iface, Multicast: multicast})
 		if err != nil {
 			return fmt.Errorf("require-check: %w", err)
 		}

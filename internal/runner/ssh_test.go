@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/rundir"
@@ -89,6 +90,10 @@ LogLevel ERROR
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// ssh passes no environment: the remote agent gets the test's state
+	// directory through env(1), so nothing lands in /var/lib/rig.
+	state := filepath.Join(dir, "state")
+	sshAgent := sshArgs + " env " + journal.EnvDir + "=" + state
 	yaml := fmt.Sprintf(`name: ssh
 hosts:
   snd: {via: ip netns exec %s, roles: [sender], iface: %s}
@@ -103,7 +108,7 @@ rounds: 1
 arms:
   - name: block
     responder: {cpu: 0, poll: block}
-`, topo.Sender.Netns, topo.Sender.Interface, sshArgs, topo.Responder.Interface, topo.Capture.Netns, topo.Capture.Interface)
+`, topo.Sender.Netns, topo.Sender.Interface, sshAgent, topo.Responder.Interface, topo.Capture.Netns, topo.Capture.Interface)
 	path := filepath.Join(dir, "ssh.yaml")
 	os.WriteFile(path, []byte(yaml), 0o644)
 	s, err := scenario.Load(path)
@@ -112,7 +117,7 @@ arms:
 	}
 	var log bytes.Buffer
 	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: rig, RemoteRig: rig, StateDir: filepath.Join(dir, "state"), FS: hostfs.Default(), Log: &log})
+		Rig: rig, RemoteRig: rig, StateDir: state, FS: hostfs.Default(), Log: &log})
 	if err != nil {
 		t.Fatalf("run over ssh: %v\n%s\nsshd: %s", err, log.String(), sshdLog.String())
 	}

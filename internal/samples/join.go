@@ -19,6 +19,7 @@ func FileName(r Role) string { return string(r) + ".samples" }
 // Joined is one round's records from every role, joined by sequence.
 type Joined struct {
 	Header   Header               // of the sender file (else the first file)
+	Headers  map[Role]Header      // every file's header, per role (where each ran, its settings)
 	Clocks   map[string]Clock     // per stamp column, from the file that took it
 	Present  [NumStamps]bool      // columns some file carries
 	Records  []Record             // sorted by Seq
@@ -56,7 +57,7 @@ func joinMeta(files []*File) (*Joined, error) {
 	if len(files) == 0 {
 		return nil, errors.New("samples: nothing to join")
 	}
-	j := &Joined{Clocks: map[string]Clock{}, Counters: map[Role]Counters{}, Threads: map[Role]ThreadUsage{}, Stopped: map[Role]string{}}
+	j := &Joined{Headers: map[Role]Header{}, Clocks: map[string]Clock{}, Counters: map[Role]Counters{}, Threads: map[Role]ThreadUsage{}, Stopped: map[Role]string{}}
 	j.Header = files[0].Header
 	for _, f := range files {
 		if f.Header.Role == RoleSender {
@@ -73,6 +74,7 @@ func joinMeta(files []*File) (*Joined, error) {
 			return nil, fmt.Errorf("samples: two %s files for one round", h.Role)
 		}
 		j.Roles = append(j.Roles, h.Role)
+		j.Headers[h.Role] = h
 		if f.Footer != nil {
 			j.Counters[h.Role] = f.Footer.Counters
 			if f.Footer.Thread != nil {

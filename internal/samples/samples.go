@@ -191,7 +191,9 @@ type Header struct {
 	Round         int              `json:"round"`
 	Host          string           `json:"host,omitempty"`
 	Iface         string           `json:"iface,omitempty"`
-	Group         string           `json:"group,omitempty"` // request group:port
+	Group         string           `json:"group,omitempty"`   // request group:port (multicast requests)
+	Request       string           `json:"request,omitempty"` // "unicast" or "multicast"; empty (older files): multicast
+	To            string           `json:"to,omitempty"`      // unicast requests: the responder's address:port
 	IntervalNS    int64            `json:"interval_ns,omitempty"`
 	Count         int              `json:"count,omitempty"` // requests planned
 	Size          int              `json:"size,omitempty"`  // UDP payload bytes

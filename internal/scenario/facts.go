@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"github.com/rig-project/rig/internal/cstate"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -37,6 +40,12 @@ type HostFacts interface {
 	// MgmtInterfaces lists the interfaces that carry a default route (the
 	// management interfaces rig does not change unless told to).
 	MgmtInterfaces() ([]string, error)
+	// Addresses lists iface's IPv4 addresses, sorted (where unicast
+	// requests can go).
+	Addresses(iface string) ([]netip.Addr, error)
+	// Power is the host's frequency control: cpufreq policies, turbo,
+	// tuned (power.ReadFacts).
+	Power() (power.Facts, error)
 }
 
 // LocalFacts reads the facts of the machine rig runs on through FS.
@@ -106,6 +115,23 @@ func (l LocalFacts) IdleStates(cpu int) ([]string, error) {
 // MgmtInterfaces reads the default routes (of FS's network namespace).
 func (l LocalFacts) MgmtInterfaces() ([]string, error) { return nicctl.MgmtInterfaces(l.FS) }
 
+// Addresses asks the kernel (RTM_GETADDR, this network namespace). A fake
+// FS has no kernel behind it, so it gives an error wrapping
+// errors.ErrUnsupported.
+func (l LocalFacts) Addresses(iface string) ([]netip.Addr, error) {
+	if !l.FS.IsReal() {
+		return nil, fmt.Errorf("addresses of %s: cannot ask a fake host root: %w", iface, errors.ErrUnsupported)
+	}
+	return nicctl.IPv4Addrs(iface)
+}
+
+// Power reads the cpufreq policies and turbo control below FS, and asks
+// tuned-adm (power.HostTuned: none for a fake root unless $RIG_TUNED_ADM
+// names one).
+func (l LocalFacts) Power() (power.Facts, error) {
+	return power.ReadFacts(context.Background(), l.FS, power.HostTuned(l.FS))
+}
+
 // StaticFacts is HostFacts from fixed values, for tests and for facts that
 // arrived from an agent. A nil Siblings entry means "no SMT sibling"; a nil
 // Idle means "no cpuidle".
@@ -121,6 +147,11 @@ type StaticFacts struct {
 	NICs map[string]tstamp.NICState
 	Idle []string // state names, the same on every CPU
 	Mgmt []string // interfaces that carry a default route
+	// Addrs are the IPv4 addresses per interface (none when missing).
+	Addrs map[string][]netip.Addr
+	// PowerFacts is the frequency control; nil: none (a VM without
+	// cpufreq, turbo or tuned).
+	PowerFacts *power.Facts
 }
 
 var _ HostFacts = (*StaticFacts)(nil)
@@ -142,12 +173,25 @@ func (f *StaticFacts) Timestamping(iface string) (tstamp.NICState, error) {
 	}
 	if st, ok := f.NICs[iface]; ok {
 		st.Ifname, st.Caps.Ifname = iface, iface
+		st.Mgmt = st.Mgmt || slices.Contains(f.Mgmt, iface) // as nicctl.InspectTimestamping fills it
 		return st, nil
 	}
 	return tstamp.NICState{Ifname: iface, Caps: tstamp.Caps{Ifname: iface, SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware, PHCIndex: -1},
 		ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}, nil
 }
 func (f *StaticFacts) MgmtInterfaces() ([]string, error) { return f.Mgmt, nil }
+func (f *StaticFacts) Addresses(iface string) ([]netip.Addr, error) {
+	if !slices.Contains(f.Ifaces, iface) {
+		return nil, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	}
+	return f.Addrs[iface], nil
+}
+func (f *StaticFacts) Power() (power.Facts, error) {
+	if f.PowerFacts == nil {
+		return power.Facts{}, nil
+	}
+	return *f.PowerFacts, nil
+}
 func (f *StaticFacts) IdleStates(cpu int) ([]string, error) {
 	if f.Idle == nil {
 		return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
@@ -176,6 +220,7 @@ func Validate(s *Scenario, facts map[string]HostFacts) error {
 	for i := range s.Arms {
 		s.Arms[i].Skip, s.Arms[i].Notes = "", nil
 	}
+	s.RequestAddr = netip.Addr{}
 	if err := v.run(facts); err != nil {
 		return err
 	}
@@ -210,6 +255,8 @@ type hostFacts struct {
 	nohz     []int
 	ifaces   []string
 	stress   *bool
+	power    *power.Facts
+	powerErr error
 }
 
 func (v *validator) load(name string, f HostFacts) (*hostFacts, error) {
@@ -241,6 +288,17 @@ func (h *hostFacts) hasStress() (bool, error) {
 		h.stress = &ok
 	}
 	return *h.stress, nil
+}
+
+// powerFacts reads (once) the host's frequency control. An agent that
+// does not report it (an older rig) gives an error wrapping
+// os.ErrNotExist.
+func (h *hostFacts) powerFacts() (power.Facts, error) {
+	if h.power == nil && h.powerErr == nil {
+		f, err := h.f.Power()
+		h.power, h.powerErr = &f, err
+	}
+	return *h.power, h.powerErr
 }
 
 func listOrNone(l []int) string {
@@ -308,6 +366,9 @@ func (v *validator) run(facts map[string]HostFacts) error {
 	if err := v.mgmt(rsp, hf); err != nil {
 		return err
 	}
+	if err := v.unicast(rsp, hf); err != nil {
+		return err
+	}
 	runnable := 0
 	for i, a := range s.Arms {
 		if a.Skip == "" {
@@ -353,12 +414,64 @@ func (v *validator) knobs(p string, k Knobs, hf *hostFacts) {
 	if k.Responder.CPU != nil {
 		v.cpus(p+".responder.cpu", []int{*k.Responder.CPU}, hf, "a responder CPU")
 	}
+	if q := k.Responder.Quietest; q != nil && q.CPUs != nil {
+		path := p + ".responder.cpu.quietest"
+		if !v.s.pos.has(path) {
+			path = p + ".responder.cpu"
+		}
+		v.cpus(path, q.CPUs, hf, "candidate CPUs")
+	}
 	if k.IRQ != nil {
 		v.cpus(p+".irq.cpus", k.IRQ.CPUs, hf, "IRQ CPUs")
 	}
 	if k.Load != nil && k.Load.CPUs != nil {
 		v.cpus(p+".load.cpus", k.Load.CPUs, hf, "load CPUs")
 	}
+	if k.Power != nil && k.Power.CPUs != nil {
+		v.cpus(p+".power.cpus", k.Power.CPUs, hf, "power CPUs")
+	}
+}
+
+// power checks arm i's power knobs and tuned profile against the host:
+// power.Validate says what the host cannot take, and the error points at
+// the knob (in the arm, or in defaults where it came from).
+func (v *validator) power(i int, hf *hostFacts) error {
+	a := &v.s.Arms[i]
+	e := a.Effective
+	s, tuned := e.PowerSettings(), e.TunedProfile()
+	if s.IsZero() && tuned == "" {
+		return nil
+	}
+	f, err := hf.powerFacts()
+	if errors.Is(err, os.ErrNotExist) {
+		p := v.field(i, "power")
+		if s.IsZero() {
+			p = v.field(i, "tuned")
+		}
+		v.c.key(p, fmt.Sprintf("host %s does not report its frequency control: %v", hf.name, err), "install this rig's version on the host (its agent answers the facts)")
+		return nil
+	}
+	if err != nil {
+		return &HostError{hf.name, err}
+	}
+	probs, notes := power.Validate(hf.name, f, s, tuned)
+	for _, p := range probs {
+		path := v.field(i, "power")
+		switch p.Field {
+		case power.FieldTuned:
+			path = v.field(i, "tuned")
+		case power.FieldCPUs:
+			if path = v.field(i, "power.cpus"); path == fmt.Sprintf("arms[%d]", i) {
+				path = v.field(i, "responder.cpu")
+			}
+		case power.FieldPower:
+		default:
+			path = v.field(i, "power."+p.Field)
+		}
+		v.c.val(path, p.Reason, p.Hint)
+	}
+	a.Notes = append(a.Notes, notes...)
+	return nil
 }
 
 // mgmt refuses arms that change the responder's interface when it carries
@@ -407,91 +520,46 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 	a := &v.s.Arms[i]
 	e := a.Effective
 	var skip []string
-	cpu := -1
-	if e.Responder.CPU != nil {
-		cpu = *e.Responder.CPU
+	// The responder CPU, or with quietest every candidate: what is about
+	// the responder CPU must hold on each, whichever the ranking picks.
+	cpus := []int{-1}
+	switch {
+	case e.Responder.CPU != nil:
+		cpus = []int{*e.Responder.CPU}
+	case e.Responder.Quietest != nil:
+		cpus = e.Responder.Quietest.candidatesOr(hf.online)
 	}
-	var siblings []int
-	noSMT := ""
-	if cpu >= 0 && (e.SMTSibling != nil || slices.Contains(e.Requires, RequireSMT)) {
-		sib, err := hf.f.ThreadSiblings(cpu)
-		if err != nil {
-			return &HostError{hf.name, err}
-		}
-		// Hosts without SMT (AWS Graviton, SMT off) list the CPU alone.
-		noSMT = fmt.Sprintf("CPU %d has no SMT sibling (thread_siblings_list %s: one thread per core)", cpu, listOrNone(sib))
-		for _, c := range sib {
-			if c != cpu {
-				siblings = append(siblings, c)
-			}
+	cstateErrs := len(v.c.errs)
+	for _, cpu := range cpus {
+		var err error
+		if skip, err = v.armCPU(i, cpu, hf, skip, len(v.c.errs) > cstateErrs); err != nil {
+			return err
 		}
 	}
 	for _, q := range e.Requires {
-		switch q {
-		case RequireIsolated:
-			if !slices.Contains(hf.isolated, cpu) {
-				skip = append(skip, fmt.Sprintf("CPU %d is not isolated (isolated: %s)", cpu, listOrNone(hf.isolated)))
+		if q != RequireHWTimestamps {
+			continue
+		}
+		// The responder's own stamps (RX and TX: its turnaround); the
+		// capture host's NIC is checked with timestamps: hardware.
+		if rsp.Iface == "" {
+			skip = append(skip, fmt.Sprintf("the responder host %s has no iface: to check for hardware timestamps", rsp.Name))
+			break
+		}
+		tp := planTimestamping(*rsp, hf.f, TimestampsHardware)
+		if tp.Err != nil && !errors.Is(tp.Err, os.ErrNotExist) {
+			return &HostError{rsp.Name, tp.Err}
+		}
+		if tp.Err != nil || tp.Decision.Action == tstamp.ActRefuse {
+			why := "no such interface"
+			if tp.Err == nil {
+				why = tp.Decision.Why
 			}
-		case RequireNohzFull:
-			if !slices.Contains(hf.nohz, cpu) {
-				skip = append(skip, fmt.Sprintf("CPU %d is not nohz_full (nohz_full: %s)", cpu, listOrNone(hf.nohz)))
-			}
-		case RequireSMT:
-			if len(siblings) == 0 {
-				skip = append(skip, noSMT)
-			}
-		case RequireHWTimestamps:
-			// The responder's own stamps (RX and TX: its turnaround); the
-			// capture host's NIC is checked with timestamps: hardware.
-			if rsp.Iface == "" {
-				skip = append(skip, fmt.Sprintf("the responder host %s has no iface: to check for hardware timestamps", rsp.Name))
-				break
-			}
-			tp := planTimestamping(*rsp, hf.f, TimestampsHardware)
-			if tp.Err != nil && !errors.Is(tp.Err, os.ErrNotExist) {
-				return &HostError{rsp.Name, tp.Err}
-			}
-			if tp.Err != nil || tp.Decision.Action == tstamp.ActRefuse {
-				why := "no such interface"
-				if tp.Err == nil {
-					why = tp.Decision.Why
-				}
-				skip = append(skip, "no hardware timestamps: "+why)
-			}
+			skip = append(skip, "no hardware timestamps: "+why)
 		}
 	}
-	if e.SMTSibling != nil && len(siblings) == 0 && !slices.Contains(e.Requires, RequireSMT) {
-		skip = append(skip, noSMT+" for the smt-sibling load")
-	}
-	// max-latency-us is global: the first online CPU's states stand for all.
-	icpu := cpu
-	if icpu < 0 && len(hf.online) > 0 {
-		icpu = hf.online[0]
-	}
-	if cs := e.CState; cs != nil && icpu >= 0 {
-		names, err := hf.f.IdleStates(icpu)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states: it idles in the kernel's default state (HLT on x86, WFI on arm64), which ignores PM QoS and has nothing to disable, so this arm would change nothing", icpu, hf.name),
-				"leave cstate out on this host (an AWS Graviton guest has no cpuidle driver); to poll instead of idling, boot it with idle=poll and compare hosts, not arms")
-		case err != nil:
-			return &HostError{hf.name, err}
-		case cs.Poll && !cstate.HasPoll(names):
-			hint := fmt.Sprintf("to keep CPU %d in %s, its shallowest state, write disable: [%s] and name the arm so; to poll, boot the host with idle=poll; or leave cstate out", icpu, names[0], strings.Join(names[1:], ", "))
-			if len(names) == 1 {
-				hint = fmt.Sprintf("%s is its only state, so it idles there already: leave cstate out, or boot the host with idle=poll to poll", names[0])
-			}
-			v.c.val(v.field(i, "cstate.poll"), fmt.Sprintf("CPU %d on host %s has no POLL idle state (states: %s; arm64 has none): poll would disable them all and the CPU would still idle in %s", icpu, hf.name, strings.Join(names, ", "), names[0]), hint)
-		case cs.MaxLatencyUS != nil && *cs.MaxLatencyUS == 0 && !cstate.HasPoll(names):
-			a.Notes = append(a.Notes, fmt.Sprintf("cstate max-latency-us 0 on host %s: %s", hf.name, cstate.ZeroLatencyEffect(names)))
-		default:
-			for j, n := range cs.Disable {
-				if !slices.Contains(names, n) {
-					p := v.field(i, fmt.Sprintf("cstate.disable[%d]", j))
-					v.c.val(p, fmt.Sprintf("idle state %s does not exist on CPU %d of host %s (states: %s)", n, cpu, hf.name, strings.Join(names, ", ")), "use the names in /sys/devices/system/cpu/cpuN/cpuidle/state*/name")
-				}
-			}
-		}
+	if err := v.power(i, hf); err != nil {
+		return err
 	}
 	// stress-ng matters only for an arm that can otherwise run.
 	needStress := e.Load != nil || e.SMTSibling != nil
@@ -515,6 +583,81 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 	sort.Strings(skip)
 	a.Skip = strings.Join(slices.Compact(skip), "; ")
 	return nil
+}
+
+// armCPU checks what arm i needs of the responder CPU cpu (-1: not
+// pinned), adding skip reasons to skip; cstateDone says a cstate problem
+// was already reported for another candidate of the arm.
+func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone bool) ([]string, error) {
+	a := &v.s.Arms[i]
+	e := a.Effective
+	var siblings []int
+	noSMT := ""
+	if cpu >= 0 && (e.SMTSibling != nil || slices.Contains(e.Requires, RequireSMT)) {
+		sib, err := hf.f.ThreadSiblings(cpu)
+		if err != nil {
+			return skip, &HostError{hf.name, err}
+		}
+		// Hosts without SMT (AWS Graviton, SMT off) list the CPU alone.
+		noSMT = fmt.Sprintf("CPU %d has no SMT sibling (thread_siblings_list %s: one thread per core)", cpu, listOrNone(sib))
+		for _, c := range sib {
+			if c != cpu {
+				siblings = append(siblings, c)
+			}
+		}
+	}
+	for _, q := range e.Requires {
+		switch q {
+		case RequireIsolated:
+			if !slices.Contains(hf.isolated, cpu) {
+				skip = append(skip, fmt.Sprintf("CPU %d is not isolated (isolated: %s)", cpu, listOrNone(hf.isolated)))
+			}
+		case RequireNohzFull:
+			if !slices.Contains(hf.nohz, cpu) {
+				skip = append(skip, fmt.Sprintf("CPU %d is not nohz_full (nohz_full: %s)", cpu, listOrNone(hf.nohz)))
+			}
+		case RequireSMT:
+			if len(siblings) == 0 {
+				skip = append(skip, noSMT)
+			}
+		}
+	}
+	if e.SMTSibling != nil && len(siblings) == 0 && !slices.Contains(e.Requires, RequireSMT) {
+		skip = append(skip, noSMT+" for the smt-sibling load")
+	}
+	// max-latency-us is global: the first online CPU's states stand for all.
+	icpu := cpu
+	if icpu < 0 && len(hf.online) > 0 {
+		icpu = hf.online[0]
+	}
+	if cs := e.CState; cs != nil && icpu >= 0 && !cstateDone {
+		names, err := hf.f.IdleStates(icpu)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states: it idles in the kernel's default state (HLT on x86, WFI on arm64), which ignores PM QoS and has nothing to disable, so this arm would change nothing", icpu, hf.name),
+				"leave cstate out on this host (an AWS Graviton guest has no cpuidle driver); to poll instead of idling, boot it with idle=poll and compare hosts, not arms")
+		case err != nil:
+			return skip, &HostError{hf.name, err}
+		case cs.Poll && !cstate.HasPoll(names):
+			hint := fmt.Sprintf("to keep CPU %d in %s, its shallowest state, write disable: [%s] and name the arm so; to poll, boot the host with idle=poll; or leave cstate out", icpu, names[0], strings.Join(names[1:], ", "))
+			if len(names) == 1 {
+				hint = fmt.Sprintf("%s is its only state, so it idles there already: leave cstate out, or boot the host with idle=poll to poll", names[0])
+			}
+			v.c.val(v.field(i, "cstate.poll"), fmt.Sprintf("CPU %d on host %s has no POLL idle state (states: %s; arm64 has none): poll would disable them all and the CPU would still idle in %s", icpu, hf.name, strings.Join(names, ", "), names[0]), hint)
+		case cs.MaxLatencyUS != nil && *cs.MaxLatencyUS == 0 && !cstate.HasPoll(names):
+			if n := fmt.Sprintf("cstate max-latency-us 0 on host %s: %s", hf.name, cstate.ZeroLatencyEffect(names)); !slices.Contains(a.Notes, n) {
+				a.Notes = append(a.Notes, n)
+			}
+		default:
+			for j, n := range cs.Disable {
+				if !slices.Contains(names, n) {
+					p := v.field(i, fmt.Sprintf("cstate.disable[%d]", j))
+					v.c.val(p, fmt.Sprintf("idle state %s does not exist on CPU %d of host %s (states: %s)", n, cpu, hf.name, strings.Join(names, ", ")), "use the names in /sys/devices/system/cpu/cpuN/cpuidle/state*/name")
+				}
+			}
+		}
+	}
+	return skip, nil
 }
 
 // TimestampPlan is what rig will do with one host's NIC timestamping: the

@@ -47,10 +47,14 @@ type rawHost struct {
 	Iface       *string  `yaml:"iface"`
 	TakeOverPTP *bool    `yaml:"take-over-ptp"`
 	AllowMgmt   *bool    `yaml:"allow-mgmt"`
+	Address     *string  `yaml:"address"`
+	Mirror      *string  `yaml:"mirror"`
 }
 
 type rawTraffic struct {
+	Request      *string `yaml:"request"`
 	Group        *string `yaml:"group"`
+	Port         *int    `yaml:"port"`
 	Reply        *string `yaml:"reply"`
 	Interval     any     `yaml:"interval"`
 	Count        *int    `yaml:"count"`
@@ -66,6 +70,8 @@ type rawKnobs struct {
 	CState     *rawCState    `yaml:"cstate"`
 	Load       *rawLoad      `yaml:"load"`
 	SMTSibling *rawSMT       `yaml:"smt-sibling"`
+	Power      *rawPower     `yaml:"power"`
+	Tuned      *string       `yaml:"tuned"`
 	Requires   []string      `yaml:"requires"`
 }
 
@@ -73,21 +79,24 @@ type rawKnobs struct {
 // cannot set an unexported embedded struct).
 type rawArm struct {
 	Name       *string       `yaml:"name"`
+	Request    *string       `yaml:"request"`
 	Responder  *rawResponder `yaml:"responder"`
 	IRQ        *rawIRQ       `yaml:"irq"`
 	NIC        *rawNIC       `yaml:"nic"`
 	CState     *rawCState    `yaml:"cstate"`
 	Load       *rawLoad      `yaml:"load"`
 	SMTSibling *rawSMT       `yaml:"smt-sibling"`
+	Power      *rawPower     `yaml:"power"`
+	Tuned      *string       `yaml:"tuned"`
 	Requires   []string      `yaml:"requires"`
 }
 
 func (a *rawArm) knobs() *rawKnobs {
-	return &rawKnobs{a.Responder, a.IRQ, a.NIC, a.CState, a.Load, a.SMTSibling, a.Requires}
+	return &rawKnobs{a.Responder, a.IRQ, a.NIC, a.CState, a.Load, a.SMTSibling, a.Power, a.Tuned, a.Requires}
 }
 
 type rawResponder struct {
-	CPU   *int    `yaml:"cpu"`
+	CPU   any     `yaml:"cpu"` // a CPU number, quietest, or {quietest: LIST, window: D}
 	Sched *string `yaml:"sched"`
 	Poll  *string `yaml:"poll"`
 }
@@ -124,6 +133,16 @@ type rawCState struct {
 type rawLoad struct {
 	StressNG *string `yaml:"stress-ng"`
 	CPUs     any     `yaml:"cpus"`
+}
+
+type rawPower struct {
+	CPUs       any     `yaml:"cpus"`
+	Governor   *string `yaml:"governor"`
+	Turbo      any     `yaml:"turbo"`
+	MinPerfPct *int    `yaml:"min-perf-pct"`
+	MaxPerfPct *int    `yaml:"max-perf-pct"`
+	MinFreq    any     `yaml:"min-freq"`
+	MaxFreq    any     `yaml:"max-freq"`
 }
 
 type rawSMT struct {
@@ -577,6 +596,7 @@ func (c *checker) scenario(r *rawScenario) *Scenario {
 			seen[a.Name] = p
 		}
 		a.Knobs = c.knobs(p, ra.knobs())
+		a.Request = c.armRequest(p, ra.Request, s.Traffic.Request)
 		a.Effective = merge(s.Defaults, a.Knobs)
 		c.effective(p, a.Effective)
 		s.Arms = append(s.Arms, a)
@@ -598,6 +618,7 @@ func (c *checker) scenario(r *rawScenario) *Scenario {
 	} else if len(s.Arms) > 0 {
 		s.Baseline = s.Arms[0].Name
 	}
+	c.requests(r, s)
 	c.crossChecks(s)
 	return s
 }
@@ -705,6 +726,7 @@ func (c *checker) hosts(r *rawScenario, emulate bool) []Host {
 		if rh.AllowMgmt != nil {
 			h.AllowMgmt = *rh.AllowMgmt
 		}
+		c.hostTraffic(p, rh, &h)
 		out = append(out, h)
 	}
 	// Two entries may reach one machine (one per NIC port): the capture's
@@ -778,13 +800,15 @@ func (c *checker) traffic(r *rawTraffic) Traffic {
 		c.add(c.x.errAt(pos{1, 1}, "the scenario has no traffic:", "add traffic: with at least group: \"239.1.1.1:5000\""))
 		return t
 	}
-	if r.Group == nil {
-		c.key("traffic", "traffic has no group:", "add group: \"239.1.1.1:5000\" (IPv4 multicast address:port)")
-	} else if ap, err := parseGroup(*r.Group); err != nil {
-		c.val("traffic.group", "group: "+err.Error(), "write an IPv4 multicast address and port, e.g. \"239.1.1.1:5000\"")
-	} else {
-		t.Group = ap
+	// A missing group: is checked with the arms' request modes (requests).
+	if r.Group != nil {
+		if ap, err := parseGroup(*r.Group); err != nil {
+			c.val("traffic.group", "group: "+err.Error(), "write an IPv4 multicast address and port, e.g. \"239.1.1.1:5000\"")
+		} else {
+			t.Group = ap
+		}
 	}
+	t.Request = c.trafficRequest(r)
 	if r.Reply != nil && *r.Reply != "unicast" {
 		if ap, err := parseGroup(*r.Reply); err != nil {
 			c.val("traffic.reply", "reply: "+err.Error(), "use unicast (the default) or a multicast group:port such as \"239.1.1.2:5001\"")
@@ -948,11 +972,7 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 	if rr := r.Responder; rr != nil {
 		rp := p + ".responder"
 		if rr.CPU != nil {
-			if *rr.CPU < 0 || *rr.CPU > cpulist.MaxCPU {
-				c.val(rp+".cpu", fmt.Sprintf("CPU %d is out of range", *rr.CPU), fmt.Sprintf("CPU numbers are 0..%d", cpulist.MaxCPU))
-			} else {
-				k.Responder.CPU = rr.CPU
-			}
+			k.Responder.CPU, k.Responder.Quietest = c.responderCPU(rp+".cpu", rr.CPU)
 		}
 		if rr.Sched != nil {
 			if sc, err := parseSched(*rr.Sched); err != nil {
@@ -1043,6 +1063,16 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 			c.key(sp, "smt-sibling has no load:", `add load: "--cpu 1 --cpu-method fft"`)
 		} else if args, ok := c.stressArgs(sp+".load", *sm.Load, "nothing: rig pins it to the sibling"); ok {
 			k.SMTSibling = &SMTSibling{StressNG: args}
+		}
+	}
+	if pw := r.Power; pw != nil {
+		k.Power = c.power(p+".power", pw)
+	}
+	if r.Tuned != nil {
+		if t := strings.TrimSpace(*r.Tuned); t == "" || strings.ContainsAny(t, "/\\;&|$`'\"<>") {
+			c.val(p+".tuned", fmt.Sprintf("tuned: %q is not a profile name", *r.Tuned), "name a profile `tuned-adm list` shows, e.g. network-latency")
+		} else {
+			k.Tuned = &t
 		}
 	}
 	for i, q := range r.Requires {
@@ -1154,6 +1184,113 @@ func (c *checker) cstate(cp string, cs *rawCState) *CState {
 	return out
 }
 
+// power checks the power knobs of one arm (or defaults) in the file.
+func (c *checker) power(pp string, r *rawPower) *Power {
+	out := &Power{MinPerfPct: r.MinPerfPct, MaxPerfPct: r.MaxPerfPct}
+	if r.CPUs != nil {
+		if l, ok := c.cpuList(pp+".cpus", r.CPUs); ok {
+			out.CPUs = l
+		}
+	}
+	if r.Governor != nil {
+		if g := strings.TrimSpace(*r.Governor); g == "" || strings.ContainsAny(g, " /\t\n") {
+			c.val(pp+".governor", fmt.Sprintf("governor %q is not a governor name", *r.Governor), "e.g. performance, powersave, schedutil (scaling_available_governors lists the host's)")
+		} else {
+			out.Governor = &g
+		}
+	}
+	if r.Turbo != nil {
+		switch v := r.Turbo.(type) {
+		case bool:
+			out.Turbo = &v
+		case string:
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "on":
+				out.Turbo = ptrTo(true)
+			case "off":
+				out.Turbo = ptrTo(false)
+			}
+		}
+		if out.Turbo == nil {
+			c.val(pp+".turbo", fmt.Sprintf("turbo: %v is neither on nor off", r.Turbo), "write turbo: on or turbo: off")
+		}
+	}
+	for _, x := range []struct {
+		name string
+		v    **int
+	}{{"min-perf-pct", &out.MinPerfPct}, {"max-perf-pct", &out.MaxPerfPct}} {
+		if *x.v != nil && (**x.v < 1 || **x.v > 100) {
+			c.val(pp+"."+x.name, fmt.Sprintf("%s %d is out of range", x.name, **x.v), "use 1..100 (percent of the highest, turbo, performance)")
+			*x.v = nil
+		}
+	}
+	for _, x := range []struct {
+		name string
+		raw  any
+		dst  **int64
+	}{{"min-freq", r.MinFreq, &out.MinFreqKHz}, {"max-freq", r.MaxFreq, &out.MaxFreqKHz}} {
+		if x.raw == nil {
+			continue
+		}
+		k, err := parseFreq(x.raw)
+		if err != nil {
+			c.val(pp+"."+x.name, fmt.Sprintf("%s: %v", x.name, err), "write a frequency with its unit, e.g. 2.6GHz, 2600MHz or 2600000kHz")
+			continue
+		}
+		*x.dst = &k
+	}
+	if *r == (rawPower{}) {
+		c.key(pp, "power sets nothing", "set one of governor, turbo, min-perf-pct, max-perf-pct, min-freq, max-freq, or delete it")
+		return nil
+	}
+	return out
+}
+
+// parseFreq reads "2.6GHz", "2600 MHz" or "2600000kHz" as kHz, the unit
+// of cpufreq's files. A bare number is refused: its unit would be a guess.
+func parseFreq(v any) (int64, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("%v has no unit", v)
+	}
+	t := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), " ", ""))
+	mult := 0.0
+	for _, u := range []struct {
+		suf string
+		m   float64
+	}{{"ghz", 1e6}, {"mhz", 1e3}, {"khz", 1}} {
+		if num, ok := strings.CutSuffix(t, u.suf); ok {
+			t, mult = num, u.m
+			break
+		}
+	}
+	if mult == 0 {
+		return 0, fmt.Errorf("%q has no unit (GHz, MHz or kHz)", s)
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is not a frequency", s)
+	}
+	k := math.Round(f * mult)
+	if k < 1000 || k > 100e6 {
+		return 0, fmt.Errorf("%q is out of range (1 MHz..100 GHz)", s)
+	}
+	if math.Abs(f*mult-k) > 1e-3 {
+		return 0, fmt.Errorf("%q is finer than 1 kHz, the unit of cpufreq", s)
+	}
+	return int64(k), nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func ptr64(p *int) *int64 {
+	if p == nil {
+		return nil
+	}
+	v := int64(*p)
+	return &v
+}
+
 // stressArgs checks stress-ng arguments. rig adds --taskset and stops the
 // child itself, so those belong to the scenario, not to the arguments.
 func (c *checker) stressArgs(path, v, cpusField string) ([]string, bool) {
@@ -1192,8 +1329,9 @@ func (c *checker) stressArgs(path, v, cpusField string) ([]string, bool) {
 // their fields only make sense together; requires is the union.
 func merge(d, a Knobs) Knobs {
 	e := d
-	if a.Responder.CPU != nil {
-		e.Responder.CPU = a.Responder.CPU
+	// responder.cpu is one field in either form.
+	if a.Responder.CPU != nil || a.Responder.Quietest != nil {
+		e.Responder.CPU, e.Responder.Quietest = a.Responder.CPU, a.Responder.Quietest
 	}
 	if a.Responder.Sched != nil {
 		e.Responder.Sched = a.Responder.Sched
@@ -1225,6 +1363,10 @@ func merge(d, a Knobs) Knobs {
 	if a.SMTSibling != nil {
 		e.SMTSibling = a.SMTSibling
 	}
+	e.Power = mergePower(d.Power, a.Power)
+	if a.Tuned != nil {
+		e.Tuned = a.Tuned
+	}
 	e.Requires = slices.Clone(d.Requires)
 	for _, r := range a.Requires {
 		if !slices.Contains(e.Requires, r) {
@@ -1234,18 +1376,82 @@ func merge(d, a Knobs) Knobs {
 	return e
 }
 
+// mergePower merges the arm's power knobs over the defaults' field by
+// field.
+func mergePower(d, a *Power) *Power {
+	switch {
+	case a == nil:
+		return d
+	case d == nil:
+		return a
+	}
+	e := *d
+	if a.CPUs != nil {
+		e.CPUs = a.CPUs
+	}
+	if a.Governor != nil {
+		e.Governor = a.Governor
+	}
+	if a.Turbo != nil {
+		e.Turbo = a.Turbo
+	}
+	if a.MinPerfPct != nil {
+		e.MinPerfPct = a.MinPerfPct
+	}
+	if a.MaxPerfPct != nil {
+		e.MaxPerfPct = a.MaxPerfPct
+	}
+	if a.MinFreqKHz != nil {
+		e.MinFreqKHz = a.MinFreqKHz
+	}
+	if a.MaxFreqKHz != nil {
+		e.MaxFreqKHz = a.MaxFreqKHz
+	}
+	return &e
+}
+
 // effective checks what only makes sense once defaults are merged. The
 // error points at the arm (the knob may come from defaults).
 func (c *checker) effective(p string, e Knobs) {
-	if e.SMTSibling != nil && e.Responder.CPU == nil {
+	// With quietest the CPU is chosen on the host before each round; what
+	// is about that CPU is checked on every candidate, so the candidates
+	// must be listed.
+	anyCPU := e.Responder.Quietest != nil && e.Responder.Quietest.CPUs == nil
+	if e.SMTSibling != nil && !e.Responder.HasCPU() {
 		c.key(p+".smt-sibling", "smt-sibling load needs responder.cpu: the sibling is the responder CPU's", "set responder.cpu in the arm or in defaults")
+	} else if e.SMTSibling != nil && anyCPU {
+		c.key(p+".smt-sibling", "smt-sibling load with responder.cpu: quietest of every CPU rig may use: the sibling cannot be checked before the run", `list the candidates, e.g. responder: {cpu: {quietest: "2-5"}}, or give responder.cpu a number`)
 	}
-	if e.CState != nil && (e.CState.Disable != nil || e.CState.Poll) && e.Responder.CPU == nil {
+	if e.CState != nil && (e.CState.Disable != nil || e.CState.Poll) && !e.Responder.HasCPU() {
 		c.key(p+".cstate", "cstate disable/poll acts on the responder CPU, and responder.cpu is not set", "set responder.cpu in the arm or in defaults, or use max-latency-us (all CPUs)")
 	}
+	if pw := e.Power; pw != nil {
+		if pw.CPUs == nil && e.Responder.CPU == nil && (pw.Governor != nil || pw.MinFreqKHz != nil || pw.MaxFreqKHz != nil) {
+			if e.Responder.Quietest != nil {
+				c.key(p+".power", "power governor/min-freq/max-freq act on the responder CPU's cpufreq policy, and responder.cpu: quietest picks that CPU only when the round starts", "set power.cpus (e.g. the quietest candidates), or give responder.cpu a number")
+			} else {
+				c.key(p+".power", "power governor/min-freq/max-freq act on the responder CPU's cpufreq policy, and responder.cpu is not set", "set responder.cpu, or power.cpus, in the arm or in defaults")
+			}
+		}
+		for _, x := range []struct {
+			lo, hi     *int64
+			what, unit string
+		}{{ptr64(pw.MinPerfPct), ptr64(pw.MaxPerfPct), "perf-pct", "%"}, {pw.MinFreqKHz, pw.MaxFreqKHz, "freq", " kHz"}} {
+			if x.lo != nil && x.hi != nil && *x.lo > *x.hi {
+				c.key(p+".power", fmt.Sprintf("power min-%s (%d%s) is above max-%s (%d%s)", x.what, *x.lo, x.unit, x.what, *x.hi, x.unit), fmt.Sprintf("make min-%s at most max-%s (equal holds the CPU at one value)", x.what, x.what))
+			}
+		}
+	}
 	for _, q := range e.Requires {
-		if (q == RequireIsolated || q == RequireNohzFull || q == RequireSMT) && e.Responder.CPU == nil {
+		if q != RequireIsolated && q != RequireNohzFull && q != RequireSMT {
+			continue
+		}
+		if !e.Responder.HasCPU() {
 			c.key(p, fmt.Sprintf("requires %s is about the responder CPU, and responder.cpu is not set", q), "set responder.cpu in the arm or in defaults")
+			break
+		}
+		if anyCPU {
+			c.key(p, fmt.Sprintf("requires %s is about the responder CPU, and responder.cpu: quietest picks it from every CPU rig may use, unknown before the run", q), `list the candidates (every one is checked), e.g. responder: {cpu: {quietest: "2-5"}}`)
 			break
 		}
 	}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/power"
 )
 
 // Plan is the arms × rounds schedule of a scenario.
@@ -98,8 +100,9 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 	if !t.UnicastReply() {
 		reply = t.Reply.String()
 	}
-	ew.printf("traffic: requests to %s, reply %s, every %v, %d per round (first %d are warm-up), %d B payload, reply timeout %v\n",
-		t.Group, reply, t.Interval, t.Count, t.Warmup, t.Size, t.ReplyTimeout)
+	requests, perArm := s.requestsSummary()
+	ew.printf("traffic: requests %s, reply %s, every %v, %d per round (first %d are warm-up), %d B payload, reply timeout %v\n",
+		requests, reply, t.Interval, t.Count, t.Warmup, t.Size, t.ReplyTimeout)
 	ew.printf("timestamps: %s; rounds: %d; order: %s; baseline: %s; rig check first: %v\n", s.Timestamps, s.Rounds, s.Order, s.Baseline, s.RequireCheck)
 	ew.printf("sending time: %d arms × %d rounds × %v = %v (plus setup)\n", len(p.Arms), len(p.Rounds), t.RoundDuration(), p.Duration(t))
 	ew.printf("\nhosts:")
@@ -120,6 +123,11 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 	}
 	for _, u := range o.Unchecked {
 		ew.printf("  note: facts of host %s were not checked (it is remote; the runner checks it before changing anything)\n", u)
+	}
+	for _, h := range s.Hosts {
+		if h.Mirror == MirrorVXLAN {
+			ew.printf("  note: host %s captures VXLAN-encapsulated mirror copies (UDP 4789): its clock stamps the mirror session's copies as they reach %s, not the wire at the responder\n", h.Name, h.Iface)
+		}
 	}
 	ew.printf("\nNIC timestamping (once for the run, before the first arm):\n")
 	switch {
@@ -156,6 +164,9 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 			tag = " (baseline)"
 		}
 		ew.printf("  %s%s\n", a.Name, tag)
+		if perArm {
+			ew.printf("    requests: %s\n", s.RequestsText(a, s.RequestAddr))
+		}
 		lines := describe(a, iface, o.Local)
 		if len(lines) == 0 {
 			ew.printf("    no changes: the host as it is\n")
@@ -188,10 +199,13 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		return "  [defaults]"
 	}
 	r := e.Responder
-	if r.CPU != nil || r.Sched != nil || r.Poll != nil {
+	if r.HasCPU() || r.Sched != nil || r.Poll != nil {
 		var parts []string
 		if r.CPU != nil {
 			parts = append(parts, fmt.Sprintf("CPU %d", *r.CPU))
+		}
+		if r.Quietest != nil {
+			parts = append(parts, "CPU "+r.Quietest.String())
 		}
 		if r.Sched != nil {
 			parts = append(parts, "sched "+r.Sched.String())
@@ -199,7 +213,7 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		if r.Poll != nil {
 			parts = append(parts, "poll "+r.Poll.String())
 		}
-		set := k.Responder.CPU != nil || k.Responder.Sched != nil || k.Responder.Poll != nil
+		set := k.Responder.HasCPU() || k.Responder.Sched != nil || k.Responder.Poll != nil
 		out = append(out, "responder process: "+strings.Join(parts, ", ")+from(set))
 	}
 	if e.IRQ != nil {
@@ -238,7 +252,18 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 	if e.NIC.Channels != nil {
 		out = append(out, fmt.Sprintf("channels: ethtool -L %s combined %d%s", iface, *e.NIC.Channels, from(k.NIC.Channels != nil)))
 	}
-	if cs := e.CState; cs != nil {
+	if ps, prof := e.PowerSettings(), e.TunedProfile(); !ps.IsZero() || prof != "" {
+		var tu power.Tuned
+		if local != nil && local.IsReal() {
+			tu = power.HostTuned(*local) // read-only: tuned-adm active
+		}
+		for _, l := range power.Describe(context.Background(), ps, prof, local, tu) {
+			out = append(out, l+from(k.Power != nil || k.Tuned != nil))
+		}
+	}
+	if cs := e.CState; cs != nil && r.Quietest != nil && cs.MaxLatencyUS == nil {
+		out = append(out, "C-states on the CPU the ranking picks: "+cstateWhat(cs)+from(k.CState != nil))
+	} else if cs != nil {
 		out = append(out, cstateLines(cs, r.CPU, local, from(k.CState != nil))...)
 	}
 	if l := e.Load; l != nil {
@@ -247,6 +272,9 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 			where = "--taskset " + cpulist.Format(l.CPUs)
 		}
 		out = append(out, fmt.Sprintf("load: stress-ng %s (%s), stopped at the end of the arm%s", strings.Join(l.StressNG, " "), where, from(k.Load != nil)))
+	}
+	if sm := e.SMTSibling; sm != nil && r.Quietest != nil {
+		out = append(out, fmt.Sprintf("smt-sibling load: stress-ng %s on the SMT sibling of the CPU the ranking picks%s", strings.Join(sm.StressNG, " "), from(k.SMTSibling != nil)))
 	}
 	if sm := e.SMTSibling; sm != nil && r.CPU != nil {
 		sib := fmt.Sprintf("the SMT sibling of CPU %d", *r.CPU)
@@ -257,7 +285,7 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		}
 		out = append(out, fmt.Sprintf("smt-sibling load: stress-ng %s on %s%s", strings.Join(sm.StressNG, " "), sib, from(k.SMTSibling != nil)))
 	}
-	if r.CPU != nil && local != nil {
+	if r.CPU != nil && local != nil && (e.Power == nil || e.Power.Governor == nil) {
 		if f, err := hostinfo.ReadFreq(*local, *r.CPU); err == nil {
 			out = append(out, fmt.Sprintf("(unchanged) cpufreq governor of CPU %d: %s", *r.CPU, f.Governor))
 		}
@@ -276,10 +304,7 @@ func cstateLines(cs *CState, cpu *int, local *hostfs.FS, from string) []string {
 	if cs.MaxLatencyUS != nil {
 		return []string{fmt.Sprintf("C-states: /dev/cpu_dma_latency held open at %d µs (all CPUs)%s", *cs.MaxLatencyUS, from)}
 	}
-	what := "disable " + strings.Join(cs.Disable, ", ")
-	if cs.Poll {
-		what = "disable every state but POLL"
-	}
+	what := cstateWhat(cs)
 	if cpu == nil {
 		return []string{"C-states: " + what + from}
 	}
@@ -300,6 +325,13 @@ func cstateLines(cs *CState, cpu *int, local *hostfs.FS, from string) []string {
 		out = append(out, fmt.Sprintf("  %s (%s): disable %d → 1", strings.TrimPrefix(hostinfo.IdleStatePath(*cpu, x.Index), "/sys/devices/system/cpu/"), x.Name, b2i(x.Disabled)))
 	}
 	return out
+}
+
+func cstateWhat(cs *CState) string {
+	if cs.Poll {
+		return "disable every state but POLL"
+	}
+	return "disable " + strings.Join(cs.Disable, ", ")
 }
 
 func b2i(b bool) int {

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/rig-project/rig/internal/power"
 )
 
 // Defaults of the optional fields (README.md documents them).
@@ -52,6 +54,11 @@ type Scenario struct {
 	RequireCheck bool   // run `rig check` on every host before the first round
 	Defaults     Knobs  // as written under `defaults`
 	Arms         []Arm
+	// RequestAddr is where unicast requests go: the responder host's
+	// address on its iface, resolved by Validate from that host's facts
+	// (invalid when no arm sends unicast, when emulated, or when the facts
+	// could not say; the runner resolves it again from its agent).
+	RequestAddr netip.Addr
 
 	pos *posIndex
 }
@@ -69,6 +76,13 @@ type Host struct {
 	// AllowMgmt lets the arms change Iface (IRQs, NIC settings) although it
 	// carries the host's default route; without it validation refuses.
 	AllowMgmt bool
+	// Address is the responder's address on Iface that unicast requests
+	// go to (host option address), for an Iface with several; invalid:
+	// its only one.
+	Address netip.Addr
+	// Mirror is how the capture host's port receives the copies: ""
+	// (a SPAN/tap port: the frames as on the wire) or MirrorVXLAN.
+	Mirror string
 }
 
 // Has reports whether h plays role r.
@@ -105,7 +119,11 @@ func (s *Scenario) HostWith(r Role) *Host {
 
 // Traffic is the request stream of every round.
 type Traffic struct {
-	Group        netip.AddrPort // IPv4 multicast group and port of the requests
+	// Request is the arms' default request mode (traffic.request; an arm
+	// may say otherwise, Arm.Request).
+	Request      RequestMode
+	Group        netip.AddrPort // IPv4 multicast group and port of multicast requests
+	Port         uint16         // UDP port of unicast requests (traffic.port, else the group's)
 	Reply        netip.AddrPort // multicast reply group; invalid (zero) = unicast reply
 	Interval     time.Duration
 	Count        int // requests per round, warm-up included
@@ -153,7 +171,10 @@ func (o Order) String() string {
 
 // Arm is a named set of knobs.
 type Arm struct {
-	Name      string
+	Name string
+	// Request is how the arm's requests travel: the arm's request:, else
+	// traffic.request.
+	Request   RequestMode
 	Knobs     Knobs // as written in the arm
 	Effective Knobs // defaults merged with Knobs
 	// Skip is why the arm cannot run on the hosts ("" = it runs). Validate
@@ -174,15 +195,31 @@ type Knobs struct {
 	CState     *CState
 	Load       *StressLoad
 	SMTSibling *SMTSibling
+	Power      *Power
+	Tuned      *string // a tuned profile (tuned-adm profile), applied first
 	Requires   []Requirement
 }
 
-// Responder says where and how the responder runs.
+// Responder says where and how the responder runs. CPU and Quietest are
+// the two forms of responder.cpu: at most one is set.
 type Responder struct {
-	CPU   *int
-	Sched *Sched
-	Poll  *Poll
+	CPU      *int
+	Quietest *Quietest
+	Sched    *Sched
+	Poll     *Poll
 }
+
+// Quietest is responder.cpu: quietest — the responder host's agent ranks
+// the candidate CPUs by measured noise before each round (cpurank) and
+// the round pins the responder to the quietest.
+type Quietest struct {
+	CPUs   []int         // candidates; nil = every CPU rig may run on there
+	Window time.Duration // how long they are watched; 0 = the default (1 s)
+}
+
+// HasCPU reports whether the responder is pinned: to a given CPU or to the
+// quietest one.
+func (r Responder) HasCPU() bool { return r.CPU != nil || r.Quietest != nil }
 
 // Sched is the scheduling policy of the responder thread.
 type Sched struct {
@@ -249,6 +286,48 @@ type StressLoad struct {
 // SMTSibling runs stress-ng on the SMT sibling of the responder CPU.
 type SMTSibling struct {
 	StressNG []string
+}
+
+// Power sets the CPU frequency of the responder host (cpufreq, turbo,
+// intel_pstate limits); a nil field leaves the host's value.
+type Power struct {
+	// CPUs whose cpufreq policy Governor, MinFreqKHz and MaxFreqKHz
+	// change; nil: the responder CPU. Turbo and the perf limits are
+	// global.
+	CPUs       []int
+	Governor   *string
+	Turbo      *bool
+	MinPerfPct *int // intel_pstate min_perf_pct
+	MaxPerfPct *int // intel_pstate max_perf_pct
+	MinFreqKHz *int64
+	MaxFreqKHz *int64
+}
+
+// Settings are the power knobs for the host, with the CPUs resolved
+// (the responder CPU when Power.CPUs is nil).
+func (p *Power) Settings(responderCPU *int) power.Settings {
+	if p == nil {
+		return power.Settings{}
+	}
+	s := power.Settings{CPUs: p.CPUs, Turbo: p.Turbo, MinPerfPct: p.MinPerfPct, MaxPerfPct: p.MaxPerfPct, MinFreqKHz: p.MinFreqKHz, MaxFreqKHz: p.MaxFreqKHz}
+	if p.Governor != nil {
+		s.Governor = *p.Governor
+	}
+	if s.CPUs == nil && responderCPU != nil {
+		s.CPUs = []int{*responderCPU}
+	}
+	return s
+}
+
+// PowerSettings are the arm's power knobs for the host.
+func (k Knobs) PowerSettings() power.Settings { return k.Power.Settings(k.Responder.CPU) }
+
+// TunedProfile is the arm's tuned profile, "" for none.
+func (k Knobs) TunedProfile() string {
+	if k.Tuned == nil {
+		return ""
+	}
+	return *k.Tuned
 }
 
 // Requirement is a host state an arm needs; without it the arm is skipped.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,25 +14,31 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
-// smallHost is a 2-CPU machine without isolation, SMT or stress-ng.
+// smallHost is a 2-CPU VM without isolation, SMT, stress-ng, cpufreq,
+// turbo control or tuned.
 func smallHost() *StaticFacts {
 	return &StaticFacts{
-		Online: []int{0, 1},
-		Ifaces: []string{"eth0", "lo"},
-		Idle:   []string{"POLL", "C1"},
+		Online:     []int{0, 1},
+		Ifaces:     []string{"eth0", "lo"},
+		Idle:       []string{"POLL", "C1"},
+		PowerFacts: &power.Facts{Arch: "x86_64", Virtual: true},
 	}
 }
 
 // bigHost is seed 002's responder: 26 CPUs, isolcpus=1-3, SMT pairs
-// (n, n+13), hardware timestamps, intel_idle states, stress-ng.
+// (n, n+13), hardware timestamps, intel_idle states, stress-ng, and a
+// second interface ens6 with one address (the cloud scenarios' ENI).
 func bigHost() *StaticFacts {
 	f := &StaticFacts{
 		Isolated: []int{1, 2, 3},
 		NohzFull: []int{1, 2, 3},
-		Ifaces:   []string{"lo", "eth0", "eth1", "eth2", "ens1f0", "exanic0", "exanic1"},
+		Ifaces:   []string{"lo", "eth0", "eth1", "eth2", "ens1f0", "exanic0", "exanic1", "ens6"},
+		Addrs:    map[string][]netip.Addr{"ens6": {netip.MustParseAddr("10.0.1.20")}},
 		StressNG: true,
 		NICs:     map[string]tstamp.NICState{"eth1": hwNIC(), "eth2": hwNIC(), "ens1f0": hwNIC(), "exanic0": hwNIC(), "exanic1": hwNIC()},
 		Idle:     []string{"POLL", "C1", "C1E", "C6"},
@@ -40,6 +47,22 @@ func bigHost() *StaticFacts {
 	for c := 0; c < 26; c++ {
 		f.Online = append(f.Online, c)
 		f.Siblings[c] = []int{c % 13, c%13 + 13}
+	}
+	f.PowerFacts = intelPstateFacts(f.Online)
+	return f
+}
+
+// intelPstateFacts is an intel_pstate host in active mode with HWP
+// (3.1 GHz base, 3.6 GHz turbo), powersave, turbo on, tuned running
+// throughput-performance (seed 002's responder ran RHEL with tuned).
+func intelPstateFacts(cpus []int) *power.Facts {
+	f := &power.Facts{Arch: "x86_64", Freq: map[int]hostinfo.Freq{},
+		Turbo: &hostinfo.Turbo{Enabled: true, Source: hostinfo.IntelPstateDir + "/no_turbo", PstateMode: "active", MinPerfPct: 22, MaxPerfPct: 100},
+		Tuned: &power.TunedState{Active: "throughput-performance", Running: true, Profiles: []string{"balanced", "latency-performance", "network-latency", "throughput-performance"}}}
+	for _, c := range cpus {
+		f.Freq[c] = hostinfo.Freq{Driver: "intel_pstate", Governor: "powersave", Governors: []string{"performance", "powersave"},
+			CurKHz: 1200000, MinKHz: 800000, MaxKHz: 3600000, HWMinKHz: 800000, HWMaxKHz: 3600000, BaseKHz: 3100000,
+			EPP: "balance_performance", RelatedCPUs: []int{c}}
 	}
 	return f
 }
@@ -163,7 +186,7 @@ func TestShippedSpecifics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := demo.Plan().Duration(demo.Traffic); d >= 2*time.Minute || demo.Timestamps != TimestampsSoftware || len(demo.Arms) != 2 || demo.Rounds != 2 {
+	if d := demo.Plan().Duration(demo.Traffic); d >= 2*time.Minute || demo.Timestamps != TimestampsSoftware || len(demo.Arms) != 3 || demo.Rounds != 2 || demo.Arms[2].Request != RequestUnicast {
 		t.Errorf("demo: %v sending, %s stamps, %d arms, %d rounds", d, demo.Timestamps, len(demo.Arms), demo.Rounds)
 	}
 
@@ -501,7 +524,7 @@ func TestFormatDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"", "hosts.x", "traffic", "arms[0]", "arms[0].responder", "arms[0].irq", "arms[0].nic",
-		"arms[0].nic.coalesce", "arms[0].nic.ring", "arms[0].cstate", "arms[0].load", "arms[0].smt-sibling"} {
+		"arms[0].nic.coalesce", "arms[0].nic.ring", "arms[0].cstate", "arms[0].load", "arms[0].smt-sibling", "arms[0].power"} {
 		keys := knownKeys(path)
 		if len(keys) == 0 {
 			t.Errorf("no keys known under %q", path)

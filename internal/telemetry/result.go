@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/rig-project/rig/internal/power"
 )
 
 // Result is one round's telemetry, written as telemetry.json. Times are
@@ -39,6 +41,12 @@ type Result struct {
 	AffinityChanges []AffinityChange `json:"affinity_changes,omitempty"`
 	// Notes say what could not be watched (e.g. no cpuidle on a CPU).
 	Notes []string `json:"notes,omitempty"`
+	// Freq is the responder CPU's measured frequency over the round (nil
+	// when not asked for).
+	Freq *FreqResult `json:"freq,omitempty"`
+	// Power is the power state the round ran under, read as sampling
+	// started (nil when not asked for).
+	Power *power.State `json:"power,omitempty"`
 }
 
 // Source is one counter on one CPU.
@@ -287,5 +295,9 @@ func (s *Sampler) result() *Result {
 	if cfg.TID == 0 {
 		r.Notes = append(r.Notes, "no thread watched: context switches not counted")
 	}
+	if s.freq != nil {
+		r.Freq = s.freq.result(n)
+	}
+	r.Power = cfg.Power
 	return r
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/power"
 )
 
 // Config says what to watch.
@@ -57,6 +58,15 @@ type Config struct {
 	// must not allocate for the sampler to stay allocation-free.
 	NICStats     func(dst []uint64) error
 	NICStatNames []string
+	// MeasureFreq measures FreqCPU's average frequency over the round
+	// (Result.Freq): APERF/MPERF where the msr driver is, else
+	// scaling_cur_freq at every sample, else it says it cannot.
+	MeasureFreq bool
+	FreqCPU     int
+	// Power is the power state the round runs under (governor, limits,
+	// turbo, tuned profile, idle states), read by the caller before
+	// sampling starts (tuned-adm is slow); kept as Result.Power.
+	Power *power.State
 }
 
 // Sampler is one round's telemetry. Use New, Start, Stop.
@@ -72,6 +82,7 @@ type Sampler struct {
 	softnet                    []hostinfo.Softnet
 	idle                       []idleFiles
 	aff                        []affWatch
+	freq                       *freqMeter
 
 	// Preallocated sample storage, [sample][...] flat.
 	n, missed int
@@ -162,6 +173,9 @@ func New(cfg Config) (*Sampler, error) {
 	s.drift = make([]AffinityChange, 0, 64)
 	if cfg.ThreadScanEvery > 0 {
 		s.scanner = newThreadScanner(cfg.FS, cfg.CPUs)
+	}
+	if cfg.MeasureFreq {
+		s.openFreq(cfg.FreqCPU)
 	}
 	return s, nil
 }
@@ -256,6 +270,9 @@ func (s *Sampler) close() {
 	for _, a := range s.aff {
 		a.f.Close()
 	}
+	if s.freq != nil {
+		s.freq.close()
+	}
 }
 
 // ThreadID is the OS thread the sampler runs on (0 before Start).
@@ -295,6 +312,9 @@ func (s *Sampler) run(ready chan<- error) {
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
 	s.sample()
+	if s.freq != nil {
+		s.freq.readMSR(false)
+	}
 	ready <- nil
 	for {
 		select {
@@ -302,6 +322,9 @@ func (s *Sampler) run(ready chan<- error) {
 			s.sample()
 		case <-s.stop:
 			s.sample()
+			if s.freq != nil {
+				s.freq.readMSR(true)
+			}
 			close(s.done)
 			return
 		}
@@ -387,6 +410,7 @@ func (s *Sampler) sample() {
 			s.fail(err)
 		}
 	}
+	s.sampleCur(i)
 	if s.scanner != nil && i%s.cfg.ThreadScanEvery == 0 {
 		s.scanner.scan(i)
 	}

@@ -166,6 +166,7 @@ func TestSampleAllocs(t *testing.T) {
 	nic := []string{"rx_dropped", "rx_missed"}
 	var nicDrops uint64
 	cfg.NICStatNames, cfg.NICStats = nic, func(dst []uint64) error { nicDrops++; dst[0] = nicDrops; return nil }
+	cfg.MeasureFreq, cfg.FreqCPU = true, 2 // scaling_cur_freq on every sample
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +179,9 @@ func TestSampleAllocs(t *testing.T) {
 		t.Fatal(s.firstErr)
 	}
 	r := s.result()
+	if r.Freq == nil || r.Freq.Source != FreqCurFreq || r.Freq.Samples != 101 { // AllocsPerRun warms up once
+		t.Fatalf("frequency samples: %+v", r.Freq)
+	}
 	if len(r.Sources) != 1 || r.Sources[0].Label() != "nic rx_dropped" {
 		t.Fatalf("only the NIC hook moved: %+v", r.Sources)
 	}

@@ -87,11 +87,12 @@ func (ts *threadScanner) ran(p string, tid int, state byte) (bool, uint64) {
 		ts.noSched = true
 		return true, 0
 	}
-	run, _, n, ok := hostinfo.ParseSchedstat(b)
+	st, ok := hostinfo.ParseTaskSchedstat(b)
 	if !ok {
 		ts.noSched = true
 		return true, 0
 	}
+	run, n := st.RunNS, st.Slices
 	prev, seen := ts.slices[tid]
 	prevRun := ts.runNS[tid]
 	ts.slices[tid], ts.runNS[tid] = n, run

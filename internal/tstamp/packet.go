@@ -157,6 +157,11 @@ func (p *PacketConn) AttachUDPPortFilter(ports ...uint16) error {
 	if err != nil {
 		return err
 	}
+	return p.attachFilter(prog)
+}
+
+// attachFilter installs prog and discards what was queued before it.
+func (p *PacketConn) attachFilter(prog []unix.SockFilter) error {
 	if !p.acquire() {
 		return ErrClosed
 	}
@@ -177,13 +182,20 @@ func (p *PacketConn) AttachUDPPortFilter(ports ...uint16) error {
 	return nil
 }
 
-// udpPortFilter assembles the cBPF program for AttachUDPPortFilter.
-func udpPortFilter(ports []uint16) ([]unix.SockFilter, error) {
+func checkFilterPorts(ports []uint16) error {
 	if len(ports) == 0 {
-		return nil, errors.New("tstamp: UDP port filter: no ports given")
+		return errors.New("tstamp: UDP port filter: no ports given")
 	}
 	if len(ports) > maxFilterPorts {
-		return nil, fmt.Errorf("tstamp: UDP port filter: %d ports, at most %d", len(ports), maxFilterPorts)
+		return fmt.Errorf("tstamp: UDP port filter: %d ports, at most %d", len(ports), maxFilterPorts)
+	}
+	return nil
+}
+
+// udpPortFilter assembles the cBPF program for AttachUDPPortFilter.
+func udpPortFilter(ports []uint16) ([]unix.SockFilter, error) {
+	if err := checkFilterPorts(ports); err != nil {
+		return nil, err
 	}
 	const (
 		accept = 0x40000 // keep up to 256 KiB of the frame
@@ -219,6 +231,10 @@ func udpPortFilter(ports []uint16) ([]unix.SockFilter, error) {
 		ins = append(ins, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(port), SkipTrue: skip(at, acceptAt)})
 	}
 	ins = append(ins, bpf.RetConstant{Val: drop}, bpf.RetConstant{Val: accept})
+	return assemble(ins)
+}
+
+func assemble(ins []bpf.Instruction) ([]unix.SockFilter, error) {
 	raw, err := bpf.Assemble(ins)
 	if err != nil {
 		return nil, fmt.Errorf("tstamp: UDP port filter: %w", err)

@@ -20,6 +20,8 @@ c8g/        AWS c8g.2xlarge (arm64, Graviton4, 8 cores, no SMT), AL2023 kernel
             6.12+ layout: GICv3 and ITS-PCI-MSIX rows with the Edge/Level
             column, IPI0..IPI7 and Err; no cpuidle driver; in-tree ENA on
             ens5, the only interface (it carries the default route)
+c7i, c8g    also: DMI "Amazon EC2" with the instance type, IGMP defaults
+            (force_igmp_version 0: IGMPv3) on every interface
 
 The c7i and c8g /proc/interrupts are printed with the kernel's own formats
 (kernel/irq/proc.c show_interrupts, arch/x86/kernel/irq.c and
@@ -383,6 +385,15 @@ def aws(root, ncpu, siblings, core_of, kernel, arch, cpuinfo, idle_driver, state
     task(root, 1, 1, 'systemd', 0)
     task(root, 1771, 1771, 'sshd', 1)
 
+def ec2(root, instance_type, ifaces):
+    """What a Nitro instance shows of itself: the DMI identity (x86 and
+    Graviton alike) and the kernel's IGMP defaults (force_igmp_version 0:
+    IGMPv3) on every interface."""
+    for f, v in (('sys_vendor', 'Amazon EC2'), ('board_vendor', 'Amazon EC2'), ('product_name', instance_type)):
+        w(root, '/sys/class/dmi/id/' + f, v + '\n')
+    for c in ['all', 'default', 'lo'] + ifaces:
+        w(root, '/proc/sys/net/ipv4/conf/%s/force_igmp_version' % c, '0\n')
+
 def route(root, default_if, others):
     s = 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT                                                       \n'
     s += '%s\t00000000\t0100200A\t0003\t0\t0\t512\t00000000\t0\t0\t0                                                                               \n' % default_if
@@ -437,6 +448,7 @@ def c7i():
     w(root, '/sys/module/ena/taint', 'OE\n')
     w(root, '/sys/module/ena/parameters/phc_enable', '0\n')
     route(root, 'ens5', [('ens6', '0010200A')])
+    ec2(root, 'c7i.2xlarge', ['ens5', 'ens6'])
 
 def c8g():
     root = os.path.join(HERE, 'c8g')
@@ -472,6 +484,7 @@ def c8g():
     ena_nic(root, 'ens5', '0000:00:05.0', range(18, 27), 'in-tree')
     w(root, '/sys/module/ena/parameters/.keep', '')
     route(root, 'ens5', [])
+    ec2(root, 'c8g.2xlarge', ['ens5'])
 
 def interrupts_files():
     # Standalone /proc/interrupts layouts (the parser's fixtures and fuzz

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/owner"
 )
 
 // New builds a lab with a unique name and returns its topology. It skips
@@ -38,6 +39,12 @@ func New(t testing.TB, opts netlab.Options) *netlab.Topology {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	if opts.Owner == nil {
+		// A test killed before its cleanup leaves a stale lab that
+		// `rig restore` removes.
+		self := owner.Self()
+		opts.Owner = &self
+	}
 	topo, err := netlab.Up(ctx, name, opts)
 	if err != nil {
 		t.Fatalf("netlabtest: building lab %s: %v", name, err)

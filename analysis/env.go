@@ -1,0 +1,153 @@
+package analysis
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/samples"
+)
+
+// HostFacts is one host of the run as the summary shows it: its roles
+// (manifest.json) and what env/<host>.json recorded of it.
+type HostFacts struct {
+	Name  string   `json:"name"` // the manifest's host name (env/<name>.json)
+	Roles []string `json:"roles"`
+	Via   string   `json:"via"` // "local", "ssh h", "ip netns exec"…
+	// EnvError says why the environment is unknown ("" when env/<name>.json
+	// was read): missing, damaged, or the snapshot's own error.
+	EnvError     string `json:"env_error,omitempty"`
+	Hostname     string `json:"hostname"`
+	Kernel       string `json:"kernel"`
+	CPUModel     string `json:"cpu_model"`
+	CPUsOnline   []int  `json:"cpus_online"`
+	CPUsIsolated []int  `json:"cpus_isolated"`
+	NohzFull     []int  `json:"cpus_nohz_full"`
+	SMT          bool   `json:"smt"`
+	Clocksource  string `json:"clocksource"`
+	// NICs are the interfaces the run used on this host.
+	NICs []NICFacts `json:"nics"`
+}
+
+// NICFacts is one interface of a host.
+type NICFacts struct {
+	Iface     string `json:"iface"`
+	Driver    string `json:"driver"`
+	SpeedMbps int64  `json:"speed_mbps,omitempty"`
+	// PHCIndex is the NIC's PTP hardware clock (/dev/ptpN); -1 none, nil unknown.
+	PHCIndex *int `json:"phc_index"`
+}
+
+// envFile is the part of env/<host>.json (internal/envsnap.Snapshot, with
+// nicctl.Info per interface) the summary shows. analysis does not import
+// envsnap (it reads /proc and /sys through x/sys); TestEnvContract (Linux)
+// checks these names against both packages.
+type envFile struct {
+	Error    string `json:"error"` // the runner's {"error": "…"} when no snapshot could be taken
+	Hostname string `json:"hostname"`
+	Kernel   string `json:"kernel"`
+	CPU      struct {
+		Model    string `json:"model"`
+		Online   []int  `json:"online"`
+		SMT      bool   `json:"smt"`
+		Isolated []int  `json:"isolated"`
+		NohzFull []int  `json:"nohz_full"`
+	} `json:"cpu"`
+	Clocksource string                     `json:"clocksource"`
+	NIC         map[string]json.RawMessage `json:"nic"`
+}
+
+type envNIC struct {
+	Iface     string `json:"iface"`
+	Driver    string `json:"driver"`
+	SpeedMbps int64  `json:"speed_mbps"`
+	DrvInfo   *struct {
+		Driver string `json:"driver"`
+	} `json:"drvinfo"`
+	Timestamping *struct {
+		Caps struct {
+			PHCIndex int `json:"phc_index"`
+		} `json:"caps"`
+	} `json:"timestamping"`
+}
+
+// roleOrder sorts hosts and roles: sender, responder, capture.
+var roleOrder = []string{string(samples.RoleSender), string(samples.RoleResponder), string(samples.RoleCapture)}
+
+// hostFacts builds the hosts of a run from its manifest hosts and the
+// env/<host>.json files, sender first. A missing or damaged file is the
+// host's EnvError, never a failure.
+func hostFacts(run string, hosts map[string]rundir.Host) []HostFacts {
+	out := []HostFacts{}
+	for name, h := range hosts {
+		hf := HostFacts{Name: name, Roles: append([]string{}, h.Roles...), Via: h.Via, CPUsOnline: []int{}, CPUsIsolated: []int{}, NohzFull: []int{}, NICs: []NICFacts{}}
+		readEnv(filepath.Join(run, rundir.EnvDir, name+".json"), &hf)
+		out = append(out, hf)
+	}
+	first := func(h HostFacts) int {
+		i := len(roleOrder)
+		for _, r := range h.Roles {
+			if j := slices.Index(roleOrder, r); j >= 0 && j < i {
+				i = j
+			}
+		}
+		return i
+	}
+	slices.SortFunc(out, func(a, b HostFacts) int {
+		if c := first(a) - first(b); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+func readEnv(path string, hf *HostFacts) {
+	b, err := rundir.ReadRegular(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		hf.EnvError = path + " is missing"
+		return
+	case err != nil:
+		hf.EnvError = err.Error()
+		return
+	}
+	var e envFile
+	if err := json.Unmarshal(b, &e); err != nil {
+		hf.EnvError = fmt.Sprintf("%s: damaged: %v", path, err)
+		return
+	}
+	if e.Error != "" {
+		hf.EnvError = "the snapshot could not be taken: " + e.Error
+		return
+	}
+	hf.Hostname, hf.Kernel, hf.Clocksource = e.Hostname, e.Kernel, e.Clocksource
+	hf.CPUModel, hf.SMT = e.CPU.Model, e.CPU.SMT
+	hf.CPUsOnline = append(hf.CPUsOnline, e.CPU.Online...)
+	hf.CPUsIsolated = append(hf.CPUsIsolated, e.CPU.Isolated...)
+	hf.NohzFull = append(hf.NohzFull, e.CPU.NohzFull...)
+	names := make([]string, 0, len(e.NIC))
+	for n := range e.NIC {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		nf := NICFacts{Iface: n}
+		var v envNIC
+		if json.Unmarshal(e.NIC[n], &v) == nil {
+			nf.Driver, nf.SpeedMbps = v.Driver, v.SpeedMbps
+			if nf.Driver == "" && v.DrvInfo != nil {
+				nf.Driver = v.DrvInfo.Driver // a virtual device has no driver link in sysfs
+			}
+			if v.Timestamping != nil {
+				nf.PHCIndex = ptr(v.Timestamping.Caps.PHCIndex)
+			}
+		}
+		hf.NICs = append(hf.NICs, nf)
+	}
+}

@@ -1,0 +1,284 @@
+package analysis
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rig-project/rig/internal/rundir"
+)
+
+// The responder CPU's measured frequency, per round and per arm, from the
+// "freq" and "power" sections of telemetry.json (internal/telemetry's
+// FreqResult and internal/power's State, mirrored here as the rest of the
+// telemetry is; TestTelemetryContract checks the names).
+
+// Frequency sources, as telemetry writes them.
+const (
+	freqAPERF = "APERF/MPERF"
+	freqCur   = "scaling_cur_freq"
+	freqNone  = "not measurable here"
+)
+
+// FreqDiffPct is how far two arms' frequencies may differ before a
+// comparison says that part of its difference may be frequency.
+const FreqDiffPct = 3.0
+
+type telFreq struct {
+	CPU      int     `json:"cpu"`
+	Source   string  `json:"source"`
+	MHz      float64 `json:"mhz"`
+	MinMHz   float64 `json:"min_mhz"`
+	MaxMHz   float64 `json:"max_mhz"`
+	Samples  int     `json:"samples"`
+	BaseMHz  float64 `json:"base_mhz"`
+	BaseFrom string  `json:"base_from"`
+	BusyPct  float64 `json:"busy_pct"`
+	Note     string  `json:"note"`
+}
+
+type telPower struct {
+	Freq *struct {
+		Driver   string `json:"driver"`
+		Governor string `json:"governor"`
+		MinKHz   int64  `json:"min_khz"`
+		MaxKHz   int64  `json:"max_khz"`
+		EPP      string `json:"epp"`
+	} `json:"cpufreq"`
+	Turbo *struct {
+		Enabled    bool   `json:"enabled"`
+		Source     string `json:"source"`
+		MinPerfPct int64  `json:"intel_pstate_min_perf_pct"`
+		MaxPerfPct int64  `json:"intel_pstate_max_perf_pct"`
+	} `json:"turbo"`
+	Idle  []string `json:"idle"`
+	Tuned string   `json:"tuned"`
+}
+
+// ArmFreq is the responder CPU's frequency over an arm's rounds.
+type ArmFreq struct {
+	// Source is the rounds' source ("APERF/MPERF", "scaling_cur_freq",
+	// "not measurable here"), "mixed: …" when they differ.
+	Source string      `json:"source"`
+	Rounds []RoundFreq `json:"rounds"`
+	// MedianMHz, MinMHz and MaxMHz are over the measured rounds (nil when
+	// none was): the median (lower middle) of the rounds' averages.
+	MedianMHz *float64 `json:"median_mhz"`
+	MinMHz    *float64 `json:"min_mhz"`
+	MaxMHz    *float64 `json:"max_mhz"`
+	// RanUnder is the power state of the arm's first round: governor,
+	// turbo, intel_pstate limits, EPP, tuned profile.
+	RanUnder string `json:"ran_under,omitempty"`
+}
+
+// RoundFreq is one round's measurement.
+type RoundFreq struct {
+	Round   int      `json:"round"`
+	Source  string   `json:"source"`
+	MHz     *float64 `json:"mhz,omitempty"`
+	BusyPct *float64 `json:"busy_pct,omitempty"`
+	// Note: the base frequency used, or why nothing was measured.
+	Note string `json:"note,omitempty"`
+}
+
+// readRoundFreq reads the frequency and power sections of one round's
+// telemetry.json; ok is false when the file is missing or carries neither
+// (an older rig, or a responder that was not pinned).
+func readRoundFreq(dir string, k int) (rf RoundFreq, pw *telPower, ok bool) {
+	b, err := rundir.ReadRegular(filepath.Join(dir, rundir.Telemetry)) // a FIFO must not hang the report
+	if errors.Is(err, os.ErrNotExist) {
+		return rf, nil, false
+	}
+	rf.Round = k
+	if err != nil {
+		rf.Source, rf.Note = freqNone, err.Error()
+		return rf, nil, true
+	}
+	var v struct {
+		Error string    `json:"error"`
+		Freq  *telFreq  `json:"freq"`
+		Power *telPower `json:"power"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		rf.Source, rf.Note = freqNone, "telemetry.json damaged: "+err.Error()
+		return rf, nil, true
+	}
+	switch {
+	case v.Error != "":
+		rf.Source, rf.Note = freqNone, "telemetry could not run: "+v.Error
+		return rf, nil, true
+	case v.Freq == nil:
+		return rf, v.Power, false
+	}
+	f := v.Freq
+	rf.Source, rf.Note = f.Source, f.Note
+	if f.Source != freqNone && f.MHz > 0 && !math.IsInf(f.MHz, 0) && !math.IsNaN(f.MHz) {
+		rf.MHz = ptr(f.MHz)
+		if f.BusyPct > 0 {
+			rf.BusyPct = ptr(f.BusyPct)
+		}
+		if f.Source == freqAPERF {
+			rf.Note = fmt.Sprintf("× base %.0f MHz (%s)", f.BaseMHz, f.BaseFrom)
+		}
+	} else if f.Source != freqNone {
+		rf.Source, rf.Note = freqNone, fmt.Sprintf("%s gave no value: %s", f.Source, f.Note)
+	}
+	return rf, v.Power, true
+}
+
+// armFreq gathers the rounds' measurements; nil when no round has one.
+func armFreq(rounds []TelemetryRound) *ArmFreq {
+	var af ArmFreq
+	var mhz []float64
+	var sources []string
+	for _, rd := range rounds {
+		rf, pw, ok := readRoundFreq(rd.Dir, rd.K)
+		if af.RanUnder == "" && pw != nil {
+			af.RanUnder = pw.describe()
+		}
+		if !ok {
+			continue
+		}
+		af.Rounds = append(af.Rounds, rf)
+		if !slices.Contains(sources, rf.Source) {
+			sources = append(sources, rf.Source)
+		}
+		if rf.MHz != nil {
+			mhz = append(mhz, *rf.MHz)
+		}
+	}
+	if len(af.Rounds) == 0 {
+		return nil
+	}
+	af.Source = sources[0]
+	if len(sources) > 1 {
+		af.Source = "mixed: " + strings.Join(sources, ", ")
+	}
+	if len(mhz) > 0 {
+		af.MedianMHz = ptr(medianF(mhz))
+		af.MinMHz, af.MaxMHz = ptr(slices.Min(mhz)), ptr(slices.Max(mhz))
+	}
+	return &af
+}
+
+// describe is the power state in a few words.
+func (p *telPower) describe() string {
+	var parts []string
+	if f := p.Freq; f != nil {
+		s := fmt.Sprintf("%s %s", f.Driver, f.Governor)
+		if f.EPP != "" {
+			s += ", EPP " + f.EPP
+		}
+		s += fmt.Sprintf(", limits %s–%s MHz", strconv.FormatInt(f.MinKHz/1000, 10), strconv.FormatInt(f.MaxKHz/1000, 10))
+		parts = append(parts, s)
+	} else {
+		parts = append(parts, "no cpufreq")
+	}
+	if t := p.Turbo; t != nil {
+		s := "turbo " + map[bool]string{true: "on", false: "off"}[t.Enabled]
+		if strings.HasSuffix(t.Source, "no_turbo") {
+			s += fmt.Sprintf(", perf %d–%d %%", t.MinPerfPct, t.MaxPerfPct)
+		}
+		parts = append(parts, s)
+	}
+	var off []string
+	for _, s := range p.Idle {
+		if n, ok := strings.CutSuffix(s, " (disabled)"); ok {
+			off = append(off, n)
+		}
+	}
+	if len(off) > 0 {
+		parts = append(parts, "idle states off: "+strings.Join(off, " "))
+	}
+	switch {
+	case strings.Contains(p.Tuned, "Current active profile: "):
+		_, prof, _ := strings.Cut(p.Tuned, "Current active profile: ")
+		prof, _, _ = strings.Cut(prof, "\n")
+		parts = append(parts, "tuned "+strings.TrimSpace(prof))
+	case p.Tuned != "":
+		parts = append(parts, "tuned: "+strings.ReplaceAll(strings.TrimSpace(p.Tuned), "\n", " "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// freqNote says, for a comparison of arm against ref, that their CPUs ran
+// at frequencies more than FreqDiffPct apart; "" otherwise (or when either
+// side was not measured, or measured differently).
+func freqNote(arm, ref *ArmFreq, refWord string) string {
+	if arm == nil || ref == nil || arm.MedianMHz == nil || ref.MedianMHz == nil || *ref.MedianMHz <= 0 {
+		return ""
+	}
+	if arm.Source != ref.Source {
+		return fmt.Sprintf("CPU frequency measured differently (%s vs %s %s): not compared", arm.Source, refWord, ref.Source)
+	}
+	d := 100 * (*arm.MedianMHz - *ref.MedianMHz) / *ref.MedianMHz
+	if math.Abs(d) <= FreqDiffPct {
+		return ""
+	}
+	return fmt.Sprintf("the CPU ran at %.0f MHz vs %.0f MHz on the %s (%+.0f %%, %s): part of this difference may be frequency",
+		*arm.MedianMHz, *ref.MedianMHz, refWord, d, arm.Source)
+}
+
+// annotateFreq puts the frequency note next to every comparison of an
+// arm whose frequency differs from its reference's.
+func annotateFreq(cs []Comparison, this, ref func(arm string) *ArmFreq, refWord string) {
+	for i := range cs {
+		cs[i].Frequency = freqNote(this(cs[i].Arm), ref(cs[i].Ref), refWord)
+	}
+}
+
+// freqTable is the responder CPU's frequency per arm; no rows when no
+// arm's telemetry carries one.
+func freqTable(r *Report) table {
+	t := table{Title: "Responder CPU frequency",
+		Caption: "The responder CPU's average frequency over each round, from its telemetry: APERF/MPERF (msr driver, read before the first request and after the last) × the nominal frequency = the average while the CPU was not idle, " +
+			"with busy = the share of the round it was not idle; else the mean of cpufreq's scaling_cur_freq at every telemetry sample; else not measurable (a VM without msr and cpufreq). " +
+			fmt.Sprintf("Cell: median of the rounds' averages [min–max], MHz. A comparison whose arms' frequencies differ by more than %.0f %% says so next to its verdict. ", FreqDiffPct) +
+			"Ran under: the first round's power state (governor, EPP, limits, turbo, intel_pstate perf limits, idle states disabled, tuned profile)." + requestsCaption(r),
+		Head: []string{"arm", "source", "rounds measured", "MHz", "busy", "ran under", "note"}}
+	any := false
+	for _, a := range r.Arms {
+		f := a.Freq
+		if a.Skipped != "" {
+			continue
+		}
+		if f == nil {
+			t.Rows = append(t.Rows, []string{a.Name, "—", "0", "—", "—", "—", "no frequency in the rounds' telemetry (the responder was not pinned, or an older rig)"})
+			continue
+		}
+		any = true
+		n, mhz, busy, notes := 0, "—", "—", []string{}
+		var b []float64
+		for _, rf := range f.Rounds {
+			if rf.MHz != nil {
+				n++
+			}
+			if rf.BusyPct != nil {
+				b = append(b, *rf.BusyPct)
+			}
+			if rf.Note != "" && !slices.Contains(notes, rf.Note) {
+				notes = append(notes, rf.Note)
+			}
+		}
+		if f.MedianMHz != nil {
+			mhz = fmt.Sprintf("%.0f", *f.MedianMHz)
+			if len(f.Rounds) > 1 && *f.MinMHz != *f.MaxMHz {
+				mhz += fmt.Sprintf(" [%.0f–%.0f]", *f.MinMHz, *f.MaxMHz)
+			}
+		}
+		if len(b) > 0 {
+			busy = fmt.Sprintf("%.0f %%", medianF(b))
+		}
+		t.Rows = append(t.Rows, []string{a.Name, f.Source, fmt.Sprintf("%d/%d", n, len(f.Rounds)), mhz, busy, orDash(f.RanUnder), orDash(strings.Join(notes, "; "))})
+	}
+	if !any {
+		t.Rows = nil // no telemetry with a frequency at all: no table
+	}
+	return t
+}

@@ -1,0 +1,62 @@
+package hostinfo
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/hostfs"
+)
+
+// x86 registers of the effective-frequency counters. Both count only while
+// the CPU is in C0: MPERF at the nominal (TSC) frequency, APERF at the
+// actual one, so ΔAPERF/ΔMPERF × nominal is the average frequency while the
+// CPU ran (turbostat's Bzy_MHz).
+const (
+	MSRMPERF = 0xE7
+	MSRAPERF = 0xE8
+)
+
+// MSRPath is the msr driver's device of one CPU.
+func MSRPath(cpu int) string { return fmt.Sprintf("/dev/cpu/%d/msr", cpu) }
+
+// MSR reads model-specific registers of one CPU through the msr driver,
+// read-only: a pread of 8 bytes at the register number. The kernel runs
+// each read on that CPU (an IPI to it), so callers read rarely. Opening
+// needs CAP_SYS_RAWIO; a host without the driver (not loaded, a VM
+// without it) gives an error wrapping os.ErrNotExist.
+type MSR struct {
+	f   *File
+	buf [8]byte
+}
+
+// OpenMSR opens /dev/cpu/N/msr below fs's root (a fixture file in tests).
+func OpenMSR(fs hostfs.FS, cpu int) (*MSR, error) {
+	f, err := Open(fs, MSRPath(cpu))
+	if err != nil {
+		return nil, err
+	}
+	return &MSR{f: f}, nil
+}
+
+// Read returns register reg. It does not allocate.
+func (m *MSR) Read(reg int64) (uint64, error) {
+	for {
+		k, err := unix.Pread(m.f.fd, m.buf[:], reg)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			// EIO: the CPU has no such register (a VM that hides it).
+			return 0, fmt.Errorf("read MSR %#x from %s: %w", reg, m.f.Path, err)
+		}
+		if k != len(m.buf) {
+			return 0, fmt.Errorf("read MSR %#x from %s: %d of 8 bytes", reg, m.f.Path, k)
+		}
+		return binary.LittleEndian.Uint64(m.buf[:]), nil
+	}
+}
+
+// Close closes the device.
+func (m *MSR) Close() error { return m.f.Close() }

@@ -1,0 +1,158 @@
+package power
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/journal"
+)
+
+// Change is one sysfs write Apply makes.
+type Change struct {
+	Path  string // host path
+	Value string // without the newline
+	What  string // "turbo off", "governor performance on CPU 3", ...
+}
+
+// Plan lists the sysfs writes that put s in force on the host behind fs,
+// in the order Apply makes them: turbo first (intel_pstate squashes
+// min_perf_pct when no_turbo goes to 1), the global perf limits, then per
+// policy the governor and the frequency limits. A limit pair is written in
+// the order that never has min above max on the way. CPUs that share a
+// policy get one write. Errors: the host lacks the control (wrapping
+// errors.ErrUnsupported) or a file cannot be read.
+func Plan(fs hostfs.FS, s Settings) ([]Change, error) {
+	var out []Change
+	if s.Turbo != nil {
+		t, err := hostinfo.ReadTurbo(fs)
+		if err != nil {
+			return nil, fmt.Errorf("turbo: %w (no %s/no_turbo or %s): %w", err, hostinfo.IntelPstateDir, hostinfo.BoostPath, errors.ErrUnsupported)
+		}
+		v := "1" // boost on
+		if t.IntelPstate() == *s.Turbo {
+			v = "0" // no_turbo 0 = turbo on; boost 0 = off
+		}
+		out = append(out, Change{t.Source, v, "turbo " + onOff(*s.Turbo)})
+	}
+	if s.MinPerfPct != nil || s.MaxPerfPct != nil {
+		cur, err := fs.ReadInt(hostinfo.IntelPstateDir + "/max_perf_pct")
+		if err != nil {
+			return nil, fmt.Errorf("min/max-perf-pct: %w: %w", err, errors.ErrUnsupported)
+		}
+		pair := limitPair(hostinfo.IntelPstateDir+"/min_perf_pct", hostinfo.IntelPstateDir+"/max_perf_pct",
+			ptr64(s.MinPerfPct), ptr64(s.MaxPerfPct), cur)
+		for i := range pair {
+			pair[i].What = strings.ReplaceAll(strings.TrimPrefix(pair[i].Path, hostinfo.IntelPstateDir+"/"), "_", "-") + " " + pair[i].Value + " (all CPUs)"
+		}
+		out = append(out, pair...)
+	}
+	if !s.PerCPU() {
+		return out, nil
+	}
+	if len(s.CPUs) == 0 {
+		return nil, errors.New("power: governor and frequency limits need CPUs (responder.cpu or power.cpus)")
+	}
+	done := map[int]bool{}
+	for _, cpu := range s.CPUs {
+		if done[cpu] {
+			continue
+		}
+		fr, err := hostinfo.ReadFreq(fs, cpu)
+		if err != nil {
+			return nil, fmt.Errorf("CPU %d cpufreq: %w: %w", cpu, err, errors.ErrUnsupported)
+		}
+		done[cpu] = true
+		for _, c := range fr.RelatedCPUs {
+			done[c] = true
+		}
+		on := fmt.Sprintf(" on CPU %d", cpu)
+		if s.Governor != "" {
+			out = append(out, Change{hostinfo.CPUFreqPath(cpu, "scaling_governor"), s.Governor, "governor " + s.Governor + on})
+		}
+		pair := limitPair(hostinfo.CPUFreqPath(cpu, "scaling_min_freq"), hostinfo.CPUFreqPath(cpu, "scaling_max_freq"),
+			s.MinFreqKHz, s.MaxFreqKHz, fr.MaxKHz)
+		for i := range pair {
+			k, _ := strconv.ParseInt(pair[i].Value, 10, 64)
+			name := "min-freq "
+			if strings.HasSuffix(pair[i].Path, "max_freq") {
+				name = "max-freq "
+			}
+			pair[i].What = name + KHz(k) + on
+		}
+		out = append(out, pair...)
+	}
+	return out, nil
+}
+
+// limitPair orders the writes of a min/max pair: max first when the new
+// min is above the current max (raising both), else min first.
+func limitPair(minPath, maxPath string, newMin, newMax *int64, curMax int64) []Change {
+	var out []Change
+	if newMin != nil {
+		out = append(out, Change{Path: minPath, Value: strconv.FormatInt(*newMin, 10)})
+	}
+	if newMax != nil {
+		out = append(out, Change{Path: maxPath, Value: strconv.FormatInt(*newMax, 10)})
+		if newMin != nil && *newMin > curMax {
+			out[0], out[1] = out[1], out[0]
+		}
+	}
+	return out
+}
+
+// Apply makes the changes of Plan(fs, s) through j, each read back: a
+// value the kernel did not take as written (clamped, snapped to a table,
+// refused) is an error naming what it kept. On error the changes made so
+// far stay journaled: the caller's undo takes them back. report says what
+// each write did.
+func Apply(ctx context.Context, j *journal.Journal, fs hostfs.FS, s Settings) (report []string, err error) {
+	changes, err := Plan(fs, s)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range changes {
+		r, err := j.Apply(ctx, journal.SysfsChange(fs, fs.Root, c.Path, c.Value+"\n"))
+		prev, eff := strings.TrimSpace(r.Previous), strings.TrimSpace(r.Effective)
+		if err != nil {
+			return report, fmt.Errorf("power: %s: %s: %w%s", c.What, c.Path, err, refusalHint(c, err))
+		}
+		report = append(report, fmt.Sprintf("power: %s: %s %s → %s", c.What, strings.TrimPrefix(c.Path, "/sys/devices/system/cpu/"), prev, eff))
+		if eff != c.Value {
+			return report, fmt.Errorf("power: %s: %s reads %q after writing %q: the kernel did not take the value (a limit clamps it, or another setting overrides it)", c.What, c.Path, eff, c.Value)
+		}
+	}
+	return report, nil
+}
+
+func refusalHint(c Change, err error) string {
+	switch {
+	case errors.Is(err, syscall.EPERM) && strings.HasSuffix(c.Path, "no_turbo"):
+		return " (intel_pstate refuses turbo on when the BIOS disabled it or the CPU has none)"
+	case errors.Is(err, syscall.EBUSY) && strings.HasSuffix(c.Path, "scaling_governor"):
+		return " (the policy is busy; another tool may hold it)"
+	case errors.Is(err, syscall.EINVAL) && strings.HasSuffix(c.Path, "boost"):
+		return " (the driver has no boost range on this CPU)"
+	}
+	return ""
+}
+
+func ptr64(p *int) *int64 {
+	if p == nil {
+		return nil
+	}
+	v := int64(*p)
+	return &v
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

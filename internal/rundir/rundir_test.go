@@ -1,0 +1,53 @@
+package rundir
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCreateExclusive: runs started in the same second each get their own
+// directory, also when they race.
+func TestCreateExclusive(t *testing.T) {
+	results := filepath.Join(t.TempDir(), "results")
+	start := time.Date(2026, 12, 2, 10, 15, 0, 0, time.UTC)
+	first, err := Create(results, "demo", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(results, "demo-20261202T101500Z"); first != want {
+		t.Errorf("first run: %s, want %s", first, want)
+	}
+	// A file the first run wrote must not be seen by the second.
+	os.WriteFile(filepath.Join(first, ManifestFile), []byte("{}"), 0o644)
+	const n = 8
+	dirs := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := Create(results, "demo", start)
+			if err != nil {
+				t.Error(err)
+			}
+			dirs[i] = d
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{first: true}
+	for _, d := range dirs {
+		if seen[d] {
+			t.Fatalf("two runs got %s", d)
+		}
+		seen[d] = true
+		if ents, _ := os.ReadDir(d); len(ents) != 0 {
+			t.Errorf("%s is not new: %v", d, ents)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(results, "demo-20261202T101500Z-2")); err != nil {
+		t.Errorf("collision suffix: %v", err)
+	}
+}

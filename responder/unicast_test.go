@@ -1,0 +1,132 @@
+package responder
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/internal/tstamp/tstamptest"
+	"github.com/rig-project/rig/internal/wire"
+)
+
+// TestUnicastStepAllocs: a responder taking unicast requests (bound to its
+// address, no group) answers every one without allocating, joins no group,
+// and says so in its sample header.
+func TestUnicastStepAllocs(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	at := netip.AddrPortFrom(topo.Responder.Addr, 9202)
+	var r *Responder
+	var igmp []byte
+	err := topo.Do(netlab.Responder, func() error {
+		var err error
+		r, err = New(Config{Iface: topo.Responder.Interface, Listen: at, CPU: -1, Timestamps: tstamp.Software, Capacity: 4096, RunID: 77})
+		if err != nil {
+			return err
+		}
+		igmp, err = os.ReadFile("/proc/net/igmp")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// /proc/net/igmp lists each interface's groups: the lab veth has at
+	// most the all-hosts group (010000E0) every interface joins.
+	for _, l := range strings.Split(string(igmp), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasSuffix(f[0], "E0") && f[0] != "010000E0" {
+			t.Errorf("a unicast responder joined a group: %s", l)
+		}
+	}
+	tstamptest.HoldSoftwareRX(t)
+	const n = 200
+	err = topo.Do(netlab.Sender, func() error {
+		c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(at))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		buf := make([]byte, 64)
+		for i := 0; i < n; i++ {
+			if _, err := c.Write(wire.Encode(buf, 64, &wire.Header{Type: wire.Request, RunID: 77, Seq: uint64(i)})); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(n/2, func() {
+		if err := r.step(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("unicast responder loop iteration allocated %v times", allocs)
+	}
+	for i := 0; i < 2*n && r.cnt.Received < n; i++ {
+		if err := r.step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := r.Counters(); c.Received != n || c.Sent != n || c.Foreign != 0 {
+		t.Errorf("counters %+v: want %d answered", c, n)
+	}
+	for _, rec := range r.Records() {
+		if rec.T[samples.ReqRxSW] == 0 || rec.T[samples.RepTxUser] == 0 {
+			t.Fatalf("seq %d: stamps missing: %+v", rec.Seq, rec.T)
+		}
+	}
+	h := r.Header(0, 0)
+	if h.Request != samples.RequestUnicast || h.To != at.String() || h.Group != "" || h.Requests() != "unicast to "+at.String() {
+		t.Errorf("header request %q to %q group %q", h.Request, h.To, h.Group)
+	}
+}
+
+// TestListenErrors: an address that is not the interface's is refused
+// before anything binds, naming the interface's addresses; group and
+// listen exclude each other; a multicast or unspecified address is no
+// unicast destination.
+func TestListenErrors(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	g := netip.MustParseAddrPort("239.8.8.8:9200")
+	err := topo.Do(netlab.Responder, func() error {
+		for _, c := range []struct {
+			cfg  Config
+			want string
+		}{
+			{Config{Listen: netip.MustParseAddrPort("10.255.0.9:9000")}, "10.255.0.9 is not an address of " + topo.Responder.Interface + " (its IPv4 addresses: " + topo.Responder.Addr.String() + ")"},
+			{Config{Listen: netip.AddrPortFrom(topo.Responder.Addr, 9000), Group: g}, "not both"},
+			{Config{Listen: netip.MustParseAddrPort("239.1.1.1:9000")}, "is a multicast address"},
+			{Config{Listen: netip.MustParseAddrPort("0.0.0.0:9000")}, "not a host's address"},
+			{Config{Listen: netip.AddrPortFrom(topo.Responder.Addr, 0)}, "port 0"},
+			{Config{}, "no request destination"},
+		} {
+			c.cfg.Iface, c.cfg.CPU, c.cfg.Timestamps, c.cfg.RunID = topo.Responder.Interface, -1, tstamp.Software, 77
+			r, err := New(c.cfg)
+			if err == nil {
+				r.Close()
+				t.Errorf("%+v accepted", c.cfg)
+				continue
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+			}
+		}
+		_, err := New(Config{Iface: topo.Responder.Interface, Listen: netip.MustParseAddrPort("10.255.0.9:9000"), CPU: -1, RunID: 77})
+		if !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a foreign address: %v does not wrap os.ErrNotExist (the CLI's exit 2)", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

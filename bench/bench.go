@@ -191,6 +191,7 @@ type Results struct {
 	RTT      []RTTRow    // per responder mode: rig user, rig sw, sockperf
 	Threads  []ThreadRow // the measuring threads' CPU use, per mode, tool and side
 	Pacing   []PacingRow // rig lateness, cyclictest
+	Recv     []RecvRow   // rig's kernel-to-user receive time, per mode and side
 	Rate     *RateResult // nil when not run
 	Analysis []AnalysisRow
 	Cost     []CostRow // per mode, tool and side; nil when not run
@@ -240,6 +241,15 @@ func (t *ThreadRow) add(u *samples.ThreadUsage) {
 		t.Usage.HeapAllocs = &n
 	}
 	t.Rounds++
+}
+
+// RecvRow is how long rig took, on one side in one mode, from the kernel's
+// software RX stamp of a datagram to its user-space read: the sender's
+// rx_user − rx_sw of the replies, the responder's req_rx_user − req_rx_sw
+// of the requests (pooled over the rounds, warm-up excluded).
+type RecvRow struct {
+	Mode, Side string
+	Stats      Summary
 }
 
 // PacingRow is one tool's lateness on the sender CPU.
@@ -470,9 +480,24 @@ type figures struct {
 	user   []int64 // user RTT (rx_user − tx_user) of every answered request
 	closed []int64 // user RTT of the requests sockperf's ping-pong would have sent (see rigFigures)
 	sw     []int64 // software RTT (rx_sw − tx_sw)
+	recv   []int64 // the replies' rx_user − rx_sw (kernel stamp to user-space read)
 	late   []int64 // lateness (tx_user − due) of every request sent
 	wake   []int64 // lateness of the wake-ups alone (see rigFigures)
 	lost   int     // late, duplicated and unanswered requests: no RTT
+}
+
+// responderRecv is a responder file's req_rx_user − req_rx_sw of the
+// requests from warmup on (the sender's: the responder's file does not
+// know it).
+func responderRecv(f *samples.File, warmup uint64) []int64 {
+	var v []int64
+	for i := range f.Records {
+		r := &f.Records[i]
+		if r.Seq >= warmup && r.T[samples.ReqRxUser] != 0 && r.T[samples.ReqRxSW] != 0 {
+			v = append(v, r.T[samples.ReqRxUser]-r.T[samples.ReqRxSW])
+		}
+	}
+	return v
 }
 
 // rigFigures extracts the figures of a sender file.
@@ -521,6 +546,9 @@ func rigFigures(f *samples.File) figures {
 		}
 		if r.T[samples.RxSW] != 0 && r.T[samples.TxSW] != 0 {
 			g.sw = append(g.sw, r.T[samples.RxSW]-r.T[samples.TxSW])
+		}
+		if r.T[samples.RxSW] != 0 {
+			g.recv = append(g.recv, r.T[samples.RxUser]-r.T[samples.RxSW])
 		}
 	}
 	return g

@@ -102,6 +102,7 @@ func (r *Results) Markdown(w io.Writer) error {
 			}
 		}
 		r.stampCost(&b)
+		r.recvTable(&b)
 	}
 	if len(r.Threads) > 0 {
 		b.WriteString("\n### Measuring threads\n\nHow much of its rounds each tool's measuring thread ran and how often it lost the CPU (getrusage): for rig the sender's pacing thread and the responder's loop over each round, from the sample files; for sockperf wait4's figures for the whole process over its whole life (start-up and warm-up sleep included, so its share on CPU reads low). *preempted* = involuntary context switches: another task took the CPU (for rig also the Go runtime's own threads: a goroutine locked to its thread is handed back by another thread after each forced preemption); *blocked* = voluntary ones (waits).\n\n")
@@ -149,7 +150,7 @@ func (r *Results) Markdown(w io.Writer) error {
 	r.costTables(&b)
 	if len(r.Analysis) > 0 {
 		b.WriteString("\n## Analysis: `rig report` on synthetic runs\n\n")
-		b.WriteString("Rounds of ≤ 1 M requests over two arms, sender + responder files, software stamps; wall and CPU time (user + system) of `rig report DIR` (page cache warm from writing), peak RSS = the child's ru_maxrss. Percentiles are exact (nearest rank on the sorted samples of each round).\n\n")
+		b.WriteString("Rounds of ≤ 1 M requests over two arms, sender + responder files, software stamps; wall and CPU time (user + system) of `rig report DIR` (page cache warm from writing), peak RSS = the child's ru_maxrss. Percentiles are exact (nearest rank on the sorted samples of each round). Reproduce this part alone with `rig bench --parts analysis --analysis-sizes 1M,10M,100M` (each run is written, reported on and removed before the next: 100 M samples take about 10 GB in the work directory).\n\n")
 		b.WriteString("| samples | rounds | files MB | wall | CPU | ns/sample wall | ns/sample CPU | peak RSS MB |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, a := range r.Analysis {
 			fmt.Fprintf(&b, "| %d | %d | %d | %v | %v | %.0f | %.0f | %d |\n", a.Samples, a.Rounds, a.Bytes>>20,
@@ -194,6 +195,19 @@ func (r *Results) stampCost(b *strings.Builder) {
 		m := paired(on.PerRound, off.PerRound, p50)
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %d | %d |\n", mode, m.N, us(on.Stats.P50), us(off.Stats.P50), m,
 			paired(on.PerRound, off.PerRound, p99), paired(on.PerRound, off.PerRound, p999), on.Stats.N, off.Stats.N)
+	}
+}
+
+// recvTable writes rig's receive path per side: from the kernel's software
+// RX stamp to the user-space read.
+func (r *Results) recvTable(b *strings.Builder) {
+	if len(r.Recv) == 0 {
+		return
+	}
+	b.WriteString("\n### Kernel stamp to user space\n\nHow long rig's own rounds took from a datagram's kernel software RX stamp (taken as the packet enters the stack) to the user-space clock read right after recvmsg returned, µs, pooled over the rounds: on the sender the replies (rx_user − rx_sw: the softirq's wake-up of the thread in ppoll, the VM's scheduling of it, ppoll's return and a recvmsg), on the responder the requests (req_rx_user − req_rx_sw: its thread blocks in recvmsg itself). The difference between the user RTT and the software RTT above is the sender's side of this plus its send path.\n\n")
+	b.WriteString("| mode | side | n | median | p99 | p99.9 |\n|---|---|---:|---:|---:|---:|\n")
+	for _, x := range r.Recv {
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s |\n", x.Mode, x.Side, x.Stats.N, us(x.Stats.P50), us(x.Stats.P99), us(x.Stats.P999))
 	}
 }
 

@@ -278,6 +278,35 @@ func TestRigFiguresWakeups(t *testing.T) {
 	}
 }
 
+// The receive path: a reply's rx_user − rx_sw when the kernel stamped it
+// (not an unanswered request's, not one without a stamp); the responder's
+// req_rx_user − req_rx_sw from the sender's warm-up on.
+func TestRecvFigures(t *testing.T) {
+	f := &samples.File{Header: samples.Header{Role: samples.RoleSender, Warmup: 1}}
+	rsp := &samples.File{Header: samples.Header{Role: samples.RoleResponder}}
+	for k := range 5 {
+		var r, q samples.Record
+		r.Seq, q.Seq = uint64(k), uint64(k)
+		r.T[samples.Due] = 1_000_000 * int64(k+1)
+		r.T[samples.TxUser] = r.T[samples.Due]
+		r.T[samples.TxSW] = r.T[samples.TxUser] + 1_000
+		r.T[samples.RxSW] = r.T[samples.TxUser] + 60_000
+		r.T[samples.RxUser] = r.T[samples.RxSW] + int64(100_000+k)
+		q.T[samples.ReqRxSW] = r.T[samples.TxUser] + 20_000
+		q.T[samples.ReqRxUser] = q.T[samples.ReqRxSW] + int64(40_000+k)
+		f.Records, rsp.Records = append(f.Records, r), append(rsp.Records, q)
+	}
+	f.Records[2].T[samples.RxSW] = 0                                    // no kernel stamp
+	f.Records[3].T[samples.RxSW], f.Records[3].T[samples.RxUser] = 0, 0 // unanswered
+	rsp.Records[4].T[samples.ReqRxSW] = 0
+	if g, want := rigFigures(f), []int64{100_001, 100_004}; !slices.Equal(g.recv, want) {
+		t.Errorf("sender recv %v, want %v", g.recv, want)
+	}
+	if got, want := responderRecv(rsp, 1), []int64{40_001, 40_002, 40_003}; !slices.Equal(got, want) {
+		t.Errorf("responder recv %v, want %v", got, want)
+	}
+}
+
 func TestPaired(t *testing.T) {
 	s := func(ns ...int64) []Summary {
 		var out []Summary

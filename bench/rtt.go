@@ -43,6 +43,7 @@ const NoStampRounds = 8
 type pool struct {
 	user, closed, sw, sp series
 	off                  series // closed-loop user RTT, kernel stamps off
+	recvSnd, recvRsp     series // rig's kernel-stamp-to-read time per side (RecvRow)
 	lostRig, lostSP      int
 	lostOff              int
 	rigSnd, rigRsp       ThreadRow
@@ -157,10 +158,12 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 			if rsp.Footer != nil {
 				pl.rigRsp.add(rsp.Footer.Thread)
 			}
+			pl.recvRsp.add(k, responderRecv(rsp, uint64(f.Header.Warmup)))
 			g := rigFigures(f)
 			pl.user.add(k, g.user)
 			pl.closed.add(k, g.closed)
 			pl.sw.add(k, g.sw)
+			pl.recvSnd.add(k, g.recv)
 			pl.lostRig += g.lost
 			if mode == ModeBlockDefault {
 				st.late.add(k, g.late)
@@ -216,7 +219,7 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 // --until-decided goes on).
 func (b *runner) finishRTT(st *rttState) {
 	res := b.res
-	res.RTT, res.Threads = nil, nil
+	res.RTT, res.Threads, res.Recv = nil, nil, nil
 	res.RTTRounds, res.ExtraRounds = st.planned, st.extra
 	res.RoundTimes = slices.Clone(st.times)
 	for _, mode := range rttModes {
@@ -225,6 +228,10 @@ func (b *runner) finishRTT(st *rttState) {
 			return RTTRow{Mode: mode, Tool: tool, Stats: summarize(slices.Clone(s.all)), Rounds: len(s.perRound), PerRound: s.perRound, Lost: lost}
 		}
 		res.RTT = append(res.RTT, row("rig user", p.user, p.lostRig), row(ToolClosedLoop, p.closed, p.lostRig), row("rig sw", p.sw, p.lostRig))
+		if len(p.recvSnd.all) > 0 || len(p.recvRsp.all) > 0 {
+			res.Recv = append(res.Recv, RecvRow{Mode: mode, Side: "sender", Stats: summarize(slices.Clone(p.recvSnd.all))},
+				RecvRow{Mode: mode, Side: "responder", Stats: summarize(slices.Clone(p.recvRsp.all))})
+		}
 		if mode != ModeBlockDefault {
 			res.RTT = append(res.RTT, row(ToolNoStamps, p.off, p.lostOff), row("sockperf", p.sp, p.lostSP))
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/version"
+	"github.com/rig-project/rig/nicctl"
 )
 
 // NICFacts is the hook that fills Snapshot.NIC. nicctl is being written in
@@ -142,8 +143,9 @@ type IRQBalance struct {
 }
 
 type collector struct {
-	fs hostfs.FS
-	s  *Snapshot
+	ctx context.Context
+	fs  hostfs.FS
+	s   *Snapshot
 }
 
 func (c *collector) fail(what string, err error) {
@@ -166,7 +168,7 @@ func Take(ctx context.Context, fs hostfs.FS, opts Options) *Snapshot {
 		getenv = os.Getenv
 	}
 	s := &Snapshot{Taken: time.Now().UTC(), Rig: RigBuild{version.Version, version.Commit()}}
-	c := &collector{fs: fs, s: s}
+	c := &collector{ctx: ctx, fs: fs, s: s}
 	var err error
 	s.Hostname, err = fs.ReadString("/proc/sys/kernel/hostname")
 	c.fail("hostname", err)
@@ -323,33 +325,12 @@ func (c *collector) irqs() {
 
 func (c *collector) daemons() {
 	s := c.s
-	ib, err := hostinfo.FindProcesses(c.fs, "irqbalance")
+	ib, err := nicctl.HostIRQBalance{FS: c.fs}.State(c.ctx)
 	c.fail("irqbalance", err)
-	s.IRQBalance.BannedCPUs = unionSorted(s.CPU.Isolated, s.CPU.NohzFull)
-	s.IRQBalance.BannedFrom = "default (isolated ∪ nohz_full)"
-	for _, p := range ib {
-		s.IRQBalance.Running = true
-		s.IRQBalance.PIDs = append(s.IRQBalance.PIDs, p.PID)
-		v, ok, err := hostinfo.ProcessEnv(c.fs, p.PID, "IRQBALANCE_BANNED_CPULIST")
-		if err != nil {
-			c.fail("irqbalance environment", err)
-			s.IRQBalance.BannedFrom = "unknown (environ unreadable; assuming the default)"
-			continue
-		}
-		if ok {
-			l, err := cpulist.Parse(v)
-			if err != nil {
-				c.fail("IRQBALANCE_BANNED_CPULIST", err)
-				continue
-			}
-			s.IRQBalance.BannedCPUs, s.IRQBalance.BannedFrom = l, "IRQBALANCE_BANNED_CPULIST"
-		}
+	s.IRQBalance.BannedCPUs, s.IRQBalance.BannedFrom = ib.Banned(s.CPU.Isolated, s.CPU.NohzFull)
+	if ib.Running {
+		s.IRQBalance.Running, s.IRQBalance.PIDs = true, []int{ib.PID}
 	}
 	s.PTP, err = hostinfo.FindProcesses(c.fs, "ptp4l", "phc2sys", "ts2phc")
 	c.fail("ptp daemons", err)
-}
-
-func unionSorted(a, b []int) []int {
-	l, _ := cpulist.Parse(cpulist.Format(append(append([]int(nil), a...), b...)))
-	return l
 }

@@ -21,12 +21,14 @@ import (
 	"github.com/rig-project/rig/nicctl"
 )
 
-// NICFacts is the hook that fills Snapshot.NIC. nicctl is being written in
-// parallel; the lead wires it here (envsnap.NICFacts = nicctl.Facts-like
-// adapter) so this package does not import it yet. While it is nil, a
-// snapshot that asks for interfaces records that in Errors instead of
-// silently omitting them.
-var NICFacts func(ctx context.Context, fs hostfs.FS, iface string) (any, error)
+// NICFacts fills Snapshot.NIC for each of Options.Ifaces: nicctl.Show over
+// the host's kernel (ethtool, ioctls, irqbalance below fs). Tests replace it
+// with one over fakes, since a fixture tree has no kernel behind it.
+var NICFacts = func(ctx context.Context, fs hostfs.FS, iface string) (any, error) {
+	env := &nicctl.Env{FS: fs, IRQBalance: nicctl.HostIRQBalance{FS: fs}}
+	defer env.Close()
+	return nicctl.Show(ctx, env, iface)
+}
 
 // Options selects optional parts of the snapshot.
 type Options struct {
@@ -195,10 +197,6 @@ func Take(ctx context.Context, fs hostfs.FS, opts Options) *Snapshot {
 	if len(opts.Ifaces) > 0 {
 		s.NIC = map[string]any{}
 		for _, ifc := range opts.Ifaces {
-			if NICFacts == nil {
-				s.Errors = append(s.Errors, fmt.Sprintf("nic %s: NIC facts not wired into this build (envsnap.NICFacts is nil)", ifc))
-				continue
-			}
 			f, err := NICFacts(ctx, fs, ifc)
 			c.fail("nic "+ifc, err)
 			if err == nil {

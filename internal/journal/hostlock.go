@@ -91,9 +91,6 @@ type HostLock struct {
 	holder Holder
 }
 
-// Holder returns who this lock was taken for.
-func (l *HostLock) Holder() Holder { return l.holder }
-
 // LockHost takes the host lock in dir (a journal base directory, created if
 // needed) for h. See the contract above. A directory this process may not
 // create or write is an error matching os.ErrPermission that says to run

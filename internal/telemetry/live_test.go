@@ -15,6 +15,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/teldata"
 )
 
 // TestSamplerNeverOnMeasuredCPU checks the sampler thread's affinity from
@@ -103,7 +104,7 @@ func TestStressNGSeen(t *testing.T) {
 	if serr != nil {
 		t.Fatal(serr)
 	}
-	var stress []ThreadSeen
+	var stress []teldata.ThreadSeen
 	for _, th := range r.Threads {
 		if strings.HasPrefix(th.Comm, "stress-ng") {
 			stress = append(stress, th)

@@ -437,14 +437,14 @@ func IsNetns(h scenario.Host) bool {
 // validate checks the scenario against the facts each agent reports,
 // before anything on any host changes. File problems come back as
 // scenario.ErrorList (bad input).
-func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) (map[string]scenario.HostFacts, error) {
-	facts := map[string]scenario.HostFacts{}
+func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) (map[string]*scenario.Facts, error) {
+	facts := map[string]*scenario.Facts{}
 	for name, c := range hs.agents {
 		f, err := c.Facts(ctx)
 		if err != nil {
 			return nil, err
 		}
-		facts[name] = f.HostFacts()
+		facts[name] = f
 	}
 	return facts, scenario.Validate(s, facts)
 }

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Runs the short suite (go test -short ./..., as make unit does) and watches
-# the host while it runs: it fails if a network namespace appeared or a
-# stress-ng process ran. Run it alone on the host (other test runs building
-# namespaces would count). Needs root to see every namespace; as another
-# user the integration tests skip anyway.
+# it: it fails if a network namespace appeared or a stress-ng process ran.
+# As root it runs in its own mount and PID namespaces, with a private
+# /run/netns, so it sees only what its own tests start, even while other
+# test runs use the host; as another user the integration tests skip anyway
+# and it watches the host.
 set -euo pipefail
+if [ "$(id -u)" = 0 ] && [ -z "${RIG_UNIT_PRIVATE:-}" ]; then
+  mkdir -p /run/netns
+  exec env RIG_UNIT_PRIVATE=1 unshare --mount --propagation private --pid --fork --mount-proc \
+    sh -c 'mount -t tmpfs rig-unit /run/netns && exec "$0" "$@"' "$0" "$@"
+fi
 seen=$(mktemp)
 trap 'rm -f "$seen"; kill "$watch" 2>/dev/null || true' EXIT
 before=$(ip netns list 2>/dev/null | awk '{print $1}' | sort)

@@ -15,7 +15,7 @@ export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 # qemu-user-static runs the arm64 unit tests on an amd64 machine.
 DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static
 
-.PHONY: all build dist deps test test-arm64 unit chaos lint fmt-check vet staticcheck fuzz fuzz-smoke bench bench-smoke gobench gobench-smoke demo clean
+.PHONY: all build dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck fuzz fuzz-smoke bench bench-smoke gobench gobench-smoke demo clean
 
 all: build
 
@@ -60,8 +60,8 @@ test: deps lint
 # getrusage of a thread qemu-user emulates counts qemu's switches).
 ARM64_PKGS ?= ./analysis/... ./bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
 	./internal/envsnap ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
-	./internal/samples ./internal/scenario ./internal/telemetry ./internal/wire ./nicctl
-ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestLocalFacts|TestMeter)$$
+	./internal/samples ./internal/scenario ./internal/teldata ./internal/telemetry ./internal/wire ./nicctl
+ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestReadFacts|TestMeter)$$
 
 # test-arm64: go vet for linux/arm64, every package's tests compiled for
 # it, ARM64_PKGS run under qemu-aarch64 (installed when missing; its
@@ -77,9 +77,15 @@ test-arm64:
 chaos:
 	RIG_CHAOS=1 $(GO) test -race -count=1 -timeout 20m -run '^TestChaos$$' -v ./internal/chaos
 
-# unit: fast tests only (no root needed), no race detector.
+# unit: fast tests only (no root needed), no race detector: -short skips
+# every test gated by testbin.Integration (namespaces, stress-ng, root).
+# unit-check runs them while watching the host, and fails if a network
+# namespace appeared or stress-ng ran.
 unit:
 	$(GO) test -short -count=1 $(PKGS)
+
+unit-check:
+	./.ci/unit-starts-nothing.sh $(PKGS)
 
 lint: fmt-check vet staticcheck
 

@@ -402,102 +402,11 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 		if a.Skipped != "" {
 			continue
 		}
-		accs := map[string]map[string]*acc{} // metric → label → acc
 		af := &armFacts{}
 		facts[a.Name] = af
 		ta := &TelemetryArm{Arm: a.Name, Metric: Headline}
 		telArms = append(telArms, ta)
-		for _, rd := range a.Rounds {
-			j, err := rd.Load()
-			if err != nil {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %v (round skipped)", a.Name, rd.K, err))
-				ar.Accounting = append(ar.Accounting, RoundAccount{Round: rd.K, LeftOut: []string{"unreadable: " + err.Error()},
-					Foreign: map[samples.Role]uint64{}, Malformed: map[samples.Role]uint64{}})
-				continue
-			}
-			for _, p := range j.Problems {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %s (complete records used)", a.Name, rd.K, p))
-			}
-			af.add(j)
-			// Only the sender knows the warm-up: another role's header
-			// says 0 (a round without sender.samples is incomplete anyway).
-			fromSender := j.Header.Role == samples.RoleSender
-			if w < 0 && (fromSender || len(in.Expect) == 0) {
-				w = j.Header.Warmup
-			}
-			if fromSender && j.Header.Warmup != w && !opt.OverrideWarmup {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: sample header says warm-up %d; using W=%d for the whole run", a.Name, rd.K, j.Header.Warmup, w))
-			}
-			ra := account(j, rd.K, max(w, 0), in.Expect)
-			ar.Accounting = append(ar.Accounting, ra)
-			p, n := ra.lines(a.Name)
-			rep.Problems, rep.Notes = append(rep.Problems, p...), append(rep.Notes, n...)
-			if len(ra.LeftOut) > 0 {
-				continue
-			}
-			ar.Rounds = append(ar.Rounds, rd.K)
-			ar.addRequests(j.Header.Requests())
-			if rt, ok := roundThreads(j, rd.K); ok {
-				ar.Threads = append(ar.Threads, rt)
-			}
-			for _, n := range analyzeRound(j, rd.K, w, accs, opt, &bufs) {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q %s", a.Name, n))
-			}
-			if rd.Dir != "" {
-				ta.Rounds = append(ta.Rounds, TelemetryRound{K: rd.K, Dir: rd.Dir})
-				if _, err := os.Stat(filepath.Join(rd.Dir, rundir.Telemetry)); err == nil {
-					rep.TelemetryFiles++
-				}
-			}
-		}
-		if len(a.Rounds) == 0 {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q: no rounds", a.Name))
-		}
-		ar.Freq = armFreq(ta.Rounds)
-		chosen := map[string]*acc{}
-		for _, m := range MetricNames {
-			var best *acc
-			for _, c := range accs[m] {
-				if len(c.rounds) != len(ar.Rounds) {
-					continue // not available in every round: would mix clocks
-				}
-				if m == Network {
-					// Network must use the rtt and turnaround sources chosen.
-					t, r := chosen[Turnaround], chosen[RTT]
-					if t == nil || r == nil || c.src.Label != r.src.Label+" − "+t.src.Label {
-						continue
-					}
-				}
-				if best == nil || c.first < best.first {
-					best = c
-				}
-			}
-			if best == nil {
-				if len(ar.Rounds) > 0 {
-					why := whyMissing(m, accs, chosen)
-					rep.notComputed[a.Name+"/"+m] = why
-					rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q: %s not computed: %s", a.Name, m, why))
-				}
-				continue
-			}
-			chosen[m] = best
-			for _, rs := range best.rounds {
-				if rs.Negative > 0 {
-					rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %s (%s, %s): %d negative values, impossible on one clock (a forged or misfiled packet); counted as negative, never samples",
-						a.Name, rs.Round, m, best.src.Label, best.src.Formula, rs.Negative))
-				}
-			}
-			ar.Metrics[m] = &MetricReport{
-				Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock, Note: best.src.Note, fallback: best.src.Fallback,
-				Rounds: best.rounds, Summary: summarize(best.rounds), HistDropped: best.dropped,
-			}
-			rep.hists[a.Name+"/"+m] = best.hist
-			if m == Headline {
-				rep.scatter[a.Name] = best.scatter
-				ta.Source = best.src.Label
-				ta.Worst = largest(best.worst, WorstSamples)
-			}
-		}
+		w = rep.analyzeArm(in, a, ar, af, ta, w, opt, &bufs)
 	}
 	if w < 0 {
 		w = 0
@@ -523,6 +432,115 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 	}
 	rep.buildSummary(in, facts)
 	return rep, nil
+}
+
+// analyzeArm reads arm a's rounds into ar (accounting, rounds used,
+// threads, requests), af (the facts the summary states) and ta (the
+// telemetry index), then picks each metric's source (chooseSources).
+// w is the warm-up so far (negative until a header names it); it returns
+// w, which the next arm inherits.
+func (rep *Report) analyzeArm(in *Input, a InputArm, ar *ArmReport, af *armFacts, ta *TelemetryArm, w int, opt Options, bufs *roundBufs) int {
+	accs := map[string]map[string]*acc{} // metric → label → acc
+	for _, rd := range a.Rounds {
+		j, err := rd.Load()
+		if err != nil {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %v (round skipped)", a.Name, rd.K, err))
+			ar.Accounting = append(ar.Accounting, RoundAccount{Round: rd.K, LeftOut: []string{"unreadable: " + err.Error()},
+				Foreign: map[samples.Role]uint64{}, Malformed: map[samples.Role]uint64{}})
+			continue
+		}
+		for _, p := range j.Problems {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %s (complete records used)", a.Name, rd.K, p))
+		}
+		af.add(j)
+		// Only the sender knows the warm-up: another role's header
+		// says 0 (a round without sender.samples is incomplete anyway).
+		fromSender := j.Header.Role == samples.RoleSender
+		if w < 0 && (fromSender || len(in.Expect) == 0) {
+			w = j.Header.Warmup
+		}
+		if fromSender && j.Header.Warmup != w && !opt.OverrideWarmup {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: sample header says warm-up %d; using W=%d for the whole run", a.Name, rd.K, j.Header.Warmup, w))
+		}
+		ra := account(j, rd.K, max(w, 0), in.Expect)
+		ar.Accounting = append(ar.Accounting, ra)
+		p, n := ra.lines(a.Name)
+		rep.Problems, rep.Notes = append(rep.Problems, p...), append(rep.Notes, n...)
+		if len(ra.LeftOut) > 0 {
+			continue
+		}
+		ar.Rounds = append(ar.Rounds, rd.K)
+		ar.addRequests(j.Header.Requests())
+		if rt, ok := roundThreads(j, rd.K); ok {
+			ar.Threads = append(ar.Threads, rt)
+		}
+		for _, n := range analyzeRound(j, rd.K, w, accs, opt, bufs) {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q %s", a.Name, n))
+		}
+		if rd.Dir != "" {
+			ta.Rounds = append(ta.Rounds, TelemetryRound{K: rd.K, Dir: rd.Dir})
+			if _, err := os.Stat(filepath.Join(rd.Dir, rundir.Telemetry)); err == nil {
+				rep.TelemetryFiles++
+			}
+		}
+	}
+	if len(a.Rounds) == 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q: no rounds", a.Name))
+	}
+	ar.Freq = armFreq(ta.Rounds)
+	rep.chooseSources(a.Name, ar, accs, ta)
+	return w
+}
+
+// chooseSources sets ar.Metrics from accs: per metric, of the sources
+// every used round has, the one earliest in the first round's candidate
+// list (network only from the rtt and turnaround sources chosen), or a
+// note saying why it was not computed.
+func (rep *Report) chooseSources(arm string, ar *ArmReport, accs map[string]map[string]*acc, ta *TelemetryArm) {
+	chosen := map[string]*acc{}
+	for _, m := range MetricNames {
+		var best *acc
+		for _, c := range accs[m] {
+			if len(c.rounds) != len(ar.Rounds) {
+				continue // not available in every round: would mix clocks
+			}
+			if m == Network {
+				// Network must use the rtt and turnaround sources chosen.
+				t, r := chosen[Turnaround], chosen[RTT]
+				if t == nil || r == nil || c.src.Label != r.src.Label+" − "+t.src.Label {
+					continue
+				}
+			}
+			if best == nil || c.first < best.first {
+				best = c
+			}
+		}
+		if best == nil {
+			if len(ar.Rounds) > 0 {
+				why := whyMissing(m, accs, chosen)
+				rep.notComputed[arm+"/"+m] = why
+				rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q: %s not computed: %s", arm, m, why))
+			}
+			continue
+		}
+		chosen[m] = best
+		for _, rs := range best.rounds {
+			if rs.Negative > 0 {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %s (%s, %s): %d negative values, impossible on one clock (a forged or misfiled packet); counted as negative, never samples",
+					arm, rs.Round, m, best.src.Label, best.src.Formula, rs.Negative))
+			}
+		}
+		ar.Metrics[m] = &MetricReport{
+			Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock, Note: best.src.Note, fallback: best.src.Fallback,
+			Rounds: best.rounds, Summary: summarize(best.rounds), HistDropped: best.dropped,
+		}
+		rep.hists[arm+"/"+m] = best.hist
+		if m == Headline {
+			rep.scatter[arm] = best.scatter
+			ta.Source = best.src.Label
+			ta.Worst = largest(best.worst, WorstSamples)
+		}
+	}
 }
 
 func msTime(s string) int64 {

@@ -12,54 +12,16 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/teldata"
 )
 
 // The responder CPU's measured frequency, per round and per arm, from the
-// "freq" and "power" sections of telemetry.json (internal/telemetry's
-// FreqResult and internal/power's State, mirrored here as the rest of the
-// telemetry is; TestTelemetryContract checks the names).
-
-// Frequency sources, as telemetry writes them.
-const (
-	freqAPERF = "APERF/MPERF"
-	freqCur   = "scaling_cur_freq"
-	freqNone  = "not measurable here"
-)
+// "freq" and "power" sections of telemetry.json (teldata.FreqResult and
+// teldata.PowerState).
 
 // FreqDiffPct is how far two arms' frequencies may differ before a
 // comparison says that part of its difference may be frequency.
 const FreqDiffPct = 3.0
-
-type telFreq struct {
-	CPU      int     `json:"cpu"`
-	Source   string  `json:"source"`
-	MHz      float64 `json:"mhz"`
-	MinMHz   float64 `json:"min_mhz"`
-	MaxMHz   float64 `json:"max_mhz"`
-	Samples  int     `json:"samples"`
-	BaseMHz  float64 `json:"base_mhz"`
-	BaseFrom string  `json:"base_from"`
-	BusyPct  float64 `json:"busy_pct"`
-	Note     string  `json:"note"`
-}
-
-type telPower struct {
-	Freq *struct {
-		Driver   string `json:"driver"`
-		Governor string `json:"governor"`
-		MinKHz   int64  `json:"min_khz"`
-		MaxKHz   int64  `json:"max_khz"`
-		EPP      string `json:"epp"`
-	} `json:"cpufreq"`
-	Turbo *struct {
-		Enabled    bool   `json:"enabled"`
-		Source     string `json:"source"`
-		MinPerfPct int64  `json:"intel_pstate_min_perf_pct"`
-		MaxPerfPct int64  `json:"intel_pstate_max_perf_pct"`
-	} `json:"turbo"`
-	Idle  []string `json:"idle"`
-	Tuned string   `json:"tuned"`
-}
 
 // ArmFreq is the responder CPU's frequency over an arm's rounds.
 type ArmFreq struct {
@@ -90,44 +52,44 @@ type RoundFreq struct {
 // readRoundFreq reads the frequency and power sections of one round's
 // telemetry.json; ok is false when the file is missing or carries neither
 // (an older rig, or a responder that was not pinned).
-func readRoundFreq(dir string, k int) (rf RoundFreq, pw *telPower, ok bool) {
+func readRoundFreq(dir string, k int) (rf RoundFreq, pw *teldata.PowerState, ok bool) {
 	b, err := rundir.ReadRegular(filepath.Join(dir, rundir.Telemetry)) // a FIFO must not hang the report
 	if errors.Is(err, os.ErrNotExist) {
 		return rf, nil, false
 	}
 	rf.Round = k
 	if err != nil {
-		rf.Source, rf.Note = freqNone, err.Error()
+		rf.Source, rf.Note = teldata.FreqNone, err.Error()
 		return rf, nil, true
 	}
 	var v struct {
-		Error string    `json:"error"`
-		Freq  *telFreq  `json:"freq"`
-		Power *telPower `json:"power"`
+		Error string              `json:"error"`
+		Freq  *teldata.FreqResult `json:"freq"`
+		Power *teldata.PowerState `json:"power"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
-		rf.Source, rf.Note = freqNone, "telemetry.json damaged: "+err.Error()
+		rf.Source, rf.Note = teldata.FreqNone, "telemetry.json damaged: "+err.Error()
 		return rf, nil, true
 	}
 	switch {
 	case v.Error != "":
-		rf.Source, rf.Note = freqNone, "telemetry could not run: "+v.Error
+		rf.Source, rf.Note = teldata.FreqNone, "telemetry could not run: "+v.Error
 		return rf, nil, true
 	case v.Freq == nil:
 		return rf, v.Power, false
 	}
 	f := v.Freq
 	rf.Source, rf.Note = f.Source, f.Note
-	if f.Source != freqNone && f.MHz > 0 && !math.IsInf(f.MHz, 0) && !math.IsNaN(f.MHz) {
+	if f.Source != teldata.FreqNone && f.MHz > 0 && !math.IsInf(f.MHz, 0) && !math.IsNaN(f.MHz) {
 		rf.MHz = ptr(f.MHz)
 		if f.BusyPct > 0 {
 			rf.BusyPct = ptr(f.BusyPct)
 		}
-		if f.Source == freqAPERF {
+		if f.Source == teldata.FreqAPERF {
 			rf.Note = fmt.Sprintf("× base %.0f MHz (%s)", f.BaseMHz, f.BaseFrom)
 		}
-	} else if f.Source != freqNone {
-		rf.Source, rf.Note = freqNone, fmt.Sprintf("%s gave no value: %s", f.Source, f.Note)
+	} else if f.Source != teldata.FreqNone {
+		rf.Source, rf.Note = teldata.FreqNone, fmt.Sprintf("%s gave no value: %s", f.Source, f.Note)
 	}
 	return rf, v.Power, true
 }
@@ -140,7 +102,7 @@ func armFreq(rounds []TelemetryRound) *ArmFreq {
 	for _, rd := range rounds {
 		rf, pw, ok := readRoundFreq(rd.Dir, rd.K)
 		if af.RanUnder == "" && pw != nil {
-			af.RanUnder = pw.describe()
+			af.RanUnder = describePower(pw)
 		}
 		if !ok {
 			continue
@@ -167,8 +129,8 @@ func armFreq(rounds []TelemetryRound) *ArmFreq {
 	return &af
 }
 
-// describe is the power state in a few words.
-func (p *telPower) describe() string {
+// describePower is the power state in a few words.
+func describePower(p *teldata.PowerState) string {
 	var parts []string
 	if f := p.Freq; f != nil {
 		s := fmt.Sprintf("%s %s", f.Driver, f.Governor)

@@ -14,77 +14,18 @@ import (
 
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/teldata"
 )
 
 // Telemetry summary: "what else ran on the responder CPU" (README: Telemetry).
-//
-// The contract is the JSON shape of telemetry.json, written by the
-// responder host's agent from internal/telemetry.Result. This package does
-// not import internal/telemetry (it uses golang.org/x/sys and analysis must
-// build on any OS): it decodes the fields below with local structs. A
-// change of those JSON names or meanings in internal/telemetry must be
-// mirrored here (TestTelemetryContract, Linux only, checks both agree).
+// It reads telemetry.json as internal/telemetry writes it: teldata.Result.
 
-// telResult mirrors internal/telemetry.Result. Times are CLOCK_REALTIME ns
-// of the responder host.
+// telResult is one round's telemetry.json as the summary reads it
+// (decodeTelemetry): checked, with the watched thread's context switches
+// added as two sources. Times are CLOCK_REALTIME ns of the responder host.
 type telResult struct {
-	Error       string          `json:"error"` // the agent's {"error": "..."} when telemetry could not run
-	CPUs        []int           `json:"cpus"`
-	SamplerCPU  int             `json:"sampler_cpu"`
-	IntervalNS  int64           `json:"interval_ns"`
-	Start       int64           `json:"start_ns"`
-	End         int64           `json:"end_ns"`
-	Samples     int             `json:"samples"`
-	Missed      int             `json:"missed"`
-	ReadErrors  int             `json:"read_errors"`
-	FirstError  string          `json:"first_error"`
-	Sources     []telSource     `json:"sources"`
-	Intervals   []telInterval   `json:"intervals"`
-	Thread      *telThread      `json:"thread"`
-	Threads     []telThreadSeen `json:"threads_seen"`
-	ThreadsMode string          `json:"threads_mode"`
-	ScanEvery   int             `json:"thread_scan_every"`
-	Affinity    []telAffinity   `json:"affinity_changes"`
-	Notes       []string        `json:"notes"`
-}
-
-type telSource struct {
-	CPU    int     `json:"cpu"`
-	Kind   string  `json:"kind"` // irq, softirq, idle_usage, idle_time_us, softnet, nic
-	ID     string  `json:"id"`
-	Name   string  `json:"name"`
-	Total  uint64  `json:"total"`
-	PerSec float64 `json:"per_sec"`
-}
-
-type telInterval struct {
-	Start   int64    `json:"start_ns"`
-	End     int64    `json:"end_ns"`
-	Deltas  []uint64 `json:"d"` // aligned with Sources
-	Vol     uint64   `json:"vol"`
-	Invol   uint64   `json:"invol"`
-	Threads []int    `json:"threads"` // indexes into Threads, seen by a scan at End
-}
-
-type telThread struct {
-	PID int `json:"pid"`
-	TID int `json:"tid"`
-}
-
-type telThreadSeen struct {
-	TID   int    `json:"tid"`
-	PID   int    `json:"pid"`
-	Comm  string `json:"comm"`
-	CPU   int    `json:"cpu"`
-	Scans int    `json:"count"`
-	RunNS uint64 `json:"run_ns"`
-}
-
-type telAffinity struct {
-	T    int64  `json:"t_ns"`
-	IRQ  int    `json:"irq"`
-	From string `json:"from"`
-	To   string `json:"to"`
+	teldata.Result
+	Error string `json:"error"` // the agent's {"error": "..."} when telemetry could not run
 }
 
 // Kinds of the two sources made from the watched thread's context
@@ -140,7 +81,7 @@ func decodeTelemetry(b []byte) (*telResult, error) {
 			kind string
 			tot  uint64
 		}{{kindVol, vol}, {kindInvol, inv}} {
-			src := telSource{CPU: -1, Kind: s.kind, Total: s.tot}
+			src := teldata.Source{CPU: -1, Kind: s.kind, Total: s.tot}
 			if secs > 0 {
 				src.PerSec = float64(s.tot) / secs
 			}
@@ -158,11 +99,11 @@ type telemetryError string
 
 func (e telemetryError) Error() string { return string(e) }
 
-// key identifies a source across rounds.
-func (s *telSource) key() string { return fmt.Sprintf("%d/%s/%s", s.CPU, s.Kind, s.ID) }
+// srcKey identifies a source across rounds.
+func srcKey(s *teldata.Source) string { return fmt.Sprintf("%d/%s/%s", s.CPU, s.Kind, s.ID) }
 
-// label is a short human name: "cpu1 irq 36 virtio1-req.0".
-func (s *telSource) label() string {
+// srcLabel is a short human name: "cpu1 irq 36 virtio1-req.0".
+func srcLabel(s *teldata.Source) string {
 	switch s.Kind {
 	case kindVol:
 		return "responder thread voluntary ctx switches"
@@ -184,15 +125,15 @@ func (s *telSource) label() string {
 }
 
 // alwaysShown are sources that mean trouble whatever their rate.
-func (s *telSource) alwaysShown() bool {
+func alwaysShown(s *teldata.Source) bool {
 	return s.Kind == "nic" || s.Kind == kindInvol || s.Kind == kindVol ||
 		(s.Kind == "softnet" && (s.ID == "dropped" || s.ID == "time_squeeze"))
 }
 
 // at returns the interval that contains t (Start < t ≤ End) or -1, as
-// telemetry.Result.IntervalAt.
+// teldata.Result.IntervalAt (which returns a pointer, not the index).
 func (r *telResult) at(t int64) int {
-	i, _ := slices.BinarySearchFunc(r.Intervals, t, func(iv telInterval, t int64) int {
+	i, _ := slices.BinarySearchFunc(r.Intervals, t, func(iv teldata.Interval, t int64) int {
 		if iv.End < t {
 			return -1
 		}
@@ -204,9 +145,10 @@ func (r *telResult) at(t int64) int {
 	return i
 }
 
-// busiest mirrors telemetry.Result.Summary: the n sources that moved most
-// in interval i (idle residency excluded: it is time, not events) and the
-// threads a scan saw at its end, other than the responder thread.
+// busiest is teldata.Result.Summary with this package's labels: the n
+// sources that moved most in interval i (idle residency excluded: it is
+// time, not events) and the threads a scan saw at its end, other than the
+// responder thread.
 func (r *telResult) busiest(i, n int) string {
 	iv := &r.Intervals[i]
 	type sd struct {
@@ -222,7 +164,7 @@ func (r *telResult) busiest(i, n int) string {
 	slices.SortStableFunc(top, func(a, b sd) int { return cmpDesc(a.d, b.d) })
 	var parts []string
 	for _, t := range top[:min(n, len(top))] {
-		parts = append(parts, fmt.Sprintf("%s ×%d", r.Sources[t.k].label(), t.d))
+		parts = append(parts, fmt.Sprintf("%s ×%d", srcLabel(&r.Sources[t.k]), t.d))
 	}
 	for _, k := range iv.Threads {
 		if th := r.Threads[k]; r.Thread == nil || th.TID != r.Thread.TID {
@@ -247,7 +189,7 @@ func cmpDesc[T int | uint64 | float64 | int64](a, b T) int {
 
 // standout is a source that moved more than usual in one interval.
 type standout struct {
-	src      *telSource
+	src      *teldata.Source
 	delta    uint64
 	expected float64
 }
@@ -358,7 +300,7 @@ func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
 	first := ok[0].r
 	text("%d of %d rounds sampled CPU %s (the responder CPU and its SMT siblings) every %s from CPU %d, from procfs/sysfs. "+
 		"Rates are per second over each round; a cell is the median across those rounds [min–max]; a source that did not move in a round counts as 0 there.",
-		len(ok), len(rounds), cpuList(first.CPUs), time.Duration(first.IntervalNS), first.SamplerCPU)
+		len(ok), len(rounds), cpuList(first.CPUs), time.Duration(first.IntervalNS), first.PinCPU)
 	out = append(out, rateTable(ok))
 	if tb, ok := threadTable(ok); ok {
 		out = append(out, tb)
@@ -373,7 +315,7 @@ func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
 		if r.Missed > 0 {
 			extra = append(extra, fmt.Sprintf("round %d: %d samples not taken (buffer full)", tr.k, r.Missed))
 		}
-		for _, c := range r.Affinity {
+		for _, c := range r.AffinityChanges {
 			extra = append(extra, fmt.Sprintf("round %d: IRQ %d affinity changed from %s to %s at %s", tr.k, c.IRQ, c.From, c.To, clock(c.T)))
 		}
 		for _, n := range r.Notes {
@@ -391,7 +333,7 @@ func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
 // rateTable is "what else ran on the responder CPU": per-second rates.
 func rateTable(ok []*telRound) TelemetryBlock {
 	type agg struct {
-		src   telSource
+		src   teldata.Source
 		rates []float64
 		moved int
 	}
@@ -399,11 +341,11 @@ func rateTable(ok []*telRound) TelemetryBlock {
 	var order []string
 	for i, tr := range ok {
 		for _, s := range tr.r.Sources {
-			g := byKey[s.key()]
+			g := byKey[srcKey(&s)]
 			if g == nil {
 				g = &agg{src: s, rates: make([]float64, len(ok))}
-				byKey[s.key()] = g
-				order = append(order, s.key())
+				byKey[srcKey(&s)] = g
+				order = append(order, srcKey(&s))
 			}
 			g.rates[i] += s.PerSec
 			if s.Total > 0 {
@@ -425,18 +367,18 @@ func rateTable(ok []*telRound) TelemetryBlock {
 	bl := TelemetryBlock{Head: []string{"source", "per second", "rounds it moved in"}}
 	shown, left := 0, 0
 	for _, g := range events {
-		if shown >= telTopSources && !g.src.alwaysShown() {
+		if shown >= telTopSources && !alwaysShown(&g.src) {
 			left++
 			continue
 		}
 		shown++
 		lo, hi := slices.Min(g.rates), slices.Max(g.rates)
-		bl.Rows = append(bl.Rows, []string{g.src.label(), fmt.Sprintf("%s [%s–%s]", rate(med(g)), rate(lo), rate(hi)), fmt.Sprintf("%d/%d", g.moved, len(ok))})
+		bl.Rows = append(bl.Rows, []string{srcLabel(&g.src), fmt.Sprintf("%s [%s–%s]", rate(med(g)), rate(lo), rate(hi)), fmt.Sprintf("%d/%d", g.moved, len(ok))})
 	}
 	for _, g := range idle {
 		// µs of residency per second → share of the time.
 		lo, hi := slices.Min(g.rates)/1e4, slices.Max(g.rates)/1e4
-		bl.Rows = append(bl.Rows, []string{g.src.label(), fmt.Sprintf("%.1f %% [%.1f–%.1f] of the time", med(g)/1e4, lo, hi), fmt.Sprintf("%d/%d", g.moved, len(ok))})
+		bl.Rows = append(bl.Rows, []string{srcLabel(&g.src), fmt.Sprintf("%.1f %% [%.1f–%.1f] of the time", med(g)/1e4, lo, hi), fmt.Sprintf("%d/%d", g.moved, len(ok))})
 	}
 	bl.Text = fmt.Sprintf("What else ran on the responder CPU: the %d busiest sources by median rate", min(telTopSources, len(events)))
 	if left > 0 {
@@ -460,11 +402,11 @@ func threadTable(ok []*telRound) (TelemetryBlock, bool) {
 	totalScans, lastCPU, period := 0, false, time.Duration(0)
 	for _, tr := range ok {
 		r := tr.r
-		if r.ScanEvery > 0 {
-			// Scans at samples ScanEvery, 2·ScanEvery, … (sample 0 only
+		if r.ThreadScanEvery > 0 {
+			// Scans at samples ThreadScanEvery, 2·ThreadScanEvery, … (sample 0 only
 			// primes the counters).
-			totalScans += (r.Samples - 1) / r.ScanEvery
-			period = time.Duration(int64(r.ScanEvery) * r.IntervalNS)
+			totalScans += (r.Samples - 1) / r.ThreadScanEvery
+			period = time.Duration(int64(r.ThreadScanEvery) * r.IntervalNS)
 		}
 		lastCPU = lastCPU || r.ThreadsMode == "last_cpu"
 		for _, th := range r.Threads {
@@ -592,7 +534,7 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 			intervals++
 			var un []string
 			for _, s := range r.unusual(iv, tr.medians, 4) {
-				l := s.src.label()
+				l := srcLabel(s.src)
 				un = append(un, fmt.Sprintf("%s ×%d (usual %.0f)", l, s.delta, s.expected))
 				if counts[l] == 0 {
 					order = append(order, l)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/teldata"
 )
 
 // The fixtures under testdata/telemetry are real telemetry.json files of
@@ -276,7 +277,7 @@ func TestKeepLargest(t *testing.T) {
 }
 
 func TestIntervalAt(t *testing.T) {
-	r := &telResult{Intervals: []telInterval{{Start: 10, End: 20}, {Start: 20, End: 30}, {Start: 35, End: 40}}}
+	r := &telResult{Result: teldata.Result{Intervals: []teldata.Interval{{Start: 10, End: 20}, {Start: 20, End: 30}, {Start: 35, End: 40}}}}
 	for tm, want := range map[int64]int{10: -1, 11: 0, 20: 0, 21: 1, 30: 1, 32: -1, 40: 2, 41: -1, 0: -1} {
 		if got := r.at(tm); got != want {
 			t.Errorf("at(%d) = %d, want %d", tm, got, want)

@@ -20,12 +20,7 @@ import (
 // that every part produced figures and the table, not their values (noisy
 // VM).
 func TestSmoke(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: builds network namespaces")
-	}
-	if testing.Short() {
-		t.Skip("-short: runs the tools for ~20 s")
-	}
+	testbin.Integration(t) // builds namespaces, runs the tools for ~20 s
 	for _, tool := range []string{"sockperf", "cyclictest", "taskset", "perf"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s not installed (make deps installs sockperf and rt-tests): %v", tool, err)

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path"
-	"strconv"
 	"strings"
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 )
 
 // IRQBalanceState is what nicctl knows about the irqbalance daemon.
@@ -26,6 +25,9 @@ type IRQBalanceState struct {
 	// irqbalance bans isolated ∪ nohz_full CPUs by default.
 	BannedCPUs   string `json:"banned_cpus,omitempty"`
 	BannedSource string `json:"banned_source,omitempty"`
+	// EnvErr says why the banned CPUs could not be read from the
+	// environment (unreadable, or a list that does not parse).
+	EnvErr string `json:"env_error,omitempty"`
 }
 
 // IRQBalancer reads, stops and starts irqbalance. HostIRQBalance is the
@@ -57,41 +59,65 @@ func (h HostIRQBalance) run(ctx context.Context, name string, args ...string) er
 	return nil
 }
 
-// State scans /proc/*/comm for irqbalance.
+// State finds irqbalance in /proc (the first by PID when several run) and
+// reads its banned CPUs from its environment. An environment that cannot be
+// read or a banned list that does not parse is said in EnvErr, not returned:
+// the daemon still runs.
 func (h HostIRQBalance) State(context.Context) (IRQBalanceState, error) {
-	comms, err := h.FS.Glob("/proc/[0-9]*/comm")
-	if err != nil {
+	ps, err := hostinfo.FindProcesses(h.FS, "irqbalance")
+	if err != nil || len(ps) == 0 {
 		return IRQBalanceState{}, err
 	}
-	for _, c := range comms {
-		comm, err := h.FS.ReadString(c)
-		if err != nil || comm != "irqbalance" {
-			continue // processes come and go while we scan
-		}
-		dir := path.Dir(c)
-		pid, _ := strconv.Atoi(path.Base(dir))
-		st := IRQBalanceState{Running: true, PID: pid}
-		if cg, err := h.FS.ReadString(dir + "/cgroup"); err == nil {
-			st.Systemd = strings.Contains(cg, "/irqbalance.service")
-		}
-		if env, err := h.FS.ReadFile(dir + "/environ"); err == nil {
-			for _, kv := range bytes.Split(env, []byte{0}) {
-				k, v, _ := strings.Cut(string(kv), "=")
-				switch k {
-				case "IRQBALANCE_BANNED_CPULIST":
-					st.BannedCPUs, st.BannedSource = v, k
-				case "IRQBALANCE_BANNED_CPUS":
-					if st.BannedSource == "" {
-						if cpus, err := cpulist.ParseMask(v); err == nil {
-							st.BannedCPUs, st.BannedSource = cpulist.Format(cpus), k
-						}
-					}
-				}
-			}
-		}
+	st := IRQBalanceState{Running: true, PID: ps[0].PID}
+	dir := fmt.Sprintf("/proc/%d", st.PID)
+	if cg, err := h.FS.ReadString(dir + "/cgroup"); err == nil {
+		st.Systemd = strings.Contains(cg, "/irqbalance.service")
+	}
+	env, err := h.FS.ReadFile(dir + "/environ")
+	if err != nil {
+		st.EnvErr = err.Error()
 		return st, nil
 	}
-	return IRQBalanceState{}, nil
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		k, v, _ := strings.Cut(string(kv), "=")
+		var cpus []int
+		switch k {
+		case "IRQBALANCE_BANNED_CPULIST":
+			cpus, err = cpulist.Parse(v)
+		case "IRQBALANCE_BANNED_CPUS": // deprecated hex mask
+			if st.BannedSource != "" {
+				continue
+			}
+			cpus, err = cpulist.ParseMask(v)
+		default:
+			continue
+		}
+		if err != nil {
+			st.EnvErr = fmt.Sprintf("%s: %v", k, err)
+			continue
+		}
+		st.BannedCPUs, st.BannedSource = cpulist.Format(cpus), k
+	}
+	return st, nil
+}
+
+// DefaultBanned names where irqbalance's banned CPUs come from when its
+// environment sets none.
+const DefaultBanned = "default (isolated ∪ nohz_full)"
+
+// Banned returns the CPUs irqbalance leaves alone and where that list comes
+// from: its environment, or else its default, the isolated and nohz_full
+// CPUs of the host.
+func (st IRQBalanceState) Banned(isolated, nohz []int) ([]int, string) {
+	if st.BannedSource != "" {
+		l, _ := cpulist.Parse(st.BannedCPUs) // State wrote it with cpulist.Format
+		return l, st.BannedSource
+	}
+	from := DefaultBanned
+	if st.EnvErr != "" {
+		from += "; its environment: " + st.EnvErr
+	}
+	return cpulist.Union(isolated, nohz), from
 }
 
 // ErrNotSystemd is wrapped by Stop when irqbalance runs outside systemd.

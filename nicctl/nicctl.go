@@ -278,10 +278,60 @@ func usage(format string, a ...any) error { return &UsageError{fmt.Errorf(format
 // IRQ affinity last. It returns what it did, including partial work when it
 // fails; the caller unwinds j.
 func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Settings) ([]Change, error) {
+	p, err := plan(ctx, env, iface, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []Change
+	if s.HoldIRQBalance && env.IRQBalance != nil {
+		chg, err := holdIRQBalance(ctx, env, j)
+		if chg != nil {
+			out = append(out, *chg)
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	if p.ts != nil {
+		// Before queues and IRQs: on ENA it bounces the link and resets IRQ affinity.
+		chg, err := p.ts.apply(ctx, env, j, iface)
+		out = append(out, chg)
+		if err != nil {
+			return out, err
+		}
+	}
+	if out, err = p.ethtool(ctx, env, j, iface, out); err != nil {
+		return out, err
+	}
+	if len(s.IRQCPUs) == 0 && len(s.IRQCPUPerQueue) == 0 {
+		return out, nil
+	}
+	return setIRQAffinity(ctx, env, j, iface, p.dev, s, out)
+}
+
+// setPlan is what Set will change, validated before the first change.
+type setPlan struct {
+	dev   Device
+	c     ethtoolnl.Client // nil when no ethtool step is planned
+	steps []ethtoolStep    // in order: channels, rings, coalesce
+	ts    *hwtsPlan
+}
+
+type ethtoolStep struct {
+	what string
+	kind string
+	v    any
+}
+
+// plan checks s against iface (it exists, is not the management interface
+// unless allowed, the CPUs exist, the driver takes each value) and decides
+// the timestamping change, all before anything changes.
+func plan(ctx context.Context, env *Env, iface string, s Settings) (*setPlan, error) {
 	d, err := FindDevice(env.FS, iface)
 	if err != nil {
 		return nil, &UsageError{err}
 	}
+	p := &setPlan{dev: d}
 	if !s.AllowMgmt {
 		mg, err := MgmtInterfaces(env.FS)
 		if err != nil {
@@ -295,77 +345,49 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 		return nil, err
 	}
 	coalesce := s.Coalesce != (ethtoolnl.Coalesce{})
-	needEthtool := s.Channels != nil || s.RxRing != nil || s.TxRing != nil || coalesce
-	var c ethtoolnl.Client
-	if needEthtool {
-		if c, err = env.ethtool(); err != nil {
+	if s.Channels != nil || s.RxRing != nil || s.TxRing != nil || coalesce {
+		if p.c, err = env.ethtool(); err != nil {
 			return nil, err
 		}
 	}
-	// Validate everything before the first change.
-	var ch *ethtoolnl.Channels
-	var rg *ethtoolnl.Rings
-	var co *ethtoolnl.Coalesce
 	if s.Channels != nil {
-		if ch, err = planChannels(ctx, c, iface, *s.Channels); err != nil {
+		ch, err := planChannels(ctx, p.c, iface, *s.Channels)
+		if err != nil {
 			return nil, err
 		}
+		p.steps = append(p.steps, ethtoolStep{"channels", KindChannels, ch})
 	}
 	if s.RxRing != nil || s.TxRing != nil {
-		if rg, err = planRings(ctx, c, iface, s.RxRing, s.TxRing); err != nil {
+		rg, err := planRings(ctx, p.c, iface, s.RxRing, s.TxRing)
+		if err != nil {
 			return nil, err
 		}
+		p.steps = append(p.steps, ethtoolStep{"rings", KindRings, rg})
 	}
 	if coalesce {
-		co = &s.Coalesce
-		if err := planCoalesce(ctx, c, iface, *co); err != nil {
+		co := &s.Coalesce
+		if err := planCoalesce(ctx, p.c, iface, *co); err != nil {
 			return nil, err
 		}
+		p.steps = append(p.steps, ethtoolStep{"coalesce", KindCoalesce, co})
 	}
-	var ts *hwtsPlan
 	if s.HWTstamp != "" {
 		// Decided before anything changes: a refusal changes nothing.
-		if ts, err = planHWTstamp(env, iface, s); err != nil {
+		if p.ts, err = planHWTstamp(env, iface, s); err != nil {
 			return nil, err
 		}
 	}
-	var out []Change
-	if s.HoldIRQBalance && env.IRQBalance != nil {
-		chg, err := holdIRQBalance(ctx, env, j)
-		if chg != nil {
-			out = append(out, *chg)
-		}
-		if err != nil {
-			return out, err
-		}
-	}
-	if ts != nil {
-		// Before queues and IRQs: on ENA it bounces the link and resets IRQ affinity.
-		chg, err := ts.apply(ctx, env, j, iface)
-		out = append(out, chg)
-		if err != nil {
-			return out, err
-		}
-	}
-	type step struct {
-		what string
-		kind string
-		v    any
-	}
-	var steps []step
-	if ch != nil {
-		steps = append(steps, step{"channels", KindChannels, ch})
-	}
-	if rg != nil {
-		steps = append(steps, step{"rings", KindRings, rg})
-	}
-	if co != nil {
-		steps = append(steps, step{"coalesce", KindCoalesce, co})
-	}
-	for _, st := range steps {
-		val, _ := json.Marshal(st.v)
+	return p, nil
+}
+
+// ethtool applies the planned ethtool steps through j, appending each
+// step's line to out; after channels or rings it waits for the link the
+// driver may have reset.
+func (p *setPlan) ethtool(ctx context.Context, env *Env, j *journal.Journal, iface string, out []Change) ([]Change, error) {
+	for _, st := range p.steps {
+		val, _ := json.Marshal(st.v) // plain structs of numbers and bools: cannot fail
 		before := env.linkSnapshot(iface)
-		res, err := j.Apply(ctx, ethtoolChange(c, st.kind, iface, string(val)))
+		res, err := j.Apply(ctx, ethtoolChange(p.c, st.kind, iface, string(val)))
 		chg := Change{What: st.what, Previous: res.Previous, Requested: string(val), Effective: res.Effective}
 		if res.Changed && st.kind != KindCoalesce {
 			// New queues or rings re-create the driver's rings, and many
@@ -379,9 +401,14 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 		}
 		out = append(out, chg)
 	}
-	if len(s.IRQCPUs) == 0 && len(s.IRQCPUPerQueue) == 0 {
-		return out, nil
-	}
+	return out, nil
+}
+
+// setIRQAffinity points d's queue IRQs at s.IRQCPUs (or one CPU per queue
+// from s.IRQCPUPerQueue) through j, appending a line per IRQ to out.
+// Kernel-managed IRQs are left alone and named; with
+// s.RequireIRQAffinity they make it fail.
+func setIRQAffinity(ctx context.Context, env *Env, j *journal.Journal, iface string, d Device, s Settings, out []Change) ([]Change, error) {
 	// Channel changes re-create the queue IRQs: discover after them.
 	ints, err := hostinfo.ReadInterrupts(env.FS)
 	if err != nil {
@@ -392,19 +419,8 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 		return out, err
 	}
 	if !s.HoldIRQBalance && env.IRQBalance != nil {
-		if st, err := env.IRQBalance.State(ctx); err == nil && st.Running {
-			banned, _ := cpulist.Parse(st.BannedCPUs)
-			want := append(slices.Clone(s.IRQCPUs), s.IRQCPUPerQueue...)
-			var exposed []int
-			for _, c := range want {
-				if !slices.Contains(banned, c) {
-					exposed = append(exposed, c)
-				}
-			}
-			if len(exposed) > 0 {
-				out = append(out, Change{What: "irqbalance", Previous: "running", Requested: "running", Effective: "running",
-					Note: fmt.Sprintf("WARNING: irqbalance (pid %d) does not ban CPU %s and may move these IRQs back: use --hold-irqbalance", st.PID, cpulist.Format(exposed))})
-			}
+		if chg := irqbalanceExposes(ctx, env, append(slices.Clone(s.IRQCPUs), s.IRQCPUPerQueue...)); chg != nil {
+			out = append(out, *chg)
 		}
 	}
 	var queues []IRQ
@@ -423,36 +439,67 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 			qi := max(q.Queue, 0)
 			want = []int{s.IRQCPUPerQueue[qi%len(s.IRQCPUPerQueue)]}
 		}
-		list := cpulist.Format(want)
-		chg := Change{What: fmt.Sprintf("irq %d (%s)", q.Number, q.Name), Previous: q.Affinity, Requested: list}
-		if q.Managed {
-			chg.Effective, chg.Note = q.Affinity, "kernel-managed ("+q.ManagedWhy+"): left alone"
-			failed = append(failed, fmt.Sprintf("IRQ %d (%s)", q.Number, q.ManagedWhy))
-			out = append(out, chg)
-			continue
-		}
-		res, err := j.Apply(ctx, journal.SysfsChange(env.files(), env.FS.Root, irqFile(q.Number, "smp_affinity_list"), list))
-		chg.Previous, chg.Effective = strings.TrimSpace(res.Previous), strings.TrimSpace(res.Effective)
-		if eff, e := env.FS.ReadString(irqFile(q.Number, "effective_affinity_list")); e == nil {
-			chg.Note = "effective_affinity_list " + eff
-		}
-		if err != nil {
-			if !res.Changed && (errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EPERM)) {
-				chg.Note = "kernel refused (managed IRQ): " + errnoName(err)
-				chg.Err = err.Error()
-				failed = append(failed, fmt.Sprintf("IRQ %d (%s)", q.Number, errnoName(err)))
-				out = append(out, chg)
-				continue
-			}
-			chg.Err = err.Error()
-			return append(out, chg), err
-		}
+		chg, why, err := setQueueAffinity(ctx, env, j, q, want)
 		out = append(out, chg)
+		if err != nil {
+			return out, err
+		}
+		if why != "" {
+			failed = append(failed, why)
+		}
 	}
 	if len(failed) > 0 && s.RequireIRQAffinity {
 		return out, fmt.Errorf("%s: affinity of %s could not be set and --require-irq-affinity was given", iface, strings.Join(failed, ", "))
 	}
 	return out, nil
+}
+
+// irqbalanceExposes warns when a running irqbalance does not ban every CPU
+// of want (it may move the IRQs back); nil when it is not running, cannot
+// be asked, or bans them all.
+func irqbalanceExposes(ctx context.Context, env *Env, want []int) *Change {
+	st, err := env.IRQBalance.State(ctx)
+	if err != nil || !st.Running {
+		return nil
+	}
+	banned, _ := cpulist.Parse(st.BannedCPUs)
+	var exposed []int
+	for _, c := range want {
+		if !slices.Contains(banned, c) {
+			exposed = append(exposed, c)
+		}
+	}
+	if len(exposed) == 0 {
+		return nil
+	}
+	return &Change{What: "irqbalance", Previous: "running", Requested: "running", Effective: "running",
+		Note: fmt.Sprintf("WARNING: irqbalance (pid %d) does not ban CPU %s and may move these IRQs back: use --hold-irqbalance", st.PID, cpulist.Format(exposed))}
+}
+
+// setQueueAffinity writes want to q's smp_affinity_list through j. An IRQ
+// the kernel manages (or refuses with EIO/EPERM) is left alone: why names
+// it and err is nil; err is another failure, which stops Set.
+func setQueueAffinity(ctx context.Context, env *Env, j *journal.Journal, q IRQ, want []int) (chg Change, why string, err error) {
+	list := cpulist.Format(want)
+	chg = Change{What: fmt.Sprintf("irq %d (%s)", q.Number, q.Name), Previous: q.Affinity, Requested: list}
+	if q.Managed {
+		chg.Effective, chg.Note = q.Affinity, "kernel-managed ("+q.ManagedWhy+"): left alone"
+		return chg, fmt.Sprintf("IRQ %d (%s)", q.Number, q.ManagedWhy), nil
+	}
+	res, err := j.Apply(ctx, journal.SysfsChange(env.files(), env.FS.Root, irqFile(q.Number, "smp_affinity_list"), list))
+	chg.Previous, chg.Effective = strings.TrimSpace(res.Previous), strings.TrimSpace(res.Effective)
+	if eff, e := env.FS.ReadString(irqFile(q.Number, "effective_affinity_list")); e == nil {
+		chg.Note = "effective_affinity_list " + eff
+	}
+	if err != nil {
+		chg.Err = err.Error()
+		if !res.Changed && (errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EPERM)) {
+			chg.Note = "kernel refused (managed IRQ): " + errnoName(err)
+			return chg, fmt.Sprintf("IRQ %d (%s)", q.Number, errnoName(err)), nil
+		}
+		return chg, "", err
+	}
+	return chg, "", nil
 }
 
 func errnoName(err error) string {

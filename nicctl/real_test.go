@@ -11,14 +11,8 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/testbin"
 )
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-}
 
 func ethtoolOut(t *testing.T, args ...string) string {
 	t.Helper()
@@ -49,7 +43,7 @@ func field(t *testing.T, text, header, name string) string {
 
 // TestRealShowEth0 reads eth0 (read only) and compares with ethtool(8).
 func TestRealShowEth0(t *testing.T) {
-	needRoot(t)
+	testbin.Integration(t)
 	if _, err := exec.LookPath("ethtool"); err != nil {
 		t.Skip("ethtool(8) not installed (apt-get install -y ethtool): cannot compare")
 	}
@@ -151,7 +145,7 @@ func TestRealShowEth0(t *testing.T) {
 // TestRealVethChannels creates a 4-queue veth in its own netns, changes its
 // channels with the rig binary there, and restores them with `rig restore`.
 func TestRealVethChannels(t *testing.T) {
-	needRoot(t)
+	testbin.Integration(t)
 	bin := buildRig(t)
 	ns := fmt.Sprintf("rignic%d", os.Getpid())
 	run := func(args ...string) (string, error) {
@@ -227,7 +221,7 @@ func TestRealVethChannels(t *testing.T) {
 // gives), refuse --timestamps hardware naming what is missing, and leave
 // nothing journaled. The hand-run probes refuse hardware the same way.
 func TestRealVethProbe(t *testing.T) {
-	needRoot(t)
+	testbin.Integration(t)
 	bin := buildRig(t)
 	ns := fmt.Sprintf("rigprb%d", os.Getpid())
 	run := func(args ...string) (string, error) {

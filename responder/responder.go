@@ -368,9 +368,6 @@ func (r *Responder) fileTx(ts tstamp.TxStamp) {
 	samples.ResponderTx.File(r.recs, ts.Key, ts.SW, r.hw.TxStamp(ts.HW))
 }
 
-// RunID is the run the responder answers.
-func (r *Responder) RunID() uint64 { return r.runID }
-
 // Thread returns the loop thread's CPU use over the last Run (nil when the
 // kernel gave no figures).
 func (r *Responder) Thread() *samples.ThreadUsage { return r.thread }

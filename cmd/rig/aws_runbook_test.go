@@ -122,9 +122,7 @@ func TestAWSRunbookCommands(t *testing.T) {
 		}
 	}
 	// The AWS-style mirror lab, by its CLI.
-	if os.Geteuid() != 0 {
-		t.Skip("rig lab up needs root")
-	}
+	testbin.Integration(t)
 	name := netlab.UniqueName("aws")
 	t.Cleanup(func() { _ = netlab.Down(name) })
 	if err := runLab(context.Background(), []string{"up", "--mirror", "vxlan", "--name", name}); err != nil {

@@ -63,12 +63,7 @@ func TestNicctlForRefusesNonPositive(t *testing.T) {
 // exits 2 with one message that names the capability or says to run as
 // root.
 func TestPrivilegeErrors(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the rig binary")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run rig as nobody")
-	}
+	testbin.Integration(t)
 	rig := testbin.Rig(t)
 	os.Chmod(filepath.Dir(rig), 0o755)
 	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}

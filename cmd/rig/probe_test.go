@@ -76,12 +76,7 @@ func TestProbeBadInput(t *testing.T) {
 // capability (exit 2, like all bad input). Needs root to prove the first and to drop to nobody
 // for the second.
 func TestProbeHardwareAndPrivilege(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the rig binary")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (to open a capture socket, and to run rig as nobody)")
-	}
+	testbin.Integration(t)
 	code, stderr := runRig(t, nil, "capture", "--iface", "lo", "--run-id", "1", "--timestamps", "hardware", "--duration", "1ms")
 	if code != 2 || !strings.Contains(stderr, "software-transmit") && !strings.Contains(stderr, "SOFTWARE") {
 		t.Errorf("hardware on lo: exit %d, want 2 with the capability report:\n%s", code, stderr)

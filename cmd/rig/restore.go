@@ -32,10 +32,14 @@ func runRestore(ctx context.Context, args []string) error {
 		return err
 	}
 	defer lock.Unlock()
+	lanes, err := journal.Lanes(dir)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	if *discard {
 		n := 0
-		for _, d := range journal.Lanes(dir) {
+		for _, d := range lanes {
 			dropped, err := journal.Discard(d)
 			for _, e := range dropped {
 				fmt.Printf("discarded %s %s (previous value %s was NOT restored)\n", e.Kind, e.Target, e.Previous)
@@ -52,7 +56,7 @@ func runRestore(ctx context.Context, args []string) error {
 	env := nicctlEnv(*root)
 	defer env.Close()
 	n := 0
-	for _, d := range journal.Lanes(dir) {
+	for _, d := range lanes {
 		restored, err := journal.Restore(context.WithoutCancel(ctx), d, hostctl.Handlers(env))
 		printRestored(restored)
 		n += len(restored)

@@ -40,7 +40,7 @@ func runCmd(ctx context.Context, args []string) error {
 // facts of an agent started in that namespace, as rig run does; remote
 // hosts are not reached. Problems in the file are usage errors (exit 2).
 func dryRun(ctx context.Context, w io.Writer, path string, root hostfs.FS) error {
-	s, facts, err := loadAndValidate(path, root, func(h scenario.Host) (scenario.HostFacts, error) {
+	s, facts, err := loadAndValidate(path, root, func(h scenario.Host) (*scenario.Facts, error) {
 		return netnsFacts(ctx, h)
 	})
 	if err != nil {
@@ -57,7 +57,7 @@ func dryRun(ctx context.Context, w io.Writer, path string, root hostfs.FS) error
 
 // netnsFacts asks an agent started in the host's network namespace for
 // its facts: its interfaces are those of the namespace, not this one's.
-func netnsFacts(ctx context.Context, h scenario.Host) (scenario.HostFacts, error) {
+func netnsFacts(ctx context.Context, h scenario.Host) (*scenario.Facts, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -67,11 +67,7 @@ func netnsFacts(ctx context.Context, h scenario.Host) (scenario.HostFacts, error
 		return nil, err
 	}
 	defer c.Close()
-	f, err := c.Facts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return f.HostFacts(), nil
+	return c.Facts(ctx)
 }
 
 // loadAndValidate loads a scenario and checks it against the hosts that
@@ -81,16 +77,21 @@ func netnsFacts(ctx context.Context, h scenario.Host) (scenario.HostFacts, error
 // it, or not at all when netns is nil (`rig run` checks every host again
 // through its agent before anything changes). Problems in the file are
 // usage errors (exit 2).
-func loadAndValidate(path string, root hostfs.FS, netns func(scenario.Host) (scenario.HostFacts, error)) (*scenario.Scenario, map[string]scenario.HostFacts, error) {
+func loadAndValidate(path string, root hostfs.FS, netns func(scenario.Host) (*scenario.Facts, error)) (*scenario.Scenario, map[string]*scenario.Facts, error) {
 	s, err := scenario.Load(path)
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	facts := map[string]scenario.HostFacts{}
-	local := scenario.LocalFacts{FS: root}
+	facts := map[string]*scenario.Facts{}
+	var local *scenario.Facts // read once, for the first host on this machine
 	for _, h := range s.Hosts {
 		switch {
 		case s.Emulate != "" || h.Local():
+			if local == nil {
+				if local, err = scenario.ReadFacts(root); err != nil {
+					return nil, nil, fmt.Errorf("run: %w", &scenario.HostError{Host: h.Name, Err: err})
+				}
+			}
 			facts[h.Name] = local
 		case netns != nil && runner.IsNetns(h):
 			f, err := netns(h)

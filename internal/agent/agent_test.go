@@ -4,15 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/scenario"
 )
 
 func TestHandshakeRefusesOtherVersion(t *testing.T) {
@@ -118,20 +119,20 @@ func TestServerRunsOnlyRigOperations(t *testing.T) {
 	}
 	send(Request{ID: 9, Op: OpFacts})
 	r := recv()
-	var f Facts
+	var f scenario.Facts
 	if !r.OK || json.Unmarshal(r.Result, &f) != nil || len(f.Online) != 2 || len(f.Ifaces) != 1 {
 		t.Fatalf("facts: %+v", r)
 	}
-	hf := f.HostFacts()
-	if _, err := hf.IsolatedCPUs(); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a host without an isolated file: %v, want os.ErrNotExist", err)
+	if !slices.Contains(f.Missing, "isolated") {
+		t.Errorf("a host without an isolated file: missing %v, want isolated", f.Missing)
 	}
-	if sib, err := hf.ThreadSiblings(1); err != nil || len(sib) != 1 || sib[0] != 1 {
-		t.Errorf("siblings of CPU 1: %v %v", sib, err)
+	if sib := f.Siblings[1]; len(sib) != 1 || sib[0] != 1 {
+		t.Errorf("siblings of CPU 1: %v", sib)
 	}
-	// A fake root has no kernel to ask for addresses: unknown, not "none".
-	if as, err := hf.Addresses(f.Ifaces[0]); !errors.Is(err, os.ErrNotExist) || f.Addrs != nil {
-		t.Errorf("addresses on a fake root: %v %v (facts %v)", as, err, f.Addrs)
+	// A fake root has no kernel to ask for addresses or timestamping:
+	// unknown, not "none", and the reason travels.
+	if f.Addrs != nil || len(f.Timestamping) != 0 || f.TimestampingErr[f.Ifaces[0]] != "cannot ask a fake host root" {
+		t.Errorf("a fake root: addresses %v, timestamping %v, why %v", f.Addrs, f.Timestamping, f.TimestampingErr)
 	}
 	send(Request{ID: 10, Op: OpBye})
 	if r := recv(); !r.OK || r.ID != 10 {

@@ -235,8 +235,8 @@ func (c *Client) call(ctx context.Context, op string, args, result any) error {
 }
 
 // Facts reads the host's facts for validation.
-func (c *Client) Facts(ctx context.Context) (*Facts, error) {
-	var f Facts
+func (c *Client) Facts(ctx context.Context) (*scenario.Facts, error) {
+	var f scenario.Facts
 	return &f, c.call(ctx, OpFacts, nil, &f)
 }
 

@@ -21,9 +21,7 @@ package agent
 
 import (
 	"encoding/json"
-	"net/netip"
 
-	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -72,7 +70,7 @@ type Event struct {
 
 // Operations.
 const (
-	OpFacts = "facts" // → Facts
+	OpFacts = "facts" // → scenario.Facts
 	OpEnv   = "env"   // EnvArgs → envsnap.Snapshot
 	OpApply = "apply" // ApplyArgs → ApplyResult
 	OpUndo  = "undo"  // → ApplyResult
@@ -90,31 +88,6 @@ const (
 	OpRankCPUs = "rank-cpus" // RankArgs → cpurank.Ranking
 	OpBye      = "bye"       // → {}; the agent cleans up and exits
 )
-
-// Facts is what scenario validation needs to know about a host.
-type Facts struct {
-	// Timestamping is each interface's timestamping state (capabilities,
-	// current config, owner, management), for the validation of
-	// `timestamps:` and the dry-run plan.
-	Timestamping map[string]tstamp.NICState `json:"timestamping,omitempty"`
-	Online       []int                      `json:"online"`
-	Siblings     map[int][]int              `json:"siblings"`
-	Isolated     []int                      `json:"isolated"`
-	NohzFull     []int                      `json:"nohz_full"`
-	Ifaces       []string                   `json:"ifaces"`
-	StressNG     bool                       `json:"stress_ng"`
-	IdleStates   map[int][]string           `json:"idle_states"`
-	// MgmtIfaces carry a default route; nil (an older agent) means unknown.
-	MgmtIfaces []string `json:"mgmt_ifaces"`
-	// Addrs are each interface's IPv4 addresses (where unicast requests
-	// can go); nil (an older agent) means unknown.
-	Addrs map[string][]netip.Addr `json:"addrs"`
-	// Missing names facilities the host lacks (isolated, nohz_full, cpuidle).
-	Missing []string `json:"missing,omitempty"`
-	// Power is the frequency control (cpufreq, turbo, tuned); nil from an
-	// agent that does not report it, which then cannot take power knobs.
-	Power *power.Facts `json:"power,omitempty"`
-}
 
 // EnvArgs selects the NICs of the snapshot.
 type EnvArgs struct {

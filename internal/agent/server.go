@@ -174,7 +174,7 @@ func (s *Server) send(v any) error {
 func (s *Server) handle(ctx context.Context, req Request) (any, error) {
 	switch req.Op {
 	case OpFacts:
-		return LocalFacts(s.FS)
+		return scenario.ReadFacts(s.FS)
 	case OpEnv:
 		var a EnvArgs
 		if err := decode(req.Args, &a); err != nil {

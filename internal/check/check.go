@@ -263,7 +263,7 @@ func (x *runner) add(id string, s Severity, fix, format string, a ...any) {
 
 // measured is the responder CPU with its siblings: what isolation covers.
 func (x *runner) measured() []int {
-	return sortedUnion([]int{x.r.CPU}, x.r.Siblings)
+	return cpulist.Union([]int{x.r.CPU}, x.r.Siblings)
 }
 
 // housekeeping is where everything else should go.
@@ -289,11 +289,6 @@ func list(l []int) string {
 		return "none"
 	}
 	return cpulist.Format(l)
-}
-
-func sortedUnion(a, b []int) []int {
-	l, _ := cpulist.Parse(cpulist.Format(append(append([]int(nil), a...), b...)))
-	return l
 }
 
 func (x *runner) bootFix() string {
@@ -403,33 +398,25 @@ func (x *runner) irqsOnCPU() {
 }
 
 func (x *runner) irqbalance() {
-	ps, err := hostinfo.FindProcesses(x.fs, "irqbalance")
+	st, err := nicctl.HostIRQBalance{FS: x.fs}.State(context.Background())
 	if err != nil {
 		x.add("irqbalance", Warn, "", "cannot scan /proc: %v", err)
 		return
 	}
-	if len(ps) == 0 {
+	if !st.Running {
 		x.add("irqbalance", OK, "", "irqbalance is not running")
 		return
 	}
 	cpu := x.r.CPU
-	banned, from := sortedUnion(x.isolated, x.nohz), "its default (isolated ∪ nohz_full)"
-	v, ok, err := hostinfo.ProcessEnv(x.fs, ps[0].PID, "IRQBALANCE_BANNED_CPULIST")
-	if err != nil {
-		from = "its default; environ unreadable (" + err.Error() + ")"
-	} else if ok {
-		if l, err := cpulist.Parse(v); err == nil {
-			banned, from = l, "IRQBALANCE_BANNED_CPULIST"
-		}
-	}
+	banned, from := st.Banned(x.isolated, x.nohz)
 	if slices.Contains(banned, cpu) {
-		x.add("irqbalance", OK, "", "irqbalance (pid %d) runs but leaves CPU %d alone (banned %s by %s)", ps[0].PID, cpu, list(banned), from)
+		x.add("irqbalance", OK, "", "irqbalance (pid %d) runs but leaves CPU %d alone (banned %s by %s)", st.PID, cpu, list(banned), from)
 		return
 	}
 	m := list(x.measured())
 	x.add("irqbalance", Warn,
 		fmt.Sprintf("set IRQBALANCE_BANNED_CPULIST=%s in /etc/default/irqbalance (Debian) or /etc/sysconfig/irqbalance (RHEL) and systemctl restart irqbalance; or systemctl stop irqbalance for the run", m),
-		"irqbalance (pid %d) may move IRQs onto CPU %d (banned: %s, from %s)", ps[0].PID, cpu, list(banned), from)
+		"irqbalance (pid %d) may move IRQs onto CPU %d (banned: %s, from %s)", st.PID, cpu, list(banned), from)
 }
 
 // busy measures the CPU and its siblings over BusyWindow from /proc/stat

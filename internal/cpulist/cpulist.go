@@ -113,5 +113,16 @@ func ParseMask(s string) ([]int, error) {
 	return out, nil
 }
 
+// Union returns the CPUs in a or b, sorted, each once; nil when both are
+// empty.
+func Union(a, b []int) []int {
+	if len(a)+len(b) == 0 {
+		return nil
+	}
+	u := append(slices.Clone(a), b...)
+	slices.Sort(u)
+	return slices.Compact(u)
+}
+
 // Contains reports whether cpu is in cpus.
 func Contains(cpus []int, cpu int) bool { return slices.Contains(cpus, cpu) }

@@ -49,6 +49,23 @@ func TestParseMask(t *testing.T) {
 	}
 }
 
+func TestUnion(t *testing.T) {
+	for _, c := range []struct{ a, b, want []int }{
+		{nil, nil, nil},
+		{[]int{}, nil, nil},
+		{[]int{3, 1}, nil, []int{1, 3}},
+		{[]int{5, 2}, []int{2, 0, 5}, []int{0, 2, 5}},
+	} {
+		a := slices.Clone(c.a)
+		if got := Union(c.a, c.b); !slices.Equal(got, c.want) || (got == nil) != (c.want == nil) {
+			t.Errorf("Union(%v, %v) = %#v, want %#v", c.a, c.b, got, c.want)
+		}
+		if !slices.Equal(a, c.a) {
+			t.Errorf("Union changed its argument: %v, was %v", c.a, a)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"0-3,8", "", "1-2:1", "x"} {
 		f.Add(s)

@@ -80,18 +80,6 @@ func PinThread(cpu int) error {
 	return nil
 }
 
-// PinThreadSet binds the calling OS thread to a set of CPUs.
-func PinThreadSet(cpus []int) error {
-	var set unix.CPUSet
-	for _, c := range cpus {
-		set.Set(c)
-	}
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("pin thread to CPUs %s: %w", cpulist.Format(cpus), err)
-	}
-	return nil
-}
-
 // ThreadCPUs returns the calling thread's allowed CPUs.
 func ThreadCPUs() ([]int, error) {
 	var set unix.CPUSet

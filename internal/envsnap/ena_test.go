@@ -36,7 +36,7 @@ func (fakeDrv) DrvInfo(string) (nicctl.DrvInfo, error) {
 // The snapshot of an AWS host records the ENA driver (version, out of
 // tree), the LLQ mode and ENA Express, as nicctl reads them (fake c7i).
 func TestSnapshotRecordsENA(t *testing.T) {
-	defer func() { NICFacts = nil }()
+	defer func(f func(context.Context, hostfs.FS, string) (any, error)) { NICFacts = f }(NICFacts)
 	on, hdr := true, uint32(224)
 	NICFacts = func(ctx context.Context, fs hostfs.FS, iface string) (any, error) {
 		env := &nicctl.Env{FS: fs, Ioctl: fakeDrv{}, Link: func(string) (nicctl.Link, error) { return nicctl.Link{}, errors.ErrUnsupported },

@@ -18,14 +18,17 @@ import (
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/version"
+	"github.com/rig-project/rig/nicctl"
 )
 
-// NICFacts is the hook that fills Snapshot.NIC. nicctl is being written in
-// parallel; the lead wires it here (envsnap.NICFacts = nicctl.Facts-like
-// adapter) so this package does not import it yet. While it is nil, a
-// snapshot that asks for interfaces records that in Errors instead of
-// silently omitting them.
-var NICFacts func(ctx context.Context, fs hostfs.FS, iface string) (any, error)
+// NICFacts fills Snapshot.NIC for each of Options.Ifaces: nicctl.Show over
+// the host's kernel (ethtool, ioctls, irqbalance below fs). Tests replace it
+// with one over fakes, since a fixture tree has no kernel behind it.
+var NICFacts = func(ctx context.Context, fs hostfs.FS, iface string) (any, error) {
+	env := &nicctl.Env{FS: fs, IRQBalance: nicctl.HostIRQBalance{FS: fs}}
+	defer env.Close()
+	return nicctl.Show(ctx, env, iface)
+}
 
 // Options selects optional parts of the snapshot.
 type Options struct {
@@ -142,8 +145,9 @@ type IRQBalance struct {
 }
 
 type collector struct {
-	fs hostfs.FS
-	s  *Snapshot
+	ctx context.Context
+	fs  hostfs.FS
+	s   *Snapshot
 }
 
 func (c *collector) fail(what string, err error) {
@@ -166,7 +170,7 @@ func Take(ctx context.Context, fs hostfs.FS, opts Options) *Snapshot {
 		getenv = os.Getenv
 	}
 	s := &Snapshot{Taken: time.Now().UTC(), Rig: RigBuild{version.Version, version.Commit()}}
-	c := &collector{fs: fs, s: s}
+	c := &collector{ctx: ctx, fs: fs, s: s}
 	var err error
 	s.Hostname, err = fs.ReadString("/proc/sys/kernel/hostname")
 	c.fail("hostname", err)
@@ -193,10 +197,6 @@ func Take(ctx context.Context, fs hostfs.FS, opts Options) *Snapshot {
 	if len(opts.Ifaces) > 0 {
 		s.NIC = map[string]any{}
 		for _, ifc := range opts.Ifaces {
-			if NICFacts == nil {
-				s.Errors = append(s.Errors, fmt.Sprintf("nic %s: NIC facts not wired into this build (envsnap.NICFacts is nil)", ifc))
-				continue
-			}
 			f, err := NICFacts(ctx, fs, ifc)
 			c.fail("nic "+ifc, err)
 			if err == nil {
@@ -323,33 +323,12 @@ func (c *collector) irqs() {
 
 func (c *collector) daemons() {
 	s := c.s
-	ib, err := hostinfo.FindProcesses(c.fs, "irqbalance")
+	ib, err := nicctl.HostIRQBalance{FS: c.fs}.State(c.ctx)
 	c.fail("irqbalance", err)
-	s.IRQBalance.BannedCPUs = unionSorted(s.CPU.Isolated, s.CPU.NohzFull)
-	s.IRQBalance.BannedFrom = "default (isolated ∪ nohz_full)"
-	for _, p := range ib {
-		s.IRQBalance.Running = true
-		s.IRQBalance.PIDs = append(s.IRQBalance.PIDs, p.PID)
-		v, ok, err := hostinfo.ProcessEnv(c.fs, p.PID, "IRQBALANCE_BANNED_CPULIST")
-		if err != nil {
-			c.fail("irqbalance environment", err)
-			s.IRQBalance.BannedFrom = "unknown (environ unreadable; assuming the default)"
-			continue
-		}
-		if ok {
-			l, err := cpulist.Parse(v)
-			if err != nil {
-				c.fail("IRQBALANCE_BANNED_CPULIST", err)
-				continue
-			}
-			s.IRQBalance.BannedCPUs, s.IRQBalance.BannedFrom = l, "IRQBALANCE_BANNED_CPULIST"
-		}
+	s.IRQBalance.BannedCPUs, s.IRQBalance.BannedFrom = ib.Banned(s.CPU.Isolated, s.CPU.NohzFull)
+	if ib.Running {
+		s.IRQBalance.Running, s.IRQBalance.PIDs = true, []int{ib.PID}
 	}
 	s.PTP, err = hostinfo.FindProcesses(c.fs, "ptp4l", "phc2sys", "ts2phc")
 	c.fail("ptp daemons", err)
-}
-
-func unionSorted(a, b []int) []int {
-	l, _ := cpulist.Parse(cpulist.Format(append(append([]int(nil), a...), b...)))
-	return l
 }

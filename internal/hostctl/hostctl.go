@@ -260,9 +260,6 @@ func (ap *Applied) startLoad(args string, cpus []int, length time.Duration, what
 	return nil
 }
 
-// Loads returns the running loads (for telemetry and the manifest).
-func (ap *Applied) Loads() []*load.Process { return ap.loads }
-
 // Undo stops the loads, releases the PM QoS request and unwinds what the
 // arm journaled (nothing from before it). It tries everything and joins
 // the errors.

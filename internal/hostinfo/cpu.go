@@ -64,6 +64,12 @@ func (t CPUTopology) Siblings() []int {
 	return s
 }
 
+// ThreadSiblings reads cpu's thread_siblings_list: its SMT siblings, cpu
+// included (one CPU alone on a host without SMT).
+func ThreadSiblings(fs hostfs.FS, cpu int) ([]int, error) {
+	return readList(fs, fmt.Sprintf("%s/cpu%d/topology/thread_siblings_list", cpuDir, cpu))
+}
+
 // ReadTopology reads the topology of one CPU.
 func ReadTopology(fs hostfs.FS, cpu int) (CPUTopology, error) {
 	d := fmt.Sprintf("%s/cpu%d/topology", cpuDir, cpu)
@@ -77,7 +83,7 @@ func ReadTopology(fs hostfs.FS, cpu int) (CPUTopology, error) {
 		return t, err
 	}
 	t.Package, t.Core = int(pkg), int(core)
-	if t.ThreadSiblings, err = readList(fs, d+"/thread_siblings_list"); err != nil {
+	if t.ThreadSiblings, err = ThreadSiblings(fs, cpu); err != nil {
 		return t, err
 	}
 	if m, _ := fs.Glob(fmt.Sprintf("%s/cpu%d/node*", cpuDir, cpu)); len(m) > 0 {

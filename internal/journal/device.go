@@ -63,7 +63,7 @@ func netnsCookie() (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("network namespace cookie: %w", err)
 	}
-	defer unix.Close(fd)
+	defer unix.Close(fd) // a probe socket: closing it cannot lose anything
 	v, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
 	// Kernels before 5.14 do not know the option (ENOPROTOOPT), nor do
 	// emulators such as qemu-user (EINVAL): no cookie, the ifindex and MAC

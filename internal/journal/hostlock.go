@@ -91,9 +91,6 @@ type HostLock struct {
 	holder Holder
 }
 
-// Holder returns who this lock was taken for.
-func (l *HostLock) Holder() Holder { return l.holder }
-
 // LockHost takes the host lock in dir (a journal base directory, created if
 // needed) for h. See the contract above. A directory this process may not
 // create or write is an error matching os.ErrPermission that says to run
@@ -116,7 +113,7 @@ func LockHost(dir string, h Holder) (*HostLock, error) {
 	}
 	l := &HostLock{dir: dir, lock: lock, holder: h}
 	fail := func(err error) (*HostLock, error) {
-		l.close()
+		l.close() // the lock error is the one to report; nothing was written
 		return nil, err
 	}
 	how := syscall.LOCK_EX
@@ -148,7 +145,9 @@ func LockHost(dir string, h Holder) (*HostLock, error) {
 		return l, nil // joined: the record names the run's first process
 	}
 	if rec.RunID != "" {
-		os.Remove(runLockPath(dir, rec.RunID)) // a dead run's leftover
+		// A dead run's leftover; one that stays is harmless (no process
+		// shares it, so runAlive says dead) and is tried again next time.
+		_ = os.Remove(runLockPath(dir, rec.RunID))
 	}
 	return l, l.writeHolder()
 }
@@ -164,8 +163,10 @@ func (l *HostLock) Unlock() error {
 	}
 	if l.run != nil {
 		// Last one out (no one else shares it) removes the run's file.
+		// One that stays is a dead run's leftover, which the next
+		// LockHost removes.
 		if flockNB(l.run, syscall.LOCK_EX) == nil {
-			os.Remove(l.run.Name())
+			_ = os.Remove(l.run.Name())
 		}
 	}
 	return l.close()
@@ -189,6 +190,8 @@ func (l *HostLock) writeHolder() error {
 	if err != nil {
 		return err
 	}
+	// On a failed write the lock is released (close) and the write error
+	// returned: the holder record is what failed.
 	if err := l.lock.Truncate(0); err != nil {
 		l.close()
 		return err
@@ -205,8 +208,8 @@ func (l *HostLock) writeHolder() error {
 func readHolder(f *os.File) Holder {
 	var h Holder
 	b := make([]byte, 4096)
-	n, _ := f.ReadAt(b, 0)
-	_ = json.Unmarshal(b[:n], &h)
+	n, _ := f.ReadAt(b, 0)        // io.EOF for a record shorter than b; n says what was read
+	_ = json.Unmarshal(b[:n], &h) // empty or foreign: the zero Holder, as documented
 	return h
 }
 
@@ -216,7 +219,7 @@ func runAlive(dir, id string) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer f.Close() // only probed with flock, never written
 	return errors.Is(flockNB(f, syscall.LOCK_EX), syscall.EWOULDBLOCK)
 }
 
@@ -246,10 +249,10 @@ func guard(dir string) (func(), error) {
 	for {
 		err := flockNB(f, syscall.LOCK_EX)
 		if err == nil {
-			return func() { f.Close() }, nil
+			return func() { f.Close() }, nil // closing releases the flock; the file holds nothing
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
-			f.Close()
+			f.Close() // not taken: nothing to release
 			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 		}
 		time.Sleep(2 * time.Millisecond)

@@ -230,7 +230,7 @@ func Pending(dir string) ([]Entry, error) {
 	if err != nil {
 		return nil, permissionHint(err)
 	}
-	defer f.Close()
+	defer f.Close() // read only: a close error cannot lose anything
 	recs, err := Parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Name(), err)
@@ -251,7 +251,11 @@ func Pending(dir string) ([]Entry, error) {
 // CheckPending returns a *PendingError if dir, or one of its lanes, holds
 // open changes.
 func CheckPending(dir string) error {
-	for _, d := range Lanes(dir) {
+	lanes, err := Lanes(dir)
+	if err != nil {
+		return err
+	}
+	for _, d := range lanes {
 		open, err := Pending(d)
 		if err != nil {
 			return err
@@ -270,16 +274,21 @@ func CheckPending(dir string) error {
 // every lane.
 func LaneDir(base, lane string) string { return filepath.Join(base, "lanes", lane) }
 
-// Lanes returns dir and the lane directories below it.
-func Lanes(dir string) []string {
+// Lanes returns dir and the lane directories below it. A lanes directory
+// that exists but cannot be read is an error: its pending changes must
+// not be passed over.
+func Lanes(dir string) ([]string, error) {
 	out := []string{dir}
-	ents, _ := os.ReadDir(filepath.Join(dir, "lanes"))
+	ents, err := os.ReadDir(filepath.Join(dir, "lanes"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, permissionHint(fmt.Errorf("journal lanes: %w", err))
+	}
 	for _, e := range ents {
 		if e.IsDir() {
 			out = append(out, filepath.Join(dir, "lanes", e.Name()))
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Journal is an open, locked journal. It is not safe for concurrent use.
@@ -312,6 +321,8 @@ func Open(dir string, handlers Handlers) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
+	// On failure the lock is closed and the error returned: closing
+	// releases the flock whatever Close says, and nothing was written.
 	if err := CheckPending(dir); err != nil {
 		lock.Close()
 		return nil, err
@@ -333,17 +344,18 @@ func acquire(dir string) (*os.File, error) {
 		return nil, permissionHint(err)
 	}
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(lock.Name())
-		lock.Close()
+		b, _ := os.ReadFile(lock.Name()) // the holder's pid, only for the message
+		lock.Close()                     // not ours: nothing written to lose
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("%s: %w (pid %s)", dir, ErrLocked, strings.TrimSpace(string(b)))
 		}
 		return nil, fmt.Errorf("lock %s: %w", lock.Name(), err)
 	}
 	// The pid is informational (for the ErrLocked message); flock is the lock,
-	// and the kernel drops it when the process dies, even by kill -9.
-	lock.Truncate(0)
-	lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	// and the kernel drops it when the process dies, even by kill -9. A
+	// failed write costs only the pid in another process's message.
+	_ = lock.Truncate(0)
+	_, _ = lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	return lock, nil
 }
 
@@ -354,6 +366,8 @@ func openLocked(dir string, lock *os.File, h Handlers) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
+	// On the failures below f is closed and the error returned: nothing
+	// was written through it.
 	data, err := io.ReadAll(f)
 	if err != nil {
 		f.Close()
@@ -387,10 +401,14 @@ func openLocked(dir string, lock *os.File, h Handlers) (*Journal, error) {
 	return j, nil
 }
 
+// syncDir makes a new file's name in dir durable, as far as the
+// filesystem can. Best effort on purpose: the records themselves are
+// fsynced on every append, and what a lost name could lose is a journal of
+// sysfs and device settings, which a power loss resets anyway.
 func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+		_ = d.Sync()
+		_ = d.Close() // opened read only
 	}
 }
 
@@ -478,7 +496,9 @@ func (j *Journal) Apply(ctx context.Context, c Change) (Result, error) {
 			}
 			return Result{Previous: prev, Effective: eff}, werr
 		}
-		j.append(Record{Seq: seq, Op: OpEffective, Kind: c.Kind, Target: c.Target, Effective: eff, Error: werr.Error()})
+		if err := j.append(Record{Seq: seq, Op: OpEffective, Kind: c.Kind, Target: c.Target, Effective: eff, Error: werr.Error()}); err != nil {
+			werr = errors.Join(werr, err) // the apply record stands: Undo still puts prev back
+		}
 		return Result{Previous: prev, Effective: eff, Changed: true}, werr
 	}
 	if rerr != nil {
@@ -600,7 +620,9 @@ func (j *Journal) archive() error {
 	if err := os.Rename(path, dst); err != nil {
 		return fmt.Errorf("archive journal: %w", err)
 	}
-	j.f.Close()
+	// Every record was fsynced as it was appended, and the file is renamed:
+	// closing the old descriptor cannot lose one.
+	_ = j.f.Close()
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
@@ -624,7 +646,7 @@ func Restore(ctx context.Context, dir string, handlers Handlers) ([]Restored, er
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Close()
+	defer lock.Close() // the flock goes with the descriptor whatever Close says
 	open, err := Pending(dir)
 	if err != nil || len(open) == 0 {
 		return nil, err
@@ -633,7 +655,7 @@ func Restore(ctx context.Context, dir string, handlers Handlers) ([]Restored, er
 	if err != nil {
 		return nil, err
 	}
-	defer j.f.Close()
+	defer j.f.Close() // every record is fsynced as it is appended
 	return j.Undo(ctx)
 }
 
@@ -645,7 +667,7 @@ func Discard(dir string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Close()
+	defer lock.Close() // the flock goes with the descriptor whatever Close says
 	open, err := Pending(dir)
 	if err != nil || len(open) == 0 {
 		return nil, err
@@ -654,7 +676,7 @@ func Discard(dir string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer j.f.Close()
+	defer j.f.Close() // every record is fsynced as it is appended
 	for _, e := range open {
 		if err := j.append(Record{Seq: e.Seq, Op: OpUndone, Kind: e.Kind, Target: e.Target, Error: "discarded by rig restore --discard"}); err != nil {
 			return nil, err

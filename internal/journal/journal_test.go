@@ -332,3 +332,21 @@ func TestUndoAfterMark(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A lanes directory that cannot be read is an error, never "no lanes":
+// a lane's pending changes must not be passed over by Open or restore.
+func TestLanesUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	if l, err := Lanes(dir); err != nil || len(l) != 1 || l[0] != dir {
+		t.Fatalf("no lanes: %v %v", l, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lanes"), nil, 0o600); err != nil { // not a directory
+		t.Fatal(err)
+	}
+	if _, err := Lanes(dir); err == nil || !strings.Contains(err.Error(), "journal lanes") {
+		t.Fatalf("lanes that is not a directory: %v", err)
+	}
+	if err := CheckPending(dir); err == nil {
+		t.Fatal("CheckPending passed over an unreadable lanes directory")
+	}
+}

@@ -49,15 +49,6 @@ type Process struct {
 // ErrNotInstalled is returned when stress-ng is not on PATH.
 var ErrNotInstalled = errors.New("stress-ng is not installed (Debian/Ubuntu: apt-get install stress-ng)")
 
-// Version returns stress-ng's version line ("stress-ng, version 0.15.06 …").
-func Version() (string, error) {
-	if _, err := exec.LookPath("stress-ng"); err != nil {
-		return "", ErrNotInstalled
-	}
-	out, err := exec.Command("stress-ng", "--version").CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
-
 // Start launches the load. It returns once stress-ng runs; Stop ends it.
 func Start(s Spec) (*Process, error) {
 	if len(s.Prefix) == 0 {

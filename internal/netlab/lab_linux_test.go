@@ -16,10 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rig-project/rig/internal/netlab"
-	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/testbin"
 )
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -277,9 +279,7 @@ func hostLinks(t *testing.T) []string {
 }
 
 func TestLabLifecycle(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN)")
-	}
+	testbin.Integration(t)
 	name := netlab.UniqueName("lc")
 	t.Cleanup(func() { netlab.Down(name) })
 	before := hostLinks(t)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/owner"
+	"github.com/rig-project/rig/internal/testbin"
 )
 
 func TestValidateName(t *testing.T) {
@@ -329,9 +330,7 @@ func TestListAndStale(t *testing.T) {
 	if want := map[string]bool{"byhand": false, "live": false, "dead": true, "half": true, "busy": false}; !maps.Equal(got, want) {
 		t.Errorf("stale: %v, want %v", got, want)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("RemoveStale needs root (namespaces)")
-	}
+	testbin.Integration(t)
 	removed, err := RemoveStale()
 	if err != nil || len(removed) != 2 || removed[0].Name != "dead" || removed[1].Name != "half" {
 		t.Fatalf("RemoveStale: %+v, %v", removed, err)

@@ -148,18 +148,31 @@ func WriteJSON(path string, v any) error {
 	return WriteFileAtomic(path, append(b, '\n'))
 }
 
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory and a rename, so readers see the old file or the new one.
+// WriteFileAtomic writes data to path (creating its directory) through
+// WriteAtomic.
 func WriteFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
+	return WriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteAtomic writes path through write into a temporary file in the same
+// directory, fsync and a rename, so readers see the old file or the whole
+// new one, never half of it. On any error the temporary file is removed
+// and path is untouched.
+func WriteAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
+	// After a successful rename the name is gone and Remove fails: nothing
+	// to clean up then.
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return err
 	}

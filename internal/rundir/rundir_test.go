@@ -1,6 +1,8 @@
 package rundir
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -49,5 +51,37 @@ func TestCreateExclusive(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(results, "demo-20261202T101500Z-2")); err != nil {
 		t.Errorf("collision suffix: %v", err)
+	}
+}
+
+// TestWriteAtomic: a failed write leaves the old file whole and no
+// temporary file behind; a good one replaces it.
+func TestWriteAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "manifest.json")
+	if err := WriteFileAtomic(p, []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("disk full")
+	err := WriteAtomic(p, func(w io.Writer) error {
+		if _, err := w.Write([]byte("half")); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err %v, want %v", err, boom)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "old" {
+		t.Fatalf("after a failed write: %q, want the old file", b)
+	}
+	if err := WriteFileAtomic(p, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Fatalf("after a good write: %q", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("temporary files left: %v", ents)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // unicastTo is where the unicast arms' requests go: the responder host's
 // address on the interface it answers on, from its agent's facts (for an
 // emulated run, the lab's veth). Invalid when no arm sends unicast.
-func unicastTo(s *scenario.Scenario, hs *hosts, facts map[string]scenario.HostFacts) (netip.Addr, error) {
+func unicastTo(s *scenario.Scenario, hs *hosts, facts map[string]*scenario.Facts) (netip.Addr, error) {
 	if !s.Unicast() {
 		return netip.Addr{}, nil
 	}

@@ -174,7 +174,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.ManifestFile), man); err != nil {
 		return res, err
 	}
-	writeEnv(ctx, dir, s, hs)
+	if err := writeEnv(ctx, dir, hs, o.Log); err != nil {
+		return res, err // before any change: nothing to undo
+	}
 	// The NICs' timestamping, once for the run, after the environment
 	// snapshot (which shows the hosts as they were) and before any arm.
 	man.NICTimestamping, err = prepareTimestamping(ctx, o, s, hs)
@@ -437,14 +439,14 @@ func IsNetns(h scenario.Host) bool {
 // validate checks the scenario against the facts each agent reports,
 // before anything on any host changes. File problems come back as
 // scenario.ErrorList (bad input).
-func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) (map[string]scenario.HostFacts, error) {
-	facts := map[string]scenario.HostFacts{}
+func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) (map[string]*scenario.Facts, error) {
+	facts := map[string]*scenario.Facts{}
 	for name, c := range hs.agents {
 		f, err := c.Facts(ctx)
 		if err != nil {
 			return nil, err
 		}
-		facts[name] = f.HostFacts()
+		facts[name] = f
 	}
 	return facts, scenario.Validate(s, facts)
 }
@@ -534,8 +536,10 @@ func knobMap(k scenario.Knobs) map[string]any {
 }
 
 // writeEnv records each host's environment into env/<host>.json. A
-// snapshot that cannot be taken is logged, not fatal.
-func writeEnv(ctx context.Context, dir string, s *scenario.Scenario, hs *hosts) {
+// snapshot that cannot be taken is logged and recorded in the file as
+// {"error": ...} (the report says so), not fatal; a file that cannot be
+// written (a full disk) is an error, as for the manifest.
+func writeEnv(ctx context.Context, dir string, hs *hosts, log io.Writer) error {
 	for name, c := range hs.agents {
 		var ifaces []string
 		switch {
@@ -548,10 +552,14 @@ func writeEnv(ctx context.Context, dir string, s *scenario.Scenario, hs *hosts) 
 		}
 		raw, err := c.Env(ctx, ifaces)
 		if err != nil {
-			raw, _ = json.Marshal(map[string]string{"error": err.Error()})
+			fmt.Fprintf(log, "rig run: host %s: environment snapshot: %v\n", name, err)
+			raw, _ = json.Marshal(map[string]string{"error": err.Error()}) // a map of strings always marshals
 		}
-		_ = rundir.WriteFileAtomic(filepath.Join(dir, rundir.EnvDir, name+".json"), append(raw, '\n'))
+		if err := rundir.WriteFileAtomic(filepath.Join(dir, rundir.EnvDir, name+".json"), append(raw, '\n')); err != nil {
+			return fmt.Errorf("environment of host %s: %w", name, err)
+		}
 	}
+	return nil
 }
 
 func roleList(h scenario.Host) string {

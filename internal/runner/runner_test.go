@@ -62,7 +62,11 @@ func TestRunThreeArms(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := hostfs.Default()
-	if err := scenario.Validate(s, map[string]scenario.HostFacts{"sender": scenario.LocalFacts{FS: fs}, "responder": scenario.LocalFacts{FS: fs}}); err != nil {
+	local, err := scenario.ReadFacts(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := scenario.Validate(s, map[string]*scenario.Facts{"sender": local, "responder": local}); err != nil {
 		t.Fatal(err)
 	}
 	runLabs := func() (n int) {

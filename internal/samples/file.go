@@ -10,7 +10,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/rig-project/rig/internal/rundir"
@@ -157,26 +156,10 @@ func (h *Header) check() error {
 	return nil
 }
 
-// WriteFile writes a sample file atomically: a temporary file in the same
-// directory, fsync, then rename, so a reader never sees half a file.
+// WriteFile writes a sample file atomically (rundir.WriteAtomic), so a
+// reader never sees half a file.
 func WriteFile(path string, h Header, recs []Record, foot Footer) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := Write(tmp, h, recs, foot); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return rundir.WriteAtomic(path, func(w io.Writer) error { return Write(w, h, recs, foot) })
 }
 
 // Read decodes a sample file. On a truncated file it returns the complete

@@ -19,28 +19,18 @@ import (
 // tree (c7i or c8g), plus what a tree cannot hold: the ENIs' IPv4
 // addresses (RTM_GETADDR), their timestamping as ETHTOOL_GET_TS_INFO
 // reports it, and stress-ng installed.
-type ec2Host struct {
-	LocalFacts
-	addrs map[string][]netip.Addr
-	nic   tstamp.NICState
-}
-
-func (h ec2Host) HasStressNG() (bool, error) { return true, nil }
-
-func (h ec2Host) Addresses(iface string) ([]netip.Addr, error) {
-	ifs, err := h.Interfaces()
-	if err != nil || !slices.Contains(ifs, iface) {
-		return nil, os.ErrNotExist
+func ec2Host(t *testing.T, fs hostfs.FS, addrs map[string][]netip.Addr, nic tstamp.NICState) *Facts {
+	f := treeWithStressNG(t, fs)
+	f.Addrs = map[string][]netip.Addr{}
+	f.TimestampingErr = nil
+	for _, i := range f.Ifaces {
+		f.Addrs[i] = addrs[i]
+		st := nic
+		st.Ifname, st.Caps.Ifname = i, i
+		st.Mgmt = slices.Contains(f.MgmtIfaces, i)
+		f.Timestamping[i] = st
 	}
-	return h.addrs[iface], nil
-}
-
-func (h ec2Host) Timestamping(iface string) (tstamp.NICState, error) {
-	st := h.nic
-	st.Ifname, st.Caps.Ifname = iface, iface
-	mg, err := h.MgmtInterfaces()
-	st.Mgmt = slices.Contains(mg, iface)
-	return st, err
+	return f
 }
 
 var (
@@ -153,9 +143,9 @@ func TestAWSScenariosDryRun(t *testing.T) {
 			}
 			launched, boot := prepared(t, c.tree, ""), prepared(t, c.tree, c.isolate)
 			dry := func(root hostfs.FS) string {
-				facts := map[string]HostFacts{
-					"snd": ec2Host{LocalFacts{FS: launched}, addrs("10.32.16.10"), c.nic},
-					"rsp": ec2Host{LocalFacts{FS: root}, addrs("10.32.16.20"), c.nic},
+				facts := map[string]*Facts{
+					"snd": ec2Host(t, launched, addrs("10.32.16.10"), c.nic),
+					"rsp": ec2Host(t, root, addrs("10.32.16.20"), c.nic),
 				}
 				if err := Validate(s, facts); err != nil {
 					t.Fatal(err)
@@ -208,7 +198,7 @@ func TestAWSScenariosDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one := ec2Host{LocalFacts{FS: hostfs.FS{Root: "../hostinfo/testdata/c8g"}}, addrs("10.32.16.20"), enaInTree}
+	one := ec2Host(t, hostfs.FS{Root: "../hostinfo/testdata/c8g"}, addrs("10.32.16.20"), enaInTree)
 	line := 0 // of the responder's iface: ens6, the last one in the file
 	for i, l := range strings.Split(string(s.Source), "\n") {
 		if l == "    iface: ens6" {
@@ -216,7 +206,7 @@ func TestAWSScenariosDryRun(t *testing.T) {
 		}
 	}
 	want := fmt.Sprintf("aws-c8g.yaml:%d:12: interface ens6 does not exist on host rsp", line)
-	if err := Validate(s, map[string]HostFacts{"snd": one, "rsp": one}); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `did you mean "ens5"?`) {
+	if err := Validate(s, map[string]*Facts{"snd": one, "rsp": one}); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `did you mean "ens5"?`) {
 		t.Fatalf("single ENI: %v", err)
 	}
 }

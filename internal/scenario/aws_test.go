@@ -63,9 +63,9 @@ func TestMgmtInterfaceRefused(t *testing.T) {
 	}
 }
 
-// LocalFacts reads the default route of a fake c8g (single ENI: ens5).
-func TestLocalFactsMgmt(t *testing.T) {
-	mg, err := LocalFacts{FS: hostfs.FS{Root: "../hostinfo/testdata/c8g"}}.MgmtInterfaces()
+// ReadFacts reads the default route of a fake c8g (single ENI: ens5).
+func TestReadFactsMgmt(t *testing.T) {
+	mg, err := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c8g"}).mgmtInterfaces()
 	if err != nil || len(mg) != 1 || mg[0] != "ens5" {
 		t.Fatalf("mgmt %v %v", mg, err)
 	}
@@ -105,17 +105,17 @@ func emulated(t *testing.T, arms string) *Scenario {
 // max-latency-us 0 is relabelled "shallowest state (WFI)", and without a
 // cpuidle driver (AWS Graviton) any cstate arm is refused.
 func TestCStateArm64(t *testing.T) {
-	c8g := LocalFacts{FS: hostfs.FS{Root: "../hostinfo/testdata/c8g"}}
-	c7i := LocalFacts{FS: hostfs.FS{Root: "../hostinfo/testdata/c7i"}}
-	psci := LocalFacts{FS: arm64Idle(t)}
-	facts := func(f HostFacts) map[string]HostFacts {
-		return map[string]HostFacts{EmulatedSender: f, EmulatedResponder: f}
+	c8g := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c8g"})
+	c7i := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c7i"})
+	psci := tree(t, arm64Idle(t))
+	facts := func(f *Facts) map[string]*Facts {
+		return map[string]*Facts{EmulatedSender: f, EmulatedResponder: f}
 	}
 	poll := "  - name: poll\n    responder: {cpu: 1}\n    cstate: {poll: true}\n"
 	qos := "  - name: qos0\n    cstate: {max-latency-us: 0}\n"
 	for _, c := range []struct {
 		name  string
-		f     HostFacts
+		f     *Facts
 		arms  string
 		err   []string // all in the first error; none: valid
 		notes []string
@@ -163,10 +163,6 @@ func TestCStateArm64(t *testing.T) {
 	}
 }
 
-type withStressNG struct{ LocalFacts }
-
-func (withStressNG) HasStressNG() (bool, error) { return true, nil }
-
 // smt-sibling arms are skipped, with the reason, on a host without SMT
 // (c8g: one thread per core) and run where the CPU has a sibling (c7i).
 func TestSMTSiblingSkippedWithoutSMT(t *testing.T) {
@@ -176,9 +172,9 @@ func TestSMTSiblingSkippedWithoutSMT(t *testing.T) {
 		"c8g": "CPU 1 has no SMT sibling (thread_siblings_list 1: one thread per core) for the smt-sibling load",
 		"c7i": "",
 	} {
-		f := withStressNG{LocalFacts{FS: hostfs.FS{Root: "../hostinfo/testdata/" + tree}}}
+		f := treeWithStressNG(t, hostfs.FS{Root: "../hostinfo/testdata/" + tree})
 		s := emulated(t, arms)
-		if err := Validate(s, map[string]HostFacts{EmulatedSender: f, EmulatedResponder: f}); err != nil {
+		if err := Validate(s, map[string]*Facts{EmulatedSender: f, EmulatedResponder: f}); err != nil {
 			t.Fatalf("%s: %v", tree, err)
 		}
 		if s.Arms[0].Skip != "" || s.Arms[1].Skip != skip {

@@ -20,69 +20,147 @@ import (
 	"github.com/rig-project/rig/nicctl"
 )
 
-// HostFacts is what validation needs to know about one host. Methods return
-// an error wrapping os.ErrNotExist when the host has no such facility (no
-// nohz_full file, no cpuidle); other errors mean the facts could not be read.
-type HostFacts interface {
-	OnlineCPUs() ([]int, error)
-	// ThreadSiblings lists the SMT siblings of cpu, cpu included.
-	ThreadSiblings(cpu int) ([]int, error)
-	IsolatedCPUs() ([]int, error)
-	NohzFullCPUs() ([]int, error)
-	Interfaces() ([]string, error)
-	HasStressNG() (bool, error)
-	// Timestamping reports iface's timestamping: capabilities, current
-	// config, the daemon that owns it, whether it carries the default
-	// route (nicctl.InspectTimestamping).
-	Timestamping(iface string) (tstamp.NICState, error)
-	// IdleStates lists the cpuidle state names of cpu in index order.
-	IdleStates(cpu int) ([]string, error)
-	// MgmtInterfaces lists the interfaces that carry a default route (the
-	// management interfaces rig does not change unless told to).
-	MgmtInterfaces() ([]string, error)
-	// Addresses lists iface's IPv4 addresses, sorted (where unicast
-	// requests can go).
-	Addresses(iface string) ([]netip.Addr, error)
-	// Power is the host's frequency control: cpufreq policies, turbo,
-	// tuned (power.ReadFacts).
-	Power() (power.Facts, error)
+// Facts is what validation needs to know about one host, read once: by
+// ReadFacts on this machine, or by the host's agent, which sends it as
+// JSON. Validation reads the struct; where a field may be absent (an older
+// agent, a host without the facility) the lookups below say so with an
+// error wrapping os.ErrNotExist.
+type Facts struct {
+	// Timestamping is each interface's timestamping state (capabilities,
+	// current config, owner, management), for the validation of
+	// `timestamps:` and the dry-run plan; an interface missing here could
+	// not be asked (TimestampingErr says why).
+	Timestamping map[string]tstamp.NICState `json:"timestamping,omitempty"`
+	// TimestampingErr says, per interface, why its timestamping could not
+	// be read (a fake host root has no kernel to ask).
+	TimestampingErr map[string]string `json:"timestamping_errors,omitempty"`
+	Online          []int             `json:"online"`
+	// Siblings lists the SMT siblings of every online CPU, the CPU
+	// included.
+	Siblings map[int][]int `json:"siblings"`
+	Isolated []int         `json:"isolated"`
+	NohzFull []int         `json:"nohz_full"`
+	Ifaces   []string      `json:"ifaces"`
+	StressNG bool          `json:"stress_ng"`
+	// IdleStates lists each CPU's cpuidle state names in index order.
+	IdleStates map[int][]string `json:"idle_states"`
+	// MgmtIfaces carry a default route (the management interfaces rig
+	// does not change unless told to); nil (an older agent) means unknown.
+	MgmtIfaces []string `json:"mgmt_ifaces"`
+	// Addrs are each interface's IPv4 addresses, sorted (where unicast
+	// requests can go); nil (an older agent, a fake root) means unknown.
+	Addrs map[string][]netip.Addr `json:"addrs"`
+	// Missing names facilities the host lacks (isolated, nohz_full,
+	// cpuidle, net).
+	Missing []string `json:"missing,omitempty"`
+	// Power is the frequency control (cpufreq, turbo, tuned:
+	// power.ReadFacts); nil from an agent that does not report it, which
+	// then cannot take power knobs.
+	Power *power.Facts `json:"power,omitempty"`
 }
 
-// LocalFacts reads the facts of the machine rig runs on through FS.
-type LocalFacts struct {
-	FS hostfs.FS
-}
-
-var _ HostFacts = LocalFacts{}
-
-func (l LocalFacts) OnlineCPUs() ([]int, error) { return hostinfo.OnlineCPUs(l.FS) }
-
-func (l LocalFacts) ThreadSiblings(cpu int) ([]int, error) {
-	s, err := l.FS.ReadString(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu))
-	if err != nil {
+// ReadFacts reads the facts of the machine below fs (the interfaces of
+// this network namespace). A facility the host lacks is named in Missing;
+// an interface whose timestamping or addresses cannot be asked (a fake
+// root) is left out of those maps. Other read failures are errors.
+func ReadFacts(fs hostfs.FS) (*Facts, error) {
+	f := &Facts{Siblings: map[int][]int{}, Timestamping: map[string]tstamp.NICState{}, IdleStates: map[int][]string{}}
+	var err error
+	if f.Online, err = hostinfo.OnlineCPUs(fs); err != nil {
 		return nil, err
 	}
-	return cpulist.Parse(s)
-}
-
-func (l LocalFacts) IsolatedCPUs() ([]int, error) { return hostinfo.IsolatedCPUs(l.FS) }
-func (l LocalFacts) NohzFullCPUs() ([]int, error) { return hostinfo.NohzFullCPUs(l.FS) }
-
-func (l LocalFacts) Interfaces() ([]string, error) {
-	ents, err := l.FS.ReadDir("/sys/class/net")
-	if err != nil {
+	missing := func(what string, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			f.Missing = append(f.Missing, what)
+			return nil
+		}
+		return err
+	}
+	if f.Isolated, err = hostinfo.IsolatedCPUs(fs); missing("isolated", err) != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(ents))
+	if f.NohzFull, err = hostinfo.NohzFullCPUs(fs); missing("nohz_full", err) != nil {
+		return nil, err
+	}
+	for _, c := range f.Online {
+		if f.Siblings[c], err = hostinfo.ThreadSiblings(fs, c); err != nil {
+			return nil, err
+		}
+		st, err := hostinfo.ReadIdleStates(fs, c)
+		switch {
+		case err == nil:
+			for _, s := range st {
+				f.IdleStates[c] = append(f.IdleStates[c], s.Name)
+			}
+		case !slices.Contains(f.Missing, "cpuidle"):
+			if missing("cpuidle", err) != nil {
+				return nil, err
+			}
+		}
+	}
+	// A host root without /sys/class/net (a fake tree made for an
+	// emulated run, whose lab makes its own interfaces) has none.
+	ents, err := fs.ReadDir("/sys/class/net")
+	if missing("net", err) != nil {
+		return nil, err
+	}
 	for _, e := range ents {
-		out = append(out, e.Name())
+		f.Ifaces = append(f.Ifaces, e.Name())
 	}
-	return out, nil
+	for _, i := range f.Ifaces {
+		f.readNIC(fs, i)
+	}
+	if f.StressNG, err = hasStressNG(); err != nil {
+		return nil, err
+	}
+	pf, err := power.ReadFacts(context.Background(), fs, power.HostTuned(fs))
+	if err != nil {
+		return nil, fmt.Errorf("power facts: %w", err)
+	}
+	f.Power = &pf
+	// Never nil when known: nil says "unknown" (no route table here, or
+	// an older agent).
+	switch mg, err := nicctl.MgmtInterfaces(fs); {
+	case err == nil:
+		f.MgmtIfaces = append([]string{}, mg...)
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	return f, nil
 }
 
-// HasStressNG looks stress-ng up in $PATH. It is only meaningful for the
-// live host, whatever FS says.
-func (l LocalFacts) HasStressNG() (bool, error) {
+// readNIC asks the kernel (ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP, RTM_GETADDR,
+// the process table) about iface. A fake fs has no kernel behind it, and
+// an interface may be gone since the listing: what cannot be asked is left
+// out, with the reason for timestamping.
+func (f *Facts) readNIC(fs hostfs.FS, iface string) {
+	if !fs.IsReal() {
+		f.noTimestamping(iface, "cannot ask a fake host root")
+		return
+	}
+	if st, err := nicctl.InspectTimestamping(&nicctl.Env{FS: fs}, iface); err == nil {
+		f.Timestamping[iface] = st
+	} else {
+		f.noTimestamping(iface, err.Error())
+	}
+	if as, err := nicctl.IPv4Addrs(iface); err == nil {
+		if f.Addrs == nil {
+			f.Addrs = map[string][]netip.Addr{}
+		}
+		f.Addrs[iface] = append([]netip.Addr{}, as...)
+	}
+}
+
+func (f *Facts) noTimestamping(iface, why string) {
+	if f.TimestampingErr == nil {
+		f.TimestampingErr = map[string]string{}
+	}
+	f.TimestampingErr[iface] = why
+}
+
+// hasStressNG looks stress-ng up in $PATH: only meaningful for the live
+// host, whatever the host root.
+func hasStressNG() (bool, error) {
 	_, err := exec.LookPath("stress-ng")
 	if errors.Is(err, exec.ErrNotFound) {
 		return false, nil
@@ -90,113 +168,75 @@ func (l LocalFacts) HasStressNG() (bool, error) {
 	return err == nil, err
 }
 
-// Timestamping asks the kernel (ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP) and the
-// process table. A fake FS has no kernel behind it, so it gives an error
-// wrapping errors.ErrUnsupported.
-func (l LocalFacts) Timestamping(iface string) (tstamp.NICState, error) {
-	if !l.FS.IsReal() {
-		return tstamp.NICState{}, fmt.Errorf("timestamping of %s: cannot ask a fake host root: %w", iface, errors.ErrUnsupported)
+func (f *Facts) lacks(what string) error {
+	if slices.Contains(f.Missing, what) {
+		return fmt.Errorf("%s: %w", what, os.ErrNotExist)
 	}
-	return nicctl.InspectTimestamping(&nicctl.Env{FS: l.FS}, iface)
+	return nil
 }
 
-func (l LocalFacts) IdleStates(cpu int) ([]string, error) {
-	st, err := hostinfo.ReadIdleStates(l.FS, cpu)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(st))
-	for i, s := range st {
-		out[i] = s.Name
-	}
-	return out, nil
-}
-
-// MgmtInterfaces reads the default routes (of FS's network namespace).
-func (l LocalFacts) MgmtInterfaces() ([]string, error) { return nicctl.MgmtInterfaces(l.FS) }
-
-// Addresses asks the kernel (RTM_GETADDR, this network namespace). A fake
-// FS has no kernel behind it, so it gives an error wrapping
-// errors.ErrUnsupported.
-func (l LocalFacts) Addresses(iface string) ([]netip.Addr, error) {
-	if !l.FS.IsReal() {
-		return nil, fmt.Errorf("addresses of %s: cannot ask a fake host root: %w", iface, errors.ErrUnsupported)
-	}
-	return nicctl.IPv4Addrs(iface)
-}
-
-// Power reads the cpufreq policies and turbo control below FS, and asks
-// tuned-adm (power.HostTuned: none for a fake root unless $RIG_TUNED_ADM
-// names one).
-func (l LocalFacts) Power() (power.Facts, error) {
-	return power.ReadFacts(context.Background(), l.FS, power.HostTuned(l.FS))
-}
-
-// StaticFacts is HostFacts from fixed values, for tests and for facts that
-// arrived from an agent. A nil Siblings entry means "no SMT sibling"; a nil
-// Idle means "no cpuidle".
-type StaticFacts struct {
-	Online   []int
-	Siblings map[int][]int // cpu → siblings including cpu
-	Isolated []int
-	NohzFull []int
-	Ifaces   []string
-	StressNG bool
-	// NICs is the timestamping state per interface; an interface missing
-	// here is a software-only NIC whose config cannot be read (veth).
-	NICs map[string]tstamp.NICState
-	Idle []string // state names, the same on every CPU
-	Mgmt []string // interfaces that carry a default route
-	// Addrs are the IPv4 addresses per interface (none when missing).
-	Addrs map[string][]netip.Addr
-	// PowerFacts is the frequency control; nil: none (a VM without
-	// cpufreq, turbo or tuned).
-	PowerFacts *power.Facts
-}
-
-var _ HostFacts = (*StaticFacts)(nil)
-
-func (f *StaticFacts) OnlineCPUs() ([]int, error) { return f.Online, nil }
-func (f *StaticFacts) ThreadSiblings(cpu int) ([]int, error) {
+// threadSiblings lists the SMT siblings of cpu, cpu included.
+func (f *Facts) threadSiblings(cpu int) ([]int, error) {
 	if s, ok := f.Siblings[cpu]; ok {
 		return s, nil
 	}
-	return []int{cpu}, nil
+	return nil, fmt.Errorf("cpu%d/topology: %w", cpu, os.ErrNotExist)
 }
-func (f *StaticFacts) IsolatedCPUs() ([]int, error)  { return f.Isolated, nil }
-func (f *StaticFacts) NohzFullCPUs() ([]int, error)  { return f.NohzFull, nil }
-func (f *StaticFacts) Interfaces() ([]string, error) { return f.Ifaces, nil }
-func (f *StaticFacts) HasStressNG() (bool, error)    { return f.StressNG, nil }
-func (f *StaticFacts) Timestamping(iface string) (tstamp.NICState, error) {
+
+// timestamping is iface's timestamping (nicctl.InspectTimestamping): an
+// error wrapping os.ErrNotExist for an interface the host does not have,
+// errors.ErrUnsupported for one that could not be asked.
+func (f *Facts) timestamping(iface string) (tstamp.NICState, error) {
 	if !slices.Contains(f.Ifaces, iface) {
 		return tstamp.NICState{}, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
 	}
-	if st, ok := f.NICs[iface]; ok {
-		st.Ifname, st.Caps.Ifname = iface, iface
-		st.Mgmt = st.Mgmt || slices.Contains(f.Mgmt, iface) // as nicctl.InspectTimestamping fills it
-		return st, nil
+	st, ok := f.Timestamping[iface]
+	if !ok {
+		why := f.TimestampingErr[iface]
+		if why == "" {
+			why = "the host's agent could not read it"
+		}
+		return st, fmt.Errorf("timestamping of %s: %s: %w", iface, why, errors.ErrUnsupported)
 	}
-	return tstamp.NICState{Ifname: iface, Caps: tstamp.Caps{Ifname: iface, SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware, PHCIndex: -1},
-		ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}, nil
+	return st, nil
 }
-func (f *StaticFacts) MgmtInterfaces() ([]string, error) { return f.Mgmt, nil }
-func (f *StaticFacts) Addresses(iface string) ([]netip.Addr, error) {
-	if !slices.Contains(f.Ifaces, iface) {
+
+// mgmtInterfaces lists the interfaces that carry a default route.
+func (f *Facts) mgmtInterfaces() ([]string, error) {
+	if f.MgmtIfaces == nil {
+		return nil, fmt.Errorf("default routes: the host does not report them: %w", os.ErrNotExist)
+	}
+	return f.MgmtIfaces, nil
+}
+
+// addresses lists iface's IPv4 addresses, sorted.
+func (f *Facts) addresses(iface string) ([]netip.Addr, error) {
+	switch {
+	case !slices.Contains(f.Ifaces, iface):
 		return nil, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	case f.Addrs == nil:
+		return nil, fmt.Errorf("addresses: not read (a fake host root, or an older rig on the host): %w", os.ErrNotExist)
 	}
 	return f.Addrs[iface], nil
 }
-func (f *StaticFacts) Power() (power.Facts, error) {
-	if f.PowerFacts == nil {
-		return power.Facts{}, nil
+
+// powerFacts is the host's frequency control.
+func (f *Facts) powerFacts() (power.Facts, error) {
+	if f.Power == nil {
+		return power.Facts{}, fmt.Errorf("the host does not report the frequency control (an older rig): %w", os.ErrNotExist)
 	}
-	return *f.PowerFacts, nil
+	return *f.Power, nil
 }
-func (f *StaticFacts) IdleStates(cpu int) ([]string, error) {
-	if f.Idle == nil {
-		return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
+
+// idleStates lists the cpuidle state names of cpu in index order.
+func (f *Facts) idleStates(cpu int) ([]string, error) {
+	if err := f.lacks("cpuidle"); err != nil {
+		return nil, err
 	}
-	return f.Idle, nil
+	if s, ok := f.IdleStates[cpu]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
 }
 
 // HostError is a failure to read a host's facts (not a problem in the file).
@@ -215,7 +255,7 @@ func (e *HostError) Unwrap() error { return e.Err }
 //
 // Problems in the file against the facts come back as an ErrorList, each
 // pointing at the field at fault; a failure to read facts is a *HostError.
-func Validate(s *Scenario, facts map[string]HostFacts) error {
+func Validate(s *Scenario, facts map[string]*Facts) error {
 	v := &validator{s: s, c: &checker{x: s.pos}}
 	for i := range s.Arms {
 		s.Arms[i].Skip, s.Arms[i].Notes = "", nil
@@ -231,7 +271,7 @@ func Validate(s *Scenario, facts map[string]HostFacts) error {
 }
 
 // Unchecked lists the hosts of s that facts does not cover.
-func (s *Scenario) Unchecked(facts map[string]HostFacts) []string {
+func (s *Scenario) Unchecked(facts map[string]*Facts) []string {
 	var out []string
 	for _, h := range s.Hosts {
 		if facts[h.Name] == nil {
@@ -246,59 +286,22 @@ type validator struct {
 	c *checker
 }
 
-// hostFacts caches what was read from one host.
+// hostFacts is one host's facts as validation reads them.
 type hostFacts struct {
 	name     string
-	f        HostFacts
+	f        *Facts
 	online   []int
 	isolated []int
 	nohz     []int
-	ifaces   []string
-	stress   *bool
-	power    *power.Facts
-	powerErr error
+	ifaces   []string // none for an emulated topology: the lab makes its own
 }
 
-func (v *validator) load(name string, f HostFacts) (*hostFacts, error) {
-	h := &hostFacts{name: name, f: f}
-	var err error
-	if h.online, err = f.OnlineCPUs(); err != nil {
-		return nil, &HostError{name, err}
-	}
-	if h.isolated, err = f.IsolatedCPUs(); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, &HostError{name, err}
-	}
-	if h.nohz, err = f.NohzFullCPUs(); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, &HostError{name, err}
-	}
+func (v *validator) load(name string, f *Facts) *hostFacts {
+	h := &hostFacts{name: name, f: f, online: f.Online, isolated: f.Isolated, nohz: f.NohzFull}
 	if v.s.Emulate == "" {
-		if h.ifaces, err = f.Interfaces(); err != nil {
-			return nil, &HostError{name, err}
-		}
+		h.ifaces = f.Ifaces
 	}
-	return h, nil
-}
-
-func (h *hostFacts) hasStress() (bool, error) {
-	if h.stress == nil {
-		ok, err := h.f.HasStressNG()
-		if err != nil {
-			return false, &HostError{h.name, err}
-		}
-		h.stress = &ok
-	}
-	return *h.stress, nil
-}
-
-// powerFacts reads (once) the host's frequency control. An agent that
-// does not report it (an older rig) gives an error wrapping
-// os.ErrNotExist.
-func (h *hostFacts) powerFacts() (power.Facts, error) {
-	if h.power == nil && h.powerErr == nil {
-		f, err := h.f.Power()
-		h.power, h.powerErr = &f, err
-	}
-	return *h.power, h.powerErr
+	return h
 }
 
 func listOrNone(l []int) string {
@@ -308,7 +311,7 @@ func listOrNone(l []int) string {
 	return cpulist.Format(l)
 }
 
-func (v *validator) run(facts map[string]HostFacts) error {
+func (v *validator) run(facts map[string]*Facts) error {
 	s, c := v.s, v.c
 	hosts := map[string]*hostFacts{}
 	for _, h := range s.Hosts {
@@ -316,10 +319,7 @@ func (v *validator) run(facts map[string]HostFacts) error {
 		if f == nil {
 			continue
 		}
-		hf, err := v.load(h.Name, f)
-		if err != nil {
-			return err
-		}
+		hf := v.load(h.Name, f)
 		hosts[h.Name] = hf
 		if h.Iface != "" && !slices.Contains(hf.ifaces, h.Iface) {
 			hint := "interfaces there: " + strings.Join(hf.ifaces, ", ")
@@ -442,7 +442,7 @@ func (v *validator) power(i int, hf *hostFacts) error {
 	if s.IsZero() && tuned == "" {
 		return nil
 	}
-	f, err := hf.powerFacts()
+	f, err := hf.f.powerFacts()
 	if errors.Is(err, os.ErrNotExist) {
 		p := v.field(i, "power")
 		if s.IsZero() {
@@ -497,7 +497,7 @@ func (v *validator) mgmt(rsp *Host, hf *hostFacts) error {
 	if len(sites) == 0 {
 		return nil
 	}
-	mg, err := hf.f.MgmtInterfaces()
+	mg, err := hf.f.mgmtInterfaces()
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -564,12 +564,8 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 	// stress-ng matters only for an arm that can otherwise run.
 	needStress := e.Load != nil || e.SMTSibling != nil
 	if len(skip) == 0 && (needStress || slices.Contains(e.Requires, RequireStressNG)) {
-		ok, err := hf.hasStress()
-		if err != nil {
-			return err
-		}
 		switch {
-		case ok:
+		case hf.f.StressNG:
 		case slices.Contains(e.Requires, RequireStressNG):
 			skip = append(skip, "stress-ng is not installed")
 		default:
@@ -594,7 +590,7 @@ func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone 
 	var siblings []int
 	noSMT := ""
 	if cpu >= 0 && (e.SMTSibling != nil || slices.Contains(e.Requires, RequireSMT)) {
-		sib, err := hf.f.ThreadSiblings(cpu)
+		sib, err := hf.f.threadSiblings(cpu)
 		if err != nil {
 			return skip, &HostError{hf.name, err}
 		}
@@ -631,7 +627,7 @@ func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone 
 		icpu = hf.online[0]
 	}
 	if cs := e.CState; cs != nil && icpu >= 0 && !cstateDone {
-		names, err := hf.f.IdleStates(icpu)
+		names, err := hf.f.idleStates(icpu)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states: it idles in the kernel's default state (HLT on x86, WFI on arm64), which ignores PM QoS and has nothing to disable, so this arm would change nothing", icpu, hf.name),
@@ -693,9 +689,9 @@ func needOf(h Host) tstamp.Need {
 	return n
 }
 
-func planTimestamping(h Host, f HostFacts, mode TimestampMode) TimestampPlan {
+func planTimestamping(h Host, f *Facts, mode TimestampMode) TimestampPlan {
 	tp := TimestampPlan{Host: h.Name, Iface: h.Iface, Need: needOf(h)}
-	st, err := f.Timestamping(h.Iface)
+	st, err := f.timestamping(h.Iface)
 	if err != nil {
 		tp.Err = err
 		return tp
@@ -713,7 +709,7 @@ func planTimestamping(h Host, f HostFacts, mode TimestampMode) TimestampPlan {
 // the timestamping of each host's NIC (hosts without facts or iface are
 // left out). The runner decides again on each host, through its agent,
 // when the run starts.
-func (s *Scenario) TimestampPlans(facts map[string]HostFacts) []TimestampPlan {
+func (s *Scenario) TimestampPlans(facts map[string]*Facts) []TimestampPlan {
 	var out []TimestampPlan
 	for _, h := range s.Hosts {
 		if f := facts[h.Name]; f != nil && h.Iface != "" && s.Emulate == "" {
@@ -724,7 +720,7 @@ func (s *Scenario) TimestampPlans(facts map[string]HostFacts) []TimestampPlan {
 }
 
 func (s *Scenario) timestampPlans(hosts map[string]*hostFacts) []TimestampPlan {
-	facts := map[string]HostFacts{}
+	facts := map[string]*Facts{}
 	for n, hf := range hosts {
 		if h := s.host(n); h != nil && slices.Contains(hf.ifaces, h.Iface) {
 			facts[n] = hf.f

@@ -279,7 +279,7 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 	if sm := e.SMTSibling; sm != nil && r.CPU != nil {
 		sib := fmt.Sprintf("the SMT sibling of CPU %d", *r.CPU)
 		if local != nil {
-			if l, err := (LocalFacts{FS: *local}).ThreadSiblings(*r.CPU); err == nil {
+			if l, err := hostinfo.ThreadSiblings(*local, *r.CPU); err == nil {
 				sib = fmt.Sprintf("CPU %s (sibling of %d)", cpulist.Format(slices.DeleteFunc(l, func(c int) bool { return c == *r.CPU })), *r.CPU)
 			}
 		}

@@ -9,15 +9,8 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
-	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/power/powertest"
 )
-
-// treeHost is a fake host root read through LocalFacts, as `rig run
-// --dry-run` reads this machine; stress-ng counts as installed.
-type treeHost struct{ LocalFacts }
-
-func (treeHost) HasStressNG() (bool, error) { return true, nil }
 
 // fakeTree is a powertest layout with isolated CPUs 1-3 and the
 // interfaces the shipped scenarios name.
@@ -49,7 +42,7 @@ func TestPowerScenarioDryRunIntelHost(t *testing.T) {
 	}
 	fs := fakeTree(t, powertest.IntelActive, 26)
 	before := powertest.Snapshot(t, fs.Root)
-	if err := Validate(s, factsFor(s, treeHost{LocalFacts{FS: fs}})); err != nil {
+	if err := Validate(s, factsFor(s, treeWithStressNG(t, fs))); err != nil {
 		t.Fatal(err)
 	}
 	p := s.Plan()
@@ -89,7 +82,7 @@ func TestPowerScenarioRefusedWithoutCpufreq(t *testing.T) {
 		powertest.GravitonCPPC: {"power.yaml:60:43: host rsp has no boost range: ACPI CPPC highest_perf 280 = nominal_perf 280", "AWS Graviton"},
 	} {
 		fs := fakeTree(t, l, 26)
-		err := Validate(s, factsFor(s, treeHost{LocalFacts{FS: fs}}))
+		err := Validate(s, factsFor(s, treeWithStressNG(t, fs)))
 		var list ErrorList
 		if !errors.As(err, &list) {
 			t.Fatalf("%s: %v", l, err)
@@ -155,16 +148,12 @@ arms:
   - name: a
     tuned: network-latency
 `)
-	err := Validate(s, factsFor(s, oldAgent{smallHost()}))
+	old := smallHost().facts()
+	old.Power = nil // an older rig's agent does not report it
+	err := Validate(s, factsFor(s, old))
 	if err == nil || !strings.Contains(err.Error(), "does not report its frequency control") || !strings.Contains(err.Error(), "6:5") {
 		t.Fatalf("%v", err)
 	}
-}
-
-type oldAgent struct{ *StaticFacts }
-
-func (oldAgent) Power() (power.Facts, error) {
-	return power.Facts{}, errors.Join(errors.New("an older rig"), os.ErrNotExist)
 }
 
 // TestPowerNotesSharedPolicy: a policy shared by several CPUs is noted in

@@ -76,10 +76,95 @@ func hwNIC() tstamp.NICState {
 	}
 }
 
-func factsFor(s *Scenario, f HostFacts) map[string]HostFacts {
-	m := map[string]HostFacts{}
+// StaticFacts is a host's facts from fixed values, with the defaults a
+// test wants: a nil Siblings entry means "no SMT sibling", a nil Idle
+// "no cpuidle", an interface missing from NICs a software-only NIC whose
+// config cannot be read (veth), nil PowerFacts no frequency control.
+type StaticFacts struct {
+	Online     []int
+	Siblings   map[int][]int // cpu → siblings including cpu
+	Isolated   []int
+	NohzFull   []int
+	Ifaces     []string
+	StressNG   bool
+	NICs       map[string]tstamp.NICState
+	Idle       []string // state names, the same on every CPU
+	Mgmt       []string // interfaces that carry a default route
+	Addrs      map[string][]netip.Addr
+	PowerFacts *power.Facts
+}
+
+// hostOf is what tests hand to factsFor: a *StaticFacts or a *Facts.
+type hostOf interface{ facts() *Facts }
+
+func (f *Facts) facts() *Facts { return f }
+
+func (sf *StaticFacts) facts() *Facts {
+	f := &Facts{Online: sf.Online, Siblings: map[int][]int{}, Isolated: sf.Isolated, NohzFull: sf.NohzFull, Ifaces: sf.Ifaces,
+		StressNG: sf.StressNG, Timestamping: map[string]tstamp.NICState{}, IdleStates: map[int][]string{},
+		MgmtIfaces: append([]string{}, sf.Mgmt...), Addrs: map[string][]netip.Addr{}, Power: &power.Facts{}}
+	for _, c := range sf.Online {
+		f.Siblings[c] = []int{c}
+		if sib, ok := sf.Siblings[c]; ok {
+			f.Siblings[c] = sib
+		}
+		if sf.Idle != nil {
+			f.IdleStates[c] = sf.Idle
+		}
+	}
+	if sf.Idle == nil {
+		f.Missing = append(f.Missing, "cpuidle")
+	}
+	for _, i := range sf.Ifaces {
+		st, ok := sf.NICs[i]
+		if !ok {
+			st = tstamp.NICState{Caps: tstamp.Caps{SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware, PHCIndex: -1},
+				ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}
+		}
+		st.Ifname, st.Caps.Ifname = i, i
+		st.Mgmt = st.Mgmt || slices.Contains(sf.Mgmt, i) // as nicctl.InspectTimestamping fills it
+		f.Timestamping[i] = st
+	}
+	for i, as := range sf.Addrs {
+		f.Addrs[i] = as
+	}
+	if sf.PowerFacts != nil {
+		f.Power = sf.PowerFacts
+	}
+	return f
+}
+
+// tree reads the facts of a fake host root, as `rig run --dry-run` reads
+// this machine.
+func tree(t *testing.T, fs hostfs.FS) *Facts {
+	t.Helper()
+	f, err := ReadFacts(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// treeWithStressNG is tree with stress-ng installed.
+func treeWithStressNG(t *testing.T, fs hostfs.FS) *Facts {
+	f := tree(t, fs)
+	f.StressNG = true
+	return f
+}
+
+func factsFor(s *Scenario, f hostOf) map[string]*Facts {
+	m := map[string]*Facts{}
 	for _, h := range s.Hosts {
-		m[h.Name] = f
+		m[h.Name] = f.facts()
+	}
+	return m
+}
+
+// factsOf converts a test's map of hosts.
+func factsOf(hosts map[string]hostOf) map[string]*Facts {
+	m := map[string]*Facts{}
+	for n, h := range hosts {
+		m[n] = h.facts()
 	}
 	return m
 }
@@ -109,7 +194,7 @@ func TestShippedScenarios(t *testing.T) {
 			facts := bigHost()
 			if s.Emulate != "" {
 				// demo.yaml must run here, on this machine.
-				local := LocalFacts{FS: hostfs.Default()}
+				local := tree(t, hostfs.Default())
 				if err := Validate(s, factsFor(s, local)); err != nil {
 					t.Fatalf("against this machine: %v", err)
 				}
@@ -441,25 +526,28 @@ arms:
 	}
 }
 
-func TestLocalFacts(t *testing.T) {
-	f := LocalFacts{FS: hostfs.Default()}
-	on, err := f.OnlineCPUs()
-	if err != nil || len(on) == 0 {
-		t.Fatalf("online CPUs: %v %v", on, err)
+func TestReadFacts(t *testing.T) {
+	f := tree(t, hostfs.Default())
+	if len(f.Online) == 0 {
+		t.Fatalf("online CPUs: %v", f.Online)
 	}
-	sib, err := f.ThreadSiblings(on[0])
-	if err != nil || !slices.Contains(sib, on[0]) {
-		t.Errorf("siblings of %d: %v %v", on[0], sib, err)
+	if sib, err := f.threadSiblings(f.Online[0]); err != nil || !slices.Contains(sib, f.Online[0]) {
+		t.Errorf("siblings of %d: %v %v", f.Online[0], sib, err)
 	}
-	ifs, err := f.Interfaces()
-	if err != nil || !slices.Contains(ifs, "lo") {
-		t.Errorf("interfaces: %v %v", ifs, err)
+	if !slices.Contains(f.Ifaces, "lo") {
+		t.Errorf("interfaces: %v", f.Ifaces)
 	}
-	if _, err := (LocalFacts{FS: hostfs.FS{Root: t.TempDir()}}).Timestamping("lo"); !errors.Is(err, errors.ErrUnsupported) {
+	if st, err := f.timestamping("lo"); err != nil || st.Caps.HardwareRX() || st.ConfigKnown {
+		t.Errorf("lo timestamping: %+v %v", st, err)
+	}
+	// A fake root has no kernel to ask: not "none", but "cannot say".
+	fake := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c7i"})
+	if _, err := fake.timestamping(fake.Ifaces[0]); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "cannot ask a fake host root") {
 		t.Errorf("HW stamps on a fake root: %v", err)
 	}
-	if st, err := f.Timestamping("lo"); err != nil || st.Caps.HardwareRX() || st.ConfigKnown {
-		t.Errorf("lo timestamping: %+v %v", st, err)
+	// An empty root is not a host: reading fails, naming what is missing.
+	if _, err := ReadFacts(hostfs.FS{Root: t.TempDir()}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("empty root: %v", err)
 	}
 }
 
@@ -598,14 +686,29 @@ arms:
 	if err == nil || !strings.Contains(err.Error(), "timestamps: hardware, and on host rsp (RX ALL + TX ON): eth0 cannot give rig's probes") {
 		t.Errorf("hardware stamps on a software NIC: %v", err)
 	}
-	// A failure to read facts is not a file problem.
+	// Facts that cannot say what the file asks (an arm requires hardware
+	// stamps of a NIC the host could not read) are not a file problem: a
+	// *HostError, and the plan says why.
+	unread := smallHost().facts()
+	delete(unread.Timestamping, "eth0")
+	unread.TimestampingErr = map[string]string{"eth0": "SIOCGHWTSTAMP: EPERM"}
 	var list ErrorList
-	err = Validate(s, map[string]HostFacts{"rsp": LocalFacts{FS: hostfs.FS{Root: t.TempDir()}}})
 	var he *HostError
-	if errors.As(err, &list) || !errors.As(err, &he) || !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("unreadable host: %v", err)
+	if err := Validate(s, map[string]*Facts{"rsp": unread}); errors.As(err, &list) || !errors.As(err, &he) || !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("unreadable NIC on a host: %v", err)
 	}
-	if u := s.Unchecked(map[string]HostFacts{"rsp": smallHost()}); !slices.Equal(u, []string{"snd"}) {
+	if tp := s.TimestampPlans(map[string]*Facts{"rsp": unread}); len(tp) != 1 || !strings.Contains(tp[0].String(), "not checked: timestamping of eth0: SIOCGHWTSTAMP: EPERM") {
+		t.Errorf("plan of an unreadable NIC: %v", tp)
+	}
+	// Facts that contradict themselves (a CPU without its siblings) are
+	// not a file problem: a *HostError.
+	broken := bigHost().facts()
+	delete(broken.Siblings, 1)
+	smt := load(t, "name: t\nemulate: netns\ntraffic: {group: \"239.1.1.1:5000\"}\narms:\n  - name: a\n    responder: {cpu: 1}\n    requires: [smt]\n")
+	if err := Validate(smt, factsFor(smt, broken)); errors.As(err, &list) || !errors.As(err, &he) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("facts without CPU 1's siblings: %v", err)
+	}
+	if u := s.Unchecked(map[string]*Facts{"rsp": smallHost().facts()}); !slices.Equal(u, []string{"snd"}) {
 		t.Errorf("unchecked: %v", u)
 	}
 }
@@ -666,8 +769,8 @@ arms: [{name: a}]
 	}
 	s := load(t, src)
 	// ENA (RX only): the capture may use it, the sender and responder not.
-	facts := map[string]HostFacts{"snd": host(map[string]tstamp.NICState{"ens5": ena}), "cap": host(map[string]tstamp.NICState{"ens6": ena}),
-		"rsp": host(map[string]tstamp.NICState{"ens5": hwNIC()})}
+	facts := factsOf(map[string]hostOf{"snd": host(map[string]tstamp.NICState{"ens5": ena}), "cap": host(map[string]tstamp.NICState{"ens6": ena}),
+		"rsp": host(map[string]tstamp.NICState{"ens5": hwNIC()})})
 	err := Validate(s, facts)
 	if err == nil || !strings.Contains(err.Error(), "on host snd (RX ALL + TX ON): ens5 cannot give rig's probes RX ALL + TX ON in hardware (TX: no hardware TX stamps") ||
 		strings.Contains(err.Error(), "host cap") || strings.Contains(err.Error(), "host rsp") {
@@ -675,8 +778,8 @@ arms: [{name: a}]
 	}
 	// A NIC that is off is switched on by the run (once, journaled); a
 	// ptp4l-owned one only because the host allows the take-over.
-	facts["snd"] = host(map[string]tstamp.NICState{"ens5": off})
-	facts["rsp"] = host(map[string]tstamp.NICState{"ens5": ptp})
+	facts["snd"] = host(map[string]tstamp.NICState{"ens5": off}).facts()
+	facts["rsp"] = host(map[string]tstamp.NICState{"ens5": ptp}).facts()
 	if err := Validate(s, facts); err != nil {
 		t.Fatal(err)
 	}

@@ -161,8 +161,9 @@ func TestUnicastResolved(t *testing.T) {
 	// Facts that cannot say (a fake host root) leave it to the run, and
 	// the dry run says so.
 	s = load(t, strings.Replace(unicastSrc, "%s", "", 1))
-	fake := LocalFacts{FS: hostfs.FS{Root: "../hostinfo/testdata/c7i"}}
-	if err := Validate(s, map[string]HostFacts{"snd": hostWithAddrs(), "rsp": withEth1{fake}}); err != nil {
+	fake := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c7i"})
+	fake.Ifaces = append(fake.Ifaces, "eth1") // a fake host root that also has eth1
+	if err := Validate(s, map[string]*Facts{"snd": hostWithAddrs().facts(), "rsp": fake}); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
@@ -172,14 +173,6 @@ func TestUnicastResolved(t *testing.T) {
 	if !strings.Contains(out.String(), "requests unicast to the responder's address on eth1, port 9000 (not checked here: resolved from the responder's agent when the run starts)") {
 		t.Errorf("dry run with unreadable addresses:\n%s", out.String())
 	}
-}
-
-// withEth1 is a fake host root that also has eth1.
-type withEth1 struct{ LocalFacts }
-
-func (w withEth1) Interfaces() ([]string, error) {
-	l, err := w.LocalFacts.Interfaces()
-	return append(l, "eth1"), err
 }
 
 // A multicast arm beside a unicast one: the dry run names each arm's
@@ -206,7 +199,7 @@ func TestDryRunMixedRequests(t *testing.T) {
 
 // UnicastAddr is what the runner asks the responder's agent.
 func TestUnicastAddr(t *testing.T) {
-	f := hostWithAddrs("10.0.1.20")
+	f := hostWithAddrs("10.0.1.20").facts()
 	if a, err := UnicastAddr(f, "rsp", "eth1", netip.Addr{}); err != nil || a.String() != "10.0.1.20" {
 		t.Fatalf("%v %v", a, err)
 	}
@@ -219,17 +212,19 @@ func TestUnicastAddr(t *testing.T) {
 	}
 }
 
-// LocalFacts asks the kernel for addresses (lo has 127.0.0.1); a fake
+// ReadFacts asks the kernel for addresses (lo has 127.0.0.1); a fake
 // host root cannot say.
-func TestLocalFactsAddresses(t *testing.T) {
-	as, err := LocalFacts{FS: hostfs.Default()}.Addresses("lo")
+func TestReadFactsAddresses(t *testing.T) {
+	local := tree(t, hostfs.Default())
+	as, err := local.addresses("lo")
 	if err != nil || len(as) == 0 || as[0] != netip.MustParseAddr("127.0.0.1") {
 		t.Fatalf("lo: %v %v", as, err)
 	}
-	if _, err := (LocalFacts{FS: hostfs.Default()}).Addresses("nosuch0"); !errors.Is(err, os.ErrNotExist) {
+	if _, err := local.addresses("nosuch0"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("unknown interface: %v", err)
 	}
-	if _, err := (LocalFacts{FS: hostfs.FS{Root: t.TempDir()}}).Addresses("lo"); !errors.Is(err, errors.ErrUnsupported) {
-		t.Errorf("fake root: %v", err)
+	fake := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c7i"})
+	if _, err := fake.addresses(fake.Ifaces[0]); !errors.Is(err, os.ErrNotExist) || fake.Addrs != nil {
+		t.Errorf("fake root: %v %v", err, fake.Addrs)
 	}
 }

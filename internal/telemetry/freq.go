@@ -7,44 +7,8 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/teldata"
 )
-
-// Sources of the measured frequency (FreqResult.Source).
-const (
-	// FreqAPERF: ΔAPERF/ΔMPERF × the nominal frequency, from the msr
-	// driver, read at the round's first and last sample: the average
-	// frequency while the CPU was not idle (turbostat's Bzy_MHz).
-	FreqAPERF = "APERF/MPERF"
-	// FreqCurFreq: the mean of cpufreq's scaling_cur_freq at every sample
-	// (on x86 the kernel's own APERF/MPERF estimate over its last tick;
-	// elsewhere the driver's last request).
-	FreqCurFreq = "scaling_cur_freq"
-	// FreqNone: neither exists on the host (a VM without msr or cpufreq).
-	FreqNone = "not measurable here"
-)
-
-// FreqResult is the responder CPU's frequency over one round.
-type FreqResult struct {
-	CPU    int    `json:"cpu"`
-	Source string `json:"source"`
-	// MHz is the round's average; 0 with FreqNone.
-	MHz float64 `json:"mhz,omitempty"`
-	// MinMHz and MaxMHz bound the scaling_cur_freq samples.
-	MinMHz float64 `json:"min_mhz,omitempty"`
-	MaxMHz float64 `json:"max_mhz,omitempty"`
-	// Samples is the number of readings behind MHz (2 for APERF/MPERF:
-	// start and end).
-	Samples int `json:"samples,omitempty"`
-	// BaseMHz is the nominal frequency MPERF counts at, BaseFrom where it
-	// came from (APERF/MPERF only).
-	BaseMHz  float64 `json:"base_mhz,omitempty"`
-	BaseFrom string  `json:"base_from,omitempty"`
-	// BusyPct is the share of the round the CPU was not idle:
-	// ΔMPERF / (nominal × wall time) (APERF/MPERF only).
-	BusyPct float64 `json:"busy_pct,omitempty"`
-	// Note says why a better source was not used, or what to keep in mind.
-	Note string `json:"note,omitempty"`
-}
 
 // freqMeter is the sampler's frequency source, opened by New.
 type freqMeter struct {
@@ -166,20 +130,20 @@ func (fm *freqMeter) close() {
 }
 
 // result computes the round's frequency from n samples.
-func (fm *freqMeter) result(n int) *FreqResult {
-	r := &FreqResult{CPU: fm.cpu, Source: FreqNone, Note: fm.note}
+func (fm *freqMeter) result(n int) *teldata.FreqResult {
+	r := &teldata.FreqResult{CPU: fm.cpu, Source: teldata.FreqNone, Note: fm.note}
 	switch {
 	case fm.msr != nil:
-		r.Source = FreqAPERF
+		r.Source = teldata.FreqAPERF
 		r.BaseMHz, r.BaseFrom = float64(fm.baseKHz)/1e3, fm.baseFrom
 		dm, da := fm.m1-fm.m0, fm.a1-fm.a0
 		switch {
 		case !fm.ok0 || !fm.ok1:
-			r.Source, r.Note = FreqNone, "reading APERF/MPERF failed at the start or the end of the round"
+			r.Source, r.Note = teldata.FreqNone, "reading APERF/MPERF failed at the start or the end of the round"
 		case fm.m1 < fm.m0 || fm.a1 < fm.a0:
-			r.Source, r.Note = FreqNone, "APERF/MPERF went backwards during the round (the counters were reset)"
+			r.Source, r.Note = teldata.FreqNone, "APERF/MPERF went backwards during the round (the counters were reset)"
 		case dm == 0:
-			r.Source, r.Note = FreqNone, "MPERF did not move: the CPU was idle for the whole round"
+			r.Source, r.Note = teldata.FreqNone, "MPERF did not move: the CPU was idle for the whole round"
 		default:
 			r.MHz = float64(fm.baseKHz) / 1e3 * float64(da) / float64(dm)
 			r.Samples = 2
@@ -188,7 +152,7 @@ func (fm *freqMeter) result(n int) *FreqResult {
 			}
 		}
 	case fm.cur != nil:
-		r.Source = FreqCurFreq
+		r.Source = teldata.FreqCurFreq
 		var sum float64
 		for _, k := range fm.kHz[:n] {
 			if k == 0 {
@@ -205,7 +169,7 @@ func (fm *freqMeter) result(n int) *FreqResult {
 			r.Samples++
 		}
 		if r.Samples == 0 {
-			r.Source, r.Note = FreqNone, "every scaling_cur_freq read failed"
+			r.Source, r.Note = teldata.FreqNone, "every scaling_cur_freq read failed"
 			break
 		}
 		r.MHz = sum / float64(r.Samples)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power/powertest"
+	"github.com/rig-project/rig/internal/teldata"
 )
 
 // msrBytes is a fixture for /dev/cpu/N/msr at 0xE7: MPERF = mperf and
@@ -47,7 +48,7 @@ func TestFreqAPERF(t *testing.T) {
 	r := s.result().Freq
 	// ΔAPERF/ΔMPERF = ((1<<32)>>8 − (1<<20)>>8) / ((1<<32) − (1<<20)) = 1/256.
 	want := 3100.0 / 256
-	if r.Source != FreqAPERF || math.Abs(r.MHz-want) > 1e-9 || r.BaseMHz != 3100 || r.Samples != 2 ||
+	if r.Source != teldata.FreqAPERF || math.Abs(r.MHz-want) > 1e-9 || r.BaseMHz != 3100 || r.Samples != 2 ||
 		!strings.Contains(r.BaseFrom, "Gold 6346") || !strings.Contains(r.Note, "IPI") {
 		t.Fatalf("%+v, want %.6f MHz", r, want)
 	}
@@ -62,11 +63,11 @@ func TestFreqMath(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	fm.m1 = fm.m0
-	if r := fm.result(0); r.Source != FreqNone || !strings.Contains(r.Note, "idle for the whole round") {
+	if r := fm.result(0); r.Source != teldata.FreqNone || !strings.Contains(r.Note, "idle for the whole round") {
 		t.Fatalf("idle round %+v", r)
 	}
 	fm.m1, fm.ok1 = 0, true
-	if r := fm.result(0); r.Source != FreqNone || !strings.Contains(r.Note, "backwards") {
+	if r := fm.result(0); r.Source != teldata.FreqNone || !strings.Contains(r.Note, "backwards") {
 		t.Fatalf("reset %+v", r)
 	}
 }
@@ -87,7 +88,7 @@ func TestFreqCurFreq(t *testing.T) {
 	s.sample()
 	s.sample()
 	r := s.result().Freq
-	if r.Source != FreqCurFreq || r.Samples != 3 || math.Abs(r.MHz-(3000+3400+3400)/3.0) > 1e-9 || r.MinMHz != 3000 || r.MaxMHz != 3400 ||
+	if r.Source != teldata.FreqCurFreq || r.Samples != 3 || math.Abs(r.MHz-(3000+3400+3400)/3.0) > 1e-9 || r.MinMHz != 3000 || r.MaxMHz != 3400 ||
 		!strings.Contains(r.Note, "no /dev/cpu/2/msr (the msr driver is not loaded: modprobe msr)") {
 		t.Fatalf("%+v", r)
 	}
@@ -104,7 +105,7 @@ func TestFreqNotMeasurable(t *testing.T) {
 	s.sample()
 	s.sample()
 	r := s.result().Freq
-	if r.Source != FreqNone || r.MHz != 0 || !strings.Contains(r.Note, "no /dev/cpu/1/msr") || !strings.Contains(r.Note, "no cpufreq on CPU 1") {
+	if r.Source != teldata.FreqNone || r.MHz != 0 || !strings.Contains(r.Note, "no /dev/cpu/1/msr") || !strings.Contains(r.Note, "no cpufreq on CPU 1") {
 		t.Fatalf("%+v", r)
 	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/testbin"
 )
 
 // TestSamplerNeverOnMeasuredCPU checks the sampler thread's affinity from
@@ -51,9 +53,7 @@ func TestSamplerNeverOnMeasuredCPU(t *testing.T) {
 // TestStressNGSeen runs stress-ng on the measured CPU next to a fake
 // responder thread and asserts the telemetry shows both.
 func TestStressNGSeen(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("integration test: needs root")
-	}
+	testbin.Integration(t)
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs 2 CPUs")
 	}
@@ -103,7 +103,7 @@ func TestStressNGSeen(t *testing.T) {
 	if serr != nil {
 		t.Fatal(serr)
 	}
-	var stress []ThreadSeen
+	var stress []teldata.ThreadSeen
 	for _, th := range r.Threads {
 		if strings.HasPrefix(th.Comm, "stress-ng") {
 			stress = append(stress, th)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/teldata"
 )
 
 // copyTree copies a fixture tree so a test can move its counters.
@@ -127,19 +128,6 @@ func TestEverySourceOnFakeTree(t *testing.T) {
 	}
 }
 
-func TestIntervalAt(t *testing.T) {
-	r := &Result{Intervals: []Interval{{Start: 10, End: 20}, {Start: 20, End: 30}}}
-	for _, c := range []struct {
-		t    int64
-		want int
-	}{{5, -1}, {10, -1}, {11, 0}, {20, 0}, {21, 1}, {30, 1}, {31, -1}} {
-		got := r.IntervalAt(c.t)
-		if (c.want < 0) != (got == nil) || (got != nil && got != &r.Intervals[c.want]) {
-			t.Errorf("IntervalAt(%d) = %v, want interval %d", c.t, got, c.want)
-		}
-	}
-}
-
 func TestNewRefuses(t *testing.T) {
 	h := hostfs.FS{Root: "../hostinfo/testdata/isolated"}
 	for name, cfg := range map[string]Config{
@@ -179,7 +167,7 @@ func TestSampleAllocs(t *testing.T) {
 		t.Fatal(s.firstErr)
 	}
 	r := s.result()
-	if r.Freq == nil || r.Freq.Source != FreqCurFreq || r.Freq.Samples != 101 { // AllocsPerRun warms up once
+	if r.Freq == nil || r.Freq.Source != teldata.FreqCurFreq || r.Freq.Samples != 101 { // AllocsPerRun warms up once
 		t.Fatalf("frequency samples: %+v", r.Freq)
 	}
 	if len(r.Sources) != 1 || r.Sources[0].Label() != "nic rx_dropped" {
@@ -244,7 +232,7 @@ func TestThreadScanSchedstat(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts.scan(1)
-	got := map[string]ThreadSeen{}
+	got := map[string]teldata.ThreadSeen{}
 	for _, th := range ts.threads {
 		got[th.Comm] = th
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/teldata"
 )
 
 // threadScanner finds the threads that ran on the measured CPUs. A task's
@@ -19,7 +20,7 @@ import (
 type threadScanner struct {
 	fs      hostfs.FS
 	cpus    []int
-	threads []ThreadSeen
+	threads []teldata.ThreadSeen
 	byTID   map[int]int    // tid -> index in threads (latest comm)
 	slices  map[int]uint64 // tid -> timeslices at the previous scan
 	runNS   map[int]uint64
@@ -64,7 +65,7 @@ func (ts *threadScanner) scan(sample int) {
 			k, ok := ts.byTID[tid]
 			if !ok || ts.threads[k].Comm != string(comm) {
 				k = len(ts.threads)
-				ts.threads = append(ts.threads, ThreadSeen{TID: tid, PID: pid, Comm: string(comm)})
+				ts.threads = append(ts.threads, teldata.ThreadSeen{TID: tid, PID: pid, Comm: string(comm)})
 				ts.byTID[tid] = k
 			}
 			th := &ts.threads[k]

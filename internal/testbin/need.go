@@ -9,8 +9,11 @@ import (
 	"github.com/rig-project/rig/internal/load"
 )
 
-// Integration skips t under -short and when not root: the integration
-// tests build network namespaces and change host settings.
+// Integration is the one gate of the tests that build network namespaces,
+// start stress-ng, need root or change host settings: it skips t under
+// -short (so `go test -short ./...` and `make unit` start none of them) and
+// when not root. netlabtest.New and StressNG call it; TestGate checks that
+// no test file checks for root or builds namespaces on its own.
 func Integration(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
@@ -21,11 +24,12 @@ func Integration(t testing.TB) {
 	}
 }
 
-// StressNG skips t when stress-ng is missing, or when a stress-ng that is
-// not the test's own runs already (the test could not prove that its own
-// load was stopped).
+// StressNG gates t with Integration, and skips it when stress-ng is
+// missing or when a stress-ng that is not the test's own runs already (the
+// test could not prove that its own load was stopped).
 func StressNG(t testing.TB) {
 	t.Helper()
+	Integration(t)
 	if _, err := exec.LookPath("stress-ng"); err != nil {
 		t.Skip("stress-ng not installed (make deps installs it)")
 	}

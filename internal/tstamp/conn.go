@@ -98,7 +98,7 @@ type Conn struct {
 // UDPOptions configure ListenUDP.
 type UDPOptions struct {
 	// Device binds the socket to an interface (SO_BINDTODEVICE). It pins
-	// egress and lets Enable check the NIC's capabilities. Needs
+	// egress and lets EnableWith check the NIC's capabilities. Needs
 	// CAP_NET_RAW unless the kernel allows unprivileged binding.
 	Device string
 	// ReuseAddr sets SO_REUSEADDR (several receivers of one multicast port).

@@ -88,7 +88,7 @@ const (
 	// Auto asks for hardware and software stamps and settles for software
 	// when the interface cannot stamp in hardware (the reason is recorded).
 	Auto Mode = iota
-	// Hardware requires NIC stamps; Enable fails with the capability report
+	// Hardware requires NIC stamps; EnableWith fails with the capability report
 	// when the interface cannot provide them. SW stamps are requested too,
 	// for diagnosis (stage breakdown), but metrics must use HW.
 	Hardware
@@ -145,7 +145,7 @@ func (m *Mode) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Flag sets asked for by Enable. The SW flags ride along in Hardware/Auto so
+// Flag sets asked for by EnableWith. The SW flags ride along in Hardware/Auto so
 // one packet carries both stamps (stage breakdown, fallback in the same run).
 const (
 	swTxFlags = FlagTxSoftware | FlagSoftware
@@ -158,7 +158,7 @@ const (
 	optionalFlags = FlagOptRxFilter | FlagOptTxSwHw
 )
 
-// Granted says what Enable obtained for a socket.
+// Granted says what EnableWith obtained for a socket.
 type Granted struct {
 	Mode      Mode
 	Requested Flags // what was asked for first
@@ -223,10 +223,6 @@ type Options struct {
 	// Tests pass driver profiles.
 	Device Device
 }
-
-// Enable asks the kernel for timestamps on fd according to mode and returns
-// what it granted. See EnableWith.
-func Enable(fd int, mode Mode) (Granted, error) { return EnableWith(fd, mode, Options{}) }
 
 // EnableWith asks the kernel for timestamps on fd according to mode.
 //

@@ -17,6 +17,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/rig-project/rig/internal/testbin"
 )
 
 // nsPair is two fresh network namespaces joined by a veth pair:
@@ -49,9 +51,7 @@ func onThread(ns netns.NsHandle, fn func() error) error {
 
 func newNSPair(t *testing.T) *nsPair {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces)")
-	}
+	testbin.Integration(t)
 	n := nsSeq.Add(1)
 	tag := fmt.Sprintf("%d%d", os.Getpid()%100000, n)
 	p := &nsPair{ifA: "rtsa" + tag, ifB: "rtsb" + tag,

@@ -86,15 +86,12 @@ func ListenPacket(ifindex int, nonBlocking bool) (*PacketConn, error) {
 	return p, nil
 }
 
-// Ifindex returns the interface the socket is bound to.
-func (p *PacketConn) Ifindex() int { return p.ifindex }
-
 // Close closes the socket once no call is in progress.
 func (p *PacketConn) Close() error { return p.close() }
 
-// EnableTimestamping runs Enable: RX_SOFTWARE|SOFTWARE, plus
+// EnableTimestamping runs EnableWith: RX_SOFTWARE|SOFTWARE, plus
 // RX_HARDWARE|RAW_HARDWARE in Hardware and Auto mode where the interface
-// can (see Enable for the error contract).
+// can (see EnableWith for the error contract).
 func (p *PacketConn) EnableTimestamping(mode Mode) (Granted, error) {
 	return p.EnableTimestampingWith(mode, Options{})
 }

@@ -87,18 +87,6 @@ func (p *PHC) Close() error {
 	return p.f.Close()
 }
 
-// Now reads the PHC time in ns (clock_gettime on its dynamic clock id).
-func (p *PHC) Now() (int64, error) {
-	if p.f == nil {
-		return 0, fmt.Errorf("tstamp: PHC has no device file: %w", errors.ErrUnsupported)
-	}
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.FdToClockID(int(p.f.Fd())), &ts); err != nil {
-		return 0, fmt.Errorf("tstamp: clock_gettime(%s): %w", p.f.Name(), err)
-	}
-	return ts.Nano(), nil
-}
-
 // Offset measures PHC − CLOCK_REALTIME with the best method the device
 // has: PRECISE when its caps report cross-timestamping, else EXTENDED
 // (the sample with the shortest bracket, midpoint estimate, window =

@@ -11,17 +11,17 @@ import (
 
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/owner"
+	"github.com/rig-project/rig/internal/testbin"
 )
 
-// New builds a lab with a unique name and returns its topology. It skips
-// the test when not running as root, fails it when the lab cannot be built,
+// New builds a lab with a unique name and returns its topology. It gates
+// the test with testbin.Integration (skipped under -short or when not
+// root), fails it when the lab cannot be built,
 // and registers a cleanup (which runs after failures and panics too) that
 // removes the lab and fails the test if any of its namespaces survive.
 func New(t testing.TB, opts netlab.Options) *netlab.Topology {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("netlab needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to build network namespaces")
-	}
+	testbin.Integration(t)
 	name := netlab.UniqueName("t")
 	// Registered before Up so that a half-built lab is removed as well.
 	t.Cleanup(func() {

@@ -60,6 +60,10 @@ type Config struct {
 	// StopAfter ends the loop after that many requests were answered
 	// (0 = run until stopped).
 	StopAfter int
+	// ID is carried in every reply: with several responders answering
+	// one multicast request, the sender and the capture tell the replies
+	// apart by it.
+	ID uint32
 	// Host names this host in the sample file.
 	Host string
 	Arm  string
@@ -306,7 +310,7 @@ func (r *Responder) step() error {
 	} else {
 		r.cnt.OutOfRange++
 	}
-	wire.MakeReply(p)
+	wire.MakeReply(p, r.cfg.ID)
 	dst := from
 	if r.cfg.ReplyTo.IsValid() {
 		dst = r.cfg.ReplyTo
@@ -403,7 +407,7 @@ func (r *Responder) Header(arm, round int) samples.Header {
 		Iface:       r.cfg.Iface,
 		Clocks:      Clocks(r.granted, r.hw, r.cfg.Iface, "req_rx", "rep_tx"),
 		Settings: map[string]any{
-			"cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "rcvbuf_bytes": r.rcvbuf, "busy_poll_us": r.cfg.BusyPollUS,
+			"id": r.cfg.ID, "cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "rcvbuf_bytes": r.rcvbuf, "busy_poll_us": r.cfg.BusyPollUS,
 			"sched": r.cfg.Sched.String(), "timestamps": r.granted.String(),
 			"tx_keying": r.conn.Keying().String(), "phc": r.phc, "hardware_stamps": r.hw.String(),
 		},

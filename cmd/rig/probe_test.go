@@ -48,7 +48,7 @@ func TestProbeBadInput(t *testing.T) {
 		{[]string{"respond", "--iface", "lo", "--group", "10.1.2.3:9000"}, []string{"--group", "multicast group:port such as 239.1.1.1:9000"}},
 		{[]string{"respond", "--iface", "lo", "--group", "239.1.1.1"}, []string{"--group", "239.1.1.1:9000"}},
 		{[]string{"respond", "--iface", "lo", "--run-id", "1", "--cpu", "4095"}, []string{"CPU 4095 does not exist", "online:"}},
-		{[]string{"send", "--iface", "lo", "--size", "20"}, []string{"payload size 20 out of range", "40..1472"}},
+		{[]string{"send", "--iface", "lo", "--size", "20"}, []string{"payload size 20 out of range", "44..1472"}},
 		{[]string{"send", "--iface", "lo", "--timestamps", "nic"}, []string{"nic", "hardware, software, auto or off"}},
 		{[]string{"capture", "--iface", "lo", "--run-id", "1", "--timestamps", "off"}, []string{"--timestamps off", "use hardware, software or auto"}},
 		{[]string{"respond", "--iface", "lo", "--run-id", "1", "--poll", "spin"}, []string{"want block, busy or busy-poll:µs"}},

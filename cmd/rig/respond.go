@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rig-project/rig/internal/cpusched"
@@ -14,12 +15,17 @@ func init() {
 	register(&command{name: "respond", summary: "answer rig requests on a pinned CPU and record their stamps", run: runRespond})
 }
 
+// maxResponderID bounds --id: far more responders than one request stream
+// can have, and small enough for every table's responder column.
+const maxResponderID = 65535
+
 func runRespond(ctx context.Context, args []string) error {
 	fs := newFlagSet("respond", "--iface IF [flags]")
 	var pf probeFlags
 	pf.register(fs)
 	pf.registerUnicast(fs, "listen", "unicast requests: bind this IPv4 address of --iface and port, join no group (instead of --group; the sender's --to)")
 	reply := fs.String("reply", "unicast", "where replies go: unicast (back to the sender) or a multicast group:port")
+	id := fs.Uint("id", 0, "responder id carried in every reply: give each responder of one request stream its own (0..65535)")
 	cpu := fs.Int("cpu", -1, "CPU to pin the responder loop to (-1: no pinning)")
 	poll := fs.String("poll", "block", "block (sleep in recvmsg) | busy (spin, one CPU at 100%) | busy-poll:µs (SO_BUSY_POLL)")
 	sched := fs.String("sched", "other", "scheduling policy of the loop: other | fifo:N (needs CAP_SYS_NICE)")
@@ -39,6 +45,9 @@ func runRespond(ctx context.Context, args []string) error {
 	}
 	if err := requireRunID("respond", runID); err != nil {
 		return err
+	}
+	if *id > maxResponderID {
+		return usageError{fmt.Errorf("--id %d: want 0..%d", *id, maxResponderID)}
 	}
 	replyTo, err := parseReply(*reply)
 	if err != nil {
@@ -67,7 +76,7 @@ func runRespond(ctx context.Context, args []string) error {
 	r, err = responder.New(responder.Config{
 		Iface: pf.iface, Group: group, Listen: pf.unicast.addr, ReplyTo: replyTo, CPU: *cpu, Poll: pm, BusyPollUS: busyPoll,
 		Sched: sc, Timestamps: mode, RunID: runID, ArmIndex: pf.armIndex, Round: pf.round, Capacity: *capacity, TxWait: *txWait,
-		StopAfter: *count, Arm: pf.arm,
+		StopAfter: *count, Arm: pf.arm, ID: uint32(*id),
 		Ready: func() {
 			// "thread N" lets the agent watch this loop's context switches.
 			logf("rig respond: ready on %s, requests %s (poll %s, cpu %d, thread %d)", pf.iface, pf.requests(group), *poll, *cpu, r.ThreadID())

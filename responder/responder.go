@@ -387,7 +387,9 @@ func (r *Responder) Records() []samples.Record {
 	var out []samples.Record
 	for i := range r.recs {
 		if r.recs[i].T[samples.ReqRxUser] != 0 {
-			out = append(out, r.recs[i])
+			rec := r.recs[i]
+			rec.Responder = r.cfg.ID
+			out = append(out, rec)
 		}
 	}
 	return out
@@ -405,9 +407,10 @@ func (r *Responder) Header(arm, round int) samples.Header {
 		Round:       round,
 		Host:        r.cfg.Host,
 		Iface:       r.cfg.Iface,
+		ResponderID: r.cfg.ID,
 		Clocks:      Clocks(r.granted, r.hw, r.cfg.Iface, "req_rx", "rep_tx"),
 		Settings: map[string]any{
-			"id": r.cfg.ID, "cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "rcvbuf_bytes": r.rcvbuf, "busy_poll_us": r.cfg.BusyPollUS,
+			"cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "rcvbuf_bytes": r.rcvbuf, "busy_poll_us": r.cfg.BusyPollUS,
 			"sched": r.cfg.Sched.String(), "timestamps": r.granted.String(),
 			"tx_keying": r.conn.Keying().String(), "phc": r.phc, "hardware_stamps": r.hw.String(),
 		},

@@ -194,7 +194,12 @@ func TestReplyCarriesID(t *testing.T) {
 	if h := got[2]; h.Type != wire.Reply || h.Version != 1 || h.Responder != 0 {
 		t.Errorf("reply to a version 1 request: %+v, want version 1 without an id", h)
 	}
-	if id := r.Header(0, 0).Settings["id"]; id != uint32(7) {
-		t.Errorf("sample header settings id = %v", id)
+	if h := r.Header(0, 0); h.ResponderID != 7 {
+		t.Errorf("sample header responder id = %v", h.ResponderID)
+	}
+	for _, rec := range r.Records() {
+		if rec.Responder != 7 {
+			t.Errorf("seq %d recorded as responder %d's", rec.Seq, rec.Responder)
+		}
 	}
 }

@@ -20,6 +20,7 @@ func runCapture(ctx context.Context, args []string) error {
 	vxlan := fs.Bool("vxlan", false, "the port receives VXLAN-encapsulated copies (UDP 4789: AWS VPC Traffic Mirroring, rig lab up --mirror vxlan): filter and pair the frames inside; the stamps are the copies' arrival here, not the wire at the responder")
 	pcap := fs.String("pcap", "", "also write the frames as pcap with nanosecond stamps")
 	capacity := fs.Int("capacity", 100000, "sequences recorded (0..capacity-1)")
+	responders := fs.Int("responders", 1, "how many responders answer every request (their --id 0..N-1): each reply is paired with its request per responder")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -43,12 +44,12 @@ func runCapture(ctx context.Context, args []string) error {
 		ports = append(ports, uint16(*replyPort))
 	}
 	cfg := capture.Config{Iface: pf.iface, Ports: ports, Timestamps: mode, Group: group, To: pf.unicast.addr, VXLAN: *vxlan, RunID: runID,
-		ArmIndex: pf.armIndex, Round: pf.round, Capacity: *capacity, Arm: pf.arm,
+		ArmIndex: pf.armIndex, Round: pf.round, Capacity: *capacity, Responders: *responders, Arm: pf.arm,
 		Ready: func() {
 			logf("rig capture: ready on %s (%s)", pf.iface, map[bool]string{true: "VXLAN mirror copies", false: "frames as on the wire"}[*vxlan])
 		}}
 	if *pcap != "" {
-		cfg.PcapFrames = 2 * *capacity
+		cfg.PcapFrames = (1 + *responders) * *capacity
 	}
 	undo, err := prepareNIC(ctx, "capture", &pf, mode, tstamp.NeedCapture)
 	if err != nil {

@@ -27,13 +27,14 @@ func runSend(ctx context.Context, args []string) error {
 	pf.registerUnicast(fs, "to", "unicast requests: the responder's IPv4 address:port on its interface (instead of --group; the responder's --listen)")
 	count := fs.Int("count", 10000, "requests in the round")
 	interval := fs.Duration("interval", time.Millisecond, "request k is due at start + k·interval")
-	size := fs.Int("size", 64, "UDP payload bytes (40..1472)")
+	size := fs.Int("size", 64, "UDP payload bytes (44..1472)")
 	spin := fs.Duration("spin", 50*time.Microsecond, "spin this long before each due time instead of sleeping (0: sleep only); a reply being awaited is still slept for in ppoll, so --spin ≥ --interval is sockperf's client: block for the reply, busy-wait to the next send")
 	cpu := fs.Int("cpu", -1, "CPU to pin the pacing thread to (-1: no pinning)")
 	sched := fs.String("sched", "other", "scheduling policy of the pacing thread: other | fifo:N")
 	poll := fs.String("poll", "block", "how the sending thread waits for replies and TX stamps between sends: block (sleeps in ppoll: one wake-up per reply) | busy (polls the socket without blocking: no wake-up, one CPU at 100 %)")
 	port := fs.Int("port", -1, "local UDP port; replies come back to it (-1: the port of --group or --to)")
 	replyGroup := fs.String("reply-group", "", "join this group:port for replies (the responder's --reply); its port becomes the local port")
+	responders := fs.Int("responders", 1, fmt.Sprintf("how many responders answer every request (their --id 0..N-1; 1..%d): each reply is filed under its responder", sender.MaxResponders))
 	warmup := fs.Int("warmup", 2, "leading sequences excluded from the summary (recorded anyway)")
 	replyTimeout := fs.Duration("reply-timeout", time.Second, "a reply more than this after its request left (kernel stamps where taken) counts as late, apart from lost; the round waits this long for the last replies")
 	txWait := fs.Duration("tx-wait", 500*time.Millisecond, "how long to wait for TX stamps after the last send")
@@ -60,7 +61,7 @@ func runSend(ctx context.Context, args []string) error {
 	}
 	cfg := sender.Config{Poll: pm, Iface: pf.iface, Group: group, To: pf.unicast.addr, Interval: *interval, Count: *count, Size: *size,
 		Spin: *spin, CPU: *cpu, Sched: sc, Timestamps: mode, RunID: runID, Arm: pf.arm,
-		ArmIndex: pf.armIndex, Round: pf.round, Warmup: *warmup, ReplyTimeout: *replyTimeout, TxWait: *txWait}
+		ArmIndex: pf.armIndex, Round: pf.round, Warmup: *warmup, ReplyTimeout: *replyTimeout, TxWait: *txWait, Responders: *responders}
 	switch {
 	case *port > 65535:
 		return usagef("--port %d: want 0..65535", *port)
@@ -118,13 +119,20 @@ func runSend(ctx context.Context, args []string) error {
 		if u := s.Thread(); u != nil {
 			logf("rig send: pacing thread %s", u)
 		}
-		j, err := samples.Join(&samples.File{Header: s.Header(), Records: s.Records()})
-		if err == nil {
-			j.Counters[samples.RoleSender] = s.Counters()
-			err = printSendSummary(os.Stdout, j, *warmup)
-		}
-		if err != nil {
-			return err
+		f := &samples.File{Header: s.Header(), Records: s.Records(),
+			Footer: &samples.Footer{Counters: s.Counters(), PerResponder: s.PerResponder()}}
+		for id := range *responders {
+			j, err := samples.JoinResponder(uint32(id), f)
+			if err == nil {
+				j.Counters[samples.RoleSender] = f.Footer.CountersOf(uint32(id))
+				if *responders > 1 {
+					fmt.Printf("responder %d:\n", id)
+				}
+				err = printSendSummary(os.Stdout, j, *warmup)
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if err := pf.expired(ctx); err != nil {

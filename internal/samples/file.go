@@ -9,6 +9,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,10 @@ var (
 	footerMagic = [8]byte{'R', 'I', 'G', 'F', 'O', 'O', 'T', '\n'}
 	castagnoli  = crc32.MakeTable(crc32.Castagnoli)
 )
+
+// recordFixed is the bytes of a record before its stamps: seq, flags and
+// responder id (version 3).
+const recordFixed = 24
 
 // Limits that keep a corrupt file from making the reader allocate wildly.
 const (
@@ -66,6 +71,11 @@ func Write(w io.Writer, h Header, recs []Record, foot Footer) error {
 	if err != nil {
 		return err
 	}
+	for i := range recs {
+		if id := recs[i].Responder; !h.holds(id) {
+			return fmt.Errorf("samples: record %d: responder id %d in a %s file of %s", i, id, h.Role, h.respondersText())
+		}
+	}
 	hj, err := json.Marshal(h)
 	if err != nil {
 		return err
@@ -81,13 +91,14 @@ func Write(w io.Writer, h Header, recs []Record, foot Footer) error {
 	binary.LittleEndian.PutUint64(u[:], uint64(len(recs)))
 	out.Write(u[:])
 	crc := crc32.New(castagnoli)
-	rec := make([]byte, 16+8*len(cols))
+	rec := make([]byte, recordFixed+8*len(cols))
 	for i := range recs {
 		r := &recs[i]
 		binary.LittleEndian.PutUint64(rec[0:], r.Seq)
 		binary.LittleEndian.PutUint64(rec[8:], uint64(r.Flags))
+		binary.LittleEndian.PutUint64(rec[16:], uint64(r.Responder))
 		for j, c := range cols {
-			binary.LittleEndian.PutUint64(rec[16+8*j:], uint64(r.T[c]))
+			binary.LittleEndian.PutUint64(rec[recordFixed+8*j:], uint64(r.T[c]))
 		}
 		crc.Write(rec)
 		out.Write(rec)
@@ -147,6 +158,8 @@ func (h *Header) check() error {
 		}
 	}
 	switch {
+	case h.Responders < 0:
+		return fmt.Errorf("responders %d is not a count", h.Responders)
 	case h.Warmup < 0:
 		return fmt.Errorf("warm-up %d is not a count", h.Warmup)
 	case h.Count < 0:
@@ -155,6 +168,23 @@ func (h *Header) check() error {
 		return fmt.Errorf("arm %d round %d: indexes are ≥ 0", h.ArmIndex, h.Round)
 	}
 	return nil
+}
+
+// holds reports whether a record of responder id belongs in a file with
+// header h: a responder's file holds its own replies, the sender's and the
+// capture's one slot per responder.
+func (h *Header) holds(id uint32) bool {
+	if h.Role == RoleResponder {
+		return id == h.ResponderID
+	}
+	return int64(id) < int64(h.ResponderCount())
+}
+
+func (h *Header) respondersText() string {
+	if h.Role == RoleResponder {
+		return fmt.Sprintf("responder %d", h.ResponderID)
+	}
+	return fmt.Sprintf("%d responders", h.ResponderCount())
 }
 
 // WriteFile writes a sample file atomically: a temporary file in the same
@@ -223,7 +253,11 @@ func Read(r io.Reader) (*File, error) {
 	if count > maxRecords {
 		return nil, fmt.Errorf("%w: record count %d", ErrCorrupt, count)
 	}
-	rec := make([]byte, 16+8*len(f.cols))
+	fixed := recordFixed
+	if f.Header.FormatVersion < 3 {
+		fixed = 16 // no responder id: every record is responder 0's
+	}
+	rec := make([]byte, fixed+8*len(f.cols))
 	f.Records = make([]Record, 0, min(count, 1<<20))
 	crc := crc32.New(castagnoli)
 	for i := uint64(0); i < count; i++ {
@@ -234,8 +268,18 @@ func Read(r io.Reader) (*File, error) {
 		var r Record
 		r.Seq = binary.LittleEndian.Uint64(rec[0:])
 		r.Flags = Flags(binary.LittleEndian.Uint64(rec[8:]))
+		if fixed == recordFixed {
+			id := binary.LittleEndian.Uint64(rec[16:])
+			if id > math.MaxUint32 {
+				return f, fmt.Errorf("%w: record %d: responder id %d", ErrCorrupt, i, id)
+			}
+			r.Responder = uint32(id)
+			if !f.Header.holds(r.Responder) {
+				return f, fmt.Errorf("%w: record %d: responder id %d in a %s file of %s", ErrCorrupt, i, id, f.Header.Role, f.Header.respondersText())
+			}
+		}
 		for j, c := range f.cols {
-			r.T[c] = int64(binary.LittleEndian.Uint64(rec[16+8*j:]))
+			r.T[c] = int64(binary.LittleEndian.Uint64(rec[fixed+8*j:]))
 		}
 		f.Records = append(f.Records, r)
 	}

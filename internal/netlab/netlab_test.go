@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -169,7 +170,7 @@ func TestDescriptionRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *got != *want {
+	if !reflect.DeepEqual(*got, *want) {
 		t.Errorf("Load = %+v\nwant   %+v", got, want)
 	}
 	b, _ := os.ReadFile(Path("rig"))
@@ -257,7 +258,7 @@ func FuzzParseTopology(f *testing.F) {
 			t.Fatalf("created_at changed: %v -> %v", topo.CreatedAt, again.CreatedAt)
 		}
 		again.CreatedAt = topo.CreatedAt
-		if *again != *topo {
+		if !reflect.DeepEqual(*again, *topo) {
 			t.Fatalf("round trip changed the description:\n%+v\n%+v", topo, again)
 		}
 		for _, ns := range topo.Namespaces() {

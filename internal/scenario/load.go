@@ -30,6 +30,7 @@ type rawScenario struct {
 	Name         *string             `yaml:"name"`
 	Description  *string             `yaml:"description"`
 	Emulate      *string             `yaml:"emulate"`
+	Responders   *int                `yaml:"responders"`
 	Hosts        map[string]*rawHost `yaml:"hosts"`
 	Traffic      *rawTraffic         `yaml:"traffic"`
 	Timestamps   *string             `yaml:"timestamps"`
@@ -73,26 +74,29 @@ type rawKnobs struct {
 	Power      *rawPower     `yaml:"power"`
 	Tuned      *string       `yaml:"tuned"`
 	Requires   []string      `yaml:"requires"`
+	// Responders holds knobs for one responder each, by host name.
+	Responders map[string]*rawKnobs `yaml:"responders"`
 }
 
 // rawArm is a name and the knobs of rawKnobs (not embedded: the decoder
 // cannot set an unexported embedded struct).
 type rawArm struct {
-	Name       *string       `yaml:"name"`
-	Request    *string       `yaml:"request"`
-	Responder  *rawResponder `yaml:"responder"`
-	IRQ        *rawIRQ       `yaml:"irq"`
-	NIC        *rawNIC       `yaml:"nic"`
-	CState     *rawCState    `yaml:"cstate"`
-	Load       *rawLoad      `yaml:"load"`
-	SMTSibling *rawSMT       `yaml:"smt-sibling"`
-	Power      *rawPower     `yaml:"power"`
-	Tuned      *string       `yaml:"tuned"`
-	Requires   []string      `yaml:"requires"`
+	Name       *string              `yaml:"name"`
+	Request    *string              `yaml:"request"`
+	Responder  *rawResponder        `yaml:"responder"`
+	IRQ        *rawIRQ              `yaml:"irq"`
+	NIC        *rawNIC              `yaml:"nic"`
+	CState     *rawCState           `yaml:"cstate"`
+	Load       *rawLoad             `yaml:"load"`
+	SMTSibling *rawSMT              `yaml:"smt-sibling"`
+	Power      *rawPower            `yaml:"power"`
+	Tuned      *string              `yaml:"tuned"`
+	Requires   []string             `yaml:"requires"`
+	Responders map[string]*rawKnobs `yaml:"responders"`
 }
 
 func (a *rawArm) knobs() *rawKnobs {
-	return &rawKnobs{a.Responder, a.IRQ, a.NIC, a.CState, a.Load, a.SMTSibling, a.Power, a.Tuned, a.Requires}
+	return &rawKnobs{a.Responder, a.IRQ, a.NIC, a.CState, a.Load, a.SMTSibling, a.Power, a.Tuned, a.Requires, a.Responders}
 }
 
 type rawResponder struct {
@@ -535,6 +539,11 @@ func (c *checker) scenario(r *rawScenario) *Scenario {
 		}
 	}
 	s.Hosts = c.hosts(r, s.Emulate != "")
+	for _, h := range s.Hosts {
+		if h.Has(RoleResponder) {
+			s.Responders = append(s.Responders, h.Name)
+		}
+	}
 	s.Traffic = c.traffic(r.Traffic)
 	if r.Timestamps != nil {
 		switch m := TimestampMode(*r.Timestamps); m {
@@ -566,6 +575,7 @@ func (c *checker) scenario(r *rawScenario) *Scenario {
 	}
 	if r.Defaults != nil {
 		s.Defaults = c.knobs("defaults", r.Defaults)
+		s.DefaultsPer = c.perResponder("defaults", r.Defaults.Responders, s.Responders)
 	}
 	if len(r.Arms) == 0 {
 		if c.x.has("arms") {
@@ -598,7 +608,15 @@ func (c *checker) scenario(r *rawScenario) *Scenario {
 		a.Knobs = c.knobs(p, ra.knobs())
 		a.Request = c.armRequest(p, ra.Request, s.Traffic.Request)
 		a.Effective = merge(s.Defaults, a.Knobs)
-		c.effective(p, a.Effective)
+		a.PerResponder = c.perResponder(p, ra.Responders, s.Responders)
+		if len(s.Responders) > 1 {
+			for _, h := range s.Responders {
+				c.effective(p, s.KnobsFor(a, h))
+			}
+			c.fanout(p, s, a)
+		} else {
+			c.effective(p, a.Effective)
+		}
 		s.Arms = append(s.Arms, a)
 	}
 	if r.Baseline != nil {
@@ -646,15 +664,29 @@ func parseOrder(v string) (Order, error) {
 var roleNames = []Role{RoleSender, RoleResponder, RoleCapture}
 
 func (c *checker) hosts(r *rawScenario, emulate bool) []Host {
+	if r.Responders != nil && !emulate {
+		c.key("responders", "responders: is the number of emulated responders, and the scenario has no emulate: netns",
+			"for real hosts give the responder role to each responder host; or add emulate: netns")
+	}
 	if emulate {
 		if r.Hosts != nil {
 			c.key("hosts", "emulate: netns builds its own hosts; hosts: cannot be given too", "delete hosts: to use the emulated topology, or delete emulate: to use real hosts")
 		}
-		return []Host{
-			{Name: EmulatedResponder, Via: "ip netns exec", Roles: []Role{RoleResponder}},
-			{Name: EmulatedSender, Via: "ip netns exec", Roles: []Role{RoleSender}},
-			{Name: EmulatedCapture, Via: "ip netns exec", Roles: []Role{RoleCapture}},
+		n := 1
+		if r.Responders != nil {
+			if *r.Responders < 1 || *r.Responders > MaxEmulatedResponders {
+				c.val("responders", fmt.Sprintf("responders: %d is out of range", *r.Responders), fmt.Sprintf("use 1..%d responder namespaces", MaxEmulatedResponders))
+			} else {
+				n = *r.Responders
+			}
 		}
+		var hs []Host
+		for i := range n {
+			hs = append(hs, Host{Name: EmulatedResponderN(i), Via: "ip netns exec", Roles: []Role{RoleResponder}})
+		}
+		return append(hs,
+			Host{Name: EmulatedSender, Via: "ip netns exec", Roles: []Role{RoleSender}},
+			Host{Name: EmulatedCapture, Via: "ip netns exec", Roles: []Role{RoleCapture}})
 	}
 	if len(r.Hosts) == 0 {
 		if c.x.has("hosts") {
@@ -748,11 +780,66 @@ func (c *checker) hosts(r *rawScenario, emulate bool) []Host {
 		}
 	}
 	for _, role := range roleNames {
-		if len(count[role]) > 1 {
-			c.val("hosts."+count[role][1], fmt.Sprintf("the %s role is on two hosts (%s)", role, strings.Join(count[role], ", ")), "one host plays each role")
+		if len(count[role]) > 1 && role != RoleResponder {
+			c.val("hosts."+count[role][1], fmt.Sprintf("the %s role is on two hosts (%s)", role, strings.Join(count[role], ", ")), "one host plays each role (only the responder role may be on several: fan-out)")
 		}
 	}
+	if n := len(count[RoleResponder]); n > MaxResponders {
+		c.val("hosts."+count[RoleResponder][MaxResponders], fmt.Sprintf("%d hosts have the responder role", n), fmt.Sprintf("one request stream takes at most %d responders", MaxResponders))
+	}
 	return out
+}
+
+// perResponder reads the knobs of a responders: map (defaults or an arm),
+// keyed by responder host name.
+func (c *checker) perResponder(p string, m map[string]*rawKnobs, responders []string) map[string]Knobs {
+	if len(m) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := map[string]Knobs{}
+	for _, n := range names {
+		kp := p + ".responders." + n
+		if !slices.Contains(responders, n) {
+			hint := "responder hosts: " + strings.Join(responders, ", ")
+			if d := closest(n, responders); d != "" {
+				hint = fmt.Sprintf("did you mean %q? %s", d, hint)
+			}
+			c.key(kp, fmt.Sprintf("responders: %q is no responder host", n), hint)
+			continue
+		}
+		rk := m[n]
+		if rk == nil {
+			c.val(kp, fmt.Sprintf("no knobs for responder %s", n), "e.g. `"+n+": {responder: {cpu: 1}}`, or delete the line")
+			continue
+		}
+		if rk.Responders != nil {
+			c.key(kp+".responders", "responders: inside responders:", "the knobs under responders."+n+" act on "+n+" alone; write them there directly")
+		}
+		out[n] = c.knobs(kp, rk)
+	}
+	return out
+}
+
+// fanout checks an arm of a scenario with several responders: they all
+// answer one multicast request stream, and each responder's knobs name
+// their CPU.
+func (c *checker) fanout(p string, s *Scenario, a Arm) {
+	if a.Request == RequestUnicast {
+		c.val(p+".request", fmt.Sprintf("arm %s sends unicast requests, and the scenario has %d responders: unicast reaches one", a.Name, len(s.Responders)),
+			"fan-out needs multicast requests (every responder hears each one): delete request: unicast")
+	}
+	for _, h := range s.Responders {
+		if s.KnobsFor(a, h).Responder.Quietest != nil {
+			c.val(p+".responder.cpu", fmt.Sprintf("arm %s: responder.cpu: quietest with several responders (%s)", a.Name, h),
+				"pin each responder to its CPU in responders: (e.g. responders: {"+h+": {responder: {cpu: 1}}})")
+			return
+		}
+	}
 }
 
 // parseVia checks the command that reaches a host. It is split on spaces

@@ -40,7 +40,11 @@ type Spec struct {
 	Dir       string // round directory: the sample files go here
 	Sender    Host
 	Responder Host
-	Capture   *Host // nil: no capture
+	// Others are the responders 1..N-1 of a fan-out round: every one
+	// answers every request (multicast), each as its own id. Responder
+	// (with ResponderCPU, Poll and Sched) is responder 0.
+	Others  []Other
+	Capture *Host // nil: no capture
 
 	Group      string // group:port of multicast requests
 	Reply      string // "unicast" or group:port
@@ -84,6 +88,14 @@ type Spec struct {
 	MaxDuration time.Duration
 }
 
+// Other is one more responder of a fan-out round: where it runs and how.
+type Other struct {
+	Host  Host
+	CPU   int    // -1: not pinned
+	Poll  string // "" (block), "busy", "busy-poll:µs"
+	Sched string // "" (other) or "fifo:N"
+}
+
 // maxDuration is the longest a round's process may need: every readiness
 // wait, the lead, the sending, the last reply, and slack for stopping.
 func (s Spec) maxDuration() time.Duration {
@@ -99,16 +111,27 @@ func (s Spec) maxDuration() time.Duration {
 
 // Result is what one round produced.
 type Result struct {
-	Dir     string
-	Files   map[samples.Role]string
-	Elapsed time.Duration
+	Dir   string
+	Files map[samples.Role]string // the responder's: responder 0's
+	// ResponderFiles are every responder's file by id.
+	ResponderFiles map[uint32]string
+	Elapsed        time.Duration
 }
 
 // proc is one started rig process.
 type proc struct {
 	role samples.Role
+	id   uint32 // the responder's id
 	host Host
 	h    int
+}
+
+// name is how errors name the process: "responder 2" in a fan-out round.
+func (p proc) name(fanout bool) string {
+	if p.role == samples.RoleResponder && fanout {
+		return fmt.Sprintf("%s %d", p.role, p.id)
+	}
+	return string(p.role)
 }
 
 // Run runs the round. On ctx cancellation every process is stopped and the
@@ -123,7 +146,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: s.Dir, Files: map[samples.Role]string{}}
+	res := &Result{Dir: s.Dir, Files: map[samples.Role]string{}, ResponderFiles: map[uint32]string{}}
+	fanout := len(s.Others) > 0
 	start := time.Now()
 	common := func(iface, unicast string) []string {
 		dest := []string{"--group", s.Group}
@@ -146,7 +170,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			_ = p.host.Agent.Stop(cleanup, p.h)
 			wr, err := p.host.Agent.Wait(cleanup, p.h)
 			if err == nil && wr.Error != "" {
-				err = fmt.Errorf("%s exited: %s\n    %s", p.role, wr.Error, strings.Join(wr.Tail, "\n    "))
+				err = fmt.Errorf("%s exited: %s\n    %s", p.name(fanout), wr.Error, strings.Join(wr.Tail, "\n    "))
 			}
 			if err != nil && ctx.Err() == nil {
 				errs = append(errs, err)
@@ -154,7 +178,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			fr, ferr := p.host.Agent.Fetch(cleanup, p.h)
 			if ferr != nil {
 				if ctx.Err() == nil {
-					errs = append(errs, fmt.Errorf("%s sample file: %w", p.role, ferr))
+					errs = append(errs, fmt.Errorf("%s sample file: %w", p.name(fanout), ferr))
 				}
 				continue
 			}
@@ -163,49 +187,69 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 					errs = append(errs, err)
 				}
 			}
-			path := filepath.Join(s.Dir, samples.FileName(p.role))
+			name := samples.FileName(p.role)
+			if p.role == samples.RoleResponder {
+				name = samples.ResponderFileName(p.id)
+			}
+			path := filepath.Join(s.Dir, name)
 			if err := rundir.WriteFileAtomic(path, fr.Data); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			res.Files[p.role] = path
+			if p.role == samples.RoleResponder {
+				res.ResponderFiles[p.id] = path
+			}
+			if p.role != samples.RoleResponder || p.id == 0 {
+				res.Files[p.role] = path
+			}
 		}
 		res.Elapsed = time.Since(start)
 		return errors.Join(errs...)
 	}
-	startProc := func(role samples.Role, host Host, a agent.StartArgs, progress func(string)) error {
-		h, err := host.Agent.Start(ctx, a, progress)
+	startProc := func(p proc, a agent.StartArgs, progress func(string)) error {
+		h, err := p.host.Agent.Start(ctx, a, progress)
 		if err != nil {
-			return fmt.Errorf("%s: %w", role, err)
+			return fmt.Errorf("%s: %w", p.name(fanout), err)
 		}
-		procs = append(procs, proc{role: role, host: host, h: h})
+		p.h = h
+		procs = append(procs, p)
 		return nil
 	}
-	rsp := append(common(s.Responder.Iface, "listen"), "--reply", orDefault(s.Reply, "unicast"),
-		"--cpu", strconv.Itoa(s.ResponderCPU), "--poll", orDefault(s.Poll, "block"),
-		"--sched", orDefault(s.Sched, "other"), "--capacity", strconv.Itoa(s.Count))
-	ra := agent.StartArgs{Command: "respond", Args: rsp}
-	if s.Telemetry && s.ResponderCPU >= 0 {
-		ra.Telemetry = &agent.TelemetryArgs{CPU: s.ResponderCPU, IntervalNS: int64(s.TelemetryInterval), Iface: s.Responder.Iface}
-	}
-	if err := startProc(samples.RoleResponder, s.Responder, ra, nil); err != nil {
-		return res, errors.Join(err, finish())
+	responders := append([]Other{{Host: s.Responder, CPU: s.ResponderCPU, Poll: s.Poll, Sched: s.Sched}}, s.Others...)
+	for id, o := range responders {
+		rsp := append(common(o.Host.Iface, "listen"), "--reply", orDefault(s.Reply, "unicast"),
+			"--cpu", strconv.Itoa(o.CPU), "--poll", orDefault(o.Poll, "block"),
+			"--sched", orDefault(o.Sched, "other"), "--capacity", strconv.Itoa(s.Count))
+		if fanout {
+			rsp = append(rsp, "--id", strconv.Itoa(id))
+		}
+		ra := agent.StartArgs{Command: "respond", Args: rsp}
+		// Telemetry watches responder 0's CPU (its file is the round's).
+		if s.Telemetry && id == 0 && o.CPU >= 0 {
+			ra.Telemetry = &agent.TelemetryArgs{CPU: o.CPU, IntervalNS: int64(s.TelemetryInterval), Iface: o.Host.Iface}
+		}
+		if err := startProc(proc{role: samples.RoleResponder, id: uint32(id), host: o.Host}, ra, nil); err != nil {
+			return res, errors.Join(err, finish())
+		}
 	}
 	if s.Capture != nil {
 		capArgs := append(common(s.Capture.Iface, "to"), "--capacity", strconv.Itoa(s.Count))
+		if fanout {
+			capArgs = append(capArgs, "--responders", strconv.Itoa(len(responders)))
+		}
 		if s.Capture.VXLAN {
 			capArgs = append(capArgs, "--vxlan")
 		}
 		if p := replyPort(s.Reply); p != "" {
 			capArgs = append(capArgs, "--reply-port", p)
 		}
-		if err := startProc(samples.RoleCapture, *s.Capture, agent.StartArgs{Command: "capture", Args: capArgs}, nil); err != nil {
+		if err := startProc(proc{role: samples.RoleCapture, host: *s.Capture}, agent.StartArgs{Command: "capture", Args: capArgs}, nil); err != nil {
 			return res, errors.Join(err, finish())
 		}
 	}
 	for _, p := range procs {
 		if err := p.host.Agent.Ready(ctx, p.h, s.ReadyTimeout); err != nil {
-			return res, errors.Join(fmt.Errorf("%s: %w", p.role, err), finish())
+			return res, errors.Join(fmt.Errorf("%s: %w", p.name(fanout), err), finish())
 		}
 	}
 	if s.Lead > 0 {
@@ -227,6 +271,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if s.SenderPoll != "" {
 		snd = append(snd, "--poll", s.SenderPoll)
 	}
+	if fanout {
+		snd = append(snd, "--responders", strconv.Itoa(len(responders)))
+	}
 	// Progress lines only when someone reads them: each one wakes a
 	// goroutine of the sender and the agent relaying it, on the host under
 	// test (the bench pins both to the measured CPU: ~250 µs a second there).
@@ -240,7 +287,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			}
 		}
 	}
-	if err := startProc(samples.RoleSender, s.Sender, agent.StartArgs{Command: "send", Args: snd}, onLine); err != nil {
+	if err := startProc(proc{role: samples.RoleSender, host: s.Sender}, agent.StartArgs{Command: "send", Args: snd}, onLine); err != nil {
 		return res, errors.Join(err, finish())
 	}
 	// The sender ends the round: wait for it first, then stop the others.

@@ -148,6 +148,19 @@ func JoinDir(path string) (*Joined, error) {
 	return js[0], nil
 }
 
+// JoinDirResponder is responder id's join of a round directory
+// (JoinDirAll); a round without that responder is an error naming it.
+func JoinDirResponder(path string, id uint32) (*Joined, error) {
+	js, err := JoinDirAll(path)
+	if err != nil {
+		return nil, err
+	}
+	if int(id) >= len(js) {
+		return nil, fmt.Errorf("%s: no file or records of responder %d (the round has %d)", path, id, len(js))
+	}
+	return js[id], nil
+}
+
 // JoinDirAll is JoinDir for every responder of the round, in id order:
 // one Joined per responder the sender's file counts (else per responder
 // file found). A responder without a file still gets its join (the

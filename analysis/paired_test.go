@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,5 +110,29 @@ func TestPaired(t *testing.T) {
 	}
 	if !strings.Contains(js.String(), `"paired": [`) {
 		t.Error("report.json lacks the paired comparisons")
+	}
+	// report.html: both responders' turnaround over time on one axis (the
+	// round's over-time plot has a series per arm × responder) and the
+	// paired differences' distribution.
+	plots, err := Plots(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range plots {
+		names = append(names, p.Name)
+		if strings.HasPrefix(p.Name, Turnaround+"-over-time-round-") && !(strings.Contains(string(p.SVG), "slow1@r0") && strings.Contains(string(p.SVG), "slow1@r1")) {
+			t.Errorf("%s lacks a responder's series", p.Name)
+		}
+	}
+	if !slices.Contains(names, Turnaround+"-over-time-round-1") || !slices.Contains(names, "paired-"+Turnaround) {
+		t.Errorf("plots %v lack the paired difference", names)
+	}
+	var html strings.Builder
+	if err := WriteReportHTML(&html, rep, plots); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "Paired comparison of responders") || !strings.Contains(html.String(), "paired difference of responders") {
+		t.Error("report.html lacks the paired table or plot")
 	}
 }

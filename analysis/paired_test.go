@@ -136,3 +136,52 @@ func TestPaired(t *testing.T) {
 		t.Error("report.html lacks the paired table or plot")
 	}
 }
+
+// TestResponderDied: responder 1 died in round 1 (its file is missing, its
+// replies stop half-way): that round is left out for responder 1 alone,
+// with the file named; responder 0's rows keep both rounds, and the paired
+// comparison uses the round both have.
+func TestResponderDied(t *testing.T) {
+	const n = 3000
+	in := &Input{Run: "died", Warmup: 0, Responders: []string{"r0", "r1"}, Baseline: ArmResponderName("a", "r0"),
+		Expect: []samples.Role{samples.RoleSender, samples.RoleResponder, samples.RoleCapture}}
+	for id, h := range in.Responders {
+		ia := InputArm{Name: ArmResponderName("a", h), Arm: "a", Responder: h}
+		for k := range 2 {
+			ia.Rounds = append(ia.Rounds, InputRound{K: k, Load: func() (*samples.Joined, error) {
+				j := fanoutJoin(uint32(id), n, func(int) int64 { return 20_000 })
+				if id == 1 && k == 1 {
+					j.Roles = []samples.Role{samples.RoleSender, samples.RoleCapture}
+					for i := n / 2; i < n; i++ {
+						r := &j.Records[i]
+						r.T[samples.RxSW], r.T[samples.CapRepSW] = 0, 0
+					}
+				}
+				return j, nil
+			}})
+		}
+		in.Arms = append(in.Arms, ia)
+	}
+	rep, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, r1 := rep.Arm("a@r0"), rep.Arm("a@r1")
+	if !slices.Equal(r0.Rounds, []int{0, 1}) || !slices.Equal(r1.Rounds, []int{0}) {
+		t.Fatalf("rounds analysed: r0 %v, r1 %v", r0.Rounds, r1.Rounds)
+	}
+	if lo := r1.Accounting[1]; len(lo.LeftOut) != 1 || lo.LeftOut[0] != "responder-1.samples is missing" || lo.Lost != n/2 {
+		t.Errorf("responder 1 round 1: %+v", lo)
+	}
+	for _, p := range rep.Problems {
+		if strings.Contains(p, "a@r0") {
+			t.Errorf("a problem charged to responder 0: %s", p)
+		}
+	}
+	if !slices.ContainsFunc(rep.Problems, func(p string) bool { return strings.Contains(p, `arm "a@r1" round 1`) }) {
+		t.Errorf("no problem names responder 1's round: %v", rep.Problems)
+	}
+	if len(rep.Paired) != 1 || rep.Paired[0].Stats.N != n || len(rep.Paired[0].Rounds) != 1 {
+		t.Errorf("paired: %+v", rep.Paired)
+	}
+}

@@ -745,4 +745,24 @@ arms:
 	if !slices.Equal(s.Responders, []string{"a", "b"}) || *s.KnobsFor(s.Arms[0], "b").Responder.CPU != 3 || s.KnobsFor(s.Arms[0], "a").Responder.CPU != nil {
 		t.Errorf("responders %v, knobs %+v", s.Responders, s.Arms[0].PerResponder)
 	}
+	// A responder's own knobs are checked against its host's facts, at
+	// their line.
+	s, err = Parse("t.yaml", []byte(`name: t
+hosts:
+  a: {via: local, roles: [sender, responder], iface: eth1}
+  b: {via: ssh b, roles: [responder], iface: eth1}
+traffic: {group: 239.1.1.1:5000}
+arms:
+  - name: x
+    responders:
+      b: {responder: {cpu: 40}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := factsFor(s, bigHost())
+	err = Validate(s, facts)
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:9:") || !strings.Contains(err.Error(), "40") {
+		t.Errorf("responder b's CPU 40 on a 26-CPU host: %v", err)
+	}
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/goccy/go-yaml/token"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/wire"
 )
 
@@ -975,14 +977,14 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 			k.Responder.CPU, k.Responder.Quietest = c.responderCPU(rp+".cpu", rr.CPU)
 		}
 		if rr.Sched != nil {
-			if sc, err := parseSched(*rr.Sched); err != nil {
+			if sc, err := cpusched.ParseSched(*rr.Sched); err != nil {
 				c.val(rp+".sched", err.Error(), "use other, or fifo:N with N in 1..99 (e.g. fifo:50)")
 			} else {
 				k.Responder.Sched = &sc
 			}
 		}
 		if rr.Poll != nil {
-			if po, err := parsePoll(*rr.Poll); err != nil {
+			if po, err := probe.ParsePoll(*rr.Poll); err != nil {
 				c.val(rp+".poll", err.Error(), "use block, busy, or busy-poll:µs (e.g. busy-poll:50)")
 			} else {
 				k.Responder.Poll = &po
@@ -1094,41 +1096,6 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 		}
 	}
 	return k
-}
-
-func parseSched(v string) (Sched, error) {
-	if v == "other" {
-		return Sched{Policy: "other"}, nil
-	}
-	if pr, ok := strings.CutPrefix(v, "fifo:"); ok {
-		n, err := strconv.Atoi(pr)
-		if err != nil || n < 1 || n > 99 {
-			return Sched{}, fmt.Errorf("sched %q: fifo priority must be 1..99", v)
-		}
-		return Sched{Policy: "fifo", Priority: n}, nil
-	}
-	if v == "fifo" {
-		return Sched{}, fmt.Errorf("sched fifo needs a priority")
-	}
-	return Sched{}, fmt.Errorf("sched %q is not a policy", v)
-}
-
-func parsePoll(v string) (Poll, error) {
-	switch v {
-	case "block", "busy":
-		return Poll{Mode: v}, nil
-	}
-	if us, ok := strings.CutPrefix(v, "busy-poll:"); ok {
-		n, err := strconv.Atoi(us)
-		if err != nil || n < 1 || n > 1_000_000 {
-			return Poll{}, fmt.Errorf("poll %q: the SO_BUSY_POLL time must be 1..1000000 µs", v)
-		}
-		return Poll{Mode: "busy-poll", BusyPollUS: n}, nil
-	}
-	if v == "busy-poll" {
-		return Poll{}, fmt.Errorf("poll busy-poll needs a time in µs")
-	}
-	return Poll{}, fmt.Errorf("poll %q is not a poll mode", v)
 }
 
 func (c *checker) cstate(cp string, cs *rawCState) *CState {

@@ -276,3 +276,29 @@ func TestDerived(t *testing.T) {
 		t.Errorf("capture ports %v", c.Ports())
 	}
 }
+
+// FuzzFlags: whatever command line Respond and Send accept, their Args
+// write back as a command line that parses to the same value.
+func FuzzFlags(f *testing.F) {
+	f.Add("239.1.1.1:9000", "", "fifo:50", "busy-poll:50", "unicast", "1", "auto", "5s")
+	f.Add("", "10.0.0.2:9000", "other", "busy", "239.1.1.2:9001", "fedcba9876543210", "software", "0s")
+	f.Add("239.1.1.1:0", "0.0.0.0:1", "fifo:0", "busy-poll:0", "x", "0", "nic", "-1s")
+	f.Fuzz(func(t *testing.T, group, unicast, sched, poll, reply, runID, ts, maxDur string) {
+		common := []string{"--iface", "x", "--run-id", runID, "--timestamps", ts, "--max-duration", maxDur}
+		if group != "" {
+			common = append(common, "--group", group)
+		}
+		r, _, err := parseArgs[Respond](append(slices.Clone(common), "--listen", unicast, "--sched", sched, "--poll", poll, "--reply", reply))
+		if err == nil {
+			if back, _, err := parseArgs[Respond](r.Args()); err != nil || back != r {
+				t.Fatalf("respond %+v: Args %q parse as %+v, %v", r, r.Args(), back, err)
+			}
+		}
+		s, _, err := parseArgs[Send](append(slices.Clone(common), "--to", unicast, "--sched", sched, "--poll", poll, "--reply-group", reply))
+		if err == nil {
+			if back, _, err := parseArgs[Send](s.Args()); err != nil || back != s {
+				t.Fatalf("send %+v: Args %q parse as %+v, %v", s, s.Args(), back, err)
+			}
+		}
+	})
+}

@@ -61,7 +61,7 @@ func (c *Common) register(fs *flag.FlagSet, unicast, unicastUsage string) {
 	fs.StringVar(&c.Arm, "arm", d.Arm, "arm name recorded in the sample file")
 	fs.IntVar(&c.ArmIndex, "arm-index", d.ArmIndex, "arm index carried in every packet")
 	fs.IntVar(&c.Round, "round", d.Round, "round index carried in every packet")
-	fs.String("nic-timestamping", nicTimestamping(d.LeaveNIC), "enable: with --timestamps hardware|auto, switch the NIC's hardware stamping on where it is off (journaled, put back on exit; `rig restore` after a crash) | leave: never change the NIC's config (rig run's probes: the run set it up)")
+	fs.String("nic-timestamping", nicTimestamping(d.LeaveNIC), "enable: with --timestamps hardware|auto, switch the NIC's hardware stamping on where it is off (journaled, put back on exit; rig restore after a crash) | leave: never change the NIC's config (rig run's probes: the run set it up)")
 	fs.BoolVar(&c.AllowMgmt, "allow-mgmt", d.AllowMgmt, "let --nic-timestamping enable change the interface that carries the default route")
 	fs.BoolVar(&c.TakeOverPTP, "take-over-ptp", d.TakeOverPTP, "let --nic-timestamping enable change a config that ptp4l or chronyd owns")
 	fs.DurationVar(&c.MaxDuration, "max-duration", d.MaxDuration, "end by itself after this long even if nobody stops it, writing its file and exiting 1 (rig run passes the round's length plus slack; 0: no limit)")

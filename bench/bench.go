@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,8 +35,10 @@ import (
 	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/owner"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/round"
 	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // Part names one section of the bench.
@@ -334,8 +337,9 @@ type runner struct {
 	snd, rsp *agent.Client
 }
 
+var rigGroup = netip.MustParseAddrPort("239.77.0.1:17001")
+
 const (
-	rigGroup      = "239.77.0.1:17001"
 	sockperfGroup = "239.77.0.2"
 	sockperfPort  = "17002"
 )
@@ -347,14 +351,22 @@ func (b *runner) prefix(r netlab.Role, cpu int) []string {
 
 // rigRound runs one rig round and returns its sender file.
 func (b *runner) rigRound(ctx context.Context, dir, poll, timestamps string, spin time.Duration, k int, interval time.Duration, count, warmup int) (*samples.File, error) {
+	pm, err := probe.ParsePoll(poll)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := tstamp.ParseMode(timestamps)
+	if err != nil {
+		return nil, err
+	}
 	spec := round.Spec{
 		Dir:       dir,
 		Sender:    round.Host{Agent: b.snd, Iface: b.topo.Sender.Interface},
 		Responder: round.Host{Agent: b.rsp, Iface: b.topo.Responder.Interface},
-		Group:     rigGroup, Reply: "unicast", Count: count, Interval: interval, Size: b.cfg.Size,
-		Warmup: warmup, Timestamps: timestamps, Arm: poll, Round: k,
-		ResponderCPU: b.cfg.ResponderCPU, Poll: poll, Sched: "other", SenderCPU: b.cfg.SenderCPU,
-		SenderPoll: senderPoll(poll),
+		Group:     rigGroup, Count: count, Interval: interval, Size: b.cfg.Size,
+		Warmup: warmup, Timestamps: ts, Arm: poll, Round: k,
+		ResponderCPU: b.cfg.ResponderCPU, Poll: pm, SenderCPU: b.cfg.SenderCPU,
+		SenderPoll: senderPoll(pm),
 		Spin:       spin,
 		Lead:       b.cfg.Lead,
 	}
@@ -384,11 +396,11 @@ const DefaultSpin = 50 * time.Microsecond
 
 // senderPoll is the rig sender's mode for a responder mode: busy on both
 // ends like sockperf --nonblocked, blocking otherwise.
-func senderPoll(responderPoll string) string {
-	if responderPoll == "busy" {
-		return "busy"
+func senderPoll(responderPoll probe.Poll) probe.PollMode {
+	if responderPoll.Mode == probe.Busy {
+		return probe.Busy
 	}
-	return "block"
+	return probe.Block
 }
 
 // rtt runs the interleaved RTT rounds; the block rounds also carry the

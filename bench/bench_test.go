@@ -61,8 +61,16 @@ func TestSmoke(t *testing.T) {
 		if th.Rounds != 1 || u.WallNS <= 0 || u.CPUNS <= 0 || u.CPUNS > u.WallNS+int64(50*time.Millisecond) {
 			t.Errorf("%s %s %s: %+v: want one round with CPU time within its wall time", th.Mode, th.Tool, th.Side, th)
 		}
-		if th.Mode == "busy" && th.Tool == "rig" && u.OnCPU() < 0.5 {
-			t.Errorf("busy rig %s thread on CPU %.0f %% of its round (%+v), want most of it", th.Side, 100*u.OnCPU(), u)
+		// A busy thread never sleeps: its context switches are the
+		// scheduler's (involuntary), not its own. Its share of the CPU is
+		// the machine's to give (other load takes it), so it is logged,
+		// not asserted; a thread that blocked per request would show
+		// ~1000 voluntary switches a second.
+		if th.Mode == "busy" && th.Tool == "rig" {
+			if v := u.PerSecond(u.Voluntary); v > 100 {
+				t.Errorf("busy rig %s thread blocked %.0f times a second (%+v), want a thread that never sleeps", th.Side, v, u)
+			}
+			t.Logf("busy rig %s thread on CPU %.0f %% of its round", th.Side, 100*u.OnCPU())
 		}
 	}
 	all, wake, cyc := res.pacingRow(PacingRigAll), res.pacingRow(PacingRigWake), res.pacingRow(PacingCyclictest)

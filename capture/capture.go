@@ -12,6 +12,12 @@
 // carry no hardware RX stamp and are not what a mirror port sees. The
 // per-packet path does not allocate; an optional pcap copy of each frame
 // goes to preallocated memory and is written after the round.
+//
+// Run leaves the Go runtime as it finds it. rig capture runs it with the
+// garbage collector off and at least two Ps (cpusched.TuneRuntime): a
+// collection would stop the measured loop, and with one P the locked
+// thread takes turns with every other goroutine. A program or a test that
+// embeds the package and wants rig's numbers does the same.
 package capture
 
 import (
@@ -22,8 +28,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -31,11 +35,12 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/internal/wire"
-	"github.com/rig-project/rig/responder"
 )
 
 // Config configures a capture.
@@ -137,7 +142,7 @@ func New(cfg Config) (*Capture, error) {
 	if cfg.RunID == 0 {
 		return nil, wire.ErrNoRunID
 	}
-	if err := responder.CheckDest(cfg.Group, cfg.To); err != nil {
+	if err := probe.CheckDest(cfg.Group, cfg.To); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	if cfg.Timestamps == tstamp.Off {
@@ -191,8 +196,8 @@ func New(cfg Config) (*Capture, error) {
 }
 
 // maxResponders bounds Config.Responders as the sender's
-// (sender.MaxResponders) does.
-const maxResponders = 64
+// (sender.MaxResponders) does: rig capture --responders' bound.
+const maxResponders = probe.MaxResponders
 
 // allocate makes the request records and reply slots up front: the
 // capture thread fills them and never allocates.
@@ -224,30 +229,15 @@ func (c *Capture) Stop() { c.stop.Store(true) }
 // Frames is the number of rig frames seen so far.
 func (c *Capture) Frames() int { return int(c.frames.Load()) }
 
-// Run captures until ctx is done or Stop is called.
+// Run captures until ctx is done or Stop is called, on a locked OS thread
+// (cpusched.RunLocked).
 func (c *Capture) Run(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		done <- c.loop()
-	}()
 	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		c.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
-		c.Stop()
-		err = <-done
-	}
-	if err != nil {
-		c.stopped = samples.StoppedFailed + err.Error()
-	}
+	c.stopped, err = cpusched.RunLocked(ctx, cpusched.Thread{CPU: -1}, c.loop, c.Stop)
 	return err
 }
 
 func (c *Capture) loop() error {
-	gc := debug.SetGCPercent(-1)
-	defer debug.SetGCPercent(gc)
 	if c.phc = c.granted.PHC(); c.phc != nil {
 		c.phc.Take()
 		defer c.phc.Take()

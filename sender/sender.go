@@ -6,6 +6,12 @@
 // error queue (TX stamps, keyed by sequence), blocking in ppoll or polling
 // without blocking (Config.Poll). It does not allocate per request;
 // records are preallocated, one per sequence.
+//
+// Run leaves the Go runtime as it finds it. rig send runs it with the
+// garbage collector off and at least two Ps (cpusched.TuneRuntime): a
+// collection would stop the measured loop, and with one P the locked
+// thread takes turns with every other goroutine. A program or a test that
+// embeds the package and wants rig's numbers does the same.
 package sender
 
 import (
@@ -15,19 +21,17 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/internal/wire"
-	"github.com/rig-project/rig/responder"
 )
 
 // Config configures one round of requests.
@@ -53,7 +57,7 @@ type Config struct {
 	// Busy: one thread does everything, polling the socket with
 	// non-blocking recvmsg between sends (sockperf --nonblocked's shape):
 	// no wake-up on the reply path, one CPU at 100 %.
-	Poll responder.PollMode
+	Poll probe.PollMode
 	// Responders is how many responders answer every request (their ids
 	// 0..Responders-1, wire.Header.Responder); default 1. Each gets its
 	// own reply slot per request.
@@ -76,8 +80,9 @@ type Config struct {
 }
 
 // MaxResponders bounds Config.Responders: one request stream's replies
-// must all fit the sender's receive buffer and its thread's time.
-const MaxResponders = 64
+// must all fit the sender's receive buffer and its thread's time. It is
+// the bound of rig send --responders (probe.MaxResponders).
+const MaxResponders = probe.MaxResponders
 
 // ErrConfig is wrapped by New for an invalid Config (bad input, not a host
 // failure).
@@ -124,7 +129,7 @@ func (c *Config) check() error {
 	if c.TxWait <= 0 {
 		c.TxWait = 500 * time.Millisecond
 	}
-	if err := responder.CheckDest(c.Group, c.To); err != nil {
+	if err := probe.CheckDest(c.Group, c.To); err != nil {
 		return err
 	}
 	if c.RunID == 0 {
@@ -243,9 +248,6 @@ func (s *Sender) Progress() (sent, received int) {
 // cancellation it stops sending, still collects what is in flight, and
 // returns ctx's error with the records kept.
 func (s *Sender) Run(ctx context.Context) error {
-	defer cpusched.EnsureProcs(2)() // the sending thread, and the rest
-	gc := debug.SetGCPercent(-1)
-	defer debug.SetGCPercent(gc)
 	if s.phc = s.granted.PHC(); s.phc != nil {
 		s.phc.Take()
 		defer s.phc.Take()
@@ -253,18 +255,10 @@ func (s *Sender) Run(ctx context.Context) error {
 	s.started = time.Now()
 	// Start one interval from now so the thread is set up before request 0.
 	s.sched = NewSchedule(s.started.Add(s.cfg.Interval), s.cfg.Interval)
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // pinned/real-time: never returned to the pool
-		done <- s.run(ctx)
-	}()
-	err := <-done
-	switch {
-	case ctx.Err() != nil:
-		s.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
-	case err != nil:
-		s.stopped = samples.StoppedFailed + err.Error()
-	}
+	// The thread stops sending when ctx is done and still collects what
+	// is in flight: RunLocked needs no stop function.
+	var err error
+	s.stopped, err = cpusched.RunLocked(ctx, cpusched.Thread{CPU: s.cfg.CPU, Sched: s.cfg.Sched}, func() error { return s.run(ctx) }, nil)
 	s.hw.Finish()
 	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
 	s.finish()
@@ -286,7 +280,9 @@ func (s *Sender) Run(ctx context.Context) error {
 // the scheduler to preempt it (median user RTT 5.5–6.5 ms at a 1 ms interval
 // with --spin 1ms on a 2-vCPU VM), and every TX stamp woke it a second time.
 func (s *Sender) run(ctx context.Context) error {
-	if err := s.setupPacer(); err != nil {
+	// Pinned and scheduled by RunLocked; a 1 ns timer slack so that a
+	// sleep until due − Spin ends then, not up to 50 µs later.
+	if err := cpusched.SetTimerSlack(time.Nanosecond); err != nil {
 		return err
 	}
 	meter := cpusched.StartMeter()
@@ -347,7 +343,7 @@ func (s *Sender) waitServing(due time.Time) error {
 		now := time.Now()
 		left := due.Sub(now)
 		var wake time.Time // Block: sleep until then; Busy: serve ignores it
-		if s.cfg.Poll == responder.Busy {
+		if s.cfg.Poll == probe.Busy {
 			if left <= busyGuard {
 				break
 			}
@@ -410,7 +406,7 @@ func (s *Sender) txAwaited() bool {
 // error-queue read. It does not allocate.
 func (s *Sender) serve(deadline time.Time) error {
 	var ready tstamp.Ready
-	if s.cfg.Poll == responder.Busy {
+	if s.cfg.Poll == probe.Busy {
 		ready = tstamp.ReadyData
 		if s.txAwaited() {
 			ready |= tstamp.ReadyErr
@@ -430,18 +426,6 @@ func (s *Sender) serve(deadline time.Time) error {
 		s.drainErrqueue()
 	}
 	return nil
-}
-
-func (s *Sender) setupPacer() error {
-	if s.cfg.CPU >= 0 {
-		if err := cpusched.PinThread(s.cfg.CPU); err != nil {
-			return err
-		}
-	}
-	if err := cpusched.Apply(s.cfg.Sched); err != nil {
-		return err
-	}
-	return cpusched.SetTimerSlack(time.Nanosecond)
 }
 
 // sendNow sends request k. It does not allocate.
@@ -625,7 +609,7 @@ func (s *Sender) PerResponder() []samples.Counters {
 
 // Header describes the sender's sample file.
 func (s *Sender) Header() samples.Header {
-	clocks := responder.Clocks(s.granted, s.hw, s.cfg.Iface, "rx", "tx")
+	clocks := probe.Clocks(s.granted, s.hw, s.cfg.Iface, "rx", "tx")
 	clocks["due"] = samples.Clock{Source: "user", Clock: "CLOCK_REALTIME", Note: "start + k·interval"}
 	h := samples.Header{
 		WireVersion: wire.Version,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/wire"
@@ -65,7 +66,7 @@ func TestSendAllocs(t *testing.T) {
 		if s.cnt.Sent != k || s.recs[10].T[samples.TxUser] == 0 || s.recs[10].T[samples.Due] == 0 {
 			t.Errorf("sent %d of %d; record 10 %+v", s.cnt.Sent, k, s.recs[10].T)
 		}
-		for _, mode := range []responder.PollMode{responder.Block, responder.Busy} {
+		for _, mode := range []probe.PollMode{probe.Block, probe.Busy} {
 			s.cfg.Poll, s.cfg.Spin = mode, 20*time.Microsecond
 			var early time.Duration
 			allocs = testing.AllocsPerRun(50, func() {
@@ -102,7 +103,7 @@ func TestSendAllocs(t *testing.T) {
 // is sent and lost and every TX stamp collected.
 func TestRunNoResponder(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
-	for _, mode := range []responder.PollMode{responder.Block, responder.Busy} {
+	for _, mode := range []probe.PollMode{probe.Block, probe.Busy} {
 		err := topo.Do(netlab.Sender, func() error {
 			s, err := New(Config{Iface: topo.Sender.Interface, Group: netip.MustParseAddrPort("239.8.8.9:9300"),
 				Count: 50, Interval: 200 * time.Microsecond, CPU: -1, Timestamps: tstamp.Software, Poll: mode,
@@ -122,9 +123,9 @@ func TestRunNoResponder(t *testing.T) {
 			// switches), a busy one runs most of the round.
 			if u := s.Thread(); u == nil || u.WallNS <= 0 || u.CPUNS <= 0 {
 				t.Errorf("%s: thread usage %+v, want figures", mode, u)
-			} else if mode == responder.Block && u.Voluntary == 0 {
+			} else if mode == probe.Block && u.Voluntary == 0 {
 				t.Errorf("block: thread usage %+v, want voluntary switches (it waits in ppoll)", u)
-			} else if mode == responder.Busy && u.CPUNS < u.WallNS/4 {
+			} else if mode == probe.Busy && u.CPUNS < u.WallNS/4 {
 				t.Errorf("busy: thread usage %+v, want it on CPU most of the round", u)
 			}
 			if got := s.Header().Settings["poll"]; got != mode.String() {
@@ -170,7 +171,7 @@ func TestBlockSpinWholeInterval(t *testing.T) {
 	var rtts []int64
 	err := topo.Do(netlab.Sender, func() error {
 		s, err := New(Config{Iface: topo.Sender.Interface, Group: group, Count: 300, Interval: interval,
-			Spin: interval, CPU: -1, Timestamps: tstamp.Software, Poll: responder.Block, RunID: 7})
+			Spin: interval, CPU: -1, Timestamps: tstamp.Software, Poll: probe.Block, RunID: 7})
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 )
 
@@ -26,8 +27,8 @@ func runSamples(ctx context.Context, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("samples: want one round directory or sample file, got %d arguments (e.g. rig samples results/demo-*/arms/block/round-0)", fs.NArg())
 	}
-	if *id > maxResponderID {
-		return usagef("samples: --responder %d: want 0..%d", *id, maxResponderID)
+	if *id > probe.MaxResponderID {
+		return usagef("samples: --responder %d: want 0..%d", *id, probe.MaxResponderID)
 	}
 	j, err := samples.JoinDirResponder(fs.Arg(0), uint32(*id))
 	if err != nil {

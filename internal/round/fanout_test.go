@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // fanoutSpec is a round of one multicast request stream answered by every
@@ -26,8 +28,8 @@ func fanoutSpec(t *testing.T, topo *netlab.Topology, log *bytes.Buffer, group st
 		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
 		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
 		Capture:   &Host{Agent: ag(netlab.Capture), Iface: topo.Capture.Interface},
-		Group:     group, Reply: "unicast", Count: count, Interval: time.Millisecond,
-		Timestamps: "software", Arm: "fanout", ResponderCPU: -1, SenderCPU: -1,
+		Group:     netip.MustParseAddrPort(group), Count: count, Interval: time.Millisecond,
+		Timestamps: tstamp.Software, Arm: "fanout", ResponderCPU: -1, SenderCPU: -1,
 	}
 	for _, h := range topo.More {
 		s.Others = append(s.Others, Other{Host: Host{Agent: ag(h.Role), Iface: h.Interface}, CPU: -1})

@@ -305,35 +305,39 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 			other.CPU = *c
 		}
 		if p := ok.Responder.Poll; p != nil {
-			other.Poll = p.String()
+			other.Poll = *p
 		}
 		if sc := ok.Responder.Sched; sc != nil {
-			other.Sched = sc.String()
+			other.Sched = *sc
 		}
 		others = append(others, other)
 	}
 	id, _ := wire.ParseRunID(runID)
+	ts, err := tstamp.ParseMode(string(s.Timestamps))
+	if err != nil {
+		return err
+	}
 	spec := round.Spec{
 		Dir:    rundir.RoundDir(dir, arm.Name, r),
 		Sender: hs.sender, Responder: hs.responder, Others: others, Capture: hs.capture,
-		Group: s.Traffic.Group.String(), Reply: replyString(s.Traffic), Count: s.Traffic.Count,
+		Group: s.Traffic.Group, Reply: s.Traffic.Reply, Count: s.Traffic.Count,
 		Interval: s.Traffic.Interval, Size: s.Traffic.Size, Warmup: s.Traffic.Warmup,
-		Timestamps: string(s.Timestamps), RunID: id, Arm: arm.Name, ArmIndex: armIndex, Round: r,
+		Timestamps: ts, RunID: id, Arm: arm.Name, ArmIndex: armIndex, Round: r,
 		ReplyTimeout: s.Traffic.ReplyTimeout,
-		ResponderCPU: -1, SenderCPU: -1, Poll: "block", Sched: "other", Spin: 50 * time.Microsecond,
+		ResponderCPU: -1, SenderCPU: -1, Spin: 50 * time.Microsecond,
 		Progress: progress, Telemetry: true,
 	}
 	if arm.Request == scenario.RequestUnicast {
-		spec.Group, spec.To = "", s.RequestTo(arm, to).String()
+		spec.Group, spec.To = netip.AddrPort{}, s.RequestTo(arm, to)
 	}
 	if c := k.Responder.CPU; c != nil {
 		spec.ResponderCPU = *c
 	}
 	if p := k.Responder.Poll; p != nil {
-		spec.Poll = p.String()
+		spec.Poll = *p
 	}
 	if sc := k.Responder.Sched; sc != nil {
-		spec.Sched = sc.String()
+		spec.Sched = *sc
 	}
 	_, err = round.Run(ctx, spec)
 	return err

@@ -18,7 +18,9 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/probe"
 )
 
 // Defaults of the optional fields (README.md documents them).
@@ -242,8 +244,8 @@ type Knobs struct {
 type Responder struct {
 	CPU      *int
 	Quietest *Quietest
-	Sched    *Sched
-	Poll     *Poll
+	Sched    *cpusched.Sched // the responder thread's scheduling policy
+	Poll     *probe.Poll     // how the responder waits for a request
 }
 
 // Quietest is responder.cpu: quietest — the responder host's agent ranks
@@ -257,32 +259,6 @@ type Quietest struct {
 // HasCPU reports whether the responder is pinned: to a given CPU or to the
 // quietest one.
 func (r Responder) HasCPU() bool { return r.CPU != nil || r.Quietest != nil }
-
-// Sched is the scheduling policy of the responder thread.
-type Sched struct {
-	Policy   string // "other" or "fifo"
-	Priority int    // 1..99 for fifo, 0 for other
-}
-
-func (s Sched) String() string {
-	if s.Policy == "fifo" {
-		return fmt.Sprintf("fifo:%d", s.Priority)
-	}
-	return s.Policy
-}
-
-// Poll is how the responder waits for a request.
-type Poll struct {
-	Mode       string // "block", "busy" (non-blocking spin) or "busy-poll" (SO_BUSY_POLL)
-	BusyPollUS int    // SO_BUSY_POLL microseconds, busy-poll only
-}
-
-func (p Poll) String() string {
-	if p.Mode == "busy-poll" {
-		return fmt.Sprintf("busy-poll:%d", p.BusyPollUS)
-	}
-	return p.Mode
-}
 
 // IRQ places the queue IRQs of the responder NIC.
 type IRQ struct {

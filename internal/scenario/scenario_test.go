@@ -16,6 +16,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -718,7 +719,7 @@ func TestFanoutScenario(t *testing.T) {
 		}
 	}
 	r0, r1 := s.KnobsFor(stress, "responder"), s.KnobsFor(stress, "responder1")
-	if r0.Responder.CPU == nil || *r0.Responder.CPU != 0 || r0.Load != nil || r0.Responder.Poll == nil || r0.Responder.Poll.Mode != "block" {
+	if r0.Responder.CPU == nil || *r0.Responder.CPU != 0 || r0.Load != nil || r0.Responder.Poll == nil || *r0.Responder.Poll != (probe.Poll{Mode: probe.Block}) {
 		t.Errorf("responder's knobs %+v", r0)
 	}
 	if r1.Responder.CPU == nil || *r1.Responder.CPU != 1 || r1.Load == nil || !slices.Equal(r1.Load.CPUs, []int{1}) {

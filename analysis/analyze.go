@@ -50,6 +50,9 @@ type Report struct {
 	// Comparisons of every arm against the baseline, per metric and
 	// statistic.
 	Comparisons []Comparison `json:"comparisons"`
+	// Paired are the paired comparisons of responders answering the
+	// same requests (fan-out; absent with one responder).
+	Paired []Paired `json:"paired,omitempty"`
 	// Problems are damaged or missing files and everything that was not
 	// analysed; the report covers what remained.
 	Problems []string `json:"problems"`
@@ -430,6 +433,9 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 	} else if rep.Baseline != "" {
 		rep.Comparisons = CompareArms(rep, rep.Baseline)
 	}
+	var pp []string
+	rep.Paired, pp = comparePaired(in, rep, w)
+	rep.Problems = append(rep.Problems, pp...)
 	rep.buildSummary(in, facts)
 	return rep, nil
 }
@@ -660,7 +666,11 @@ func account(j *samples.Joined, k, w int, expect []samples.Role) RoundAccount {
 	ra.Sent = ra.Answered + ra.Late + ra.Lost
 	for _, r := range expect {
 		if !slices.Contains(j.Roles, r) {
-			ra.LeftOut = append(ra.LeftOut, samples.FileName(r)+" is missing")
+			name := samples.FileName(r)
+			if r == samples.RoleResponder {
+				name = samples.ResponderFileName(j.Responder)
+			}
+			ra.LeftOut = append(ra.LeftOut, name+" is missing")
 		}
 	}
 	if s := j.Stopped[samples.RoleSender]; s != "" {

@@ -170,6 +170,9 @@ func WriteReportHTML(w io.Writer, r *Report, plots []Plot) error {
 	ct := comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline", "arm")
 	ct.Caption += requestsCaption(r)
 	tables = append(tables, ct)
+	if len(r.Paired) > 0 {
+		tables = append(tables, pairedTable(r))
+	}
 	var after []table
 	if ft := freqTable(r); len(ft.Rows) > 0 {
 		after = append(after, ft)

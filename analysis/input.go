@@ -40,14 +40,26 @@ type Input struct {
 	Expect   []samples.Role
 	Arms     []InputArm
 	Problems []string
+	// Responders names the responder hosts by id when several answered
+	// every request (fan-out, manifest.json responders): Arms then holds
+	// one entry per arm × responder, named ArmResponderName.
+	Responders []string
 }
 
-// InputArm is one arm and its rounds.
+// InputArm is one arm and its rounds; with several responders, one arm's
+// rounds as one responder answered them.
 type InputArm struct {
 	Name    string
 	Skipped string
 	Rounds  []InputRound
+	// Arm and Responder, with several responders: the scenario's arm and
+	// the responder host (Name is ArmResponderName(Arm, Responder)).
+	Arm, Responder string
 }
+
+// ArmResponderName is the name an arm × responder row carries in every
+// table: "arm@responder".
+func ArmResponderName(arm, responder string) string { return arm + "@" + responder }
 
 // InputRound is one round of an arm.
 type InputRound struct {
@@ -88,6 +100,9 @@ func Load(run string) (*Input, error) {
 		in.RunID, in.Scenario, in.Baseline, in.Warmup = m.RunID, m.Scenario, m.Baseline, m.Warmup
 		in.StartedAt, in.EndedAt, in.Interrupted = m.StartedAt, m.EndedAt, m.Interrupted
 		in.Timestamps, in.Hosts = m.Timestamps, hostFacts(run, m.Hosts)
+		if len(m.Responders) > 1 {
+			in.Responders = m.Responders
+		}
 		if m.Warmup < 0 {
 			in.Problems = append(in.Problems, fmt.Sprintf("%s: warmup %d is not a count; the sample headers' warm-up is used",
 				filepath.Join(run, rundir.ManifestFile), m.Warmup))
@@ -139,6 +154,9 @@ func Load(run string) (*Input, error) {
 			}
 		}
 	}
+	if len(in.Responders) > 1 {
+		in.fanout()
+	}
 	// Every round of a run has a sender and a responder file, and a capture
 	// file when the run had a capture (the manifest says so, or another
 	// round has one).
@@ -147,6 +165,34 @@ func Load(run string) (*Input, error) {
 		in.Expect = append(in.Expect, samples.RoleCapture)
 	}
 	return in, nil
+}
+
+// fanout turns every arm into one arm per responder: the same rounds,
+// each joined with that responder's replies (samples.JoinDirResponder),
+// so every table has a row per arm × responder. The baseline is the
+// baseline arm as responder 0 answered it.
+func (in *Input) fanout() {
+	var out []InputArm
+	for _, a := range in.Arms {
+		for id, h := range in.Responders {
+			ra := InputArm{Name: ArmResponderName(a.Name, h), Skipped: a.Skipped, Arm: a.Name, Responder: h}
+			for _, r := range a.Rounds {
+				dir := r.Dir
+				ir := InputRound{K: r.K, Load: func() (*samples.Joined, error) {
+					return samples.JoinDirResponder(dir, uint32(id))
+				}}
+				if id == 0 {
+					ir.Dir = dir // the round's telemetry watched responder 0's CPU
+				}
+				ra.Rounds = append(ra.Rounds, ir)
+			}
+			out = append(out, ra)
+		}
+	}
+	in.Arms = out
+	if in.Baseline != "" {
+		in.Baseline = ArmResponderName(in.Baseline, in.Responders[0])
+	}
 }
 
 // armDirs lists arms/* directories that hold at least one round-<k>.

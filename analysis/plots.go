@@ -77,6 +77,11 @@ func Plots(r *Report) ([]Plot, error) {
 		}
 		out = append(out, p)
 	}
+	if p, ok, err := pairedPlot(r); err != nil {
+		return nil, err
+	} else if ok {
+		out = append(out, p)
+	}
 	return out, nil
 }
 

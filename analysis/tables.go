@@ -117,6 +117,10 @@ func WriteTablesMD(w io.Writer, r *Report) error {
 	ct := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
 	ct.Caption += requestsCaption(r)
 	ct.md(b)
+	if len(r.Paired) > 0 {
+		pt := pairedTable(r)
+		pt.md(b)
+	}
 	if ft := freqTable(r); len(ft.Rows) > 0 {
 		ft.md(b)
 	}

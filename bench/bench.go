@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,8 +36,10 @@ import (
 	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/owner"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/round"
 	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // Part names one section of the bench.
@@ -402,8 +405,9 @@ func (b *runner) logf(format string, args ...any) {
 	fmt.Fprintf(b.cfg.Log, "bench: %7s  %s\n", time.Since(b.start).Round(time.Second), fmt.Sprintf(format, args...))
 }
 
+var rigGroup = netip.MustParseAddrPort("239.77.0.1:17001")
+
 const (
-	rigGroup      = "239.77.0.1:17001"
 	sockperfGroup = "239.77.0.2"
 	sockperfPort  = "17002"
 )
@@ -415,7 +419,11 @@ func (b *runner) prefix(r netlab.Role, cpu int) []string {
 
 // rigRound runs one rig round and returns its sender file.
 func (b *runner) rigRound(ctx context.Context, dir, poll, timestamps string, spin time.Duration, k int, interval time.Duration, count, warmup int) (*samples.File, error) {
-	if err := b.runRound(ctx, b.rigSpec(dir, poll, timestamps, spin, k, interval, count, warmup)); err != nil {
+	spec, err := b.rigSpec(dir, poll, timestamps, spin, k, interval, count, warmup)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.runRound(ctx, spec); err != nil {
 		return nil, err
 	}
 	f, err := samples.ReadFile(filepath.Join(dir, samples.FileName(samples.RoleSender)))
@@ -425,19 +433,28 @@ func (b *runner) rigRound(ctx context.Context, dir, poll, timestamps string, spi
 	return f, nil
 }
 
-// rigSpec is a rig round through the bench's agents.
-func (b *runner) rigSpec(dir, poll, timestamps string, spin time.Duration, k int, interval time.Duration, count, warmup int) round.Spec {
+// rigSpec is a rig round through the bench's agents; poll and timestamps
+// are rig respond's --poll and --timestamps values.
+func (b *runner) rigSpec(dir, poll, timestamps string, spin time.Duration, k int, interval time.Duration, count, warmup int) (round.Spec, error) {
+	pm, err := probe.ParsePoll(poll)
+	if err != nil {
+		return round.Spec{}, err
+	}
+	ts, err := tstamp.ParseMode(timestamps)
+	if err != nil {
+		return round.Spec{}, err
+	}
 	return round.Spec{
 		Dir:       dir,
 		Sender:    round.Host{Agent: b.snd, Iface: b.topo.Sender.Interface},
 		Responder: round.Host{Agent: b.rsp, Iface: b.topo.Responder.Interface},
-		Group:     rigGroup, Reply: "unicast", Count: count, Interval: interval, Size: b.cfg.Size,
-		Warmup: warmup, Timestamps: timestamps, Arm: poll, Round: k,
-		ResponderCPU: b.cfg.ResponderCPU, Poll: poll, Sched: "other", SenderCPU: b.cfg.SenderCPU,
-		SenderPoll: senderPoll(poll),
+		Group:     rigGroup, Count: count, Interval: interval, Size: b.cfg.Size,
+		Warmup: warmup, Timestamps: ts, Arm: poll, Round: k,
+		ResponderCPU: b.cfg.ResponderCPU, Poll: pm, SenderCPU: b.cfg.SenderCPU,
+		SenderPoll: senderPoll(pm),
 		Spin:       spin,
 		Lead:       b.cfg.Lead,
-	}
+	}, nil
 }
 
 // runRound runs a rig round.
@@ -464,11 +481,11 @@ const DefaultSpin = 50 * time.Microsecond
 
 // senderPoll is the rig sender's mode for a responder mode: busy on both
 // ends like sockperf --nonblocked, blocking otherwise.
-func senderPoll(responderPoll string) string {
-	if responderPoll == "busy" {
-		return "busy"
+func senderPoll(responderPoll probe.Poll) probe.PollMode {
+	if responderPoll.Mode == probe.Busy {
+		return probe.Busy
 	}
-	return "block"
+	return probe.Block
 }
 
 func p50(s Summary) int64  { return s.P50 }

@@ -159,8 +159,11 @@ func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Clien
 	id := wire.FormatRunID(runID)
 	dir := filepath.Join(cfg.Dir, "cost", fmt.Sprintf("%s-rig-%s", mode, id))
 	done := make(chan error, 1)
+	spec, err := b.rigSpec(dir, mode, "software", time.Millisecond, 0, time.Millisecond, int(cfg.CostTime/time.Millisecond), 0)
+	if err != nil {
+		return nil, err
+	}
 	go func() {
-		spec := b.rigSpec(dir, mode, "software", time.Millisecond, 0, time.Millisecond, int(cfg.CostTime/time.Millisecond), 0)
 		spec.Sender.Agent, spec.Responder.Agent, spec.RunID = snd, rsp, runID
 		done <- b.runRound(ctx, spec)
 	}()
@@ -194,7 +197,11 @@ func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Clien
 // counted under perf) and gives rows its processes' heap allocations.
 func (b *runner) shortAllocs(ctx context.Context, mode string, rows []CostRow) error {
 	dir := filepath.Join(b.cfg.Dir, "cost", mode+"-rig-short")
-	if err := b.runRound(ctx, b.rigSpec(dir, mode, "software", time.Millisecond, 0, time.Millisecond, int(b.cfg.CostTime/2/time.Millisecond), 0)); err != nil {
+	spec, err := b.rigSpec(dir, mode, "software", time.Millisecond, 0, time.Millisecond, int(b.cfg.CostTime/2/time.Millisecond), 0)
+	if err != nil {
+		return err
+	}
+	if err := b.runRound(ctx, spec); err != nil {
 		return err
 	}
 	for i, role := range []samples.Role{samples.RoleSender, samples.RoleResponder} {

@@ -12,6 +12,12 @@
 // carry no hardware RX stamp and are not what a mirror port sees. The
 // per-packet path does not allocate; an optional pcap copy of each frame
 // goes to preallocated memory and is written after the round.
+//
+// Run leaves the Go runtime as it finds it. rig capture runs it with the
+// garbage collector off and at least two Ps (cpusched.TuneRuntime): a
+// collection would stop the measured loop, and with one P the locked
+// thread takes turns with every other goroutine. A program or a test that
+// embeds the package and wants rig's numbers does the same.
 package capture
 
 import (
@@ -22,8 +28,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -31,11 +35,12 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/internal/wire"
-	"github.com/rig-project/rig/responder"
 )
 
 // Config configures a capture.
@@ -55,6 +60,10 @@ type Config struct {
 	ArmIndex int
 	Round    int
 	Capacity int // sequences recorded (0..Capacity-1)
+	// Responders is how many responders answer every request (ids
+	// 0..Responders-1, wire.Header.Responder); default 1. Each reply is
+	// paired with its request under its responder's id.
+	Responders int
 	// PcapFrames > 0 keeps that many frames (first Snaplen bytes each) for
 	// WritePcap.
 	PcapFrames int
@@ -80,8 +89,12 @@ type Capture struct {
 	cfg     Config
 	conn    *tstamp.PacketConn
 	granted tstamp.Granted
-	hw      *tstamp.HWProof // do the frames carry the NIC's stamps?
-	recs    []samples.Record
+	hw      *tstamp.HWProof  // do the frames carry the NIC's stamps?
+	recs    []samples.Record // per sequence: the request's stamps
+	// reps holds the reply slots, Responders per sequence: sequence k's
+	// reply from responder i is reps[k·Responders+i].
+	reps    []samples.Record
+	per     []samples.Counters // per responder: its replies' duplicates, unpaired
 	cnt     samples.Counters
 	runID   uint64
 	buf     [2048]byte
@@ -117,13 +130,19 @@ func New(cfg Config) (*Capture, error) {
 			cfg.Snaplen += vxlanOverhead
 		}
 	}
+	if cfg.Responders == 0 {
+		cfg.Responders = 1
+	}
+	if cfg.Responders < 1 || cfg.Responders > maxResponders {
+		return nil, fmt.Errorf("capture: responders %d out of range: 1..%d", cfg.Responders, maxResponders)
+	}
 	if len(cfg.Ports) == 0 {
 		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
 	}
 	if cfg.RunID == 0 {
 		return nil, wire.ErrNoRunID
 	}
-	if err := responder.CheckDest(cfg.Group, cfg.To); err != nil {
+	if err := probe.CheckDest(cfg.Group, cfg.To); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	if cfg.Timestamps == tstamp.Off {
@@ -137,7 +156,8 @@ func New(cfg Config) (*Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Capture{cfg: cfg, conn: conn, runID: cfg.RunID, recs: make([]samples.Record, cfg.Capacity)}
+	c := &Capture{cfg: cfg, conn: conn, runID: cfg.RunID}
+	c.allocate()
 	if c.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
 		conn.Close()
 		return nil, err
@@ -175,6 +195,18 @@ func New(cfg Config) (*Capture, error) {
 	return c, nil
 }
 
+// maxResponders bounds Config.Responders as the sender's
+// (sender.MaxResponders) does: rig capture --responders' bound.
+const maxResponders = probe.MaxResponders
+
+// allocate makes the request records and reply slots up front: the
+// capture thread fills them and never allocates.
+func (c *Capture) allocate() {
+	c.recs = make([]samples.Record, c.cfg.Capacity)
+	c.reps = make([]samples.Record, c.cfg.Capacity*c.cfg.Responders)
+	c.per = make([]samples.Counters, c.cfg.Responders)
+}
+
 // HardwareStamps says whether the NIC's stamps were requested and arrived,
 // e.g. "rx delivered, tx not requested".
 func (c *Capture) HardwareStamps() string { return c.hw.String() }
@@ -197,30 +229,15 @@ func (c *Capture) Stop() { c.stop.Store(true) }
 // Frames is the number of rig frames seen so far.
 func (c *Capture) Frames() int { return int(c.frames.Load()) }
 
-// Run captures until ctx is done or Stop is called.
+// Run captures until ctx is done or Stop is called, on a locked OS thread
+// (cpusched.RunLocked).
 func (c *Capture) Run(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		done <- c.loop()
-	}()
 	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		c.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
-		c.Stop()
-		err = <-done
-	}
-	if err != nil {
-		c.stopped = samples.StoppedFailed + err.Error()
-	}
+	c.stopped, err = cpusched.RunLocked(ctx, cpusched.Thread{CPU: -1}, c.loop, c.Stop)
 	return err
 }
 
 func (c *Capture) loop() error {
-	gc := debug.SetGCPercent(-1)
-	defer debug.SetGCPercent(gc)
 	if c.phc = c.granted.PHC(); c.phc != nil {
 		c.phc.Take()
 		defer c.phc.Take()
@@ -292,8 +309,9 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 		}
 		return
 	}
-	if c.hdr.Arm != uint32(c.cfg.ArmIndex) || c.hdr.Round != uint32(c.cfg.Round) || !c.rightWay(c.hdr.Type, ep) {
-		c.cnt.Foreign++ // another arm's or round's, or a "reply" going where requests go
+	if c.hdr.Arm != uint32(c.cfg.ArmIndex) || c.hdr.Round != uint32(c.cfg.Round) || !c.rightWay(c.hdr.Type, ep) ||
+		c.hdr.Responder >= uint32(c.cfg.Responders) {
+		c.cnt.Foreign++ // another arm's or round's, a "reply" going where requests go, or no responder of ours
 		return
 	}
 	c.frames.Add(1)
@@ -307,14 +325,19 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 		return
 	}
 	r := &c.recs[c.hdr.Seq]
-	r.Seq = c.hdr.Seq
 	hw, sw := samples.CapReqHW, samples.CapReqSW
+	var pc *samples.Counters // the responder's, for a reply
 	if c.hdr.Type == wire.Reply {
 		hw, sw = samples.CapRepHW, samples.CapRepSW
+		r = &c.reps[c.hdr.Seq*uint64(c.cfg.Responders)+uint64(c.hdr.Responder)]
+		pc = &c.per[c.hdr.Responder]
 	}
 	if r.T[hw] != 0 || r.T[sw] != 0 {
 		r.Flags |= samples.FlagDuplicate
 		c.cnt.Duplicated++
+		if pc != nil {
+			pc.Duplicated++
+		}
 		return
 	}
 	r.T[hw], r.T[sw] = st.HW, st.SW
@@ -399,26 +422,56 @@ func (c *Capture) keepFrame(f []byte, ts int64) {
 	c.pcap.n++
 }
 
-// finish counts the unpaired sequences and the frames the kernel dropped
-// for want of buffer (PACKET_STATISTICS since New): each is a sequence
-// missing a capture stamp, never a silent gap. It settles the hardware
-// stamps' proof, whose error (hardware demanded, none came) it returns.
+// finish counts the unpaired requests and replies, per responder, and the
+// frames the kernel dropped for want of buffer (PACKET_STATISTICS since
+// New): each is a sequence missing a capture stamp, never a silent gap. It
+// settles the hardware stamps' proof, whose error (hardware demanded, none
+// came) it returns.
 func (c *Capture) finish() error {
 	c.hw.Finish()
-	for i := range c.recs {
-		r := &c.recs[i]
-		req := r.T[samples.CapReqHW]|r.T[samples.CapReqSW] != 0
-		rep := r.T[samples.CapRepHW]|r.T[samples.CapRepSW] != 0
-		if req != rep {
-			c.cnt.Unpaired++
-		}
-	}
+	c.countUnpaired()
 	_, drops, err := c.conn.Stats()
 	if err != nil {
 		return err
 	}
 	c.cnt.KernelDrops += uint64(drops)
+	c.settlePerResponder()
 	return c.hw.Err()
+}
+
+// countUnpaired counts each responder's replies without their request and
+// requests without that responder's reply.
+func (c *Capture) countUnpaired() {
+	n := c.cfg.Responders
+	for k := range c.recs {
+		req := c.recs[k].T[samples.CapReqHW]|c.recs[k].T[samples.CapReqSW] != 0
+		for id := range n {
+			r := &c.reps[k*n+id]
+			if rep := r.T[samples.CapRepHW]|r.T[samples.CapRepSW] != 0; req != rep {
+				c.cnt.Unpaired++
+				c.per[id].Unpaired++
+			}
+		}
+	}
+}
+
+// settlePerResponder completes each responder's counters with what no
+// reply tells apart: the round's frames, garbage, drops and requests.
+func (c *Capture) settlePerResponder() {
+	for id := range c.per {
+		p := &c.per[id]
+		p.Received, p.Foreign, p.Malformed, p.Outgoing = c.cnt.Received, c.cnt.Foreign, c.cnt.Malformed, c.cnt.Outgoing
+		p.KernelDrops, p.OutOfRange, p.RxStampsMissing = c.cnt.KernelDrops, c.cnt.OutOfRange, c.cnt.RxStampsMissing
+	}
+}
+
+// PerResponder returns each responder's counters (nil with one responder,
+// whose counters are Counters).
+func (c *Capture) PerResponder() []samples.Counters {
+	if c.cfg.Responders == 1 {
+		return nil
+	}
+	return c.per
 }
 
 // RunID is the run the capture pairs.
@@ -427,16 +480,28 @@ func (c *Capture) RunID() uint64 { return c.runID }
 // Counters returns the capture's counts.
 func (c *Capture) Counters() samples.Counters { return c.cnt }
 
-// Records returns the sequences seen in either direction.
+// Records returns, per sequence seen in either direction and per
+// responder, the request's stamps and that responder's reply's.
 func (c *Capture) Records() []samples.Record {
 	var out []samples.Record
-	for i := range c.recs {
-		r := &c.recs[i]
-		if r.T[samples.CapReqHW]|r.T[samples.CapReqSW]|r.T[samples.CapRepHW]|r.T[samples.CapRepSW] != 0 || r.Flags != 0 {
-			out = append(out, *r)
+	n := c.cfg.Responders
+	for k := range c.recs {
+		for id := range n {
+			r := c.pair(k, id)
+			if r.T[samples.CapReqHW]|r.T[samples.CapReqSW]|r.T[samples.CapRepHW]|r.T[samples.CapRepSW] != 0 || r.Flags != 0 {
+				out = append(out, r)
+			}
 		}
 	}
 	return out
+}
+
+// pair is sequence k's request with responder id's reply.
+func (c *Capture) pair(k, id int) samples.Record {
+	q, p := &c.recs[k], &c.reps[k*c.cfg.Responders+id]
+	r := samples.Record{Seq: uint64(k), Responder: uint32(id), Flags: q.Flags | p.Flags, T: q.T}
+	r.T[samples.CapRepHW], r.T[samples.CapRepSW] = p.T[samples.CapRepHW], p.T[samples.CapRepSW]
+	return r
 }
 
 // Header describes the capture's sample file: the kernel's stamps always,
@@ -459,6 +524,7 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Host:        c.cfg.Host,
 		Iface:       c.cfg.Iface,
 		Clocks:      clocks,
+		Responders:  c.responders(),
 		Settings: map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf,
 			"hardware_stamps": c.hw.String(), "mirror": c.mirror()},
 		StartedAt: c.started.UTC().Format(time.RFC3339Nano),
@@ -470,8 +536,16 @@ func (c *Capture) Header(arm, round int) samples.Header {
 // WriteFile writes the capture's sample file.
 func (c *Capture) WriteFile(path string, arm, round int) error {
 	return samples.WriteFile(path, c.Header(arm, round), c.Records(), samples.Footer{
-		Counters: c.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: c.stopped,
+		Counters: c.cnt, PerResponder: c.PerResponder(), EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: c.stopped,
 	})
+}
+
+// responders is Header.Responders: 0 (left out) with one responder.
+func (c *Capture) responders() int {
+	if c.cfg.Responders == 1 {
+		return 0
+	}
+	return c.cfg.Responders
 }
 
 // WritePcap writes the kept frames as a pcap file with nanosecond stamps

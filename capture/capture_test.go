@@ -3,6 +3,7 @@ package capture
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -46,9 +47,11 @@ func frameTo(payload []byte, vlan bool, src, dst [4]byte, sport, dport uint16) [
 }
 
 func newTestCapture(n int) *Capture {
-	return &Capture{cfg: Config{Snaplen: 128, Iface: "cap0", Group: netip.MustParseAddrPort("239.1.1.1:9000"), RunID: 9},
-		runID: 9, recs: make([]samples.Record, n),
-		hw: tstamp.NewHWProof(tstamp.Granted{Mode: tstamp.Software}, 0, "the capture's socket", "frames", "")}
+	c := &Capture{cfg: Config{Snaplen: 128, Iface: "cap0", Group: netip.MustParseAddrPort("239.1.1.1:9000"), RunID: 9},
+		runID: 9, hw: tstamp.NewHWProof(tstamp.Granted{Mode: tstamp.Software}, 0, "the capture's socket", "frames", "")}
+	c.cfg.Capacity, c.cfg.Responders = n, 1
+	c.allocate()
+	return c
 }
 
 // hwGrant is a capture socket granted hardware RX stamps in mode m.
@@ -77,7 +80,7 @@ func TestOnFramePairs(t *testing.T) {
 	c.onFrame(frame([]byte("hello"), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 1})                                                         // foreign
 	c.onFrame(frame(wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 10, Seq: 4}), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 1}) // other run
 	c.onFrame(req[:20], tstamp.PacketMulticast, tstamp.Stamps{SW: 1})                                                                              // runt
-	r := c.recs[3]
+	r := c.pair(3, 0)
 	if r.T[samples.CapReqSW] != 100 || r.T[samples.CapRepSW] != 150 || r.Flags&samples.FlagDuplicate == 0 {
 		t.Fatalf("record %+v", r)
 	}
@@ -102,21 +105,21 @@ func TestOnFramePairs(t *testing.T) {
 	} {
 		c.onFrame(f, tstamp.PacketMulticast, tstamp.Stamps{SW: 1})
 	}
-	if c.cnt.Foreign != 5 || c.cnt.Received != 0 || c.recs[5].T != ([samples.NumStamps]int64{}) {
-		t.Fatalf("stray frames: counters %+v, record %+v", c.cnt, c.recs[5])
+	if c.cnt.Foreign != 5 || c.cnt.Received != 0 || c.pair(5, 0).T != ([samples.NumStamps]int64{}) {
+		t.Fatalf("stray frames: counters %+v, record %+v", c.cnt, c.pair(5, 0))
 	}
 	c.onFrame(frame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Request, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 10})
 	c.onFrame(replyFrame(wire.Encode(make([]byte, 64), 64, &wire.Header{Type: wire.Reply, RunID: 9, Arm: 1, Round: 2, Seq: 5}), false), tstamp.PacketMulticast, tstamp.Stamps{SW: 20})
-	if c.recs[5].T[samples.CapReqSW] != 10 || c.recs[5].T[samples.CapRepSW] != 20 {
-		t.Fatalf("the round's own frames: %+v", c.recs[5])
+	if c.pair(5, 0).T[samples.CapReqSW] != 10 || c.pair(5, 0).T[samples.CapRepSW] != 20 {
+		t.Fatalf("the round's own frames: %+v", c.pair(5, 0))
 	}
 	// A hardware capture keeps both clocks in their own columns: a frame
 	// without its NIC stamp still has its kernel stamp, and is counted.
 	h := newHWCapture(10, tstamp.Auto)
 	h.onFrame(req, tstamp.PacketMulticast, tstamp.Stamps{SW: 100})
 	h.onFrame(rep, tstamp.PacketMulticast, tstamp.Stamps{SW: 150, HW: 7})
-	if r := h.recs[3]; r.T[samples.CapReqHW] != 0 || r.T[samples.CapReqSW] != 100 || r.T[samples.CapRepHW] != 7 || r.T[samples.CapRepSW] != 150 || h.cnt.RxStampsMissing != 1 {
-		t.Fatalf("hw capture: %+v %+v", h.recs[3], h.cnt)
+	if r := h.pair(3, 0); r.T[samples.CapReqHW] != 0 || r.T[samples.CapReqSW] != 100 || r.T[samples.CapRepHW] != 7 || r.T[samples.CapRepSW] != 150 || h.cnt.RxStampsMissing != 1 {
+		t.Fatalf("hw capture: %+v %+v", h.pair(3, 0), h.cnt)
 	}
 	if !h.hw.RX() || h.Source() != "hw" {
 		t.Fatal("a delivered hardware stamp was not kept")
@@ -134,11 +137,11 @@ func TestOutgoingDropped(t *testing.T) {
 	b := make([]byte, 64)
 	req := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9, Seq: 3})...), false)
 	c.onFrame(req, tstamp.PacketOutgoing, tstamp.Stamps{SW: 100})
-	if c.recs[3].T[samples.CapReqSW] != 0 || c.cnt.Outgoing != 1 || c.cnt.Received != 0 || c.Frames() != 0 {
-		t.Fatalf("outgoing frame kept: %+v %+v", c.recs[3], c.cnt)
+	if c.pair(3, 0).T[samples.CapReqSW] != 0 || c.cnt.Outgoing != 1 || c.cnt.Received != 0 || c.Frames() != 0 {
+		t.Fatalf("outgoing frame kept: %+v %+v", c.pair(3, 0), c.cnt)
 	}
 	c.onFrame(req, tstamp.PacketMulticast, tstamp.Stamps{SW: 100})
-	if c.recs[3].T[samples.CapReqSW] != 100 || c.cnt.Received != 1 {
+	if c.pair(3, 0).T[samples.CapReqSW] != 100 || c.cnt.Received != 1 {
 		t.Fatalf("mirrored frame lost: %+v", c.cnt)
 	}
 }
@@ -163,7 +166,7 @@ func TestHardwareProof(t *testing.T) {
 	if _, ok := h.Clocks["cap_req_hw"]; ok || !strings.Contains(h.Clocks["cap_req_sw"].Note, "none of the first 16 frames carried one") {
 		t.Fatalf("auto header clocks %+v", h.Clocks)
 	}
-	if a.recs[3].T[samples.CapReqSW] != 103 {
+	if a.pair(3, 0).T[samples.CapReqSW] != 103 {
 		t.Fatal("software stamps lost with the hardware column")
 	}
 	hw := newHWCapture(64, tstamp.Hardware)
@@ -236,5 +239,67 @@ func TestNewRefusesTimestampsOff(t *testing.T) {
 			c.Close()
 		}
 		t.Fatalf("capture without a run id: %v, want wire.ErrNoRunID", err)
+	}
+}
+
+// TestOnFrameResponders: with two responders the capture pairs each reply
+// with its request under the responder's id, counts what is unpaired and
+// duplicated per responder, calls an unknown id foreign, and files a frame
+// of either responder without allocating.
+func TestOnFrameResponders(t *testing.T) {
+	c := newTestCapture(10)
+	c.cfg.Responders = 2
+	c.allocate()
+	b := make([]byte, 64)
+	req := func(seq uint64) []byte {
+		return frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9, Seq: seq})...), false)
+	}
+	rep := func(seq uint64, id uint32) []byte {
+		return replyFrame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Reply, RunID: 9, Seq: seq, Responder: id})...), false)
+	}
+	c.onFrame(req(3), tstamp.PacketMulticast, tstamp.Stamps{SW: 100})
+	c.onFrame(rep(3, 1), tstamp.PacketMulticast, tstamp.Stamps{SW: 170})
+	c.onFrame(rep(3, 0), tstamp.PacketMulticast, tstamp.Stamps{SW: 150})
+	c.onFrame(rep(3, 1), tstamp.PacketMulticast, tstamp.Stamps{SW: 180}) // duplicate
+	c.onFrame(rep(3, 2), tstamp.PacketMulticast, tstamp.Stamps{SW: 190}) // no such responder
+	c.onFrame(req(4), tstamp.PacketMulticast, tstamp.Stamps{SW: 200})
+	c.onFrame(rep(4, 1), tstamp.PacketMulticast, tstamp.Stamps{SW: 260}) // responder 0 lost seq 4
+	c.onFrame(rep(5, 0), tstamp.PacketMulticast, tstamp.Stamps{SW: 350}) // request 5 not seen
+	if c.cnt.Foreign != 1 || c.cnt.Duplicated != 1 || c.cnt.Received != 6 {
+		t.Fatalf("counters %+v", c.cnt)
+	}
+	c.countUnpaired()
+	c.settlePerResponder()
+	for id, want := range []samples.Counters{
+		{Received: 6, Foreign: 1, Unpaired: 2},                // seq 4 (no reply), seq 5 (no request)
+		{Received: 6, Foreign: 1, Unpaired: 0, Duplicated: 1}, // all paired
+	} {
+		if got := c.PerResponder()[id]; got != want {
+			t.Errorf("responder %d: %+v, want %+v", id, got, want)
+		}
+	}
+	var got []string
+	for _, r := range c.Records() {
+		got = append(got, fmt.Sprintf("%d/%d:%d-%d", r.Seq, r.Responder, r.T[samples.CapReqSW], r.T[samples.CapRepSW]))
+	}
+	if want := "3/0:100-150 3/1:100-170 4/0:200-0 4/1:200-260 5/0:0-350"; strings.Join(got, " ") != want {
+		t.Errorf("records %s, want %s", strings.Join(got, " "), want)
+	}
+	if h := c.Header(0, 0); h.Responders != 2 {
+		t.Errorf("header responders %d", h.Responders)
+	}
+	a := newTestCapture(1 << 12)
+	a.cfg.Responders = 3
+	a.allocate()
+	f := rep(0, 0)
+	k := uint64(0)
+	allocs := testing.AllocsPerRun(1000, func() {
+		binary.BigEndian.PutUint64(f[14+20+8+24:], k/3)
+		binary.BigEndian.PutUint32(f[14+20+8+40:], uint32(k%3))
+		k++
+		a.onFrame(f, tstamp.PacketMulticast, tstamp.Stamps{SW: 5})
+	})
+	if allocs != 0 || a.cnt.Received != k {
+		t.Fatalf("one reply frame allocated %v times (%d of %d filed)", allocs, a.cnt.Received, k)
 	}
 }

@@ -84,8 +84,8 @@ func TestVXLANFixture(t *testing.T) {
 	c := fixtureRun()
 	c.cfg.VXLAN = true
 	c.onFrame(f, tstamp.PacketHost, tstamp.Stamps{SW: 1000})
-	if c.recs[7].T[samples.CapReqSW] != 1000 || c.cnt.Received != 1 || c.cnt.Foreign != 0 || c.RunID() != 0x1f2e3d4c5b6a7988 {
-		t.Fatalf("vxlan capture: %+v %+v", c.recs[7], c.cnt)
+	if c.pair(7, 0).T[samples.CapReqSW] != 1000 || c.cnt.Received != 1 || c.cnt.Foreign != 0 || c.RunID() != 0x1f2e3d4c5b6a7988 {
+		t.Fatalf("vxlan capture: %+v %+v", c.pair(7, 0), c.cnt)
 	}
 	plain := fixtureRun()
 	plain.onFrame(f, tstamp.PacketHost, tstamp.Stamps{SW: 1000})
@@ -97,7 +97,7 @@ func TestVXLANFixture(t *testing.T) {
 	bare := frameTo(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Reply, RunID: 0x1f2e3d4c5b6a7988, Arm: 1, Round: 2, Seq: 7})...),
 		false, [4]byte{10, 42, 0, 2}, [4]byte{10, 42, 0, 1}, 9000, 9000)
 	c.onFrame(bare, tstamp.PacketHost, tstamp.Stamps{SW: 2000})
-	if c.recs[7].T[samples.CapRepSW] != 0 || c.cnt.Foreign != 1 {
+	if c.pair(7, 0).T[samples.CapRepSW] != 0 || c.cnt.Foreign != 1 {
 		t.Fatalf("vxlan capture took a bare frame: %+v", c.cnt)
 	}
 	if got := c.Header(0, 0).Settings["mirror"]; !strings.Contains(got.(string), "vxlan") {
@@ -190,7 +190,7 @@ func TestUnicastDirection(t *testing.T) {
 	c.onFrame(frameTo(enc(wire.Request, 4), false, rsp, snd, 9000, 9000), tstamp.PacketOtherHost, tstamp.Stamps{SW: 30}) // a request leaving the responder
 	c.onFrame(frameTo(enc(wire.Reply, 5), false, snd, rsp, 9000, 9000), tstamp.PacketOtherHost, tstamp.Stamps{SW: 40})   // a reply going to it
 	c.onFrame(frame(enc(wire.Request, 6), false), tstamp.PacketOtherHost, tstamp.Stamps{SW: 50})                         // to a group
-	if r := c.recs[3]; r.T[samples.CapReqSW] != 10 || r.T[samples.CapRepSW] != 20 || c.cnt.Received != 2 || c.cnt.Foreign != 3 {
+	if r := c.pair(3, 0); r.T[samples.CapReqSW] != 10 || r.T[samples.CapRepSW] != 20 || c.cnt.Received != 2 || c.cnt.Foreign != 3 {
 		t.Fatalf("record %+v counters %+v", r, c.cnt)
 	}
 	if h := c.Header(0, 0); h.Requests() != "unicast to 10.0.0.2:9000" || h.Group != "" {

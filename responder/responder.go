@@ -3,8 +3,13 @@
 // reached the NIC, the kernel and the program, and when the reply left them.
 //
 // The loop does not allocate: buffers and one record per sequence are
-// preallocated, and the garbage collector is off for the round. Foreign and
-// malformed packets are counted and ignored.
+// preallocated. Foreign and malformed packets are counted and ignored.
+//
+// Run leaves the Go runtime as it finds it. rig respond runs it with the
+// garbage collector off and at least two Ps (cpusched.TuneRuntime): a
+// collection would stop the measured loop, and with one P the locked
+// thread takes turns with every other goroutine. A program or a test that
+// embeds the package and wants rig's numbers does the same.
 package responder
 
 import (
@@ -14,8 +19,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,6 +27,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/version"
@@ -42,7 +46,7 @@ type Config struct {
 	// request's source address and port; otherwise a group:port.
 	ReplyTo    netip.AddrPort
 	CPU        int // CPU to pin the loop to; -1 = no pinning
-	Poll       PollMode
+	Poll       probe.PollMode
 	BusyPollUS int // SO_BUSY_POLL (µs): the blocking recvmsg busy-polls first
 	Sched      cpusched.Sched
 	Timestamps tstamp.Mode
@@ -60,6 +64,10 @@ type Config struct {
 	// StopAfter ends the loop after that many requests were answered
 	// (0 = run until stopped).
 	StopAfter int
+	// ID is carried in every reply: with several responders answering
+	// one multicast request, the sender and the capture tell the replies
+	// apart by it.
+	ID uint32
 	// Host names this host in the sample file.
 	Host string
 	Arm  string
@@ -105,7 +113,7 @@ func New(cfg Config) (*Responder, error) {
 	if cfg.TxWait <= 0 {
 		cfg.TxWait = 500 * time.Millisecond
 	}
-	if err := CheckDest(cfg.Group, cfg.Listen); err != nil {
+	if err := probe.CheckDest(cfg.Group, cfg.Listen); err != nil {
 		return nil, err
 	}
 	if cfg.RunID == 0 {
@@ -128,7 +136,7 @@ func New(cfg Config) (*Responder, error) {
 		laddr = cfg.Listen
 	}
 	conn, err := tstamp.ListenUDP(laddr,
-		tstamp.UDPOptions{Device: cfg.Iface, ReuseAddr: true, NonBlocking: cfg.Poll == Busy})
+		tstamp.UDPOptions{Device: cfg.Iface, ReuseAddr: true, NonBlocking: cfg.Poll == probe.Busy})
 	if err != nil {
 		return nil, err
 	}
@@ -172,42 +180,17 @@ func (r *Responder) ThreadID() int { return int(r.tid.Load()) }
 func (r *Responder) Stop() { r.stop.Store(true) }
 
 // Run answers requests until ctx is done or Stop is called, then waits up
-// to TxWait for the last TX stamps. The loop runs on a locked OS thread,
-// pinned and scheduled per Config; the GC is off while it runs.
+// to TxWait for the last TX stamps. The loop runs on a locked OS thread
+// (cpusched.RunLocked), pinned and scheduled per Config.
 func (r *Responder) Run(ctx context.Context) error {
-	defer cpusched.EnsureProcs(2)() // the loop thread, and the rest
-	done := make(chan error, 1)
-	go func() {
-		// This goroutine's thread is pinned and perhaps real-time: it is
-		// never unlocked, so the runtime discards it when we return.
-		runtime.LockOSThread()
-		done <- r.loop()
-	}()
 	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		r.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
-		r.Stop()
-		err = <-done
-	}
-	if err != nil {
-		r.stopped = samples.StoppedFailed + err.Error()
-	}
+	r.stopped, err = cpusched.RunLocked(ctx, cpusched.Thread{CPU: r.cfg.CPU, Sched: r.cfg.Sched}, r.loop, r.Stop)
 	return err
 }
 
 func (r *Responder) loop() error {
 	r.tid.Store(int64(cpusched.Tid()))
-	if r.cfg.CPU >= 0 {
-		if err := cpusched.PinThread(r.cfg.CPU); err != nil {
-			return err
-		}
-	}
-	if err := cpusched.Apply(r.cfg.Sched); err != nil {
-		return err
-	}
-	if r.cfg.Poll == Block {
+	if r.cfg.Poll == probe.Block {
 		// Block waits inside recvmsg itself, as sockperf's server does: a
 		// request wakes the thread straight into the read (ppoll then
 		// recvmsg measured 6 µs more from wake-up to data on this VM), and
@@ -217,8 +200,6 @@ func (r *Responder) loop() error {
 			return fmt.Errorf("SO_RCVTIMEO: %w", err)
 		}
 	}
-	gc := debug.SetGCPercent(-1)
-	defer debug.SetGCPercent(gc)
 	if r.phc = r.granted.PHC(); r.phc != nil {
 		r.phc.Take()
 		defer r.phc.Take()
@@ -256,11 +237,11 @@ func (r *Responder) step() error {
 	// A busy loop reads the error queue only while the last reply's stamp
 	// is missing: one recvmsg per spin, not two (older stamps still
 	// arriving are read with the next).
-	if r.txWant != 0 && (r.cfg.Poll != Busy || r.txAwaited()) {
+	if r.txWant != 0 && (r.cfg.Poll != probe.Busy || r.txAwaited()) {
 		r.drainErrqueue()
 	}
 	flags := syscall.MSG_DONTWAIT
-	if r.cfg.Poll == Block {
+	if r.cfg.Poll == probe.Block {
 		flags = 0 // blocking recvmsg, SO_RCVTIMEO (see loop)
 	}
 	n, from, st, err := r.conn.Recv(r.buf[:], flags)
@@ -306,7 +287,7 @@ func (r *Responder) step() error {
 	} else {
 		r.cnt.OutOfRange++
 	}
-	wire.MakeReply(p)
+	wire.MakeReply(p, r.cfg.ID)
 	dst := from
 	if r.cfg.ReplyTo.IsValid() {
 		dst = r.cfg.ReplyTo
@@ -359,7 +340,7 @@ func (r *Responder) drainErrqueue() { r.conn.DrainTx(r.onTx) }
 // quiet meets the Go scheduler at a quiet moment (cpusched.Yielder);
 // busy loops do not, they measured worse with it.
 func (r *Responder) quiet() {
-	if r.cfg.Poll != Busy {
+	if r.cfg.Poll != probe.Busy {
 		r.yield.Quiet(time.Now())
 	}
 }
@@ -380,7 +361,9 @@ func (r *Responder) Records() []samples.Record {
 	var out []samples.Record
 	for i := range r.recs {
 		if r.recs[i].T[samples.ReqRxUser] != 0 {
-			out = append(out, r.recs[i])
+			rec := r.recs[i]
+			rec.Responder = r.cfg.ID
+			out = append(out, rec)
 		}
 	}
 	return out
@@ -398,7 +381,8 @@ func (r *Responder) Header(arm, round int) samples.Header {
 		Round:       round,
 		Host:        r.cfg.Host,
 		Iface:       r.cfg.Iface,
-		Clocks:      Clocks(r.granted, r.hw, r.cfg.Iface, "req_rx", "rep_tx"),
+		ResponderID: r.cfg.ID,
+		Clocks:      probe.Clocks(r.granted, r.hw, r.cfg.Iface, "req_rx", "rep_tx"),
 		Settings: map[string]any{
 			"cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "rcvbuf_bytes": r.rcvbuf, "busy_poll_us": r.cfg.BusyPollUS,
 			"sched": r.cfg.Sched.String(), "timestamps": r.granted.String(),
@@ -408,29 +392,6 @@ func (r *Responder) Header(arm, round int) samples.Header {
 	}
 	h.SetRequests(r.cfg.Group, r.cfg.Listen)
 	return h
-}
-
-// Clocks describes the stamp columns rx_{hw,sw,user} and tx_{hw,sw,user}
-// (rx and tx are prefixes such as "req_rx" and "rep_tx") taken on a socket
-// with the given grant. A direction's hardware column is described only
-// when its stamps were requested and arrived (hw); where they were
-// requested and did not, its software column says so in its note.
-func Clocks(g tstamp.Granted, hw *tstamp.HWProof, iface, rx, tx string) map[string]samples.Clock {
-	m := map[string]samples.Clock{}
-	for _, d := range []struct {
-		prefix string
-		hw     bool
-		note   string
-	}{{rx, hw.RX(), hw.RxNote()}, {tx, hw.TX(), hw.TxNote()}} {
-		if g.Software() {
-			m[d.prefix+"_sw"] = samples.Clock{Source: "sw", Clock: "CLOCK_REALTIME", Iface: iface, Note: d.note}
-		}
-		m[d.prefix+"_user"] = samples.Clock{Source: "user", Clock: "CLOCK_REALTIME"}
-		if d.hw {
-			m[d.prefix+"_hw"] = samples.Clock{Source: "hw", Clock: "phc", Iface: iface, PHCIndex: g.NIC.Caps.PHCIndex}
-		}
-	}
-	return m
 }
 
 // WriteFile writes the responder's sample file for one round.

@@ -14,20 +14,6 @@ import (
 	"github.com/rig-project/rig/internal/wire"
 )
 
-func TestParsePoll(t *testing.T) {
-	for in, want := range map[string][2]int{"": {0, 0}, "block": {0, 0}, "busy": {1, 0}, "busy-poll:50": {0, 50}} {
-		m, us, err := ParsePoll(in)
-		if err != nil || int(m) != want[0] || us != want[1] {
-			t.Errorf("ParsePoll(%q) = %v %v %v", in, m, us, err)
-		}
-	}
-	for _, bad := range []string{"spin", "busy-poll:", "busy-poll:0", "busy-poll:x"} {
-		if _, _, err := ParsePoll(bad); err == nil {
-			t.Errorf("ParsePoll(%q) accepted", bad)
-		}
-	}
-}
-
 // TestStepAllocs proves one loop iteration (poll, drain TX stamps, receive,
 // decode, record, reply) does not allocate, and that foreign and malformed
 // packets are counted and not answered.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
@@ -128,5 +129,77 @@ func TestListenErrors(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReplyCarriesID: every reply carries the responder's --id, so the
+// sender and the capture tell several responders' replies apart; a version
+// 1 request (an older sender) gets a version 1 reply, which has no id.
+func TestReplyCarriesID(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	at := netip.AddrPortFrom(topo.Responder.Addr, 9203)
+	var r *Responder
+	err := topo.Do(netlab.Responder, func() error {
+		var err error
+		r, err = New(Config{Iface: topo.Responder.Interface, Listen: at, CPU: -1, Timestamps: tstamp.Software, Capacity: 16, RunID: 77, ID: 7})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var c *net.UDPConn
+	err = topo.Do(netlab.Sender, func() error {
+		var err error
+		if c, err = net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(at)); err != nil {
+			return err
+		}
+		buf := make([]byte, 64)
+		if _, err := c.Write(wire.Encode(buf, 64, &wire.Header{Type: wire.Request, RunID: 77, Seq: 1})); err != nil {
+			return err
+		}
+		v1 := wire.Encode(buf, 64, &wire.Header{Type: wire.Request, RunID: 77, Seq: 2})
+		v1[4] = 1 // the version 1 layout is this one without the id
+		_, err = c.Write(v1)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; i < 400 && r.cnt.Sent < 2; i++ {
+		if err := r.step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.SetReadDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 128)
+	got := map[uint64]wire.Header{}
+	for range 2 {
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("reply: %v (counters %+v)", err, r.Counters())
+		}
+		var h wire.Header
+		if err := wire.Decode(buf[:n], 77, &h); err != nil {
+			t.Fatal(err)
+		}
+		got[h.Seq] = h
+	}
+	if h := got[1]; h.Type != wire.Reply || h.Version != wire.Version || h.Responder != 7 {
+		t.Errorf("reply to a version %d request: %+v, want responder 7", wire.Version, h)
+	}
+	if h := got[2]; h.Type != wire.Reply || h.Version != 1 || h.Responder != 0 {
+		t.Errorf("reply to a version 1 request: %+v, want version 1 without an id", h)
+	}
+	if h := r.Header(0, 0); h.ResponderID != 7 {
+		t.Errorf("sample header responder id = %v", h.ResponderID)
+	}
+	for _, rec := range r.Records() {
+		if rec.Responder != 7 {
+			t.Errorf("seq %d recorded as responder %d's", rec.Seq, rec.Responder)
+		}
 	}
 }

@@ -6,6 +6,12 @@
 // error queue (TX stamps, keyed by sequence), blocking in ppoll or polling
 // without blocking (Config.Poll). It does not allocate per request;
 // records are preallocated, one per sequence.
+//
+// Run leaves the Go runtime as it finds it. rig send runs it with the
+// garbage collector off and at least two Ps (cpusched.TuneRuntime): a
+// collection would stop the measured loop, and with one P the locked
+// thread takes turns with every other goroutine. A program or a test that
+// embeds the package and wants rig's numbers does the same.
 package sender
 
 import (
@@ -15,19 +21,17 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/internal/wire"
-	"github.com/rig-project/rig/responder"
 )
 
 // Config configures one round of requests.
@@ -54,12 +58,16 @@ type Config struct {
 	// Busy: one thread does everything, polling the socket with
 	// non-blocking recvmsg between sends (sockperf --nonblocked's shape):
 	// no wake-up on the reply path, one CPU at 100 %.
-	Poll     responder.PollMode
-	RunID    uint64 // random when 0
-	Arm      string
-	ArmIndex int
-	Round    int
-	Warmup   int
+	Poll probe.PollMode
+	// Responders is how many responders answer every request (their ids
+	// 0..Responders-1, wire.Header.Responder); default 1. Each gets its
+	// own reply slot per request.
+	Responders int
+	RunID      uint64 // random when 0
+	Arm        string
+	ArmIndex   int
+	Round      int
+	Warmup     int
 	// ReplyTimeout: a reply more than this after its request left is late
 	// (samples.ReplyLate: flagged and counted apart from lost, stamps kept),
 	// and the round waits this long after the last send. Default 1 s.
@@ -71,6 +79,11 @@ type Config struct {
 	// profiles.
 	Device tstamp.Device
 }
+
+// MaxResponders bounds Config.Responders: one request stream's replies
+// must all fit the sender's receive buffer and its thread's time. It is
+// the bound of rig send --responders (probe.MaxResponders).
+const MaxResponders = probe.MaxResponders
 
 // ErrConfig is wrapped by New for an invalid Config (bad input, not a host
 // failure).
@@ -99,6 +112,15 @@ func (c *Config) check() error {
 	if c.Count <= 0 || c.Count > 1<<31 {
 		return fmt.Errorf("count %d out of range: 1..%d", c.Count, 1<<31)
 	}
+	if c.Responders == 0 {
+		c.Responders = 1
+	}
+	if c.Responders < 1 || c.Responders > MaxResponders {
+		return fmt.Errorf("responders %d out of range: 1..%d", c.Responders, MaxResponders)
+	}
+	if c.Count*c.Responders > 1<<31 {
+		return fmt.Errorf("count %d × responders %d: more than %d reply slots", c.Count, c.Responders, 1<<31)
+	}
 	if c.Spin < 0 {
 		return fmt.Errorf("spin %v must not be negative", c.Spin)
 	}
@@ -108,7 +130,7 @@ func (c *Config) check() error {
 	if c.TxWait <= 0 {
 		c.TxWait = 500 * time.Millisecond
 	}
-	if err := responder.CheckDest(c.Group, c.To); err != nil {
+	if err := probe.CheckDest(c.Group, c.To); err != nil {
 		return err
 	}
 	if c.RunID == 0 {
@@ -124,17 +146,22 @@ type Sender struct {
 	granted tstamp.Granted
 	hw      *tstamp.HWProof // do the requests and replies carry the NIC's stamps?
 	sched   Schedule
-	dst     netip.AddrPort // Group or To
-	recs    []samples.Record
+	dst     netip.AddrPort   // Group or To
+	recs    []samples.Record // per request: its send stamps
+	// reps holds the reply slots, Responders per request: request k's
+	// reply from responder i is reps[k·Responders+i] (its rx stamps and
+	// flags). Records merges them with recs after the round.
+	reps    []samples.Record
+	per     []samples.Counters // per responder: replies, duplicates, reordering
+	maxSeqs []int64            // per responder: highest sequence replied, −1 before the first
+	out     []samples.Record   // Records, built by finish
 	txBuf   [wire.MaxSize]byte
 	rxBuf   [2048]byte
 	txHdr   wire.Header
 	rxHdr   wire.Header
 
 	cnt      samples.Counters // owned by the sending thread until Run returns
-	maxSeq   uint64
-	seenAny  bool
-	lastSeq  int64 // last request sent, −1 before the first
+	lastSeq  int64            // last request sent, −1 before the first
 	yield    cpusched.Yielder
 	thread   *samples.ThreadUsage // the pacing thread over the round
 	rcvbuf   int                  // SO_RCVBUF granted
@@ -175,7 +202,8 @@ func New(cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sender{cfg: cfg, conn: conn, dst: cfg.dest(), recs: make([]samples.Record, cfg.Count), lastSeq: -1}
+	s := &Sender{cfg: cfg, conn: conn, dst: cfg.dest(), lastSeq: -1}
+	s.allocate()
 	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
 	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
@@ -202,6 +230,19 @@ func New(cfg Config) (*Sender, error) {
 	return s, nil
 }
 
+// allocate makes the records and reply slots of the round up front: the
+// sending thread fills them and never allocates.
+func (s *Sender) allocate() {
+	n := s.cfg.Responders
+	s.recs = make([]samples.Record, s.cfg.Count)
+	s.reps = make([]samples.Record, s.cfg.Count*n)
+	s.per = make([]samples.Counters, n)
+	s.maxSeqs = make([]int64, n)
+	for i := range s.maxSeqs {
+		s.maxSeqs[i] = -1
+	}
+}
+
 // Granted reports the timestamping the kernel granted.
 func (s *Sender) Granted() tstamp.Granted { return s.granted }
 
@@ -217,9 +258,6 @@ func (s *Sender) Progress() (sent, received int) {
 // cancellation it stops sending, still collects what is in flight, and
 // returns ctx's error with the records kept.
 func (s *Sender) Run(ctx context.Context) error {
-	defer cpusched.EnsureProcs(2)() // the sending thread, and the rest
-	gc := debug.SetGCPercent(-1)
-	defer debug.SetGCPercent(gc)
 	if s.phc = s.granted.PHC(); s.phc != nil {
 		s.phc.Take()
 		defer s.phc.Take()
@@ -227,18 +265,10 @@ func (s *Sender) Run(ctx context.Context) error {
 	s.started = time.Now()
 	// Start one interval from now so the thread is set up before request 0.
 	s.sched = NewSchedule(s.started.Add(s.cfg.Interval), s.cfg.Interval)
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // pinned/real-time: never returned to the pool
-		done <- s.run(ctx)
-	}()
-	err := <-done
-	switch {
-	case ctx.Err() != nil:
-		s.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
-	case err != nil:
-		s.stopped = samples.StoppedFailed + err.Error()
-	}
+	// The thread stops sending when ctx is done and still collects what
+	// is in flight: RunLocked needs no stop function.
+	var err error
+	s.stopped, err = cpusched.RunLocked(ctx, cpusched.Thread{CPU: s.cfg.CPU, Sched: s.cfg.Sched}, func() error { return s.run(ctx) }, nil)
 	s.hw.Finish()
 	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
 	s.finish()
@@ -260,7 +290,9 @@ func (s *Sender) Run(ctx context.Context) error {
 // the scheduler to preempt it (median user RTT 5.5–6.5 ms at a 1 ms interval
 // with --spin 1ms on a 2-vCPU VM), and every TX stamp woke it a second time.
 func (s *Sender) run(ctx context.Context) error {
-	if err := s.setupPacer(); err != nil {
+	// Pinned and scheduled by RunLocked; a 1 ns timer slack so that a
+	// sleep until due − Spin ends then, not up to 50 µs later.
+	if err := cpusched.SetTimerSlack(time.Nanosecond); err != nil {
 		return err
 	}
 	meter := cpusched.StartMeter()
@@ -321,7 +353,7 @@ func (s *Sender) waitServing(due time.Time) error {
 		now := time.Now()
 		left := due.Sub(now)
 		var wake time.Time // Block: sleep until then; Busy: serve ignores it
-		if s.cfg.Poll == responder.Busy {
+		if s.cfg.Poll == probe.Busy {
 			if left <= busyGuard {
 				break
 			}
@@ -353,10 +385,20 @@ func (s *Sender) waitServing(due time.Time) error {
 	return nil
 }
 
-// awaitingReply reports whether the last request sent has no reply yet.
+// awaitingReply reports whether the last request sent lacks a responder's
+// reply.
 func (s *Sender) awaitingReply() bool {
 	k := s.lastSeq
-	return k >= 0 && s.recs[k].T[samples.TxUser] != 0 && s.recs[k].T[samples.RxUser] == 0
+	if k < 0 || s.recs[k].T[samples.TxUser] == 0 {
+		return false
+	}
+	n := int64(s.cfg.Responders)
+	for _, r := range s.reps[k*n : (k+1)*n] {
+		if r.T[samples.RxUser] == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // txAwaited reports whether the last request sent still awaits its TX
@@ -374,7 +416,7 @@ func (s *Sender) txAwaited() bool {
 // error-queue read. It does not allocate.
 func (s *Sender) serve(deadline time.Time) error {
 	var ready tstamp.Ready
-	if s.cfg.Poll == responder.Busy {
+	if s.cfg.Poll == probe.Busy {
 		ready = tstamp.ReadyData
 		if s.txAwaited() {
 			ready |= tstamp.ReadyErr
@@ -396,18 +438,6 @@ func (s *Sender) serve(deadline time.Time) error {
 	return nil
 }
 
-func (s *Sender) setupPacer() error {
-	if s.cfg.CPU >= 0 {
-		if err := cpusched.PinThread(s.cfg.CPU); err != nil {
-			return err
-		}
-	}
-	if err := cpusched.Apply(s.cfg.Sched); err != nil {
-		return err
-	}
-	return cpusched.SetTimerSlack(time.Nanosecond)
-}
-
 // sendNow sends request k. It does not allocate.
 func (s *Sender) sendNow(k uint64) {
 	rec := &s.recs[k]
@@ -427,7 +457,7 @@ func (s *Sender) sendNow(k uint64) {
 	s.sent.Add(1)
 	s.hw.Sent(now)
 	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
-	if s.cfg.Poll != responder.Busy && s.txMisses < txEagerMisses && s.txWant != 0 {
+	if s.cfg.Poll != probe.Busy && s.txMisses < txEagerMisses && s.txWant != 0 {
 		s.readTxEager(k)
 	}
 }
@@ -463,7 +493,7 @@ func (s *Sender) receiveDone() bool {
 		last = s.recs[s.lastSeq].T[samples.TxUser]
 	}
 	now := time.Now().UnixNano()
-	allReplies := s.received.Load() >= s.sent.Load()
+	allReplies := s.received.Load() >= s.sent.Load()*int64(s.cfg.Responders)
 	repliesDone := allReplies || now-last > int64(s.cfg.ReplyTimeout)
 	txDone := samples.SenderTx.Awaiting(s.recs, s.txWant) == 0 || now-last > int64(s.cfg.TxWait)
 	return repliesDone && txDone
@@ -503,7 +533,7 @@ func (s *Sender) drainReplies() error {
 		default:
 			return fmt.Errorf("recvmsg: %w", err)
 		}
-		if s.onReply(s.rxBuf[:n], st, user) && s.cfg.Poll != responder.Busy {
+		if s.onReply(s.rxBuf[:n], st, user) && s.cfg.Poll != probe.Busy {
 			return nil
 		}
 	}
@@ -521,29 +551,33 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) bool {
 		return false
 	}
 	h := &s.rxHdr
-	if h.Type != wire.Reply || h.Seq >= uint64(len(s.recs)) || h.Arm != uint32(s.cfg.ArmIndex) || h.Round != uint32(s.cfg.Round) {
-		s.cnt.Foreign++
+	if h.Type != wire.Reply || h.Seq >= uint64(len(s.recs)) || h.Responder >= uint32(s.cfg.Responders) ||
+		h.Arm != uint32(s.cfg.ArmIndex) || h.Round != uint32(s.cfg.Round) {
+		s.cnt.Foreign++ // a request, another arm's or round's, or no responder of ours
 		return false
 	}
-	r := &s.recs[h.Seq]
-	if r.T[samples.TxUser] == 0 {
+	if s.recs[h.Seq].T[samples.TxUser] == 0 {
 		// A reply to a request not sent yet (or whose send failed) is
 		// forged or another sender's: it must not take the sequence.
 		s.cnt.Foreign++
 		return false
 	}
+	id := h.Responder
+	r := &s.reps[h.Seq*uint64(s.cfg.Responders)+uint64(id)]
+	pc := &s.per[id]
 	if r.T[samples.RxUser] != 0 {
 		r.Flags |= samples.FlagDuplicate
 		s.cnt.Duplicated++
+		pc.Duplicated++
 		return true
 	}
-	if s.seenAny && h.Seq < s.maxSeq {
+	seq := int64(h.Seq)
+	if seq < s.maxSeqs[id] {
 		r.Flags |= samples.FlagReordered
 		s.cnt.Reordered++
+		pc.Reordered++
 	}
-	if !s.seenAny || h.Seq > s.maxSeq {
-		s.maxSeq, s.seenAny = h.Seq, true
-	}
+	s.maxSeqs[id] = max(s.maxSeqs[id], seq)
 	// Late is judged in finish, once the TX stamps are in (ReplyLate).
 	r.T[samples.RxSW] = st.SW
 	r.T[samples.RxHW] = s.hw.Recv(st.HW)
@@ -552,29 +586,50 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) bool {
 	return true
 }
 
-// finish completes the counters after the thread stopped.
+// finish completes the counters after the thread stopped and merges each
+// request's send stamps with each responder's reply into the records: one
+// per request and responder, in that order.
 func (s *Sender) finish() {
 	c := s.cnt
 	c.Received, c.Late = 0, 0
-	for i := range s.recs {
-		r := &s.recs[i]
-		if r.T[samples.TxUser] == 0 {
-			r.Seq = uint64(i)
-			r.Flags |= samples.FlagNotSent
-			continue
-		}
-		if r.T[samples.RxUser] != 0 {
-			c.Received++
-			if samples.ReplyLate(r, int64(s.cfg.ReplyTimeout)) {
-				r.Flags |= samples.FlagLate
-				c.Late++
-			}
-		}
-		if samples.SenderTx.Awaits(r, s.txWant) {
+	n := s.cfg.Responders
+	s.out = make([]samples.Record, 0, len(s.reps))
+	for k := range s.recs {
+		q := &s.recs[k]
+		q.Seq = uint64(k)
+		if q.T[samples.TxUser] == 0 {
+			q.Flags |= samples.FlagNotSent
+		} else if samples.SenderTx.Awaits(q, s.txWant) {
 			c.TxStampsMissing++
 		}
+		for id := range n {
+			r := *q
+			rep := &s.reps[k*n+id]
+			r.Responder = uint32(id)
+			r.Flags |= rep.Flags
+			for _, st := range [...]samples.Stamp{samples.RxHW, samples.RxSW, samples.RxUser} {
+				r.T[st] = rep.T[st]
+			}
+			if q.T[samples.TxUser] != 0 && r.T[samples.RxUser] != 0 {
+				s.per[id].Received++
+				if samples.ReplyLate(&r, int64(s.cfg.ReplyTimeout)) {
+					r.Flags |= samples.FlagLate
+					s.per[id].Late++
+				}
+			}
+			s.out = append(s.out, r)
+		}
 	}
-	c.Lost = c.Sent - c.Received
+	for id := range s.per {
+		p := &s.per[id]
+		c.Received += p.Received
+		c.Late += p.Late
+		p.Lost = c.Sent - p.Received
+		// What no reply tells apart is the round's.
+		p.Sent, p.SendErrors, p.Foreign, p.Malformed = c.Sent, c.SendErrors, c.Foreign, c.Malformed
+		p.TxStampsMissing, p.TxStampsLate = c.TxStampsMissing, c.TxStampsLate
+	}
+	c.Lost = c.Sent*uint64(n) - c.Received
 	s.cnt = c
 }
 
@@ -585,12 +640,22 @@ func (s *Sender) Thread() *samples.ThreadUsage { return s.thread }
 // Counters returns the round's counts (valid after Run).
 func (s *Sender) Counters() samples.Counters { return s.cnt }
 
-// Records returns one record per sequence (valid after Run).
-func (s *Sender) Records() []samples.Record { return s.recs }
+// Records returns one record per sequence and responder, in that order
+// (valid after Run).
+func (s *Sender) Records() []samples.Record { return s.out }
+
+// PerResponder returns each responder's counters (valid after Run; nil
+// with one responder, whose counters are Counters).
+func (s *Sender) PerResponder() []samples.Counters {
+	if s.cfg.Responders == 1 {
+		return nil
+	}
+	return s.per
+}
 
 // Header describes the sender's sample file.
 func (s *Sender) Header() samples.Header {
-	clocks := responder.Clocks(s.granted, s.hw, s.cfg.Iface, "rx", "tx")
+	clocks := probe.Clocks(s.granted, s.hw, s.cfg.Iface, "rx", "tx")
 	clocks["due"] = samples.Clock{Source: "user", Clock: "CLOCK_REALTIME", Note: "start + k·interval"}
 	h := samples.Header{
 		WireVersion: wire.Version,
@@ -606,6 +671,7 @@ func (s *Sender) Header() samples.Header {
 		Count:       s.cfg.Count,
 		Size:        s.cfg.Size,
 		Warmup:      s.cfg.Warmup,
+		Responders:  s.responders(),
 		Clocks:      clocks,
 		Settings: map[string]any{
 			"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "rcvbuf_bytes": s.rcvbuf, "spin_ns": int64(s.cfg.Spin), "poll": s.cfg.Poll.String(),
@@ -621,9 +687,18 @@ func (s *Sender) Header() samples.Header {
 
 // WriteFile writes the sender's sample file.
 func (s *Sender) WriteFile(path string) error {
-	return samples.WriteFile(path, s.Header(), s.recs, samples.Footer{Thread: s.thread,
-		Counters: s.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: s.stopped,
+	return samples.WriteFile(path, s.Header(), s.out, samples.Footer{Thread: s.thread,
+		Counters: s.cnt, PerResponder: s.PerResponder(), EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: s.stopped,
 	})
+}
+
+// responders is Header.Responders: 0 (left out) with one responder, so a
+// one-responder file reads as before there were several.
+func (s *Sender) responders() int {
+	if s.cfg.Responders == 1 {
+		return 0
+	}
+	return s.cfg.Responders
 }
 
 // Close releases the socket.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/wire"
@@ -71,7 +72,7 @@ func TestSendAllocs(t *testing.T) {
 		if s.txMisses != 0 || s.recs[10].T[samples.TxSW] == 0 || s.recs[k-1].T[samples.TxSW] == 0 {
 			t.Errorf("TX stamps after the sends: %d misses, record 10 %+v, last %+v; want every stamp read at its send", s.txMisses, s.recs[10].T, s.recs[k-1].T)
 		}
-		for _, mode := range []responder.PollMode{responder.Block, responder.Busy} {
+		for _, mode := range []probe.PollMode{probe.Block, probe.Busy} {
 			s.cfg.Poll, s.cfg.Spin = mode, 20*time.Microsecond
 			var early time.Duration
 			allocs = testing.AllocsPerRun(50, func() {
@@ -108,7 +109,7 @@ func TestSendAllocs(t *testing.T) {
 // is sent and lost and every TX stamp collected.
 func TestRunNoResponder(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
-	for _, mode := range []responder.PollMode{responder.Block, responder.Busy} {
+	for _, mode := range []probe.PollMode{probe.Block, probe.Busy} {
 		err := topo.Do(netlab.Sender, func() error {
 			s, err := New(Config{Iface: topo.Sender.Interface, Group: netip.MustParseAddrPort("239.8.8.9:9300"),
 				Count: 50, Interval: 200 * time.Microsecond, CPU: -1, Timestamps: tstamp.Software, Poll: mode,
@@ -128,9 +129,9 @@ func TestRunNoResponder(t *testing.T) {
 			// switches), a busy one runs most of the round.
 			if u := s.Thread(); u == nil || u.WallNS <= 0 || u.CPUNS <= 0 {
 				t.Errorf("%s: thread usage %+v, want figures", mode, u)
-			} else if mode == responder.Block && u.Voluntary == 0 {
+			} else if mode == probe.Block && u.Voluntary == 0 {
 				t.Errorf("block: thread usage %+v, want voluntary switches (it waits in ppoll)", u)
-			} else if mode == responder.Busy && u.CPUNS < u.WallNS/4 {
+			} else if mode == probe.Busy && u.CPUNS < u.WallNS/4 {
 				t.Errorf("busy: thread usage %+v, want it on CPU most of the round", u)
 			}
 			if got := s.Header().Settings["poll"]; got != mode.String() {
@@ -176,7 +177,7 @@ func TestBlockSpinWholeInterval(t *testing.T) {
 	var rtts []int64
 	err := topo.Do(netlab.Sender, func() error {
 		s, err := New(Config{Iface: topo.Sender.Interface, Group: group, Count: 300, Interval: interval,
-			Spin: interval, CPU: -1, Timestamps: tstamp.Software, Poll: responder.Block, RunID: 7})
+			Spin: interval, CPU: -1, Timestamps: tstamp.Software, Poll: probe.Block, RunID: 7})
 		if err != nil {
 			return err
 		}
@@ -213,16 +214,111 @@ func TestBlockSpinWholeInterval(t *testing.T) {
 // TestReplyToUnsentRequest: a reply whose request was not sent yet is
 // forged (or another sender's): foreign, and it does not take the sequence.
 func TestReplyToUnsentRequest(t *testing.T) {
-	s := &Sender{cfg: Config{RunID: 5}, recs: make([]samples.Record, 10)}
+	s := &Sender{cfg: Config{RunID: 5, Count: 10, Responders: 1}}
+	s.allocate()
 	var buf [64]byte
 	p := wire.Encode(buf[:], 64, &wire.Header{Type: wire.Reply, RunID: 5, Seq: 3})
 	s.onReply(p, tstamp.Stamps{SW: 100}, 200)
-	if s.cnt.Foreign != 1 || s.recs[3].T[samples.RxUser] != 0 {
-		t.Fatalf("reply before its request: counters %+v, record %+v", s.cnt, s.recs[3].T)
+	if s.cnt.Foreign != 1 || s.reps[3].T[samples.RxUser] != 0 {
+		t.Fatalf("reply before its request: counters %+v, record %+v", s.cnt, s.reps[3].T)
 	}
 	s.recs[3].T[samples.TxUser] = 50
 	s.onReply(p, tstamp.Stamps{SW: 100}, 200)
-	if s.cnt.Foreign != 1 || s.recs[3].T[samples.RxUser] != 200 {
-		t.Fatalf("reply after its request: counters %+v, record %+v", s.cnt, s.recs[3].T)
+	if s.cnt.Foreign != 1 || s.reps[3].T[samples.RxUser] != 200 {
+		t.Fatalf("reply after its request: counters %+v, record %+v", s.cnt, s.reps[3].T)
+	}
+}
+
+// TestRepliesPerResponder: with three responders every request has one
+// reply slot per responder; a reply is filed under its responder's id
+// without allocating, duplicates and reordering are judged per responder,
+// an id beyond the responders is foreign, and the records and counters
+// say what happened to each responder's replies.
+func TestRepliesPerResponder(t *testing.T) {
+	const n, count = 3, 10
+	s := &Sender{cfg: Config{RunID: 5, Count: count, Responders: n, ReplyTimeout: time.Second}}
+	s.allocate()
+	for k := range count - 1 { // the last request is never sent
+		s.recs[k].T[samples.TxUser] = int64(1000 * (k + 1))
+		s.recs[k].T[samples.TxSW] = int64(1000*(k+1) + 1)
+		s.cnt.Sent++
+	}
+	var buf [64]byte
+	reply := func(seq uint64, id uint32) {
+		p := wire.Encode(buf[:], 64, &wire.Header{Type: wire.Reply, RunID: 5, Seq: seq, Responder: id})
+		s.onReply(p, tstamp.Stamps{SW: int64(1000*(seq+1)) + 10 + int64(id)}, int64(1000*(seq+1))+20+int64(id))
+	}
+	// Responder 0 answers all, 1 every other one, 2 all but seq 4 and one
+	// reply twice, seqs 5 and 6 swapped.
+	for seq := range uint64(count - 1) {
+		reply(seq, 0)
+		if seq%2 == 0 {
+			reply(seq, 1)
+		}
+	}
+	for _, seq := range []uint64{0, 1, 2, 3, 6, 5, 7, 8, 8} {
+		reply(seq, 2)
+	}
+	reply(2, 3) // no such responder
+	if s.cnt.Foreign != 1 || s.cnt.Duplicated != 1 || s.cnt.Reordered != 1 {
+		t.Fatalf("counters %+v: want 1 foreign, 1 duplicated, 1 reordered", s.cnt)
+	}
+	s.finish()
+	recs := s.Records()
+	if len(recs) != count*n {
+		t.Fatalf("%d records, want %d", len(recs), count*n)
+	}
+	for i, r := range recs {
+		seq, id := uint64(i/n), uint32(i%n)
+		if r.Seq != seq || r.Responder != id || r.T[samples.TxSW] != s.recs[seq].T[samples.TxSW] {
+			t.Fatalf("record %d: seq %d responder %d tx_sw %d", i, r.Seq, r.Responder, r.T[samples.TxSW])
+		}
+		replied := seq < count-1 && (id == 0 || (id == 1 && seq%2 == 0) || (id == 2 && seq != 4))
+		if got := r.T[samples.RxUser] != 0; got != replied {
+			t.Errorf("seq %d responder %d: replied %v, want %v", seq, id, got, replied)
+		}
+		if replied && r.T[samples.RxSW]-r.T[samples.TxUser] != 10+int64(id) {
+			t.Errorf("seq %d responder %d: another responder's stamp %+v", seq, id, r.T)
+		}
+		if (seq == count-1) != (r.Flags&samples.FlagNotSent != 0) {
+			t.Errorf("seq %d: flags %b", seq, r.Flags)
+		}
+		if want := id == 2 && seq == 5; want != (r.Flags&samples.FlagReordered != 0) {
+			t.Errorf("seq %d responder %d: reordered flag %v", seq, id, !want)
+		}
+		if want := id == 2 && seq == 8; want != (r.Flags&samples.FlagDuplicate != 0) {
+			t.Errorf("seq %d responder %d: duplicate flag %v", seq, id, !want)
+		}
+	}
+	per := s.PerResponder()
+	for id, want := range []samples.Counters{
+		{Sent: 9, Received: 9, Lost: 0, Foreign: 1},
+		{Sent: 9, Received: 5, Lost: 4, Foreign: 1},
+		{Sent: 9, Received: 8, Lost: 1, Foreign: 1, Duplicated: 1, Reordered: 1},
+	} {
+		if per[id] != want {
+			t.Errorf("responder %d: counters %+v, want %+v", id, per[id], want)
+		}
+	}
+	if c := s.Counters(); c.Received != 22 || c.Lost != 5 || c.Sent != 9 {
+		t.Errorf("round counters %+v: want 22 received, 5 lost of 9 × 3", c)
+	}
+	if s.responders() != n {
+		t.Errorf("header responders %d", s.responders())
+	}
+	// Filing a reply allocates nothing, whichever responder it is from.
+	a := &Sender{cfg: Config{RunID: 5, Count: 1000, Responders: n}}
+	a.allocate()
+	for k := range a.recs {
+		a.recs[k].T[samples.TxUser] = 1
+	}
+	k := 0
+	allocs := testing.AllocsPerRun(500, func() {
+		p := wire.Encode(buf[:], 64, &wire.Header{Type: wire.Reply, RunID: 5, Seq: uint64(k / n), Responder: uint32(k % n)})
+		a.onReply(p, tstamp.Stamps{SW: 2}, 3)
+		k++
+	})
+	if allocs != 0 || a.received.Load() != int64(k) {
+		t.Errorf("filing a reply allocated %v times (%d of %d filed)", allocs, a.received.Load(), k)
 	}
 }

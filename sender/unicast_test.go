@@ -69,7 +69,8 @@ func TestUnicastRoundTrip(t *testing.T) {
 		sh = s.Header()
 		// One more send, to the same address, must not allocate.
 		s.sched = NewSchedule(time.Now(), time.Microsecond)
-		s.recs = make([]samples.Record, 200)
+		s.cfg.Count = 200
+		s.allocate()
 		k := uint64(0)
 		if a := testing.AllocsPerRun(100, func() { s.sendNow(k); k++ }); a != 0 {
 			t.Errorf("one unicast send allocated %v times", a)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/rig-project/rig/capture"
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -13,14 +15,8 @@ func init() {
 
 func runCapture(ctx context.Context, args []string) error {
 	fs := newFlagSet("capture", "--iface IF [flags]")
-	var pf probeFlags
-	pf.register(fs)
-	pf.registerUnicast(fs, "to", "unicast requests: the responder's IPv4 address:port (the sender's --to); its port is captured instead of --group's")
-	replyPort := fs.Int("reply-port", 0, "UDP port of the replies when it differs from the group port (rig send uses the group port as its source port by default)")
-	vxlan := fs.Bool("vxlan", false, "the port receives VXLAN-encapsulated copies (UDP 4789: AWS VPC Traffic Mirroring, rig lab up --mirror vxlan): filter and pair the frames inside; the stamps are the copies' arrival here, not the wire at the responder")
-	pcap := fs.String("pcap", "", "also write the frames as pcap with nanosecond stamps")
-	capacity := fs.Int("capacity", 100000, "sequences recorded (0..capacity-1)")
-	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
+	var f probe.Capture
+	f.Register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -28,29 +24,18 @@ func runCapture(ctx context.Context, args []string) error {
 		return err
 	}
 	surviveEPIPE()
-	group, mode, runID, err := pf.parse()
-	if err != nil {
-		return err
+	if err := f.Parse(fs); err != nil {
+		return usageError{err}
 	}
-	if err := requireRunID("capture", runID); err != nil {
-		return err
-	}
-	ports := []uint16{pf.dest(group).Port()}
-	if *replyPort > 0 {
-		if *replyPort > 65535 {
-			return usagef("--reply-port %d: want 1..65535", *replyPort)
-		}
-		ports = append(ports, uint16(*replyPort))
-	}
-	cfg := capture.Config{Iface: pf.iface, Ports: ports, Timestamps: mode, Group: group, To: pf.unicast.addr, VXLAN: *vxlan, RunID: runID,
-		ArmIndex: pf.armIndex, Round: pf.round, Capacity: *capacity, Arm: pf.arm,
+	cfg := capture.Config{Iface: f.Iface, Ports: f.Ports(), Timestamps: f.Timestamps, Group: f.Group, To: f.Unicast, VXLAN: f.VXLAN, RunID: f.RunID,
+		ArmIndex: f.ArmIndex, Round: f.Round, Capacity: f.Capacity, Responders: f.Responders, Arm: f.Arm,
 		Ready: func() {
-			logf("rig capture: ready on %s (%s)", pf.iface, map[bool]string{true: "VXLAN mirror copies", false: "frames as on the wire"}[*vxlan])
+			logf("rig capture: ready on %s (%s)", f.Iface, map[bool]string{true: "VXLAN mirror copies", false: "frames as on the wire"}[f.VXLAN])
 		}}
-	if *pcap != "" {
-		cfg.PcapFrames = 2 * *capacity
+	if f.Pcap != "" {
+		cfg.PcapFrames = (1 + f.Responders) * f.Capacity
 	}
-	undo, err := prepareNIC(ctx, "capture", &pf, mode, tstamp.NeedCapture)
+	undo, err := prepareNIC(ctx, "capture", f.Common, tstamp.NeedCapture)
 	if err != nil {
 		return err
 	}
@@ -61,30 +46,32 @@ func runCapture(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	logf("rig capture: timestamps %s (hardware columns cap_req_hw/cap_rep_hw: %s)", c.Granted(), map[bool]string{true: "requested; the first frames prove them", false: "none: software stamps"}[c.Source() == "hw"])
-	if *duration > 0 {
+	if f.Duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
+		ctx, cancel = context.WithTimeout(ctx, f.Duration)
 		defer cancel()
 	}
-	ctx, cancel := pf.bound(ctx)
+	ctx, cancel := f.Bound(ctx)
 	defer cancel()
+	restore := cpusched.TuneRuntime() // GC off, ≥ 2 Ps: the capture's
 	runErr := c.Run(ctx)
+	restore()
 	n := c.Counters()
 	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, malformed %d, outgoing (dropped) %d, missing stamps %d, dropped by the kernel %d; hardware stamps: %s",
 		c.Frames(), len(c.Records())-int(n.Unpaired), n.Unpaired, n.Duplicated, n.Foreign, n.Malformed, n.Outgoing, n.RxStampsMissing, n.KernelDrops, c.HardwareStamps())
-	if pf.out != "" {
-		if err := c.WriteFile(pf.out, pf.armIndex, pf.round); err != nil {
+	if f.Out != "" {
+		if err := c.WriteFile(f.Out, f.ArmIndex, f.Round); err != nil {
 			return err
 		}
-		logf("rig capture: wrote %s", pf.out)
+		logf("rig capture: wrote %s", f.Out)
 	}
-	if *pcap != "" {
-		if err := c.WritePcap(*pcap); err != nil {
+	if f.Pcap != "" {
+		if err := c.WritePcap(f.Pcap); err != nil {
 			return err
 		}
-		logf("rig capture: wrote %s", *pcap)
+		logf("rig capture: wrote %s", f.Pcap)
 	}
-	if err := pf.expired(ctx); err != nil {
+	if err := f.Expired(ctx); err != nil {
 		return err
 	}
 	if runErr != nil && ctx.Err() == nil {

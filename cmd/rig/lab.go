@@ -69,7 +69,7 @@ func labName(fs *flag.FlagSet, flagName string) (string, error) {
 }
 
 func labUp(ctx context.Context, args []string) error {
-	fs := newFlagSet("lab up", "[--name NAME] [--rx-queues N] [--tx-queues N] [--mtu N] [--subnet CIDR] [--dynamic-neighbors] [--tx-csum-offload] [--mirror span|vxlan] [--json]")
+	fs := newFlagSet("lab up", "[--name NAME] [--rx-queues N] [--tx-queues N] [--mtu N] [--subnet CIDR] [--dynamic-neighbors] [--tx-csum-offload] [--mirror span|vxlan] [--responders N] [--json]")
 	name := fs.String("name", netlab.DefaultName, "lab name: a-z, 0-9, '-', at most 10 characters; prefixes every namespace and interface")
 	rxq := fs.Int("rx-queues", 1, "RX queues of the responder veth (1.."+fmt.Sprint(netlab.MaxQueues)+")")
 	txq := fs.Int("tx-queues", 0, "TX queues of the responder veth (default: same as --rx-queues)")
@@ -78,6 +78,7 @@ func labUp(ctx context.Context, args []string) error {
 	dyn := fs.Bool("dynamic-neighbors", false, "leave ARP to the kernel instead of permanent sender/responder neighbour entries")
 	csum := fs.Bool("tx-csum-offload", false, "keep veth TX checksum offload (captured UDP checksums are then left unfilled)")
 	mirror := fs.String("mirror", "span", "span: the capture port receives copies of the frames; vxlan: VXLAN-encapsulated copies (UDP 4789, VNI "+fmt.Sprint(netlab.MirrorVNI)+"), as AWS VPC Traffic Mirroring delivers them (rig capture --vxlan)")
+	responders := fs.Int("responders", 1, fmt.Sprintf("responder namespaces on the bridge (1..%d): every one hears each multicast request (fan-out; rig respond --id 0..N-1), all mirrored to the capture", netlab.MaxResponders))
 	asJSON := fs.Bool("json", false, "print the topology as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -85,11 +86,14 @@ func labUp(ctx context.Context, args []string) error {
 	if *mirror != "span" && *mirror != "vxlan" {
 		return usagef("lab up: --mirror %q: want span or vxlan", *mirror)
 	}
+	if *responders < 1 || *responders > netlab.MaxResponders {
+		return usagef("lab up: --responders %d: want 1..%d", *responders, netlab.MaxResponders)
+	}
 	n, err := labName(fs, *name)
 	if err != nil {
 		return err
 	}
-	opts := netlab.Options{RxQueues: *rxq, TxQueues: *txq, MTU: *mtu, DynamicNeighbors: *dyn, TxChecksumOffload: *csum, MirrorVXLAN: *mirror == "vxlan"}
+	opts := netlab.Options{RxQueues: *rxq, TxQueues: *txq, MTU: *mtu, DynamicNeighbors: *dyn, TxChecksumOffload: *csum, MirrorVXLAN: *mirror == "vxlan", Responders: *responders}
 	if *subnet != "" {
 		p, err := netip.ParsePrefix(*subnet)
 		if err != nil {
@@ -188,7 +192,11 @@ func printLab(w io.Writer, t *netlab.Topology, state string) {
 		t.Name, state, t.Subnet, t.MTU, t.RxQueues, t.TxQueues, neigh, csum)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ROLE\tNETNS\tINTERFACE\tIFINDEX\tADDRESS\tMAC\tSWITCH PORT")
-	for _, r := range []netlab.Role{netlab.Sender, netlab.Responder, netlab.Capture} {
+	roles := []netlab.Role{netlab.Sender}
+	for _, h := range t.ResponderHosts() {
+		roles = append(roles, h.Role)
+	}
+	for _, r := range append(roles, netlab.Capture) {
 		h, _ := t.Host(r)
 		addr := "-"
 		if h.Addr.IsValid() {
@@ -210,13 +218,20 @@ func printLab(w io.Writer, t *netlab.Topology, state string) {
 func printLabUsage(w io.Writer, t *netlab.Topology) {
 	ex := func(r netlab.Role) string { return strings.Join(t.Exec(r), " ") }
 	fmt.Fprintf(w, "\nuse it (start responder and capture first; multicast is routed out of the lab veth):\n")
-	fmt.Fprintf(w, "  %s rig respond --iface %s &    # %v\n", ex(netlab.Responder), t.Responder.Interface, t.Responder.Addr)
+	fanout := ""
+	for i, h := range t.ResponderHosts() {
+		id := ""
+		if t.Responders() > 1 {
+			id, fanout = fmt.Sprintf(" --id %d", i), fmt.Sprintf(" --responders %d", t.Responders())
+		}
+		fmt.Fprintf(w, "  %s rig respond --iface %s%s &    # %v\n", ex(h.Role), h.Interface, id, h.Addr)
+	}
 	vx := ""
 	if t.VXLAN != nil {
 		vx = " --vxlan"
 	}
-	fmt.Fprintf(w, "  %s rig capture --iface %s%s --duration 20s &    # sees every request and reply once\n", ex(netlab.Capture), t.Capture.Interface, vx)
-	fmt.Fprintf(w, "  %s rig send --iface %s --count 10000    # %v\n", ex(netlab.Sender), t.Sender.Interface, t.Sender.Addr)
+	fmt.Fprintf(w, "  %s rig capture --iface %s%s%s --duration 20s &    # sees every request and reply once\n", ex(netlab.Capture), t.Capture.Interface, vx, fanout)
+	fmt.Fprintf(w, "  %s rig send --iface %s%s --count 10000    # %v\n", ex(netlab.Sender), t.Sender.Interface, fanout, t.Sender.Addr)
 	fmt.Fprintf(w, "  description: %s\n  remove:      rig lab down --name %s\n", netlab.Path(t.Name), t.Name)
 }
 

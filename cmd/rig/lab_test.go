@@ -19,6 +19,8 @@ func TestLabUsageErrors(t *testing.T) {
 		{"up", "--name", "Bad_Name"},
 		{"up", "--name", "waytoolongname"},
 		{"up", "--subnet", "10.1.2"},
+		{"up", "--responders", "0"},
+		{"up", "--responders", "10"},
 		{"up", "a", "b"},
 		{"up", "--name", "x1", "x2"},
 		{"down", "--rx-queues", "4"},
@@ -56,5 +58,34 @@ func TestLabShowLive(t *testing.T) {
 	}
 	if err := runLab(context.Background(), []string{"up", "--mtu", "9000", topo.Name}); !errors.Is(err, os.ErrExist) {
 		t.Errorf("up %s with another MTU: %v, want os.ErrExist", topo.Name, err)
+	}
+	if err := runLab(context.Background(), []string{"up", "--responders", "2", topo.Name}); !errors.Is(err, os.ErrExist) {
+		t.Errorf("up %s with 2 responders: %v, want os.ErrExist", topo.Name, err)
+	}
+}
+
+// TestLabUpResponders: rig lab up --responders 2 builds a second responder
+// namespace, and show and the usage lines name both with their --id.
+func TestLabUpResponders(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	t.Setenv(netlab.EnvDir, t.TempDir())
+	name := netlab.UniqueName("cli")
+	t.Cleanup(func() { netlab.Down(name) })
+	var out strings.Builder
+	topo, err := netlab.Up(context.Background(), name, netlab.Options{Responders: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	printLab(&out, topo, "up")
+	printLabUsage(&out, topo)
+	for _, want := range []string{name + "-r1", "rig respond --iface " + name + "-r1 --id 1", "rig respond --iface " + name + "-rsp --id 0", "rig send --iface " + name + "-snd --responders 2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := runLab(context.Background(), []string{"up", "--responders", "2", name}); err != nil {
+		t.Errorf("up --responders 2 again: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/wire"
 	"github.com/rig-project/rig/nicctl"
@@ -25,17 +26,18 @@ import (
 // Ctrl-C, SIGTERM; `rig restore` after a kill -9). With leave, nothing is
 // written: the probe's socket uses the config as it finds it and, in
 // hardware mode, says what to run when it is off.
-func prepareNIC(ctx context.Context, who string, pf *probeFlags, mode tstamp.Mode, need tstamp.Need) (undo func(), err error) {
+func prepareNIC(ctx context.Context, who string, pf probe.Common, need tstamp.Need) (undo func(), err error) {
 	undo = func() {}
-	if pf.nicTS == "leave" || mode == tstamp.Software || mode == tstamp.Off {
+	mode := pf.Timestamps
+	if pf.LeaveNIC || mode == tstamp.Software || mode == tstamp.Off {
 		return undo, nil
 	}
-	if _, err := net.InterfaceByName(pf.iface); err != nil {
+	if _, err := net.InterfaceByName(pf.Iface); err != nil {
 		return undo, nil // the probe's own setup names the missing interface
 	}
 	env := &nicctl.Env{FS: hostfs.Default()}
-	req := nicctl.TSRequest{Mode: mode, Need: need, AllowMgmt: pf.allowMgmt, TakeOver: pf.takeOverPTP}
-	plan, err := nicctl.PlanTimestamping(env, pf.iface, req)
+	req := nicctl.TSRequest{Mode: mode, Need: need, AllowMgmt: pf.AllowMgmt, TakeOver: pf.TakeOverPTP}
+	plan, err := nicctl.PlanTimestamping(env, pf.Iface, req)
 	if err != nil {
 		return undo, setupError(who, err)
 	}
@@ -51,7 +53,7 @@ func prepareNIC(ctx context.Context, who string, pf *probeFlags, mode tstamp.Mod
 	// The host lock while the change is in force: shared with the probes
 	// of the same run id (a responder and a capture on one machine), no
 	// other changer meanwhile.
-	lock, err := journal.LockHost(journal.Dir(), journal.Self(lockRunID(pf.runID)))
+	lock, err := journal.LockHost(journal.Dir(), journal.Self(lockRunID(pf.RunID)))
 	if err != nil {
 		return undo, fmt.Errorf("%s: %w", who, err)
 	}
@@ -61,7 +63,7 @@ func prepareNIC(ctx context.Context, who string, pf *probeFlags, mode tstamp.Mod
 		lock.Unlock()
 		return undo, fmt.Errorf("%s: the journal for the NIC change: %w", who, err)
 	}
-	res, err := nicctl.PrepareTimestamping(ctx, env, j, pf.iface, req)
+	res, err := nicctl.PrepareTimestamping(ctx, env, j, pf.Iface, req)
 	logf("rig %s: %s", who, res)
 	undo = func() {
 		restored, uerr := j.Undo(context.Background())
@@ -89,14 +91,9 @@ func prepareNIC(ctx context.Context, who string, pf *probeFlags, mode tstamp.Mod
 }
 
 // lockRunID is the host lock's run id of a probe given --run-id (its
-// canonical form, so that "1" and "0000000000000001" share), or "" to hold
-// the lock alone.
-func lockRunID(flag string) string {
-	if flag == "" {
-		return ""
-	}
-	id, err := wire.ParseRunID(flag)
-	if err != nil {
+// canonical form), or "" (no --run-id) to hold the lock alone.
+func lockRunID(id uint64) string {
+	if id == 0 {
 		return ""
 	}
 	return wire.FormatRunID(id)

@@ -9,6 +9,8 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/probe"
 )
 
 // progressSource reports how far a round is.
@@ -17,7 +19,7 @@ type progressSource interface {
 }
 
 // startProgress shows a progress bar when stderr is a terminal, or, with
-// lines, prints "progress SENT RECEIVED" once a second for a parent rig
+// lines, prints a progress line (probe.FormatProgress) once a second for a parent rig
 // process. Otherwise it starts nothing: no bar goroutines ticking on the
 // sender's CPU for output nobody sees. It returns a function that stops it.
 func startProgress(ctx context.Context, src progressSource, total int, lines bool) func() {
@@ -37,7 +39,7 @@ func startProgress(ctx context.Context, src progressSource, total int, lines boo
 					return
 				case <-t.C:
 					s, r := src.Progress()
-					fmt.Fprintf(os.Stderr, "progress %d %d\n", s, r)
+					fmt.Fprintln(os.Stderr, probe.FormatProgress(s, r))
 				}
 			}
 		}()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 )
 
@@ -17,15 +18,19 @@ func init() {
 }
 
 func runSamples(ctx context.Context, args []string) error {
-	fs := newFlagSet("samples", "[--csv] ROUND_DIR|FILE")
+	fs := newFlagSet("samples", "[--csv] [--responder ID] ROUND_DIR|FILE")
 	_ = fs.Bool("csv", true, "print CSV: one row per sequence, every stamp in ns (empty when missing) and its source")
+	id := fs.Uint("responder", 0, "with several responders (fan-out): whose replies to join (its --id)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("samples: want one round directory or sample file, got %d arguments (e.g. rig samples results/demo-*/arms/block/round-0)", fs.NArg())
 	}
-	j, err := samples.JoinDir(fs.Arg(0))
+	if *id > probe.MaxResponderID {
+		return usagef("samples: --responder %d: want 0..%d", *id, probe.MaxResponderID)
+	}
+	j, err := samples.JoinDirResponder(fs.Arg(0), uint32(*id))
 	if err != nil {
 		return err
 	}

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/wire"
-	"github.com/rig-project/rig/responder"
 	"github.com/rig-project/rig/sender"
 )
 
@@ -22,23 +21,8 @@ func init() {
 
 func runSend(ctx context.Context, args []string) error {
 	fs := newFlagSet("send", "--iface IF [flags]")
-	var pf probeFlags
-	pf.register(fs)
-	pf.registerUnicast(fs, "to", "unicast requests: the responder's IPv4 address:port on its interface (instead of --group; the responder's --listen)")
-	count := fs.Int("count", 10000, "requests in the round")
-	interval := fs.Duration("interval", time.Millisecond, "request k is due at start + k·interval")
-	size := fs.Int("size", 64, "UDP payload bytes (40..1472)")
-	spin := fs.Duration("spin", 50*time.Microsecond, "spin this long before each due time instead of sleeping (0: sleep only); a reply being awaited is still slept for in ppoll, so --spin ≥ --interval is sockperf's client: block for the reply, busy-wait to the next send")
-	cpu := fs.Int("cpu", -1, "CPU to pin the pacing thread to (-1: no pinning)")
-	sched := fs.String("sched", "other", "scheduling policy of the pacing thread: other | fifo:N")
-	poll := fs.String("poll", "block", "how the sending thread waits for replies and TX stamps between sends: block (sleeps in ppoll: one wake-up per reply) | busy (polls the socket without blocking: no wake-up, one CPU at 100 %)")
-	port := fs.Int("port", -1, "local UDP port; replies come back to it (-1: the port of --group or --to)")
-	replyGroup := fs.String("reply-group", "", "join this group:port for replies (the responder's --reply); its port becomes the local port")
-	warmup := fs.Int("warmup", 2, "leading sequences excluded from the summary (recorded anyway)")
-	replyTimeout := fs.Duration("reply-timeout", time.Second, "a reply more than this after its request left (kernel stamps where taken) counts as late, apart from lost; the round waits this long for the last replies")
-	txWait := fs.Duration("tx-wait", 500*time.Millisecond, "how long to wait for TX stamps after the last send")
-	quiet := fs.Bool("quiet", false, "do not print the summary")
-	progressLines := fs.Bool("progress-lines", false, "print 'progress SENT RECEIVED' lines on stderr every second (for rig run)")
+	var f probe.Send
+	f.Register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -46,46 +30,20 @@ func runSend(ctx context.Context, args []string) error {
 		return err
 	}
 	surviveEPIPE()
-	group, mode, runID, err := pf.parse()
-	if err != nil {
-		return err
+	if err := f.Parse(fs); err != nil {
+		return usageError{err}
 	}
-	sc, err := parseSched(*sched)
-	if err != nil {
-		return err
-	}
-	pm, busyPollUS, err := responder.ParsePoll(*poll)
-	if err != nil || busyPollUS != 0 {
-		return usagef("--poll %q: want block or busy", *poll)
-	}
-	cfg := sender.Config{Poll: pm, Iface: pf.iface, Group: group, To: pf.unicast.addr, Interval: *interval, Count: *count, Size: *size,
-		Spin: *spin, CPU: *cpu, Sched: sc, Timestamps: mode, RunID: runID, Arm: pf.arm,
-		ArmIndex: pf.armIndex, Round: pf.round, Warmup: *warmup, ReplyTimeout: *replyTimeout, TxWait: *txWait}
-	switch {
-	case *port > 65535:
-		return usagef("--port %d: want 0..65535", *port)
-	case *port >= 0:
-		cfg.Port = uint16(*port)
-	default:
-		cfg.Port = pf.dest(group).Port()
-	}
-	if *replyGroup != "" {
-		rg, err := parseReply(*replyGroup)
-		if err != nil || !rg.IsValid() {
-			return usagef("--reply-group %q: want an IPv4 multicast group:port", *replyGroup)
-		}
-		cfg.ReplyGroup, cfg.Port = rg.Addr(), rg.Port()
-	}
-	if *warmup < 0 || *warmup >= *count {
-		return usagef("--warmup %d: want 0..count-1", *warmup)
-	}
+	cfg := sender.Config{Poll: f.Poll, Iface: f.Iface, Group: f.Group, To: f.Unicast, Interval: f.Interval, Count: f.Count, Size: f.Size,
+		Spin: f.Spin, CPU: f.CPU, Sched: f.Sched, Timestamps: f.Timestamps, RunID: f.RunID, Arm: f.Arm,
+		ArmIndex: f.ArmIndex, Round: f.Round, Warmup: f.Warmup, ReplyTimeout: f.ReplyTimeout, TxWait: f.TxWait, Responders: f.Responders,
+		Port: f.LocalPort(), ReplyGroup: f.ReplyGroup.Addr()}
 	// Bad input is refused before the NIC is touched.
-	if *cpu >= 0 {
-		if err := cpusched.CheckCPU(hostfs.Default(), *cpu); err != nil {
+	if f.CPU >= 0 {
+		if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
 			return setupError("send", err)
 		}
 	}
-	undo, err := prepareNIC(ctx, "send", &pf, mode, tstamp.NeedProbe)
+	undo, err := prepareNIC(ctx, "send", f.Common, tstamp.NeedProbe)
 	if err != nil {
 		return err
 	}
@@ -98,36 +56,45 @@ func runSend(ctx context.Context, args []string) error {
 		return setupError("send", err)
 	}
 	defer s.Close()
-	if !*quiet {
-		logf("rig send: run id %s: %d requests, %s, every %v from %s, timestamps %s", wire.FormatRunID(s.RunID()), *count, pf.requests(group), *interval, pf.iface, s.Granted())
+	if !f.Quiet {
+		logf("rig send: run id %s: %d requests, %s, every %v from %s, timestamps %s", wire.FormatRunID(s.RunID()), f.Count, f.Requests(), f.Interval, f.Iface, s.Granted())
 	}
-	ctx, cancel := pf.bound(ctx)
+	ctx, cancel := f.Bound(ctx)
 	defer cancel()
-	stopProgress := startProgress(ctx, s, *count, *progressLines)
+	stopProgress := startProgress(ctx, s, f.Count, f.ProgressLines)
+	restore := cpusched.TuneRuntime() // GC off, ≥ 2 Ps: the round's
 	runErr := s.Run(ctx)
+	restore()
 	stopProgress()
-	if pf.out != "" {
-		if err := s.WriteFile(pf.out); err != nil {
+	if f.Out != "" {
+		if err := s.WriteFile(f.Out); err != nil {
 			return err
 		}
-		if !*quiet {
-			logf("rig send: wrote %s", pf.out)
+		if !f.Quiet {
+			logf("rig send: wrote %s", f.Out)
 		}
 	}
-	if !*quiet {
+	if !f.Quiet {
 		if u := s.Thread(); u != nil {
 			logf("rig send: pacing thread %s", u)
 		}
-		j, err := samples.Join(&samples.File{Header: s.Header(), Records: s.Records()})
-		if err == nil {
-			j.Counters[samples.RoleSender] = s.Counters()
-			err = printSendSummary(os.Stdout, j, *warmup)
-		}
-		if err != nil {
-			return err
+		file := &samples.File{Header: s.Header(), Records: s.Records(),
+			Footer: &samples.Footer{Counters: s.Counters(), PerResponder: s.PerResponder()}}
+		for id := range f.Responders {
+			j, err := samples.JoinResponder(uint32(id), file)
+			if err == nil {
+				j.Counters[samples.RoleSender] = file.Footer.CountersOf(uint32(id))
+				if f.Responders > 1 {
+					fmt.Printf("responder %d:\n", id)
+				}
+				err = printSendSummary(os.Stdout, j, f.Warmup)
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
-	if err := pf.expired(ctx); err != nil {
+	if err := f.Expired(ctx); err != nil {
 		return err
 	}
 	if runErr != nil && ctx.Err() == nil {

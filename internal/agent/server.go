@@ -22,6 +22,7 @@ import (
 	"github.com/rig-project/rig/internal/hostctl"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/spawn"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -403,7 +404,7 @@ func (s *Server) start(a StartArgs) (any, error) {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
-			if strings.HasPrefix(line, "progress ") {
+			if probe.IsProgress(line) {
 				s.send(Event{Event: "progress", Handle: h, Line: line})
 				continue
 			}

@@ -41,7 +41,22 @@ func (s Sched) String() string {
 	return "other"
 }
 
-// ParseSched parses "other" or "fifo:N" (N in 1..99).
+// MarshalText writes String (a run's manifest records "fifo:50").
+func (s Sched) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads what MarshalText wrote, with ParseSched.
+func (s *Sched) UnmarshalText(b []byte) error {
+	v, err := ParseSched(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// ParseSched parses "other" or "fifo:N" (N in 1..99); "" is other. It is
+// the one parser of a policy: the CLI, the scenario loader and the round
+// all use it, so an input gets the same error everywhere.
 func ParseSched(s string) (Sched, error) {
 	switch {
 	case s == "" || s == "other":

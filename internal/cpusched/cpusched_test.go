@@ -26,6 +26,47 @@ func TestParseSched(t *testing.T) {
 	}
 }
 
+// TestSchedText: String is what ParseSched reads, and the manifest's JSON
+// form is the same text.
+func TestSchedText(t *testing.T) {
+	for _, in := range []string{"other", "fifo:1", "fifo:99"} {
+		sc, err := ParseSched(in)
+		if err != nil || sc.String() != in {
+			t.Errorf("ParseSched(%q) = %v, %v", in, sc, err)
+		}
+		b, _ := sc.MarshalText()
+		var back Sched
+		if err := back.UnmarshalText(b); err != nil || back != sc {
+			t.Errorf("text %q read back as %v, %v", b, back, err)
+		}
+	}
+	var back Sched
+	if err := back.UnmarshalText([]byte("fifo:0")); err == nil {
+		t.Error("UnmarshalText accepted fifo:0")
+	}
+}
+
+// FuzzParseSched: whatever ParseSched accepts prints back to a text it
+// reads as the same policy.
+func FuzzParseSched(f *testing.F) {
+	for _, s := range []string{"", "other", "fifo:1", "fifo:99", "fifo:0", "fifo:100", "fifo:", "fifo:+5", "rr:5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sc, err := ParseSched(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseSched(sc.String())
+		if err != nil || back != sc {
+			t.Fatalf("ParseSched(%q) = %v; its String %q reads as %v, %v", s, sc, sc.String(), back, err)
+		}
+		if sc.Policy == FIFO && (sc.Priority < 1 || sc.Priority > 99) {
+			t.Fatalf("ParseSched(%q) = priority %d", s, sc.Priority)
+		}
+	})
+}
+
 func TestCheckCPUFake(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "sys/devices/system/cpu"), 0o755)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -231,7 +232,7 @@ func TestLabMirrorSeesEachPacketOnce(t *testing.T) {
 	}
 	a, b := *again, *topo
 	a.Owner, b.Owner = nil, nil
-	if a != b || again.Owner == nil || topo.Owner == nil || !again.Owner.Since.Equal(topo.Owner.Since) || again.Owner.PID != topo.Owner.PID { // MACs and creation time differ on a rebuild
+	if !reflect.DeepEqual(a, b) || again.Owner == nil || topo.Owner == nil || !again.Owner.Since.Equal(topo.Owner.Since) || again.Owner.PID != topo.Owner.PID { // MACs and creation time differ on a rebuild
 		t.Errorf("second Up rebuilt the lab: %+v vs %+v", again, topo)
 	}
 }
@@ -296,7 +297,7 @@ func TestLabLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if *loaded != *topo {
+	if !reflect.DeepEqual(*loaded, *topo) {
 		t.Errorf("Load = %+v, Up returned %+v", loaded, topo)
 	}
 
@@ -387,5 +388,100 @@ func TestDoPropagatesPanicAndGoexit(t *testing.T) {
 	c.Close()
 	if _, err := net.ListenUDP("udp4", &net.UDPAddr{IP: topo.Sender.Addr.AsSlice()}); err == nil {
 		t.Error("the sender address is bindable outside the lab: Do leaked a thread into the namespace, or the host has the lab's address")
+	}
+}
+
+// TestLabResponders: a fan-out lab has one namespace per responder on the
+// same bridge; one multicast request reaches every responder, and the
+// capture sees it once and each responder's reply once. A lab of another
+// responder count is not taken for it, and down removes every namespace.
+func TestLabResponders(t *testing.T) {
+	const n = 3
+	topo := netlabtest.New(t, netlab.Options{Responders: n})
+	if err := topo.Check(); err != nil {
+		t.Fatalf("Check right after Up: %v", err)
+	}
+	if topo.Responders() != n || len(topo.Namespaces()) != n+3 {
+		t.Fatalf("%d responders, namespaces %v", topo.Responders(), topo.Namespaces())
+	}
+	capFD := openCapture(t, topo)
+	group := netip.MustParseAddr("239.1.2.4")
+	const port = 31338
+	var rsps []*net.UDPConn
+	for i, h := range topo.ResponderHosts() {
+		if want := netlab.ResponderRole(i); h.Role != want {
+			t.Fatalf("responder %d has role %s", i, h.Role)
+		}
+		err := topo.Do(h.Role, func() error {
+			ifi, err := net.InterfaceByName(h.Interface)
+			if err != nil {
+				return err
+			}
+			c, err := net.ListenMulticastUDP("udp4", ifi, &net.UDPAddr{IP: group.AsSlice(), Port: port})
+			rsps = append(rsps, c)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("responder %d socket: %v", i, err)
+		}
+		defer rsps[i].Close()
+	}
+	var snd *net.UDPConn
+	err := topo.Do(netlab.Sender, func() error {
+		var err error
+		snd, err = net.ListenUDP("udp4", &net.UDPAddr{IP: topo.Sender.Addr.AsSlice()})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Close()
+	time.Sleep(100 * time.Millisecond)
+	drain(t, capFD)
+	nonce := time.Now().UnixNano()
+	req := fmt.Sprintf("req-%d", nonce)
+	if _, err := snd.WriteToUDP([]byte(req), &net.UDPAddr{IP: group.AsSlice(), Port: port}); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1500)
+	for i, c := range rsps {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		k, from, err := c.ReadFromUDP(buf)
+		if err != nil || string(buf[:k]) != req {
+			t.Fatalf("responder %d got %q, %v", i, buf[:k], err)
+		}
+		if _, err := c.WriteToUDP(fmt.Appendf(nil, "rep-%d-%d", i, nonce), from); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		snd.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, _, err := snd.ReadFromUDP(buf); err != nil {
+			t.Fatalf("sender: %v", err)
+		}
+	}
+	seen := map[string]int{}
+	for _, f := range drain(t, capFD) {
+		if strings.HasSuffix(f.payload, fmt.Sprint(nonce)) {
+			seen[f.payload]++
+		}
+	}
+	want := map[string]int{req: 1}
+	for i := range n {
+		want[fmt.Sprintf("rep-%d-%d", i, nonce)] = 1
+	}
+	if !reflect.DeepEqual(seen, want) {
+		t.Errorf("capture saw %v, want %v", seen, want)
+	}
+	if _, err := netlab.Up(context.Background(), topo.Name, netlab.Options{Responders: 2}); !errors.Is(err, os.ErrExist) {
+		t.Errorf("Up with 2 responders on a lab of 3: %v, want os.ErrExist", err)
+	}
+	if err := netlab.Down(topo.Name); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range topo.Namespaces() {
+		if _, err := os.Lstat(filepath.Join("/run/netns", ns)); err == nil {
+			t.Errorf("namespace %s left after Down", ns)
+		}
 	}
 }

@@ -53,6 +53,10 @@ const (
 	// MaxQueues bounds Options.RxQueues/TxQueues; the responder veth is an
 	// emulation of a multi-queue NIC, not a scalability test.
 	MaxQueues = 64
+	// MaxResponders bounds Options.Responders: responder i > 0 is
+	// "<name>-r<i>" and its switch port "<name>-pr<i>", within IFNAMSIZ
+	// for one digit.
+	MaxResponders = 9
 )
 
 // Role names one part of a lab.
@@ -70,8 +74,33 @@ const (
 // Roles lists every role in a fixed order (hosts first, switch last).
 var Roles = []Role{Sender, Responder, Capture, Switch}
 
+// ResponderRole is the role of responder i of a fan-out lab: Responder
+// for 0, "responder<i>" for the others.
+func ResponderRole(i int) Role {
+	if i == 0 {
+		return Responder
+	}
+	return Role(fmt.Sprintf("%s%d", Responder, i))
+}
+
+// ResponderIndex returns i for ResponderRole(i), and false for any other
+// role.
+func (r Role) ResponderIndex() (int, bool) {
+	if r == Responder {
+		return 0, true
+	}
+	rest, ok := strings.CutPrefix(string(r), string(Responder))
+	if !ok || len(rest) != 1 || rest[0] < '1' || rest[0] > '0'+MaxResponders-1 {
+		return 0, false
+	}
+	return int(rest[0] - '0'), true
+}
+
 // suffix is the short tag of a role used in namespace and interface names.
 func (r Role) suffix() string {
+	if i, ok := r.ResponderIndex(); ok && i > 0 {
+		return fmt.Sprintf("r%d", i)
+	}
 	switch r {
 	case Sender:
 		return "snd"
@@ -85,14 +114,20 @@ func (r Role) suffix() string {
 	return ""
 }
 
-// ParseRole accepts a role name ("sender") or its short tag ("snd").
+// ParseRole accepts a role name ("sender", "responder2") or its short tag
+// ("snd", "r2").
 func ParseRole(s string) (Role, error) {
 	for _, r := range Roles {
 		if s == string(r) || s == r.suffix() {
 			return r, nil
 		}
 	}
-	return "", fmt.Errorf("netlab: unknown role %q: want sender, responder, capture or switch", s)
+	for i := 1; i < MaxResponders; i++ {
+		if r := ResponderRole(i); s == string(r) || s == r.suffix() {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("netlab: unknown role %q: want sender, responder, responder1..%d, capture or switch", s, MaxResponders-1)
 }
 
 // Options shape a lab. The zero value is a valid default.
@@ -124,6 +159,11 @@ type Options struct {
 	// no longer runs the lab is stale and RemoveStale removes it. nil: the
 	// lab stays until `rig lab down` (one built by hand).
 	Owner *owner.Process
+	// Responders is how many responder hosts share the bridge (fan-out:
+	// every one hears every multicast request), each mirrored to the
+	// capture; 0 means 1, at most MaxResponders. Responder i > 0 gets the
+	// address after responder i−1's.
+	Responders int
 }
 
 // normalize fills defaults and validates; name must already be valid.
@@ -143,11 +183,20 @@ func (o Options) normalize(name string) (Options, error) {
 	if o.MTU < 68 || o.MTU > 65535 {
 		return o, fmt.Errorf("netlab: MTU %d out of range: want 68..65535", o.MTU)
 	}
+	if o.Responders == 0 {
+		o.Responders = 1
+	}
+	if o.Responders < 1 || o.Responders > MaxResponders {
+		return o, fmt.Errorf("netlab: %d responders out of range: want 1..%d", o.Responders, MaxResponders)
+	}
 	if !o.Subnet.IsValid() {
 		o.Subnet = DefaultSubnet(name)
 	}
 	if err := checkSubnet(o.Subnet); err != nil {
 		return o, err
+	}
+	if hosts := 1 + o.Responders; hosts > 1<<(32-o.Subnet.Bits())-2 {
+		return o, fmt.Errorf("netlab: subnet %v has no room for a sender and %d responders: use a shorter prefix", o.Subnet, o.Responders)
 	}
 	return o, nil
 }
@@ -234,11 +283,15 @@ func DefaultSubnet(name string) netip.Prefix {
 // NetnsName is the network namespace of a role in lab name.
 func NetnsName(name string, r Role) string { return name + "-" + r.suffix() }
 
-// Namespaces lists the four network namespaces of lab name.
+// Namespaces lists every network namespace lab name may have: the four
+// of every lab and those of responders 1..MaxResponders-1.
 func Namespaces(name string) []string {
-	out := make([]string, 0, len(Roles))
+	out := make([]string, 0, len(Roles)+MaxResponders-1)
 	for _, r := range Roles {
 		out = append(out, NetnsName(name, r))
+	}
+	for i := 1; i < MaxResponders; i++ {
+		out = append(out, NetnsName(name, ResponderRole(i)))
 	}
 	return out
 }
@@ -276,12 +329,14 @@ type Topology struct {
 	TxQueues        int          `json:"tx_queues"`
 	StaticNeighbors bool         `json:"static_neighbors"`
 	// TxChecksumOffload is the sender's and responder's veth setting.
-	TxChecksumOffload bool       `json:"tx_checksum_offload"`
-	Sender            Host       `json:"sender"`
-	Responder         Host       `json:"responder"`
-	Capture           Host       `json:"capture"`
-	Switch            SwitchInfo `json:"switch"`
-	CreatedAt         time.Time  `json:"created_at"`
+	TxChecksumOffload bool `json:"tx_checksum_offload"`
+	Sender            Host `json:"sender"`
+	Responder         Host `json:"responder"`
+	// More are the responders 1..N-1 of a fan-out lab (Options.Responders).
+	More      []Host     `json:"more_responders,omitempty"`
+	Capture   Host       `json:"capture"`
+	Switch    SwitchInfo `json:"switch"`
+	CreatedAt time.Time  `json:"created_at"`
 	// VXLAN is the encapsulating mirror (Options.MirrorVXLAN); nil: the
 	// mirror copies frames to the capture port as they are.
 	VXLAN *VXLANMirror `json:"vxlan_mirror,omitempty"`
@@ -330,11 +385,53 @@ func plan(name string, o Options) *Topology {
 		TxChecksumOffload: o.TxChecksumOffload, Owner: o.Owner,
 		Sender:    host(Sender, first),
 		Responder: host(Responder, first.Next()),
+		More:      more(o.Responders, func(i int) Host { return host(ResponderRole(i), addrAfter(first, 1+i)) }),
 		Capture:   host(Capture, netip.Addr{}),
 		Switch:    SwitchInfo{Netns: NetnsName(name, Switch), Bridge: name + "-br"},
 		VXLAN:     vxlanPlan(name, o.MirrorVXLAN),
 	}
 }
+
+// more lays out responders 1..n-1 (nil for one responder).
+func more(n int, host func(int) Host) []Host {
+	var out []Host
+	for i := 1; i < n; i++ {
+		out = append(out, host(i))
+	}
+	return out
+}
+
+func addrAfter(a netip.Addr, n int) netip.Addr {
+	for range n {
+		a = a.Next()
+	}
+	return a
+}
+
+// Responders is the number of responder hosts (1 + len(More)).
+func (t *Topology) Responders() int { return 1 + len(t.More) }
+
+// ResponderHosts are the responder hosts, responder 0 first.
+func (t *Topology) ResponderHosts() []*Host {
+	out := []*Host{&t.Responder}
+	for i := range t.More {
+		out = append(out, &t.More[i])
+	}
+	return out
+}
+
+// hostRoles are the roles with a host interface: sender, every responder,
+// capture.
+func (t *Topology) hostRoles() []Role {
+	out := []Role{Sender}
+	for i := range t.Responders() {
+		out = append(out, ResponderRole(i))
+	}
+	return append(out, Capture)
+}
+
+// roles are hostRoles and the switch.
+func (t *Topology) roles() []Role { return append(t.hostRoles(), Switch) }
 
 func vxlanPlan(name string, on bool) *VXLANMirror {
 	if !on {
@@ -352,6 +449,9 @@ func (t *Topology) Host(r Role) (*Host, error) {
 		return &t.Responder, nil
 	case Capture:
 		return &t.Capture, nil
+	}
+	if i, ok := r.ResponderIndex(); ok && i <= len(t.More) {
+		return &t.More[i-1], nil
 	}
 	return nil, fmt.Errorf("netlab: role %q has no host interface", r)
 }
@@ -379,10 +479,11 @@ func (t *Topology) Exec(r Role) []string {
 	return []string{"ip", "netns", "exec", ns}
 }
 
-// Namespaces lists the lab's four namespaces in Roles order.
+// Namespaces lists the lab's namespaces: sender, responders, capture,
+// switch.
 func (t *Topology) Namespaces() []string {
-	out := make([]string, 0, len(Roles))
-	for _, r := range Roles {
+	var out []string
+	for _, r := range t.roles() {
 		out = append(out, t.Netns(r))
 	}
 	return out
@@ -392,13 +493,14 @@ func (t *Topology) Namespaces() []string {
 func (t *Topology) sameShape(o *Topology) bool {
 	return t.Name == o.Name && t.Subnet == o.Subnet && t.MTU == o.MTU &&
 		t.RxQueues == o.RxQueues && t.TxQueues == o.TxQueues && t.StaticNeighbors == o.StaticNeighbors &&
-		t.TxChecksumOffload == o.TxChecksumOffload && (t.VXLAN == nil) == (o.VXLAN == nil)
+		t.TxChecksumOffload == o.TxChecksumOffload && (t.VXLAN == nil) == (o.VXLAN == nil) &&
+		t.Responders() == o.Responders()
 }
 
 // shape prints the options a topology was built with.
 func (t *Topology) shape() string {
-	return fmt.Sprintf("subnet %v, mtu %d, responder queues rx %d tx %d, static neighbours %v, tx checksum offload %v, vxlan mirror %v",
-		t.Subnet, t.MTU, t.RxQueues, t.TxQueues, t.StaticNeighbors, t.TxChecksumOffload, t.VXLAN != nil)
+	return fmt.Sprintf("subnet %v, mtu %d, responder queues rx %d tx %d, static neighbours %v, tx checksum offload %v, vxlan mirror %v, responders %d",
+		t.Subnet, t.MTU, t.RxQueues, t.TxQueues, t.StaticNeighbors, t.TxChecksumOffload, t.VXLAN != nil, t.Responders())
 }
 
 // Validate checks that a description is self-consistent: the names follow
@@ -413,9 +515,12 @@ func (t *Topology) Validate() error {
 	if err := checkSubnet(t.Subnet); err != nil {
 		return err
 	}
-	want := plan(t.Name, Options{Subnet: t.Subnet})
+	if len(t.More) >= MaxResponders {
+		return fmt.Errorf("netlab: lab %q description: %d responders, at most %d", t.Name, t.Responders(), MaxResponders)
+	}
+	want := plan(t.Name, Options{Subnet: t.Subnet, Responders: t.Responders()})
 	var errs []error
-	for _, r := range []Role{Sender, Responder, Capture} {
+	for _, r := range t.hostRoles() {
 		h, _ := t.Host(r)
 		w, _ := want.Host(r)
 		if h.Role != r || h.Netns != w.Netns || h.Interface != w.Interface || h.Port != w.Port {

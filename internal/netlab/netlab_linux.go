@@ -394,7 +394,7 @@ func openAll(t *Topology) (map[Role]*nsHandle, func(), error) {
 			h.close()
 		}
 	}
-	for _, r := range Roles {
+	for _, r := range t.roles() {
 		h, err := openNS(t.Netns(r))
 		if err != nil {
 			closeAll()
@@ -441,7 +441,7 @@ func build(ctx context.Context, t *Topology) error {
 	defer closeAll()
 	sw := hs[Switch]
 
-	for _, r := range Roles {
+	for _, r := range t.roles() {
 		if err := disableIPv6(t.Netns(r), "all", "default"); err != nil {
 			return err
 		}
@@ -471,7 +471,7 @@ func build(ctx context.Context, t *Topology) error {
 	}
 	t.Switch.BridgeIfindex = brLink.Attrs().Index
 
-	for _, r := range []Role{Sender, Responder, Capture} {
+	for _, r := range t.hostRoles() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -539,7 +539,10 @@ func build(ctx context.Context, t *Topology) error {
 	}
 
 	if t.StaticNeighbors {
-		pairs := [][2]*Host{{&t.Sender, &t.Responder}, {&t.Responder, &t.Sender}}
+		var pairs [][2]*Host
+		for _, r := range t.ResponderHosts() {
+			pairs = append(pairs, [2]*Host{&t.Sender, r}, [2]*Host{r, &t.Sender})
+		}
 		for _, p := range pairs {
 			mac, _ := net.ParseMAC(p[1].MAC)
 			n := &netlink.Neigh{LinkIndex: p[0].Ifindex, Family: netlink.FAMILY_V4,
@@ -551,7 +554,7 @@ func build(ctx context.Context, t *Topology) error {
 	}
 
 	if !t.TxChecksumOffload {
-		for _, h := range []*Host{&t.Sender, &t.Responder} {
+		for _, h := range append([]*Host{&t.Sender}, t.ResponderHosts()...) {
 			if err := Do(h.Netns, func() error { return setTxChecksum(h.Interface, false) }); err != nil {
 				return fmt.Errorf("%s: %w", h.Role, err)
 			}
@@ -564,7 +567,7 @@ func build(ctx context.Context, t *Topology) error {
 			return fmt.Errorf("switch: vxlan mirror %s: %w", t.VXLAN.Device, err)
 		}
 	}
-	for _, h := range []*Host{&t.Sender, &t.Responder} {
+	for _, h := range append([]*Host{&t.Sender}, t.ResponderHosts()...) {
 		if err := addMirror(sw, h.PortIfindex, target); err != nil {
 			return fmt.Errorf("switch: mirror %s → %s: %w", h.Port, t.Capture.Port, err)
 		}
@@ -668,7 +671,7 @@ func (t *Topology) Check() error {
 	case brLink.Attrs().Flags&net.FlagUp == 0:
 		bad("switch: bridge %s is down", t.Switch.Bridge)
 	}
-	for _, r := range []Role{Sender, Responder, Capture} {
+	for _, r := range t.hostRoles() {
 		h, _ := t.Host(r)
 		l, err := hs[r].LinkByName(h.Interface)
 		if err != nil {

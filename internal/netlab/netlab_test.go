@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -30,27 +31,40 @@ func TestValidateName(t *testing.T) {
 
 func TestNamesFitIFNAMSIZ(t *testing.T) {
 	name := strings.Repeat("z", MaxNameLen)
-	topo := plan(name, Options{Subnet: DefaultSubnet(name)})
-	names := []string{topo.Switch.Bridge}
-	for _, r := range []Role{Sender, Responder, Capture} {
-		h, _ := topo.Host(r)
-		names = append(names, h.Interface, h.Port)
+	all := Namespaces(name)
+	if len(all) != len(Roles)+MaxResponders-1 || all[0] != name+"-snd" || all[3] != name+"-sw" || all[len(all)-1] != NetnsName(name, ResponderRole(MaxResponders-1)) {
+		t.Errorf("Namespaces = %v", all)
 	}
-	seen := map[string]bool{}
-	for _, n := range names {
-		if len(n) > 15 {
-			t.Errorf("interface name %q is %d bytes, the kernel allows 15", n, len(n))
+	// Every lab's namespaces are among those Namespaces lists (what
+	// removal by name deletes); the largest lab has them all.
+	for _, n := range []int{1, 2, MaxResponders} {
+		topo := plan(name, Options{Subnet: DefaultSubnet(name), Responders: n})
+		names := []string{topo.Switch.Bridge}
+		for _, h := range append([]*Host{&topo.Sender, &topo.Capture}, topo.ResponderHosts()...) {
+			names = append(names, h.Interface, h.Port)
 		}
-		if seen[n] {
-			t.Errorf("interface name %q used twice", n)
+		if len(topo.ResponderHosts()) != n {
+			t.Fatalf("a lab of %d responders has %d", n, len(topo.ResponderHosts()))
 		}
-		seen[n] = true
-	}
-	if got := Namespaces(name); len(got) != 4 || got[0] != name+"-snd" || got[3] != name+"-sw" {
-		t.Errorf("Namespaces = %v", got)
-	}
-	if !slices.Equal(topo.Namespaces(), Namespaces(name)) {
-		t.Errorf("Topology.Namespaces %v != Namespaces %v", topo.Namespaces(), Namespaces(name))
+		seen := map[string]bool{}
+		for _, x := range names {
+			if len(x) > 15 {
+				t.Errorf("interface name %q is %d bytes, the kernel allows 15", x, len(x))
+			}
+			if seen[x] {
+				t.Errorf("interface name %q used twice", x)
+			}
+			seen[x] = true
+		}
+		got := topo.Namespaces()
+		if len(got) != len(Roles)+n-1 {
+			t.Errorf("%d responders: Topology.Namespaces %v", n, got)
+		}
+		for _, ns := range got {
+			if !slices.Contains(all, ns) {
+				t.Errorf("%d responders: namespace %s is not in Namespaces %v", n, ns, all)
+			}
+		}
 	}
 }
 
@@ -170,7 +184,7 @@ func TestDescriptionRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *got != *want {
+	if !reflect.DeepEqual(*got, *want) {
 		t.Errorf("Load = %+v\nwant   %+v", got, want)
 	}
 	b, _ := os.ReadFile(Path("rig"))
@@ -258,7 +272,7 @@ func FuzzParseTopology(f *testing.F) {
 			t.Fatalf("created_at changed: %v -> %v", topo.CreatedAt, again.CreatedAt)
 		}
 		again.CreatedAt = topo.CreatedAt
-		if *again != *topo {
+		if !reflect.DeepEqual(*again, *topo) {
 			t.Fatalf("round trip changed the description:\n%+v\n%+v", topo, again)
 		}
 		for _, ns := range topo.Namespaces() {

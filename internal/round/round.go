@@ -1,5 +1,5 @@
-// Package round runs one round: a responder, an optional capture and a
-// sender, each as its own rig process on its own host, started through
+// Package round runs one round: a responder (or several, fan-out), an
+// optional capture and a sender, each as its own rig process on its own host, started through
 // that host's agent, and brings their sample files back.
 //
 // Separate processes keep the measured loops free of each other's garbage
@@ -10,16 +10,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
+	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/wire"
 )
 
@@ -40,16 +42,20 @@ type Spec struct {
 	Dir       string // round directory: the sample files go here
 	Sender    Host
 	Responder Host
-	Capture   *Host // nil: no capture
+	// Others are the responders 1..N-1 of a fan-out round: every one
+	// answers every request (multicast), each as its own id. Responder
+	// (with ResponderCPU, Poll and Sched) is responder 0.
+	Others  []Other
+	Capture *Host // nil: no capture
 
-	Group      string // group:port of multicast requests
-	Reply      string // "unicast" or group:port
+	Group      netip.AddrPort // multicast requests' group:port
+	Reply      netip.AddrPort // the replies' group:port; zero: unicast replies
 	Count      int
 	Interval   time.Duration
-	Size       int
+	Size       int // 0: wire.DefaultSize
 	Warmup     int
-	Timestamps string
-	RunID      uint64
+	Timestamps tstamp.Mode
+	RunID      uint64 // 0: a new one
 	Arm        string
 	ArmIndex   int
 	Round      int
@@ -57,13 +63,13 @@ type Spec struct {
 	// To is where unicast requests go (the responder's address:port);
 	// when set, Group is not used: the sender and the capture get --to,
 	// the responder --listen.
-	To string
+	To netip.AddrPort
 
 	ResponderCPU int // -1: not pinned
-	Poll         string
-	Sched        string
-	SenderCPU    int    // -1: not pinned
-	SenderPoll   string // rig send --poll: "" (block) or "busy"
+	Poll         probe.Poll
+	Sched        cpusched.Sched
+	SenderCPU    int            // -1: not pinned
+	SenderPoll   probe.PollMode // rig send --poll
 	Spin         time.Duration
 	ReplyTimeout time.Duration // 0: the sender's default
 	ReadyTimeout time.Duration // default 10 s
@@ -84,6 +90,23 @@ type Spec struct {
 	MaxDuration time.Duration
 }
 
+// Other is one more responder of a fan-out round: where it runs and how.
+type Other struct {
+	Host  Host
+	CPU   int // -1: not pinned
+	Poll  probe.Poll
+	Sched cpusched.Sched
+}
+
+// responders are the round's responders by id: Responder, with
+// ResponderCPU, Poll and Sched, is responder 0, Others follow.
+func (s Spec) responders() []Other {
+	return append([]Other{{Host: s.Responder, CPU: s.ResponderCPU, Poll: s.Poll, Sched: s.Sched}}, s.Others...)
+}
+
+// fanout says whether several responders answer every request.
+func (s Spec) fanout() bool { return len(s.Others) > 0 }
+
 // maxDuration is the longest a round's process may need: every readiness
 // wait, the lead, the sending, the last reply, and slack for stopping.
 func (s Spec) maxDuration() time.Duration {
@@ -99,16 +122,76 @@ func (s Spec) maxDuration() time.Duration {
 
 // Result is what one round produced.
 type Result struct {
-	Dir     string
-	Files   map[samples.Role]string
-	Elapsed time.Duration
+	Dir   string
+	Files map[samples.Role]string // the responder's: responder 0's
+	// ResponderFiles are every responder's file by id.
+	ResponderFiles map[uint32]string
+	Elapsed        time.Duration
 }
 
 // proc is one started rig process.
 type proc struct {
 	role samples.Role
+	id   uint32 // the responder's id
 	host Host
 	h    int
+}
+
+// name is how errors name the process: "responder 2" in a fan-out round.
+func (p proc) name(fanout bool) string {
+	if p.role == samples.RoleResponder && fanout {
+		return fmt.Sprintf("%s %d", p.role, p.id)
+	}
+	return string(p.role)
+}
+
+// common is the part of every probe's command line that the round sets:
+// the run prepared the NICs' timestamping once (the agents' timestamps
+// op), so the probes only use it. The agent adds --out.
+func (s Spec) common(iface string) probe.Common {
+	c := probe.Common{Iface: iface, Group: s.Group, Timestamps: s.Timestamps, RunID: s.RunID, Arm: s.Arm,
+		ArmIndex: s.ArmIndex, Round: s.Round, LeaveNIC: true, MaxDuration: s.maxDuration()}
+	if s.To.IsValid() {
+		c.Group, c.Unicast = netip.AddrPort{}, s.To
+	}
+	return c
+}
+
+// respond is the command line of responder id (0: Responder, else
+// Others[id-1]): it answers until stopped, as its own id.
+func (s Spec) respond(id int) probe.Respond {
+	o := s.responders()[id]
+	r := probe.DefaultRespond()
+	r.Common = s.common(o.Host.Iface)
+	r.Reply, r.ID, r.CPU, r.Poll, r.Sched, r.Capacity = s.Reply, id, o.CPU, o.Poll, o.Sched, s.Count
+	return r
+}
+
+// capture is the capture's command line: the replies' port too when they
+// go to a group.
+func (s Spec) capture() probe.Capture {
+	c := probe.DefaultCapture()
+	c.Common = s.common(s.Capture.Iface)
+	c.Capacity, c.VXLAN, c.Responders = s.Count, s.Capture.VXLAN, len(s.responders())
+	if s.Reply.IsValid() {
+		c.ReplyPort = int(s.Reply.Port())
+	}
+	return c
+}
+
+// send is the sender's command line; it prints no summary, and progress
+// lines only when someone reads them.
+func (s Spec) send() probe.Send {
+	c := probe.DefaultSend()
+	c.Common = s.common(s.Sender.Iface)
+	c.Count, c.Interval, c.Size, c.Warmup = s.Count, s.Interval, orInt(s.Size, wire.DefaultSize), s.Warmup
+	c.CPU, c.Spin, c.Poll, c.ReplyGroup = s.SenderCPU, s.Spin, s.SenderPoll, s.Reply
+	c.Responders = len(s.responders())
+	if s.ReplyTimeout > 0 {
+		c.ReplyTimeout = s.ReplyTimeout
+	}
+	c.Quiet, c.ProgressLines = true, s.Progress != nil
+	return c
 }
 
 // Run runs the round. On ctx cancellation every process is stopped and the
@@ -123,157 +206,153 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: s.Dir, Files: map[samples.Role]string{}}
-	start := time.Now()
-	common := func(iface, unicast string) []string {
-		dest := []string{"--group", s.Group}
-		if s.To != "" {
-			dest = []string{"--" + unicast, s.To}
+	r := &runner{ctx: ctx, cleanup: context.WithoutCancel(ctx), spec: s,
+		res: &Result{Dir: s.Dir, Files: map[samples.Role]string{}, ResponderFiles: map[uint32]string{}}, begin: time.Now()}
+	return r.res, r.run()
+}
+
+// runner is one round in progress: the processes started so far, in
+// order, and what their files became.
+type runner struct {
+	ctx     context.Context
+	cleanup context.Context // for stopping and fetching after ctx ends
+	spec    Spec
+	res     *Result
+	begin   time.Time
+	procs   []proc
+}
+
+// run starts every responder and the capture, waits for them, starts the
+// sender after the lead, and ends the round when the sender ends.
+func (r *runner) run() error {
+	s := r.spec
+	for id, o := range s.responders() {
+		ra := agent.StartArgs{Command: "respond", Args: s.respond(id).Args()}
+		// Telemetry watches responder 0's CPU (its file is the round's).
+		if s.Telemetry && id == 0 && o.CPU >= 0 {
+			ra.Telemetry = &agent.TelemetryArgs{CPU: o.CPU, IntervalNS: int64(s.TelemetryInterval), Iface: o.Host.Iface}
 		}
-		// The run prepared the NICs' timestamping once (the agents'
-		// timestamps op); the probes only use it.
-		return append(dest, "--iface", iface, "--timestamps", s.Timestamps, "--nic-timestamping", "leave",
-			"--run-id", wire.FormatRunID(s.RunID), "--arm", s.Arm, "--arm-index", strconv.Itoa(s.ArmIndex),
-			"--round", strconv.Itoa(s.Round), "--max-duration", s.maxDuration().String())
-	}
-	cleanup := context.WithoutCancel(ctx)
-	var procs []proc
-	// finish stops what runs, waits for it and brings the files back.
-	finish := func() error {
-		var errs []error
-		for i := len(procs) - 1; i >= 0; i-- {
-			p := procs[i]
-			_ = p.host.Agent.Stop(cleanup, p.h)
-			wr, err := p.host.Agent.Wait(cleanup, p.h)
-			if err == nil && wr.Error != "" {
-				err = fmt.Errorf("%s exited: %s\n    %s", p.role, wr.Error, strings.Join(wr.Tail, "\n    "))
-			}
-			if err != nil && ctx.Err() == nil {
-				errs = append(errs, err)
-			}
-			fr, ferr := p.host.Agent.Fetch(cleanup, p.h)
-			if ferr != nil {
-				if ctx.Err() == nil {
-					errs = append(errs, fmt.Errorf("%s sample file: %w", p.role, ferr))
-				}
-				continue
-			}
-			if len(fr.Telemetry) > 0 {
-				if err := rundir.WriteFileAtomic(filepath.Join(s.Dir, rundir.Telemetry), fr.Telemetry); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			path := filepath.Join(s.Dir, samples.FileName(p.role))
-			if err := rundir.WriteFileAtomic(path, fr.Data); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			res.Files[p.role] = path
+		if err := r.start(proc{role: samples.RoleResponder, id: uint32(id), host: o.Host}, ra, nil); err != nil {
+			return errors.Join(err, r.finish())
 		}
-		res.Elapsed = time.Since(start)
-		return errors.Join(errs...)
-	}
-	startProc := func(role samples.Role, host Host, a agent.StartArgs, progress func(string)) error {
-		h, err := host.Agent.Start(ctx, a, progress)
-		if err != nil {
-			return fmt.Errorf("%s: %w", role, err)
-		}
-		procs = append(procs, proc{role: role, host: host, h: h})
-		return nil
-	}
-	rsp := append(common(s.Responder.Iface, "listen"), "--reply", orDefault(s.Reply, "unicast"),
-		"--cpu", strconv.Itoa(s.ResponderCPU), "--poll", orDefault(s.Poll, "block"),
-		"--sched", orDefault(s.Sched, "other"), "--capacity", strconv.Itoa(s.Count))
-	ra := agent.StartArgs{Command: "respond", Args: rsp}
-	if s.Telemetry && s.ResponderCPU >= 0 {
-		ra.Telemetry = &agent.TelemetryArgs{CPU: s.ResponderCPU, IntervalNS: int64(s.TelemetryInterval), Iface: s.Responder.Iface}
-	}
-	if err := startProc(samples.RoleResponder, s.Responder, ra, nil); err != nil {
-		return res, errors.Join(err, finish())
 	}
 	if s.Capture != nil {
-		capArgs := append(common(s.Capture.Iface, "to"), "--capacity", strconv.Itoa(s.Count))
-		if s.Capture.VXLAN {
-			capArgs = append(capArgs, "--vxlan")
-		}
-		if p := replyPort(s.Reply); p != "" {
-			capArgs = append(capArgs, "--reply-port", p)
-		}
-		if err := startProc(samples.RoleCapture, *s.Capture, agent.StartArgs{Command: "capture", Args: capArgs}, nil); err != nil {
-			return res, errors.Join(err, finish())
+		if err := r.start(proc{role: samples.RoleCapture, host: *s.Capture}, agent.StartArgs{Command: "capture", Args: s.capture().Args()}, nil); err != nil {
+			return errors.Join(err, r.finish())
 		}
 	}
-	for _, p := range procs {
-		if err := p.host.Agent.Ready(ctx, p.h, s.ReadyTimeout); err != nil {
-			return res, errors.Join(fmt.Errorf("%s: %w", p.role, err), finish())
+	for _, p := range r.procs {
+		if err := p.host.Agent.Ready(r.ctx, p.h, s.ReadyTimeout); err != nil {
+			return errors.Join(fmt.Errorf("%s: %w", p.name(s.fanout()), err), r.finish())
 		}
 	}
 	if s.Lead > 0 {
 		select {
 		case <-time.After(s.Lead):
-		case <-ctx.Done():
-			return res, errors.Join(ctx.Err(), finish())
+		case <-r.ctx.Done():
+			return errors.Join(r.ctx.Err(), r.finish())
 		}
-	}
-	snd := append(common(s.Sender.Iface, "to"), "--count", strconv.Itoa(s.Count), "--interval", s.Interval.String(),
-		"--size", strconv.Itoa(orInt(s.Size, wire.DefaultSize)), "--warmup", strconv.Itoa(s.Warmup),
-		"--cpu", strconv.Itoa(s.SenderCPU), "--spin", s.Spin.String(), "--quiet")
-	if s.Reply != "" && s.Reply != "unicast" {
-		snd = append(snd, "--reply-group", s.Reply)
-	}
-	if s.ReplyTimeout > 0 {
-		snd = append(snd, "--reply-timeout", s.ReplyTimeout.String())
-	}
-	if s.SenderPoll != "" {
-		snd = append(snd, "--poll", s.SenderPoll)
 	}
 	// Progress lines only when someone reads them: each one wakes a
 	// goroutine of the sender and the agent relaying it, on the host under
 	// test (the bench pins both to the measured CPU: ~250 µs a second there).
 	var onLine func(string)
 	if s.Progress != nil {
-		snd = append(snd, "--progress-lines")
 		onLine = func(line string) {
-			var sent, recv int
-			if _, err := fmt.Sscanf(line, "progress %d %d", &sent, &recv); err == nil {
+			if sent, recv, ok := probe.ParseProgress(line); ok {
 				s.Progress(sent, recv)
 			}
 		}
 	}
-	if err := startProc(samples.RoleSender, s.Sender, agent.StartArgs{Command: "send", Args: snd}, onLine); err != nil {
-		return res, errors.Join(err, finish())
+	if err := r.start(proc{role: samples.RoleSender, host: s.Sender}, agent.StartArgs{Command: "send", Args: s.send().Args()}, onLine); err != nil {
+		return errors.Join(err, r.finish())
 	}
-	// The sender ends the round: wait for it first, then stop the others.
-	sp := procs[len(procs)-1]
-	procs = procs[:len(procs)-1]
-	wr, werr := sp.host.Agent.Wait(ctx, sp.h)
+	return r.waitSender()
+}
+
+// start starts p (its role, id and host) through its host's agent.
+func (r *runner) start(p proc, a agent.StartArgs, progress func(string)) error {
+	h, err := p.host.Agent.Start(r.ctx, a, progress)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.name(r.spec.fanout()), err)
+	}
+	p.h = h
+	r.procs = append(r.procs, p)
+	return nil
+}
+
+// waitSender waits for the sender, which ends the round, then stops the
+// others and brings every file back.
+func (r *runner) waitSender() error {
+	sp := r.procs[len(r.procs)-1]
+	r.procs = r.procs[:len(r.procs)-1]
+	wr, werr := sp.host.Agent.Wait(r.ctx, sp.h)
 	if werr != nil { // interrupted: stop the sender too
-		procs = append(procs, sp)
-		return res, errors.Join(werr, finish())
+		r.procs = append(r.procs, sp)
+		return errors.Join(werr, r.finish())
 	}
-	procs = append([]proc{sp}, procs...) // fetched like the others, stopped first (no-op)
-	err := finish()
+	r.procs = append([]proc{sp}, r.procs...) // fetched like the others, stopped first (no-op)
+	err := r.finish()
 	if wr.Error != "" {
 		err = errors.Join(fmt.Errorf("sender exited: %s\n    %s", wr.Error, strings.Join(wr.Tail, "\n    ")), err)
 	}
-	if ctx.Err() != nil {
-		return res, errors.Join(ctx.Err(), err)
+	if r.ctx.Err() != nil {
+		return errors.Join(r.ctx.Err(), err)
 	}
-	return res, err
+	return err
 }
 
-func replyPort(reply string) string {
-	if i := strings.LastIndexByte(reply, ':'); i >= 0 && reply != "unicast" {
-		return reply[i+1:]
+// finish stops what runs, last started first, waits for it and brings the
+// files back. After a cancellation only the files' own errors count.
+func (r *runner) finish() error {
+	var errs []error
+	for i := len(r.procs) - 1; i >= 0; i-- {
+		if err := r.collect(r.procs[i]); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return ""
+	r.res.Elapsed = time.Since(r.begin)
+	return errors.Join(errs...)
 }
 
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
+// collect stops p, waits for it and brings its files back.
+func (r *runner) collect(p proc) error {
+	var errs []error
+	_ = p.host.Agent.Stop(r.cleanup, p.h)
+	wr, err := p.host.Agent.Wait(r.cleanup, p.h)
+	if err == nil && wr.Error != "" {
+		err = fmt.Errorf("%s exited: %s\n    %s", p.name(r.spec.fanout()), wr.Error, strings.Join(wr.Tail, "\n    "))
 	}
-	return s
+	if err != nil && r.ctx.Err() == nil {
+		errs = append(errs, err)
+	}
+	fr, ferr := p.host.Agent.Fetch(r.cleanup, p.h)
+	if ferr != nil {
+		if r.ctx.Err() == nil {
+			errs = append(errs, fmt.Errorf("%s sample file: %w", p.name(r.spec.fanout()), ferr))
+		}
+		return errors.Join(errs...)
+	}
+	if len(fr.Telemetry) > 0 {
+		if err := rundir.WriteFileAtomic(filepath.Join(r.spec.Dir, rundir.Telemetry), fr.Telemetry); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	name := samples.FileName(p.role)
+	if p.role == samples.RoleResponder {
+		name = samples.ResponderFileName(p.id)
+	}
+	path := filepath.Join(r.spec.Dir, name)
+	if err := rundir.WriteFileAtomic(path, fr.Data); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	if p.role == samples.RoleResponder {
+		r.res.ResponderFiles[p.id] = path
+	}
+	if p.role != samples.RoleResponder || p.id == 0 {
+		r.res.Files[p.role] = path
+	}
+	return errors.Join(errs...)
 }
 
 func orInt(v, d int) int {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -14,8 +15,10 @@ import (
 	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/testbin"
+	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/tstamp/tstamptest"
 )
 
@@ -46,8 +49,8 @@ func TestLead(t *testing.T) {
 		Dir:       t.TempDir(),
 		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
 		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
-		Group:     "239.7.7.8:9101", Reply: "unicast", Count: 50, Interval: time.Millisecond,
-		Timestamps: "software", Arm: "lead", ResponderCPU: -1, SenderCPU: -1, Lead: 800 * time.Millisecond,
+		Group:     netip.MustParseAddrPort("239.7.7.8:9101"), Count: 50, Interval: time.Millisecond,
+		Timestamps: tstamp.Software, Arm: "lead", ResponderCPU: -1, SenderCPU: -1, Lead: 800 * time.Millisecond,
 	}
 	res, err := Run(context.Background(), spec)
 	if err != nil {
@@ -107,8 +110,8 @@ func TestTimestampsOff(t *testing.T) {
 		Dir:       t.TempDir(),
 		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
 		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
-		Group:     "239.7.7.9:9102", Reply: "unicast", Count: count, Interval: time.Millisecond,
-		Timestamps: "off", Arm: "off", ResponderCPU: -1, SenderCPU: -1, Poll: "busy", SenderPoll: "busy",
+		Group:     netip.MustParseAddrPort("239.7.7.9:9102"), Count: count, Interval: time.Millisecond,
+		Timestamps: tstamp.Off, Arm: "off", ResponderCPU: -1, SenderCPU: -1, Poll: probe.Poll{Mode: probe.Busy}, SenderPoll: probe.Busy,
 	}
 	res, err := Run(context.Background(), spec)
 	if err != nil {
@@ -166,8 +169,8 @@ func TestInstrumentOnEmulatedTopology(t *testing.T) {
 		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
 		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
 		Capture:   &Host{Agent: ag(netlab.Capture), Iface: topo.Capture.Interface},
-		Group:     "239.7.7.7:9100", Reply: "unicast", Count: count, Interval: time.Millisecond,
-		Warmup: 2, Timestamps: "software", Arm: "test", ResponderCPU: -1, SenderCPU: -1,
+		Group:     netip.MustParseAddrPort("239.7.7.7:9100"), Count: count, Interval: time.Millisecond,
+		Warmup: 2, Timestamps: tstamp.Software, Arm: "test", ResponderCPU: -1, SenderCPU: -1,
 		Spin: 50 * time.Microsecond,
 	}
 	// Foreign traffic to the group while the round runs (after the first

@@ -12,6 +12,7 @@ import (
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // TestUnicastVXLANRound runs a round as a cloud run does: unicast
@@ -32,8 +33,8 @@ func TestUnicastVXLANRound(t *testing.T) {
 		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
 		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
 		Capture:   &Host{Agent: ag(netlab.Capture), Iface: topo.Capture.Interface, VXLAN: true},
-		To:        to.String(), Reply: "unicast", Count: 200, Interval: time.Millisecond,
-		Timestamps: "software", Arm: "vxlan", ResponderCPU: -1, SenderCPU: -1,
+		To:        to, Count: 200, Interval: time.Millisecond,
+		Timestamps: tstamp.Software, Arm: "vxlan", ResponderCPU: -1, SenderCPU: -1,
 	}
 	res, err := Run(context.Background(), spec)
 	if err != nil {

@@ -51,6 +51,9 @@ type Manifest struct {
 	// Order[r] lists arm indexes in the order they ran in round r.
 	Order [][]int         `json:"order"`
 	Hosts map[string]Host `json:"hosts,omitempty"`
+	// Responders names the responder hosts by id when several answered
+	// each request (fan-out); absent with one.
+	Responders []string `json:"responders,omitempty"`
 	// Granted records the timestamp sources each host granted.
 	Granted map[string]any `json:"timestamps_granted,omitempty"`
 	// NICTimestamping is what rig did with each host's NIC timestamping
@@ -73,6 +76,9 @@ type Arm struct {
 	Index   int            `json:"index"`
 	Knobs   map[string]any `json:"knobs,omitempty"`
 	Skipped string         `json:"skipped,omitempty"` // reason, when a requirement is missing
+	// ResponderKnobs are, with several responders, the knobs each
+	// responder host got (Knobs: those for every responder).
+	ResponderKnobs map[string]map[string]any `json:"responder_knobs,omitempty"`
 	// Requests is where the arm's requests went, as the captions say:
 	// "multicast 239.1.1.1:9000" or "unicast to 10.0.0.2:9000".
 	Requests string `json:"requests,omitempty"`

@@ -82,8 +82,11 @@ type Result struct {
 type hosts struct {
 	agents            map[string]*agent.Client // by host name
 	sender, responder round.Host
-	capture           *round.Host
-	lab               string // emulated lab name to remove at the end
+	// others are responders 1..N-1 of a fan-out scenario, in id order
+	// (scenario.Scenario.Responders[1:]).
+	others  []round.Host
+	capture *round.Host
+	lab     string // emulated lab name to remove at the end
 }
 
 func (hs *hosts) close() error {
@@ -240,62 +243,103 @@ func armIndexOf(s *scenario.Scenario, name string) int {
 	return -1
 }
 
-// runArmRound applies the arm on the responder host, runs one round, and
-// takes the arm back.
-func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts,
-	dir string, arm scenario.Arm, armIndex, r int, runID string, to netip.Addr, progress func(int, int)) (err error) {
-	k := arm.Effective
-	length := s.Traffic.RoundDuration() + 10*time.Second
-	fmt.Fprintf(o.Log, "rig run: round %d arm %s\n", r, arm.Name)
-	// The arm's knobs go to the responder host.
-	rsp := hs.responder.Agent
-	k, _, err = pinQuietest(ctx, o, rsp, k, rundir.RoundDir(dir, arm.Name, r))
-	if err != nil {
-		return err
-	}
-	report, aerr := rsp.Apply(ctx, arm.Name, k, hs.responder.Iface, hs.responder.AllowMgmt, length)
+// applyOn applies knobs k of arm on responder host h and returns the
+// function that takes them back (nil when the apply failed: the agent
+// takes back what a failed apply did itself).
+func applyOn(ctx context.Context, o Options, arm string, h round.Host, k scenario.Knobs, length time.Duration) (func() error, error) {
+	rsp := h.Agent
+	report, err := rsp.Apply(ctx, arm, k, h.Iface, h.AllowMgmt, length)
 	for _, line := range report {
 		fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, line)
 	}
-	defer func() {
-		// Take the arm back even when the round was interrupted (the
-		// agent takes back what a failed apply did itself).
-		if aerr != nil {
-			return
-		}
+	if err != nil {
+		return nil, fmt.Errorf("applying knobs on host %s: %w", rsp.Name, err)
+	}
+	return func() error {
 		report, uerr := rsp.Undo(context.WithoutCancel(ctx))
 		for _, line := range report {
 			fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, line)
 		}
 		if uerr != nil {
-			err = errors.Join(err, fmt.Errorf("taking back the knobs: %w (run `rig restore` on host %s)", uerr, rsp.Name))
+			return fmt.Errorf("taking back the knobs: %w (run `rig restore` on host %s)", uerr, rsp.Name)
+		}
+		return nil
+	}, nil
+}
+
+// runArmRound applies the arm on the responder hosts, runs one round, and
+// takes the arm back.
+func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts,
+	dir string, arm scenario.Arm, armIndex, r int, runID string, to netip.Addr, progress func(int, int)) (err error) {
+	k := arm.Effective
+	if s.Fanout() {
+		k = s.KnobsFor(arm, s.Responders[0])
+	}
+	length := s.Traffic.RoundDuration() + 10*time.Second
+	fmt.Fprintf(o.Log, "rig run: round %d arm %s\n", r, arm.Name)
+	// The arm's knobs go to the responder hosts; taken back even when the
+	// round was interrupted, the last applied first.
+	var undos []func() error
+	defer func() {
+		for i := len(undos) - 1; i >= 0; i-- {
+			err = errors.Join(err, undos[i]())
 		}
 	}()
-	if aerr != nil {
-		return fmt.Errorf("applying knobs on host %s: %w", rsp.Name, aerr)
+	k, _, err = pinQuietest(ctx, o, hs.responder.Agent, k, rundir.RoundDir(dir, arm.Name, r))
+	if err != nil {
+		return err
+	}
+	undo, err := applyOn(ctx, o, arm.Name, hs.responder, k, length)
+	if err != nil {
+		return err
+	}
+	undos = append(undos, undo)
+	var others []round.Other
+	for i, h := range hs.others {
+		ok := s.KnobsFor(arm, s.Responders[i+1])
+		undo, err := applyOn(ctx, o, arm.Name, h, ok, length)
+		if err != nil {
+			return err
+		}
+		undos = append(undos, undo)
+		other := round.Other{Host: h, CPU: -1}
+		if c := ok.Responder.CPU; c != nil {
+			other.CPU = *c
+		}
+		if p := ok.Responder.Poll; p != nil {
+			other.Poll = *p
+		}
+		if sc := ok.Responder.Sched; sc != nil {
+			other.Sched = *sc
+		}
+		others = append(others, other)
 	}
 	id, _ := wire.ParseRunID(runID)
+	ts, err := tstamp.ParseMode(string(s.Timestamps))
+	if err != nil {
+		return err
+	}
 	spec := round.Spec{
 		Dir:    rundir.RoundDir(dir, arm.Name, r),
-		Sender: hs.sender, Responder: hs.responder, Capture: hs.capture,
-		Group: s.Traffic.Group.String(), Reply: replyString(s.Traffic), Count: s.Traffic.Count,
+		Sender: hs.sender, Responder: hs.responder, Others: others, Capture: hs.capture,
+		Group: s.Traffic.Group, Reply: s.Traffic.Reply, Count: s.Traffic.Count,
 		Interval: s.Traffic.Interval, Size: s.Traffic.Size, Warmup: s.Traffic.Warmup,
-		Timestamps: string(s.Timestamps), RunID: id, Arm: arm.Name, ArmIndex: armIndex, Round: r,
+		Timestamps: ts, RunID: id, Arm: arm.Name, ArmIndex: armIndex, Round: r,
 		ReplyTimeout: s.Traffic.ReplyTimeout,
-		ResponderCPU: -1, SenderCPU: -1, Poll: "block", Sched: "other", Spin: 50 * time.Microsecond,
+		ResponderCPU: -1, SenderCPU: -1, Spin: 50 * time.Microsecond,
 		Progress: progress, Telemetry: true,
 	}
 	if arm.Request == scenario.RequestUnicast {
-		spec.Group, spec.To = "", s.RequestTo(arm, to).String()
+		spec.Group, spec.To = netip.AddrPort{}, s.RequestTo(arm, to)
 	}
 	if c := k.Responder.CPU; c != nil {
 		spec.ResponderCPU = *c
 	}
 	if p := k.Responder.Poll; p != nil {
-		spec.Poll = p.String()
+		spec.Poll = *p
 	}
 	if sc := k.Responder.Sched; sc != nil {
-		spec.Sched = sc.String()
+		spec.Sched = *sc
 	}
 	_, err = round.Run(ctx, spec)
 	return err
@@ -327,7 +371,7 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 		// The lab lives for this process: if it is killed, `rig restore` and
 		// the next `rig run` find the lab stale and remove it.
 		self := owner.Self()
-		topo, err := netlab.Up(ctx, name, netlab.Options{Owner: &self})
+		topo, err := netlab.Up(ctx, name, netlab.Options{Owner: &self, Responders: len(s.Responders)})
 		if err != nil {
 			return hs, fmt.Errorf("building the emulated topology: %w", err)
 		}
@@ -342,6 +386,13 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 				return hs, err
 			}
 			*r.dst = round.Host{Agent: c, Iface: h.Interface}
+		}
+		for i, h := range topo.More {
+			c, err := dial(scenario.EmulatedResponderN(i+1), topo.Exec(h.Role), o.Rig)
+			if err != nil {
+				return hs, err
+			}
+			hs.others = append(hs.others, round.Host{Agent: c, Iface: h.Interface})
 		}
 		c, err := dial(scenario.EmulatedCapture, topo.Exec(netlab.Capture), o.Rig)
 		if err != nil {
@@ -372,7 +423,13 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 			hs.sender = rh
 		}
 		if h.Has(scenario.RoleResponder) {
-			hs.responder = rh
+			// Hosts come sorted by name: responder ids follow that order
+			// (scenario.Scenario.Responders).
+			if hs.responder.Agent == nil {
+				hs.responder = rh
+			} else {
+				hs.others = append(hs.others, rh)
+			}
 		}
 		if h.Has(scenario.RoleCapture) {
 			c := rh
@@ -408,6 +465,9 @@ func prepareTimestamping(ctx context.Context, o Options, s *scenario.Scenario, h
 	}
 	add(&hs.sender, tstamp.NeedProbe)
 	add(&hs.responder, tstamp.NeedProbe)
+	for i := range hs.others {
+		add(&hs.others[i], tstamp.NeedProbe)
+	}
 	add(hs.capture, tstamp.NeedCapture)
 	var out []rundir.NICTimestamping
 	for _, k := range order {
@@ -464,7 +524,17 @@ func manifest(s *scenario.Scenario, p scenario.Plan, o Options, start time.Time)
 		Hosts: map[string]rundir.Host{},
 	}
 	for _, a := range s.Arms {
-		m.Arms = append(m.Arms, rundir.Arm{Name: a.Name, Index: armIndexOf(s, a.Name), Skipped: a.Skip, Knobs: knobMap(a.Effective)})
+		ma := rundir.Arm{Name: a.Name, Index: armIndexOf(s, a.Name), Skipped: a.Skip, Knobs: knobMap(a.Effective)}
+		if s.Fanout() {
+			ma.ResponderKnobs = map[string]map[string]any{}
+			for _, h := range s.Responders {
+				ma.ResponderKnobs[h] = knobMap(s.KnobsFor(a, h))
+			}
+		}
+		m.Arms = append(m.Arms, ma)
+	}
+	if s.Fanout() {
+		m.Responders = s.Responders
 	}
 	for _, order := range p.Rounds {
 		var idx []int
@@ -545,6 +615,12 @@ func writeEnv(ctx context.Context, dir string, hs *hosts, log io.Writer) error {
 		switch {
 		case c == hs.responder.Agent:
 			ifaces = []string{hs.responder.Iface}
+		case slices.ContainsFunc(hs.others, func(h round.Host) bool { return h.Agent == c }):
+			for _, h := range hs.others {
+				if h.Agent == c {
+					ifaces = []string{h.Iface}
+				}
+			}
 		case c == hs.sender.Agent:
 			ifaces = []string{hs.sender.Iface}
 		case hs.capture != nil && c == hs.capture.Agent:

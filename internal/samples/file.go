@@ -9,6 +9,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"slices"
 
@@ -20,6 +21,10 @@ var (
 	footerMagic = [8]byte{'R', 'I', 'G', 'F', 'O', 'O', 'T', '\n'}
 	castagnoli  = crc32.MakeTable(crc32.Castagnoli)
 )
+
+// recordFixed is the bytes of a record before its stamps: seq, flags and
+// responder id (version 3).
+const recordFixed = 24
 
 // Limits that keep a corrupt file from making the reader allocate wildly.
 const (
@@ -65,6 +70,11 @@ func Write(w io.Writer, h Header, recs []Record, foot Footer) error {
 	if err != nil {
 		return err
 	}
+	for i := range recs {
+		if id := recs[i].Responder; !h.holds(id) {
+			return fmt.Errorf("samples: record %d: responder id %d in a %s file of %s", i, id, h.Role, h.respondersText())
+		}
+	}
 	hj, err := json.Marshal(h)
 	if err != nil {
 		return err
@@ -80,13 +90,14 @@ func Write(w io.Writer, h Header, recs []Record, foot Footer) error {
 	binary.LittleEndian.PutUint64(u[:], uint64(len(recs)))
 	out.Write(u[:])
 	crc := crc32.New(castagnoli)
-	rec := make([]byte, 16+8*len(cols))
+	rec := make([]byte, recordFixed+8*len(cols))
 	for i := range recs {
 		r := &recs[i]
 		binary.LittleEndian.PutUint64(rec[0:], r.Seq)
 		binary.LittleEndian.PutUint64(rec[8:], uint64(r.Flags))
+		binary.LittleEndian.PutUint64(rec[16:], uint64(r.Responder))
 		for j, c := range cols {
-			binary.LittleEndian.PutUint64(rec[16+8*j:], uint64(r.T[c]))
+			binary.LittleEndian.PutUint64(rec[recordFixed+8*j:], uint64(r.T[c]))
 		}
 		crc.Write(rec)
 		out.Write(rec)
@@ -146,6 +157,8 @@ func (h *Header) check() error {
 		}
 	}
 	switch {
+	case h.Responders < 0:
+		return fmt.Errorf("responders %d is not a count", h.Responders)
 	case h.Warmup < 0:
 		return fmt.Errorf("warm-up %d is not a count", h.Warmup)
 	case h.Count < 0:
@@ -154,6 +167,23 @@ func (h *Header) check() error {
 		return fmt.Errorf("arm %d round %d: indexes are ≥ 0", h.ArmIndex, h.Round)
 	}
 	return nil
+}
+
+// holds reports whether a record of responder id belongs in a file with
+// header h: a responder's file holds its own replies, the sender's and the
+// capture's one slot per responder.
+func (h *Header) holds(id uint32) bool {
+	if h.Role == RoleResponder {
+		return id == h.ResponderID
+	}
+	return int64(id) < int64(h.ResponderCount())
+}
+
+func (h *Header) respondersText() string {
+	if h.Role == RoleResponder {
+		return fmt.Sprintf("responder %d", h.ResponderID)
+	}
+	return fmt.Sprintf("%d responders", h.ResponderCount())
 }
 
 // WriteFile writes a sample file atomically (rundir.WriteAtomic), so a
@@ -202,6 +232,7 @@ type recordReader struct {
 	br       *hashReader
 	f        *File // header and columns; Footer once finish succeeded
 	count, i uint64
+	fixed    int // bytes before the columns: 16, or recordFixed with a responder id (version 3)
 	rec      []byte
 	crc      hash.Hash32 // of the records
 }
@@ -241,7 +272,11 @@ func openRecords(r io.Reader) (*recordReader, error) {
 		}
 		f.cols = append(f.cols, s)
 	}
-	rr := &recordReader{br: br, f: f, rec: make([]byte, 16+8*len(f.cols)), crc: crc32.New(castagnoli)}
+	fixed := recordFixed
+	if f.Header.FormatVersion < 3 {
+		fixed = 16 // no responder id: every record is responder 0's
+	}
+	rr := &recordReader{br: br, f: f, fixed: fixed, rec: make([]byte, fixed+8*len(f.cols)), crc: crc32.New(castagnoli)}
 	if _, err := io.ReadFull(br, m[:]); err != nil {
 		return rr, fmt.Errorf("%w: no record count", ErrTruncated)
 	}
@@ -263,8 +298,18 @@ func (rr *recordReader) next(r *Record) (bool, error) {
 	}
 	rr.crc.Write(rr.rec)
 	*r = Record{Seq: binary.LittleEndian.Uint64(rr.rec[0:]), Flags: Flags(binary.LittleEndian.Uint64(rr.rec[8:]))}
+	if rr.fixed == recordFixed {
+		id := binary.LittleEndian.Uint64(rr.rec[16:])
+		if id > math.MaxUint32 {
+			return false, fmt.Errorf("%w: record %d: responder id %d", ErrCorrupt, rr.i, id)
+		}
+		r.Responder = uint32(id)
+		if h := &rr.f.Header; !h.holds(r.Responder) {
+			return false, fmt.Errorf("%w: record %d: responder id %d in a %s file of %s", ErrCorrupt, rr.i, id, h.Role, h.respondersText())
+		}
+	}
 	for j, c := range rr.f.cols {
-		r.T[c] = int64(binary.LittleEndian.Uint64(rr.rec[16+8*j:]))
+		r.T[c] = int64(binary.LittleEndian.Uint64(rr.rec[rr.fixed+8*j:]))
 	}
 	rr.i++
 	return true, nil

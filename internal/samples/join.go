@@ -13,31 +13,53 @@ import (
 	"github.com/rig-project/rig/internal/rundir"
 )
 
-// FileName is the name of a role's sample file inside a round directory.
+// FileName is the name of a role's sample file inside a round directory
+// (for the responder, responder 0's: ResponderFileName).
 func FileName(r Role) string { return string(r) + ".samples" }
 
-// Joined is one round's records from every role, joined by sequence.
-type Joined struct {
-	Header   Header               // of the sender file (else the first file)
-	Headers  map[Role]Header      // every file's header, per role (where each ran, its settings)
-	Clocks   map[string]Clock     // per stamp column, from the file that took it
-	Present  [NumStamps]bool      // columns some file carries
-	Records  []Record             // sorted by Seq
-	Counters map[Role]Counters    // per role, from the footers
-	Threads  map[Role]ThreadUsage // per role, the measuring thread's CPU use (footers that carry it)
-	Stopped  map[Role]string      // per role, Footer.Stopped where set
-	Roles    []Role               // roles joined
-	Problems []string             // per-file problems (truncation) that did not stop the join
+// ResponderFileName is the name of responder id's sample file: 0's is
+// FileName(RoleResponder), as before there were several; the others'
+// "responder-<id>.samples".
+func ResponderFileName(id uint32) string {
+	if id == 0 {
+		return FileName(RoleResponder)
+	}
+	return fmt.Sprintf("%s-%d.samples", RoleResponder, id)
 }
 
-// Join merges the files of one round by sequence number. The files must
-// share the run id, arm and round; a role may appear once. The files are
-// not modified.
-func Join(files ...*File) (*Joined, error) {
-	j, err := joinMeta(files)
+// Joined is one round's records from every role, joined by sequence: with
+// several responders, one responder's (JoinResponder) — every request and
+// that responder's reply to it, as if it had been alone.
+type Joined struct {
+	Responder  uint32               // whose replies the records hold
+	Responders int                  // how many responders answered the round (≥ 1)
+	Header     Header               // of the sender file (else the first file)
+	Headers    map[Role]Header      // every file's header, per role (where each ran, its settings)
+	Clocks     map[string]Clock     // per stamp column, from the file that took it
+	Present    [NumStamps]bool      // columns some file carries
+	Records    []Record             // sorted by Seq
+	Counters   map[Role]Counters    // per role, from the footers
+	Threads    map[Role]ThreadUsage // per role, the measuring thread's CPU use (footers that carry it)
+	Stopped    map[Role]string      // per role, Footer.Stopped where set
+	Roles      []Role               // roles joined
+	Problems   []string             // per-file problems (truncation) that did not stop the join
+}
+
+// Join merges the files of one round by sequence number: responder 0's
+// join (JoinResponder).
+func Join(files ...*File) (*Joined, error) { return JoinResponder(0, files...) }
+
+// JoinResponder merges responder id's records of one round by sequence
+// number: the sender's and the capture's records of that responder, and
+// that responder's own file (the other responders' files are left out).
+// The files must share the run id, arm and round; a role may appear once
+// per responder. The files are not modified.
+func JoinResponder(id uint32, files ...*File) (*Joined, error) {
+	j, err := joinMeta(id, files)
 	if err != nil {
 		return nil, err
 	}
+	files = responderFiles(id, files)
 	recs, ok, err := mergeSorted(files)
 	if err != nil {
 		return nil, err
@@ -51,21 +73,50 @@ func Join(files ...*File) (*Joined, error) {
 	return j, nil
 }
 
+// responderFiles is files without the other responders' own files, each
+// holding responder id's records only: a file whose records are all id's
+// (every file of a round with one responder) as it is, the others copies.
+func responderFiles(id uint32, files []*File) []*File {
+	out := make([]*File, 0, len(files))
+	for _, f := range files {
+		if f.Header.Role == RoleResponder && f.Header.ResponderID != id {
+			continue
+		}
+		if !slices.ContainsFunc(f.Records, func(r Record) bool { return r.Responder != id }) {
+			out = append(out, f)
+			continue
+		}
+		g := *f
+		g.Records = nil
+		for _, r := range f.Records {
+			if r.Responder == id {
+				g.Records = append(g.Records, r)
+			}
+		}
+		out = append(out, &g)
+	}
+	return out
+}
+
 // joinMeta checks that files belong to one round, a role once each, and
-// gathers everything of a join but the records.
-func joinMeta(files []*File) (*Joined, error) {
+// gathers everything of responder id's join but the records.
+func joinMeta(id uint32, files []*File) (*Joined, error) {
 	if len(files) == 0 {
 		return nil, errors.New("samples: nothing to join")
 	}
-	j := &Joined{Headers: map[Role]Header{}, Clocks: map[string]Clock{}, Counters: map[Role]Counters{}, Threads: map[Role]ThreadUsage{}, Stopped: map[Role]string{}}
+	j := &Joined{Responder: id, Headers: map[Role]Header{}, Clocks: map[string]Clock{}, Counters: map[Role]Counters{}, Threads: map[Role]ThreadUsage{}, Stopped: map[Role]string{}}
 	j.Header = files[0].Header
 	for _, f := range files {
 		if f.Header.Role == RoleSender {
 			j.Header = f.Header
 		}
 	}
+	j.Responders = j.Header.ResponderCount()
 	for _, f := range files {
 		h := f.Header
+		if h.Role == RoleResponder && h.ResponderID != id {
+			continue // another responder's
+		}
 		if h.RunID != j.Header.RunID || h.ArmIndex != j.Header.ArmIndex || h.Round != j.Header.Round {
 			return nil, fmt.Errorf("samples: %s file is run %s arm %d round %d, %s file is run %s arm %d round %d",
 				h.Role, h.RunID, h.ArmIndex, h.Round, j.Header.Role, j.Header.RunID, j.Header.ArmIndex, j.Header.Round)
@@ -76,7 +127,7 @@ func joinMeta(files []*File) (*Joined, error) {
 		j.Roles = append(j.Roles, h.Role)
 		j.Headers[h.Role] = h
 		if f.Footer != nil {
-			j.Counters[h.Role] = f.Footer.Counters
+			j.Counters[h.Role] = f.Footer.CountersOf(id)
 			if f.Footer.Thread != nil {
 				j.Threads[h.Role] = *f.Footer.Thread
 			}
@@ -94,8 +145,9 @@ func joinMeta(files []*File) (*Joined, error) {
 	return j, nil
 }
 
-// mergeStamps copies r's flags and the stamps of columns cols into d.
+// mergeStamps copies r's responder, flags and the stamps of columns cols into d.
 func mergeStamps(d, r *Record, cols []Stamp) {
+	d.Responder = r.Responder
 	d.Flags |= r.Flags
 	for _, c := range cols {
 		if r.T[c] != 0 {
@@ -212,9 +264,15 @@ func dupSeq(f *File, seq uint64) error {
 	return fmt.Errorf("samples: %s file has sequence %d twice (damaged file)", f.Header.Role, seq)
 }
 
+// errFanout stops JoinDir's merge as it reads: the round had several
+// responders, whose records JoinDirAll separates.
+var errFanout = errors.New("samples: a round of several responders")
+
 // JoinDir reads and joins every role's file in a round directory (or the
-// single sample file named by path). Truncated files still contribute their
-// complete records; the damage is listed in Problems.
+// single sample file named by path): responder 0's join, the only one of a
+// round with one responder (JoinDirAll gives every responder's).
+// Truncated files still contribute their complete records; the damage is
+// listed in Problems.
 func JoinDir(path string) (*Joined, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -232,6 +290,9 @@ func JoinDir(path string) (*Joined, error) {
 			return nil, fmt.Errorf("%s: no sample files (want %s, %s or %s)", path,
 				FileName(RoleSender), FileName(RoleResponder), FileName(RoleCapture))
 		}
+		if more, _ := filepath.Glob(filepath.Join(path, string(RoleResponder)+"-*.samples")); len(more) > 0 {
+			return joinDirFirst(path)
+		}
 	} else {
 		names = []string{path}
 	}
@@ -242,6 +303,9 @@ func JoinDir(path string) (*Joined, error) {
 			return nil, err
 		}
 		problems = append(problems, err.Error())
+	}
+	if fanout(first.Header) {
+		return joinDirFirst(path)
 	}
 	if ok, err := inOrder(first); err != nil || !ok {
 		// Not a writer's order (damaged or made by hand): hold every file
@@ -258,6 +322,9 @@ func JoinDir(path string) (*Joined, error) {
 	var extra []*File                // per later file: its sequences the first lacks
 	for i, n := range names[1:] {
 		f, rest, err := mergeFile(n, base, seen, uint8(1)<<(i+1))
+		if errors.Is(err, errFanout) {
+			return joinDirFirst(path)
+		}
 		if err != nil {
 			if f == nil || !errors.Is(err, ErrTruncated) {
 				return nil, err
@@ -269,7 +336,7 @@ func JoinDir(path string) (*Joined, error) {
 			extra = append(extra, &File{Header: f.Header, Records: rest, cols: f.cols})
 		}
 	}
-	j, err := joinMeta(files)
+	j, err := joinMeta(0, files)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -323,6 +390,9 @@ func mergeFile(path string, base []Record, seen []uint8, bit uint8) (f *File, re
 		return rr.f, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	f = rr.f
+	if fanout(f.Header) {
+		return nil, nil, errFanout
+	}
 	cols := f.Stamps()
 	cmp := func(r Record, s uint64) int {
 		switch {
@@ -401,6 +471,99 @@ func addExtra(base []Record, extra []*File) ([]Record, error) {
 		}
 	}
 	return out, nil
+}
+
+// fanout reports whether a file with header h belongs to a round of
+// several responders.
+func fanout(h Header) bool {
+	return h.ResponderCount() > 1 || (h.Role == RoleResponder && h.ResponderID != 0)
+}
+
+// joinDirFirst is responder 0's join of a round of several responders.
+func joinDirFirst(path string) (*Joined, error) {
+	js, err := JoinDirAll(path)
+	if err != nil {
+		return nil, err
+	}
+	return js[0], nil
+}
+
+// JoinDirResponder is responder id's join of a round directory
+// (JoinDirAll); a round without that responder is an error naming it.
+func JoinDirResponder(path string, id uint32) (*Joined, error) {
+	js, err := JoinDirAll(path)
+	if err != nil {
+		return nil, err
+	}
+	if int(id) >= len(js) {
+		return nil, fmt.Errorf("%s: no file or records of responder %d (the round has %d)", path, id, len(js))
+	}
+	return js[id], nil
+}
+
+// JoinDirAll is JoinDir for every responder of the round, in id order:
+// one Joined per responder the sender's file counts (else per responder
+// file found). A responder without a file still gets its join (the
+// sender's and the capture's records), which says the file is missing.
+// It holds every file's records (JoinDir, for a round of one responder,
+// merges them as it reads).
+func JoinDirAll(path string) ([]*Joined, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	if st.IsDir() {
+		for _, n := range []string{FileName(RoleSender), FileName(RoleResponder), FileName(RoleCapture)} {
+			p := filepath.Join(path, n)
+			if _, err := os.Stat(p); err == nil {
+				names = append(names, p)
+			}
+		}
+		more, err := filepath.Glob(filepath.Join(path, string(RoleResponder)+"-*.samples"))
+		if err != nil {
+			return nil, err
+		}
+		slices.Sort(more)
+		names = append(names, more...)
+		if len(names) == 0 {
+			return nil, fmt.Errorf("%s: no sample files (want %s, %s or %s)", path,
+				FileName(RoleSender), FileName(RoleResponder), FileName(RoleCapture))
+		}
+	} else {
+		names = []string{path}
+	}
+	var files []*File
+	var problems []string
+	for _, n := range names {
+		f, err := ReadFile(n)
+		if err != nil {
+			if f == nil || !errors.Is(err, ErrTruncated) {
+				return nil, err
+			}
+			problems = append(problems, err.Error())
+		}
+		files = append(files, f)
+	}
+	n := 1
+	for _, f := range files {
+		switch h := f.Header; h.Role {
+		case RoleResponder:
+			n = max(n, int(h.ResponderID)+1)
+		default:
+			n = max(n, h.ResponderCount())
+		}
+	}
+	var js []*Joined
+	for id := range n {
+		j, err := JoinResponder(uint32(id), files...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		j.Problems = problems
+		js = append(js, j)
+	}
+	return js, nil
 }
 
 // SourceLabel is the short source text of a clock: "hw:eth1:phc0", "sw",

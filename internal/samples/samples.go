@@ -6,8 +6,10 @@
 //	"RIGSMPL\n"                      8 bytes magic
 //	u32 LE n, n bytes JSON Header   what was measured, how, with which clocks
 //	u64 LE count                    number of records
-//	count × record                  u64 seq, u64 flags, then one int64 per
-//	                                column named in Header.Columns (LE)
+//	count × record                  u64 seq, u64 flags, u64 responder id
+//	                                (version 3; absent before: 0), then one
+//	                                int64 per column named in
+//	                                Header.Columns (LE)
 //	"RIGFOOT\n", u32 LE n, n bytes JSON Footer
 //	                                counters, CRC-32C of the record bytes
 //	u32 LE                          CRC-32C of every byte before it
@@ -27,8 +29,10 @@ import (
 
 // FormatVersion is the sample file format version written. Version 2 adds
 // the trailing CRC over the whole file (header and footer included);
-// version 1 files are still read.
-const FormatVersion = 2
+// version 3 the responder id of every record (several responders answer
+// one multicast request). Versions 1 and 2 are still read: their records
+// are responder 0's.
+const FormatVersion = 3
 
 // minFormatVersion is the oldest version Read accepts.
 const minFormatVersion = 1
@@ -112,11 +116,13 @@ func ReplyLate(r *Record, timeout int64) bool {
 	return tx != 0 && rx != 0 && rx-tx > timeout
 }
 
-// Record is one request as seen by one role, or joined across roles.
+// Record is one request as seen by one role, or joined across roles; with
+// several responders, one request and one responder's reply to it.
 type Record struct {
-	Seq   uint64
-	Flags Flags
-	T     [NumStamps]int64
+	Seq       uint64
+	Flags     Flags
+	Responder uint32 // the id of the responder whose reply this is
+	T         [NumStamps]int64
 }
 
 // Has reports whether stamp s was taken.
@@ -180,28 +186,35 @@ type Clock struct {
 
 // Header describes one sample file.
 type Header struct {
-	Format        string           `json:"format"` // always "rig-samples"
-	FormatVersion int              `json:"format_version"`
-	WireVersion   int              `json:"wire_version"`
-	RigVersion    string           `json:"rig_version"`
-	Role          Role             `json:"role"`
-	RunID         string           `json:"run_id"` // 16 hex digits
-	Arm           string           `json:"arm,omitempty"`
-	ArmIndex      int              `json:"arm_index"`
-	Round         int              `json:"round"`
-	Host          string           `json:"host,omitempty"`
-	Iface         string           `json:"iface,omitempty"`
-	Group         string           `json:"group,omitempty"`   // request group:port (multicast requests)
-	Request       string           `json:"request,omitempty"` // "unicast" or "multicast"; empty (older files): multicast
-	To            string           `json:"to,omitempty"`      // unicast requests: the responder's address:port
-	IntervalNS    int64            `json:"interval_ns,omitempty"`
-	Count         int              `json:"count,omitempty"` // requests planned
-	Size          int              `json:"size,omitempty"`  // UDP payload bytes
-	Warmup        int              `json:"warmup"`          // leading sequences excluded from statistics
-	Columns       []string         `json:"columns"`         // stamp names, file order
-	Clocks        map[string]Clock `json:"clocks"`          // per column
-	Settings      map[string]any   `json:"settings,omitempty"`
-	StartedAt     string           `json:"started_at,omitempty"` // RFC 3339, UTC
+	Format        string `json:"format"` // always "rig-samples"
+	FormatVersion int    `json:"format_version"`
+	WireVersion   int    `json:"wire_version"`
+	RigVersion    string `json:"rig_version"`
+	Role          Role   `json:"role"`
+	RunID         string `json:"run_id"` // 16 hex digits
+	Arm           string `json:"arm,omitempty"`
+	ArmIndex      int    `json:"arm_index"`
+	Round         int    `json:"round"`
+	Host          string `json:"host,omitempty"`
+	Iface         string `json:"iface,omitempty"`
+	Group         string `json:"group,omitempty"`   // request group:port (multicast requests)
+	Request       string `json:"request,omitempty"` // "unicast" or "multicast"; empty (older files): multicast
+	To            string `json:"to,omitempty"`      // unicast requests: the responder's address:port
+	IntervalNS    int64  `json:"interval_ns,omitempty"`
+	Count         int    `json:"count,omitempty"` // requests planned
+	Size          int    `json:"size,omitempty"`  // UDP payload bytes
+	Warmup        int    `json:"warmup"`          // leading sequences excluded from statistics
+	// Responders is how many responders answer every request (ids
+	// 0..Responders-1): the sender's and the capture's records hold one
+	// reply slot per responder. 0 (older files) means 1.
+	Responders int `json:"responders,omitempty"`
+	// ResponderID is the id a responder's file answers as (its replies
+	// carry it; wire.Header.Responder).
+	ResponderID uint32           `json:"responder_id,omitempty"`
+	Columns     []string         `json:"columns"` // stamp names, file order
+	Clocks      map[string]Clock `json:"clocks"`  // per column
+	Settings    map[string]any   `json:"settings,omitempty"`
+	StartedAt   string           `json:"started_at,omitempty"` // RFC 3339, UTC
 }
 
 // Counters are the per-role event counts of one round.
@@ -240,6 +253,27 @@ type Footer struct {
 	// Thread is the measuring thread's CPU use over the round (sender:
 	// the pacing thread; responder: its loop), when the kernel gave it.
 	Thread *ThreadUsage `json:"thread,omitempty"`
+	// PerResponder, with several responders, holds the counters of each
+	// (index = responder id) as one responder's round would have them:
+	// the replies received, lost, late, duplicated and reordered are that
+	// responder's; what no reply can be told apart by (sent, foreign,
+	// malformed, TX stamps) is the file's. Counters are the sums.
+	PerResponder []Counters `json:"per_responder,omitempty"`
+}
+
+// ResponderCount is h.Responders with older files' 0 read as 1.
+func (h *Header) ResponderCount() int { return max(h.Responders, 1) }
+
+// CountersOf returns responder id's counters from a footer: its
+// PerResponder entry, or with one responder the file's counters.
+func (f *Footer) CountersOf(id uint32) Counters {
+	if len(f.PerResponder) == 0 {
+		return f.Counters
+	}
+	if int(id) < len(f.PerResponder) {
+		return f.PerResponder[id]
+	}
+	return Counters{}
 }
 
 // Prefixes of Footer.Stopped.

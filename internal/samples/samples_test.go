@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -76,7 +77,7 @@ func TestTruncatedAndCorrupt(t *testing.T) {
 	var buf bytes.Buffer
 	Write(&buf, h, recs, Footer{})
 	full := buf.Bytes()
-	recLen := 16 + 8*7
+	recLen := recordFixed + 8*7
 	// Cut in the middle of record 4: records 0..3 survive.
 	hdrEnd := 8 + 4 + int(binary.LittleEndian.Uint32(full[8:12])) + 8
 	cut := full[:hdrEnd+4*recLen+10]
@@ -94,7 +95,7 @@ func TestTruncatedAndCorrupt(t *testing.T) {
 		t.Fatalf("magic: %v", err)
 	}
 	// Future format version is refused, with the version in the text.
-	h2 := bytes.Replace(full, []byte(`"format_version":2`), []byte(`"format_version":9`), 1)
+	h2 := bytes.Replace(full, []byte(`"format_version":`+strconv.Itoa(FormatVersion)), []byte(`"format_version":9`), 1)
 	if _, err := Read(bytes.NewReader(h2)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "version 9") {
 		t.Fatalf("version: %v", err)
 	}
@@ -249,7 +250,8 @@ func TestLegacyCaptureColumns(t *testing.T) {
 
 // rebuild re-encodes a file written by Write with its header and footer
 // JSON edited and every CRC recomputed: damage a CRC cannot catch, which
-// the reader must refuse on its own. version 1 leaves out the trailing CRC.
+// the reader must refuse on its own. version 1 leaves out the trailing CRC;
+// versions 1 and 2 the records' responder ids.
 func rebuild(t *testing.T, full []byte, version int, editHeader, editFooter func(string) string) []byte {
 	t.Helper()
 	hl := int(binary.LittleEndian.Uint32(full[8:12]))
@@ -260,7 +262,18 @@ func rebuild(t *testing.T, full []byte, version int, editHeader, editFooter func
 	recs := rest[8:fm]
 	fl := int(binary.LittleEndian.Uint32(rest[fm+8 : fm+12]))
 	fj := string(rest[fm+12 : fm+12+fl])
-	hj = strings.Replace(hj, `"format_version":2`, `"format_version":`+strconv.Itoa(version), 1)
+	hj = strings.Replace(hj, `"format_version":`+strconv.Itoa(FormatVersion), `"format_version":`+strconv.Itoa(version), 1)
+	if version < 3 && count > 0 {
+		n := len(recs) / int(count)
+		var old []byte
+		for i := 0; i < len(recs); i += n {
+			old = append(old, recs[i:i+16]...)
+			old = append(old, recs[i+recordFixed:i+n]...)
+		}
+		recs = old
+		fj = regexp.MustCompile(`"crc32c":\d+`).ReplaceAllString(fj,
+			`"crc32c":`+strconv.FormatUint(uint64(crc32.Checksum(recs, crc32.MakeTable(crc32.Castagnoli))), 10))
+	}
 	if editHeader != nil {
 		hj = editHeader(hj)
 	}
@@ -293,7 +306,7 @@ func TestFileCRC(t *testing.T) {
 	}
 	full := buf.Bytes()
 	f, err := Read(bytes.NewReader(full))
-	if err != nil || f.Footer.Counters.KernelDrops != 7 || f.Header.FormatVersion != 2 {
+	if err != nil || f.Footer.Counters.KernelDrops != 7 || f.Header.FormatVersion != FormatVersion {
 		t.Fatalf("round trip: %v %+v", err, f)
 	}
 	for what, edit := range map[string][2]string{
@@ -314,11 +327,14 @@ func TestFileCRC(t *testing.T) {
 	if _, err := Read(bytes.NewReader(full[:len(full)-4])); !errors.Is(err, ErrTruncated) {
 		t.Errorf("no trailing CRC: %v", err)
 	}
-	// Version 1 (no trailing CRC) is still read.
-	v1 := rebuild(t, full, 1, nil, nil)
-	f, err = Read(bytes.NewReader(v1))
-	if err != nil || f.Footer == nil || f.Footer.Counters.Lost != 1 || len(f.Records) != 10 {
-		t.Fatalf("version 1: %v %+v", err, f)
+	// Versions 1 (no trailing CRC) and 2 (no responder ids) are still
+	// read, their records as responder 0's.
+	for _, v := range []int{1, 2} {
+		old := rebuild(t, full, v, nil, nil)
+		f, err = Read(bytes.NewReader(old))
+		if err != nil || f.Footer == nil || f.Footer.Counters.Lost != 1 || len(f.Records) != 10 || !slices.Equal(f.Records, recs) {
+			t.Fatalf("version %d: %v %+v", v, err, f)
+		}
 	}
 }
 
@@ -568,5 +584,79 @@ func TestJoinDirMemory(t *testing.T) {
 	want := uint64(n) * uint64(unsafe.Sizeof(Record{})+1)
 	if got := after.TotalAlloc - before.TotalAlloc; got > want+want/10 {
 		t.Errorf("JoinDir allocated %d bytes, want about the sender file's records (%d): no copy, nothing else held", got, want)
+	}
+}
+
+// TestJoinResponders: a round with two responders joins into one Joined
+// per responder, each with every request and that responder's reply and
+// file, its own counters, and a missing responder file shows as a join
+// without that role.
+func TestJoinResponders(t *testing.T) {
+	dir := t.TempDir()
+	h, _ := senderFile(0)
+	h.Responders = 2
+	var snd []Record
+	for seq := range 5 {
+		for id := range 2 {
+			r := Record{Seq: uint64(seq), Responder: uint32(id)}
+			r.T[TxSW] = int64(1000 * (seq + 1))
+			if !(id == 1 && seq == 3) { // responder 1 lost seq 3
+				r.T[RxSW] = r.T[TxSW] + int64(100*(id+1))
+			}
+			snd = append(snd, r)
+		}
+	}
+	foot := Footer{Counters: Counters{Sent: 5, Received: 9, Lost: 1},
+		PerResponder: []Counters{{Sent: 5, Received: 5}, {Sent: 5, Received: 4, Lost: 1}}}
+	if err := WriteFile(filepath.Join(dir, FileName(RoleSender)), h, snd, foot); err != nil {
+		t.Fatal(err)
+	}
+	for id := range uint32(2) {
+		rh := Header{Role: RoleResponder, RunID: h.RunID, Round: h.Round, ResponderID: id, Host: "r" + strconv.Itoa(int(id))}
+		var recs []Record
+		for seq := range 5 {
+			r := Record{Seq: uint64(seq), Responder: id}
+			r.T[ReqRxSW] = int64(7 + id)
+			recs = append(recs, r)
+		}
+		if err := WriteFile(filepath.Join(dir, ResponderFileName(id)), rh, recs, Footer{Counters: Counters{Sent: 5}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A record of another responder in a responder's file is refused.
+	bad := Header{Role: RoleResponder, RunID: h.RunID, ResponderID: 1}
+	if err := Write(io.Discard, bad, []Record{{Responder: 0}}, Footer{}); err == nil {
+		t.Error("responder 1's file took responder 0's record")
+	}
+	if err := Write(io.Discard, h, []Record{{Responder: 2}}, Footer{}); err == nil {
+		t.Error("a sender file of 2 responders took responder 2's record")
+	}
+	js, err := JoinDirAll(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(js) != 2 {
+		t.Fatalf("%d joins, want 2", len(js))
+	}
+	for id, j := range js {
+		if j.Responder != uint32(id) || j.Responders != 2 || len(j.Records) != 5 || j.Headers[RoleResponder].Host != "r"+strconv.Itoa(id) {
+			t.Fatalf("join %d: responder %d of %d, %d records, host %q", id, j.Responder, j.Responders, len(j.Records), j.Headers[RoleResponder].Host)
+		}
+		for _, r := range j.Records {
+			if r.Responder != uint32(id) || r.T[ReqRxSW] != int64(7+id) || (r.T[RxSW] != 0 && r.T[RxSW]-r.T[TxSW] != int64(100*(id+1))) {
+				t.Fatalf("join %d: %+v", id, r)
+			}
+		}
+		if c := j.Counters[RoleSender]; c != foot.PerResponder[id] {
+			t.Errorf("join %d: sender counters %+v, want %+v", id, c, foot.PerResponder[id])
+		}
+	}
+	os.Remove(filepath.Join(dir, ResponderFileName(1)))
+	js, err = JoinDirAll(dir)
+	if err != nil || len(js) != 2 || slices.Contains(js[1].Roles, RoleResponder) || !slices.Contains(js[0].Roles, RoleResponder) {
+		t.Fatalf("responder 1's file missing: %v, %d joins", err, len(js))
+	}
+	if j, err := JoinDir(dir); err != nil || j.Responder != 0 {
+		t.Fatalf("JoinDir: %v", err)
 	}
 }

@@ -355,6 +355,21 @@ func (v *validator) run(facts map[string]*Facts) error {
 	for i, a := range s.Arms {
 		v.knobs(fmt.Sprintf("arms[%d]", i), a.Knobs, hf)
 	}
+	// Knobs under responders: on their own responder host.
+	for _, name := range s.Responders {
+		h := hosts[name]
+		if h == nil {
+			continue
+		}
+		if k, ok := s.DefaultsPer[name]; ok {
+			v.knobs("defaults.responders."+name, k, h)
+		}
+		for i, a := range s.Arms {
+			if k, ok := a.PerResponder[name]; ok {
+				v.knobs(fmt.Sprintf("arms[%d].responders.%s", i, name), k, h)
+			}
+		}
+	}
 	if len(c.errs) > 0 {
 		return nil // requirements of an arm with a bad CPU mean nothing
 	}

@@ -157,6 +157,9 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 			iface = rsp.Iface
 		}
 	}
+	if s.Fanout() {
+		rname = strings.Join(s.Responders, ", ")
+	}
 	ew.printf("\narms (changes on host %s):\n", rname)
 	for _, a := range p.Arms {
 		tag := ""
@@ -168,6 +171,21 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 			ew.printf("    requests: %s\n", s.RequestsText(a, s.RequestAddr))
 		}
 		lines := describe(a, iface, o.Local)
+		if s.Fanout() {
+			lines = nil
+			for id, h := range s.Responders {
+				ra := a
+				ra.Effective, ra.Knobs = s.KnobsFor(a, h), merge(a.Knobs, a.PerResponder[h])
+				hl := describe(ra, s.ifaceOf(h), o.Local)
+				if len(hl) == 0 {
+					hl = []string{"no changes: the host as it is"}
+				}
+				lines = append(lines, fmt.Sprintf("on %s (responder %d):", h, id))
+				for _, l := range hl {
+					lines = append(lines, "  "+l)
+				}
+			}
+		}
 		if len(lines) == 0 {
 			ew.printf("    no changes: the host as it is\n")
 		}
@@ -185,6 +203,16 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 		}
 	}
 	return ew.err
+}
+
+// ifaceOf is host name's iface, "IFACE" when the file does not say.
+func (s *Scenario) ifaceOf(name string) string {
+	for _, h := range s.Hosts {
+		if h.Name == name && h.Iface != "" {
+			return h.Iface
+		}
+	}
+	return "IFACE"
 }
 
 // describe lists what an arm sets, one line per knob, with the current

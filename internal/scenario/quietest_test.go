@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rig-project/rig/internal/probe"
 )
 
 func TestQuietestForms(t *testing.T) {
@@ -127,7 +129,7 @@ arms:
     responder: {cpu: quietest}
 `)
 	r := s.Arms[0].Effective.Responder
-	if r.CPU != nil || r.Quietest == nil || r.Poll == nil || r.Poll.Mode != "busy" {
+	if r.CPU != nil || r.Quietest == nil || r.Poll == nil || r.Poll.Mode != probe.Busy {
 		t.Fatalf("%+v", r)
 	}
 }

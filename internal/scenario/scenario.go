@@ -18,7 +18,9 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/probe"
 )
 
 // Defaults of the optional fields (README.md documents them).
@@ -34,9 +36,26 @@ const (
 // Names of the hosts that `emulate: netns` creates.
 const (
 	EmulatedSender    = "sender"    // role sender
-	EmulatedResponder = "responder" // role responder
+	EmulatedResponder = "responder" // role responder (responder 0)
 	EmulatedCapture   = "capture"   // role capture, on the switch's mirror port
 )
+
+// EmulatedResponderN is the name of emulated responder i: "responder" for
+// 0, "responder<i>" for the others (`responders: N`), as the lab's roles.
+func EmulatedResponderN(i int) string {
+	if i == 0 {
+		return EmulatedResponder
+	}
+	return fmt.Sprintf("%s%d", EmulatedResponder, i)
+}
+
+// MaxEmulatedResponders bounds `responders:` (the lab's responder
+// namespaces; netlab.MaxResponders).
+const MaxEmulatedResponders = 9
+
+// MaxResponders bounds the responder hosts of one request stream
+// (sender.MaxResponders).
+const MaxResponders = 64
 
 // Scenario is one loaded and statically valid scenario file.
 type Scenario struct {
@@ -53,7 +72,14 @@ type Scenario struct {
 	Baseline     string // an arm name; the first arm unless the file says otherwise
 	RequireCheck bool   // run `rig check` on every host before the first round
 	Defaults     Knobs  // as written under `defaults`
-	Arms         []Arm
+	// DefaultsPer are the knobs under defaults.responders, by responder
+	// host name.
+	DefaultsPer map[string]Knobs
+	// Responders are the responder hosts' names; a responder's id is its
+	// index (hosts sorted by name). Several: fan-out, every one answers
+	// every multicast request.
+	Responders []string
+	Arms       []Arm
 	// RequestAddr is where unicast requests go: the responder host's
 	// address on its iface, resolved by Validate from that host's facts
 	// (invalid when no arm sends unicast, when emulated, or when the facts
@@ -106,6 +132,16 @@ const (
 	RoleResponder Role = "responder"
 	RoleCapture   Role = "capture"
 )
+
+// KnobsFor returns the knobs arm a applies on responder host name:
+// defaults, then defaults.responders[name], then the arm's, then the
+// arm's responders[name], each overriding the one before.
+func (s *Scenario) KnobsFor(a Arm, name string) Knobs {
+	return merge(merge(merge(s.Defaults, s.DefaultsPer[name]), a.Knobs), a.PerResponder[name])
+}
+
+// Fanout reports whether several responders answer each request.
+func (s *Scenario) Fanout() bool { return len(s.Responders) > 1 }
 
 // HostWith returns the host playing role r, or nil.
 func (s *Scenario) HostWith(r Role) *Host {
@@ -177,6 +213,9 @@ type Arm struct {
 	Request   RequestMode
 	Knobs     Knobs // as written in the arm
 	Effective Knobs // defaults merged with Knobs
+	// PerResponder are the knobs under the arm's responders:, by
+	// responder host name (Scenario.KnobsFor merges them).
+	PerResponder map[string]Knobs
 	// Skip is why the arm cannot run on the hosts ("" = it runs). Validate
 	// sets it from `requires` (and the implicit ones, see README.md).
 	Skip string
@@ -205,8 +244,8 @@ type Knobs struct {
 type Responder struct {
 	CPU      *int
 	Quietest *Quietest
-	Sched    *Sched
-	Poll     *Poll
+	Sched    *cpusched.Sched // the responder thread's scheduling policy
+	Poll     *probe.Poll     // how the responder waits for a request
 }
 
 // Quietest is responder.cpu: quietest — the responder host's agent ranks
@@ -220,32 +259,6 @@ type Quietest struct {
 // HasCPU reports whether the responder is pinned: to a given CPU or to the
 // quietest one.
 func (r Responder) HasCPU() bool { return r.CPU != nil || r.Quietest != nil }
-
-// Sched is the scheduling policy of the responder thread.
-type Sched struct {
-	Policy   string // "other" or "fifo"
-	Priority int    // 1..99 for fifo, 0 for other
-}
-
-func (s Sched) String() string {
-	if s.Policy == "fifo" {
-		return fmt.Sprintf("fifo:%d", s.Priority)
-	}
-	return s.Policy
-}
-
-// Poll is how the responder waits for a request.
-type Poll struct {
-	Mode       string // "block", "busy" (non-blocking spin) or "busy-poll" (SO_BUSY_POLL)
-	BusyPollUS int    // SO_BUSY_POLL microseconds, busy-poll only
-}
-
-func (p Poll) String() string {
-	if p.Mode == "busy-poll" {
-		return fmt.Sprintf("busy-poll:%d", p.BusyPollUS)
-	}
-	return p.Mode
-}
 
 // IRQ places the queue IRQs of the responder NIC.
 type IRQ struct {

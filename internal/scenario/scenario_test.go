@@ -16,6 +16,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -800,5 +801,72 @@ arms: [{name: a}]
 	s = load(t, strings.Replace(src, ", take-over-ptp: true", "", 1))
 	if err := Validate(s, facts); err == nil || !strings.Contains(err.Error(), "ptp4l (pid 7, -i ens5) owns that config, and rig does not change it") {
 		t.Fatalf("ptp4l without take-over: %v", err)
+	}
+}
+
+// TestFanoutScenario: responders: 2 builds two responder hosts, whose ids
+// follow the host order; each gets the knobs of defaults, then its own
+// defaults.responders entry, then the arm's, then the arm's entry for it.
+func TestFanoutScenario(t *testing.T) {
+	s, err := Load("../../scenarios/fanout-demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Responders, []string{"responder", "responder1"}) || !s.Fanout() {
+		t.Fatalf("responders %v", s.Responders)
+	}
+	var stress Arm
+	for _, a := range s.Arms {
+		if a.Name == "stress1" {
+			stress = a
+		}
+	}
+	r0, r1 := s.KnobsFor(stress, "responder"), s.KnobsFor(stress, "responder1")
+	if r0.Responder.CPU == nil || *r0.Responder.CPU != 0 || r0.Load != nil || r0.Responder.Poll == nil || *r0.Responder.Poll != (probe.Poll{Mode: probe.Block}) {
+		t.Errorf("responder's knobs %+v", r0)
+	}
+	if r1.Responder.CPU == nil || *r1.Responder.CPU != 1 || r1.Load == nil || !slices.Equal(r1.Load.CPUs, []int{1}) {
+		t.Errorf("responder1's knobs %+v", r1)
+	}
+	if stress.Effective.Load != nil {
+		t.Errorf("the arm's knobs for every responder carry responder1's load: %+v", stress.Effective)
+	}
+	// Real hosts: every host with the responder role is a responder, ids
+	// in host-name order.
+	s, err = Parse("t.yaml", []byte(`name: t
+hosts:
+  a: {via: local, roles: [sender, responder], iface: eth1}
+  b: {via: ssh b, roles: [responder], iface: eth1}
+  c: {via: ssh c, roles: [capture], iface: eth2}
+traffic: {group: 239.1.1.1:5000}
+arms:
+  - name: x
+    responders: {b: {responder: {cpu: 3}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Responders, []string{"a", "b"}) || *s.KnobsFor(s.Arms[0], "b").Responder.CPU != 3 || s.KnobsFor(s.Arms[0], "a").Responder.CPU != nil {
+		t.Errorf("responders %v, knobs %+v", s.Responders, s.Arms[0].PerResponder)
+	}
+	// A responder's own knobs are checked against its host's facts, at
+	// their line.
+	s, err = Parse("t.yaml", []byte(`name: t
+hosts:
+  a: {via: local, roles: [sender, responder], iface: eth1}
+  b: {via: ssh b, roles: [responder], iface: eth1}
+traffic: {group: 239.1.1.1:5000}
+arms:
+  - name: x
+    responders:
+      b: {responder: {cpu: 40}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := factsFor(s, bigHost())
+	err = Validate(s, facts)
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:9:") || !strings.Contains(err.Error(), "40") {
+		t.Errorf("responder b's CPU 40 on a 26-CPU host: %v", err)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"os"
 	"slices"
 
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/nicctl"
-	"github.com/rig-project/rig/responder"
 )
 
 // RequestMode is how requests reach the responder.
@@ -78,7 +78,7 @@ func (c *checker) hostTraffic(p string, rh *rawHost, h *Host) {
 		case err != nil || !a.Unmap().Is4():
 			c.val(p+".address", fmt.Sprintf("address %q is not an IPv4 address", *rh.Address), "write one of the responder iface's IPv4 addresses, e.g. 10.0.1.20")
 		default:
-			if err := responder.CheckUnicast(netip.AddrPortFrom(a, 1)); err != nil {
+			if err := probe.CheckUnicast(netip.AddrPortFrom(a, 1)); err != nil {
 				c.val(p+".address", "address: "+err.Error(), "write one of the responder iface's IPv4 addresses, e.g. 10.0.1.20")
 			} else {
 				h.Address = a.Unmap()

@@ -1,7 +1,7 @@
 // Package wire is the rig's probe packet format: the UDP payload of every
 // request and reply.
 //
-// Layout (big endian), HeaderLen = 40 bytes, then zero padding up to the
+// Layout (big endian), HeaderLen = 44 bytes, then zero padding up to the
 // configured size (default 64 bytes of UDP payload):
 //
 //	off len field
@@ -14,10 +14,16 @@
 //	 20   4 round index
 //	 24   8 sequence number within the round
 //	 32   8 due: the sender's scheduled send time, CLOCK_REALTIME ns
+//	 40   4 responder id: 0 in a request; in a reply, the id of the
+//	        responder that answered (several may answer one multicast
+//	        request)
 //
-// A reply is the request with the type changed, so the responder does no
-// work beyond one byte. Encode and Decode work in caller buffers and never
-// allocate.
+// A reply is the request with the type and responder id changed, so the
+// responder does no work beyond five bytes. Encode and Decode work in
+// caller buffers and never allocate.
+//
+// Version 1 packets (40-byte header, no responder id) still decode, with
+// responder id 0: a version 1 reply came from the only responder.
 package wire
 
 import (
@@ -27,10 +33,14 @@ import (
 )
 
 // Version is the wire format version; it changes with any layout change.
-const Version = 1
+// Version 2 added the responder id.
+const Version = 2
 
-// HeaderLen is the smallest valid payload.
-const HeaderLen = 40
+// HeaderLen is the smallest valid payload of this version.
+const HeaderLen = 44
+
+// headerLenV1 is the header of version 1 packets, still decoded.
+const headerLenV1 = 40
 
 // DefaultSize is the default UDP payload size.
 const DefaultSize = 64
@@ -61,13 +71,17 @@ func (t Type) String() string {
 
 // Header is the decoded fixed part of a packet.
 type Header struct {
-	Type  Type
-	Len   uint16
-	RunID uint64
-	Arm   uint32
-	Round uint32
-	Seq   uint64
-	Due   int64
+	// Version is the decoded packet's format version (Encode always
+	// writes Version).
+	Version   uint8
+	Type      Type
+	Len       uint16
+	RunID     uint64
+	Arm       uint32
+	Round     uint32
+	Seq       uint64
+	Due       int64
+	Responder uint32 // the answering responder's id (replies)
 }
 
 // Errors returned by Decode. They are sentinel values so that the hot path
@@ -104,20 +118,28 @@ func Encode(b []byte, size int, h *Header) []byte {
 	binary.BigEndian.PutUint32(b[20:24], h.Round)
 	binary.BigEndian.PutUint64(b[24:32], h.Seq)
 	binary.BigEndian.PutUint64(b[32:40], uint64(h.Due))
+	binary.BigEndian.PutUint32(b[40:44], h.Responder)
 	clear(b[HeaderLen:])
 	return b
 }
 
 // Decode parses b into h. It rejects anything that is not a rig packet of
-// this version; when runID is non-zero it also rejects other runs.
+// version 1 or 2; when runID is non-zero it also rejects other runs.
 func Decode(b []byte, runID uint64, h *Header) error {
-	if len(b) < HeaderLen {
+	if len(b) < headerLenV1 {
 		return ErrShort
 	}
 	if b[0] != magic[0] || b[1] != magic[1] || b[2] != magic[2] || b[3] != magic[3] {
 		return ErrMagic
 	}
-	if b[4] != Version {
+	v := b[4]
+	switch {
+	case v == 1:
+	case v == Version:
+		if len(b) < HeaderLen {
+			return ErrShort
+		}
+	default:
 		return ErrVersion
 	}
 	t := Type(b[5])
@@ -132,6 +154,7 @@ func Decode(b []byte, runID uint64, h *Header) error {
 	if runID != 0 && id != runID {
 		return ErrRunID
 	}
+	h.Version = v
 	h.Type = t
 	h.Len = n
 	h.RunID = id
@@ -139,11 +162,22 @@ func Decode(b []byte, runID uint64, h *Header) error {
 	h.Round = binary.BigEndian.Uint32(b[20:24])
 	h.Seq = binary.BigEndian.Uint64(b[24:32])
 	h.Due = int64(binary.BigEndian.Uint64(b[32:40]))
+	h.Responder = 0
+	if v >= 2 {
+		h.Responder = binary.BigEndian.Uint32(b[40:44])
+	}
 	return nil
 }
 
-// MakeReply turns a valid request in b into its reply in place.
-func MakeReply(b []byte) { b[5] = byte(Reply) }
+// MakeReply turns a request in b, validated by Decode, into responder id's
+// reply in place. A version 1 request has no room for the id: its reply
+// goes without one (a version 1 sender knows one responder).
+func MakeReply(b []byte, id uint32) {
+	b[5] = byte(Reply)
+	if b[4] >= 2 {
+		binary.BigEndian.PutUint32(b[40:44], id)
+	}
+}
 
 // PeekSeq returns the sequence number of a packet already validated by Decode.
 func PeekSeq(b []byte) uint64 { return binary.BigEndian.Uint64(b[24:32]) }

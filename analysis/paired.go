@@ -1,0 +1,285 @@
+package analysis
+
+import (
+	"fmt"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/rig-project/rig/internal/samples"
+)
+
+// Paired is the paired comparison of two responders of one arm: both
+// answered the same requests (fan-out), so each request gives one
+// difference turnaround_B − turnaround_A taken at the same instant, and
+// the host's time-varying noise, common to both, cancels in it.
+//
+// Rule (PairedRule): the differences of every analysed round are pooled
+// (after warm-up, requests both responders answered, each turnaround from
+// the one source both sides' tables use); median, p99 and p99.9 carry the
+// distribution-free 95 % order-statistic interval (CIRanks). Verdict:
+// "real difference" when the median's interval excludes 0 and every
+// round's median difference has the same sign; "within noise" otherwise;
+// "undersampled" with fewer than MinTail pooled differences;
+// "different clocks" when the two sides' turnarounds come from different
+// sources.
+type Paired struct {
+	Arm    string `json:"arm"`
+	A      string `json:"a"` // responder host of the reference side (responder 0)
+	B      string `json:"b"`
+	Source string `json:"source"` // the turnaround source of both sides
+	Stats  Stats  `json:"difference"`
+	// Rounds are the per-round medians of the difference (ns) and their
+	// sample counts.
+	Rounds  []PairedRound `json:"rounds"`
+	Verdict string        `json:"verdict"`
+	diffs   []int64       // pooled, sorted: for the distribution plot
+}
+
+// PairedRound is one round of a paired comparison.
+type PairedRound struct {
+	Round    int   `json:"round"`
+	N        int   `json:"n"`
+	MedianNS int64 `json:"median_ns"`
+}
+
+// PairedRule is the rule of the paired comparison, printed with its table.
+const PairedRule = "per request, d = turnaround(B) − turnaround(A) of two responders answering the same request (fan-out), after warm-up, requests both answered, one turnaround source on both sides; the rounds' differences pooled; median, p99, p99.9 of d with the distribution-free 95 % order-statistic interval; real difference when the median's interval excludes 0 and every round's median of d has its sign"
+
+// pairedSide is one responder's rounds of one arm.
+type pairedSide struct {
+	in  *InputArm
+	rep *ArmReport
+}
+
+// comparePaired builds the paired comparison of every arm analysed with
+// several responders: responder 0 against each other one.
+func comparePaired(in *Input, rep *Report, w int) ([]Paired, []string) {
+	if len(in.Responders) < 2 {
+		return nil, nil
+	}
+	var out []Paired
+	var problems []string
+	byArm := map[string][]pairedSide{}
+	var arms []string
+	for i := range in.Arms {
+		a := &in.Arms[i]
+		if a.Arm == "" || a.Skipped != "" {
+			continue
+		}
+		if _, ok := byArm[a.Arm]; !ok {
+			arms = append(arms, a.Arm)
+		}
+		byArm[a.Arm] = append(byArm[a.Arm], pairedSide{in: a, rep: rep.Arm(a.Name)})
+	}
+	for _, arm := range arms {
+		sides := byArm[arm]
+		for _, b := range sides[1:] {
+			p, err := pair2(arm, sides[0], b, w)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("paired %s: %s vs %s: %v", arm, sides[0].in.Responder, b.in.Responder, err))
+			}
+			out = append(out, p)
+		}
+	}
+	return out, problems
+}
+
+// pair2 computes the paired comparison of sides a and b of one arm.
+func pair2(arm string, a, b pairedSide, w int) (Paired, error) {
+	p := Paired{Arm: arm, A: a.in.Responder, B: b.in.Responder, Rounds: []PairedRound{}, Verdict: VerdictNoData}
+	ma, mb := a.rep.Metrics[Turnaround], b.rep.Metrics[Turnaround]
+	if ma == nil || mb == nil {
+		return p, nil
+	}
+	p.Source = ma.Source
+	if ma.Source != mb.Source {
+		p.Source = ma.Source + " / " + mb.Source
+		p.Verdict = VerdictClocks
+		return p, nil
+	}
+	var all []int64
+	for _, k := range a.rep.Rounds {
+		if !slices.Contains(b.rep.Rounds, k) {
+			continue // left out on one side: never half a pair
+		}
+		ja, err := loadRound(a.in, k)
+		if err != nil {
+			return p, err
+		}
+		jb, err := loadRound(b.in, k)
+		if err != nil {
+			return p, err
+		}
+		d, err := differences(ja, jb, ma.Source, w)
+		if err != nil {
+			return p, fmt.Errorf("round %d: %w", k, err)
+		}
+		if len(d) == 0 {
+			continue
+		}
+		all = append(all, d...)
+		st := Compute(d)
+		med, _ := st.Value(P50)
+		p.Rounds = append(p.Rounds, PairedRound{Round: k, N: st.N, MedianNS: med})
+	}
+	p.Stats = Compute(all) // sorts all
+	p.diffs = all
+	p.Verdict = pairedVerdict(&p)
+	return p, nil
+}
+
+func loadRound(a *InputArm, k int) (*samples.Joined, error) {
+	for _, r := range a.Rounds {
+		if r.K == k {
+			return r.Load()
+		}
+	}
+	return nil, fmt.Errorf("%s has no round %d", a.Name, k)
+}
+
+// differences returns, per sequence after warm-up that both joins have a
+// turnaround for (from the source labelled label), b − a.
+func differences(ja, jb *samples.Joined, label string, w int) ([]int64, error) {
+	src := func(j *samples.Joined) (*Source, error) {
+		for _, s := range candidates(Turnaround, j) {
+			if s.Label == label {
+				return &s, nil
+			}
+		}
+		return nil, fmt.Errorf("responder %d's round has no %s turnaround", j.Responder, label)
+	}
+	sa, err := src(ja)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := src(jb)
+	if err != nil {
+		return nil, err
+	}
+	ra, rb := afterWarmup(ja.Records, w), afterWarmup(jb.Records, w)
+	var out []int64
+	for i, k := 0, 0; i < len(ra) && k < len(rb); {
+		switch {
+		case ra[i].Seq < rb[k].Seq:
+			i++
+		case ra[i].Seq > rb[k].Seq:
+			k++
+		default:
+			va, oka := sa.Value(&ra[i])
+			vb, okb := sb.Value(&rb[k])
+			if oka && okb && va >= 0 && vb >= 0 {
+				out = append(out, vb-va)
+			}
+			i++
+			k++
+		}
+	}
+	return out, nil
+}
+
+func pairedVerdict(p *Paired) string {
+	if p.Stats.N == 0 {
+		return VerdictNoData
+	}
+	med := p.Stats.Percentile(P50)
+	if med == nil || med.Undersampled {
+		return VerdictUndersampled
+	}
+	lo, hi := med.CILowNS, med.CIHighNS
+	pos := lo != nil && *lo > 0
+	neg := hi != nil && *hi < 0
+	for _, r := range p.Rounds {
+		pos = pos && r.MedianNS > 0
+		neg = neg && r.MedianNS < 0
+	}
+	if pos || neg {
+		return VerdictReal
+	}
+	return VerdictNoise
+}
+
+// pairedTable is the paired comparison's table: one row per arm and pair
+// of responders.
+func pairedTable(r *Report) table {
+	t := table{Title: "Paired comparison of responders (same requests)"}
+	t.Caption = "d = turnaround(B) − turnaround(A) per request, µs: value [95 % interval] of the pooled rounds; rounds: each round's median of d. Rule: " + PairedRule + "."
+	t.Head = []string{"arm", "A", "B", "source", "n", "median d", "p99 d", "p99.9 d", "rounds' median d", "verdict"}
+	for _, p := range r.Paired {
+		q := func(q Quantile) string {
+			s := p.Stats.Percentile(q)
+			if s == nil {
+				return "—"
+			}
+			side := func(v *int64) string {
+				if v == nil {
+					return "open"
+				}
+				return FormatUS(*v)
+			}
+			c := fmt.Sprintf("%s [%s, %s]", FormatUS(s.ValueNS), side(s.CILowNS), side(s.CIHighNS))
+			if s.Undersampled {
+				c += " (undersampled)"
+			}
+			return c
+		}
+		var rounds string
+		for i, rd := range p.Rounds {
+			if i > 0 {
+				rounds += ", "
+			}
+			rounds += FormatUS(rd.MedianNS)
+		}
+		t.Rows = append(t.Rows, []string{p.Arm, p.A, p.B, p.Source, fmt.Sprint(p.Stats.N), q(P50), q(P99), q(P999), orDash(rounds), p.Verdict})
+	}
+	return t
+}
+
+// pairedPlot draws the distribution of every paired comparison's
+// differences: one line per arm and pair of responders, the fraction of
+// requests whose d is at most x.
+func pairedPlot(r *Report) (Plot, bool, error) {
+	pl := Plot{Name: "paired-" + Turnaround, Title: "paired difference of responders' turnaround", Metric: Turnaround}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("d = turnaround(B) − turnaround(A), same requests, after warm-up W=%d", r.Rules.Warmup)
+	p.X.Label.Text = "d (µs)"
+	p.Y.Label.Text = "fraction of requests with difference ≤ d"
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	drawn := false
+	for i, pc := range r.Paired {
+		n := len(pc.diffs)
+		if n < 2 {
+			continue
+		}
+		// Every k-th sample, and the last: at most ~1000 points a line.
+		step := max(1, n/1000)
+		var xy plotter.XYs
+		for k := 0; k < n; k += step {
+			xy = append(xy, plotter.XY{X: float64(pc.diffs[k]) / 1e3, Y: float64(k+1) / float64(n)})
+		}
+		xy = append(xy, plotter.XY{X: float64(pc.diffs[n-1]) / 1e3, Y: 1})
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return pl, false, err
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1.5)
+		l.Dashes = plotutil.Dashes(i)
+		p.Add(l)
+		med, _ := pc.Stats.Value(P50)
+		p.Legend.Add(fmt.Sprintf("%s: %s − %s, %s, n=%d, median %s µs: %s", pc.Arm, pc.B, pc.A, pc.Source, n, FormatUS(med), pc.Verdict), l)
+		drawn = true
+	}
+	pl.Caption = "Cumulative distribution of the per-request difference d = turnaround(B) − turnaround(A) of two responders answering the same requests (fan-out), one line per arm and pair; " +
+		"a line right of 0 at its middle means B took longer on most requests. Rule: " + PairedRule + "."
+	if !drawn {
+		return pl, false, nil
+	}
+	return pl, true, render(p, &pl)
+}

@@ -1,0 +1,85 @@
+package probe
+
+import (
+	"flag"
+	"fmt"
+	"time"
+)
+
+// Capture is rig capture's command line.
+type Capture struct {
+	Common // Unicast is --to
+	// ReplyPort is the replies' UDP port when it differs from the
+	// requests' (--reply-port; 0: the same).
+	ReplyPort int
+	VXLAN     bool   // --vxlan: the port receives VXLAN-encapsulated copies
+	Pcap      string // --pcap: also write the frames here ("": no)
+	Capacity  int    // --capacity: sequences recorded
+	// Responders is how many responders answer every request
+	// (--responders, 1..MaxResponders; their --id 0..Responders-1): each
+	// reply is paired with its request per responder.
+	Responders int
+	Duration   time.Duration // --duration: stop after this long (0: until stopped)
+}
+
+// DefaultCapture is rig capture's command line with every flag at its
+// default (Iface, which has none, empty).
+func DefaultCapture() Capture {
+	return Capture{Common: defaultCommon(), Capacity: 100000, Responders: 1}
+}
+
+// Register defines rig capture's flags on fs, bound to c and set to their
+// defaults. After fs.Parse, Parse completes c.
+func (c *Capture) Register(fs *flag.FlagSet) {
+	d := DefaultCapture()
+	c.Common.register(fs, "to", "unicast requests: the responder's IPv4 address:port (the sender's --to); its port is captured instead of --group's")
+	fs.IntVar(&c.ReplyPort, "reply-port", d.ReplyPort, "UDP port of the replies when it differs from the group port (rig send uses the group port as its source port by default)")
+	fs.BoolVar(&c.VXLAN, "vxlan", d.VXLAN, "the port receives VXLAN-encapsulated copies (UDP 4789: AWS VPC Traffic Mirroring, rig lab up --mirror vxlan): filter and pair the frames inside; the stamps are the copies' arrival here, not the wire at the responder")
+	fs.StringVar(&c.Pcap, "pcap", d.Pcap, "also write the frames as pcap with nanosecond stamps")
+	fs.IntVar(&c.Capacity, "capacity", d.Capacity, "sequences recorded (0..capacity-1)")
+	fs.IntVar(&c.Responders, "responders", d.Responders, fmt.Sprintf("how many responders answer every request (their --id 0..N-1; 1..%d): each reply is paired with its request per responder", MaxResponders))
+	fs.DurationVar(&c.Duration, "duration", d.Duration, "stop after this long (0: until Ctrl-C)")
+}
+
+// Parse completes c from fs, the FlagSet Register defined the flags on,
+// after fs.Parse: it reads the typed flags with their parsers and checks
+// the command line. Every error is bad input.
+func (c *Capture) Parse(fs *flag.FlagSet) error {
+	if err := c.Common.parse(fs, "to"); err != nil {
+		return err
+	}
+	if err := requireRunID("capture", c.RunID); err != nil {
+		return err
+	}
+	if c.ReplyPort > 65535 {
+		return fmt.Errorf("--reply-port %d: want 1..65535", c.ReplyPort)
+	}
+	if c.Responders < 1 || c.Responders > MaxResponders {
+		return fmt.Errorf("--responders %d: want 1..%d", c.Responders, MaxResponders)
+	}
+	return nil
+}
+
+// Ports are the UDP ports to capture: the requests' and, when it differs,
+// the replies'.
+func (c Capture) Ports() []uint16 {
+	ports := []uint16{c.Dest().Port()}
+	if c.ReplyPort > 0 {
+		ports = append(ports, uint16(c.ReplyPort))
+	}
+	return ports
+}
+
+// Args is c as rig capture's arguments (without the command name):
+// registered and parsed, they give back c.
+func (c Capture) Args() []string {
+	var a argv
+	c.Common.args(&a, "to")
+	a.int("reply-port", c.ReplyPort)
+	a.flag("vxlan", c.VXLAN)
+	a.opt("pcap", c.Pcap)
+	a.int("capacity", c.Capacity)
+	a.int("responders", c.Responders)
+	a.dur("duration", c.Duration)
+	return a
+}

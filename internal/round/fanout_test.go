@@ -1,0 +1,147 @@
+package round
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
+)
+
+// fanoutSpec is a round of one multicast request stream answered by every
+// responder of topo, with a capture.
+func fanoutSpec(t *testing.T, topo *netlab.Topology, log *bytes.Buffer, group string, count int) Spec {
+	ag := agents(t, topo, log)
+	s := Spec{
+		Dir:       t.TempDir(),
+		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
+		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
+		Capture:   &Host{Agent: ag(netlab.Capture), Iface: topo.Capture.Interface},
+		Group:     netip.MustParseAddrPort(group), Count: count, Interval: time.Millisecond,
+		Timestamps: tstamp.Software, Arm: "fanout", ResponderCPU: -1, SenderCPU: -1,
+	}
+	for _, h := range topo.More {
+		s.Others = append(s.Others, Other{Host: Host{Agent: ag(h.Role), Iface: h.Interface}, CPU: -1})
+	}
+	return s
+}
+
+// TestFanout: three responders answer one multicast request stream; every
+// request has each responder's reply, filed under its id by the sender
+// and paired with the request by the capture, and every responder writes
+// its own file.
+func TestFanout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	const n, count = 3, 300
+	topo := netlabtest.New(t, netlab.Options{Responders: n})
+	var log bytes.Buffer
+	res, err := Run(context.Background(), fanoutSpec(t, topo, &log, "239.7.7.12:9105", count))
+	if err != nil {
+		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
+	}
+	if len(res.ResponderFiles) != n {
+		t.Fatalf("responder files %v, want %d", res.ResponderFiles, n)
+	}
+	js, err := samples.JoinDirAll(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(js) != n {
+		t.Fatalf("%d joins, want %d", len(js), n)
+	}
+	for id, j := range js {
+		if h := j.Headers[samples.RoleResponder]; h.ResponderID != uint32(id) || h.Iface != topo.ResponderHosts()[id].Interface {
+			t.Errorf("responder %d's join has the file of responder %d on %s", id, h.ResponderID, h.Iface)
+		}
+		if c := j.Counters[samples.RoleSender]; c.Sent != count || c.Received != count || c.Lost != 0 {
+			t.Errorf("responder %d: sender counters %+v, want all %d answered", id, c, count)
+		}
+		if c := j.Counters[samples.RoleCapture]; c.Unpaired != 0 {
+			t.Errorf("responder %d: capture counters %+v, want every reply paired", id, c)
+		}
+		for _, r := range j.Records {
+			if r.T[samples.RxSW] == 0 || r.T[samples.ReqRxSW] == 0 || r.T[samples.CapReqSW] == 0 || r.T[samples.CapRepSW] == 0 {
+				t.Fatalf("responder %d seq %d: stamps missing: %+v", id, r.Seq, r.T)
+			}
+			if turn, rtt := r.T[samples.CapRepSW]-r.T[samples.CapReqSW], r.T[samples.RxSW]-r.T[samples.TxSW]; turn <= 0 || turn > rtt {
+				t.Fatalf("responder %d seq %d: capture turnaround %d ns outside (0, rtt %d ns]", id, r.Seq, turn, rtt)
+			}
+		}
+	}
+}
+
+// TestFanoutResponderKilled: a responder killed mid-round is reported for
+// that responder alone: the round's error names it, its join lacks its file
+// and loses the requests after the kill, and the other responders' joins
+// are whole.
+func TestFanoutResponderKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	const count = 2000
+	topo := netlabtest.New(t, netlab.Options{Responders: 2})
+	var log bytes.Buffer
+	spec := fanoutSpec(t, topo, &log, "239.7.7.13:9106", count)
+	victim := topo.More[0].Netns
+	killed := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second) // the round runs 2 s once every process is ready
+		killed <- killResponder(victim)
+	}()
+	res, err := Run(context.Background(), spec)
+	if kerr := <-killed; kerr != nil {
+		t.Fatal(kerr)
+	}
+	if err == nil || !strings.Contains(err.Error(), "responder 1") || strings.Contains(err.Error(), "responder 0") {
+		t.Fatalf("round error %v: want responder 1 named, and only it\nlog:\n%s", err, log.String())
+	}
+	js, jerr := samples.JoinDirAll(res.Dir)
+	if jerr != nil || len(js) != 2 {
+		t.Fatalf("joins: %v (%d)", jerr, len(js))
+	}
+	if c := js[0].Counters[samples.RoleSender]; c.Received != count || len(js[0].Roles) != 3 {
+		t.Errorf("responder 0: %+v, roles %v: want whole", c, js[0].Roles)
+	}
+	c := js[1].Counters[samples.RoleSender]
+	if c.Sent != count || c.Received == 0 || c.Lost == 0 || c.Lost+c.Received != count {
+		t.Errorf("responder 1: sender counters %+v: want answered until the kill, lost after", c)
+	}
+	for _, r := range js[1].Roles {
+		if r == samples.RoleResponder {
+			t.Error("the killed responder's join has a responder file")
+		}
+	}
+}
+
+// killResponder sends SIGKILL to the rig respond process in namespace ns
+// (the test's own lab: nothing else runs there).
+func killResponder(ns string) error {
+	for range 100 {
+		out, err := exec.Command("ip", "netns", "pids", ns).Output()
+		if err != nil {
+			return err
+		}
+		for _, f := range strings.Fields(string(out)) {
+			pid, _ := strconv.Atoi(f)
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if bytes.Contains(cmd, []byte("\x00respond\x00")) {
+				return syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("no rig respond in netns %s", ns)
+}

@@ -31,7 +31,7 @@ import (
 // would misread bumps Version.
 const (
 	Proto   = "rig-agent"
-	Version = 2 // 2: timestamps op; facts carry timestamping states
+	Version = 3 // 2: timestamps op; facts carry timestamping states. 3: knobs in snake_case
 )
 
 // Hello is the agent's first line.

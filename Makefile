@@ -102,7 +102,7 @@ fuzz-smoke:
 	@./.ci/fuzz.sh 3s
 
 # bench: rig vs sockperf and cyclictest on an emulated lab, interleaved
-# rounds (issue 7; ~13 min, root); the table goes to bench/RESULTS.md.
+# rounds (~13 min, root; docs/bench.md); the table goes to bench/RESULTS.md.
 # bench-smoke: the same code path in under a minute. gobench: Go benchmarks.
 bench: build
 	@./.ci/install-debs.sh iproute2 sockperf rt-tests

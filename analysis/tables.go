@@ -232,7 +232,7 @@ func quote(s string) string { return "`" + s + "`" }
 
 func writeRulesMD(b *strings.Builder, r *Report) {
 	ru := r.Rules
-	fmt.Fprintf(b, "Rules:\n\n")
+	fmt.Fprintf(b, "Rules (explained in %s):\n\n", ru.Doc)
 	fmt.Fprintf(b, "- Warm-up W=%d: %s.\n", ru.Warmup, ru.WarmupRule)
 	fmt.Fprintf(b, "- Percentiles: %s. %s.\n", ru.Percentile, capitalize(ru.Worst))
 	fmt.Fprintf(b, "- Rounds: %s.\n", ru.AcrossRounds)

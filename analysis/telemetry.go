@@ -16,7 +16,7 @@ import (
 	"github.com/rig-project/rig/internal/samples"
 )
 
-// Telemetry summary: "what else ran on the responder CPU" (README: Telemetry).
+// Telemetry summary: "what else ran on the responder CPU" (docs/reports.md).
 //
 // The contract is the JSON shape of telemetry.json, written by the
 // responder host's agent from internal/telemetry.Result. This package does

@@ -34,7 +34,7 @@ func verdict(g Goal) string {
 }
 
 // Markdown writes the results as one Markdown document: environment,
-// one table per part, then the goals of issue 7 with met / not met.
+// one table per part, then the goals (docs/bench.md#goals) with met / not met.
 func (r *Results) Markdown(w io.Writer) error {
 	var b strings.Builder
 	c := r.Config
@@ -142,7 +142,7 @@ func (r *Results) Markdown(w io.Writer) error {
 		}
 	}
 	if g := r.Goals(); len(g) > 0 {
-		b.WriteString("\n## Goals (issue 7)\n\nRatios are medians of the per-round ratios with their distribution-free 95 % confidence interval in brackets (order statistics of the rounds; with 8 rounds it spans the smallest to the largest). A verdict whose interval includes 1.00 is within noise: the rounds do not tell which tool is faster.\n\n| goal | measured | |\n|---|---|---|\n")
+		b.WriteString("\n## Goals\n\nThe goals rig is held to against its peers (docs/bench.md#goals). Ratios are medians of the per-round ratios with their distribution-free 95 % confidence interval in brackets (order statistics of the rounds; with 8 rounds it spans the smallest to the largest). A verdict whose interval includes 1.00 is within noise: the rounds do not tell which tool is faster.\n\n| goal | measured | |\n|---|---|---|\n")
 		for _, x := range g {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", x.Goal, x.Measured, verdict(x))
 		}
@@ -199,7 +199,7 @@ func (r *Results) rtt(mode, tool string) *RTTRow {
 	return nil
 }
 
-// Goal is one goal of issue 7 checked against the results.
+// Goal is one goal rig is held to against its peers, checked against the results.
 type Goal struct {
 	Goal     string
 	Measured string

@@ -43,6 +43,6 @@ func printSendSummary(w io.Writer, j *samples.Joined, warmup int) error {
 	if arm.Requests != "" {
 		fmt.Fprintf(w, "; requests: %s", arm.Requests)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "; rules: %s\n", r.Rules.Doc)
 	return nil
 }

@@ -152,7 +152,7 @@ func SetTimerSlack(d time.Duration) error {
 // blocking syscall while another holds the P parks until sysmon retakes
 // it, and sysmon sleeps up to 10 ms when idle; a busy loop holding the P
 // is preempted every 10 ms whenever any other goroutine (signals,
-// progress) is runnable. Both showed as 5–40 ms tails in issue 7's bench.
+// progress) is runnable. Both showed as 5–40 ms tails in rig bench rounds.
 // A P is not a CPU: extra Ps cost nothing while their threads sleep.
 func EnsureProcs(n int) (restore func()) {
 	prev := runtime.GOMAXPROCS(0)

@@ -177,7 +177,7 @@ func Parse(file string, src []byte) (s *Scenario, err error) {
 		return nil, ErrorList{x.errAt(pos{1, 1}, fmt.Sprintf("file is %d bytes, more than the %d a scenario may have", len(src), MaxFileSize), "is this the right file?")}
 	}
 	if strings.TrimSpace(stripComments(string(src))) == "" {
-		return nil, ErrorList{x.errAt(pos{1, 1}, "the file is empty", "start from scenarios/demo.yaml; README.md (Scenario file format) lists every field")}
+		return nil, ErrorList{x.errAt(pos{1, 1}, "the file is empty", "start from scenarios/demo.yaml; docs/scenarios.md lists every field")}
 	}
 	f, err := parser.ParseBytes(src, 0)
 	if err != nil {
@@ -284,10 +284,10 @@ func (x *posIndex) yamlErr(err error) *Error {
 		if path != "" {
 			reason = path + ": " + reason
 		}
-		return x.errAt(p, reason, "README.md (Scenario file format) gives the type of each field")
+		return x.errAt(p, reason, "docs/scenarios.md gives the type of each field")
 	case errors.As(err, &ovf):
 		p := at(ovf.Token)
-		return x.errAt(p, fmt.Sprintf("number %s is out of range", ovf.SrcNum), "use a value README.md (Scenario file format) allows for this field")
+		return x.errAt(p, fmt.Sprintf("number %s is out of range", ovf.SrcNum), "use a value docs/scenarios.md allows for this field")
 	case errors.As(err, &unx):
 		p := at(unx.Token)
 		path, _ := x.pathAt(p)

@@ -48,11 +48,11 @@ type Config struct {
 	CPU        int           // pacer CPU; -1 = no pinning
 	Sched      cpusched.Sched
 	Timestamps tstamp.Mode
-	// Poll is how replies and TX stamps are waited for. Block (default):
-	// a second thread sleeps in ppoll(2) and pays a wake-up per reply.
-	// Busy: one thread does everything, polling the socket with
-	// non-blocking recvmsg between sends (sockperf --nonblocked's shape):
-	// no wake-up on the reply path, one CPU at 100 %.
+	// Poll is how the one sending thread waits for replies and TX stamps
+	// between sends. Block (default): it sleeps in ppoll(2) and pays a
+	// wake-up per reply. Busy: it polls the socket with non-blocking
+	// recvmsg (sockperf --nonblocked's shape): no wake-up on the reply
+	// path, one CPU at 100 %.
 	Poll     responder.PollMode
 	RunID    uint64 // random when 0
 	Arm      string

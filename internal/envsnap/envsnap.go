@@ -1,7 +1,8 @@
 // Package envsnap records the environment a run measured on: kernel and
 // command line, CPU model and topology, isolation, power management,
-// clocksource, THP, IRQ placement, irqbalance/PTP daemons and, inside a
-// container, the cgroup CPU limits. The runner writes one snapshot per host
+// clocksource, THP, IRQ placement, irqbalance/PTP daemons, the NICs (through
+// NICFacts), the machine's DMI identity and, inside a container, the cgroup
+// CPU limits. The runner writes one snapshot per host
 // into the run directory (env/<host>.json); `rig env` prints it.
 package envsnap
 
@@ -20,9 +21,9 @@ import (
 	"github.com/rig-project/rig/internal/version"
 )
 
-// NICFacts is the hook that fills Snapshot.NIC. nicctl is being written in
-// parallel; the lead wires it here (envsnap.NICFacts = nicctl.Facts-like
-// adapter) so this package does not import it yet. While it is nil, a
+// NICFacts is the hook that fills Snapshot.NIC; cmd/rig sets it to an
+// adapter over nicctl, so this package does not import nicctl (which
+// would pull netlink into every reader of a snapshot). While it is nil, a
 // snapshot that asks for interfaces records that in Errors instead of
 // silently omitting them.
 var NICFacts func(ctx context.Context, fs hostfs.FS, iface string) (any, error)

@@ -55,7 +55,7 @@ func TestEveryCommandTakesFlagsLast(t *testing.T) {
 	}
 }
 
-// TestSamplesCSVLast is the README's `rig samples DIR --csv`.
+// TestSamplesCSVLast is docs/probes.md's `rig samples DIR --csv`.
 func TestSamplesCSVLast(t *testing.T) {
 	dir := filepath.Join("..", "..", "analysis", "testdata", "run", "arms", "base", "round-0")
 	for _, args := range [][]string{{"samples", dir, "--csv"}, {"samples", "--csv", dir}} {

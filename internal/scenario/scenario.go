@@ -10,7 +10,7 @@
 // Every problem in a file is reported as an *Error carrying file:line:col, the
 // offending source line with a caret, and a hint; Load and Validate return
 // them as an ErrorList (use errors.As). The file format is documented field
-// by field in README.md (Scenario file format).
+// by field in docs/scenarios.md.
 package scenario
 
 import (
@@ -21,7 +21,7 @@ import (
 	"github.com/rig-project/rig/internal/power"
 )
 
-// Defaults of the optional fields (README.md documents them).
+// Defaults of the optional fields (docs/scenarios.md documents them).
 const (
 	DefaultCount        = 10000
 	DefaultSize         = 64
@@ -178,7 +178,7 @@ type Arm struct {
 	Knobs     Knobs // as written in the arm
 	Effective Knobs // defaults merged with Knobs
 	// Skip is why the arm cannot run on the hosts ("" = it runs). Validate
-	// sets it from `requires` (and the implicit ones, see README.md).
+	// sets it from `requires` (and the implicit ones, see docs/scenarios.md).
 	Skip string
 	// Notes are what Validate found the knobs do on the host, where that
 	// differs from what they say (max-latency-us 0 without a POLL state

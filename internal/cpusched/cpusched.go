@@ -2,6 +2,12 @@
 // scheduling policy. Callers lock their goroutine to its OS thread first
 // (runtime.LockOSThread) and never unlock it afterwards: a pinned, real-time
 // thread must not go back to the Go scheduler's pool.
+//
+// It also holds what a measuring thread needs around that: its timer slack
+// (SetTimerSlack), enough Ps for the locked threads (EnsureProcs), its own
+// CPU time and context switches over a round (Meter, getrusage
+// RUSAGE_THREAD), and a rescheduling point at quiet moments for blocking
+// loops (Yielder).
 package cpusched
 
 import (

@@ -358,8 +358,9 @@ func comparisonTable(title string, cs []Comparison, refWord, thisWord string) ta
 		"Real difference: the round ranges do not overlap and the 95 %% interval envelopes do not overlap "+
 		"(worst: ranges only), and the rule's false-positive rate for identical arms is below %.0f %%; \"indicative only\" above it. "+
 		"False positives: ranges rule 2·r!·s!/(r+s)! with r and s rounds a side (33 %% at 2 and 2, 10 %% at 3 and 3, 0.79 %% at 5 and 5); "+
-		"percentiles at most the smaller of that and 2·(0.025^r + 0.025^s) (the interval envelopes). Undersampled cells claim nothing.",
-		thisWord, refWord, thisWord, refWord, 100*MaxFalsePositive)
+		"percentiles at most the smaller of that and 2·(0.025^r + 0.025^s) (the interval envelopes). Undersampled cells claim nothing. "+
+		"The rule: %s#verdicts.",
+		thisWord, refWord, thisWord, refWord, 100*MaxFalsePositive, RulesDoc)
 	t.Head = []string{"metric", "arm", "stat", refWord, thisWord, "Δ", "ratio", "false positives", "verdict"}
 	for _, c := range cs {
 		d, ra := "—", "—"

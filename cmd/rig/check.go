@@ -7,16 +7,15 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/check"
-	"github.com/rig-project/rig/internal/hostfs"
 )
 
-const checkUsage = `[--cpu N] [--iface IF] [--multicast] [--json] [--window D] [--host-root DIR]
+const checkUsage = `[--cpu N] [--iface IF] [--multicast] [--format text|json] [--window D] [--host-root DIR]
 
 Preflight checks of the responder CPU and NIC. Each check prints ok, warn,
 FAIL or skip, the observed value and the exact fix.
 
 exit status: 0 every check ok or skipped, 3 worst is warn, 4 at least one
-FAIL, 1 the checks could not run, 2 bad flags.`
+FAIL, 1 the checks could not run, 2 bad input.`
 
 // checkExit carries rig check's exit code; the report is already printed.
 type checkExit int
@@ -33,14 +32,14 @@ func runCheck(ctx context.Context, args []string) error {
 	cpu := fs.Int("cpu", -1, "responder CPU (default: first isolated CPU, else the last online CPU)")
 	iface := fs.String("iface", "", "interface for the NIC checks (timestamping, PHC, ptp4l)")
 	multicast := fs.Bool("multicast", false, "the requests will be multicast on --iface: check what the network needs for it (on EC2: IGMPv2 for a Transit Gateway multicast domain)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
+	format := addFormat(fs, "", "text", "json")
 	window := fs.Duration("window", 250*time.Millisecond, "how long to measure CPU use of the responder CPU and its SMT sibling")
-	root := fs.String("host-root", hostfs.Default().Root, "read /proc and /sys below this directory (a fake tree for tests; $"+hostfs.EnvRoot+")")
+	root := addHostRoot(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("check takes no arguments, got %q", fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	if *cpu < -1 {
 		return usagef("--cpu %d: want a CPU number", *cpu)
@@ -48,11 +47,11 @@ func runCheck(ctx context.Context, args []string) error {
 	if *window <= 0 {
 		return usagef("--window %v: want a positive duration such as 250ms", *window)
 	}
-	rep, err := check.Run(ctx, hostfs.FS{Root: *root}, check.Options{CPU: *cpu, Iface: *iface, Multicast: *multicast, BusyWindow: *window})
+	rep, err := check.Run(ctx, *root, check.Options{CPU: *cpu, Iface: *iface, Multicast: *multicast, BusyWindow: *window})
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if format.value == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {

@@ -49,8 +49,8 @@ func execRun(ctx context.Context, path, results, remoteRig string, verbose bool)
 	var list scenario.ErrorList
 	var pending *journal.PendingError
 	var re *agent.RemoteError
-	if errors.As(err, &list) || errors.As(err, &pending) || (errors.As(err, &re) && re.Usage) { // the agents' facts refute the file; rig restore first
-		return usageError{err}
+	if errors.As(err, &list) || errors.As(err, &pending) || (errors.As(err, &re) && re.Usage) {
+		return err // refused before the first round (the agents' facts refute the file; rig restore first): no tables
 	}
 	if res != nil && res.Report != nil {
 		fmt.Println()

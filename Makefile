@@ -58,7 +58,7 @@ test: deps lint
 # (ethtool ioctls, which qemu-user does not translate, veth labs, a rig
 # binary built for the host) or a thread's own CPU accounting (TestMeter:
 # getrusage of a thread qemu-user emulates counts qemu's switches).
-ARM64_PKGS ?= ./analysis/... ./bench ./internal/check ./internal/cpulist ./internal/cpusched ./internal/cstate \
+ARM64_PKGS ?= ./analysis/... ./bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
 	./internal/envsnap ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
 	./internal/samples ./internal/scenario ./internal/telemetry ./internal/wire ./nicctl
 ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestLocalFacts|TestMeter)$$

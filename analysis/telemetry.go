@@ -308,9 +308,10 @@ type telRound struct {
 // other than the responder thread seen running there; and for the arm's
 // worst headline samples the telemetry interval each fell in, with what
 // moved more than usual in it. A missing, unreadable or error
-// telemetry.json is one line; it never fails.
+// telemetry.json is one line; it never fails. Rounds whose responder CPU
+// was chosen by ranking (cpu-rank.json) lead with the ranking.
 func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
-	var out []TelemetryBlock
+	out := rankBlocks(a) // the CPU the rounds ran on, when a ranking chose it
 	text := func(f string, args ...any) { out = append(out, TelemetryBlock{Text: fmt.Sprintf(f, args...)}) }
 	var rounds []telRound
 	byK := map[int]*telRound{}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/nicctl"
@@ -251,6 +252,8 @@ func isUsage(err error) bool {
 	case errors.As(err, &ue), errors.As(err, &nu), errors.As(err, &list), errors.As(err, &pending):
 		return true
 	case errors.As(err, &remote) && remote.Usage: // the agent found the bad input
+		return true
+	case cpurank.IsInput(err):
 		return true
 	}
 	return slices.ContainsFunc(usageErrors, func(target error) bool { return errors.Is(err, target) })

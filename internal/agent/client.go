@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -65,9 +66,27 @@ func Dial(ctx context.Context, name string, argv, env []string, log io.Writer) (
 		return nil, err
 	}
 	c := &Client{Name: name, cmd: cmd, in: in, enc: json.NewEncoder(in), pending: map[uint64]chan Response{},
-		onLine: map[int]func(string){}, log: log, stderr: &tailBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = c.stderr
-	if err := cmd.Start(); err != nil {
+		onLine: map[int]func(string){}, log: log, stderr: &tailBuffer{done: make(chan struct{})}, done: make(chan struct{})}
+	// stderr through a pipe of our own, so that an agent that is gone can
+	// be reported with the last words of what reached it (kubectl's
+	// "command terminated with exit code 137" comes after stdout's EOF).
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = pw
+	err = cmd.Start()
+	pw.Close()
+	if err == nil {
+		go c.stderr.copyFrom(pr)
+	} else {
+		pr.Close()
+	}
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return nil, fmt.Errorf("host %s: start agent (%s): %q is not on PATH: install %s on this machine (the one running rig run), or change the host's via: %w",
+				name, strings.Join(argv, " "), argv[0], argv[0], err)
+		}
 		return nil, fmt.Errorf("host %s: start agent (%s): %w", name, strings.Join(argv, " "), err)
 	}
 	br := bufio.NewReaderSize(out, 1<<16)
@@ -102,7 +121,7 @@ func Dial(ctx context.Context, name string, argv, env []string, log io.Writer) (
 	}
 	if err != nil {
 		c.kill()
-		return nil, fmt.Errorf("host %s: agent (%s): %w%s", name, strings.Join(argv, " "), err, c.stderr.text())
+		return nil, fmt.Errorf("host %s: agent (%s): %w%s", name, strings.Join(argv, " "), err, c.stderr.final())
 	}
 	return c, nil
 }
@@ -186,7 +205,7 @@ func (c *Client) call(ctx context.Context, op string, args, result any) error {
 	c.mu.Lock()
 	if c.readErr != nil {
 		c.mu.Unlock()
-		return fmt.Errorf("host %s: agent is gone (%v)%s", c.Name, c.readErr, c.stderr.text())
+		return fmt.Errorf("host %s: agent is gone (%v)%s", c.Name, c.readErr, c.stderr.final())
 	}
 	c.nextID++
 	req.ID = c.nextID
@@ -201,7 +220,7 @@ func (c *Client) call(ctx context.Context, op string, args, result any) error {
 	select {
 	case r, ok := <-ch:
 		if !ok {
-			return fmt.Errorf("host %s: %s: agent exited%s", c.Name, op, c.stderr.text())
+			return fmt.Errorf("host %s: %s: agent exited%s", c.Name, op, c.stderr.final())
 		}
 		if !r.OK {
 			return &RemoteError{Host: c.Name, Op: op, Msg: r.Error, Usage: r.Usage}
@@ -231,6 +250,16 @@ func (c *Client) Env(ctx context.Context, ifaces []string) (json.RawMessage, err
 func (c *Client) Check(ctx context.Context, a CheckArgs) (*check.Report, error) {
 	var r check.Report
 	return &r, c.call(ctx, OpCheck, a, &r)
+}
+
+// RankCPUs ranks the candidate CPUs (nil: every CPU the agent may run on)
+// by measured noise over window (0: the default) on the host.
+func (c *Client) RankCPUs(ctx context.Context, cpus []int, window time.Duration) (*cpurank.Ranking, error) {
+	var r cpurank.Ranking
+	if err := c.call(ctx, OpRankCPUs, RankArgs{CPUs: cpus, WindowNS: int64(window)}, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // Apply puts an arm's knobs in force on the host; allowMgmt lets them
@@ -332,6 +361,25 @@ type tailBuffer struct {
 	mu    sync.Mutex
 	lines []string
 	part  string
+	done  chan struct{} // closed when the stderr pipe reached EOF
+}
+
+// copyFrom reads the agent's stderr until every writer closed it.
+func (t *tailBuffer) copyFrom(r io.ReadCloser) {
+	_, _ = io.Copy(t, r)
+	r.Close()
+	close(t.done)
+}
+
+// final is text once stderr ended, or after 2 s: what reaches the agent
+// may outlive it a little (kubectl reports the exit code after the
+// stream) or a lot (a child holds stderr open).
+func (t *tailBuffer) final() string {
+	select {
+	case <-t.done:
+	case <-time.After(2 * time.Second):
+	}
+	return t.text()
 }
 
 func (t *tailBuffer) Write(b []byte) (int, error) {

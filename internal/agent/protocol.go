@@ -85,7 +85,10 @@ const (
 	// OpTimestamps prepares a NIC's hardware timestamping for the whole
 	// run (journaled; taken back at bye, not by an arm's undo).
 	OpTimestamps = "timestamps" // TimestampsArgs → nicctl.TSResult
-	OpBye        = "bye"        // → {}; the agent cleans up and exits
+	// OpRankCPUs watches candidate CPUs and ranks them by measured noise
+	// (responder.cpu: quietest, before each round).
+	OpRankCPUs = "rank-cpus" // RankArgs → cpurank.Ranking
+	OpBye      = "bye"       // → {}; the agent cleans up and exits
 )
 
 // Facts is what scenario validation needs to know about a host.
@@ -146,6 +149,13 @@ type TimestampsArgs struct {
 	Need      tstamp.Need `json:"need"`
 	AllowMgmt bool        `json:"allow_mgmt,omitempty"`
 	TakeOver  bool        `json:"take_over,omitempty"`
+}
+
+// RankArgs are the candidate CPUs (nil: every CPU the agent may run on)
+// and how long to watch them (0: cpurank's default).
+type RankArgs struct {
+	CPUs     []int `json:"cpus,omitempty"`
+	WindowNS int64 `json:"window_ns,omitempty"`
 }
 
 // ApplyResult lists what changed or was restored, one line each.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/envsnap"
 	"github.com/rig-project/rig/internal/hostctl"
 	"github.com/rig-project/rig/internal/hostfs"
@@ -154,7 +155,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			if err != nil {
 				resp.Error = err.Error()
 				var ue *nicctl.UsageError
-				resp.Usage = errors.As(err, &ue) || errors.Is(err, nicctl.ErrTimestamping)
+				resp.Usage = errors.As(err, &ue) || errors.Is(err, nicctl.ErrTimestamping) || cpurank.IsInput(err)
 			} else if res != nil {
 				resp.Result, _ = json.Marshal(res)
 			}
@@ -186,6 +187,12 @@ func (s *Server) handle(ctx context.Context, req Request) (any, error) {
 			return nil, err
 		}
 		return check.Run(ctx, s.FS, check.Options{CPU: a.CPU, Iface: a.Iface, Multicast: a.Multicast})
+	case OpRankCPUs:
+		var a RankArgs
+		if err := decode(req.Args, &a); err != nil {
+			return nil, err
+		}
+		return cpurank.Rank(ctx, s.FS, cpurank.Options{CPUs: a.CPUs, Window: time.Duration(a.WindowNS)})
 	case OpTimestamps:
 		var a TimestampsArgs
 		if err := decode(req.Args, &a); err != nil {

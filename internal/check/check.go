@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/nicctl"
@@ -43,6 +44,22 @@ func (s Severity) String() string {
 // MarshalJSON writes the severity as its name.
 func (s Severity) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
 
+// UnmarshalJSON reads a name MarshalJSON wrote (a report that crossed the
+// agent protocol or was saved by rig check --json).
+func (s *Severity) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return err
+	}
+	for v := Skip; v <= Fail; v++ {
+		if v.String() == name {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("check: unknown severity %q", name)
+}
+
 // Exit codes of `rig check`, by worst severity.
 const (
 	ExitOK   = 0 // every check ok or skipped
@@ -60,12 +77,14 @@ type Result struct {
 
 // Report is the outcome of Run.
 type Report struct {
-	CPU       int      `json:"cpu"`
-	CPUChoice string   `json:"cpu_choice,omitempty"`
-	Siblings  []int    `json:"smt_siblings,omitempty"`
-	Iface     string   `json:"iface,omitempty"`
-	Results   []Result `json:"results"`
-	Worst     Severity `json:"worst"`
+	CPU       int    `json:"cpu"`
+	CPUChoice string `json:"cpu_choice,omitempty"`
+	Siblings  []int  `json:"smt_siblings,omitempty"`
+	Iface     string `json:"iface,omitempty"`
+	// Ranking is the measurement that chose CPU (Options.Rank).
+	Ranking *cpurank.Ranking `json:"ranking,omitempty"`
+	Results []Result         `json:"results"`
+	Worst   Severity         `json:"worst"`
 }
 
 // ExitCode maps the worst severity to 0, 3 or 4.
@@ -92,6 +111,12 @@ func (r *Report) Get(id string) *Result {
 // WriteText prints one line per check and the fix under each non-ok one.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
+	if r.Ranking != nil {
+		if err := r.Ranking.WriteText(&b); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "rig check: responder CPU %d", r.CPU)
 	if r.CPUChoice != "" {
 		fmt.Fprintf(&b, " (%s)", r.CPUChoice)
@@ -117,8 +142,11 @@ func (r *Report) WriteText(w io.Writer) error {
 // Options configure Run.
 type Options struct {
 	// CPU is the responder CPU; negative picks the first isolated CPU, else
-	// the last online one.
+	// the last online one (or the quietest, with Rank).
 	CPU int
+	// Rank, when set and CPU is negative, measures the candidate CPUs
+	// first and checks the quietest (cpurank.Rank).
+	Rank *cpurank.Options
 	// Iface enables the NIC checks.
 	Iface string
 	// Multicast says the requests are multicast on Iface (the IGMP check).
@@ -190,7 +218,13 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 	}
 	x.cg, x.cgErr = hostinfo.ReadCgroup(fs, "self")
 	x.inK8s = o.Getenv("KUBERNETES_SERVICE_HOST") != ""
-	if o.CPU < 0 {
+	if o.CPU < 0 && o.Rank != nil {
+		rk, err := cpurank.Rank(ctx, fs, *o.Rank)
+		if err != nil {
+			return nil, err
+		}
+		x.r.Ranking, x.r.CPU, x.r.CPUChoice = rk, rk.Chosen, "the quietest of "+cpulist.Format(rk.Candidates)+", ranked above"
+	} else if o.CPU < 0 {
 		if len(x.isolated) > 0 {
 			x.r.CPU, x.r.CPUChoice = x.isolated[0], "first isolated CPU; choose with --cpu"
 		} else {
@@ -277,7 +311,7 @@ func (x *runner) cpuOnline() {
 }
 
 func (x *runner) cpuAllowed() {
-	allowed, err := hostinfo.CPUsAllowed(x.fs, "self")
+	allowed, err := hostinfo.ProcessCPUsAllowed(x.fs, "self")
 	if err != nil {
 		x.add("cpu.allowed", Warn, "", "cannot read Cpus_allowed_list of rig: %v", err)
 		return

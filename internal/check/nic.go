@@ -94,7 +94,13 @@ func (x *runner) cgroup() {
 		return
 	}
 	cg, cpu := x.cg, x.r.CPU
-	kfix := "Guaranteed pod with integer CPUs on kubelet ≥ 1.33 (DisableCPUQuotaWithExclusiveCPUs, default on); CRI-O/OpenShift: annotation cpu-quota.crio.io: disable; elsewhere: echo max > " + cg.Dir + "/cpu.max"
+	// The quota's file and its "no limit" value differ between the
+	// hierarchies: v2 cpu.max takes "max", v1 cpu.cfs_quota_us takes -1.
+	unlimit := "echo max > " + cg.Dir + "/cpu.max"
+	if cg.Version == 1 {
+		unlimit = "echo -1 > " + cg.Dir + "/cpu.cfs_quota_us"
+	}
+	kfix := "Guaranteed pod with integer CPUs on kubelet ≥ 1.33 (DisableCPUQuotaWithExclusiveCPUs, default on); CRI-O/OpenShift: annotation cpu-quota.crio.io: disable; elsewhere: " + unlimit
 	if cg.CPUMax.Unlimited() {
 		x.add("cgroup.cpu_max", OK, "", "no CFS quota (cpu.max %s, cgroup v%d %s)", cg.CPUMax, cg.Version, cg.Path)
 	} else {
@@ -122,6 +128,10 @@ func (x *runner) cgroup() {
 	}
 	if !narrow && !x.inK8s {
 		x.add("cgroup.whole_cores", Skip, "", "not in a pinned container")
+		return
+	}
+	if len(cg.CPUSet) == 0 {
+		x.add("cgroup.whole_cores", Skip, "", "no cpuset controller for this cgroup")
 		return
 	}
 	var split []string

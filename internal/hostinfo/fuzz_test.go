@@ -204,6 +204,29 @@ func FuzzTaskStat(f *testing.F) {
 	})
 }
 
+// FuzzTaskSchedstat checks the schedstat parser never panics and that
+// what it accepts prints back as the same three numbers.
+func FuzzTaskSchedstat(f *testing.F) {
+	f.Add([]byte("1234 56 7\n"))
+	f.Add([]byte("0 0 0"))
+	f.Add([]byte("18446744073709551615 1 2\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, ok := ParseTaskSchedstat(b)
+		if !ok {
+			return
+		}
+		got := strings.Fields(string(b))
+		if len(got) != 3 {
+			t.Fatalf("%q parsed as %+v", b, s)
+		}
+		for i, want := range []uint64{s.RunNS, s.WaitNS, s.Slices} {
+			if v, err := strconv.ParseUint(got[i], 10, 64); err != nil || v != want {
+				t.Fatalf("%q field %d: parsed %d, strconv says %d (%v)", b, i, want, v, err)
+			}
+		}
+	})
+}
+
 // FuzzIdleState writes fuzzed sysfs values into a cpuidle state directory
 // and checks ReadIdleStates either rejects them or returns exactly them.
 func FuzzIdleState(f *testing.F) {

@@ -2,7 +2,9 @@ package hostinfo
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -416,5 +418,51 @@ func TestFileReadAll(t *testing.T) {
 	}
 	if _, err := Open(hostfs.FS{Root: t.TempDir()}, "/proc/nope"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
+	}
+}
+
+func TestParseTaskSchedstat(t *testing.T) {
+	for in, want := range map[string]TaskSchedstat{
+		"1234 56 7\n": {1234, 56, 7},
+		"0 0 0":       {},
+		"9 8 7 \n":    {9, 8, 7},
+	} {
+		if got, ok := ParseTaskSchedstat([]byte(in)); !ok || got != want {
+			t.Errorf("%q: %+v %v, want %+v", in, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "1 2", "1 2 3 4", "a b c", "1 2 -3", "1 2 3x", "99999999999999999999 1 2"} {
+		if got, ok := ParseTaskSchedstat([]byte(bad)); ok {
+			t.Errorf("%q accepted as %+v", bad, got)
+		}
+	}
+	b := []byte("1234 56 7\n")
+	if n := testing.AllocsPerRun(100, func() { ParseTaskSchedstat(b) }); n != 0 {
+		t.Errorf("ParseTaskSchedstat allocates %.0f times", n)
+	}
+}
+
+// The process may run where any of its threads may: one thread pinned
+// itself to CPU 1, another keeps the process's 0-3.
+func TestProcessCPUsAllowed(t *testing.T) {
+	h := hostfs.FS{Root: t.TempDir()}
+	for p, v := range map[string]string{
+		"/proc/self/status":         "Cpus_allowed_list:\t1\n", // the main thread, pinned
+		"/proc/self/task/10/status": "Cpus_allowed_list:\t1\n",
+		"/proc/self/task/11/status": "Cpus_allowed_list:\t0-3\n",
+		"/proc/9/status":            "Cpus_allowed_list:\t2\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(h.Path(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(h.Path(p), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l, err := ProcessCPUsAllowed(h, "self"); err != nil || fmt.Sprint(l) != "[0 1 2 3]" {
+		t.Fatalf("self: %v %v", l, err)
+	}
+	if l, err := ProcessCPUsAllowed(h, "9"); err != nil || fmt.Sprint(l) != "[2]" {
+		t.Fatalf("no task directory: %v %v", l, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -133,6 +134,32 @@ func CPUsAllowed(fs hostfs.FS, task string) ([]int, error) {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return l, nil
+}
+
+// ProcessCPUsAllowed is what a process may run on: the union of its
+// threads' Cpus_allowed_list (pid "self" or a number). A thread that pinned
+// itself narrows only its own list, and a Go process's main thread can stay
+// pinned after the goroutine that pinned it ended; the process's cpuset
+// (taskset, a container's cgroup) bounds them all. Without a task
+// directory (a fake tree) it is CPUsAllowed of the process.
+func ProcessCPUsAllowed(fs hostfs.FS, pid string) ([]int, error) {
+	tasks, err := fs.ReadDir("/proc/" + pid + "/task")
+	if err != nil || len(tasks) == 0 {
+		return CPUsAllowed(fs, pid)
+	}
+	var all []int
+	for _, t := range tasks {
+		l, err := CPUsAllowed(fs, pid+"/task/"+t.Name())
+		if err != nil {
+			continue // the thread exited
+		}
+		all = append(all, l...)
+	}
+	if len(all) == 0 {
+		return CPUsAllowed(fs, pid)
+	}
+	sort.Ints(all)
+	return slices.Compact(all), nil
 }
 
 // Process is a running process found by name.

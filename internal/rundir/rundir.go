@@ -5,7 +5,7 @@
 //	results/<scenario>-<UTC time>[-N]/
 //	  manifest.json
 //	  env/<host>.json
-//	  arms/<arm>/round-<k>/{sender,responder,capture}.samples, telemetry.json
+//	  arms/<arm>/round-<k>/{sender,responder,capture}.samples, telemetry.json, cpu-rank.json
 //	  tables.md tables.csv report.md report.json report.html hist.hlog plots/
 package rundir
 
@@ -90,6 +90,9 @@ const (
 	EnvDir       = "env"
 	ArmsDir      = "arms"
 	Telemetry    = "telemetry.json"
+	// CPURank is a round's CPU ranking (responder.cpu: quietest): which
+	// CPU the responder was pinned to and the evidence (cpurank.Ranking).
+	CPURank = "cpu-rank.json"
 )
 
 // RoundDir is the directory of one arm's round k.

@@ -247,6 +247,10 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 	fmt.Fprintf(o.Log, "rig run: round %d arm %s\n", r, arm.Name)
 	// The arm's knobs go to the responder host.
 	rsp := hs.responder.Agent
+	k, _, err = pinQuietest(ctx, o, rsp, k, rundir.RoundDir(dir, arm.Name, r))
+	if err != nil {
+		return err
+	}
 	report, aerr := rsp.Apply(ctx, arm.Name, k, hs.responder.Iface, hs.responder.AllowMgmt, length)
 	for _, line := range report {
 		fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, line)
@@ -569,13 +573,28 @@ func (e *CheckFailedError) Error() string {
 }
 
 // preflight runs `rig check` on the responder host for every responder CPU
-// the arms use, and stops the run on a FAIL (warnings are logged).
+// the arms use, and stops the run on a FAIL (warnings are logged). An arm
+// with responder.cpu: quietest is checked on the CPU a ranking picks now
+// (each round ranks again).
 func preflight(ctx context.Context, o Options, p scenario.Plan, hs *hosts) error {
 	seen := map[int]bool{}
+	ranked := map[string]int{} // quietest candidates → the CPU picked
 	for _, a := range p.Arms {
 		cpu := -1
 		if c := a.Effective.Responder.CPU; c != nil {
 			cpu = *c
+		}
+		if q := a.Effective.Responder.Quietest; q != nil {
+			c, ok := ranked[q.String()]
+			if !ok {
+				_, rk, err := pinQuietest(ctx, o, hs.responder.Agent, a.Effective, "")
+				if err != nil {
+					return fmt.Errorf("require-check: %w", err)
+				}
+				c = rk.Chosen
+				ranked[q.String()] = c
+			}
+			cpu = c
 		}
 		if seen[cpu] {
 			continue

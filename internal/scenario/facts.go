@@ -414,6 +414,13 @@ func (v *validator) knobs(p string, k Knobs, hf *hostFacts) {
 	if k.Responder.CPU != nil {
 		v.cpus(p+".responder.cpu", []int{*k.Responder.CPU}, hf, "a responder CPU")
 	}
+	if q := k.Responder.Quietest; q != nil && q.CPUs != nil {
+		path := p + ".responder.cpu.quietest"
+		if !v.s.pos.has(path) {
+			path = p + ".responder.cpu"
+		}
+		v.cpus(path, q.CPUs, hf, "candidate CPUs")
+	}
 	if k.IRQ != nil {
 		v.cpus(p+".irq.cpus", k.IRQ.CPUs, hf, "IRQ CPUs")
 	}
@@ -513,90 +520,42 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 	a := &v.s.Arms[i]
 	e := a.Effective
 	var skip []string
-	cpu := -1
-	if e.Responder.CPU != nil {
-		cpu = *e.Responder.CPU
+	// The responder CPU, or with quietest every candidate: what is about
+	// the responder CPU must hold on each, whichever the ranking picks.
+	cpus := []int{-1}
+	switch {
+	case e.Responder.CPU != nil:
+		cpus = []int{*e.Responder.CPU}
+	case e.Responder.Quietest != nil:
+		cpus = e.Responder.Quietest.candidatesOr(hf.online)
 	}
-	var siblings []int
-	noSMT := ""
-	if cpu >= 0 && (e.SMTSibling != nil || slices.Contains(e.Requires, RequireSMT)) {
-		sib, err := hf.f.ThreadSiblings(cpu)
-		if err != nil {
-			return &HostError{hf.name, err}
-		}
-		// Hosts without SMT (AWS Graviton, SMT off) list the CPU alone.
-		noSMT = fmt.Sprintf("CPU %d has no SMT sibling (thread_siblings_list %s: one thread per core)", cpu, listOrNone(sib))
-		for _, c := range sib {
-			if c != cpu {
-				siblings = append(siblings, c)
-			}
+	cstateErrs := len(v.c.errs)
+	for _, cpu := range cpus {
+		var err error
+		if skip, err = v.armCPU(i, cpu, hf, skip, len(v.c.errs) > cstateErrs); err != nil {
+			return err
 		}
 	}
 	for _, q := range e.Requires {
-		switch q {
-		case RequireIsolated:
-			if !slices.Contains(hf.isolated, cpu) {
-				skip = append(skip, fmt.Sprintf("CPU %d is not isolated (isolated: %s)", cpu, listOrNone(hf.isolated)))
-			}
-		case RequireNohzFull:
-			if !slices.Contains(hf.nohz, cpu) {
-				skip = append(skip, fmt.Sprintf("CPU %d is not nohz_full (nohz_full: %s)", cpu, listOrNone(hf.nohz)))
-			}
-		case RequireSMT:
-			if len(siblings) == 0 {
-				skip = append(skip, noSMT)
-			}
-		case RequireHWTimestamps:
-			// The responder's own stamps (RX and TX: its turnaround); the
-			// capture host's NIC is checked with timestamps: hardware.
-			if rsp.Iface == "" {
-				skip = append(skip, fmt.Sprintf("the responder host %s has no iface: to check for hardware timestamps", rsp.Name))
-				break
-			}
-			tp := planTimestamping(*rsp, hf.f, TimestampsHardware)
-			if tp.Err != nil && !errors.Is(tp.Err, os.ErrNotExist) {
-				return &HostError{rsp.Name, tp.Err}
-			}
-			if tp.Err != nil || tp.Decision.Action == tstamp.ActRefuse {
-				why := "no such interface"
-				if tp.Err == nil {
-					why = tp.Decision.Why
-				}
-				skip = append(skip, "no hardware timestamps: "+why)
-			}
+		if q != RequireHWTimestamps {
+			continue
 		}
-	}
-	if e.SMTSibling != nil && len(siblings) == 0 && !slices.Contains(e.Requires, RequireSMT) {
-		skip = append(skip, noSMT+" for the smt-sibling load")
-	}
-	// max-latency-us is global: the first online CPU's states stand for all.
-	icpu := cpu
-	if icpu < 0 && len(hf.online) > 0 {
-		icpu = hf.online[0]
-	}
-	if cs := e.CState; cs != nil && icpu >= 0 {
-		names, err := hf.f.IdleStates(icpu)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states: it idles in the kernel's default state (HLT on x86, WFI on arm64), which ignores PM QoS and has nothing to disable, so this arm would change nothing", icpu, hf.name),
-				"leave cstate out on this host (an AWS Graviton guest has no cpuidle driver); to poll instead of idling, boot it with idle=poll and compare hosts, not arms")
-		case err != nil:
-			return &HostError{hf.name, err}
-		case cs.Poll && !cstate.HasPoll(names):
-			hint := fmt.Sprintf("to keep CPU %d in %s, its shallowest state, write disable: [%s] and name the arm so; to poll, boot the host with idle=poll; or leave cstate out", icpu, names[0], strings.Join(names[1:], ", "))
-			if len(names) == 1 {
-				hint = fmt.Sprintf("%s is its only state, so it idles there already: leave cstate out, or boot the host with idle=poll to poll", names[0])
+		// The responder's own stamps (RX and TX: its turnaround); the
+		// capture host's NIC is checked with timestamps: hardware.
+		if rsp.Iface == "" {
+			skip = append(skip, fmt.Sprintf("the responder host %s has no iface: to check for hardware timestamps", rsp.Name))
+			break
+		}
+		tp := planTimestamping(*rsp, hf.f, TimestampsHardware)
+		if tp.Err != nil && !errors.Is(tp.Err, os.ErrNotExist) {
+			return &HostError{rsp.Name, tp.Err}
+		}
+		if tp.Err != nil || tp.Decision.Action == tstamp.ActRefuse {
+			why := "no such interface"
+			if tp.Err == nil {
+				why = tp.Decision.Why
 			}
-			v.c.val(v.field(i, "cstate.poll"), fmt.Sprintf("CPU %d on host %s has no POLL idle state (states: %s; arm64 has none): poll would disable them all and the CPU would still idle in %s", icpu, hf.name, strings.Join(names, ", "), names[0]), hint)
-		case cs.MaxLatencyUS != nil && *cs.MaxLatencyUS == 0 && !cstate.HasPoll(names):
-			a.Notes = append(a.Notes, fmt.Sprintf("cstate max-latency-us 0 on host %s: %s", hf.name, cstate.ZeroLatencyEffect(names)))
-		default:
-			for j, n := range cs.Disable {
-				if !slices.Contains(names, n) {
-					p := v.field(i, fmt.Sprintf("cstate.disable[%d]", j))
-					v.c.val(p, fmt.Sprintf("idle state %s does not exist on CPU %d of host %s (states: %s)", n, cpu, hf.name, strings.Join(names, ", ")), "use the names in /sys/devices/system/cpu/cpuN/cpuidle/state*/name")
-				}
-			}
+			skip = append(skip, "no hardware timestamps: "+why)
 		}
 	}
 	if err := v.power(i, hf); err != nil {
@@ -624,6 +583,81 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 	sort.Strings(skip)
 	a.Skip = strings.Join(slices.Compact(skip), "; ")
 	return nil
+}
+
+// armCPU checks what arm i needs of the responder CPU cpu (-1: not
+// pinned), adding skip reasons to skip; cstateDone says a cstate problem
+// was already reported for another candidate of the arm.
+func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone bool) ([]string, error) {
+	a := &v.s.Arms[i]
+	e := a.Effective
+	var siblings []int
+	noSMT := ""
+	if cpu >= 0 && (e.SMTSibling != nil || slices.Contains(e.Requires, RequireSMT)) {
+		sib, err := hf.f.ThreadSiblings(cpu)
+		if err != nil {
+			return skip, &HostError{hf.name, err}
+		}
+		// Hosts without SMT (AWS Graviton, SMT off) list the CPU alone.
+		noSMT = fmt.Sprintf("CPU %d has no SMT sibling (thread_siblings_list %s: one thread per core)", cpu, listOrNone(sib))
+		for _, c := range sib {
+			if c != cpu {
+				siblings = append(siblings, c)
+			}
+		}
+	}
+	for _, q := range e.Requires {
+		switch q {
+		case RequireIsolated:
+			if !slices.Contains(hf.isolated, cpu) {
+				skip = append(skip, fmt.Sprintf("CPU %d is not isolated (isolated: %s)", cpu, listOrNone(hf.isolated)))
+			}
+		case RequireNohzFull:
+			if !slices.Contains(hf.nohz, cpu) {
+				skip = append(skip, fmt.Sprintf("CPU %d is not nohz_full (nohz_full: %s)", cpu, listOrNone(hf.nohz)))
+			}
+		case RequireSMT:
+			if len(siblings) == 0 {
+				skip = append(skip, noSMT)
+			}
+		}
+	}
+	if e.SMTSibling != nil && len(siblings) == 0 && !slices.Contains(e.Requires, RequireSMT) {
+		skip = append(skip, noSMT+" for the smt-sibling load")
+	}
+	// max-latency-us is global: the first online CPU's states stand for all.
+	icpu := cpu
+	if icpu < 0 && len(hf.online) > 0 {
+		icpu = hf.online[0]
+	}
+	if cs := e.CState; cs != nil && icpu >= 0 && !cstateDone {
+		names, err := hf.f.IdleStates(icpu)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states: it idles in the kernel's default state (HLT on x86, WFI on arm64), which ignores PM QoS and has nothing to disable, so this arm would change nothing", icpu, hf.name),
+				"leave cstate out on this host (an AWS Graviton guest has no cpuidle driver); to poll instead of idling, boot it with idle=poll and compare hosts, not arms")
+		case err != nil:
+			return skip, &HostError{hf.name, err}
+		case cs.Poll && !cstate.HasPoll(names):
+			hint := fmt.Sprintf("to keep CPU %d in %s, its shallowest state, write disable: [%s] and name the arm so; to poll, boot the host with idle=poll; or leave cstate out", icpu, names[0], strings.Join(names[1:], ", "))
+			if len(names) == 1 {
+				hint = fmt.Sprintf("%s is its only state, so it idles there already: leave cstate out, or boot the host with idle=poll to poll", names[0])
+			}
+			v.c.val(v.field(i, "cstate.poll"), fmt.Sprintf("CPU %d on host %s has no POLL idle state (states: %s; arm64 has none): poll would disable them all and the CPU would still idle in %s", icpu, hf.name, strings.Join(names, ", "), names[0]), hint)
+		case cs.MaxLatencyUS != nil && *cs.MaxLatencyUS == 0 && !cstate.HasPoll(names):
+			if n := fmt.Sprintf("cstate max-latency-us 0 on host %s: %s", hf.name, cstate.ZeroLatencyEffect(names)); !slices.Contains(a.Notes, n) {
+				a.Notes = append(a.Notes, n)
+			}
+		default:
+			for j, n := range cs.Disable {
+				if !slices.Contains(names, n) {
+					p := v.field(i, fmt.Sprintf("cstate.disable[%d]", j))
+					v.c.val(p, fmt.Sprintf("idle state %s does not exist on CPU %d of host %s (states: %s)", n, cpu, hf.name, strings.Join(names, ", ")), "use the names in /sys/devices/system/cpu/cpuN/cpuidle/state*/name")
+				}
+			}
+		}
+	}
+	return skip, nil
 }
 
 // TimestampPlan is what rig will do with one host's NIC timestamping: the

@@ -96,7 +96,7 @@ func (a *rawArm) knobs() *rawKnobs {
 }
 
 type rawResponder struct {
-	CPU   *int    `yaml:"cpu"`
+	CPU   any     `yaml:"cpu"` // a CPU number, quietest, or {quietest: LIST, window: D}
 	Sched *string `yaml:"sched"`
 	Poll  *string `yaml:"poll"`
 }
@@ -972,11 +972,7 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 	if rr := r.Responder; rr != nil {
 		rp := p + ".responder"
 		if rr.CPU != nil {
-			if *rr.CPU < 0 || *rr.CPU > cpulist.MaxCPU {
-				c.val(rp+".cpu", fmt.Sprintf("CPU %d is out of range", *rr.CPU), fmt.Sprintf("CPU numbers are 0..%d", cpulist.MaxCPU))
-			} else {
-				k.Responder.CPU = rr.CPU
-			}
+			k.Responder.CPU, k.Responder.Quietest = c.responderCPU(rp+".cpu", rr.CPU)
 		}
 		if rr.Sched != nil {
 			if sc, err := parseSched(*rr.Sched); err != nil {
@@ -1333,8 +1329,9 @@ func (c *checker) stressArgs(path, v, cpusField string) ([]string, bool) {
 // their fields only make sense together; requires is the union.
 func merge(d, a Knobs) Knobs {
 	e := d
-	if a.Responder.CPU != nil {
-		e.Responder.CPU = a.Responder.CPU
+	// responder.cpu is one field in either form.
+	if a.Responder.CPU != nil || a.Responder.Quietest != nil {
+		e.Responder.CPU, e.Responder.Quietest = a.Responder.CPU, a.Responder.Quietest
 	}
 	if a.Responder.Sched != nil {
 		e.Responder.Sched = a.Responder.Sched
@@ -1416,15 +1413,25 @@ func mergePower(d, a *Power) *Power {
 // effective checks what only makes sense once defaults are merged. The
 // error points at the arm (the knob may come from defaults).
 func (c *checker) effective(p string, e Knobs) {
-	if e.SMTSibling != nil && e.Responder.CPU == nil {
+	// With quietest the CPU is chosen on the host before each round; what
+	// is about that CPU is checked on every candidate, so the candidates
+	// must be listed.
+	anyCPU := e.Responder.Quietest != nil && e.Responder.Quietest.CPUs == nil
+	if e.SMTSibling != nil && !e.Responder.HasCPU() {
 		c.key(p+".smt-sibling", "smt-sibling load needs responder.cpu: the sibling is the responder CPU's", "set responder.cpu in the arm or in defaults")
+	} else if e.SMTSibling != nil && anyCPU {
+		c.key(p+".smt-sibling", "smt-sibling load with responder.cpu: quietest of every CPU rig may use: the sibling cannot be checked before the run", `list the candidates, e.g. responder: {cpu: {quietest: "2-5"}}, or give responder.cpu a number`)
 	}
-	if e.CState != nil && (e.CState.Disable != nil || e.CState.Poll) && e.Responder.CPU == nil {
+	if e.CState != nil && (e.CState.Disable != nil || e.CState.Poll) && !e.Responder.HasCPU() {
 		c.key(p+".cstate", "cstate disable/poll acts on the responder CPU, and responder.cpu is not set", "set responder.cpu in the arm or in defaults, or use max-latency-us (all CPUs)")
 	}
 	if pw := e.Power; pw != nil {
 		if pw.CPUs == nil && e.Responder.CPU == nil && (pw.Governor != nil || pw.MinFreqKHz != nil || pw.MaxFreqKHz != nil) {
-			c.key(p+".power", "power governor/min-freq/max-freq act on the responder CPU's cpufreq policy, and responder.cpu is not set", "set responder.cpu, or power.cpus, in the arm or in defaults")
+			if e.Responder.Quietest != nil {
+				c.key(p+".power", "power governor/min-freq/max-freq act on the responder CPU's cpufreq policy, and responder.cpu: quietest picks that CPU only when the round starts", "set power.cpus (e.g. the quietest candidates), or give responder.cpu a number")
+			} else {
+				c.key(p+".power", "power governor/min-freq/max-freq act on the responder CPU's cpufreq policy, and responder.cpu is not set", "set responder.cpu, or power.cpus, in the arm or in defaults")
+			}
 		}
 		for _, x := range []struct {
 			lo, hi     *int64
@@ -1436,8 +1443,15 @@ func (c *checker) effective(p string, e Knobs) {
 		}
 	}
 	for _, q := range e.Requires {
-		if (q == RequireIsolated || q == RequireNohzFull || q == RequireSMT) && e.Responder.CPU == nil {
+		if q != RequireIsolated && q != RequireNohzFull && q != RequireSMT {
+			continue
+		}
+		if !e.Responder.HasCPU() {
 			c.key(p, fmt.Sprintf("requires %s is about the responder CPU, and responder.cpu is not set", q), "set responder.cpu in the arm or in defaults")
+			break
+		}
+		if anyCPU {
+			c.key(p, fmt.Sprintf("requires %s is about the responder CPU, and responder.cpu: quietest picks it from every CPU rig may use, unknown before the run", q), `list the candidates (every one is checked), e.g. responder: {cpu: {quietest: "2-5"}}`)
 			break
 		}
 	}

@@ -199,10 +199,13 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		return "  [defaults]"
 	}
 	r := e.Responder
-	if r.CPU != nil || r.Sched != nil || r.Poll != nil {
+	if r.HasCPU() || r.Sched != nil || r.Poll != nil {
 		var parts []string
 		if r.CPU != nil {
 			parts = append(parts, fmt.Sprintf("CPU %d", *r.CPU))
+		}
+		if r.Quietest != nil {
+			parts = append(parts, "CPU "+r.Quietest.String())
 		}
 		if r.Sched != nil {
 			parts = append(parts, "sched "+r.Sched.String())
@@ -210,7 +213,7 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		if r.Poll != nil {
 			parts = append(parts, "poll "+r.Poll.String())
 		}
-		set := k.Responder.CPU != nil || k.Responder.Sched != nil || k.Responder.Poll != nil
+		set := k.Responder.HasCPU() || k.Responder.Sched != nil || k.Responder.Poll != nil
 		out = append(out, "responder process: "+strings.Join(parts, ", ")+from(set))
 	}
 	if e.IRQ != nil {
@@ -258,7 +261,9 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 			out = append(out, l+from(k.Power != nil || k.Tuned != nil))
 		}
 	}
-	if cs := e.CState; cs != nil {
+	if cs := e.CState; cs != nil && r.Quietest != nil && cs.MaxLatencyUS == nil {
+		out = append(out, "C-states on the CPU the ranking picks: "+cstateWhat(cs)+from(k.CState != nil))
+	} else if cs != nil {
 		out = append(out, cstateLines(cs, r.CPU, local, from(k.CState != nil))...)
 	}
 	if l := e.Load; l != nil {
@@ -267,6 +272,9 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 			where = "--taskset " + cpulist.Format(l.CPUs)
 		}
 		out = append(out, fmt.Sprintf("load: stress-ng %s (%s), stopped at the end of the arm%s", strings.Join(l.StressNG, " "), where, from(k.Load != nil)))
+	}
+	if sm := e.SMTSibling; sm != nil && r.Quietest != nil {
+		out = append(out, fmt.Sprintf("smt-sibling load: stress-ng %s on the SMT sibling of the CPU the ranking picks%s", strings.Join(sm.StressNG, " "), from(k.SMTSibling != nil)))
 	}
 	if sm := e.SMTSibling; sm != nil && r.CPU != nil {
 		sib := fmt.Sprintf("the SMT sibling of CPU %d", *r.CPU)
@@ -296,10 +304,7 @@ func cstateLines(cs *CState, cpu *int, local *hostfs.FS, from string) []string {
 	if cs.MaxLatencyUS != nil {
 		return []string{fmt.Sprintf("C-states: /dev/cpu_dma_latency held open at %d µs (all CPUs)%s", *cs.MaxLatencyUS, from)}
 	}
-	what := "disable " + strings.Join(cs.Disable, ", ")
-	if cs.Poll {
-		what = "disable every state but POLL"
-	}
+	what := cstateWhat(cs)
 	if cpu == nil {
 		return []string{"C-states: " + what + from}
 	}
@@ -320,6 +325,13 @@ func cstateLines(cs *CState, cpu *int, local *hostfs.FS, from string) []string {
 		out = append(out, fmt.Sprintf("  %s (%s): disable %d → 1", strings.TrimPrefix(hostinfo.IdleStatePath(*cpu, x.Index), "/sys/devices/system/cpu/"), x.Name, b2i(x.Disabled)))
 	}
 	return out
+}
+
+func cstateWhat(cs *CState) string {
+	if cs.Poll {
+		return "disable every state but POLL"
+	}
+	return "disable " + strings.Join(cs.Disable, ", ")
 }
 
 func b2i(b bool) int {

@@ -200,12 +200,26 @@ type Knobs struct {
 	Requires   []Requirement
 }
 
-// Responder says where and how the responder runs.
+// Responder says where and how the responder runs. CPU and Quietest are
+// the two forms of responder.cpu: at most one is set.
 type Responder struct {
-	CPU   *int
-	Sched *Sched
-	Poll  *Poll
+	CPU      *int
+	Quietest *Quietest
+	Sched    *Sched
+	Poll     *Poll
 }
+
+// Quietest is responder.cpu: quietest — the responder host's agent ranks
+// the candidate CPUs by measured noise before each round (cpurank) and
+// the round pins the responder to the quietest.
+type Quietest struct {
+	CPUs   []int         // candidates; nil = every CPU rig may run on there
+	Window time.Duration // how long they are watched; 0 = the default (1 s)
+}
+
+// HasCPU reports whether the responder is pinned: to a given CPU or to the
+// quietest one.
+func (r Responder) HasCPU() bool { return r.CPU != nil || r.Quietest != nil }
 
 // Sched is the scheduling policy of the responder thread.
 type Sched struct {

@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"bytes"
 	"slices"
 	"strconv"
 
@@ -88,13 +87,12 @@ func (ts *threadScanner) ran(p string, tid int, state byte) (bool, uint64) {
 		ts.noSched = true
 		return true, 0
 	}
-	f := bytes.Fields(b)
-	if len(f) < 3 {
+	st, ok := hostinfo.ParseTaskSchedstat(b)
+	if !ok {
 		ts.noSched = true
 		return true, 0
 	}
-	run, _ := strconv.ParseUint(string(f[0]), 10, 64)
-	n, _ := strconv.ParseUint(string(f[2]), 10, 64)
+	run, n := st.RunNS, st.Slices
 	prev, seen := ts.slices[tid]
 	prevRun := ts.runNS[tid]
 	ts.slices[tid], ts.runNS[tid] = n, run

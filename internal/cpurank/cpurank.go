@@ -1,0 +1,555 @@
+// Package cpurank finds the measurably quietest CPU: it watches candidate
+// CPUs over a window — interrupts, softirqs, context switches, the run time
+// and runnable sightings of other threads, steal time — and ranks them by
+// one documented cost, so a responder can be pinned where the least else
+// happens, with the evidence kept beside the result.
+//
+// Everything is read from procfs through hostinfo's parsers (one per file):
+// /proc/interrupts and /proc/softirqs (per-CPU counters), /proc/stat (steal
+// and busy time), and every thread's stat (state, last CPU) and schedstat
+// (run time, timeslices). No IPI is sent to the measured CPUs: the counters
+// are read remotely, from a thread pinned outside the candidates when the
+// process may run elsewhere.
+package cpurank
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
+)
+
+// Defaults of Options.
+const (
+	DefaultWindow = time.Second
+	DefaultScans  = 5
+	// EventCostUS is what one interrupt, softirq or context switch is
+	// charged in the score: a nominal entry/exit cost. The ranking of a
+	// busy CPU against an idle one does not depend on it; among idle CPUs
+	// it makes the score the count of events.
+	EventCostUS = 2
+)
+
+// Rule is the ranking rule, printed with every ranking (read only).
+var Rule = "cost of a CPU (µs per second) = run time of other threads there + steal time + " +
+	strconv.Itoa(EventCostUS) + " µs × (device interrupts + other interrupts + softirqs + context switches) per second; " +
+	"a CPU's rank cost adds its SMT siblings' cost (they share the core); lowest rank cost first, then lowest own cost, then lowest CPU number"
+
+// Options configure Rank.
+type Options struct {
+	// CPUs are the candidates; nil means every CPU this process may run on
+	// (its Cpus_allowed_list: a pod's cpuset).
+	CPUs []int
+	// Window is how long the CPUs are watched (default 1 s).
+	Window time.Duration
+	// Scans is how many thread scans spread over the window, both ends
+	// included (default 5, at least 2).
+	Scans int
+	// Self is the process whose threads are not counted (default this one:
+	// the ranker's own reads).
+	Self int
+	// Sleep waits between scans; nil means a context-aware sleep. Tests
+	// use it to move the counters of a fake tree; the rates are then per
+	// the nominal Window.
+	Sleep func(context.Context, time.Duration) error
+	// NoPin keeps the measurement on the calling thread's CPUs (fake
+	// trees); otherwise it runs on a thread pinned to an allowed CPU
+	// outside the candidates when there is one.
+	NoPin bool
+}
+
+// Ranking is the outcome of Rank: the candidates best first, with the
+// evidence of each. It is the JSON of cpu-rank.json in a run directory.
+type Ranking struct {
+	Format string `json:"format"` // "rig-cpu-rank"
+	// Candidates as ranked; From says where they came from.
+	Candidates []int  `json:"candidates"`
+	From       string `json:"from"`
+	Chosen     int    `json:"chosen"`
+	WindowNS   int64  `json:"window_ns"`
+	StartNS    int64  `json:"start_ns"` // CLOCK_REALTIME of the host
+	EndNS      int64  `json:"end_ns"`
+	Scans      int    `json:"scans"`
+	// RankerCPUs are the CPUs the measuring thread ran on (pinned outside
+	// the candidates when it could be).
+	RankerCPUs []int `json:"ranker_cpus"`
+	// CtxSource and RunSource say how context switches and other
+	// threads' run time were counted.
+	CtxSource string   `json:"ctx_source"`
+	RunSource string   `json:"run_source"`
+	Rule      string   `json:"rule"`
+	CPUs      []CPU    `json:"cpus"` // best first
+	Notes     []string `json:"notes,omitempty"`
+}
+
+// CPU is one candidate's measurements over the window, per second.
+type CPU struct {
+	CPU  int `json:"cpu"`
+	Rank int `json:"rank"` // 1 = quietest
+	// Cost is the rank cost (own + SMT siblings'), Own this CPU's alone,
+	// both in µs per second.
+	Cost     float64 `json:"cost_us_per_s"`
+	Own      float64 `json:"own_us_per_s"`
+	Siblings []int   `json:"smt_siblings,omitempty"`
+	// Device interrupts (numbered /proc/interrupts rows: steerable),
+	// other interrupts (LOC, RES, CAL, TLB, ...: not steerable), softirqs.
+	IRQs     float64 `json:"irqs_per_s"`
+	ArchIRQs float64 `json:"arch_irqs_per_s"`
+	Softirqs float64 `json:"softirqs_per_s"`
+	// CtxSwitches are timeslices begun there (context switches onto it).
+	CtxSwitches float64 `json:"ctx_switches_per_s"`
+	// RunUS is the run time of threads other than the ranker's, µs per s.
+	RunUS float64 `json:"other_run_us_per_s"`
+	// Runnable is the mean number of other threads seen runnable (state R)
+	// there per scan.
+	Runnable float64 `json:"runnable"`
+	StealPct float64 `json:"steal_pct"`
+	BusyPct  float64 `json:"busy_pct"` // /proc/stat, tick-sampled: evidence only
+	// Top names the busiest interrupt rows and threads there.
+	TopIRQs    []string `json:"top_irqs,omitempty"`
+	TopThreads []string `json:"top_threads,omitempty"`
+}
+
+// Format of cpu-rank.json.
+const Format = "rig-cpu-rank"
+
+// Error is bad input (candidates that cannot be ranked here).
+type Error struct{ Msg string }
+
+func (e *Error) Error() string { return e.Msg }
+
+// Rank watches the candidates over the window and ranks them. It returns
+// an *Error for candidates that do not exist or may not be used here; a
+// procfs read that fails is an error as well (nothing to rank by).
+func Rank(ctx context.Context, fs hostfs.FS, o Options) (*Ranking, error) {
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.Scans < 2 {
+		o.Scans = DefaultScans
+	}
+	if o.Self == 0 {
+		o.Self = os.Getpid()
+	}
+	nominal := o.Sleep != nil
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	online, err := hostinfo.OnlineCPUs(fs)
+	if err != nil {
+		return nil, fmt.Errorf("rank CPUs: %w", err)
+	}
+	allowed, err := hostinfo.ProcessCPUsAllowed(fs, "self")
+	if err != nil {
+		return nil, fmt.Errorf("rank CPUs: %w", err)
+	}
+	r := &Ranking{Format: Format, Rule: Rule, WindowNS: int64(o.Window), Scans: o.Scans}
+	if o.CPUs == nil {
+		r.From = "the CPUs rig may run on (Cpus_allowed_list " + cpulist.Format(allowed) + ")"
+		for _, c := range allowed {
+			if slices.Contains(online, c) {
+				r.Candidates = append(r.Candidates, c)
+			}
+		}
+	} else {
+		r.From = "the list " + cpulist.Format(o.CPUs)
+		var offline, outside []int
+		for _, c := range o.CPUs {
+			switch {
+			case !slices.Contains(online, c):
+				offline = append(offline, c)
+			case !slices.Contains(allowed, c):
+				outside = append(outside, c)
+			default:
+				r.Candidates = append(r.Candidates, c)
+			}
+		}
+		if len(offline) > 0 {
+			return nil, &Error{fmt.Sprintf("CPU %s of the candidates %s is not online here (online: %s)", cpulist.Format(offline), cpulist.Format(o.CPUs), cpulist.Format(online))}
+		}
+		if len(outside) > 0 {
+			if len(r.Candidates) == 0 {
+				return nil, &Error{fmt.Sprintf("none of the candidates %s may be used by rig here: its cpuset allows %s (a pod gets the CPUs of its cgroup); list CPUs from %s", cpulist.Format(o.CPUs), cpulist.Format(allowed), cpulist.Format(allowed))}
+			}
+			r.Notes = append(r.Notes, fmt.Sprintf("CPU %s is outside the CPUs rig may use here (%s): not ranked", cpulist.Format(outside), cpulist.Format(allowed)))
+		}
+	}
+	if len(r.Candidates) == 0 {
+		return nil, &Error{fmt.Sprintf("no candidate CPU: rig may run on %s, online are %s", cpulist.Format(allowed), cpulist.Format(online))}
+	}
+	var housekeeping []int
+	for _, c := range allowed {
+		if slices.Contains(online, c) && !slices.Contains(r.Candidates, c) {
+			housekeeping = append(housekeeping, c)
+		}
+	}
+	if o.NoPin || len(housekeeping) == 0 {
+		r.RankerCPUs = allowed
+		if !o.NoPin {
+			r.Notes = append(r.Notes, fmt.Sprintf("rig may run only on the candidates (%s): the ranker's own reads ran there too (its threads are not counted; its wake-ups are)", cpulist.Format(allowed)))
+		}
+		if err := measure(ctx, fs, o, nominal, r); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	// The measurement on a thread pinned to the housekeeping CPUs. The
+	// thread's affinity is put back before it is unlocked; if that fails
+	// it stays locked and the thread ends with the goroutine (the main
+	// thread, which Go never ends, would keep the pinning otherwise).
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		var orig, set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &orig); err != nil {
+			done <- fmt.Errorf("rank CPUs: read the ranker's affinity: %w", err)
+			return
+		}
+		for _, c := range housekeeping {
+			set.Set(c)
+		}
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			done <- fmt.Errorf("rank CPUs: pin the ranker to %s: %w", cpulist.Format(housekeeping), err)
+			return
+		}
+		r.RankerCPUs = housekeeping
+		err := measure(ctx, fs, o, nominal, r)
+		if unix.SchedSetaffinity(0, &orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// counters is one read of the per-CPU counter files.
+type counters struct {
+	irq, soft *hostinfo.CounterTable
+	stat      []hostinfo.CPUTimes
+}
+
+func readCounters(fs hostfs.FS) (counters, error) {
+	var c counters
+	var err error
+	if c.irq, err = hostinfo.ReadInterrupts(fs); err != nil {
+		return c, err
+	}
+	if c.soft, err = hostinfo.ReadSoftirqs(fs); err != nil {
+		return c, err
+	}
+	c.stat, err = hostinfo.ReadCPUTimes(fs)
+	return c, err
+}
+
+// task is one thread as a scan saw it.
+type task struct {
+	pid   int
+	comm  string
+	state byte
+	cpu   int
+	sched hostinfo.TaskSchedstat
+	ok    bool // schedstat read
+}
+
+// scan reads every thread's stat and schedstat. Threads that exit during
+// the scan are skipped.
+func scan(fs hostfs.FS) (map[int]task, bool) {
+	out := map[int]task{}
+	haveSched := false
+	procs, err := fs.ReadDir("/proc")
+	if err != nil {
+		return out, false
+	}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		dir := "/proc/" + p.Name() + "/task/"
+		tasks, err := fs.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			b, err := fs.ReadFile(dir + t.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			tid, comm, state, cpu, ok := hostinfo.ParseTaskStatFields(b)
+			if !ok {
+				continue
+			}
+			tk := task{pid: pid, comm: string(comm), state: state, cpu: cpu}
+			if sb, err := fs.ReadFile(dir + t.Name() + "/schedstat"); err == nil {
+				tk.sched, tk.ok = hostinfo.ParseTaskSchedstat(sb)
+				haveSched = haveSched || tk.ok
+			}
+			out[tid] = tk
+		}
+	}
+	return out, haveSched
+}
+
+type perCPU struct {
+	ctx, run  uint64 // timeslices, run ns
+	runnable  int
+	byThread  map[string]uint64 // "comm[tid]" → run ns
+	sightings map[string]int    // runnable sightings when run time is unknown
+}
+
+// measure takes the two counter reads and the thread scans; nominal says
+// the window is the given one rather than the time measured (a test's
+// Sleep moved the counters of a fake tree).
+func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *Ranking) error {
+	// The siblings of every candidate are measured too: they add to its
+	// rank cost.
+	watch := slices.Clone(r.Candidates)
+	sibs := map[int][]int{}
+	for _, c := range r.Candidates {
+		if t, err := hostinfo.ReadTopology(fs, c); err == nil {
+			sibs[c] = t.Siblings()
+			for _, s := range sibs[c] {
+				if !slices.Contains(watch, s) {
+					watch = append(watch, s)
+				}
+			}
+		}
+	}
+	slices.Sort(watch)
+	per := map[int]*perCPU{}
+	for _, c := range watch {
+		per[c] = &perCPU{byThread: map[string]uint64{}, sightings: map[string]int{}}
+	}
+	start := time.Now()
+	a, err := readCounters(fs)
+	if err != nil {
+		return fmt.Errorf("rank CPUs: %w", err)
+	}
+	prev, haveSched := scan(fs)
+	step := o.Window / time.Duration(o.Scans-1)
+	for i := 1; i < o.Scans; i++ {
+		if err := o.Sleep(ctx, step); err != nil {
+			return err
+		}
+		cur, hs := scan(fs)
+		haveSched = haveSched && hs
+		for tid, t := range cur {
+			if t.pid == o.Self {
+				continue
+			}
+			p := per[t.cpu]
+			if p == nil {
+				continue
+			}
+			name := fmt.Sprintf("%s[%d]", t.comm, tid)
+			if t.state == 'R' {
+				p.runnable++
+				p.sightings[name]++
+			}
+			// A thread seen for the first time has no delta: its run
+			// before this scan is not known to fall in the window.
+			if was, ok := prev[tid]; ok && t.ok && was.ok && t.sched.Slices >= was.sched.Slices && t.sched.RunNS >= was.sched.RunNS {
+				p.ctx += t.sched.Slices - was.sched.Slices
+				p.run += t.sched.RunNS - was.sched.RunNS
+				if d := t.sched.RunNS - was.sched.RunNS; d > 0 {
+					p.byThread[name] += d
+				}
+			}
+		}
+		prev = cur
+	}
+	b, err := readCounters(fs)
+	if err != nil {
+		return fmt.Errorf("rank CPUs: %w", err)
+	}
+	el := time.Since(start)
+	if nominal {
+		el = o.Window
+	}
+	r.StartNS, r.EndNS = start.UnixNano(), start.Add(el).UnixNano()
+	secs := el.Seconds()
+	scans := o.Scans - 1
+	if haveSched {
+		r.CtxSource = "timeslices in the threads' schedstat, each counted on the CPU the thread last ran on at the next scan"
+		r.RunSource = "run time in the threads' schedstat, counted the same way"
+	} else {
+		r.CtxSource = "unavailable (no per-thread schedstat: CONFIG_SCHED_INFO is off); not in the cost"
+		r.RunSource = "unavailable; /proc/stat busy time (tick-sampled) used instead"
+		r.Notes = append(r.Notes, "threads' schedstat is missing: the run time of other threads comes from /proc/stat's tick-sampled busy time, context switches are not counted")
+	}
+	own := map[int]CPU{}
+	for _, c := range watch {
+		x := CPU{CPU: c, Siblings: without(sibs[c], c)}
+		x.IRQs, x.ArchIRQs, x.TopIRQs = irqRates(a.irq, b.irq, c, secs)
+		x.Softirqs = softRate(a.soft, b.soft, c, secs)
+		busy, steal := statShares(a.stat, b.stat, c)
+		x.BusyPct, x.StealPct = 100*busy, 100*steal
+		p := per[c]
+		x.Runnable = float64(p.runnable) / float64(scans)
+		if haveSched {
+			x.CtxSwitches = float64(p.ctx) / secs
+			x.RunUS = float64(p.run) / 1e3 / secs
+		} else {
+			x.RunUS = busy * 1e6
+		}
+		x.TopThreads = topThreads(p)
+		x.Own = x.RunUS + steal*1e6 + EventCostUS*(x.IRQs+x.ArchIRQs+x.Softirqs+x.CtxSwitches)
+		own[c] = x
+	}
+	for _, c := range r.Candidates {
+		x := own[c]
+		x.Cost = x.Own
+		for _, s := range x.Siblings {
+			x.Cost += own[s].Own
+		}
+		r.CPUs = append(r.CPUs, x)
+	}
+	slices.SortFunc(r.CPUs, func(p, q CPU) int {
+		return cmp.Or(cmp.Compare(round1(p.Cost), round1(q.Cost)), cmp.Compare(round1(p.Own), round1(q.Own)), cmp.Compare(p.CPU, q.CPU))
+	})
+	for i := range r.CPUs {
+		r.CPUs[i].Rank = i + 1
+	}
+	r.Chosen = r.CPUs[0].CPU
+	return nil
+}
+
+// round1 compares costs to 0.1 µs/s: below that two CPUs are equal.
+func round1(v float64) int64 { return int64(v*10 + 0.5) }
+
+func without(l []int, c int) []int {
+	var out []int
+	for _, x := range l {
+		if x != c {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func irqRates(a, b *hostinfo.CounterTable, cpu int, secs float64) (dev, arch float64, top []string) {
+	type src struct {
+		name string
+		rate float64
+	}
+	var srcs []src
+	for _, rb := range b.Rows {
+		nb, ok := b.Count(rb.ID, cpu)
+		if !ok {
+			continue
+		}
+		na, _ := a.Count(rb.ID, cpu)
+		if nb < na {
+			continue // the row was freed and reused
+		}
+		rate := float64(nb-na) / secs
+		if rate == 0 {
+			continue
+		}
+		name := rb.ID
+		if rb.IsDevice() {
+			dev += rate
+			name = rb.ID + " " + rb.Name
+		} else {
+			arch += rate
+		}
+		srcs = append(srcs, src{name, rate})
+	}
+	slices.SortStableFunc(srcs, func(p, q src) int { return cmp.Compare(q.rate, p.rate) })
+	for i := 0; i < len(srcs) && i < 3; i++ {
+		top = append(top, fmt.Sprintf("%s %.0f/s", srcs[i].name, srcs[i].rate))
+	}
+	return dev, arch, top
+}
+
+func softRate(a, b *hostinfo.CounterTable, cpu int, secs float64) float64 {
+	var sum float64
+	for _, rb := range b.Rows {
+		nb, ok := b.Count(rb.ID, cpu)
+		na, _ := a.Count(rb.ID, cpu)
+		if ok && nb >= na {
+			sum += float64(nb-na) / secs
+		}
+	}
+	return sum
+}
+
+// statShares is the busy (user, nice, system, irq, softirq) and steal share
+// of cpu's time between two /proc/stat reads.
+func statShares(a, b []hostinfo.CPUTimes, cpu int) (busy, steal float64) {
+	var p, q *hostinfo.CPUTimes
+	for i := range a {
+		if a[i].CPU == cpu {
+			p = &a[i]
+		}
+	}
+	for i := range b {
+		if b[i].CPU == cpu {
+			q = &b[i]
+		}
+	}
+	if p == nil || q == nil || q.Total() <= p.Total() {
+		return 0, 0
+	}
+	tot := q.Total() - p.Total()
+	return max(0, (q.Busy()-q.Steal)-(p.Busy()-p.Steal)) / tot, max(0, q.Steal-p.Steal) / tot
+}
+
+func topThreads(p *perCPU) []string {
+	type th struct {
+		name string
+		v    uint64
+	}
+	var ts []th
+	for n, v := range p.byThread {
+		ts = append(ts, th{n, v})
+	}
+	byRun := len(ts) > 0
+	if !byRun {
+		for n, v := range p.sightings {
+			ts = append(ts, th{n, uint64(v)})
+		}
+	}
+	slices.SortFunc(ts, func(a, b th) int { return cmp.Or(cmp.Compare(b.v, a.v), strings.Compare(a.name, b.name)) })
+	var out []string
+	for i := 0; i < len(ts) && i < 3; i++ {
+		if byRun {
+			out = append(out, fmt.Sprintf("%s %.1f ms", ts[i].name, float64(ts[i].v)/1e6))
+		} else {
+			out = append(out, fmt.Sprintf("%s ×%d", ts[i].name, ts[i].v))
+		}
+	}
+	return out
+}
+
+// IsInput reports whether err is bad input from Rank (an *Error).
+func IsInput(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}

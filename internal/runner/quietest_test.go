@@ -1,0 +1,116 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rig-project/rig/internal/cpurank"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/load"
+	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/internal/testbin"
+)
+
+// TestQuietestPinsTheUnloadedCPU runs an emulated scenario whose arm says
+// responder.cpu: quietest while stress-ng (started by the test, not by the
+// arm) loads one CPU: every round ranks the CPUs, runs on the other one,
+// keeps cpu-rank.json, and the report shows the ranking; the other way
+// round too. require-check runs rig check through the agent on the CPU a
+// ranking picks.
+func TestQuietestPinsTheUnloadedCPU(t *testing.T) {
+	testbin.Integration(t)
+	testbin.StressNG(t)
+	t.Cleanup(func() {
+		if load.Alive() {
+			t.Error("stress-ng left running")
+		}
+	})
+	rig := testbin.Rig(t)
+	for busy, want := range map[int]int{0: 1, 1: 0} {
+		t.Run(fmt.Sprintf("stress-on-%d", busy), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "q.yaml")
+			os.WriteFile(path, []byte(`name: quiet
+emulate: netns
+traffic: {group: 239.67.0.1:7610, interval: 1ms, count: 300}
+timestamps: software
+rounds: 2
+require-check: true
+arms:
+  - name: quietest
+    responder: {cpu: {quietest: allowed, window: 700ms}}
+`), 0o644)
+			s, err := scenario.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := load.Start(load.Spec{Args: "--cpu 1", CPUs: []int{busy}, Timeout: 2 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Stop(context.Background(), 3*time.Second)
+			var log bytes.Buffer
+			state := filepath.Join(dir, "state")
+			res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
+				Rig: rig, StateDir: state, FS: hostfs.Default(), Log: &log})
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, log.String())
+			}
+			if err := p.Stop(context.Background(), 3*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(log.String(), fmt.Sprintf("rig check: responder CPU %d", want)) {
+				t.Errorf("require-check did not check CPU %d:\n%s", want, log.String())
+			}
+			for r := 0; r < 2; r++ {
+				rd := rundir.RoundDir(res.Dir, "quietest", r)
+				b, err := os.ReadFile(filepath.Join(rd, rundir.CPURank))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var rk cpurank.Ranking
+				if err := json.Unmarshal(b, &rk); err != nil || len(rk.CPUs) != 2 {
+					t.Fatalf("round %d ranking: %v %+v", r, err, rk)
+				}
+				if rk.Chosen != want {
+					testbin.BusyElsewhere(t, &rk, want)
+					t.Fatalf("round %d: chose CPU %d with stress-ng on CPU %d: %+v", r, rk.Chosen, busy, rk.CPUs)
+				}
+				f, err := samples.ReadFile(filepath.Join(rd, samples.FileName(samples.RoleResponder)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := f.Header.Settings["cpu"]; fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("round %d: responder ran on CPU %v, want %d (settings %v)", r, got, want, f.Header.Settings)
+				}
+				var tel struct {
+					CPUs []int `json:"cpus"`
+				}
+				b, err = os.ReadFile(filepath.Join(rd, rundir.Telemetry))
+				if err == nil {
+					err = json.Unmarshal(b, &tel)
+				}
+				if err != nil || fmt.Sprint(tel.CPUs) != fmt.Sprintf("[%d]", want) {
+					t.Errorf("round %d: telemetry on %v, want CPU %d: %v", r, tel.CPUs, want, err)
+				}
+			}
+			rep, err := os.ReadFile(filepath.Join(res.Dir, "report.md"))
+			if err != nil || !bytes.Contains(rep, []byte(fmt.Sprintf("round 0: CPU %d", want))) || !bytes.Contains(rep, []byte("Responder CPU chosen by ranking")) {
+				t.Errorf("report.md lacks the ranking: %v", err)
+			}
+			if err := journal.CheckPending(state); err != nil {
+				t.Errorf("journal: %v", err)
+			}
+		})
+	}
+}

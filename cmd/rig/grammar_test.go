@@ -19,6 +19,7 @@ import (
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -357,4 +358,62 @@ func TestHostRootOneFlag(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "c7i") {
 		t.Errorf("rig env --host-root %s: exit %d, no c7i in the snapshot\n%s%.400s", root, code, stderr, out)
 	}
+}
+
+// TestSendSummaryJSON: rig send --format json prints its summary as one
+// JSON object with every counter and the metrics' round statistics, the
+// same numbers as the text form.
+func TestSendSummaryJSON(t *testing.T) {
+	j, err := samples.JoinDir(testRound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Counters[samples.RoleSender] = samples.Counters{Sent: 10, Received: 9, Lost: 1, Late: 2}
+	var jb, tb bytes.Buffer
+	if err := printSendSummary(&jb, "json", j, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := printSendSummary(&tb, "text", j, 2); err != nil {
+		t.Fatal(err)
+	}
+	s := decodeSendSummary(t, jb.Bytes())
+	if s.Format != "rig-send-summary" || s.FormatVersion != sendSummaryVersion || s.Warmup != 2 || s.Count != j.Header.Count ||
+		s.Counters != (sendCounters{Sent: 10, Received: 9, Lost: 1, Late: 2}) || s.Rules.Percentile == "" {
+		t.Errorf("summary %+v", s)
+	}
+	if !strings.HasPrefix(tb.String(), "sent 10  received 9  lost 1  duplicated 0  reordered 0  late 2") {
+		t.Errorf("text summary:\n%s", tb.String())
+	}
+	var names []string
+	for _, m := range s.Metrics {
+		names = append(names, m.Name)
+		if !m.Available {
+			continue
+		}
+		if m.RoundStats == nil || m.N == 0 || m.MedianNS == nil || m.Source == "" || m.Clock == "" {
+			t.Errorf("metric %s: %+v", m.Name, m)
+			continue
+		}
+		// The text form prints the same median.
+		if !strings.Contains(tb.String(), analysis.FormatUS(*m.MedianNS)) {
+			t.Errorf("text summary lacks %s's median %s:\n%s", m.Name, analysis.FormatUS(*m.MedianNS), tb.String())
+		}
+	}
+	if !slices.Equal(names, []string{analysis.RTT, analysis.RTTFromDue, analysis.Lateness}) {
+		t.Errorf("metrics %q", names)
+	}
+}
+
+// decodeSendSummary decodes b strictly: one object, nothing after it.
+func decodeSendSummary(t *testing.T, b []byte) sendSummary {
+	t.Helper()
+	var s sendSummary
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(&s); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, b)
+	}
+	if d.More() {
+		t.Fatalf("more after the summary object:\n%s", b)
+	}
+	return s
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -416,4 +417,118 @@ func decodeSendSummary(t *testing.T, b []byte) sendSummary {
 		t.Fatalf("more after the summary object:\n%s", b)
 	}
 	return s
+}
+
+// TestFormatDoc: docs/cli.md lists every command with --format and its
+// forms, in order.
+func TestFormatDoc(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if _, rest, ok := strings.Cut(line, "| `rig "); ok {
+			cmd, cells, _ := strings.Cut(rest, "` | ")
+			rows[cmd] = cells
+		}
+	}
+	for _, l := range leaves() {
+		f := mustDescribe(l).fs.Lookup("format")
+		if f == nil {
+			if _, ok := rows[l.path]; ok {
+				t.Errorf("docs/cli.md lists rig %s, which has no --format", l.path)
+			}
+			continue
+		}
+		forms := strings.Join(f.Value.(*formatFlag).forms, ", ")
+		if !strings.HasPrefix(rows[l.path], forms+" ") && !strings.HasPrefix(rows[l.path], forms+"|") {
+			t.Errorf("docs/cli.md: rig %s has forms %q, the table says %q", l.path, forms, rows[l.path])
+		}
+	}
+}
+
+// TestDocExamplesParse: every rig command line in the README's and
+// docs/'s code blocks names a command that exists and flags it has.
+func TestDocExamplesParse(t *testing.T) {
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, "../../README.md")
+	n := 0
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inBlock := false
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inBlock = !inBlock
+				continue
+			}
+			if !inBlock {
+				continue
+			}
+			args := docCommand(line)
+			if args == nil {
+				continue
+			}
+			where := fmt.Sprintf("%s:%d: %s", filepath.Base(file), i+1, strings.TrimSpace(line))
+			c := commands[args[0]]
+			if c == nil {
+				t.Errorf("%s: no command %q", where, args[0])
+				continue
+			}
+			path := args[0]
+			args = args[1:]
+			if c.subs != nil {
+				if len(args) == 0 || c.sub(args[0]) == nil {
+					t.Errorf("%s: rig %s needs a subcommand", where, path)
+					continue
+				}
+				c, path, args = c.sub(args[0]), path+" "+args[0], args[1:]
+			}
+			d := mustDescribe(leaf{path, c})
+			d.fs.SetOutput(io.Discard)
+			err := parseFlags(d.fs, args)
+			if err != nil && !strings.Contains(err.Error(), "invalid value") { // values may be placeholders
+				t.Errorf("%s: %v", where, err)
+			}
+			n++
+		}
+	}
+	t.Logf("%d rig command lines in the docs parse", n)
+	if n < 20 {
+		t.Errorf("only %d rig command lines found in the docs", n)
+	}
+}
+
+var commandWord = regexp.MustCompile(`^([a-z]+|--version)$`)
+
+// docCommand returns the arguments after "rig" of a documented command
+// line ("sudo rig ...", "$ rig ...", "ip netns exec NS rig ..."), up to
+// a pipe, redirection, comment or the next command; nil when the line
+// runs no rig command.
+func docCommand(line string) []string {
+	f := strings.Fields(line)
+	if len(f) == 0 || f[0] == "#" {
+		return nil
+	}
+	i := slices.IndexFunc(f, func(w string) bool { return w == "rig" || strings.HasSuffix(w, "/rig") })
+	if i < 0 || i+1 >= len(f) || (i > 0 && !slices.Contains([]string{"sudo", "$", "exec", "--", "-i"}, f[i-1]) && !strings.HasPrefix(f[i-1], "NS")) {
+		return nil
+	}
+	var out []string
+	for _, w := range f[i+1:] {
+		if strings.ContainsAny(w[:1], "|#>&;<") || w == "\\" {
+			break
+		}
+		out = append(out, strings.Trim(w, `"'`))
+	}
+	if len(out) == 0 || !commandWord.MatchString(out[0]) {
+		return nil // output ("rig check: ..."), a placeholder (COMMAND)
+	}
+	if out[0] == "--version" {
+		return []string{"version"}
+	}
+	return out
 }

@@ -217,6 +217,7 @@ func TestUsageErrorsOnce(t *testing.T) {
 		{"nicctl", "--json"}, {"completion", "fish"}, {"man"}, {"agent"}, {"agent", "--stdio", "--lane", "a/b"},
 		{"send", "--iface", "lo", "--quiet", "--format", "json"}, {"send", "--iface", "lo", "--count", "x"},
 		{"run", "--dry-run", "../../internal/scenario/testdata/bad/wrong-type-count.yaml"}, {"version", "--format", "md"},
+		{"run", "../../scenarios/demo.yaml", "--dry-run", "--format", "json"},
 		{"env", "--host-root", "/nonexistent"},
 	} {
 		code, _, stderr := rigIn(t, args...)

@@ -17,11 +17,12 @@ func init() {
 }
 
 func runCmd(ctx context.Context, args []string) error {
-	fs := newFlagSet("run", "FILE [--dry-run] [--results DIR] [--remote-rig PATH] [-v]")
+	fs := newFlagSet("run", "FILE [--dry-run] [--results DIR] [--remote-rig PATH] [--format md|csv|json] [-v]")
 	dry := fs.Bool("dry-run", false, "check the scenario against this host and print the plan; change nothing")
 	results := fs.String("results", "results", "directory that receives the run directory")
 	verbose := fs.Bool("v", false, "log every step, knob change and process line on stderr")
 	remoteRig := fs.String("remote-rig", "rig", "the rig binary on hosts reached by ssh or kubectl (a path, or a name on their PATH)")
+	format := addFormat(fs, "of the tables printed after the run, as rig report prints them; the run directory holds all three", "md", "csv", "json")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -29,7 +30,10 @@ func runCmd(ctx context.Context, args []string) error {
 		return usagef("want one scenario FILE, got %d arguments (usage: rig run FILE [--dry-run])", fs.NArg())
 	}
 	if !*dry {
-		return execRun(ctx, fs.Arg(0), *results, *remoteRig, *verbose)
+		return execRun(ctx, fs.Arg(0), *results, *remoteRig, format.value, *verbose)
+	}
+	if format.by != "" {
+		return usagef("%s: --dry-run prints the plan, not tables", format.by)
 	}
 	return dryRun(ctx, os.Stdout, fs.Arg(0), hostfs.Default())
 }

@@ -13,18 +13,14 @@ import (
 // raised when a field changes meaning or goes away (adding one does not).
 const sendSummaryVersion = 1
 
-// sendSummaryHelp documents the JSON form in rig send -h and its man page.
-const sendSummaryHelp = `The summary (stdout; --quiet: none) is text, or with --format json one
-JSON object for scripts: {"format": "rig-send-summary", "format_version": 1,
-"run_id", "iface", "requests", "interval_ns", "count", "size", "warmup",
-"counters": {"sent", "received", "lost", "duplicated", "reordered", "late",
-"tx_stamps_missing"}, "metrics": [{"name": "rtt" | "rtt_from_due" |
-"lateness", "available", "source", "formula", "clock", "note", and when
-available the round's statistics as report.json gives them per round: "n",
-"lost", "late", "missing", "median_ns", "p99_ns", "p999_ns", "worst_ns",
-"percentiles" (rank, 95 % interval), ...}], "rules": the statistics rules as
-in report.json}. Times are integer ns. format_version rises when a field
-changes meaning or goes away; new fields may appear without it.`
+// sendSummaryHelp says in rig send -h what the summary is; docs/cli.md
+// lists the JSON form's fields.
+const sendSummaryHelp = `At the end of the round the summary goes to stdout (--quiet: none): the
+counters and rtt, rtt_from_due and lateness with their clock sources, as
+text, or with --format json as one JSON object for scripts
+({"format": "rig-send-summary", "format_version": 1, "counters": {...},
+"metrics": [...], "rules": {...}}, integer ns; docs/cli.md lists the fields).
+Log lines go to stderr.`
 
 // sendSummary is the round at the sender, computed by the analysis package
 // (the same metric, clock-source and percentile rules as every report).

@@ -12,8 +12,9 @@ GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 
 # Debian packages the tests and the demo use; installed only when missing.
-# qemu-user-static runs the arm64 unit tests on an amd64 machine.
-DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf chromium qemu-user-static
+# qemu-user-static runs the arm64 unit tests on an amd64 machine; zsh checks
+# the zsh completion script.
+DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf chromium qemu-user-static zsh
 
 .PHONY: all build dist deps test test-arm64 unit chaos lint fmt-check vet staticcheck fuzz fuzz-smoke bench bench-smoke gobench gobench-smoke demo man clean
 

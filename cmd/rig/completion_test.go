@@ -94,18 +94,63 @@ func TestBashCompletion(t *testing.T) {
 	}
 }
 
-// TestZshCompletionSyntax: zsh -n accepts the script, where zsh is
-// installed.
-func TestZshCompletionSyntax(t *testing.T) {
+// TestZshCompletion: zsh -n accepts the script, and with zsh's
+// completion builtins stubbed to print what they are given, _rig offers
+// commands, subcommands, flags after an argument, the forms of --format,
+// and file names for arguments.
+func TestZshCompletion(t *testing.T) {
 	zsh, err := exec.LookPath("zsh")
 	if err != nil {
-		t.Skip("no zsh on this machine")
+		t.Skip("no zsh on this machine (make deps installs it)")
 	}
 	_, script, _ := rigIn(t, "completion", "zsh")
-	cmd := exec.Command(zsh, "-n")
-	cmd.Stdin = strings.NewReader(script)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	file := filepath.Join(t.TempDir(), "_rig")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(zsh, "-n", file).CombinedOutput(); err != nil {
 		t.Fatalf("zsh -n: %v\n%s", err, out)
+	}
+	stubs := `compdef() { :; }
+compadd() { shift; print -rl -- "$@"; }
+_describe() { local item; for item in ${(P)4}; do print -r -- ${item%%:*}; done; }
+_files() { print -r -- FILES; }
+`
+	for _, c := range []struct {
+		words []string
+		want  []string // offered and starting with the last word (zsh filters the rest)
+	}{
+		{[]string{"rig", "re"}, []string{"report", "respond", "restore"}},
+		{[]string{"rig", "lab", ""}, []string{"down", "list", "show", "up"}},
+		{[]string{"rig", "report", "x", "--format", ""}, []string{"csv", "json", "md"}},
+		{[]string{"rig", "report", "x", "--"}, []string{"--format", "--help", "--json", "--metric", "--warmup", "--write"}},
+		{[]string{"rig", "report", ""}, []string{"FILES"}},
+		{[]string{"rig", "nicctl", "set", "eth0", "--rx-u"}, []string{"--rx-usecs"}},
+	} {
+		var q []string
+		for _, w := range c.words {
+			q = append(q, "'"+w+"'")
+		}
+		prog := stubs + "source " + file + "\nwords=(" + strings.Join(q, " ") + ")\nCURRENT=" + strconv.Itoa(len(c.words)) + "\n_rig\n"
+		cmd := exec.Command(zsh, "-f", "-c", prog)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || stderr.Len() > 0 {
+			t.Errorf("%q: %v %s", c.words, err, stderr.String())
+			continue
+		}
+		prefix := c.words[len(c.words)-1]
+		var got []string
+		for _, w := range strings.Fields(string(out)) {
+			if strings.HasPrefix(w, prefix) {
+				got = append(got, w)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("completing %q: %q, want %q", c.words, got, c.want)
+		}
 	}
 }
 

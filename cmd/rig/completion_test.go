@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rig-project/rig/internal/clidoc"
 )
 
 // TestCompletionCoversEverything: the bash and zsh scripts offer every
@@ -171,12 +173,12 @@ func TestManPages(t *testing.T) {
 	}
 	top := read("rig.1")
 	for _, n := range commandNames() {
-		if !strings.Contains(top, `.BR rig\-`+roffText(n)+" (1)") {
+		if !strings.Contains(top, `.BR rig\-`+clidoc.RoffText(n)+" (1)") {
 			t.Errorf("rig.1 does not list rig-%s(1)", n)
 		}
 	}
 	for _, e := range exitStatus {
-		if !strings.Contains(top, roffLine(e.meaning)) {
+		if !strings.Contains(top, clidoc.RoffText(e.meaning)) {
 			t.Errorf("rig.1 lacks exit status %d", e.code)
 		}
 	}
@@ -186,11 +188,11 @@ func TestManPages(t *testing.T) {
 		page := read("rig-" + top + ".1")
 		pages = append(pages, "rig-"+top+".1")
 		d := mustDescribe(l)
-		if !strings.Contains(page, ".B rig "+roffText(l.path)+"\n"+roffLine(d.synopsis())) {
+		if !strings.Contains(page, ".B rig "+clidoc.RoffText(l.path)+"\n"+clidoc.RoffText(d.synopsis())) {
 			t.Errorf("rig-%s.1 lacks the synopsis of rig %s", top, l.path)
 		}
 		d.fs.VisitAll(func(f *flag.Flag) {
-			if !strings.Contains(page, `\fB\-\-`+roffText(f.Name)+`\fR`) {
+			if !strings.Contains(page, `\fB\-\-`+clidoc.RoffText(f.Name)+`\fR`) {
 				t.Errorf("rig-%s.1 lacks --%s of rig %s", top, f.Name, l.path)
 			}
 		})

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/rig-project/rig/internal/clidoc"
 	"github.com/rig-project/rig/internal/hostfs"
 )
 
@@ -27,7 +27,7 @@ func newFlagSet(name, usage string) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: rig %s %s\n\nflags:\n", name, strings.TrimRight(usage, "\n"))
-		printFlags(fs.Output(), fs)
+		clidoc.PrintFlags(fs.Output(), fs)
 	}
 	if describing.on.Load() {
 		describing.docs = append(describing.docs, flagDoc{fs: fs, usage: usage})
@@ -79,49 +79,6 @@ func noArgs(fs *flag.FlagSet) error {
 		return usagef("unexpected arguments %q: it takes none", fs.Args())
 	}
 	return nil
-}
-
-// flagHelp is a flag as rig -h and the man pages print it: --NAME, the
-// placeholder of its value (the `WORD` in backquotes in its usage, else
-// the value's type; none for a switch), the usage without the backquotes,
-// and the default worth saying.
-func flagHelp(f *flag.Flag) (name, placeholder, usage, def string) {
-	placeholder, usage = flag.UnquoteUsage(f)
-	return "--" + f.Name, placeholder, usage, flagDefault(f)
-}
-
-// printFlags prints fs's flags, sorted, in rig's spelling (--name).
-func printFlags(w io.Writer, fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		name, ph, usage, def := flagHelp(f)
-		if ph != "" {
-			name += " " + ph
-		}
-		if def != "" {
-			usage += " (default " + def + ")"
-		}
-		fmt.Fprintf(w, "  %s\n%s", name, wrap(usage, "      ", "      ", 78))
-	})
-}
-
-// flagDefault is the default worth printing: not the zero value of the
-// flag's type, and not when the usage already says what the default is.
-func flagDefault(f *flag.Flag) string {
-	if strings.Contains(f.Usage, "default") || (isBoolFlag(f) && f.DefValue == "false") {
-		return ""
-	}
-	t := reflect.TypeOf(f.Value)
-	if t.Kind() == reflect.Pointer {
-		if zero, ok := reflect.New(t.Elem()).Interface().(flag.Value); ok && zero.String() == f.DefValue {
-			return ""
-		}
-	}
-	return f.DefValue
-}
-
-func isBoolFlag(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
 }
 
 // addHostRoot defines --host-root, the one flag for the directory that
@@ -188,6 +145,7 @@ func (f *formatFlag) alias(fs *flag.FlagSet, form string) {
 }
 
 func (f *formatFlag) String() string     { return f.value }
+func (f *formatFlag) Choices() []string  { return f.forms } // completion offers them
 func (f *formatFlag) Set(s string) error { return f.choose("--format "+s, s) }
 
 func (f *formatFlag) choose(by, form string) error {

@@ -476,6 +476,47 @@ func WriteJSON(w io.Writer, r *Report) error {
 	return enc.Encode(r)
 }
 
+// ComparisonCSVHeader is the header row of rig compare --format csv: one
+// row per comparison, the reference side (A, or the baseline arm) ref_*,
+// the compared side this_*; values are integer ns, cells empty without data.
+var ComparisonCSVHeader = []string{"run_ref", "run_this", "metric", "arm", "ref", "stat", "source", "ref_source",
+	"ref_median_ns", "ref_min_ns", "ref_max_ns", "ref_rounds", "this_median_ns", "this_min_ns", "this_max_ns", "this_rounds",
+	"delta_ns", "ratio", "false_positive_rate", "verdict", "frequency"}
+
+// WriteComparisonCSV writes comparisons of run this against run ref as CSV
+// (ComparisonCSVHeader).
+func WriteComparisonCSV(w io.Writer, ref, this string, cs []Comparison) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(ComparisonCSVHeader); err != nil {
+		return err
+	}
+	spread := func(s *Spread) []string {
+		if s == nil {
+			return []string{"", "", "", ""}
+		}
+		return []string{strconv.FormatInt(s.MedianNS, 10), strconv.FormatInt(s.MinNS, 10), strconv.FormatInt(s.MaxNS, 10), strconv.Itoa(s.Rounds)}
+	}
+	for _, c := range cs {
+		row := []string{ref, this, c.Metric, c.Arm, c.Ref, c.Stat, c.Source, c.RefSource}
+		row = append(append(row, spread(c.RefValue)...), spread(c.This)...)
+		d, ra, fp := "", "", ""
+		if c.DeltaNS != nil {
+			d = strconv.FormatInt(*c.DeltaNS, 10)
+		}
+		if c.Ratio != nil {
+			ra = strconv.FormatFloat(*c.Ratio, 'f', -1, 64)
+		}
+		if c.FalsePositive != nil {
+			fp = strconv.FormatFloat(*c.FalsePositive, 'f', -1, 64)
+		}
+		if err := cw.Write(append(row, d, ra, fp, c.Verdict, c.Frequency)); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
 // WriteComparisonMD writes a comparison of two runs (rig compare).
 func WriteComparisonMD(w io.Writer, a, b *Report, cs []Comparison, notes []string) error {
 	sb := &strings.Builder{}

@@ -87,7 +87,7 @@ func TestKubectlFailures(t *testing.T) {
 		want            []string
 	}{
 		{"kubectl missing", t.TempDir(), "rig-sender", // a PATH with no kubectl at all
-			[]string{`host rsp: start agent (kubectl exec -i rig-sender -- rig agent --stdio --lane rsp)`, `"kubectl" is not on PATH`, "install kubectl on this machine"}},
+			[]string{`host rsp: start agent (kubectl exec -i rig-sender -- rig agent --stdio --lane rsp --run `, `"kubectl" is not on PATH`, "install kubectl on this machine"}},
 		{"pod missing", kdir + ":" + os.Getenv("PATH"), "rig-nope",
 			[]string{"host rsp", `Error from server (NotFound): pods "rig-nope" not found`}},
 		{"exec refused", kdir + ":" + os.Getenv("PATH"), "rig-locked",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -37,11 +36,11 @@ func prepareNIC(ctx context.Context, who string, pf *probeFlags, mode tstamp.Mod
 	req := nicctl.TSRequest{Mode: mode, Need: need, AllowMgmt: pf.allowMgmt, TakeOver: pf.takeOverPTP}
 	plan, err := nicctl.PlanTimestamping(env, pf.iface, req)
 	if err != nil {
-		return undo, setupError(who, err)
+		return undo, setupError(err)
 	}
 	if plan.Decision.Action != tstamp.ActWrite {
 		if plan.Decision.Action == tstamp.ActRefuse {
-			return undo, usageError{fmt.Errorf("%s: --timestamps hardware: %s; fix: %s", who, plan.Decision.Why, plan.Decision.Fix)}
+			return undo, usagef("--timestamps hardware: %s; fix: %s", plan.Decision.Why, plan.Decision.Fix)
 		}
 		if plan.Decision.Action != tstamp.ActNone {
 			logf("rig %s: %s", who, plan)
@@ -53,13 +52,13 @@ func prepareNIC(ctx context.Context, who string, pf *probeFlags, mode tstamp.Mod
 	// other changer meanwhile.
 	lock, err := journal.LockHost(journal.Dir(), journal.Self(lockRunID(pf.runID)))
 	if err != nil {
-		return undo, fmt.Errorf("%s: %w", who, err)
+		return undo, err
 	}
 	lane := journal.LaneDir(journal.Dir(), "probe-"+strconv.Itoa(os.Getpid()))
 	j, err := journal.Open(lane, nicctl.Handlers(env))
 	if err != nil {
 		lock.Unlock()
-		return undo, fmt.Errorf("%s: the journal for the NIC change: %w", who, err)
+		return undo, fmt.Errorf("the journal for the NIC change: %w", err)
 	}
 	res, err := nicctl.PrepareTimestamping(ctx, env, j, pf.iface, req)
 	logf("rig %s: %s", who, res)
@@ -80,10 +79,7 @@ func prepareNIC(ctx context.Context, who string, pf *probeFlags, mode tstamp.Mod
 	}
 	if err != nil {
 		undo()
-		if errors.Is(err, nicctl.ErrTimestamping) {
-			return func() {}, usageError{fmt.Errorf("%s: %w", who, err)}
-		}
-		return func() {}, setupError(who, err)
+		return func() {}, setupError(err)
 	}
 	return undo, nil
 }

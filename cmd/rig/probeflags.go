@@ -41,7 +41,7 @@ func (p *probeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.arm, "arm", "", "arm name recorded in the sample file")
 	fs.IntVar(&p.armIndex, "arm-index", 0, "arm index carried in every packet")
 	fs.IntVar(&p.round, "round", 0, "round index carried in every packet")
-	fs.StringVar(&p.nicTS, "nic-timestamping", "enable", "enable: with --timestamps hardware|auto, switch the NIC's hardware stamping on where it is off (journaled, put back on exit; `rig restore` after a crash) | leave: never change the NIC's config (rig run's probes: the run set it up)")
+	fs.StringVar(&p.nicTS, "nic-timestamping", "enable", "enable: with --timestamps hardware|auto, switch the NIC's hardware stamping on where it is off (journaled, put back on exit; rig restore after a crash) | leave: never change the NIC's config (rig run's probes: the run set it up)")
 	fs.BoolVar(&p.allowMgmt, "allow-mgmt", false, "let --nic-timestamping enable change the interface that carries the default route")
 	fs.BoolVar(&p.takeOverPTP, "take-over-ptp", false, "let --nic-timestamping enable change a config that ptp4l or chronyd owns")
 	fs.DurationVar(&p.maxDuration, "max-duration", 0, "end by itself after this long even if nobody stops it, writing its file and exiting 1 (rig run passes the round's length plus slack; 0: no limit)")
@@ -105,7 +105,7 @@ func (p *probeFlags) parse() (group netip.AddrPort, mode tstamp.Mode, runID uint
 // first run seen let one stray datagram before the sender take the round.
 func requireRunID(cmd string, runID uint64) error {
 	if runID == 0 {
-		return usagef("%s: --run-id is required: the sender's run id (e.g. RUN=$(od -An -N8 -tx8 /dev/urandom | tr -d ' '), then --run-id $RUN for %s and rig send; rig send prints the one it uses)", cmd, cmd)
+		return usagef("--run-id is required: the sender's run id (e.g. RUN=$(od -An -N8 -tx8 /dev/urandom | tr -d ' '), then --run-id $RUN for rig %s and rig send; rig send prints the one it uses)", cmd)
 	}
 	return nil
 }
@@ -130,13 +130,12 @@ func parseReply(s string) (netip.AddrPort, error) {
 	return ap, nil
 }
 
-// setupError maps a setup error to the right exit: bad input (unknown
-// interface, CPU, no hardware stamps where demanded) is a usage error.
-func setupError(what string, err error) error {
+// setupError marks a probe's setup error that is bad input (unknown
+// interface, CPU, no hardware stamps where demanded) as a usage error.
+func setupError(err error) error {
 	if err == nil {
 		return nil
 	}
-	err = fmt.Errorf("%s: %w", what, err)
 	switch {
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, errors.ErrUnsupported):
 		return usageError{err}

@@ -55,7 +55,7 @@ func runRespond(ctx context.Context, args []string) error {
 	// Bad input is refused before the NIC is touched.
 	if *cpu >= 0 {
 		if err := cpusched.CheckCPU(hostfs.Default(), *cpu); err != nil {
-			return setupError("respond", err)
+			return setupError(err)
 		}
 	}
 	undo, err := prepareNIC(ctx, "respond", &pf, mode, tstamp.NeedProbe)
@@ -74,7 +74,7 @@ func runRespond(ctx context.Context, args []string) error {
 		},
 	})
 	if err != nil {
-		return setupError("respond", err)
+		return setupError(err)
 	}
 	defer r.Close()
 	logf("rig respond: timestamps %s", r.Granted())

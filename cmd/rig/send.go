@@ -21,7 +21,7 @@ func init() {
 }
 
 func runSend(ctx context.Context, args []string) error {
-	fs := newFlagSet("send", "--iface IF [flags]")
+	fs := newFlagSet("send", "--iface IF [--format text|json] [flags]\n\n"+sendSummaryHelp)
 	var pf probeFlags
 	pf.register(fs)
 	pf.registerUnicast(fs, "to", "unicast requests: the responder's IPv4 address:port on its interface (instead of --group; the responder's --listen)")
@@ -38,12 +38,16 @@ func runSend(ctx context.Context, args []string) error {
 	replyTimeout := fs.Duration("reply-timeout", time.Second, "a reply more than this after its request left (kernel stamps where taken) counts as late, apart from lost; the round waits this long for the last replies")
 	txWait := fs.Duration("tx-wait", 500*time.Millisecond, "how long to wait for TX stamps after the last send")
 	quiet := fs.Bool("quiet", false, "do not print the summary")
+	format := addFormat(fs, "of the summary; json: one object for scripts, see above", "text", "json")
 	progressLines := fs.Bool("progress-lines", false, "print 'progress SENT RECEIVED' lines on stderr every second (for rig run)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := noArgs(fs); err != nil {
 		return err
+	}
+	if *quiet && format.by != "" {
+		return usagef("--quiet prints no summary, %s asks for one: drop one of them", format.by)
 	}
 	surviveEPIPE()
 	group, mode, runID, err := pf.parse()
@@ -82,7 +86,7 @@ func runSend(ctx context.Context, args []string) error {
 	// Bad input is refused before the NIC is touched.
 	if *cpu >= 0 {
 		if err := cpusched.CheckCPU(hostfs.Default(), *cpu); err != nil {
-			return setupError("send", err)
+			return setupError(err)
 		}
 	}
 	undo, err := prepareNIC(ctx, "send", &pf, mode, tstamp.NeedProbe)
@@ -95,7 +99,7 @@ func runSend(ctx context.Context, args []string) error {
 		if errors.Is(err, sender.ErrConfig) {
 			return usageError{err}
 		}
-		return setupError("send", err)
+		return setupError(err)
 	}
 	defer s.Close()
 	if !*quiet {
@@ -121,7 +125,7 @@ func runSend(ctx context.Context, args []string) error {
 		j, err := samples.Join(&samples.File{Header: s.Header(), Records: s.Records()})
 		if err == nil {
 			j.Counters[samples.RoleSender] = s.Counters()
-			err = printSendSummary(os.Stdout, j, *warmup)
+			err = printSendSummary(os.Stdout, format.value, j, *warmup)
 		}
 		if err != nil {
 			return err

@@ -2,11 +2,13 @@ package analysis
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -403,6 +405,29 @@ func TestCompareRuns(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteComparisonMD(&b, ra, rb, cs, notes); err != nil || !strings.Contains(b.String(), `arm "other" is only in`) {
 		t.Fatalf("%v\n%s", err, b.String())
+	}
+	// The CSV form: the header, then one row per comparison whose cells
+	// are the comparison's integer ns.
+	b.Reset()
+	if err := WriteComparisonCSV(&b, ra.Run, rb.Run, cs); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil || len(rows) != len(cs)+1 || !slices.Equal(rows[0], ComparisonCSVHeader) {
+		t.Fatalf("CSV: %v, %d rows for %d comparisons, header %q", err, len(rows), len(cs), rows[0])
+	}
+	col := func(name string) int { return slices.Index(ComparisonCSVHeader, name) }
+	for i, c := range cs {
+		r := rows[i+1]
+		if r[col("metric")] != c.Metric || r[col("stat")] != c.Stat || r[col("verdict")] != c.Verdict || r[col("run_ref")] != ra.Run {
+			t.Fatalf("row %d %q for %+v", i, r, c)
+		}
+		if c.This != nil && r[col("this_median_ns")] != strconv.FormatInt(c.This.MedianNS, 10) {
+			t.Fatalf("row %d this_median_ns %q, want %d", i, r[col("this_median_ns")], c.This.MedianNS)
+		}
+		if c.DeltaNS == nil && r[col("delta_ns")] != "" || c.DeltaNS != nil && r[col("delta_ns")] != strconv.FormatInt(*c.DeltaNS, 10) {
+			t.Fatalf("row %d delta_ns %q", i, r[col("delta_ns")])
+		}
 	}
 }
 

@@ -3,7 +3,7 @@
 // comparison against the baseline arm, and the report files (tables.md,
 // tables.csv, report.json, report.md, report.html, hist.hlog, plots/).
 //
-// The rules (README: Rules) are fixed and printed with every table: warm-up by
+// The rules (docs/statistics.md) are fixed and printed with every table: warm-up by
 // sequence (seq < W is excluded), exact nearest-rank percentiles
 // sorted[ceil(q/100·n)−1] from integer nanoseconds, worst = max after
 // warm-up, per round and then across rounds as median [min–max], a
@@ -28,7 +28,7 @@ import (
 	"github.com/rig-project/rig/internal/samples"
 )
 
-// FormatVersion is the version of report.json (README.md, Reports).
+// FormatVersion is the version of report.json (docs/formats.md).
 const FormatVersion = 2
 
 // Report is the analysis of one run; it is report.json.
@@ -69,8 +69,10 @@ type Report struct {
 	notComputed    map[string]string                  // arm/metric → why it was not computed
 }
 
-// Rules are the statistics rules, printed with every table.
+// Rules are the statistics rules, printed with every table. Doc names the
+// page of the repository that explains them (RulesDoc).
 type Rules struct {
+	Doc          string `json:"doc"`
 	Warmup       int    `json:"warmup"`
 	WarmupRule   string `json:"warmup_rule"`
 	Percentile   string `json:"percentile_rule"`
@@ -84,8 +86,13 @@ type Rules struct {
 	Units        string `json:"units"`
 }
 
+// RulesDoc is the page that explains the rules, cited by every report; its
+// sections are named after them (docs/statistics.md#verdicts, …).
+const RulesDoc = "docs/statistics.md"
+
 func rules(w int) Rules {
 	return Rules{
+		Doc:          RulesDoc,
 		Warmup:       w,
 		WarmupRule:   fmt.Sprintf("samples with sequence < %d (the first %d of each round) are excluded from every statistic", w, w),
 		Percentile:   "exact nearest-rank on the sorted samples after warm-up: p(q) = sorted[ceil(q/100·n) − 1], integer ns, no interpolation",

@@ -64,6 +64,7 @@ Arms: {{range $i, $a := .R.Arms}}{{if $i}}, {{end}}<span class="arm">{{$a.Name}}
 {{if .HeadPlots}}<h2 id="plots">{{.R.Headline}}: distribution and time series</h2>
 <div class="plots">{{range .HeadPlots}}{{template "plot" .}}{{end}}</div>{{end}}
 <h2>Rules</h2>
+<p class="caption">Explained in {{.R.Rules.Doc}} of the rig repository.</p>
 <ul class="rules">
 <li>Warm-up W={{.R.Rules.Warmup}}: {{.R.Rules.WarmupRule}}.</li>
 <li>Percentiles: {{.R.Rules.Percentile}}. {{.R.Rules.Worst}}.</li>

@@ -75,7 +75,7 @@ func (s *Source) Value(r *samples.Record) (int64, bool) {
 }
 
 // userStamps are taken with clock_gettime(CLOCK_REALTIME) by the programs
-// themselves (README: What rig measures); a file that carries the column has them even when
+// themselves (docs/measurement.md); a file that carries the column has them even when
 // its header lists no clock for it.
 var userStamps = map[samples.Stamp]bool{
 	samples.Due: true, samples.TxUser: true, samples.ReqRxUser: true, samples.RepTxUser: true, samples.RxUser: true,

@@ -488,8 +488,8 @@ func (r *Report) comparedTables() []table {
 // verdictRule is the one-line reminder under the verdicts.
 func (r *Report) verdictRule() string {
 	return fmt.Sprintf("Values are medians across rounds of each round's exact nearest-rank statistic after warm-up W=%d, in µs; "+
-		"a real difference needs the round ranges and (for percentiles) the 95 %% interval envelopes apart, and a false-positive rate for identical arms below %.0f %% (Rules). "+
-		"The tables below give [min–max] across rounds.", r.Rules.Warmup, 100*MaxFalsePositive)
+		"a real difference needs the round ranges and (for percentiles) the 95 %% interval envelopes apart, and a false-positive rate for identical arms below %.0f %% (Rules; %s#verdicts). "+
+		"The tables below give [min–max] across rounds.", r.Rules.Warmup, 100*MaxFalsePositive, RulesDoc)
 }
 
 // writeSummaryMD writes the summary as Markdown (report.md).

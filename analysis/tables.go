@@ -236,7 +236,7 @@ func quote(s string) string { return "`" + s + "`" }
 
 func writeRulesMD(b *strings.Builder, r *Report) {
 	ru := r.Rules
-	fmt.Fprintf(b, "Rules:\n\n")
+	fmt.Fprintf(b, "Rules (explained in %s):\n\n", ru.Doc)
 	fmt.Fprintf(b, "- Warm-up W=%d: %s.\n", ru.Warmup, ru.WarmupRule)
 	fmt.Fprintf(b, "- Percentiles: %s. %s.\n", ru.Percentile, capitalize(ru.Worst))
 	fmt.Fprintf(b, "- Rounds: %s.\n", ru.AcrossRounds)
@@ -362,8 +362,9 @@ func comparisonTable(title string, cs []Comparison, refWord, thisWord string) ta
 		"Real difference: the round ranges do not overlap and the 95 %% interval envelopes do not overlap "+
 		"(worst: ranges only), and the rule's false-positive rate for identical arms is below %.0f %%; \"indicative only\" above it. "+
 		"False positives: ranges rule 2·r!·s!/(r+s)! with r and s rounds a side (33 %% at 2 and 2, 10 %% at 3 and 3, 0.79 %% at 5 and 5); "+
-		"percentiles at most the smaller of that and 2·(0.025^r + 0.025^s) (the interval envelopes). Undersampled cells claim nothing.",
-		thisWord, refWord, thisWord, refWord, 100*MaxFalsePositive)
+		"percentiles at most the smaller of that and 2·(0.025^r + 0.025^s) (the interval envelopes). Undersampled cells claim nothing. "+
+		"The rule: %s#verdicts.",
+		thisWord, refWord, thisWord, refWord, 100*MaxFalsePositive, RulesDoc)
 	t.Head = []string{"metric", "arm", "stat", refWord, thisWord, "Δ", "ratio", "false positives", "verdict"}
 	for _, c := range cs {
 		d, ra := "—", "—"
@@ -477,6 +478,47 @@ func WriteJSON(w io.Writer, r *Report) error {
 	enc.SetEscapeHTML(false) // keep "<" and "→" readable in the rules
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// ComparisonCSVHeader is the header row of rig compare --format csv: one
+// row per comparison, the reference side (A, or the baseline arm) ref_*,
+// the compared side this_*; values are integer ns, cells empty without data.
+var ComparisonCSVHeader = []string{"run_ref", "run_this", "metric", "arm", "ref", "stat", "source", "ref_source",
+	"ref_median_ns", "ref_min_ns", "ref_max_ns", "ref_rounds", "this_median_ns", "this_min_ns", "this_max_ns", "this_rounds",
+	"delta_ns", "ratio", "false_positive_rate", "verdict", "frequency"}
+
+// WriteComparisonCSV writes comparisons of run this against run ref as CSV
+// (ComparisonCSVHeader).
+func WriteComparisonCSV(w io.Writer, ref, this string, cs []Comparison) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(ComparisonCSVHeader); err != nil {
+		return err
+	}
+	spread := func(s *Spread) []string {
+		if s == nil {
+			return []string{"", "", "", ""}
+		}
+		return []string{strconv.FormatInt(s.MedianNS, 10), strconv.FormatInt(s.MinNS, 10), strconv.FormatInt(s.MaxNS, 10), strconv.Itoa(s.Rounds)}
+	}
+	for _, c := range cs {
+		row := []string{ref, this, c.Metric, c.Arm, c.Ref, c.Stat, c.Source, c.RefSource}
+		row = append(append(row, spread(c.RefValue)...), spread(c.This)...)
+		d, ra, fp := "", "", ""
+		if c.DeltaNS != nil {
+			d = strconv.FormatInt(*c.DeltaNS, 10)
+		}
+		if c.Ratio != nil {
+			ra = strconv.FormatFloat(*c.Ratio, 'f', -1, 64)
+		}
+		if c.FalsePositive != nil {
+			fp = strconv.FormatFloat(*c.FalsePositive, 'f', -1, 64)
+		}
+		if err := cw.Write(append(row, d, ra, fp, c.Verdict, c.Frequency)); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 // WriteComparisonMD writes a comparison of two runs (rig compare).

@@ -17,7 +17,7 @@ import (
 	"github.com/rig-project/rig/internal/teldata"
 )
 
-// Telemetry summary: "what else ran on the responder CPU" (README: Telemetry).
+// Telemetry summary: "what else ran on the responder CPU" (docs/reports.md).
 // It reads telemetry.json as internal/telemetry writes it: teldata.Result.
 
 // telResult is one round's telemetry.json as the summary reads it

@@ -1,5 +1,5 @@
 // Package bench measures rig against the tools its users already trust, on
-// one emulated lab, in interleaved rounds:
+// one emulated lab, in interleaved rounds (docs/bench.md):
 //
 //   - RTT at 1 request/ms: rig (multicast request, unicast reply) against
 //     `sockperf ping-pong --mps=1000 --full-rtt` with `sockperf server

@@ -42,7 +42,7 @@ func verdict(g Goal) string {
 }
 
 // Markdown writes the results as one Markdown document: environment,
-// one table per part, then the goals with their verdicts.
+// one table per part, then the goals (docs/bench.md#goals) with their verdicts.
 func (r *Results) Markdown(w io.Writer) error {
 	var b strings.Builder
 	c := r.Config
@@ -87,7 +87,7 @@ func (r *Results) Markdown(w io.Writer) error {
 			}
 		}
 		b.WriteString("\nratio = rig / sockperf over the pooled samples (≤ 1.00: rig is as fast or faster).\n")
-		b.WriteString("\n### Paired by round\n\nThe same figures compared round by round — rig's round against the sockperf round next to it — then the median of the per-round ratios (smallest–largest in brackets). Neighbouring rounds share the host's state; pooled percentiles let the loudest minutes decide. The goals use these.\n\n")
+		b.WriteString("\n### Paired by round\n\nThe same figures compared round by round — rig's round against the sockperf round of the same number — then the median of the per-round ratios (smallest–largest in brackets). Neighbouring rounds share the host's state; pooled percentiles let the loudest minutes decide. The goals use these.\n\n")
 		b.WriteString("| mode | tool | rounds | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|\n")
 		for _, mode := range []string{"block", ModeBlockDefault, "busy"} {
 			sp := r.sockperfFor(mode)
@@ -158,7 +158,7 @@ func (r *Results) Markdown(w io.Writer) error {
 		}
 	}
 	if g := r.Goals(); len(g) > 0 {
-		fmt.Fprintf(&b, "\n## Goals\n\nA ratio goal (rig / reference) is an equivalence bound: the ratio is the median of the per-round ratios, in brackets its distribution-free 95 %% confidence interval (order statistics of the rounds, analysis.CIRanks at 50 %%: with 8 rounds the smallest to the largest ratio, with 24 the 7th to the 18th); the goal is **met** when the interval's upper end is ≤ %.2f, **not met** when its lower end is > %.2f, and *undecided* otherwise, with the rounds it would take to decide if the per-round ratios kept the spread observed (the interval's ranks for n rounds read off the observed ratios as quantiles). Counts (loss, syscalls, wake-ups, allocations, memory) are compared as they are.\n\n| goal | measured | verdict |\n|---|---|---|\n",
+		fmt.Fprintf(&b, "\n## Goals\n\nThe goals rig is held to against its peers (docs/bench.md#goals). A ratio goal (rig / reference) is an equivalence bound: the ratio is the median of the per-round ratios, in brackets its distribution-free 95 %% confidence interval (order statistics of the rounds, analysis.CIRanks at 50 %%: with 8 rounds the smallest to the largest ratio, with 24 the 7th to the 18th); the goal is **met** when the interval's upper end is ≤ %.2f, **not met** when its lower end is > %.2f, and *undecided* otherwise, with the rounds it would take to decide if the per-round ratios kept the spread observed (the interval's ranks for n rounds read off the observed ratios as quantiles). Counts (loss, syscalls, wake-ups, allocations, memory) are compared as they are.\n\n| goal | measured | verdict |\n|---|---|---|\n",
 			EquivalenceBound, EquivalenceBound)
 		for _, x := range g {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", x.Goal, x.Measured, verdict(x))
@@ -229,7 +229,7 @@ func (r *Results) rtt(mode, tool string) *RTTRow {
 	return nil
 }
 
-// Goal is one goal checked against the results.
+// Goal is one goal rig is held to against its peers, checked against the results.
 type Goal struct {
 	Goal     string
 	Measured string

@@ -123,7 +123,9 @@ type irqRule struct {
 	kind string
 }
 
-// rules builds the naming rules of linux-timestamping.md §12 for one device.
+// rules builds, for one device, the patterns its driver gives its queue
+// IRQs in /proc/interrupts (each driver names them its own way; the
+// queue number is the capture group).
 func rules(d Device) []irqRule {
 	q := regexp.QuoteMeta
 	ifn := q(d.Iface)

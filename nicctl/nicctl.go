@@ -1,6 +1,8 @@
 // Package nicctl reads and changes a NIC's queues, rings, interrupt
-// moderation and IRQ affinity, and irqbalance, through the host-change
-// journal so every change is put back.
+// moderation, IRQ affinity and hardware timestamping config, and
+// irqbalance, through the host-change journal so every change is put back;
+// it also proves what a NIC really stamps (rig nicctl probe) and reads its
+// drop counters (ethtool -S).
 //
 // All /proc and /sys access goes through hostfs (fake trees in tests); all
 // ethtool access goes through ethtoolnl.Client; all irqbalance control

@@ -52,12 +52,11 @@ type Config struct {
 	CPU        int           // pacer CPU; -1 = no pinning
 	Sched      cpusched.Sched
 	Timestamps tstamp.Mode
-	// Poll is how replies and TX stamps are waited for. Block (default):
-	// the sending thread sleeps in ppoll(2) between sends and pays a
-	// wake-up per reply.
-	// Busy: one thread does everything, polling the socket with
-	// non-blocking recvmsg between sends (sockperf --nonblocked's shape):
-	// no wake-up on the reply path, one CPU at 100 %.
+	// Poll is how the one sending thread waits for replies and TX stamps
+	// between sends. Block (default): it sleeps in ppoll(2) and pays a
+	// wake-up per reply. Busy: it polls the socket with non-blocking
+	// recvmsg (sockperf --nonblocked's shape): no wake-up on the reply
+	// path, one CPU at 100 %.
 	Poll probe.PollMode
 	// Responders is how many responders answer every request (their ids
 	// 0..Responders-1, wire.Header.Responder); default 1. Each gets its

@@ -23,13 +23,16 @@ func runAgent(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
 	if !*stdio {
-		return usagef("agent: --stdio is required; rig run starts agents itself (e.g. via ssh HOST rig agent --stdio)")
+		return usagef("--stdio is required; rig run starts agents itself (e.g. via ssh HOST rig agent --stdio)")
 	}
 	s := &agent.Server{FS: hostfs.Default(), LockDir: journal.Dir(), RunID: *runID}
 	if *lane != "" {
 		if strings.ContainsAny(*lane, "/.") || len(*lane) > 64 {
-			return usagef("agent: --lane %q: want a plain name", *lane)
+			return usagef("--lane %q: want a plain name", *lane)
 		}
 		s.StateDir = journal.LaneDir(journal.Dir(), *lane)
 	}

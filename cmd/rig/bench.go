@@ -20,7 +20,7 @@ func init() {
 }
 
 func runBench(ctx context.Context, args []string) error {
-	fs := newFlagSet("bench", "[--smoke] [--out FILE] [--lab NAME] [--rounds N] [--round-time D] [--budget D] [--until-decided] [--parts cost,rate,analysis,rtt] [--analysis-sizes 1M,10M,100M] ...")
+	fs := newFlagSet("bench", "[--smoke] [--out FILE] [--lab NAME] [--rounds N] [--round-time D] [--budget D] [--until-decided] [--parts cost,rate,analysis,rtt] [--analysis-sizes 1M,10M,100M] [--format md] ...")
 	smoke := fs.Bool("smoke", false, "tiny version (about a minute): 1 round of 2s, 1s of rate, counting rounds of 3s, report on 100k samples")
 	out := fs.String("out", "", "also write the Markdown table to FILE (e.g. bench/RESULTS.md)")
 	lab := fs.String("lab", "", "use this existing lab (default: build a fresh one and remove it after)")
@@ -40,18 +40,19 @@ func runBench(ctx context.Context, args []string) error {
 	rateInterval := fs.Duration("rate-interval", 0, "interval of the rate test (default 20µs)")
 	rateTime := fs.Duration("rate-time", 0, "duration of the rate test (default 10s; smoke 1s)")
 	ratePoll := fs.String("rate-poll", "busy", "responder poll mode of the rate test")
-	sizes := fs.String("analysis-sizes", "", "synthetic sample counts for `rig report` (default 1M,10M,100M; smoke 100k)")
+	sizes := fs.String("analysis-sizes", "", "synthetic sample counts for rig report (default 1M,10M,100M; smoke 100k)")
 	parts := fs.String("parts", "", "parts to run, comma-separated: cost, rate, analysis, rtt (with pacing) (default all)")
 	verbose := fs.Bool("v", false, "log progress and the tools' messages to stderr")
+	addFormat(fs, "its one form: the table of bench/RESULTS.md", "md")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 {
-		return usagef("bench: unexpected arguments %q", fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	rig, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("bench: finding the rig binary: %w", err)
+		return fmt.Errorf("finding the rig binary: %w", err)
 	}
 	work := *dir
 	if work == "" {

@@ -42,7 +42,7 @@ func runCapture(ctx context.Context, args []string) error {
 	defer undo()
 	c, err := capture.New(cfg)
 	if err != nil {
-		return setupError("capture", err)
+		return setupError(err)
 	}
 	defer c.Close()
 	logf("rig capture: timestamps %s (hardware columns cap_req_hw/cap_rep_hw: %s)", c.Granted(), map[bool]string{true: "requested; the first frames prove them", false: "none: software stamps"}[c.Source() == "hw"])

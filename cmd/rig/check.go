@@ -11,10 +11,9 @@ import (
 	"github.com/rig-project/rig/internal/check"
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/cpurank"
-	"github.com/rig-project/rig/internal/hostfs"
 )
 
-const checkUsage = `[--cpu N | --rank-cpus[=LIST]] [--iface IF] [--multicast] [--json] [--window D] [--host-root DIR]
+const checkUsage = `[--cpu N | --rank-cpus[=LIST]] [--iface IF] [--multicast] [--format text|json] [--window D] [--host-root DIR]
 
 Preflight checks of the responder CPU and NIC. Each check prints ok, warn,
 FAIL or skip, the observed value and the exact fix. --rank-cpus first
@@ -22,7 +21,7 @@ watches the candidate CPUs (the ones rig may run on, or LIST) for --window
 (default 1s), ranks them by measured noise and checks the quietest.
 
 exit status: 0 every check ok or skipped, 3 worst is warn, 4 at least one
-FAIL, 1 the checks could not run, 2 bad flags.`
+FAIL, 1 the checks could not run, 2 bad input.`
 
 // checkExit carries rig check's exit code; the report is already printed.
 type checkExit int
@@ -39,19 +38,19 @@ func runCheck(ctx context.Context, args []string) error {
 	cpu := fs.Int("cpu", -1, "responder CPU (default: first isolated CPU, else the last online CPU)")
 	iface := fs.String("iface", "", "interface for the NIC checks (timestamping, PHC, ptp4l)")
 	multicast := fs.Bool("multicast", false, "the requests will be multicast on --iface: check what the network needs for it (on EC2: IGMPv2 for a Transit Gateway multicast domain)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
+	format := addFormat(fs, "", "text", "json")
 	window := fs.Duration("window", 250*time.Millisecond, "how long to measure CPU use of the responder CPU and its SMT sibling (with --rank-cpus: how long to watch the candidates, default 1s)")
 	var rank rankFlag
 	fs.Var(&rank, "rank-cpus", "rank the CPUs rig may run on (or =LIST, e.g. --rank-cpus=2-5) by measured noise and check the quietest")
-	root := fs.String("host-root", hostfs.Default().Root, "read /proc and /sys below this directory (a fake tree for tests; $"+hostfs.EnvRoot+")")
+	root := addHostRoot(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		if rank.set {
-			return usagef("check takes no arguments, got %q (a CPU list for --rank-cpus is written --rank-cpus=%s)", fs.Args(), fs.Arg(0))
-		}
-		return usagef("check takes no arguments, got %q", fs.Args())
+	if fs.NArg() > 0 && rank.set {
+		return usagef("unexpected arguments %q: it takes none (a CPU list for --rank-cpus is written --rank-cpus=%s)", fs.Args(), fs.Arg(0))
+	}
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	if *cpu < -1 {
 		return usagef("--cpu %d: want a CPU number", *cpu)
@@ -71,14 +70,11 @@ func runCheck(ctx context.Context, args []string) error {
 			}
 		})
 	}
-	rep, err := check.Run(ctx, hostfs.FS{Root: *root}, o)
-	if cpurank.IsInput(err) {
-		return usageError{fmt.Errorf("check --rank-cpus: %w", err)}
-	}
+	rep, err := check.Run(ctx, *root, o) // a cpurank error is bad input: exitCode
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if format.value == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {

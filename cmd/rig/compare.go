@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 
 	"github.com/rig-project/rig/analysis"
@@ -17,18 +18,15 @@ func init() {
 }
 
 func runCompare(ctx context.Context, args []string) error {
-	fs := newFlagSet("compare", "RUN_A RUN_B [--format md|json] [--metric NAME]")
-	format := fs.String("format", "md", "output format: md or json")
+	fs := newFlagSet("compare", "RUN_A RUN_B [--format md|csv|json] [--metric NAME]")
+	format := addFormat(fs, "csv: one row per comparison, integer ns", "md", "csv", "json")
 	metric := fs.String("metric", "", "only this metric")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	pos := fs.Args()
 	if len(pos) != 2 {
-		return usagef("compare: want two run directories RUN_A RUN_B, got %d arguments", len(pos))
-	}
-	if *format != "md" && *format != "json" {
-		return usagef("compare: --format %q: want md or json", *format)
+		return usagef("want two run directories RUN_A RUN_B, got %d arguments", len(pos))
 	}
 	var reps [2]*analysis.Report
 	for i, d := range pos {
@@ -38,13 +36,14 @@ func runCompare(ctx context.Context, args []string) error {
 		}
 		if *metric != "" {
 			if r, err = r.Only(*metric); err != nil {
-				return usagef("compare: --metric: %v", err)
+				return usagef("--metric: %v", err)
 			}
 		}
 		reps[i] = r
 	}
 	cs, notes := analysis.CompareRuns(reps[0], reps[1])
-	if *format == "json" {
+	switch format.value {
+	case "json":
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(map[string]any{"format": "rig-compare", "format_version": analysis.FormatVersion,
@@ -52,8 +51,23 @@ func runCompare(ctx context.Context, args []string) error {
 			"problems": map[string][]string{"a": reps[0].Problems, "b": reps[1].Problems}}); err != nil {
 			return err
 		}
-	} else if err := analysis.WriteComparisonMD(os.Stdout, reps[0], reps[1], cs, notes); err != nil {
-		return err
+	case "csv":
+		if err := analysis.WriteComparisonCSV(os.Stdout, reps[0].Run, reps[1].Run, cs); err != nil {
+			return err
+		}
+		// The CSV has no place for notes and problems: stderr, as rig report does.
+		for _, n := range notes {
+			fmt.Fprintln(os.Stderr, "rig compare: note:", n)
+		}
+		for _, r := range reps {
+			for _, p := range r.Problems {
+				fmt.Fprintf(os.Stderr, "rig compare: problem: %s: %s\n", r.Run, p)
+			}
+		}
+	default:
+		if err := analysis.WriteComparisonMD(os.Stdout, reps[0], reps[1], cs, notes); err != nil {
+			return err
+		}
 	}
 	if n := len(reps[0].Problems) + len(reps[1].Problems); n > 0 {
 		return problemsError{n}

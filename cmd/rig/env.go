@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/envsnap"
-	"github.com/rig-project/rig/internal/hostfs"
 )
 
 func init() {
@@ -15,22 +14,22 @@ func init() {
 }
 
 func runEnv(ctx context.Context, args []string) error {
-	fs := newFlagSet("env", "[--json] [--iface IF[,IF...]] [--host-root DIR]")
-	asJSON := fs.Bool("json", false, "print JSON (the format of env/<host>.json in a run directory)")
+	fs := newFlagSet("env", "[--format text|json] [--iface IF[,IF...]] [--host-root DIR]")
+	format := addFormat(fs, "json is the form of env/<host>.json in a run directory", "text", "json")
 	ifaces := fs.String("iface", "", "comma-separated interfaces whose NIC facts to include")
-	root := fs.String("host-root", hostfs.Default().Root, "read /proc and /sys below this directory (a fake tree for tests; $"+hostfs.EnvRoot+")")
+	root := addHostRoot(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("env takes no arguments, got %q", fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	var opts envsnap.Options
 	if *ifaces != "" {
 		opts.Ifaces = strings.Split(*ifaces, ",")
 	}
-	s := envsnap.Take(ctx, hostfs.FS{Root: *root}, opts)
-	if *asJSON {
+	s := envsnap.Take(ctx, *root, opts)
+	if format.value == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)

@@ -40,7 +40,7 @@ func TestEveryCommandTakesFlagsLast(t *testing.T) {
 		"agent": {"x"}, "bench": {"x"}, "capture": {"x"}, "check": {"x"}, "compare": {"a", "b"},
 		"env": {"x"}, "lab": {"up", "lab1"}, "nicctl": {"show", "eth0"}, "report": {"dir"},
 		"respond": {"x"}, "restore": {"x"}, "run": {"x.yaml"}, "samples": {"dir"}, "send": {"x"},
-		"version": {"x"},
+		"version": {"x"}, "completion": {"bash"}, "man": {"dir"},
 	}
 	for name := range commands {
 		args, ok := pos[name]
@@ -55,7 +55,7 @@ func TestEveryCommandTakesFlagsLast(t *testing.T) {
 	}
 }
 
-// TestSamplesCSVLast is the README's `rig samples DIR --csv`.
+// TestSamplesCSVLast is docs/probes.md's `rig samples DIR --csv`.
 func TestSamplesCSVLast(t *testing.T) {
 	dir := filepath.Join("..", "..", "analysis", "testdata", "run", "arms", "base", "round-0")
 	for _, args := range [][]string{{"samples", dir, "--csv"}, {"samples", "--csv", dir}} {

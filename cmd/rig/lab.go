@@ -16,37 +16,13 @@ import (
 	"github.com/rig-project/rig/internal/owner"
 )
 
-const labUsage = `up|down|show|list [flags] [NAME]
-
-  up    build the emulated topology: sender, responder and capture namespaces
-        on a bridge in a switch namespace, both directions mirrored to capture
-  down  remove it (a lab that is not there is fine)
-  show  print a lab and whether the live namespaces still match it
-  list  print every lab: its owner process, whether that still runs, when built`
-
 func init() {
-	register(&command{name: "lab", summary: "build, show or remove the emulated sender/responder/capture topology", run: runLab})
-}
-
-func runLab(ctx context.Context, args []string) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fs := newFlagSet("lab", labUsage)
-		if err := parseFlags(fs, args); err != nil {
-			return err
-		}
-		return usagef("lab: missing subcommand up, down, show or list")
-	}
-	switch args[0] {
-	case "up":
-		return labUp(ctx, args[1:])
-	case "down":
-		return labDown(args[1:])
-	case "show":
-		return labShow(args[1:])
-	case "list":
-		return labList(os.Stdout, args[1:])
-	}
-	return usagef("lab: unknown subcommand %q: want up, down, show or list", args[0])
+	register(&command{name: "lab", summary: "build, show or remove the emulated sender/responder/capture topology", subs: []*command{
+		{name: "up", summary: "build it: sender, responder and capture namespaces on a bridge in a switch namespace, both directions mirrored to capture", run: labUp},
+		{name: "down", summary: "remove it (a lab that is not there is fine)", run: labDown},
+		{name: "show", summary: "print a lab and whether the live namespaces still match it", run: labShow},
+		{name: "list", summary: "print every lab: its owner process, whether that still runs, when built", run: labList},
+	}})
 }
 
 // labName takes the name from --name or a single positional argument.
@@ -56,11 +32,11 @@ func labName(fs *flag.FlagSet, flagName string) (string, error) {
 	case 0:
 	case 1:
 		if flagName != netlab.DefaultName && flagName != fs.Arg(0) {
-			return "", usagef("%s: name given twice (--name %s and %s)", fs.Name(), flagName, fs.Arg(0))
+			return "", usagef("name given twice (--name %s and %s)", flagName, fs.Arg(0))
 		}
 		name = fs.Arg(0)
 	default:
-		return "", usagef("%s: unexpected arguments %q", fs.Name(), fs.Args()[1:])
+		return "", usagef("unexpected arguments %q", fs.Args()[1:])
 	}
 	if err := netlab.ValidateName(name); err != nil {
 		return "", usageError{err}
@@ -69,7 +45,7 @@ func labName(fs *flag.FlagSet, flagName string) (string, error) {
 }
 
 func labUp(ctx context.Context, args []string) error {
-	fs := newFlagSet("lab up", "[--name NAME] [--rx-queues N] [--tx-queues N] [--mtu N] [--subnet CIDR] [--dynamic-neighbors] [--tx-csum-offload] [--mirror span|vxlan] [--responders N] [--json]")
+	fs := newFlagSet("lab up", "[NAME] [--name NAME] [--rx-queues N] [--tx-queues N] [--mtu N] [--subnet CIDR] [--dynamic-neighbors] [--tx-csum-offload] [--mirror span|vxlan] [--responders N] [--format text|json]")
 	name := fs.String("name", netlab.DefaultName, "lab name: a-z, 0-9, '-', at most 10 characters; prefixes every namespace and interface")
 	rxq := fs.Int("rx-queues", 1, "RX queues of the responder veth (1.."+fmt.Sprint(netlab.MaxQueues)+")")
 	txq := fs.Int("tx-queues", 0, "TX queues of the responder veth (default: same as --rx-queues)")
@@ -79,15 +55,15 @@ func labUp(ctx context.Context, args []string) error {
 	csum := fs.Bool("tx-csum-offload", false, "keep veth TX checksum offload (captured UDP checksums are then left unfilled)")
 	mirror := fs.String("mirror", "span", "span: the capture port receives copies of the frames; vxlan: VXLAN-encapsulated copies (UDP 4789, VNI "+fmt.Sprint(netlab.MirrorVNI)+"), as AWS VPC Traffic Mirroring delivers them (rig capture --vxlan)")
 	responders := fs.Int("responders", 1, fmt.Sprintf("responder namespaces on the bridge (1..%d): every one hears each multicast request (fan-out; rig respond --id 0..N-1), all mirrored to the capture", netlab.MaxResponders))
-	asJSON := fs.Bool("json", false, "print the topology as JSON")
+	format := addFormat(fs, "json: the topology as stored", "text", "json")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *mirror != "span" && *mirror != "vxlan" {
-		return usagef("lab up: --mirror %q: want span or vxlan", *mirror)
+		return usagef("--mirror %q: want span or vxlan", *mirror)
 	}
 	if *responders < 1 || *responders > netlab.MaxResponders {
-		return usagef("lab up: --responders %d: want 1..%d", *responders, netlab.MaxResponders)
+		return usagef("--responders %d: want 1..%d", *responders, netlab.MaxResponders)
 	}
 	n, err := labName(fs, *name)
 	if err != nil {
@@ -97,7 +73,7 @@ func labUp(ctx context.Context, args []string) error {
 	if *subnet != "" {
 		p, err := netip.ParsePrefix(*subnet)
 		if err != nil {
-			return usagef("lab up: --subnet %q: %v (want e.g. 10.99.7.0/24)", *subnet, err)
+			return usagef("--subnet %q: %v (want e.g. 10.99.7.0/24)", *subnet, err)
 		}
 		opts.Subnet = p
 	}
@@ -106,7 +82,7 @@ func labUp(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if format.value == "json" {
 		return printJSON(os.Stdout, topo)
 	}
 	state := "up"
@@ -118,8 +94,8 @@ func labUp(ctx context.Context, args []string) error {
 	return nil
 }
 
-func labDown(args []string) error {
-	fs := newFlagSet("lab down", "[--name NAME]")
+func labDown(ctx context.Context, args []string) error {
+	fs := newFlagSet("lab down", "[NAME] [--name NAME]")
 	name := fs.String("name", netlab.DefaultName, "lab name")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -139,10 +115,10 @@ func labDown(args []string) error {
 	return nil
 }
 
-func labShow(args []string) error {
-	fs := newFlagSet("lab show", "[--name NAME] [--json]")
+func labShow(ctx context.Context, args []string) error {
+	fs := newFlagSet("lab show", "[NAME] [--name NAME] [--format text|json]")
 	name := fs.String("name", netlab.DefaultName, "lab name")
-	asJSON := fs.Bool("json", false, "print the stored description as JSON")
+	format := addFormat(fs, "json: the stored description", "text", "json")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -154,7 +130,7 @@ func labShow(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if format.value == "json" {
 		return printJSON(os.Stdout, topo)
 	}
 	state := "up since " + topo.CreatedAt.Format(time.RFC3339)
@@ -238,15 +214,16 @@ func printLabUsage(w io.Writer, t *netlab.Topology) {
 // labList prints every lab described on this machine: who owns it and
 // whether that process still runs. A lab whose owner is gone (a rig run
 // killed with SIGKILL) is stale: rig restore and the next rig run remove it.
-func labList(w io.Writer, args []string) error {
-	fs := newFlagSet("lab list", "[--json]")
-	asJSON := fs.Bool("json", false, "print JSON")
+func labList(ctx context.Context, args []string) error {
+	fs := newFlagSet("lab list", "[--format text|json]")
+	format := addFormat(fs, "", "text", "json")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 {
-		return usagef("lab list: unexpected arguments %q", fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
+	w := os.Stdout
 	labs, err := netlab.List()
 	if err != nil {
 		return err
@@ -284,7 +261,7 @@ func labList(w io.Writer, args []string) error {
 		}
 		rows = append(rows, r)
 	}
-	if *asJSON {
+	if format.value == "json" {
 		e := json.NewEncoder(w)
 		e.SetIndent("", "  ")
 		return e.Encode(rows)

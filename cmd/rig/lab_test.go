@@ -11,6 +11,12 @@ import (
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 )
 
+// runLab runs `rig lab ARGS...` as rig does, returning its error.
+func runLab(ctx context.Context, args []string) error {
+	_, err := dispatch(ctx, commands["lab"], args)
+	return err
+}
+
 func TestLabUsageErrors(t *testing.T) {
 	t.Setenv(netlab.EnvDir, t.TempDir())
 	for _, args := range [][]string{
@@ -27,8 +33,7 @@ func TestLabUsageErrors(t *testing.T) {
 		{"show", "-bad"},
 	} {
 		err := runLab(context.Background(), args)
-		var ue usageError
-		if !errors.As(err, &ue) {
+		if exitCode(err) != 2 {
 			t.Errorf("rig lab %q: %v, want a usage error (exit 2)", args, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
@@ -145,12 +146,17 @@ func TestRunNetnsHosts(t *testing.T) {
 	}
 
 	results := t.TempDir()
-	cmd := exec.Command(rig, "run", "-v", "--results", results, path)
+	cmd := exec.Command(rig, "run", "-v", "--results", results, path, "--format", "json")
 	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("run with netns hosts: %v\n%s", err, stderr.String())
+	}
+	// --format json: the tables after the run are report.json's form.
+	var rep analysis.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.Format != "rig-report" || len(rep.Arms) != 2 {
+		t.Errorf("rig run --format json: %v, format %q, %d arms\n%.300s", err, rep.Format, len(rep.Arms), stdout.String())
 	}
 	if strings.Contains(stderr.String(), "closing hosts") {
 		t.Errorf("a clean run complained while closing its hosts:\n%s", stderr.String())

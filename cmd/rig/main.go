@@ -1,27 +1,38 @@
-// Command rig is the CLI of the rig latency test rig. It stays thin: each
-// subcommand parses its flags in its own file and calls into the packages.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/cpurank"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/nicctl"
+	"github.com/rig-project/rig/sender"
 )
 
-// command is one `rig NAME` subcommand.
+// command is one `rig NAME` subcommand, or one `rig NAME SUB` of a command
+// that has subcommands (rig lab up, rig nicctl set).
 type command struct {
 	name    string
 	summary string
-	// run gets the arguments after the subcommand name. Return a usageError
-	// for bad input (exit 2); any other error exits 1.
+	// run gets the arguments after the command's name. It defines its
+	// flags on a FlagSet from newFlagSet and parses them with parseFlags
+	// before it does anything else: help, completion and man pages run it
+	// that far to read its flags (see describe). Return a usageError for
+	// bad input; exitCode maps every error to the exit status.
 	run func(ctx context.Context, args []string) error
+	// subs, when set, are the subcommands; run is then nil.
+	subs []*command
 }
 
 var commands = map[string]*command{}
@@ -30,7 +41,59 @@ func register(c *command) {
 	if _, dup := commands[c.name]; dup {
 		panic("duplicate command " + c.name)
 	}
+	if (c.run == nil) == (c.subs == nil) {
+		panic("command " + c.name + ": want either run or subcommands")
+	}
 	commands[c.name] = c
+}
+
+// commandNames returns the registered command names, sorted.
+func commandNames() []string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// sub returns c's subcommand named name, or nil.
+func (c *command) sub(name string) *command {
+	for _, s := range c.subs {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func (c *command) subNames() []string {
+	var n []string
+	for _, s := range c.subs {
+		n = append(n, s.name)
+	}
+	return n
+}
+
+// leaf is a runnable command: `rig NAME` or `rig NAME SUB`.
+type leaf struct {
+	path string // "run", "nicctl set"
+	c    *command
+}
+
+// leaves returns every runnable command in the order rig -h lists them.
+func leaves() []leaf {
+	var l []leaf
+	for _, n := range commandNames() {
+		c := commands[n]
+		if c.subs == nil {
+			l = append(l, leaf{n, c})
+		}
+		for _, s := range c.subs {
+			l = append(l, leaf{n + " " + s.name, s})
+		}
+	}
+	return l
 }
 
 // usageError marks bad input: wrong flags, malformed values, unknown names.
@@ -41,90 +104,59 @@ func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
-// exitCoder lets an error choose the process exit code (e.g. rig check).
-type exitCoder interface{ ExitCode() int }
-
-// newFlagSet returns a FlagSet whose parse errors become usage errors.
-func newFlagSet(name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet("rig "+name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: rig %s %s\n", name, usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses args and maps errors to usage errors (exit 2). Flags
-// may come before, between and after the positional arguments (`rig
-// samples DIR --csv`), which fs.Args() then holds in order; "--" ends the
-// flags.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return usageError{err}
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			pos = append(pos, rest...)
-			break
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
-	// Leave exactly the positional arguments in fs.Args().
-	return fs.Parse(append([]string{"--"}, pos...))
-}
-
-// noArgs refuses positional arguments for a command that takes none.
-func noArgs(fs *flag.FlagSet) error {
-	if fs.NArg() > 0 {
-		return usagef("%s takes no arguments, got %q", fs.Name(), fs.Args())
-	}
-	return nil
-}
-
-func mainUsage(w io.Writer) {
-	fmt.Fprintln(w, "rig: hardware-timestamped round-trip latency test rig")
-	fmt.Fprintln(w, "\nusage: rig COMMAND [flags]\n\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintln(w, "\nrun 'rig COMMAND -h' for the flags of one command")
-}
-
 func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = append([]string{"version"}, args[1:]...)
+	}
+	if len(args) > 0 && args[0] == "help" && len(args) > 1 {
+		args = append(args[1:], "-h") // rig help CMD [SUB] is rig CMD [SUB] -h
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		mainUsage(os.Stdout)
 		if len(args) == 0 {
+			mainUsage(os.Stderr)
 			return 2
 		}
+		mainUsage(os.Stdout)
 		return 0
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "rig: unknown command %q\n\n", args[0])
-		mainUsage(os.Stderr)
+		fmt.Fprintf(os.Stderr, "rig: unknown command %q (rig -h lists them)\n", args[0])
 		return 2
 	}
 	// SIGHUP (the terminal or the ssh session went away) stops a command
 	// like Ctrl-C does: whatever it changed is put back.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	err := c.run(ctx, args[1:])
-	return exitCode(err)
+	path, err := dispatch(ctx, c, args[1:])
+	return finish(os.Stderr, path, err)
+}
+
+// dispatch runs c, or the subcommand its first argument names, and
+// returns the command's path for messages ("nicctl set") and its error.
+func dispatch(ctx context.Context, c *command, args []string) (string, error) {
+	if c.subs == nil {
+		return c.name, c.run(ctx, args)
+	}
+	want := strings.Join(c.subNames(), ", ")
+	switch {
+	case len(args) == 0:
+		subUsage(os.Stderr, c)
+		return c.name, usagef("missing subcommand: want %s", want)
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+		subUsage(os.Stdout, c)
+		return c.name, nil
+	}
+	s := c.sub(args[0])
+	if s == nil {
+		if strings.HasPrefix(args[0], "-") {
+			return c.name, usagef("the subcommand (%s) comes before the flags: rig %s SUB %s", want, c.name, strings.Join(args, " "))
+		}
+		return c.name, usagef("unknown subcommand %q: want %s", args[0], want)
+	}
+	return c.name + " " + s.name, s.run(ctx, args[1:])
 }
 
 // surviveEPIPE is for commands that must finish their work after whoever
@@ -136,33 +168,93 @@ func run(args []string) int {
 // carries on. The handler is not inherited across exec.
 func surviveEPIPE() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }
 
+// finish prints err once, as "rig: PATH: what", and returns the exit
+// status for it.
+func finish(w io.Writer, path string, err error) int {
+	code := exitCode(err)
+	if code != 0 {
+		if msg := message(path, err); msg != "" {
+			fmt.Fprintln(w, msg)
+		}
+	}
+	return code
+}
+
+// message is the line rig prints for err from the command at path, or ""
+// when the command already said everything (rig check's verdict).
+func message(path string, err error) string {
+	msg := strings.TrimSpace(err.Error())
+	if msg == "" {
+		return ""
+	}
+	// A package named like its command (capture, samples, bench, check)
+	// starts its errors with its name; the prefix below already says it.
+	top, _, _ := strings.Cut(path, " ")
+	for _, p := range []string{"rig " + path + ": ", path + ": ", "rig " + top + ": ", top + ": "} {
+		if m, ok := strings.CutPrefix(msg, p); ok {
+			msg = m
+			break
+		}
+	}
+	// Missing privilege: say how to get it.
+	if errors.Is(err, os.ErrPermission) && !strings.Contains(msg, "CAP_") && !strings.Contains(msg, "as root") {
+		msg += ": run it as root (sudo)"
+	}
+	return "rig: " + path + ": " + msg
+}
+
+// exitStatus is rig's table of exit statuses: exitCode implements it, rig
+// -h and the man page print it, and the package doc repeats it (a test
+// keeps them equal).
+var exitStatus = []struct {
+	code    int
+	meaning string
+}{
+	{0, "success; rig check: every check ok or skipped; -h and --version"},
+	{1, "failure: the command could not do its work (a host, a probe, a file); what it changed is put back"},
+	{2, "bad input: flags, arguments, a scenario the file or the hosts refute, a missing interface or CPU, no hardware stamps where demanded, a missing privilege, a pending journal (run rig restore)"},
+	{3, "done, with problems: rig report and rig compare read a damaged or incomplete run directory (what could be read is printed); rig check's worst result is warn"},
+	{4, "rig check: at least one check FAILed"},
+}
+
+// exitCoder lets an error choose the exit status (rig check's verdict, rig
+// report's problems).
+type exitCoder interface{ ExitCode() int }
+
+// exitCode maps an error to rig's exit status (see exitStatus). Bad input
+// is 2 whether cmd/rig found it (usageError) or a package did, by the
+// error values those packages document.
 func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
 	var ec exitCoder
-	if errors.As(err, &ec) {
-		if msg := strings.TrimSpace(err.Error()); msg != "" {
-			fmt.Fprintln(os.Stderr, "rig:", msg)
-		}
+	switch {
+	case err == nil || isHelp(err):
+		return 0
+	case errors.As(err, &ec):
 		return ec.ExitCode()
-	}
-	// Missing privilege is bad input like a wrong flag: exit 2, with a
-	// message that names the capability or says to run as root.
-	if errors.Is(err, os.ErrPermission) {
-		if msg := err.Error(); !strings.Contains(msg, "CAP_") && !strings.Contains(msg, "as root") {
-			err = fmt.Errorf("%w: run it as root (sudo)", err)
-		}
-		fmt.Fprintln(os.Stderr, "rig:", err)
-		return 2
-	}
-	fmt.Fprintln(os.Stderr, "rig:", err)
-	var ue usageError
-	if errors.As(err, &ue) {
+	case isUsage(err):
 		return 2
 	}
 	return 1
+}
+
+// usageErrors are the package error values that mean bad input.
+var usageErrors = []error{os.ErrPermission, nicctl.ErrNoDevice, nicctl.ErrTimestamping, sender.ErrConfig}
+
+func isUsage(err error) bool {
+	var (
+		ue      usageError
+		nu      *nicctl.UsageError
+		list    scenario.ErrorList
+		pending *journal.PendingError
+		remote  *agent.RemoteError
+	)
+	switch {
+	case errors.As(err, &ue), errors.As(err, &nu), errors.As(err, &list), errors.As(err, &pending):
+		return true
+	case errors.As(err, &remote) && remote.Usage: // the agent found the bad input
+		return true
+	case cpurank.IsInput(err):
+		return true
+	}
+	return slices.ContainsFunc(usageErrors, func(target error) bool { return errors.Is(err, target) })
 }

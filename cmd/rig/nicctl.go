@@ -20,81 +20,47 @@ import (
 )
 
 func init() {
-	register(&command{name: "nicctl", summary: "show or change (journaled, always undone) NIC queues, rings, coalescing, IRQ affinity", run: runNicctl})
+	register(&command{name: "nicctl", summary: "show or change (journaled, always undone) NIC queues, rings, coalescing, IRQ affinity", subs: []*command{
+		{name: "show", summary: "print the NIC's queues, rings, coalescing, IRQs and their affinity, timestamping", run: nicctlShow},
+		{name: "set", summary: "change them, hold the change, then put everything back (--keep: until rig restore)", run: nicctlSet},
+		{name: "probe", summary: "switch hardware stamping on, send and watch a few datagrams: which stamps really come back", run: nicctlProbe},
+	}})
 }
 
-const nicctlUsage = `show IFACE [--json]
-       rig nicctl set IFACE [--irq-cpus LIST | --irq-cpu-per-queue LIST] [--rx-usecs N] [--tx-usecs N]
-                     [--rx-frames N] [--tx-frames N] [--adaptive-rx on|off] [--adaptive-tx on|off]
-                     [--rx-ring N] [--tx-ring N] [--channels N] [--hwtstamp all|ptp|off] [--hold-irqbalance]
-                     [--require-irq-affinity] [--allow-mgmt] [--take-over-ptp] [--for DURATION | --keep]
-       rig nicctl probe IFACE [--timestamps hardware|auto] [--listen DURATION] [--json]`
-
-func nicctlEnv(root string) *nicctl.Env {
-	fs := hostfs.Default()
-	if root != "" {
-		fs = hostfs.FS{Root: root}
-	}
+func nicctlEnv(fs hostfs.FS) *nicctl.Env {
 	return &nicctl.Env{FS: fs, IRQBalance: nicctl.HostIRQBalance{FS: fs}}
 }
 
-func runNicctl(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("usage: rig nicctl %s", nicctlUsage)
-	}
-	switch args[0] {
-	case "show":
-		return nicctlShow(ctx, args[1:])
-	case "set":
-		return nicctlSet(ctx, args[1:])
-	case "probe":
-		return nicctlProbe(ctx, args[1:])
-	case "-h", "--help", "help":
-		fmt.Printf("usage: rig nicctl %s\n", nicctlUsage)
-		return nil
-	}
-	return usagef("rig nicctl: unknown subcommand %q (want show, set or probe)", args[0])
-}
-
-// splitIface takes the interface name from the front or back of args, so
-// both `set eth1 --channels 2` and `set --channels 2 eth1` work.
-func splitIface(fs *flag.FlagSet, args []string) (string, error) {
-	var iface string
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		iface, args = args[0], args[1:]
-	}
+// parseIface parses the flags and the one interface name, which may come
+// before, between or after them (`set eth1 --channels 2`, `set --channels 2 eth1`).
+func parseIface(fs *flag.FlagSet, args []string) (string, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return "", err
 	}
-	if iface == "" && fs.NArg() == 1 {
-		iface = fs.Arg(0)
-	} else if fs.NArg() != 0 {
-		return "", usagef("unexpected arguments %q", fs.Args())
-	}
-	if iface == "" {
+	switch fs.NArg() {
+	case 0:
 		return "", usagef("missing interface name")
+	case 1:
+		return fs.Arg(0), nil
 	}
-	return iface, nil
+	return "", usagef("want one interface name, got %q", fs.Args())
 }
 
 func nicctlShow(ctx context.Context, args []string) error {
-	fs := newFlagSet("nicctl show", "IFACE [--json]")
-	asJSON := fs.Bool("json", false, "print JSON")
-	root := fs.String("host-root", "", "read /proc and /sys below this root (default $"+hostfs.EnvRoot+" or /)")
-	iface, err := splitIface(fs, args)
+	fs := newFlagSet("nicctl show", "IFACE [--format text|json] [--host-root DIR]")
+	format := addFormat(fs, "", "text", "json")
+	root := addHostRoot(fs)
+	iface, err := parseIface(fs, args)
 	if err != nil {
 		return err
 	}
 	env := nicctlEnv(*root)
 	defer env.Close()
 	in, err := nicctl.Show(ctx, env, iface)
-	if errors.Is(err, nicctl.ErrNoDevice) {
-		return usageError{err}
-	}
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if format.value == "json" {
 		e := json.NewEncoder(os.Stdout)
 		e.SetIndent("", "  ")
 		return e.Encode(in)
@@ -156,31 +122,34 @@ func (c *cpuFlag) Set(s string) error {
 }
 
 func nicctlSet(ctx context.Context, args []string) error {
-	fs := newFlagSet("nicctl set", "IFACE [flags]")
+	fs := newFlagSet("nicctl set", `IFACE [--irq-cpus LIST | --irq-cpu-per-queue LIST] [--rx-usecs N] [--tx-usecs N]
+    [--rx-frames N] [--tx-frames N] [--adaptive-rx on|off] [--adaptive-tx on|off] [--rx-ring N] [--tx-ring N]
+    [--channels N] [--hwtstamp all|ptp|off] [--hold-irqbalance] [--require-irq-affinity] [--allow-mgmt]
+    [--take-over-ptp] [--for DURATION | --keep] [--host-root DIR]`)
 	var s nicctl.Settings
 	var irqCPUs, perQueue cpuFlag
 	var rxUsecs, txUsecs, rxFrames, txFrames, rxRing, txRing, channels optU32
 	var adaptive, adaptiveTx onOff
-	fs.Var(&irqCPUs, "irq-cpus", "CPU list for every queue IRQ (e.g. 2-3)")
-	fs.Var(&perQueue, "irq-cpu-per-queue", "CPUs assigned round-robin, one per queue (queue q → list[q mod n])")
-	fs.Var(&rxUsecs, "rx-usecs", "RX interrupt moderation, µs")
-	fs.Var(&txUsecs, "tx-usecs", "TX interrupt moderation, µs")
-	fs.Var(&rxFrames, "rx-frames", "RX interrupt moderation, frames")
-	fs.Var(&txFrames, "tx-frames", "TX interrupt moderation, frames")
-	fs.Var(&adaptive, "adaptive-rx", "adaptive RX moderation: on|off")
-	fs.Var(&adaptiveTx, "adaptive-tx", "adaptive TX moderation: on|off")
-	fs.Var(&rxRing, "rx-ring", "RX ring size (drivers may round: the effective size is reported)")
-	fs.Var(&txRing, "tx-ring", "TX ring size")
-	fs.Var(&channels, "channels", "queue count (combined, or rx and tx where the driver has no combined)")
+	fs.Var(&irqCPUs, "irq-cpus", "CPU `LIST` for every queue IRQ (e.g. 2-3)")
+	fs.Var(&perQueue, "irq-cpu-per-queue", "CPU `LIST` assigned round-robin, one per queue (queue q → list[q mod n])")
+	fs.Var(&rxUsecs, "rx-usecs", "RX interrupt moderation: `N` µs")
+	fs.Var(&txUsecs, "tx-usecs", "TX interrupt moderation: `N` µs")
+	fs.Var(&rxFrames, "rx-frames", "RX interrupt moderation: `N` frames")
+	fs.Var(&txFrames, "tx-frames", "TX interrupt moderation: `N` frames")
+	fs.Var(&adaptive, "adaptive-rx", "adaptive RX moderation: `on|off`")
+	fs.Var(&adaptiveTx, "adaptive-tx", "adaptive TX moderation: `on|off`")
+	fs.Var(&rxRing, "rx-ring", "RX ring size: `N` entries (drivers may round: the effective size is reported)")
+	fs.Var(&txRing, "tx-ring", "TX ring size: `N` entries")
+	fs.Var(&channels, "channels", "queue count: `N` (combined, or rx and tx where the driver has no combined)")
 	fs.BoolVar(&s.HoldIRQBalance, "hold-irqbalance", false, "stop irqbalance (systemd) while the change is held, start it again after")
 	fs.BoolVar(&s.RequireIRQAffinity, "require-irq-affinity", false, "fail if any queue IRQ's affinity cannot be set (kernel-managed IRQs)")
 	fs.BoolVar(&s.AllowMgmt, "allow-mgmt", false, "allow changing the interface that carries the default route")
 	fs.BoolVar(&s.TakeOverPTP, "take-over-ptp", false, "allow --hwtstamp to change a config that ptp4l or chronyd owns")
 	hold := fs.Duration("for", 0, "hold the change this long, then undo it (default: until Ctrl-C/SIGTERM)")
-	keep := fs.Bool("keep", false, "leave the change in place and exit; the journal stays pending until `rig restore`")
+	keep := fs.Bool("keep", false, "leave the change in place and exit; the journal stays pending until rig restore puts it back")
 	hwts := fs.String("hwtstamp", "", "HW timestamp config: all (TX on, RX all: what rig's probes need; written only when not already in force) | ptp (TX on, RX PTPv2 events) | off")
-	root := fs.String("host-root", "", "change /proc and /sys below this root (default $"+hostfs.EnvRoot+" or /)")
-	iface, err := splitIface(fs, args)
+	root := addHostRoot(fs)
+	iface, err := parseIface(fs, args)
 	if err != nil {
 		return err
 	}
@@ -218,7 +187,6 @@ func nicctlSet(ctx context.Context, args []string) error {
 	defer j.Close()
 	changes, setErr := nicctl.Set(ctx, env, j, iface, s)
 	printChanges(changes)
-	var ue *nicctl.UsageError
 	if setErr == nil && *keep {
 		fmt.Printf("kept: run `rig restore` to put %s back (journal %s)\n", iface, j.Dir())
 		return nil
@@ -239,9 +207,6 @@ func nicctlSet(ctx context.Context, args []string) error {
 	// Undo on every path: success after the hold, error, signal.
 	restored, uerr := j.Undo(context.WithoutCancel(ctx))
 	printRestored(restored)
-	if errors.As(setErr, &ue) {
-		setErr = usageError{setErr}
-	}
 	return errors.Join(setErr, uerr)
 }
 
@@ -249,14 +214,14 @@ func nicctlSet(ctx context.Context, args []string) error {
 // (journaled, put back before it exits), send a few datagrams, watch what
 // arrives, and say which stamps really came back.
 func nicctlProbe(ctx context.Context, args []string) error {
-	fs := newFlagSet("nicctl probe", "IFACE [flags]")
+	fs := newFlagSet("nicctl probe", "IFACE [--timestamps hardware|auto] [--listen DURATION] [--count N] [--format text|json] [--allow-mgmt] [--take-over-ptp]")
 	ts := fs.String("timestamps", "auto", "auto (report what the NIC gives) | hardware (fail unless hardware RX and TX stamps arrive)")
 	listen := fs.Duration("listen", 2*time.Second, "how long to watch received frames (send traffic to the interface meanwhile to verify RX)")
 	count := fs.Int("count", 8, "datagrams to send (to 239.255.0.99:9, TTL 1) for the TX stamps")
-	asJSON := fs.Bool("json", false, "print JSON")
+	format := addFormat(fs, "", "text", "json")
 	allowMgmt := fs.Bool("allow-mgmt", false, "allow switching stamping on on the interface that carries the default route")
 	takeOver := fs.Bool("take-over-ptp", false, "allow changing a config that ptp4l or chronyd owns")
-	iface, err := splitIface(fs, args)
+	iface, err := parseIface(fs, args)
 	if err != nil {
 		return err
 	}
@@ -267,7 +232,7 @@ func nicctlProbe(ctx context.Context, args []string) error {
 	if *listen <= 0 || *count <= 0 || *count > 1000 {
 		return usagef("--listen must be positive and --count 1..1000")
 	}
-	env := nicctlEnv("")
+	env := nicctlEnv(hostfs.Default())
 	defer env.Close()
 	lock, err := journal.LockHost(journal.Dir(), journal.Self(""))
 	if err != nil {
@@ -286,7 +251,7 @@ func nicctlProbe(ctx context.Context, args []string) error {
 		os.RemoveAll(lane)
 	}
 	if rep != nil {
-		if *asJSON {
+		if format.value == "json" {
 			e := json.NewEncoder(os.Stdout)
 			e.SetIndent("", "  ")
 			if err := e.Encode(rep); err != nil {
@@ -296,11 +261,6 @@ func nicctlProbe(ctx context.Context, args []string) error {
 			rep.WriteText(os.Stdout)
 			printRestored(restored)
 		}
-	}
-	var ue *nicctl.UsageError
-	switch {
-	case errors.As(perr, &ue), errors.Is(perr, nicctl.ErrTimestamping):
-		perr = usageError{perr}
 	}
 	return errors.Join(perr, uerr)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -39,11 +38,11 @@ func prepareNIC(ctx context.Context, who string, pf probe.Common, need tstamp.Ne
 	req := nicctl.TSRequest{Mode: mode, Need: need, AllowMgmt: pf.AllowMgmt, TakeOver: pf.TakeOverPTP}
 	plan, err := nicctl.PlanTimestamping(env, pf.Iface, req)
 	if err != nil {
-		return undo, setupError(who, err)
+		return undo, setupError(err)
 	}
 	if plan.Decision.Action != tstamp.ActWrite {
 		if plan.Decision.Action == tstamp.ActRefuse {
-			return undo, usageError{fmt.Errorf("%s: --timestamps hardware: %s; fix: %s", who, plan.Decision.Why, plan.Decision.Fix)}
+			return undo, usagef("--timestamps hardware: %s; fix: %s", plan.Decision.Why, plan.Decision.Fix)
 		}
 		if plan.Decision.Action != tstamp.ActNone {
 			logf("rig %s: %s", who, plan)
@@ -55,13 +54,13 @@ func prepareNIC(ctx context.Context, who string, pf probe.Common, need tstamp.Ne
 	// other changer meanwhile.
 	lock, err := journal.LockHost(journal.Dir(), journal.Self(lockRunID(pf.RunID)))
 	if err != nil {
-		return undo, fmt.Errorf("%s: %w", who, err)
+		return undo, err
 	}
 	lane := journal.LaneDir(journal.Dir(), "probe-"+strconv.Itoa(os.Getpid()))
 	j, err := journal.Open(lane, nicctl.Handlers(env))
 	if err != nil {
 		lock.Unlock()
-		return undo, fmt.Errorf("%s: the journal for the NIC change: %w", who, err)
+		return undo, fmt.Errorf("the journal for the NIC change: %w", err)
 	}
 	res, err := nicctl.PrepareTimestamping(ctx, env, j, pf.Iface, req)
 	logf("rig %s: %s", who, res)
@@ -82,10 +81,7 @@ func prepareNIC(ctx context.Context, who string, pf probe.Common, need tstamp.Ne
 	}
 	if err != nil {
 		undo()
-		if errors.Is(err, nicctl.ErrTimestamping) {
-			return func() {}, usageError{fmt.Errorf("%s: %w", who, err)}
-		}
-		return func() {}, setupError(who, err)
+		return func() {}, setupError(err)
 	}
 	return undo, nil
 }

@@ -11,13 +11,12 @@ import (
 // internal/probe's Respond, Send and Capture: the round runner writes the
 // same types as the arguments it starts the probes with.
 
-// setupError maps a setup error to the right exit: bad input (unknown
-// interface, CPU, no hardware stamps where demanded) is a usage error.
-func setupError(what string, err error) error {
+// setupError marks a probe's setup error that is bad input (unknown
+// interface, CPU, no hardware stamps where demanded) as a usage error.
+func setupError(err error) error {
 	if err == nil {
 		return nil
 	}
-	err = fmt.Errorf("%s: %w", what, err)
 	switch {
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, errors.ErrUnsupported):
 		return usageError{err}

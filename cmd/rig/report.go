@@ -29,7 +29,7 @@ func (e problemsError) ExitCode() int { return 3 }
 
 func runReport(ctx context.Context, args []string) error {
 	fs := newFlagSet("report", "DIR [--format md|csv|json] [--metric NAME] [--write] [--warmup N]")
-	format := fs.String("format", "md", "output format: md (tables.md), csv (tables.csv) or json (report.json)")
+	format := addFormat(fs, "the forms of tables.md, tables.csv and report.json", "md", "csv", "json")
 	metric := fs.String("metric", "", "only this metric (turnaround, rtt, network, kernel_to_user, user_processing, user_to_kernel, lateness, rtt_from_due)")
 	write := fs.Bool("write", false, "also regenerate every report file in DIR (tables.md/csv, report.json/md/html, hist.hlog, plots/)")
 	warmup := fs.Int("warmup", -1, "override the warm-up W (default: the manifest's, else the sample headers')")
@@ -38,16 +38,13 @@ func runReport(ctx context.Context, args []string) error {
 	}
 	pos := fs.Args()
 	if len(pos) != 1 {
-		return usagef("report: want one run directory, got %d arguments (e.g. rig report results/demo-20260101T000000Z)", len(pos))
-	}
-	if *format != "md" && *format != "csv" && *format != "json" {
-		return usagef("report: --format %q: want md, csv or json", *format)
+		return usagef("want one run directory, got %d arguments (e.g. rig report results/demo-20260101T000000Z)", len(pos))
 	}
 	opt := analysis.Options{}
 	if *warmup >= 0 {
 		opt.OverrideWarmup, opt.Warmup = true, *warmup
 	} else if *warmup != -1 {
-		return usagef("report: --warmup %d: want a count ≥ 0", *warmup)
+		return usagef("--warmup %d: want a count ≥ 0", *warmup)
 	}
 	rep, err := analysis.Run(pos[0], opt)
 	if err != nil {
@@ -61,10 +58,10 @@ func runReport(ctx context.Context, args []string) error {
 	out := rep
 	if *metric != "" {
 		if out, err = rep.Only(*metric); err != nil {
-			return usagef("report: --metric: %v", err)
+			return usagef("--metric: %v", err)
 		}
 	}
-	if err := writeFormat(os.Stdout, *format, out); err != nil {
+	if err := writeFormat(os.Stdout, format.value, out); err != nil {
 		return err
 	}
 	for _, p := range rep.Problems {

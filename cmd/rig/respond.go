@@ -31,7 +31,7 @@ func runRespond(ctx context.Context, args []string) error {
 	// Bad input is refused before the NIC is touched.
 	if f.CPU >= 0 {
 		if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
-			return setupError("respond", err)
+			return setupError(err)
 		}
 	}
 	undo, err := prepareNIC(ctx, "respond", f.Common, tstamp.NeedProbe)
@@ -50,7 +50,7 @@ func runRespond(ctx context.Context, args []string) error {
 		},
 	})
 	if err != nil {
-		return setupError("respond", err)
+		return setupError(err)
 	}
 	defer r.Close()
 	logf("rig respond: timestamps %s", r.Granted())

@@ -17,12 +17,12 @@ func init() {
 func runRestore(ctx context.Context, args []string) error {
 	fs := newFlagSet("restore", "[--discard] [--host-root DIR]")
 	discard := fs.Bool("discard", false, "drop the pending journal WITHOUT restoring (only when its targets are gone, e.g. after a reboot)")
-	root := fs.String("host-root", "", "restore /proc and /sys below this root (default $RIG_HOST_ROOT or /)")
+	root := addHostRoot(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 {
-		return usagef("rig restore takes no arguments, got %q", fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	dir := journal.Dir()
 	// Restoring changes the host: no run, nicctl or other restore may

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,19 +17,23 @@ func init() {
 }
 
 func runCmd(ctx context.Context, args []string) error {
-	fs := newFlagSet("run", "[--dry-run] FILE")
+	fs := newFlagSet("run", "FILE [--dry-run] [--results DIR] [--remote-rig PATH] [--format md|csv|json] [-v]")
 	dry := fs.Bool("dry-run", false, "check the scenario against this host and print the plan; change nothing")
 	results := fs.String("results", "results", "directory that receives the run directory")
 	verbose := fs.Bool("v", false, "log every step, knob change and process line on stderr")
 	remoteRig := fs.String("remote-rig", "rig", "the rig binary on hosts reached by ssh or kubectl (a path, or a name on their PATH)")
+	format := addFormat(fs, "of the tables printed after the run, as rig report prints them; the run directory holds all three", "md", "csv", "json")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("run: want one scenario FILE, got %d arguments (usage: rig run [--dry-run] FILE)", fs.NArg())
+		return usagef("want one scenario FILE, got %d arguments (usage: rig run FILE [--dry-run])", fs.NArg())
 	}
 	if !*dry {
-		return execRun(ctx, fs.Arg(0), *results, *remoteRig, *verbose)
+		return execRun(ctx, fs.Arg(0), *results, *remoteRig, format.value, *verbose)
+	}
+	if format.by != "" {
+		return usagef("%s: --dry-run prints the plan, not tables", format.by)
 	}
 	return dryRun(ctx, os.Stdout, fs.Arg(0), hostfs.Default())
 }
@@ -80,7 +83,7 @@ func netnsFacts(ctx context.Context, h scenario.Host) (*scenario.Facts, error) {
 func loadAndValidate(path string, root hostfs.FS, netns func(scenario.Host) (*scenario.Facts, error)) (*scenario.Scenario, map[string]*scenario.Facts, error) {
 	s, err := scenario.Load(path)
 	if err != nil {
-		return nil, nil, usageError{err}
+		return nil, nil, usageError{err} // unreadable or malformed: the file is bad input
 	}
 	facts := map[string]*scenario.Facts{}
 	var local *scenario.Facts // read once, for the first host on this machine
@@ -96,17 +99,13 @@ func loadAndValidate(path string, root hostfs.FS, netns func(scenario.Host) (*sc
 		case netns != nil && runner.IsNetns(h):
 			f, err := netns(h)
 			if err != nil {
-				return nil, nil, fmt.Errorf("run: host %s: %w", h.Name, err)
+				return nil, nil, fmt.Errorf("host %s: %w", h.Name, err)
 			}
 			facts[h.Name] = f
 		}
 	}
 	if err := scenario.Validate(s, facts); err != nil {
-		var list scenario.ErrorList
-		if errors.As(err, &list) {
-			return nil, nil, usageError{err}
-		}
-		return nil, nil, fmt.Errorf("run: %w", err)
+		return nil, nil, err // a scenario.ErrorList when the file is at fault: exit 2
 	}
 	return s, facts, nil
 }

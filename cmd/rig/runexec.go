@@ -12,7 +12,6 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
@@ -20,9 +19,9 @@ import (
 	"github.com/rig-project/rig/internal/scenario"
 )
 
-// execRun loads, validates and runs a scenario, then prints the tables and
-// where the run directory is.
-func execRun(ctx context.Context, path, results, remoteRig string, verbose bool) error {
+// execRun loads, validates and runs a scenario, then prints the tables in
+// format and where the run directory is.
+func execRun(ctx context.Context, path, results, remoteRig, format string, verbose bool) error {
 	root := hostfs.Default()
 	s, _, err := loadAndValidate(path, root, nil)
 	if err != nil {
@@ -49,12 +48,14 @@ func execRun(ctx context.Context, path, results, remoteRig string, verbose bool)
 	var list scenario.ErrorList
 	var pending *journal.PendingError
 	var re *agent.RemoteError
-	if errors.As(err, &list) || errors.As(err, &pending) || (errors.As(err, &re) && re.Usage) { // the agents' facts refute the file; rig restore first
-		return usageError{err}
+	if errors.As(err, &list) || errors.As(err, &pending) || (errors.As(err, &re) && re.Usage) {
+		return err // refused before the first round (the agents' facts refute the file; rig restore first): no tables
 	}
 	if res != nil && res.Report != nil {
-		fmt.Println()
-		if werr := analysis.WriteTablesMD(os.Stdout, res.Report); werr != nil {
+		if format == "md" {
+			fmt.Println() // apart from the progress lines on a terminal
+		}
+		if werr := writeFormat(os.Stdout, format, res.Report); werr != nil {
 			err = errors.Join(err, werr)
 		}
 	}

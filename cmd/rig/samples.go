@@ -18,17 +18,20 @@ func init() {
 }
 
 func runSamples(ctx context.Context, args []string) error {
-	fs := newFlagSet("samples", "[--csv] [--responder ID] ROUND_DIR|FILE")
-	_ = fs.Bool("csv", true, "print CSV: one row per sequence, every stamp in ns (empty when missing) and its source")
+	fs := newFlagSet("samples", "ROUND_DIR|FILE [--responder ID] [--format csv]")
+	// One form today; --format is there so that scripts and the grammar
+	// are the same as every other command's.
+	format := addFormat(fs, "one row per sequence: every stamp in ns (empty when missing) and its source", "csv")
+	format.alias(fs, "csv")
 	id := fs.Uint("responder", 0, "with several responders (fan-out): whose replies to join (its --id)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("samples: want one round directory or sample file, got %d arguments (e.g. rig samples results/demo-*/arms/block/round-0)", fs.NArg())
+		return usagef("want one round directory or sample file, got %d arguments (e.g. rig samples results/demo-*/arms/block/round-0)", fs.NArg())
 	}
 	if *id > probe.MaxResponderID {
-		return usagef("samples: --responder %d: want 0..%d", *id, probe.MaxResponderID)
+		return usagef("--responder %d: want 0..%d", *id, probe.MaxResponderID)
 	}
 	j, err := samples.JoinDirResponder(fs.Arg(0), uint32(*id))
 	if err != nil {

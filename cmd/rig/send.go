@@ -20,19 +20,23 @@ func init() {
 }
 
 func runSend(ctx context.Context, args []string) error {
-	fs := newFlagSet("send", "--iface IF [flags]")
+	fs := newFlagSet("send", "--iface IF [--format text|json] [flags]\n\n"+sendSummaryHelp)
 	var f probe.Send
 	f.Register(fs)
+	format := addFormat(fs, "of the summary; json: one object for scripts, see above", "text", "json")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	surviveEPIPE()
 	if err := f.Parse(fs); err != nil {
 		return usageError{err}
 	}
+	if f.Quiet && format.by != "" {
+		return usagef("--quiet prints no summary, %s asks for one: drop one of them", format.by)
+	}
+	surviveEPIPE()
 	cfg := sender.Config{Poll: f.Poll, Iface: f.Iface, Group: f.Group, To: f.Unicast, Interval: f.Interval, Count: f.Count, Size: f.Size,
 		Spin: f.Spin, CPU: f.CPU, Sched: f.Sched, Timestamps: f.Timestamps, RunID: f.RunID, Arm: f.Arm,
 		ArmIndex: f.ArmIndex, Round: f.Round, Warmup: f.Warmup, ReplyTimeout: f.ReplyTimeout, TxWait: f.TxWait, Responders: f.Responders,
@@ -40,7 +44,7 @@ func runSend(ctx context.Context, args []string) error {
 	// Bad input is refused before the NIC is touched.
 	if f.CPU >= 0 {
 		if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
-			return setupError("send", err)
+			return setupError(err)
 		}
 	}
 	undo, err := prepareNIC(ctx, "send", f.Common, tstamp.NeedProbe)
@@ -53,7 +57,7 @@ func runSend(ctx context.Context, args []string) error {
 		if errors.Is(err, sender.ErrConfig) {
 			return usageError{err}
 		}
-		return setupError("send", err)
+		return setupError(err)
 	}
 	defer s.Close()
 	if !f.Quiet {
@@ -84,10 +88,10 @@ func runSend(ctx context.Context, args []string) error {
 			j, err := samples.JoinResponder(uint32(id), file)
 			if err == nil {
 				j.Counters[samples.RoleSender] = file.Footer.CountersOf(uint32(id))
-				if f.Responders > 1 {
+				if f.Responders > 1 && format.value == "text" {
 					fmt.Printf("responder %d:\n", id)
 				}
-				err = printSendSummary(os.Stdout, j, f.Warmup)
+				err = printSendSummary(os.Stdout, format.value, j, f.Warmup)
 			}
 			if err != nil {
 				return err

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/rundir"
@@ -12,17 +14,37 @@ import (
 )
 
 func init() {
-	register(&command{name: "version", summary: "print rig, wire, sample, run-directory and agent protocol versions", run: func(ctx context.Context, args []string) error {
-		fs := newFlagSet("version", "")
-		if err := parseFlags(fs, args); err != nil {
-			return err
-		}
-		if err := noArgs(fs); err != nil {
-			return err
-		}
-		fmt.Println(version.String())
-		fmt.Printf("wire format %d, sample format %d, run directory format %d, agent protocol %s %d\n",
-			wire.Version, samples.FormatVersion, rundir.FormatVersion, agent.Proto, agent.Version)
-		return nil
-	}})
+	register(&command{name: "version", summary: "print rig, wire, sample, run-directory and agent protocol versions (also rig --version)", run: runVersion})
+}
+
+// versions is `rig version --format json`.
+type versions struct {
+	Rig                  string `json:"rig"`
+	Commit               string `json:"commit"`
+	WireFormat           int    `json:"wire_format"`
+	SampleFormat         int    `json:"sample_format"`
+	RunDirectoryFormat   int    `json:"run_directory_format"`
+	AgentProtocol        string `json:"agent_protocol"`
+	AgentProtocolVersion int    `json:"agent_protocol_version"`
+}
+
+func runVersion(ctx context.Context, args []string) error {
+	fs := newFlagSet("version", "[--format text|json]")
+	format := addFormat(fs, "", "text", "json")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if format.value == "json" {
+		e := json.NewEncoder(os.Stdout)
+		e.SetIndent("", "  ")
+		return e.Encode(versions{Rig: version.Version, Commit: version.Commit(), WireFormat: wire.Version, SampleFormat: samples.FormatVersion,
+			RunDirectoryFormat: rundir.FormatVersion, AgentProtocol: agent.Proto, AgentProtocolVersion: agent.Version})
+	}
+	fmt.Println(version.String())
+	fmt.Printf("wire format %d, sample format %d, run directory format %d, agent protocol %s %d\n",
+		wire.Version, samples.FormatVersion, rundir.FormatVersion, agent.Proto, agent.Version)
+	return nil
 }

@@ -1,7 +1,7 @@
 // Package kubernetes holds the tests of the manifests in this directory:
 // each is decoded strictly against the Kubernetes API types (a misspelled
 // field fails), the QoS classes are the ones the experiments need, and each
-// container's capabilities are what README.md says its rig commands need.
+// container's capabilities are what docs/probes.md says its rig commands need.
 // It has no other code: the rig binary does not link the API types.
 package kubernetes
 
@@ -261,17 +261,20 @@ func TestQoS(t *testing.T) {
 	}
 }
 
-// privileges reads README.md's "Privileges each command needs" table:
+// privilegesDoc holds the table "Privileges each command needs".
+const privilegesDoc = "../../docs/probes.md"
+
+// privileges reads the "Privileges each command needs" table:
 // command ("respond", "nicctl set") → capabilities, or "privileged".
 func privileges(t *testing.T) map[string][]string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(privilegesDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(b), "### Privileges each command needs\n")
+	_, sec, ok := strings.Cut(string(b), "## Privileges each command needs\n")
 	if !ok {
-		t.Fatal("README.md has no Privileges section")
+		t.Fatalf("%s has no Privileges section", privilegesDoc)
 	}
 	cmdRE := regexp.MustCompile("`rig ([a-z ]+)`")
 	capRE := regexp.MustCompile("`([A-Z_]+)`")
@@ -295,7 +298,7 @@ func privileges(t *testing.T) map[string][]string {
 				caps = append(caps, m[1])
 			}
 			if len(caps) == 0 {
-				t.Fatalf("README.md Privileges row %q: no capability, none or privileged", line)
+				t.Fatalf("%s Privileges row %q: no capability, none or privileged", privilegesDoc, line)
 			}
 		}
 		for _, m := range cmdRE.FindAllStringSubmatch(cells[1], -1) {
@@ -303,15 +306,15 @@ func privileges(t *testing.T) map[string][]string {
 		}
 	}
 	if len(out) < 8 {
-		t.Fatalf("README.md Privileges table: %d commands: %v", len(out), out)
+		t.Fatalf("%s Privileges table: %d commands: %v", privilegesDoc, len(out), out)
 	}
 	return out
 }
 
-// Every container grants exactly the capabilities README.md says its rig
+// Every container grants exactly the capabilities docs/probes.md says its rig
 // commands need (all others dropped), or is privileged when one of them
 // needs the host.
-func TestCapabilitiesMatchTheREADME(t *testing.T) {
+func TestCapabilitiesMatchTheDocs(t *testing.T) {
 	need := privileges(t)
 	_, objs := load(t)
 	for _, o := range objs {
@@ -331,7 +334,7 @@ func TestCapabilitiesMatchTheREADME(t *testing.T) {
 			}
 			caps, ok := need[cmd]
 			if !ok {
-				t.Errorf("%s: command %q is not in README.md's Privileges table", o.name, cmd)
+				t.Errorf("%s: command %q is not in the Privileges table of %s", o.name, cmd, privilegesDoc)
 			}
 			for _, c := range caps {
 				if c == "privileged" {
@@ -366,7 +369,7 @@ func TestCapabilitiesMatchTheREADME(t *testing.T) {
 			sort.Strings(add)
 			sort.Strings(wantL)
 			if !slices.Equal(add, wantL) {
-				t.Errorf("%s/%s: capabilities %v, README.md says %s need %v", o.name, c.Name, add, ann, wantL)
+				t.Errorf("%s/%s: capabilities %v, %s says %s need %v", o.name, c.Name, add, privilegesDoc, ann, wantL)
 			}
 			if !slices.Equal(drop, []string{"ALL"}) {
 				t.Errorf("%s/%s: drop %v, want [ALL] (the runtime's defaults include capabilities rig does not use)", o.name, c.Name, drop)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -29,7 +30,7 @@ func TestHandshakeRefusesOtherVersion(t *testing.T) {
 		if !strings.Contains(err.Error(), "host h1") {
 			t.Errorf("error does not name the host: %v", err)
 		}
-		if strings.Contains(hello, `"version":99`) && !strings.Contains(err.Error(), "version 99, this rig speaks rig-agent version 2") {
+		if strings.Contains(hello, `"version":99`) && !strings.Contains(err.Error(), fmt.Sprintf("version 99, this rig speaks rig-agent version %d", Version)) {
 			t.Errorf("version mismatch not explained: %v", err)
 		}
 	}

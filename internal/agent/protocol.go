@@ -10,9 +10,10 @@
 // Events (log and progress lines of the processes it runs).
 //
 // The agent executes rig operations only: host facts, the environment
-// snapshot, applying and taking back an arm's knobs (journaled), and the
-// rig probe processes (respond, send, capture) whose sample files it hands
-// back. It never runs an arbitrary command. When its stdin closes — the
+// snapshot, the preflight checks, ranking CPUs by noise, preparing a NIC's
+// timestamping for the run and applying and taking back an arm's knobs
+// (both journaled), and the rig probe processes (respond, send, capture)
+// whose sample files it hands back. It never runs an arbitrary command. When its stdin closes — the
 // controller exited or died — or it gets SIGINT, SIGTERM or SIGHUP, it stops
 // its processes and takes every knob back before it exits; a write to a
 // controller that is gone fails without stopping that. Its processes get
@@ -29,7 +30,7 @@ import (
 // would misread bumps Version.
 const (
 	Proto   = "rig-agent"
-	Version = 2 // 2: timestamps op; facts carry timestamping states
+	Version = 3 // 2: timestamps op; facts carry timestamping states. 3: knobs in snake_case, host facts as one struct (scenario.Facts), several responders (respond --id, send/capture --responders)
 )
 
 // Hello is the agent's first line.
@@ -142,7 +143,7 @@ type StartArgs struct {
 	Command string   `json:"command"`
 	Args    []string `json:"args"`
 	// Telemetry, for a responder, samples its CPU from the agent while it
-	// runs (DESIGN §6); nil: none.
+	// runs (what else ran there: docs/measurement.md); nil: none.
 	Telemetry *TelemetryArgs `json:"telemetry,omitempty"`
 }
 

@@ -209,7 +209,7 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 	x := &runner{ctx: ctx, fs: fs, o: o, r: &Report{CPU: o.CPU, Iface: o.Iface}}
 	var err error
 	if x.online, err = hostinfo.OnlineCPUs(fs); err != nil {
-		return nil, fmt.Errorf("rig check: %w", err)
+		return nil, fmt.Errorf("check: %w", err)
 	}
 	x.isolated, _ = hostinfo.IsolatedCPUs(fs)
 	x.nohz, x.nohzErr = hostinfo.NohzFullCPUs(fs)

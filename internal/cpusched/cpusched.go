@@ -2,6 +2,12 @@
 // scheduling policy. Callers lock their goroutine to its OS thread first
 // (runtime.LockOSThread) and never unlock it afterwards: a pinned, real-time
 // thread must not go back to the Go scheduler's pool.
+//
+// It also holds what a measuring thread needs around that: its timer slack
+// (SetTimerSlack), enough Ps for the locked threads (EnsureProcs), its own
+// CPU time and context switches over a round (Meter, getrusage
+// RUSAGE_THREAD), and a rescheduling point at quiet moments for blocking
+// loops (Yielder).
 package cpusched
 
 import (
@@ -155,7 +161,7 @@ func SetTimerSlack(d time.Duration) error {
 // blocking syscall while another holds the P parks until sysmon retakes
 // it, and sysmon sleeps up to 10 ms when idle; a busy loop holding the P
 // is preempted every 10 ms whenever any other goroutine (signals,
-// progress) is runnable. Both showed as 5–40 ms tails in issue 7's bench.
+// progress) is runnable. Both showed as 5–40 ms tails in rig bench rounds.
 // A P is not a CPU: extra Ps cost nothing while their threads sleep.
 func EnsureProcs(n int) (restore func()) {
 	prev := runtime.GOMAXPROCS(0)

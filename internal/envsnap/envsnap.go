@@ -1,7 +1,8 @@
 // Package envsnap records the environment a run measured on: kernel and
 // command line, CPU model and topology, isolation, power management,
-// clocksource, THP, IRQ placement, irqbalance/PTP daemons and, inside a
-// container, the cgroup CPU limits. The runner writes one snapshot per host
+// clocksource, THP, IRQ placement, irqbalance/PTP daemons, the NICs (through
+// NICFacts), the machine's DMI identity and, inside a container, the cgroup
+// CPU limits. The runner writes one snapshot per host
 // into the run directory (env/<host>.json); `rig env` prints it.
 package envsnap
 

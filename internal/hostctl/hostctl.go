@@ -1,7 +1,8 @@
 // Package hostctl applies the host knobs of one arm on the responder host
 // and takes them back: NIC queue IRQs, coalescing, rings and channels
-// (through nicctl), idle states (cstate), and noisy neighbours (stress-ng on
-// a CPU list and on the responder CPU's SMT sibling). The NIC's
+// (through nicctl), idle states (cstate), CPU frequency and the tuned
+// profile (power), and noisy neighbours (stress-ng on a CPU list and on the
+// responder CPU's SMT sibling). The NIC's
 // timestamping is not an arm's: rig run prepares it once per run
 // (nicctl.PrepareTimestamping) in the same journal, before the first arm,
 // and an arm's undo leaves it in force.

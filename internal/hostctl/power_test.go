@@ -15,7 +15,7 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// TestPowerArm applies seed 000's runtime-tuning stage as one arm (a tuned
+// TestPowerArm applies a whole runtime-tuning stage as one arm (a tuned
 // profile, performance governor, turbo off, C1E and C6 disabled) on a fake
 // intel_pstate host, checks every value, and undoes it to the byte; an arm
 // that fails half way takes back what it did, the tuned profile included.

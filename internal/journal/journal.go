@@ -725,7 +725,7 @@ func SysfsUndo(fs ReadWriter, root string) UndoFunc {
 	root = CleanRoot(root)
 	return func(_ context.Context, e Entry) (string, error) {
 		if e.Root != "" && e.Root != root {
-			return "", fmt.Errorf("recorded below host root %s but this process uses %s: rerun with RIG_HOST_ROOT=%s", e.Root, root, e.Root)
+			return "", fmt.Errorf("recorded below host root %s but this process uses %s: rerun with --host-root %s (or RIG_HOST_ROOT=%s)", e.Root, root, e.Root, e.Root)
 		}
 		if err := fs.WriteFile(e.Target, e.Previous); err != nil {
 			return "", err

@@ -282,7 +282,7 @@ func ptpOnlySet(ixgbe bool) func(cur, req tstamp.HWTstampConfig) Result {
 // count interface_down/interface_up; the IRQs are freed and requested
 // again with irq_update_affinity_hint (only the hint: a user's affinity
 // stays). The PHC (ena_phc.c, phc_enable=1) has gettimex64 only; the
-// device allows 125 get-time requests per second (README "PHC"), and
+// device allows 125 get-time requests per second (docs/hardware.md), and
 // ena_com_phc_get_timestamp blocks for block_timeout_usec (default 1000
 // µs) after a failure, counting phc_cnt/phc_exp/phc_skp/phc_err_{dv,ts,eb}.
 // The 200 ms link-down time is a model figure (ena_up plus the link-up

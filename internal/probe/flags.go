@@ -183,7 +183,7 @@ func (c Common) Expired(ctx context.Context) error {
 // first run seen let one stray datagram before the sender take the round.
 func requireRunID(cmd string, runID uint64) error {
 	if runID == 0 {
-		return fmt.Errorf("%s: --run-id is required: the sender's run id (e.g. RUN=$(od -An -N8 -tx8 /dev/urandom | tr -d ' '), then --run-id $RUN for %s and rig send; rig send prints the one it uses)", cmd, cmd)
+		return fmt.Errorf("--run-id is required: the sender's run id (e.g. RUN=$(od -An -N8 -tx8 /dev/urandom | tr -d ' '), then --run-id $RUN for rig %s and rig send; rig send prints the one it uses)", cmd)
 	}
 	return nil
 }

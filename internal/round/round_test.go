@@ -150,7 +150,7 @@ func TestTimestampsOff(t *testing.T) {
 	}
 }
 
-// TestInstrumentOnEmulatedTopology is issue 2's acceptance test: 3 000
+// TestInstrumentOnEmulatedTopology is the whole instrument end to end: 3 000
 // requests at 1 ms through the emulated two-host topology (multicast
 // request, unicast reply), with a capture on the mirror port and foreign
 // packets sent to the group during the run.

@@ -1,4 +1,4 @@
-// Package rundir names the files of a run directory (README: Run directory) and holds
+// Package rundir names the files of a run directory (docs/formats.md) and holds
 // its manifest, so the runner that writes a run and the analysis that reads
 // it agree on one layout.
 //

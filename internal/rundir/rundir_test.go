@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -83,5 +84,33 @@ func TestWriteAtomic(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("temporary files left: %v", ents)
+	}
+}
+
+// TestReadManifestKnobCasings: a manifest whose knobs carry the Go field
+// names older rigs wrote ("NIC", "AdaptiveRx") is read as one with today's
+// snake_case names; the knobs come back as written.
+func TestReadManifestKnobCasings(t *testing.T) {
+	for _, knobs := range []string{
+		`{"Responder":{"CPU":1},"NIC":{"Coalesce":{"AdaptiveRx":false}}}`,
+		`{"responder":{"cpu":1},"nic":{"coalesce":{"adaptive_rx":false}}}`,
+	} {
+		dir := t.TempDir()
+		m := `{"format":"rig-run","format_version":1,"scenario":"s","baseline":"a","arms":[{"name":"a","index":0,"knobs":` + knobs +
+			`}],"scenario_effective":{"arms":[{"name":"a","knobs":` + knobs + `}]}}`
+		if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadManifest(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", knobs, err)
+		}
+		b, _ := json.Marshal(got.Arms[0].Knobs)
+		var want any
+		_ = json.Unmarshal([]byte(knobs), &want)
+		w, _ := json.Marshal(want)
+		if len(got.Arms) != 1 || string(b) != string(w) {
+			t.Errorf("knobs read back as %s, want %s", b, w)
+		}
 	}
 }

@@ -2,7 +2,9 @@
 // into rounds on the hosts, applies and takes back each arm's knobs on the
 // responder host, writes a self-describing run directory, and analyses it.
 //
-// The order of work for every arm of every round is fixed: apply the knobs
+// Before the first round it prepares each host's NIC timestamping once for
+// the run. The order of work for every arm of every round is fixed: rank
+// the candidate CPUs (responder.cpu: quietest) → apply the knobs
 // (journaled) → run the round → take the knobs back → write the files. A
 // cancelled context (Ctrl-C, SIGTERM) stops the current round, takes the
 // knobs back, keeps finished rounds on disk and marks the manifest.

@@ -82,10 +82,10 @@ func (x *posIndex) yamlErr(err error) *Error {
 		if path != "" {
 			reason = path + ": " + reason
 		}
-		return x.errAt(p, reason, "README.md (Scenario file format) gives the type of each field")
+		return x.errAt(p, reason, "docs/scenarios.md gives the type of each field")
 	case errors.As(err, &ovf):
 		p := at(ovf.Token)
-		return x.errAt(p, fmt.Sprintf("number %s is out of range", ovf.SrcNum), "use a value README.md (Scenario file format) allows for this field")
+		return x.errAt(p, fmt.Sprintf("number %s is out of range", ovf.SrcNum), "use a value docs/scenarios.md allows for this field")
 	case errors.As(err, &unx):
 		p := at(unx.Token)
 		path, _ := x.pathAt(p)

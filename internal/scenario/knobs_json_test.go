@@ -25,7 +25,7 @@ arms:
 		t.Fatalf("%+v %+v", *k.Responder.Sched, *k.Responder.Poll)
 	}
 	b, err := json.Marshal(k)
-	if err != nil || !strings.Contains(string(b), `"Sched":"fifo:50","Poll":"busy-poll:50"`) {
+	if err != nil || !strings.Contains(string(b), `"sched":"fifo:50","poll":"busy-poll:50"`) {
 		t.Fatalf("%s %v", b, err)
 	}
 	var back Knobs

@@ -168,7 +168,7 @@ func Parse(file string, src []byte) (s *Scenario, err error) {
 		return nil, ErrorList{x.errAt(pos{1, 1}, fmt.Sprintf("file is %d bytes, more than the %d a scenario may have", len(src), MaxFileSize), "is this the right file?")}
 	}
 	if strings.TrimSpace(stripComments(string(src))) == "" {
-		return nil, ErrorList{x.errAt(pos{1, 1}, "the file is empty", "start from scenarios/demo.yaml; README.md (Scenario file format) lists every field")}
+		return nil, ErrorList{x.errAt(pos{1, 1}, "the file is empty", "start from scenarios/demo.yaml; docs/scenarios.md lists every field")}
 	}
 	f, err := parser.ParseBytes(src, 0)
 	if err != nil {

@@ -51,7 +51,7 @@ arms:
 	}
 	// The knobs cross the agent protocol and land in the manifest as JSON.
 	b, err := json.Marshal(s.Arms[1].Effective)
-	if err != nil || !strings.Contains(string(b), `"Quietest":{"CPUs":[2,3,4,5],"Window":2000000000}`) {
+	if err != nil || !strings.Contains(string(b), `"quietest":{"cpus":[2,3,4,5],"window_ns":2000000000}`) {
 		t.Fatalf("%s %v", b, err)
 	}
 	var back Knobs

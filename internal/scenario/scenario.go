@@ -10,7 +10,7 @@
 // Every problem in a file is reported as an *Error carrying file:line:col, the
 // offending source line with a caret, and a hint; Load and Validate return
 // them as an ErrorList (use errors.As). The file format is documented field
-// by field in README.md (Scenario file format).
+// by field in docs/scenarios.md.
 package scenario
 
 import (
@@ -23,7 +23,7 @@ import (
 	"github.com/rig-project/rig/internal/probe"
 )
 
-// Defaults of the optional fields (README.md documents them).
+// Defaults of the optional fields (docs/scenarios.md documents them).
 const (
 	DefaultCount        = 10000
 	DefaultSize         = 64
@@ -217,7 +217,7 @@ type Arm struct {
 	// responder host name (Scenario.KnobsFor merges them).
 	PerResponder map[string]Knobs
 	// Skip is why the arm cannot run on the hosts ("" = it runs). Validate
-	// sets it from `requires` (and the implicit ones, see README.md).
+	// sets it from `requires` (and the implicit ones, see docs/scenarios.md).
 	Skip string
 	// Notes are what Validate found the knobs do on the host, where that
 	// differs from what they say (max-latency-us 0 without a POLL state
@@ -227,33 +227,36 @@ type Arm struct {
 
 // Knobs are the settings an arm applies on the responder host. A nil
 // pointer or slice means "leave the host as it is".
+//
+// The JSON names (manifest.json's knobs, the agent's apply operation) are
+// snake_case like every other key rig writes.
 type Knobs struct {
-	Responder  Responder
-	IRQ        *IRQ
-	NIC        NIC
-	CState     *CState
-	Load       *StressLoad
-	SMTSibling *SMTSibling
-	Power      *Power
-	Tuned      *string // a tuned profile (tuned-adm profile), applied first
-	Requires   []Requirement
+	Responder  Responder     `json:"responder"`
+	IRQ        *IRQ          `json:"irq"`
+	NIC        NIC           `json:"nic"`
+	CState     *CState       `json:"cstate"`
+	Load       *StressLoad   `json:"load"`
+	SMTSibling *SMTSibling   `json:"smt_sibling"`
+	Power      *Power        `json:"power"`
+	Tuned      *string       `json:"tuned"` // a tuned profile (tuned-adm profile), applied first
+	Requires   []Requirement `json:"requires"`
 }
 
 // Responder says where and how the responder runs. CPU and Quietest are
 // the two forms of responder.cpu: at most one is set.
 type Responder struct {
-	CPU      *int
-	Quietest *Quietest
-	Sched    *cpusched.Sched // the responder thread's scheduling policy
-	Poll     *probe.Poll     // how the responder waits for a request
+	CPU      *int            `json:"cpu"`
+	Quietest *Quietest       `json:"quietest"`
+	Sched    *cpusched.Sched `json:"sched"` // the responder thread's scheduling policy
+	Poll     *probe.Poll     `json:"poll"`  // how the responder waits for a request
 }
 
 // Quietest is responder.cpu: quietest — the responder host's agent ranks
 // the candidate CPUs by measured noise before each round (cpurank) and
 // the round pins the responder to the quietest.
 type Quietest struct {
-	CPUs   []int         // candidates; nil = every CPU rig may run on there
-	Window time.Duration // how long they are watched; 0 = the default (1 s)
+	CPUs   []int         `json:"cpus"`      // candidates; nil = every CPU rig may run on there
+	Window time.Duration `json:"window_ns"` // how long they are watched; 0 = the default (1 s)
 }
 
 // HasCPU reports whether the responder is pinned: to a given CPU or to the
@@ -262,43 +265,47 @@ func (r Responder) HasCPU() bool { return r.CPU != nil || r.Quietest != nil }
 
 // IRQ places the queue IRQs of the responder NIC.
 type IRQ struct {
-	CPUs []int
+	CPUs []int `json:"cpus"`
 }
 
 // NIC holds the ethtool settings of the responder NIC.
 type NIC struct {
-	Coalesce Coalesce
-	Ring     Ring
-	Channels *uint32 // combined channels
+	Coalesce Coalesce `json:"coalesce"`
+	Ring     Ring     `json:"ring"`
+	Channels *uint32  `json:"channels"` // combined channels
 }
 
 // Coalesce is interrupt moderation (ethtool -C).
 type Coalesce struct {
-	RxUsecs, TxUsecs, RxFrames *uint32
-	AdaptiveRx, AdaptiveTx     *bool
+	RxUsecs    *uint32 `json:"rx_usecs"`
+	TxUsecs    *uint32 `json:"tx_usecs"`
+	RxFrames   *uint32 `json:"rx_frames"`
+	AdaptiveRx *bool   `json:"adaptive_rx"`
+	AdaptiveTx *bool   `json:"adaptive_tx"`
 }
 
 // Ring is the ring sizes (ethtool -G).
 type Ring struct {
-	RX, TX *uint32
+	RX *uint32 `json:"rx"`
+	TX *uint32 `json:"tx"`
 }
 
 // CState limits idle states for the responder CPU; exactly one field is set.
 type CState struct {
-	MaxLatencyUS *int     // hold /dev/cpu_dma_latency open with this value
-	Disable      []string // disable these cpuidle states (by name) on the responder CPU
-	Poll         bool     // disable every state but POLL on the responder CPU
+	MaxLatencyUS *int     `json:"max_latency_us"` // hold /dev/cpu_dma_latency open with this value
+	Disable      []string `json:"disable"`        // disable these cpuidle states (by name) on the responder CPU
+	Poll         bool     `json:"poll"`           // disable every state but POLL on the responder CPU
 }
 
 // StressLoad runs stress-ng beside the responder.
 type StressLoad struct {
-	StressNG []string // stress-ng arguments (rig adds --taskset and stops it)
-	CPUs     []int    // --taskset list; nil = stress-ng's default affinity
+	StressNG []string `json:"stress_ng"` // stress-ng arguments (rig adds --taskset and stops it)
+	CPUs     []int    `json:"cpus"`      // --taskset list; nil = stress-ng's default affinity
 }
 
 // SMTSibling runs stress-ng on the SMT sibling of the responder CPU.
 type SMTSibling struct {
-	StressNG []string
+	StressNG []string `json:"stress_ng"`
 }
 
 // Power sets the CPU frequency of the responder host (cpufreq, turbo,
@@ -307,13 +314,13 @@ type Power struct {
 	// CPUs whose cpufreq policy Governor, MinFreqKHz and MaxFreqKHz
 	// change; nil: the responder CPU. Turbo and the perf limits are
 	// global.
-	CPUs       []int
-	Governor   *string
-	Turbo      *bool
-	MinPerfPct *int // intel_pstate min_perf_pct
-	MaxPerfPct *int // intel_pstate max_perf_pct
-	MinFreqKHz *int64
-	MaxFreqKHz *int64
+	CPUs       []int   `json:"cpus"`
+	Governor   *string `json:"governor"`
+	Turbo      *bool   `json:"turbo"`
+	MinPerfPct *int    `json:"min_perf_pct"` // intel_pstate min_perf_pct
+	MaxPerfPct *int    `json:"max_perf_pct"` // intel_pstate max_perf_pct
+	MinFreqKHz *int64  `json:"min_freq_khz"`
+	MaxFreqKHz *int64  `json:"max_freq_khz"`
 }
 
 // Settings are the power knobs for the host, with the CPUs resolved

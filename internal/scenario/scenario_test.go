@@ -31,7 +31,7 @@ func smallHost() *StaticFacts {
 	}
 }
 
-// bigHost is seed 002's responder: 26 CPUs, isolcpus=1-3, SMT pairs
+// bigHost is the responder of an ExaNIC mirror-port lab: 26 CPUs, isolcpus=1-3, SMT pairs
 // (n, n+13), hardware timestamps, intel_idle states, stress-ng, and a
 // second interface ens6 with one address (the cloud scenarios' ENI).
 func bigHost() *StaticFacts {
@@ -55,7 +55,7 @@ func bigHost() *StaticFacts {
 
 // intelPstateFacts is an intel_pstate host in active mode with HWP
 // (3.1 GHz base, 3.6 GHz turbo), powersave, turbo on, tuned running
-// throughput-performance (seed 002's responder ran RHEL with tuned).
+// throughput-performance (as a RHEL host with tuned runs by default).
 func intelPstateFacts(cpus []int) *power.Facts {
 	f := &power.Facts{Arch: "x86_64", Freq: map[int]hostinfo.Freq{},
 		Turbo: &hostinfo.Turbo{Enabled: true, Source: hostinfo.IntelPstateDir + "/no_turbo", PstateMode: "active", MinPerfPct: 22, MaxPerfPct: 100},
@@ -229,7 +229,7 @@ func TestShippedSpecifics(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(irq.Arms) != 6 {
-		t.Errorf("irq-local has %d arms, want seed 002's 6", len(irq.Arms))
+		t.Errorf("irq-local has %d arms, want 6 (3 placements, each idle and loaded)", len(irq.Arms))
 	}
 	withLoad := 0
 	for _, a := range irq.Arms {
@@ -592,25 +592,50 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-// TestFormatDoc keeps the README's scenario format honest: its complete
-// example loads, and every key the loader accepts is documented.
+// formatDoc is the scenario reference.
+const formatDoc = "../../docs/scenarios.md"
+
+// docExample returns the YAML block that follows heading in a Markdown file.
+func docExample(t *testing.T, file, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ex, ok := strings.Cut(string(b), heading+"\n")
+	_, ex, ok2 := strings.Cut(ex, "```yaml\n")
+	ex, _, ok3 := strings.Cut(ex, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatalf("%s has no YAML example under %q", file, heading)
+	}
+	return ex
+}
+
+// TestFormatDoc keeps the scenario reference (docs/scenarios.md) honest:
+// its complete example loads, and every key the loader accepts is
+// documented. The README's ten-line scenario loads too.
 func TestFormatDoc(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(formatDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	_, ex, ok := strings.Cut(doc, "#### Complete example\n\n```yaml\n")
-	ex, _, ok2 := strings.Cut(ex, "```")
-	if !ok || !ok2 {
-		t.Fatal("README.md has no complete scenario example")
-	}
-	s, err := Parse("README.md example", []byte(ex))
+	s, err := Parse("docs/scenarios.md example", []byte(docExample(t, formatDoc, "### Complete example")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := Validate(s, factsFor(s, smallHost())); err != nil {
 		t.Fatal(err)
+	}
+	s, err = Parse("README.md example", []byte(docExample(t, "../../README.md", "## A scenario in ten lines")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(s, factsFor(s, bigHost())); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Hosts) != 3 || len(s.Arms) != 2 || s.Arms[1].Effective.IRQ == nil {
+		t.Errorf("README.md example: %d hosts, %d arms: not the example this test knows", len(s.Hosts), len(s.Arms))
 	}
 	for _, path := range []string{"", "hosts.x", "traffic", "arms[0]", "arms[0].responder", "arms[0].irq", "arms[0].nic",
 		"arms[0].nic.coalesce", "arms[0].nic.ring", "arms[0].cstate", "arms[0].load", "arms[0].smt-sibling", "arms[0].power"} {
@@ -620,7 +645,7 @@ func TestFormatDoc(t *testing.T) {
 		}
 		for _, k := range keys {
 			if !strings.Contains(doc, "`"+k+"`") && !strings.Contains(doc, "."+k+"`") {
-				t.Errorf("README.md does not document %s.%s", path, k)
+				t.Errorf("%s does not document %s.%s", formatDoc, path, k)
 			}
 		}
 	}

@@ -1,8 +1,10 @@
 // Package telemetry samples what happens on the measured CPUs during a
 // round: interrupts per source, softirqs per type, local timer ticks,
 // cpuidle usage and residency per state, softnet drops, context switches
-// of the responder thread, the threads seen on the CPUs and drift of NIC
-// IRQ affinity. It reads procfs/sysfs only (no IPIs to the measured CPUs)
+// of the responder thread, the threads seen on the CPUs, drift of NIC IRQ
+// affinity, the NIC's drop counters (through the caller's NICStats hook),
+// and the responder CPU's frequency over the round and the power state it
+// ran under. It reads procfs/sysfs only (no IPIs to the measured CPUs)
 // from one OS thread pinned to a CPU that is not measured, into memory
 // preallocated by New: a sample costs no allocation.
 //
@@ -53,9 +55,10 @@ type Config struct {
 	// one part of sampling that does, at this lower rate.
 	ThreadScanEvery int
 	// NICStats, when set, is called every sample to fill dst (one value per
-	// NICStatNames entry) with NIC drop and ring-overrun counters. It is the
-	// hook for nicctl's ethtool -S reader, which the lead wires later; it
-	// must not allocate for the sampler to stay allocation-free.
+	// NICStatNames entry) with NIC drop and ring-overrun counters (the
+	// caller passes nicctl's ethtool -S reader: this package stays free of
+	// ethtool); it must not allocate for the sampler to stay
+	// allocation-free.
 	NICStats     func(dst []uint64) error
 	NICStatNames []string
 	// MeasureFreq measures FreqCPU's average frequency over the round

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"os"
+)
+
+func init() {
+	register(&command{name: "completion", summary: "print the bash or zsh completion script", run: runCompletion})
+}
+
+const completionUsage = `bash|zsh
+
+Prints a completion script for rig's commands, subcommands, flags and the
+values of --format, generated from the flags this rig defines. Load it in
+the running shell:
+    source <(rig completion bash)        # or zsh
+or install it:
+    rig completion bash > /etc/bash_completion.d/rig
+    rig completion zsh > "${fpath[1]}/_rig"   # then restart zsh`
+
+func runCompletion(ctx context.Context, args []string) error {
+	fs := newFlagSet("completion", completionUsage)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want the shell, bash or zsh, got %q", fs.Args())
+	}
+	switch fs.Arg(0) {
+	case "bash":
+		return program().Bash(os.Stdout)
+	case "zsh":
+		return program().Zsh(os.Stdout)
+	}
+	return usagef("shell %q: want bash or zsh", fs.Arg(0))
+}

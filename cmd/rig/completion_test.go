@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rig-project/rig/internal/clidoc"
+)
+
+// TestCompletionCoversEverything: the bash and zsh scripts offer every
+// command, subcommand and flag rig defines, and the values of --format.
+func TestCompletionCoversEverything(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh"} {
+		code, script, stderr := rigIn(t, "completion", shell)
+		if code != 0 {
+			t.Fatalf("rig completion %s: exit %d: %s", shell, code, stderr)
+		}
+		for _, n := range commandNames() {
+			if !strings.Contains(script, n) {
+				t.Errorf("%s completion lacks command %s", shell, n)
+			}
+		}
+		for _, l := range leaves() {
+			if !strings.Contains(script, "'"+l.path+"'") {
+				t.Errorf("%s completion has no case for rig %s", shell, l.path)
+			}
+			mustDescribe(l).fs.VisitAll(func(f *flag.Flag) {
+				if !strings.Contains(script, "--"+f.Name) {
+					t.Errorf("%s completion lacks rig %s --%s", shell, l.path, f.Name)
+				}
+				if ff, ok := f.Value.(*formatFlag); ok && !strings.Contains(script, "'"+l.path+" --format'") {
+					t.Errorf("%s completion does not offer the forms %v of rig %s --format", shell, ff.forms, l.path)
+				}
+			})
+		}
+	}
+}
+
+// TestBashCompletion: bash -n accepts the script, and sourced in bash it
+// completes commands, subcommands, flags after an argument and the values
+// of --format.
+func TestBashCompletion(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	_, script, _ := rigIn(t, "completion", "bash")
+	file := filepath.Join(t.TempDir(), "rig.bash")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bash, "-n", file).CombinedOutput(); err != nil {
+		t.Fatalf("bash -n: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		line string // the words typed, the last one being completed
+		want []string
+	}{
+		{"rig re", []string{"report", "respond", "restore"}},
+		{"rig nicctl s", []string{"set", "show"}},
+		{"rig lab ", []string{"down", "list", "show", "up"}},
+		{"rig report results/x --fo", []string{"--format"}},
+		{"rig report results/x --format ", []string{"csv", "json", "md"}},
+		{"rig compare a b --format j", []string{"json"}},
+		{"rig nicctl set eth0 --rx-u", []string{"--rx-usecs"}},
+		{"rig help sa", []string{"samples"}},
+		{"rig check --host", []string{"--host-root"}},
+	} {
+		words := strings.Split(c.line, " ")
+		var quoted []string
+		for _, w := range words {
+			quoted = append(quoted, "'"+w+"'")
+		}
+		prog := "source " + file + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" +
+			strconv.Itoa(len(words)-1) + "\n_rig\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
+		cmd := exec.Command(bash, "--norc", "--noprofile", "-c", prog)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || stderr.Len() > 0 {
+			t.Errorf("%q: %v %s", c.line, err, stderr.String())
+			continue
+		}
+		got := strings.Fields(string(out))
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("completing %q: %q, want %q", c.line, got, c.want)
+		}
+	}
+}
+
+// TestZshCompletion: zsh -n accepts the script, and with zsh's
+// completion builtins stubbed to print what they are given, _rig offers
+// commands, subcommands, flags after an argument, the forms of --format,
+// and file names for arguments.
+func TestZshCompletion(t *testing.T) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Skip("no zsh on this machine (make deps installs it)")
+	}
+	_, script, _ := rigIn(t, "completion", "zsh")
+	file := filepath.Join(t.TempDir(), "_rig")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(zsh, "-n", file).CombinedOutput(); err != nil {
+		t.Fatalf("zsh -n: %v\n%s", err, out)
+	}
+	stubs := `compdef() { :; }
+compadd() { shift; print -rl -- "$@"; }
+_describe() { local item; for item in ${(P)4}; do print -r -- ${item%%:*}; done; }
+_files() { print -r -- FILES; }
+`
+	for _, c := range []struct {
+		words []string
+		want  []string // offered and starting with the last word (zsh filters the rest)
+	}{
+		{[]string{"rig", "re"}, []string{"report", "respond", "restore"}},
+		{[]string{"rig", "lab", ""}, []string{"down", "list", "show", "up"}},
+		{[]string{"rig", "report", "x", "--format", ""}, []string{"csv", "json", "md"}},
+		{[]string{"rig", "report", "x", "--"}, []string{"--format", "--help", "--json", "--metric", "--warmup", "--write"}},
+		{[]string{"rig", "report", ""}, []string{"FILES"}},
+		{[]string{"rig", "nicctl", "set", "eth0", "--rx-u"}, []string{"--rx-usecs"}},
+	} {
+		var q []string
+		for _, w := range c.words {
+			q = append(q, "'"+w+"'")
+		}
+		prog := stubs + "source " + file + "\nwords=(" + strings.Join(q, " ") + ")\nCURRENT=" + strconv.Itoa(len(c.words)) + "\n_rig\n"
+		cmd := exec.Command(zsh, "-f", "-c", prog)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || stderr.Len() > 0 {
+			t.Errorf("%q: %v %s", c.words, err, stderr.String())
+			continue
+		}
+		prefix := c.words[len(c.words)-1]
+		var got []string
+		for _, w := range strings.Fields(string(out)) {
+			if strings.HasPrefix(w, prefix) {
+				got = append(got, w)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("completing %q: %q, want %q", c.words, got, c.want)
+		}
+	}
+}
+
+// TestManPages: rig man DIR writes rig.1 and one page per command; each
+// page names every flag of its command (and subcommands) and its synopsis;
+// groff renders them without a warning.
+func TestManPages(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "man1")
+	if code, out, stderr := rigIn(t, "man", dir); code != 0 {
+		t.Fatalf("rig man: exit %d\n%s%s", code, out, stderr)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	top := read("rig.1")
+	for _, n := range commandNames() {
+		if !strings.Contains(top, `.BR rig\-`+clidoc.RoffText(n)+" (1)") {
+			t.Errorf("rig.1 does not list rig-%s(1)", n)
+		}
+	}
+	for _, e := range exitStatus {
+		if !strings.Contains(top, clidoc.RoffText(e.meaning)) {
+			t.Errorf("rig.1 lacks exit status %d", e.code)
+		}
+	}
+	pages := []string{"rig.1"}
+	for _, l := range leaves() {
+		top, _, _ := strings.Cut(l.path, " ")
+		page := read("rig-" + top + ".1")
+		pages = append(pages, "rig-"+top+".1")
+		d := mustDescribe(l)
+		if !strings.Contains(page, ".B rig "+clidoc.RoffText(l.path)+"\n"+clidoc.RoffText(d.synopsis())) {
+			t.Errorf("rig-%s.1 lacks the synopsis of rig %s", top, l.path)
+		}
+		d.fs.VisitAll(func(f *flag.Flag) {
+			if !strings.Contains(page, `\fB\-\-`+clidoc.RoffText(f.Name)+`\fR`) {
+				t.Errorf("rig-%s.1 lacks --%s of rig %s", top, f.Name, l.path)
+			}
+		})
+	}
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Log("no groff: pages not rendered")
+		return
+	}
+	for _, p := range slices.Compact(pages) {
+		cmd := exec.Command(groff, "-man", "-Tutf8", "-ww", "-z", filepath.Join(dir, p))
+		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+			t.Errorf("groff %s: %v\n%s", p, err, out)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/check"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/load"
@@ -284,5 +286,58 @@ func TestShippedKubernetesScenario(t *testing.T) {
 				t.Errorf("controller journal: %v", err)
 			}
 		})
+	}
+}
+
+// With several responders require-check checks each responder host on
+// the CPU its own knobs give it: the second responder's pod (cpuset of CPU
+// 1) pinned to CPU 0 under responders: FAILs cpu.allowed there, and the
+// run stops before anything changes, naming that host.
+func TestKubectlFanoutCheckEveryResponder(t *testing.T) {
+	testbin.Integration(t)
+	dir := t.TempDir()
+	cg := map[string][]string{"rig-b": {netlabtest.PodCgroup(t, "b", "1")}}
+	topo, state := kubectlLab(t, dir, cg, "rig-a", "rig-b")
+	rh := topo.ResponderHosts()
+	yaml := `name: kubectl-fanout-check
+hosts:
+  snd: {via: kubectl exec -i rig-sender --, roles: [sender], iface: ` + topo.Sender.Interface + `}
+  a: {via: kubectl exec -i rig-a --, roles: [responder], iface: ` + rh[0].Interface + `}
+  b: {via: kubectl exec -i rig-b --, roles: [responder], iface: ` + rh[1].Interface + `}
+traffic: {group: 239.56.0.2:7561, interval: 1ms, count: 100}
+timestamps: software
+require-check: true
+defaults:
+  responders:
+    a: {responder: {cpu: 1}}
+    b: {responder: {cpu: 0}}
+arms:
+  - name: block
+`
+	path := filepath.Join(dir, "fanout-check.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenario.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
+		Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "controller-state"), FS: hostfs.Default(), Log: &log})
+	var cf *CheckFailedError
+	if !errors.As(err, &cf) || cf.Host != "b" || cf.Report.CPU != 0 || cf.Report.Get("cpu.allowed") == nil || cf.Report.Get("cpu.allowed").Severity != check.Fail {
+		t.Fatalf("want rig check to FAIL on host b, CPU 0: %v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "rig run: rig check on responder host a") || res != nil {
+		t.Errorf("host a unchecked, or a run directory made (%v):\n%s", res, log.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results")); !os.IsNotExist(err) {
+		t.Errorf("results made before the check passed: %v", err)
+	}
+	for pod, st := range state {
+		if err := journal.CheckPending(st); err != nil {
+			t.Errorf("pod %s: journal: %v", pod, err)
+		}
 	}
 }

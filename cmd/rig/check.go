@@ -35,7 +35,7 @@ func init() {
 
 func runCheck(ctx context.Context, args []string) error {
 	fs := newFlagSet("check", checkUsage)
-	cpu := fs.Int("cpu", -1, "responder CPU (default: first isolated CPU, else the last online CPU)")
+	cpu := fs.Int("cpu", -1, "responder CPU (default: of the CPUs rig may run on, the first isolated one, else the last online one)")
 	iface := fs.String("iface", "", "interface for the NIC checks (timestamping, PHC, ptp4l)")
 	multicast := fs.Bool("multicast", false, "the requests will be multicast on --iface: check what the network needs for it (on EC2: IGMPv2 for a Transit Gateway multicast domain)")
 	format := addFormat(fs, "", "text", "json")

@@ -379,13 +379,15 @@ func TestCapabilitiesMatchTheDocs(t *testing.T) {
 }
 
 // The shipped Kubernetes scenarios reach pods these manifests make, in the
-// namespace the kustomization puts them in.
+// namespace the kustomization puts them in, and between them every pod
+// rig runs in: the sender and both responders.
 func TestScenariosReachThesePods(t *testing.T) {
 	k, objs := load(t)
 	files, _ := filepath.Glob("../../scenarios/k8s-*.yaml")
-	if len(files) < 2 {
+	if !slices.Contains(files, "../../scenarios/k8s-pinned-vs-shared.yaml") {
 		t.Fatalf("Kubernetes scenarios: %v", files)
 	}
+	reached := map[string]bool{}
 	for _, f := range files {
 		s, err := scenario.Load(f)
 		if err != nil {
@@ -413,6 +415,12 @@ func TestScenariosReachThesePods(t *testing.T) {
 			if o := objs[pod]; o == nil || o.kind != "Pod" {
 				t.Errorf("%s: host %s reaches pod %q, which the manifests do not make", f, h.Name, pod)
 			}
+			reached[pod] = true
+		}
+	}
+	for _, pod := range []string{"rig-sender", "rig-responder-pinned", "rig-responder-shared"} {
+		if !reached[pod] {
+			t.Errorf("no shipped scenario reaches pod %s", pod)
 		}
 	}
 }

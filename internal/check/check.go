@@ -225,11 +225,7 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 		}
 		x.r.Ranking, x.r.CPU, x.r.CPUChoice = rk, rk.Chosen, "the quietest of "+cpulist.Format(rk.Candidates)+", ranked above"
 	} else if o.CPU < 0 {
-		if len(x.isolated) > 0 {
-			x.r.CPU, x.r.CPUChoice = x.isolated[0], "first isolated CPU; choose with --cpu"
-		} else {
-			x.r.CPU, x.r.CPUChoice = x.online[len(x.online)-1], "last online CPU; choose with --cpu"
-		}
+		x.r.CPU, x.r.CPUChoice = x.defaultCPU()
 	}
 	cpu := x.r.CPU
 	if t, err := hostinfo.ReadTopology(fs, cpu); err == nil {
@@ -255,6 +251,39 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 		x.r.Worst = max(x.r.Worst, res.Severity)
 	}
 	return x.r, nil
+}
+
+// defaultCPU is the CPU checked when none is named: the first isolated
+// CPU, else the last online one, among the CPUs rig may run on (a pod's
+// cpuset, a taskset), since a responder left unpinned runs there. When
+// what rig may run on cannot be read (cpu.allowed warns), among the
+// online CPUs, and the choice says so.
+func (x *runner) defaultCPU() (int, string) {
+	cands, where := x.online, ""
+	allowed, err := hostinfo.ProcessCPUsAllowed(x.fs, "self")
+	switch {
+	case err != nil:
+		where = " (the CPUs rig may use are unknown)"
+	default:
+		var in []int
+		for _, c := range x.online {
+			if slices.Contains(allowed, c) {
+				in = append(in, c)
+			}
+		}
+		if len(in) > 0 && len(in) < len(x.online) {
+			cands, where = in, " rig may use ("+list(in)+")"
+		}
+	}
+	for _, c := range x.isolated {
+		if slices.Contains(cands, c) {
+			return c, "first isolated CPU" + where + "; choose with --cpu"
+		}
+	}
+	if where == "" || err != nil {
+		return cands[len(cands)-1], "last online CPU" + where + "; choose with --cpu"
+	}
+	return cands[len(cands)-1], "last CPU" + where + "; choose with --cpu"
 }
 
 func (x *runner) add(id string, s Severity, fix, format string, a ...any) {

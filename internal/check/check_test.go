@@ -291,3 +291,30 @@ func TestOutput(t *testing.T) {
 		t.Fatal("ok/skip must exit 0")
 	}
 }
+
+// With no CPU named, rig check picks one rig may run on: in a pod (the
+// k8spod tree: cpuset 2-3 of 0-7) the last of the pod's CPUs, not the
+// node's last, which cpu.allowed would FAIL; an isolated CPU of those
+// first; on a host whose cpuset is every CPU, the choice as before.
+func TestDefaultCPU(t *testing.T) {
+	r := run(t, fx("k8spod"), Options{CPU: -1, Getenv: k8s})
+	if r.CPU != 3 || r.CPUChoice != "last CPU rig may use (2-3); choose with --cpu" || r.Get("cpu.allowed").Severity != OK {
+		t.Errorf("pod: CPU %d (%s), cpu.allowed %+v", r.CPU, r.CPUChoice, r.Get("cpu.allowed"))
+	}
+	if r := run(t, fx("vm"), Options{CPU: -1}); r.CPU != 1 || r.CPUChoice != "last online CPU; choose with --cpu" {
+		t.Errorf("vm: CPU %d (%s)", r.CPU, r.CPUChoice)
+	}
+	if r := run(t, fx("isolated"), Options{CPU: -1}); r.CPU != 2 || r.CPUChoice != "first isolated CPU; choose with --cpu" {
+		t.Errorf("isolated: CPU %d (%s)", r.CPU, r.CPUChoice)
+	}
+	h := copyTree(t, "isolated")
+	write(t, h, "/proc/self/status", "Cpus_allowed_list:\t5-7\n")
+	if r := run(t, h, Options{CPU: -1}); r.CPU != 6 || r.CPUChoice != "first isolated CPU rig may use (5-7); choose with --cpu" {
+		t.Errorf("isolated, cpuset 5-7: CPU %d (%s)", r.CPU, r.CPUChoice)
+	}
+	h = copyTree(t, "vm")
+	write(t, h, "/proc/self/status", "Name:\trig\n")
+	if r := run(t, h, Options{CPU: -1}); r.CPU != 1 || !strings.Contains(r.CPUChoice, "the CPUs rig may use are unknown") {
+		t.Errorf("vm, no Cpus_allowed_list: CPU %d (%s)", r.CPU, r.CPUChoice)
+	}
+}

@@ -164,7 +164,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, errors.New("no arm can run on these hosts: every arm was skipped (see rig run --dry-run)")
 	}
 	if s.RequireCheck {
-		if err := preflight(ctx, o, plan, hs); err != nil {
+		if err := preflight(ctx, o, s, plan, hs); err != nil {
 			return nil, err
 		}
 	}
@@ -649,51 +649,66 @@ func roleList(h scenario.Host) string {
 }
 
 // CheckFailedError is returned when require-check is set and `rig check`
-// found a FAIL on the responder host.
-type CheckFailedError struct{ Report *check.Report }
+// reports a FAIL on a responder host (Host).
+type CheckFailedError struct {
+	Host   string
+	Report *check.Report
+}
 
 func (e *CheckFailedError) Error() string {
 	var b strings.Builder
 	e.Report.WriteText(&b)
-	return "require-check: rig check failed on the responder host; nothing was changed:\n" + b.String()
+	return "require-check: rig check failed on responder host " + e.Host + "; nothing was changed:\n" + b.String()
 }
 
-// preflight runs `rig check` on the responder host for every responder CPU
-// the arms use, and stops the run on a FAIL (warnings are logged). An arm
-// with responder.cpu: quietest is checked on the CPU a ranking picks now
-// (each round ranks again).
-func preflight(ctx context.Context, o Options, p scenario.Plan, hs *hosts) error {
-	seen := map[int]bool{}
-	ranked := map[string]int{} // quietest candidates → the CPU picked
-	for _, a := range p.Arms {
-		cpu := -1
-		if c := a.Effective.Responder.CPU; c != nil {
-			cpu = *c
-		}
-		if q := a.Effective.Responder.Quietest; q != nil {
-			c, ok := ranked[q.String()]
-			if !ok {
-				_, rk, err := pinQuietest(ctx, o, hs.responder.Agent, a.Effective, "")
-				if err != nil {
-					return fmt.Errorf("require-check: %w", err)
-				}
-				c = rk.Chosen
-				ranked[q.String()] = c
+// preflight runs `rig check` on every responder host for every responder
+// CPU the arms give it (with several responders, each host's own knobs:
+// defaults, then responders.<host>, then the arm's), and stops the run on
+// a FAIL (warnings are logged). An arm with responder.cpu: quietest (one
+// responder only) is checked on the CPU a ranking picks now (each round
+// ranks again); an arm that leaves the CPU unset, on the CPU rig check
+// picks among the CPUs the host lets rig use.
+func preflight(ctx context.Context, o Options, s *scenario.Scenario, p scenario.Plan, hs *hosts) error {
+	multicast := slices.ContainsFunc(p.Arms, func(a scenario.Arm) bool { return a.Request != scenario.RequestUnicast })
+	for i, h := range append([]round.Host{hs.responder}, hs.others...) {
+		seen := map[int]bool{}
+		ranked := map[string]int{} // quietest candidates → the CPU picked
+		for _, a := range p.Arms {
+			k := a.Effective
+			if s.Fanout() {
+				k = s.KnobsFor(a, s.Responders[i])
 			}
-			cpu = c
-		}
-		if seen[cpu] {
-			continue
-		}
-		seen[cpu] = true
-		multicast := slices.ContainsFunc(p.Arms, func(a scenario.Arm) bool { return a.Request != scenario.RequestUnicast })
-		rep, err := hs.responder.Agent.Check(ctx, agent.CheckArgs{CPU: cpu, Iface: hs.responder.Iface, Multicast: multicast})
-		if err != nil {
-			return fmt.Errorf("require-check: %w", err)
-		}
-		rep.WriteText(o.Log)
-		if rep.Worst == check.Fail {
-			return &CheckFailedError{rep}
+			cpu := -1
+			if c := k.Responder.CPU; c != nil {
+				cpu = *c
+			}
+			if q := k.Responder.Quietest; q != nil {
+				c, ok := ranked[q.String()]
+				if !ok {
+					_, rk, err := pinQuietest(ctx, o, h.Agent, k, "")
+					if err != nil {
+						return fmt.Errorf("require-check: %w", err)
+					}
+					c = rk.Chosen
+					ranked[q.String()] = c
+				}
+				cpu = c
+			}
+			if seen[cpu] {
+				continue
+			}
+			seen[cpu] = true
+			if s.Fanout() {
+				fmt.Fprintf(o.Log, "rig run: rig check on responder host %s\n", h.Agent.Name)
+			}
+			rep, err := h.Agent.Check(ctx, agent.CheckArgs{CPU: cpu, Iface: h.Iface, Multicast: multicast})
+			if err != nil {
+				return fmt.Errorf("require-check on host %s: %w", h.Agent.Name, err)
+			}
+			rep.WriteText(o.Log)
+			if rep.Worst == check.Fail {
+				return &CheckFailedError{Host: h.Agent.Name, Report: rep}
+			}
 		}
 	}
 	return nil

@@ -274,27 +274,12 @@ var errFanout = errors.New("samples: a round of several responders")
 // Truncated files still contribute their complete records; the damage is
 // listed in Problems.
 func JoinDir(path string) (*Joined, error) {
-	st, err := os.Stat(path)
+	names, more, err := roundFiles(path)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	if st.IsDir() {
-		for _, r := range []Role{RoleSender, RoleResponder, RoleCapture} {
-			p := filepath.Join(path, FileName(r))
-			if _, err := os.Stat(p); err == nil {
-				names = append(names, p)
-			}
-		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("%s: no sample files (want %s, %s or %s)", path,
-				FileName(RoleSender), FileName(RoleResponder), FileName(RoleCapture))
-		}
-		if more, _ := filepath.Glob(filepath.Join(path, string(RoleResponder)+"-*.samples")); len(more) > 0 {
-			return joinDirFirst(path)
-		}
-	} else {
-		names = []string{path}
+	if more > 0 {
+		return joinDirFirst(path)
 	}
 	first, err := ReadFile(names[0])
 	var problems []string
@@ -352,18 +337,11 @@ func JoinDir(path string) (*Joined, error) {
 
 // joinFiles reads the files after first whole and joins them all.
 func joinFiles(path string, first *File, names, problems []string) (*Joined, error) {
-	files := []*File{first}
-	for _, n := range names {
-		f, err := ReadFile(n)
-		if err != nil {
-			if f == nil || !errors.Is(err, ErrTruncated) {
-				return nil, err
-			}
-			problems = append(problems, err.Error())
-		}
-		files = append(files, f)
+	files, problems, err := readFiles(names, problems)
+	if err != nil {
+		return nil, err
 	}
-	j, err := Join(files...)
+	j, err := Join(append([]*File{first}, files...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -508,42 +486,13 @@ func JoinDirResponder(path string, id uint32) (*Joined, error) {
 // It holds every file's records (JoinDir, for a round of one responder,
 // merges them as it reads).
 func JoinDirAll(path string) ([]*Joined, error) {
-	st, err := os.Stat(path)
+	names, _, err := roundFiles(path)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	if st.IsDir() {
-		for _, n := range []string{FileName(RoleSender), FileName(RoleResponder), FileName(RoleCapture)} {
-			p := filepath.Join(path, n)
-			if _, err := os.Stat(p); err == nil {
-				names = append(names, p)
-			}
-		}
-		more, err := filepath.Glob(filepath.Join(path, string(RoleResponder)+"-*.samples"))
-		if err != nil {
-			return nil, err
-		}
-		slices.Sort(more)
-		names = append(names, more...)
-		if len(names) == 0 {
-			return nil, fmt.Errorf("%s: no sample files (want %s, %s or %s)", path,
-				FileName(RoleSender), FileName(RoleResponder), FileName(RoleCapture))
-		}
-	} else {
-		names = []string{path}
-	}
-	var files []*File
-	var problems []string
-	for _, n := range names {
-		f, err := ReadFile(n)
-		if err != nil {
-			if f == nil || !errors.Is(err, ErrTruncated) {
-				return nil, err
-			}
-			problems = append(problems, err.Error())
-		}
-		files = append(files, f)
+	files, problems, err := readFiles(names, nil)
+	if err != nil {
+		return nil, err
 	}
 	n := 1
 	for _, f := range files {
@@ -564,6 +513,53 @@ func JoinDirAll(path string) ([]*Joined, error) {
 		js = append(js, j)
 	}
 	return js, nil
+}
+
+// roundFiles lists the sample files of a round directory — sender,
+// responder (0), capture, then the other responders' in name order, more
+// of them — or names the one file path is.
+func roundFiles(path string) (names []string, more int, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.IsDir() {
+		return []string{path}, 0, nil
+	}
+	for _, r := range []Role{RoleSender, RoleResponder, RoleCapture} {
+		p := filepath.Join(path, FileName(r))
+		if _, err := os.Stat(p); err == nil {
+			names = append(names, p)
+		}
+	}
+	others, err := filepath.Glob(filepath.Join(path, string(RoleResponder)+"-*.samples"))
+	if err != nil {
+		return nil, 0, err
+	}
+	slices.Sort(others)
+	names = append(names, others...)
+	if len(names) == 0 {
+		return nil, 0, fmt.Errorf("%s: no sample files (want %s, %s or %s)", path,
+			FileName(RoleSender), FileName(RoleResponder), FileName(RoleCapture))
+	}
+	return names, len(others), nil
+}
+
+// readFiles reads the sample files names whole; a truncated file still
+// gives its complete records, its damage appended to problems.
+func readFiles(names, problems []string) ([]*File, []string, error) {
+	var files []*File
+	for _, n := range names {
+		f, err := ReadFile(n)
+		if err != nil {
+			if f == nil || !errors.Is(err, ErrTruncated) {
+				return nil, nil, err
+			}
+			problems = append(problems, err.Error())
+		}
+		files = append(files, f)
+	}
+	return files, problems, nil
 }
 
 // SourceLabel is the short source text of a clock: "hw:eth1:phc0", "sw",

@@ -342,40 +342,23 @@ func merge(d, a Knobs) Knobs {
 	if a.Responder.CPU != nil || a.Responder.Quietest != nil {
 		e.Responder.CPU, e.Responder.Quietest = a.Responder.CPU, a.Responder.Quietest
 	}
-	if a.Responder.Sched != nil {
-		e.Responder.Sched = a.Responder.Sched
-	}
-	if a.Responder.Poll != nil {
-		e.Responder.Poll = a.Responder.Poll
-	}
-	if a.IRQ != nil {
-		e.IRQ = a.IRQ
-	}
-	mc, dc := a.NIC.Coalesce, &e.NIC.Coalesce
-	for _, f := range []struct{ dst, src **uint32 }{{&dc.RxUsecs, &mc.RxUsecs}, {&dc.TxUsecs, &mc.TxUsecs}, {&dc.RxFrames, &mc.RxFrames}, {&e.NIC.Ring.RX, &a.NIC.Ring.RX}, {&e.NIC.Ring.TX, &a.NIC.Ring.TX}, {&e.NIC.Channels, &a.NIC.Channels}} {
-		if *f.src != nil {
-			*f.dst = *f.src
-		}
-	}
-	if mc.AdaptiveRx != nil {
-		dc.AdaptiveRx = mc.AdaptiveRx
-	}
-	if mc.AdaptiveTx != nil {
-		dc.AdaptiveTx = mc.AdaptiveTx
-	}
-	if a.CState != nil {
-		e.CState = a.CState
-	}
-	if a.Load != nil {
-		e.Load = a.Load
-	}
-	if a.SMTSibling != nil {
-		e.SMTSibling = a.SMTSibling
-	}
+	over(&e.Responder.Sched, a.Responder.Sched)
+	over(&e.Responder.Poll, a.Responder.Poll)
+	over(&e.IRQ, a.IRQ)
+	ec, ac := &e.NIC.Coalesce, a.NIC.Coalesce
+	over(&ec.RxUsecs, ac.RxUsecs)
+	over(&ec.TxUsecs, ac.TxUsecs)
+	over(&ec.RxFrames, ac.RxFrames)
+	over(&ec.AdaptiveRx, ac.AdaptiveRx)
+	over(&ec.AdaptiveTx, ac.AdaptiveTx)
+	over(&e.NIC.Ring.RX, a.NIC.Ring.RX)
+	over(&e.NIC.Ring.TX, a.NIC.Ring.TX)
+	over(&e.NIC.Channels, a.NIC.Channels)
+	over(&e.CState, a.CState)
+	over(&e.Load, a.Load)
+	over(&e.SMTSibling, a.SMTSibling)
 	e.Power = mergePower(d.Power, a.Power)
-	if a.Tuned != nil {
-		e.Tuned = a.Tuned
-	}
+	over(&e.Tuned, a.Tuned)
 	e.Requires = slices.Clone(d.Requires)
 	for _, r := range a.Requires {
 		if !slices.Contains(e.Requires, r) {
@@ -383,6 +366,13 @@ func merge(d, a Knobs) Knobs {
 		}
 	}
 	return e
+}
+
+// over sets *dst to src when the arm gives src.
+func over[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
+	}
 }
 
 // mergePower merges the arm's power knobs over the defaults' field by
@@ -395,26 +385,14 @@ func mergePower(d, a *Power) *Power {
 		return a
 	}
 	e := *d
+	over(&e.Governor, a.Governor)
+	over(&e.Turbo, a.Turbo)
+	over(&e.MinPerfPct, a.MinPerfPct)
+	over(&e.MaxPerfPct, a.MaxPerfPct)
+	over(&e.MinFreqKHz, a.MinFreqKHz)
+	over(&e.MaxFreqKHz, a.MaxFreqKHz)
 	if a.CPUs != nil {
 		e.CPUs = a.CPUs
-	}
-	if a.Governor != nil {
-		e.Governor = a.Governor
-	}
-	if a.Turbo != nil {
-		e.Turbo = a.Turbo
-	}
-	if a.MinPerfPct != nil {
-		e.MinPerfPct = a.MinPerfPct
-	}
-	if a.MaxPerfPct != nil {
-		e.MaxPerfPct = a.MaxPerfPct
-	}
-	if a.MinFreqKHz != nil {
-		e.MinFreqKHz = a.MinFreqKHz
-	}
-	if a.MaxFreqKHz != nil {
-		e.MaxFreqKHz = a.MaxFreqKHz
 	}
 	return &e
 }

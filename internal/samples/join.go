@@ -466,17 +466,23 @@ func joinDirFirst(path string) (*Joined, error) {
 	return js[0], nil
 }
 
-// JoinDirResponder is responder id's join of a round directory
-// (JoinDirAll); a round without that responder is an error naming it.
+// JoinDirResponder is responder id's join of a round directory, read
+// once and joined for that responder only (JoinDirAll joins every one);
+// a round without that responder is an error naming it.
 func JoinDirResponder(path string, id uint32) (*Joined, error) {
-	js, err := JoinDirAll(path)
+	files, problems, err := readRound(path)
 	if err != nil {
 		return nil, err
 	}
-	if int(id) >= len(js) {
-		return nil, fmt.Errorf("%s: no file or records of responder %d (the round has %d)", path, id, len(js))
+	if n := responderCount(files); int(id) >= n {
+		return nil, fmt.Errorf("%s: no file or records of responder %d (the round has %d)", path, id, n)
 	}
-	return js[id], nil
+	j, err := JoinResponder(id, files...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	j.Problems = problems
+	return j, nil
 }
 
 // JoinDirAll is JoinDir for every responder of the round, in id order:
@@ -486,14 +492,35 @@ func JoinDirResponder(path string, id uint32) (*Joined, error) {
 // It holds every file's records (JoinDir, for a round of one responder,
 // merges them as it reads).
 func JoinDirAll(path string) ([]*Joined, error) {
+	files, problems, err := readRound(path)
+	if err != nil {
+		return nil, err
+	}
+	var js []*Joined
+	for id := range responderCount(files) {
+		j, err := JoinResponder(uint32(id), files...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		j.Problems = problems
+		js = append(js, j)
+	}
+	return js, nil
+}
+
+// readRound reads every sample file of a round whole (roundFiles,
+// readFiles).
+func readRound(path string) ([]*File, []string, error) {
 	names, _, err := roundFiles(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	files, problems, err := readFiles(names, nil)
-	if err != nil {
-		return nil, err
-	}
+	return readFiles(names, nil)
+}
+
+// responderCount is how many responders a round's files say answered:
+// the sender's and capture's count, or the highest responder file's id.
+func responderCount(files []*File) int {
 	n := 1
 	for _, f := range files {
 		switch h := f.Header; h.Role {
@@ -503,16 +530,7 @@ func JoinDirAll(path string) ([]*Joined, error) {
 			n = max(n, h.ResponderCount())
 		}
 	}
-	var js []*Joined
-	for id := range n {
-		j, err := JoinResponder(uint32(id), files...)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		j.Problems = problems
-		js = append(js, j)
-	}
-	return js, nil
+	return n
 }
 
 // roundFiles lists the sample files of a round directory — sender,

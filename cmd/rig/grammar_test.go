@@ -404,6 +404,15 @@ func TestSendSummaryJSON(t *testing.T) {
 	if !slices.Equal(names, []string{analysis.RTT, analysis.RTTFromDue, analysis.Lateness}) {
 		t.Errorf("metrics %q", names)
 	}
+	// With fan-out each responder's object names it.
+	j.Responder = 3
+	jb.Reset()
+	if err := printSendSummary(&jb, "json", j, 2); err != nil {
+		t.Fatal(err)
+	}
+	if s := decodeSendSummary(t, jb.Bytes()); s.Responder != 3 {
+		t.Errorf("responder %d in the summary of responder 3's join", s.Responder)
+	}
 }
 
 // decodeSendSummary decodes b strictly: one object, nothing after it.

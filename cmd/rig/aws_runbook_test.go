@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/testbin"
 )
@@ -17,32 +17,7 @@ import (
 // directory and writes the files in extra over it.
 func copyFixture(t *testing.T, tree string, extra map[string]string) string {
 	t.Helper()
-	src := filepath.Join("../../internal/hostinfo/testdata", tree)
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, filepath.Join(dst, rel))
-		case d.IsDir():
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dst := hostfstest.CopyTree(t, filepath.Join("../../internal/hostinfo/testdata", tree))
 	for p, v := range extra {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, p)), 0o755); err != nil {
 			t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -22,33 +22,7 @@ func fx(name string) hostfs.FS { return hostfs.FS{Root: "../hostinfo/testdata/" 
 
 func copyTree(t *testing.T, name string) hostfs.FS {
 	t.Helper()
-	src := filepath.Join("../hostinfo/testdata", name)
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.Type()&fs.ModeSymlink != 0 {
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, filepath.Join(dst, rel))
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hostfs.FS{Root: dst}
+	return hostfs.FS{Root: hostfstest.CopyTree(t, filepath.Join("../hostinfo/testdata", name))}
 }
 
 func write(t *testing.T, h hostfs.FS, p, v string) {

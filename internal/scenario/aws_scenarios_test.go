@@ -3,7 +3,6 @@ package scenario
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -48,32 +48,7 @@ var (
 // cpus is not empty, the kernel command line that isolates them.
 func prepared(t *testing.T, tree, cpus string) hostfs.FS {
 	t.Helper()
-	src := filepath.Join("../hostinfo/testdata", tree)
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, filepath.Join(dst, rel))
-		case d.IsDir():
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dst := hostfstest.CopyTree(t, filepath.Join("../hostinfo/testdata", tree))
 	h := hostfs.FS{Root: dst}
 	files := map[string]string{}
 	if !h.Exists("/sys/class/net/ens6") {

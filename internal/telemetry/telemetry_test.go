@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/teldata"
 )
@@ -17,26 +17,7 @@ import (
 // copyTree copies a fixture tree so a test can move its counters.
 func copyTree(t *testing.T, name string) hostfs.FS {
 	t.Helper()
-	src := filepath.Join("../hostinfo/testdata", name)
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hostfs.FS{Root: dst}
+	return hostfs.FS{Root: hostfstest.CopyTree(t, filepath.Join("../hostinfo/testdata", name))}
 }
 
 // edit rewrites a fake host file in place (same inode, as the kernel does).

@@ -53,6 +53,8 @@ type CostRow struct {
 	// a thread, the responder is told to stop), so ShortAllocs and
 	// ShortRequests are the same from a shorter round: allocations per
 	// round trip are the difference over the difference (AllocsPerRT).
+	// For rig's own rows both come from rounds of their own, not under
+	// perf, the long one allocLong × the short one (see allocRounds).
 	HeapAllocs, ShortAllocs      *uint64
 	AllocRequests, ShortRequests uint64
 }
@@ -71,6 +73,18 @@ func (c CostRow) AllocsPerRT() (float64, bool) {
 // make at least one per round trip; the start and end of a round vary by
 // a few).
 const MaxAllocsPerRT = 0.001
+
+// allocShort and allocLong are the allocation rounds' lengths in counting
+// rounds (CostTime). Their difference must hold well over 1/MaxAllocsPerRT
+// requests per allocation the ends of a round vary by: measured here, a
+// round's count moves by up to 7 from one run to the next whatever its
+// length (15 in 2 500 requests, then 8 in 5 000), so rounds of 2.5 s and
+// 5 s (a difference of 2 500 requests: 2.5 allocations at the bound)
+// decided the goal by that noise, both ways.
+const (
+	allocShort = 0.5
+	allocLong  = 4
+)
 
 // per divides a count by the round trips.
 func (c CostRow) per(n uint64) float64 {
@@ -138,7 +152,7 @@ func (b *runner) cost(ctx context.Context) error {
 				return fmt.Errorf("cost (%s, %s): %w", mode, tool, err)
 			}
 			if tool == CostRig {
-				if err := b.shortAllocs(ctx, mode, rows); err != nil {
+				if err := b.allocRounds(ctx, mode, rows); err != nil {
 					return fmt.Errorf("cost (%s, %s): %w", mode, tool, err)
 				}
 			}
@@ -193,24 +207,38 @@ func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Clien
 	return c, nil
 }
 
-// shortAllocs runs a rig round of half the counting round's length (not
-// counted under perf) and gives rows its processes' heap allocations.
-func (b *runner) shortAllocs(ctx context.Context, mode string, rows []CostRow) error {
-	dir := filepath.Join(b.cfg.Dir, "cost", mode+"-rig-short")
-	spec, err := b.rigSpec(dir, mode, "software", time.Millisecond, 0, time.Millisecond, int(b.cfg.CostTime/2/time.Millisecond), 0)
-	if err != nil {
-		return err
-	}
-	if err := b.runRound(ctx, spec); err != nil {
-		return err
-	}
-	for i, role := range []samples.Role{samples.RoleSender, samples.RoleResponder} {
-		f, err := samples.ReadFile(filepath.Join(dir, samples.FileName(role)))
+// allocRounds runs two rig rounds, allocShort and allocLong counting
+// rounds long (not under perf), and gives rows its processes' heap
+// allocations in each: the long round's as HeapAllocs, the short one's as
+// ShortAllocs.
+func (b *runner) allocRounds(ctx context.Context, mode string, rows []CostRow) error {
+	for _, r := range []struct {
+		name   string
+		length float64
+		allocs func(*CostRow) **uint64
+		reqs   func(*CostRow) *uint64
+	}{
+		{"short", allocShort, func(c *CostRow) **uint64 { return &c.ShortAllocs }, func(c *CostRow) *uint64 { return &c.ShortRequests }},
+		{"long", allocLong, func(c *CostRow) **uint64 { return &c.HeapAllocs }, func(c *CostRow) *uint64 { return &c.AllocRequests }},
+	} {
+		dir := filepath.Join(b.cfg.Dir, "cost", mode+"-rig-allocs-"+r.name)
+		count := int(float64(b.cfg.CostTime/time.Millisecond) * r.length)
+		spec, err := b.rigSpec(dir, mode, "software", time.Millisecond, 0, time.Millisecond, count, 0)
 		if err != nil {
 			return err
 		}
-		if f.Footer != nil && f.Footer.Thread != nil && f.Footer.Thread.HeapAllocs != nil {
-			rows[i].ShortAllocs, rows[i].ShortRequests = f.Footer.Thread.HeapAllocs, uint64(len(f.Records))
+		if err := b.runRound(ctx, spec); err != nil {
+			return err
+		}
+		for i, role := range []samples.Role{samples.RoleSender, samples.RoleResponder} {
+			f, err := samples.ReadFile(filepath.Join(dir, samples.FileName(role)))
+			if err != nil {
+				return err
+			}
+			*r.allocs(&rows[i]), *r.reqs(&rows[i]) = nil, 0
+			if f.Footer != nil && f.Footer.Thread != nil && f.Footer.Thread.HeapAllocs != nil {
+				*r.allocs(&rows[i]), *r.reqs(&rows[i]) = f.Footer.Thread.HeapAllocs, uint64(len(f.Records))
+			}
 		}
 	}
 	return nil

@@ -553,3 +553,18 @@ func TestCostGoals(t *testing.T) {
 		t.Errorf("cost table:\n%s", b.String())
 	}
 }
+
+// TestAllocRoundsResolve: the allocation rounds differ by enough requests
+// at the default counting round that the few allocations a round's start
+// and end vary by (up to 7 measured) stay under half the goal's bound.
+func TestAllocRoundsResolve(t *testing.T) {
+	c := Config{Rig: "rig", Dir: "d"}
+	if err := c.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	reqs := float64(c.CostTime/time.Millisecond) * (allocLong - allocShort)
+	if noise := 7 / reqs; noise >= MaxAllocsPerRT/2 {
+		t.Errorf("allocation rounds %v and %v differ by %.0f requests: 7 allocations of noise are %.4f per round trip, not under %.4f",
+			scaleDur(c.CostTime, allocShort), scaleDur(c.CostTime, allocLong), reqs, noise, MaxAllocsPerRT/2)
+	}
+}

@@ -97,6 +97,7 @@ type Responder struct {
 	phc     *tstamp.PHCRecord
 	onTx    func(tstamp.TxStamp)
 	yield   cpusched.Yielder
+	lastReq int64                // the last request's user RX stamp (ns): the Yielder's cycle
 	thread  *samples.ThreadUsage // the loop thread over the round
 	last    *samples.Record      // the last reply sent; nil: none, or out of range
 	rcvbuf  int                  // SO_RCVBUF granted
@@ -270,6 +271,13 @@ func (r *Responder) step() error {
 		return nil
 	}
 	r.cnt.Received++
+	// The Yielder's cycle: the gap between requests, held at the longest
+	// lately (a burst of overdue requests does not shorten it at once).
+	if r.lastReq != 0 {
+		c := &r.yield.Cycle
+		*c = max(time.Duration(user-r.lastReq), *c-*c/8)
+	}
+	r.lastReq = user
 	st.HW = r.hw.Recv(st.HW)
 	seq := r.hdr.Seq
 	var rec *samples.Record

@@ -202,6 +202,7 @@ func New(cfg Config) (*Sender, error) {
 		return nil, err
 	}
 	s := &Sender{cfg: cfg, conn: conn, dst: cfg.dest(), lastSeq: -1}
+	s.yield.Cycle = cfg.Interval // a quiet moment comes once a request
 	s.allocate()
 	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }

@@ -119,6 +119,35 @@ func TestYielderQuiet(t *testing.T) {
 	}
 }
 
+// TestYielderCycle: a caller's cycle stretches the time between yields so
+// that the next quiet moment, a cycle later at most, still comes within
+// yieldBy of the last yield (sysmon preempts at 10 ms), and no further.
+func TestYielderCycle(t *testing.T) {
+	for _, c := range []struct{ cycle, every time.Duration }{
+		{0, YieldEvery},
+		{time.Millisecond, 8 * time.Millisecond},
+		{100 * time.Microsecond, 8 * time.Millisecond},
+		{4 * time.Millisecond, 5 * time.Millisecond},
+		{9 * time.Millisecond, 0},
+		{time.Second, 0},
+	} {
+		y := Yielder{Cycle: c.cycle}
+		if got := y.Every(); got != c.every {
+			t.Errorf("cycle %v: every %v, want %v", c.cycle, got, c.every)
+		}
+		if c.cycle > 0 && c.cycle < yieldBy && y.Every()+c.cycle > yieldBy {
+			t.Errorf("cycle %v: a quiet moment can come %v after a yield, past %v", c.cycle, y.Every()+c.cycle, yieldBy)
+		}
+		y.Quiet(time.Now()) // Quiet stamps its yield with the clock
+		if y.Every() > 0 && y.Quiet(time.Now()) {
+			t.Errorf("cycle %v: yielded before %v", c.cycle, y.Every())
+		}
+		if !y.Quiet(time.Now().Add(y.Every())) {
+			t.Errorf("cycle %v: did not yield after %v", c.cycle, y.Every())
+		}
+	}
+}
+
 func TestEnsureProcs(t *testing.T) {
 	prev := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(prev)

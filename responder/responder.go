@@ -235,11 +235,11 @@ const pollTimeout = 50 * time.Millisecond
 func (r *Responder) step() error {
 	// TX stamps first: a software stamp is queued before sendmsg returns, so
 	// the last reply's is read here, before the wait, not after a request.
-	// A busy loop reads the error queue only while the last reply's stamp
-	// is missing: one recvmsg per spin, not two (older stamps still
-	// arriving are read with the next).
-	if r.txWant != 0 && (r.cfg.Poll != probe.Busy || r.txAwaited()) {
-		r.drainErrqueue()
+	// Both loops read the error queue only while the last reply's stamp is
+	// missing, and stop once it is filed: one recvmsg per reply, not a
+	// second that finds the queue empty (older stamps queue before it).
+	if r.txWant != 0 && r.txAwaited() {
+		r.readTx()
 	}
 	flags := syscall.MSG_DONTWAIT
 	if r.cfg.Poll == probe.Block {
@@ -340,6 +340,23 @@ func (r *Responder) txAwaited() bool {
 		return r.cnt.Sent > 0
 	}
 	return samples.ResponderTx.Awaits(r.last, r.txWant)
+}
+
+// readTx files queued TX stamps until the last reply's is filed or the
+// queue is empty. It does not allocate.
+func (r *Responder) readTx() {
+	for r.txAwaited() {
+		ts, err := r.conn.RecvErr()
+		switch {
+		case err == nil:
+			if ts.Kind == tstamp.KindSnd {
+				r.onTx(ts)
+			}
+		case errors.Is(err, tstamp.ErrNotTimestamp), errors.Is(err, tstamp.ErrUnknownKey):
+		default: // empty
+			return
+		}
+	}
 }
 
 // drainErrqueue files every queued TX stamp under its sequence.

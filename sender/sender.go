@@ -171,15 +171,16 @@ type Sender struct {
 	phc      *tstamp.PHCRecord
 	onTx     func(tstamp.TxStamp)
 	txWant   samples.TxWant // the TX stamps a request gets back (none: timestamps off)
-	// txMisses counts the blocking sender's reads of the error queue right
-	// after a send that found no stamp; at txEagerMisses it stops trying
-	// (the stamps come later: the NIC's) and waits for POLLERR instead.
+	// txMisses counts the sender's reads of the error queue right after a
+	// send that found no stamp; at txEagerMisses it stops trying (the
+	// stamps come later: the NIC's) and reads them while it waits instead
+	// (Block: on POLLERR; Busy: while the last request's is awaited).
 	txMisses int
 }
 
 // txEagerMisses: after this many sends whose TX stamp was not queued yet
-// when sendmsg returned, the blocking sender stops reading the error queue
-// right after each send.
+// when sendmsg returned, the sender stops reading the error queue right
+// after each send.
 const txEagerMisses = 3
 
 // New opens the sender socket on Iface with timestamps per Config.
@@ -457,7 +458,7 @@ func (s *Sender) sendNow(k uint64) {
 	s.sent.Add(1)
 	s.hw.Sent(now)
 	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
-	if s.cfg.Poll != probe.Busy && s.txMisses < txEagerMisses && s.txWant != 0 {
+	if s.txMisses < txEagerMisses && s.txWant != 0 {
 		s.readTxEager(k)
 	}
 }
@@ -466,7 +467,9 @@ func (s *Sender) sendNow(k uint64) {
 // stamp is taken while sendmsg runs (the driver's transmit), so it is
 // usually queued already: read now, it does not make the wait for the
 // reply return at once for POLLERR and poll again (one ppoll less per
-// request). It does not allocate.
+// request), and a busy wait polls for the reply alone, not the error
+// queue between its reads (one recvmsg per request where it made two: the
+// stamp, then the empty queue). It does not allocate.
 func (s *Sender) readTxEager(k uint64) {
 	for {
 		ts, err := s.conn.RecvErr()

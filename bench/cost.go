@@ -212,18 +212,16 @@ func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Clien
 // allocations in each: the long round's as HeapAllocs, the short one's as
 // ShortAllocs.
 func (b *runner) allocRounds(ctx context.Context, mode string, rows []CostRow) error {
-	for _, r := range []struct {
-		name   string
-		length float64
-		allocs func(*CostRow) **uint64
-		reqs   func(*CostRow) *uint64
-	}{
-		{"short", allocShort, func(c *CostRow) **uint64 { return &c.ShortAllocs }, func(c *CostRow) *uint64 { return &c.ShortRequests }},
-		{"long", allocLong, func(c *CostRow) **uint64 { return &c.HeapAllocs }, func(c *CostRow) *uint64 { return &c.AllocRequests }},
-	} {
-		dir := filepath.Join(b.cfg.Dir, "cost", mode+"-rig-allocs-"+r.name)
-		count := int(float64(b.cfg.CostTime/time.Millisecond) * r.length)
-		spec, err := b.rigSpec(dir, mode, "software", time.Millisecond, 0, time.Millisecond, count, 0)
+	for i := range rows {
+		rows[i].HeapAllocs, rows[i].AllocRequests = nil, 0 // the perf round's: not these rows'
+	}
+	for _, long := range []bool{false, true} {
+		name, length := "short", allocShort
+		if long {
+			name, length = "long", allocLong
+		}
+		dir := filepath.Join(b.cfg.Dir, "cost", mode+"-rig-allocs-"+name)
+		spec, err := b.rigSpec(dir, mode, "software", time.Millisecond, 0, time.Millisecond, int(float64(b.cfg.CostTime/time.Millisecond)*length), 0)
 		if err != nil {
 			return err
 		}
@@ -235,9 +233,14 @@ func (b *runner) allocRounds(ctx context.Context, mode string, rows []CostRow) e
 			if err != nil {
 				return err
 			}
-			*r.allocs(&rows[i]), *r.reqs(&rows[i]) = nil, 0
-			if f.Footer != nil && f.Footer.Thread != nil && f.Footer.Thread.HeapAllocs != nil {
-				*r.allocs(&rows[i]), *r.reqs(&rows[i]) = f.Footer.Thread.HeapAllocs, uint64(len(f.Records))
+			if f.Footer == nil || f.Footer.Thread == nil || f.Footer.Thread.HeapAllocs == nil {
+				continue
+			}
+			n, reqs := f.Footer.Thread.HeapAllocs, uint64(len(f.Records))
+			if long {
+				rows[i].HeapAllocs, rows[i].AllocRequests = n, reqs
+			} else {
+				rows[i].ShortAllocs, rows[i].ShortRequests = n, reqs
 			}
 		}
 	}

@@ -96,6 +96,7 @@ type Responder struct {
 	stopped string
 	phc     *tstamp.PHCRecord
 	onTx    func(tstamp.TxStamp)
+	txFiled func() bool // !txAwaited, made once (ReadTx must not allocate)
 	yield   cpusched.Yielder
 	lastReq int64                // the last request's user RX stamp (ns): the Yielder's cycle
 	thread  *samples.ThreadUsage // the loop thread over the round
@@ -143,6 +144,7 @@ func New(cfg Config) (*Responder, error) {
 	}
 	r := &Responder{cfg: cfg, conn: conn, runID: cfg.RunID, recs: make([]samples.Record, cfg.Capacity)}
 	r.onTx = r.fileTx // made once: the error-queue drain must not allocate
+	r.txFiled = func() bool { return !r.txAwaited() }
 	fail := func(err error) (*Responder, error) { conn.Close(); return nil, err }
 	if r.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
 		return fail(err)
@@ -238,8 +240,8 @@ func (r *Responder) step() error {
 	// Both loops read the error queue only while the last reply's stamp is
 	// missing, and stop once it is filed: one recvmsg per reply, not a
 	// second that finds the queue empty (older stamps queue before it).
-	if r.txWant != 0 && r.txAwaited() {
-		r.readTx()
+	if r.txWant != 0 {
+		r.conn.ReadTx(r.onTx, r.txFiled)
 	}
 	flags := syscall.MSG_DONTWAIT
 	if r.cfg.Poll == probe.Block {
@@ -271,11 +273,8 @@ func (r *Responder) step() error {
 		return nil
 	}
 	r.cnt.Received++
-	// The Yielder's cycle: the gap between requests, held at the longest
-	// lately (a burst of overdue requests does not shorten it at once).
 	if r.lastReq != 0 {
-		c := &r.yield.Cycle
-		*c = max(time.Duration(user-r.lastReq), *c-*c/8)
+		r.yield.Gap(time.Duration(user - r.lastReq)) // the Yielder's cycle
 	}
 	r.lastReq = user
 	st.HW = r.hw.Recv(st.HW)
@@ -340,23 +339,6 @@ func (r *Responder) txAwaited() bool {
 		return r.cnt.Sent > 0
 	}
 	return samples.ResponderTx.Awaits(r.last, r.txWant)
-}
-
-// readTx files queued TX stamps until the last reply's is filed or the
-// queue is empty. It does not allocate.
-func (r *Responder) readTx() {
-	for r.txAwaited() {
-		ts, err := r.conn.RecvErr()
-		switch {
-		case err == nil:
-			if ts.Kind == tstamp.KindSnd {
-				r.onTx(ts)
-			}
-		case errors.Is(err, tstamp.ErrNotTimestamp), errors.Is(err, tstamp.ErrUnknownKey):
-		default: // empty
-			return
-		}
-	}
 }
 
 // drainErrqueue files every queued TX stamp under its sequence.

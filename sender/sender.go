@@ -176,6 +176,7 @@ type Sender struct {
 	// stamps come later: the NIC's) and reads them while it waits instead
 	// (Block: on POLLERR; Busy: while the last request's is awaited).
 	txMisses int
+	txFiled  func() bool // !txAwaited, made once (ReadTx must not allocate)
 }
 
 // txEagerMisses: after this many sends whose TX stamp was not queued yet
@@ -206,6 +207,7 @@ func New(cfg Config) (*Sender, error) {
 	s.yield.Cycle = cfg.Interval // a quiet moment comes once a request
 	s.allocate()
 	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
+	s.txFiled = func() bool { return !s.txAwaited() }
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
 	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
 		return fail(err)
@@ -459,34 +461,23 @@ func (s *Sender) sendNow(k uint64) {
 	s.hw.Sent(now)
 	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
 	if s.txMisses < txEagerMisses && s.txWant != 0 {
-		s.readTxEager(k)
+		s.readTxEager()
 	}
 }
 
-// readTxEager reads the error queue once right after send k. A software TX
-// stamp is taken while sendmsg runs (the driver's transmit), so it is
-// usually queued already: read now, it does not make the wait for the
+// readTxEager reads the error queue right after a send, until its stamp
+// is filed. A software TX stamp is taken while sendmsg runs (the driver's
+// transmit), so it is usually queued already: read now, it does not make
+// the wait for the
 // reply return at once for POLLERR and poll again (one ppoll less per
 // request), and a busy wait polls for the reply alone, not the error
 // queue between its reads (one recvmsg per request where it made two: the
 // stamp, then the empty queue). It does not allocate.
-func (s *Sender) readTxEager(k uint64) {
-	for {
-		ts, err := s.conn.RecvErr()
-		switch {
-		case err == nil:
-			if ts.Kind == tstamp.KindSnd {
-				s.onTx(ts)
-			}
-			if !samples.SenderTx.Awaits(&s.recs[k], s.txWant) {
-				s.txMisses = 0
-				return
-			}
-		case errors.Is(err, tstamp.ErrNotTimestamp), errors.Is(err, tstamp.ErrUnknownKey):
-		default: // empty: this send's stamp comes later
-			s.txMisses++
-			return
-		}
+func (s *Sender) readTxEager() {
+	if s.conn.ReadTx(s.onTx, s.txFiled) {
+		s.txMisses = 0
+	} else {
+		s.txMisses++ // empty: this send's stamp comes later
 	}
 }
 

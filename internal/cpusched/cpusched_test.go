@@ -148,6 +148,30 @@ func TestYielderCycle(t *testing.T) {
 	}
 }
 
+// TestYielderGap: observed gaps raise Cycle at once and lower it by an
+// eighth a gap, so one short gap after a long one keeps yields frequent.
+func TestYielderGap(t *testing.T) {
+	var y Yielder
+	y.Gap(time.Millisecond)
+	if y.Cycle != time.Millisecond {
+		t.Fatalf("first gap 1ms: cycle %v", y.Cycle)
+	}
+	y.Gap(40 * time.Millisecond)
+	y.Gap(10 * time.Microsecond)
+	if y.Cycle != 35*time.Millisecond || y.Every() != 0 {
+		t.Fatalf("40ms then 10µs: cycle %v, every %v; want 35ms, 0", y.Cycle, y.Every())
+	}
+	for range 40 {
+		y.Gap(time.Millisecond)
+	}
+	if y.Cycle != time.Millisecond {
+		t.Fatalf("after 40 gaps of 1ms: cycle %v", y.Cycle)
+	}
+	if n := testing.AllocsPerRun(100, func() { y.Gap(time.Millisecond) }); n != 0 {
+		t.Fatalf("Gap allocated %v times", n)
+	}
+}
+
 func TestEnsureProcs(t *testing.T) {
 	prev := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(prev)

@@ -49,6 +49,12 @@ type Yielder struct {
 	Cycle time.Duration
 }
 
+// Gap tells the Yielder one gap between the caller's quiet moments when
+// they follow outside events (a responder's requests): Cycle becomes the
+// longest gap lately, decaying by an eighth a gap, so a burst of overdue
+// requests does not shorten it at once. It does not allocate.
+func (y *Yielder) Gap(d time.Duration) { y.Cycle = max(d, y.Cycle-y.Cycle/8) }
+
 // Every is how long the Yielder lets pass between yields.
 func (y *Yielder) Every() time.Duration {
 	if y.Cycle <= 0 {

@@ -475,15 +475,25 @@ func ntohs(v uint16) uint16 { return htons(v) }
 // transmit (SND) stamp; other entries (SCHED stamps, ICMP errors, keys the
 // counter mode cannot map back) are skipped. It does not allocate when f
 // is a function value made once, outside the hot path.
-func (c *Conn) DrainTx(f func(TxStamp)) {
+func (c *Conn) DrainTx(f func(TxStamp)) { c.ReadTx(f, nil) }
+
+// ReadTx is DrainTx that stops as soon as filed reports true (checked
+// before each read), so a loop waiting for one stamp makes one recvmsg for
+// it, not a second that finds the queue empty. It reports whether filed
+// did (false: the queue ran empty first; always false with filed nil). It
+// does not allocate when f and filed are function values made once.
+func (c *Conn) ReadTx(f func(TxStamp), filed func() bool) bool {
 	for {
+		if filed != nil && filed() {
+			return true
+		}
 		ts, err := c.RecvErr()
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrNotTimestamp), errors.Is(err, ErrUnknownKey):
 			continue
 		default:
-			return
+			return false
 		}
 		if ts.Kind == KindSnd {
 			f(ts)

@@ -600,3 +600,43 @@ func TestPollUntil(t *testing.T) {
 		t.Error("Close left the timerfd open")
 	}
 }
+
+// TestReadTxStopsWhenFiled: ReadTx hands stamps over until filed reports
+// true and leaves the rest queued; with filed nil (DrainTx) it reads the
+// queue empty and reports false.
+func TestReadTxStopsWhenFiled(t *testing.T) {
+	c := listen(t, UDPOptions{})
+	if _, err := c.EnableTimestamping(Software); err != nil {
+		t.Fatal(err)
+	}
+	to := localAddr(t, c)
+	warmUp(t, c, c, to)
+	buf := make([]byte, 64)
+	for k := uint32(1); k <= 3; k++ {
+		if err := c.SendTo(buf[:8], to, k); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, _, _, err := c.Recv(buf, 0); err == nil {
+				break
+			}
+		}
+	}
+	var got []uint32
+	f := func(ts TxStamp) { got = append(got, ts.Key) }
+	deadline := time.Now().Add(2 * time.Second)
+	if !c.ReadTx(f, func() bool { return len(got) > 0 && got[len(got)-1] == 1 || time.Now().After(deadline) }) {
+		t.Fatal("ReadTx reported the queue empty before stamp 1")
+	}
+	if len(got) != 1 || got[0] != 1 {
+		t.Fatalf("ReadTx until key 1 handed over %v", got)
+	}
+	for len(got) < 3 && time.Now().Before(deadline) {
+		if c.ReadTx(f, nil) {
+			t.Fatal("ReadTx with filed nil reported true")
+		}
+	}
+	if len(got) != 3 || got[1] != 2 || got[2] != 3 {
+		t.Fatalf("the stamps left after key 1: %v, want 1 2 3", got)
+	}
+}

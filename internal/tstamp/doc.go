@@ -39,7 +39,8 @@
 //     blocking poll loop.
 //   - [Conn.DrainTx]: hands every transmit stamp of the error queue, keyed
 //     by the sequence passed to SendTo, to the caller (sender, responder),
-//     which files it under that sequence and bounds the wait itself.
+//     which files it under that sequence and bounds the wait itself;
+//     [Conn.ReadTx] stops once the stamp the caller waits for is filed.
 //   - [PHC] over a [PHCDevice]: PHC to CLOCK_REALTIME offset, PRECISE, else
 //     EXTENDED, else basic.
 //   - [Stamper]: a Device that emulates a NIC's stamping (driver profiles

@@ -113,8 +113,10 @@ func TestSmoke(t *testing.T) {
 		if _, ok := c.AllocsPerRT(); ok != (c.Tool == CostRig) {
 			t.Errorf("cost %s %s %s: allocations per round trip computed %v: want them for rig (a long and a short round)", c.Mode, c.Tool, c.Side, ok)
 		}
-		if c.Tool == CostRig && c.StampReads < c.RoundTrips {
-			t.Errorf("cost %s rig %s: %d TX-stamp reads for %d round trips: want one at least per request or reply", c.Mode, c.Side, c.StampReads, c.RoundTrips)
+		// One read per send, made right after it: the window may close
+		// between the last send it counts and that send's read.
+		if c.Tool == CostRig && c.StampReads+1 < c.RoundTrips {
+			t.Errorf("cost %s rig %s: %d TX-stamp reads for %d round trips: want one at least per request or reply (less the window's last)", c.Mode, c.Side, c.StampReads, c.RoundTrips)
 		}
 		if c.Tool == CostSockperf && c.StampReads != 0 {
 			t.Errorf("cost %s sockperf %s: %d TX-stamp reads, want none", c.Mode, c.Side, c.StampReads)

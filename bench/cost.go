@@ -28,6 +28,12 @@ import (
 type CostRow struct {
 	Mode, Tool, Side string
 	Window           time.Duration // counted wall time
+	// Skew bounds how far apart the events' windows are: perf switches
+	// each event's counters on, and later off, one after another, so two
+	// counts (a side's sends and its TX-stamp reads) may each miss the
+	// sends of up to this long at the window's ends. It is the time perf
+	// took to acknowledge the enable and the disable, summed.
+	Skew time.Duration
 	// RoundTrips are the side's sends in the window: the sender's requests,
 	// the responder's replies (one each per round trip).
 	RoundTrips uint64
@@ -309,11 +315,14 @@ func (b *runner) countTool(ctx context.Context, comm string, isSender, isRespond
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	counts, window, err := b.countWindow(ctx, []int{snd, rsp}, b.cfg.CostWindow)
+	counts, window, skew, err := b.countWindow(ctx, []int{snd, rsp}, b.cfg.CostWindow)
 	if err != nil {
 		return nil, err
 	}
 	rows := []CostRow{costRow("sender", snd, counts, window), costRow("responder", rsp, counts, window)}
+	for i := range rows {
+		rows[i].Skew = skew
+	}
 	for _, r := range rows {
 		if r.RoundTrips == 0 {
 			return nil, fmt.Errorf("the %s sent nothing in the counted window (%v from %v after it started): the round ended first; give --cost-time more than the settle time, perf's start-up and --cost-window %v",
@@ -435,11 +444,11 @@ func snapTasks(fs hostfs.FS, pids []int) (map[int]taskSnap, map[int]int, error) 
 // countWindow counts the processes' threads over window: perf stat counts
 // the syscalls per thread between an enable and a disable sent on its
 // control pipe, and /proc is read right after each acknowledgement.
-func (b *runner) countWindow(ctx context.Context, pids []int, window time.Duration) (map[int]*taskCount, time.Duration, error) {
+func (b *runner) countWindow(ctx context.Context, pids []int, window time.Duration) (map[int]*taskCount, time.Duration, time.Duration, error) {
 	fs := hostfs.Default()
 	out := filepath.Join(b.cfg.Dir, "cost", fmt.Sprintf("perf-%d.csv", pids[0]))
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	args := []string{"stat", "-x,", "--per-thread", "-D", "-1", "--control", "fd:3,4", "-o", out}
 	for _, e := range perfEvents {
@@ -455,13 +464,13 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 	args = append(args, "-p", strings.Join(ps, ","))
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	defer ctlW.Close()
 	ackR, ackW, err := os.Pipe()
 	if err != nil {
 		ctlR.Close()
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	defer ackR.Close()
 	errOut := &limitedBuffer{max: 4096}
@@ -472,7 +481,7 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 	ctlR.Close()
 	ackW.Close()
 	if err != nil {
-		return nil, 0, fmt.Errorf("perf stat: %w", err)
+		return nil, 0, 0, fmt.Errorf("perf stat: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -498,8 +507,8 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 		}
 		return nil
 	}
-	fail := func(err error) (map[int]*taskCount, time.Duration, error) {
-		return nil, 0, errors.Join(err, stop())
+	fail := func(err error) (map[int]*taskCount, time.Duration, time.Duration, error) {
+		return nil, 0, 0, errors.Join(err, stop())
 	}
 	// perf reads its control pipe once its counters are open (which takes
 	// a while for every event on every thread): the first acknowledgement
@@ -507,10 +516,12 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 	if err := command("disable"); err != nil {
 		return fail(err)
 	}
+	ask := time.Now()
 	if err := command("enable"); err != nil {
 		return fail(err)
 	}
 	t0 := time.Now()
+	skew := t0.Sub(ask)
 	before, owner, err := snapTasks(fs, pids)
 	if err != nil {
 		return fail(err)
@@ -520,24 +531,26 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 	case <-ctx.Done():
 		return fail(ctx.Err())
 	}
+	ask = time.Now()
 	if err := command("disable"); err != nil {
 		return fail(err)
 	}
+	skew += time.Since(ask)
 	after, _, err := snapTasks(fs, pids)
 	took := time.Since(t0)
 	if err != nil {
 		return fail(err)
 	}
 	if err := stop(); err != nil && !interrupted(err) {
-		return nil, 0, fmt.Errorf("perf stat: %v (%s)", err, errOut.String())
+		return nil, 0, 0, fmt.Errorf("perf stat: %v (%s)", err, errOut.String())
 	}
 	text, err := os.ReadFile(out)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	evs, err := parsePerfStat(string(text), len(perfEvents), func(i int) string { return perfEvents[i].event })
 	if err != nil {
-		return nil, 0, fmt.Errorf("perf stat output %s: %w", out, err)
+		return nil, 0, 0, fmt.Errorf("perf stat output %s: %w", out, err)
 	}
 	counts := map[int]*taskCount{}
 	for tid, a := range after {
@@ -555,7 +568,7 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 		}
 		counts[tid] = tc
 	}
-	return counts, took, nil
+	return counts, took, skew, nil
 }
 
 // parsePerfStat parses `perf stat -x, --per-thread` output: a line per

@@ -31,6 +31,9 @@ func verdict(g Goal) string {
 	case Undecided:
 		v = "*undecided*"
 	}
+	if g.Decision == Undecided && g.Rounds == 0 && g.mode != "" {
+		v += " (no round with samples on both sides yet)"
+	}
 	if g.Rounds > 0 {
 		v += fmt.Sprintf(" (%d rounds", g.Rounds)
 		if g.Decision == Undecided && g.ToDecide != "" {
@@ -260,8 +263,10 @@ func countGoal(goal, measured string, met bool) Goal {
 func (r *Results) Goals() []Goal {
 	var g []Goal
 	for _, mode := range []string{"block", "busy"} {
+		// A goal whose rows hold no samples yet is there all the same,
+		// undecided: --until-decided adds rounds for it, not ends.
 		rig, sp := r.rtt(mode, ToolClosedLoop), r.rtt(mode, "sockperf")
-		if rig == nil || sp == nil || sp.Stats.N == 0 || rig.Stats.N == 0 {
+		if rig == nil || sp == nil {
 			continue
 		}
 		off := r.rtt(mode, ToolNoStamps)
@@ -278,7 +283,7 @@ func (r *Results) Goals() []Goal {
 			g = append(g, ratioGoal(fmt.Sprintf("%s: rig/sockperf %s ≤ %.2f (closed-loop user RTT, paired by round)", mode, f.name, EquivalenceBound), measured, mode, p))
 		}
 	}
-	if rig, cyc := r.pacingRow(PacingRigWake), r.pacingRow(PacingCyclictest); rig != nil && cyc != nil && rig.Stats.N > 0 && cyc.Stats.N > 0 {
+	if rig, cyc := r.pacingRow(PacingRigWake), r.pacingRow(PacingCyclictest); rig != nil && cyc != nil {
 		pt := paired(rig.PerRound, cyc.PerRound, p999)
 		g = append(g, ratioGoal(fmt.Sprintf("rig lateness p99.9 / cyclictest p99.9 ≤ %.2f (wake-ups, cyclictest's rule; paired by round)", EquivalenceBound),
 			fmt.Sprintf("%.2f %s (pooled %s µs vs %s µs)", pt.Median, pt.CI(), us(rig.Stats.P999), us(cyc.Stats.P999)), ModeBlockDefault, pt))

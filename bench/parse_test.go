@@ -370,6 +370,18 @@ func TestPaired(t *testing.T) {
 	if p := res.undecided(); !slices.Equal(p.modes, []string{"block"}) || p.pacing || p.noStamps {
 		t.Errorf("plan %+v: want block rounds (rig and sockperf) only", p)
 	}
+	// A round in which rig's sender never waited (no wake-ups) leaves the
+	// pacing goal undecided, not absent: --until-decided adds a round of
+	// its mode instead of stopping as if it were decided.
+	res.Pacing = []PacingRow{{Tool: PacingRigWake, PerRound: []Summary{{}}}, {Tool: PacingCyclictest, Stats: Summary{N: 2000, P999: 900_000}, PerRound: []Summary{{N: 2000, P999: 900_000}}}}
+	pg := res.Goals()
+	if len(pg) != 3 || pg[2].Decision != Undecided || pg[2].mode != ModeBlockDefault || verdict(pg[2]) != "*undecided* (no round with samples on both sides yet)" {
+		t.Errorf("goals %+v: want the pacing goal undecided without rounds", pg)
+	}
+	if p := res.undecided(); !p.pacing || !slices.Contains(p.modes, ModeBlockDefault) {
+		t.Errorf("plan %+v: want a pacing round (block, rig default)", p)
+	}
+	res.Pacing = nil
 	// Rounds without kernel stamps are shown beside the goal and in the
 	// stamp-cost table; the verdict stays with the stamped rounds.
 	res.RTT = append(res.RTT, row(ToolNoStamps, s(90, 90, 90, 90), 90))

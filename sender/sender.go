@@ -445,11 +445,14 @@ func (s *Sender) serve(deadline time.Time) error {
 func (s *Sender) sendNow(k uint64) {
 	rec := &s.recs[k]
 	rec.Seq = k
-	rec.T[samples.Due] = s.sched.DueNS(k)
+	// One clock reading gives tx_user and due (Schedule.DueNS): the header
+	// written after it takes tens of nanoseconds.
+	t := time.Now()
+	now := t.UnixNano()
+	rec.T[samples.Due] = s.sched.DueNS(k, t)
 	s.txHdr = wire.Header{Type: wire.Request, RunID: s.cfg.RunID, Arm: uint32(s.cfg.ArmIndex),
 		Round: uint32(s.cfg.Round), Seq: k, Due: rec.T[samples.Due]}
 	p := wire.Encode(s.txBuf[:], s.cfg.Size, &s.txHdr)
-	now := time.Now().UnixNano()
 	if err := s.conn.SendTo(p, s.dst, uint32(k)); err != nil {
 		s.cnt.SendErrors++
 		return
@@ -501,7 +504,7 @@ func (s *Sender) fileTx(ts tstamp.TxStamp) {
 	if !samples.SenderTx.File(s.recs, ts.Key, ts.SW, s.hw.TxStamp(ts.HW)) {
 		return
 	}
-	if time.Now().UnixNano()-s.sched.DueNS(uint64(ts.Key)) > int64(s.cfg.TxWait) {
+	if time.Now().UnixNano()-s.recs[ts.Key].T[samples.Due] > int64(s.cfg.TxWait) {
 		s.cnt.TxStampsLate++
 	}
 }

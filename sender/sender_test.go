@@ -23,8 +23,16 @@ func TestSchedule(t *testing.T) {
 	if got := s.Due(1000).Sub(start); got != time.Second {
 		t.Fatalf("Due(1000) = start+%v", got)
 	}
-	if s.DueNS(3)-s.DueNS(0) != 3_000_000 {
-		t.Fatal("DueNS not absolute")
+	// Read 7 µs late for request 3, and 3 ms early for request 6: due in
+	// wall time is the reading's wall time less the monotonic lateness.
+	// (A wall-clock step between start and now cannot be made through
+	// time.Time's API; DueNS reads the wall clock only from now.)
+	now := start.Add(3*time.Millisecond + 7*time.Microsecond)
+	if got := now.UnixNano() - s.DueNS(3, now); got != 7000 {
+		t.Fatalf("lateness %d ns, want 7000", got)
+	}
+	if got := now.UnixNano() - s.DueNS(6, now); got != -2_993_000 {
+		t.Fatalf("lateness %d ns, want -2993000", got)
 	}
 }
 

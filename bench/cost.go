@@ -315,26 +315,23 @@ func (b *runner) countTool(ctx context.Context, comm string, isSender, isRespond
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	counts, window, skew, err := b.countWindow(ctx, []int{snd, rsp}, b.cfg.CostWindow)
+	counts, win, err := b.countWindow(ctx, []int{snd, rsp}, b.cfg.CostWindow)
 	if err != nil {
 		return nil, err
 	}
-	rows := []CostRow{costRow("sender", snd, counts, window), costRow("responder", rsp, counts, window)}
-	for i := range rows {
-		rows[i].Skew = skew
-	}
+	rows := []CostRow{costRow("sender", snd, counts, win), costRow("responder", rsp, counts, win)}
 	for _, r := range rows {
 		if r.RoundTrips == 0 {
 			return nil, fmt.Errorf("the %s sent nothing in the counted window (%v from %v after it started): the round ended first; give --cost-time more than the settle time, perf's start-up and --cost-window %v",
-				r.Side, window.Round(time.Millisecond), settle, b.cfg.CostWindow)
+				r.Side, win.took.Round(time.Millisecond), settle, b.cfg.CostWindow)
 		}
 	}
 	return rows, nil
 }
 
 // costRow sums a process's threads' counts.
-func costRow(side string, pid int, counts map[int]*taskCount, window time.Duration) CostRow {
-	r := CostRow{Side: side, Window: window, BySyscall: map[string]uint64{}}
+func costRow(side string, pid int, counts map[int]*taskCount, win countedWindow) CostRow {
+	r := CostRow{Side: side, Window: win.took, Skew: win.skew, BySyscall: map[string]uint64{}}
 	var thread *taskCount
 	for _, tc := range counts {
 		if tc.pid != pid {
@@ -441,14 +438,18 @@ func snapTasks(fs hostfs.FS, pids []int) (map[int]taskSnap, map[int]int, error) 
 	return snap, owner, nil
 }
 
+// countedWindow is the wall time a count took, and how far apart perf
+// switched its events' counters (CostRow.Window, CostRow.Skew).
+type countedWindow struct{ took, skew time.Duration }
+
 // countWindow counts the processes' threads over window: perf stat counts
 // the syscalls per thread between an enable and a disable sent on its
 // control pipe, and /proc is read right after each acknowledgement.
-func (b *runner) countWindow(ctx context.Context, pids []int, window time.Duration) (map[int]*taskCount, time.Duration, time.Duration, error) {
+func (b *runner) countWindow(ctx context.Context, pids []int, window time.Duration) (map[int]*taskCount, countedWindow, error) {
 	fs := hostfs.Default()
 	out := filepath.Join(b.cfg.Dir, "cost", fmt.Sprintf("perf-%d.csv", pids[0]))
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return nil, 0, 0, err
+		return nil, countedWindow{}, err
 	}
 	args := []string{"stat", "-x,", "--per-thread", "-D", "-1", "--control", "fd:3,4", "-o", out}
 	for _, e := range perfEvents {
@@ -464,13 +465,13 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 	args = append(args, "-p", strings.Join(ps, ","))
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, countedWindow{}, err
 	}
 	defer ctlW.Close()
 	ackR, ackW, err := os.Pipe()
 	if err != nil {
 		ctlR.Close()
-		return nil, 0, 0, err
+		return nil, countedWindow{}, err
 	}
 	defer ackR.Close()
 	errOut := &limitedBuffer{max: 4096}
@@ -481,7 +482,7 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 	ctlR.Close()
 	ackW.Close()
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("perf stat: %w", err)
+		return nil, countedWindow{}, fmt.Errorf("perf stat: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -507,8 +508,8 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 		}
 		return nil
 	}
-	fail := func(err error) (map[int]*taskCount, time.Duration, time.Duration, error) {
-		return nil, 0, 0, errors.Join(err, stop())
+	fail := func(err error) (map[int]*taskCount, countedWindow, error) {
+		return nil, countedWindow{}, errors.Join(err, stop())
 	}
 	// perf reads its control pipe once its counters are open (which takes
 	// a while for every event on every thread): the first acknowledgement
@@ -521,7 +522,7 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 		return fail(err)
 	}
 	t0 := time.Now()
-	skew := t0.Sub(ask)
+	win := countedWindow{skew: t0.Sub(ask)}
 	before, owner, err := snapTasks(fs, pids)
 	if err != nil {
 		return fail(err)
@@ -535,22 +536,22 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 	if err := command("disable"); err != nil {
 		return fail(err)
 	}
-	skew += time.Since(ask)
+	win.skew += time.Since(ask)
 	after, _, err := snapTasks(fs, pids)
-	took := time.Since(t0)
+	win.took = time.Since(t0)
 	if err != nil {
 		return fail(err)
 	}
 	if err := stop(); err != nil && !interrupted(err) {
-		return nil, 0, 0, fmt.Errorf("perf stat: %v (%s)", err, errOut.String())
+		return nil, countedWindow{}, fmt.Errorf("perf stat: %v (%s)", err, errOut.String())
 	}
 	text, err := os.ReadFile(out)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, countedWindow{}, err
 	}
 	evs, err := parsePerfStat(string(text), len(perfEvents), func(i int) string { return perfEvents[i].event })
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("perf stat output %s: %w", out, err)
+		return nil, countedWindow{}, fmt.Errorf("perf stat output %s: %w", out, err)
 	}
 	counts := map[int]*taskCount{}
 	for tid, a := range after {
@@ -568,7 +569,7 @@ func (b *runner) countWindow(ctx context.Context, pids []int, window time.Durati
 		}
 		counts[tid] = tc
 	}
-	return counts, took, skew, nil
+	return counts, win, nil
 }
 
 // parsePerfStat parses `perf stat -x, --per-thread` output: a line per

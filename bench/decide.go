@@ -161,10 +161,14 @@ func (p Paired) String() string {
 }
 
 // toDecide says how many rounds a paired goal needs at the observed
-// spread: "decided", "≈ N rounds", or "more than MaxRoundsToDecide".
+// spread: "decided", "≈ N rounds", "more than MaxRoundsToDecide", or,
+// with no paired round yet, that one is needed first.
 func (p Paired) toDecide(b float64) string {
 	if p.Decide(b) != Undecided {
 		return "decided"
+	}
+	if p.N == 0 {
+		return "a round with samples on both sides first"
 	}
 	n, ok := p.RoundsToDecide(b)
 	if !ok {

@@ -31,8 +31,8 @@ func verdict(g Goal) string {
 	case Undecided:
 		v = "*undecided*"
 	}
-	if g.Decision == Undecided && g.Rounds == 0 && g.mode != "" {
-		v += " (no round with samples on both sides yet)"
+	if g.Decision == Undecided && g.Rounds == 0 && g.ToDecide != "" {
+		v += " (deciding takes " + g.ToDecide + ")"
 	}
 	if g.Rounds > 0 {
 		v += fmt.Sprintf(" (%d rounds", g.Rounds)

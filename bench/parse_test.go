@@ -375,7 +375,7 @@ func TestPaired(t *testing.T) {
 	// its mode instead of stopping as if it were decided.
 	res.Pacing = []PacingRow{{Tool: PacingRigWake, PerRound: []Summary{{}}}, {Tool: PacingCyclictest, Stats: Summary{N: 2000, P999: 900_000}, PerRound: []Summary{{N: 2000, P999: 900_000}}}}
 	pg := res.Goals()
-	if len(pg) != 3 || pg[2].Decision != Undecided || pg[2].mode != ModeBlockDefault || verdict(pg[2]) != "*undecided* (no round with samples on both sides yet)" {
+	if len(pg) != 3 || pg[2].Decision != Undecided || pg[2].mode != ModeBlockDefault || verdict(pg[2]) != "*undecided* (deciding takes a round with samples on both sides first)" {
 		t.Errorf("goals %+v: want the pacing goal undecided without rounds", pg)
 	}
 	if p := res.undecided(); !p.pacing || !slices.Contains(p.modes, ModeBlockDefault) {
@@ -484,7 +484,10 @@ func TestParsePerfStat(t *testing.T) {
 		10: {pid: 1, tid: 10, vol: 2002, invol: 30, runNS: 1e9, ev: snd},
 		11: {pid: 1, tid: 11, vol: 900, runNS: 1e6, ev: ev[24463]},
 		12: {pid: 2, tid: 12, ev: rsp}, // another process
-	}, 2*time.Second)
+	}, countedWindow{took: 2 * time.Second, skew: 3 * time.Millisecond})
+	if c.Window != 2*time.Second || c.Skew != 3*time.Millisecond {
+		t.Errorf("cost row window %v, skew %v: want the counted window's 2s and 3ms", c.Window, c.Skew)
+	}
 	if c.Threads != 2 || c.RoundTrips != 2002 || c.ThreadSyscalls != 16698 || c.Syscalls != 16698+836 || c.StampReads != 4004 ||
 		c.Voluntary != 2902 || c.ThreadVoluntary != 2002 || c.perSecond(c.ThreadInvoluntary) != 15 || c.BySyscall["sendmsg"] != 2002 {
 		t.Errorf("cost row %+v", c)

@@ -22,6 +22,15 @@ const EnvRoot = "RIG_HOST_ROOT"
 // FS resolves absolute host paths (/proc/..., /sys/...) below Root.
 type FS struct {
 	Root string
+	// Kernel, when set on a fake root, takes every WriteFile instead of
+	// the plain write: a test's model of the kernel's store functions,
+	// whose writes change other files too (powertest.Emulate).
+	Kernel Writer
+}
+
+// Writer writes value to the host file p.
+type Writer interface {
+	WriteFile(p, value string) error
 }
 
 // Default returns the FS for $RIG_HOST_ROOT, or "/" when it is unset.
@@ -70,6 +79,9 @@ func (f FS) ReadInt(p string) (int64, error) {
 // Errors from the kernel (EINVAL, EIO, EPERM) are returned wrapped with the
 // path so the caller can report them per file.
 func (f FS) WriteFile(p, value string) error {
+	if f.Kernel != nil && !f.IsReal() {
+		return f.Kernel.WriteFile(p, value)
+	}
 	fh, err := os.OpenFile(f.Path(p), os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return err

@@ -10,9 +10,11 @@
 // policy), acpi-cpufreq.c (the frequency table, bios_limit,
 // freqdomain_cpus, turbo as base+1 MHz) and cppc_cpufreq.c (acpi_cppc
 // performance levels; the boost file exists because the driver can set
-// boost, even where highest_perf = nominal_perf leaves nothing to boost).
-// Assumed, not seen on a machine: the numbers (frequencies, P-state
-// counts) and the AWS Graviton bare-metal layout (cppc_cpufreq with one
+// boost, even where highest_perf = nominal_perf leaves nothing to boost)
+// and amd-pstate.c (active mode's amd-pstate-epp, the amd_pstate_* policy
+// attributes, a per-policy boost file since 6.11). Emulate models what
+// writes to them do. Assumed, not seen on a machine: the numbers
+// (frequencies, P-state and CPPC performance levels) and the AWS Graviton bare-metal layout (cppc_cpufreq with one
 // performance level: AWS documents a fixed frequency; its VMs have no
 // cpufreq at all, which is the VMNone layout with Arch aarch64).
 package powertest
@@ -40,6 +42,11 @@ const (
 	// ACPIBoost: acpi-cpufreq (intel_pstate=disable on a Xeon E5-2680 v4,
 	// 2.4 GHz), a frequency table, cpufreq/boost 1.
 	ACPIBoost Layout = "acpi-cpufreq-boost"
+	// AMDPstate: amd-pstate in active mode (amd-pstate-epp, EPYC 9124:
+	// nominal 3 GHz, highest 3.7 GHz through CPPC highest_perf 148 over
+	// nominal_perf 120), powersave, cpufreq/boost 1. Its model name has no
+	// "@ N GHz".
+	AMDPstate Layout = "amd-pstate-epp"
 	// GravitonCPPC: arm64 cppc_cpufreq with highest = nominal = lowest
 	// performance (2.8 GHz fixed), cpufreq/boost 0, no cpuidle.
 	GravitonCPPC Layout = "graviton-cppc"
@@ -49,7 +56,7 @@ const (
 )
 
 // Layouts are all of them.
-var Layouts = []Layout{IntelActive, IntelPassive, ACPIBoost, GravitonCPPC, VMNone}
+var Layouts = []Layout{IntelActive, IntelPassive, ACPIBoost, AMDPstate, GravitonCPPC, VMNone}
 
 // Build writes a fake root with cpus CPUs (SMT pairs n and n+cpus/2 on
 // x86 when cpus is even) in layout l.
@@ -87,7 +94,7 @@ func Build(t testing.TB, l Layout, cpus int) hostfs.FS {
 		w(d+"/topology/thread_siblings_list", sib)
 		w(d+"/topology/core_id", fmt.Sprint(c%max(1, cpus/2)))
 		w(d+"/topology/physical_package_id", "0")
-		if l == IntelActive || l == IntelPassive || l == ACPIBoost {
+		if l == IntelActive || l == IntelPassive || l == ACPIBoost || l == AMDPstate {
 			idle(w, d)
 		}
 	}
@@ -95,7 +102,7 @@ func Build(t testing.TB, l Layout, cpus int) hostfs.FS {
 	case IntelActive, IntelPassive:
 		w(cpu+"/cpuidle/current_driver", "intel_idle")
 		w(cpu+"/cpuidle/current_governor_ro", "menu")
-	case ACPIBoost:
+	case ACPIBoost, AMDPstate:
 		w(cpu+"/cpuidle/current_driver", "acpi_idle")
 		w(cpu+"/cpuidle/current_governor_ro", "menu")
 	case VMNone:
@@ -116,11 +123,17 @@ func Build(t testing.TB, l Layout, cpus int) hostfs.FS {
 		if err := os.Symlink(fmt.Sprintf("../cpufreq/policy%d", c), filepath.Join(root, fmt.Sprintf("%s/cpu%d/cpufreq", cpu, c))); err != nil {
 			t.Fatal(err)
 		}
-		if l == GravitonCPPC {
-			cp := fmt.Sprintf("%s/cpu%d/acpi_cppc/", cpu, c)
+		cp := fmt.Sprintf("%s/cpu%d/acpi_cppc/", cpu, c)
+		switch l {
+		case GravitonCPPC:
 			for f, v := range map[string]string{"highest_perf": "280", "nominal_perf": "280", "lowest_nonlinear_perf": "280",
 				"lowest_perf": "280", "nominal_freq": "2800", "lowest_freq": "2800", "reference_perf": "100",
 				"feedback_ctrs": "ref:2862871373925 del:8015379394575", "wraparound_time": "18446744073709551615"} {
+				w(cp+f, v)
+			}
+		case AMDPstate:
+			for f, v := range map[string]string{"highest_perf": "148", "nominal_perf": "120", "lowest_nonlinear_perf": "72",
+				"lowest_perf": "60", "nominal_freq": "3000", "lowest_freq": "1500"} {
 				w(cp+f, v)
 			}
 		}
@@ -139,6 +152,10 @@ func Build(t testing.TB, l Layout, cpus int) hostfs.FS {
 		}
 	case ACPIBoost:
 		w(cpu+"/cpufreq/boost", "1")
+	case AMDPstate:
+		w(cpu+"/cpufreq/boost", "1")
+		w(cpu+"/amd_pstate/status", "active")
+		w(cpu+"/amd_pstate/prefcore", "enabled")
 	case GravitonCPPC:
 		w(cpu+"/cpufreq/boost", "0")
 	}
@@ -209,6 +226,18 @@ func policy(l Layout, c int) map[string]string {
 			"scaling_cur_freq":              "1200000", "scaling_driver": "acpi-cpufreq", "scaling_governor": "schedutil",
 			"scaling_max_freq": "2401000", "scaling_min_freq": "1200000", "scaling_setspeed": "<unsupported>",
 		}
+	case AMDPstate:
+		return map[string]string{
+			"affected_cpus": one, "related_cpus": one, "boost": "1",
+			"amd_pstate_highest_perf": "148", "amd_pstate_hw_prefcore": "enabled", "amd_pstate_prefcore_ranking": "148",
+			"amd_pstate_lowest_nonlinear_freq": "1800000", "amd_pstate_max_freq": "3700000",
+			"cpuinfo_max_freq": "3700000", "cpuinfo_min_freq": "1500000", "cpuinfo_transition_latency": "0",
+			"energy_performance_available_preferences": "default performance balance_performance balance_power power",
+			"energy_performance_preference":            "balance_performance",
+			"scaling_available_governors":              "performance powersave",
+			"scaling_cur_freq":                         "1500000", "scaling_driver": "amd-pstate-epp", "scaling_governor": "powersave",
+			"scaling_max_freq": "3700000", "scaling_min_freq": "1500000", "scaling_setspeed": "<unsupported>",
+		}
 	case GravitonCPPC:
 		return map[string]string{
 			"affected_cpus": one, "related_cpus": one, "freqdomain_cpus": one,
@@ -232,6 +261,9 @@ func cpuinfo(l Layout, cpus int) string {
 			switch l {
 			case ACPIBoost:
 				model, flags = "Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz", "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr constant_tsc nonstop_tsc aperfmperf ida"
+			case AMDPstate:
+				fmt.Fprintf(&b, "processor\t: %d\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel name\t: AMD EPYC 9124 16-Core Processor\ncpu MHz\t\t: 1500.000\nflags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr constant_tsc nonstop_tsc aperfmperf cpb hw_pstate cppc\n\n", c)
+				continue
 			case VMNone:
 				model, flags = "Intel(R) Xeon(R) Processor @ 2.60GHz", "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr constant_tsc nonstop_tsc hypervisor tsc_known_freq"
 			}

@@ -66,9 +66,10 @@ func TestDryRunRefusesPowerWithoutCpufreq(t *testing.T) {
 }
 
 // TestPowerKill9ThenRestore kills the responder host's agent with -9 in
-// the middle of an arm (a tuned profile switched, turbo off, the governor
-// written but not yet recorded as effective) and checks that `rig
-// restore` puts the fake intel_pstate tree and the tuned profile back.
+// the middle of an arm (a tuned profile switched, min_perf_pct recorded,
+// the governor and max-freq set, turbo off written but not yet recorded
+// as effective) and checks that `rig restore` puts the fake intel_pstate
+// tree and the tuned profile back.
 func TestPowerKill9ThenRestore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds rig (-short)")
@@ -81,8 +82,9 @@ func TestPowerKill9ThenRestore(t *testing.T) {
 	env := append(os.Environ(), hostfs.EnvRoot+"="+fs.Root, "RIG_STATE_DIR="+state, power.EnvTunedAdm+"="+filepath.Join(tuned, "tuned-adm"))
 
 	cmd := exec.Command(bin, "agent", "--stdio")
-	// Apply 1 is the tuned profile, 2 no_turbo, 3 CPU 1's governor.
-	cmd.Env = append(env, "RIG_TEST_PAUSE_AFTER_APPLY=3")
+	// Apply 1 is the tuned profile, 2 min_perf_pct as it is, 3 CPU 1's
+	// governor, 4 its max-freq, 5 no_turbo (limits before a turbo off).
+	cmd.Env = append(env, "RIG_TEST_PAUSE_AFTER_APPLY=5")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -132,11 +134,11 @@ func TestPowerKill9ThenRestore(t *testing.T) {
 	mid := powertest.Snapshot(t, fs.Root)
 	cpu := fs.Root + "/sys/devices/system/cpu/"
 	for p, want := range map[string]string{
-		"intel_pstate/no_turbo":            "1\n",           // rig
-		"cpufreq/policy1/scaling_governor": "performance\n", // rig, paused before its read-back
+		"intel_pstate/no_turbo":            "1\n",           // rig, paused before its read-back
+		"cpufreq/policy1/scaling_governor": "performance\n", // rig
+		"cpufreq/policy1/scaling_max_freq": "3100000\n",     // rig
 		"intel_pstate/min_perf_pct":        "100\n",         // the tuned profile
 		"cpufreq/policy0/scaling_governor": "performance\n", // the tuned profile
-		"cpufreq/policy1/scaling_max_freq": "3600000\n",     // not reached
 	} {
 		if mid[cpu+p] != want {
 			t.Errorf("at the kill %s = %q, want %q", p, mid[cpu+p], want)
@@ -154,7 +156,7 @@ func TestPowerKill9ThenRestore(t *testing.T) {
 		t.Fatalf("rig restore: %v\n%s", err, out)
 	}
 	t.Logf("rig restore:\n%s", out)
-	for _, want := range []string{"cpufreq/scaling_governor", "intel_pstate/no_turbo", "tuned-profile tuned"} {
+	for _, want := range []string{"cpufreq/scaling_governor", "cpufreq/scaling_max_freq", "intel_pstate/no_turbo", "intel_pstate/min_perf_pct", "tuned-profile tuned"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("restore output lacks %q:\n%s", want, out)
 		}

@@ -39,12 +39,12 @@ type Freq struct {
 	// Governors is scaling_available_governors.
 	Governors []string `json:"available_governors,omitempty"`
 	// HWMinKHz and HWMaxKHz are cpuinfo_min_freq and cpuinfo_max_freq,
-	// the range scaling_min/max_freq may take (with intel_pstate the top
-	// drops to the base frequency while no_turbo is 1).
+	// the range scaling_min/max_freq may take (while turbo is off the
+	// limits stop at the base frequency: intel_pstate, amd-pstate).
 	HWMinKHz int64 `json:"cpuinfo_min_khz,omitempty"`
 	HWMaxKHz int64 `json:"cpuinfo_max_khz,omitempty"`
-	// BaseKHz is intel_pstate's base_frequency (the guaranteed, non-turbo
-	// frequency).
+	// BaseKHz is the guaranteed, non-turbo frequency: intel_pstate's
+	// base_frequency, amd-pstate's acpi_cppc/nominal_freq.
 	BaseKHz int64 `json:"base_khz,omitempty"`
 	// TableKHz is scaling_available_frequencies: a table driver snaps a
 	// limit to one of these.
@@ -97,6 +97,11 @@ func ReadFreq(fs hostfs.FS, cpu int) (Freq, error) {
 	}
 	if s, err := fs.ReadString(p("related_cpus")); err == nil {
 		f.RelatedCPUs, _ = cpulist.Parse(strings.Join(strings.Fields(s), ","))
+	}
+	if strings.HasPrefix(f.Driver, "amd-pstate") {
+		if mhz, err := fs.ReadInt(fmt.Sprintf("%s/cpu%d/acpi_cppc/nominal_freq", cpuDir, cpu)); err == nil {
+			f.BaseKHz = 1000 * mhz
+		}
 	}
 	if f.Driver == "cppc_cpufreq" {
 		d := fmt.Sprintf("%s/cpu%d/acpi_cppc/", cpuDir, cpu)

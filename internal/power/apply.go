@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,14 +22,21 @@ type Change struct {
 }
 
 // Plan lists the sysfs writes that put s in force on the host behind fs,
-// in the order Apply makes them: turbo first (intel_pstate squashes
-// min_perf_pct when no_turbo goes to 1), the global perf limits, then per
-// policy the governor and the frequency limits. A limit pair is written in
-// the order that never has min above max on the way. CPUs that share a
-// policy get one write. Errors: the host lacks the control (wrapping
-// errors.ErrUnsupported) or a file cannot be read.
+// in the order Apply makes them, so that undoing them in reverse puts
+// every file back. A turbo write changes other files too: intel_pstate's
+// no_turbo 1 squashes min_perf_pct (to the base frequency's share of the
+// turbo one, never raised again) and, like amd-pstate's boost 0, clamps
+// every policy's scaling_min/max_freq to the base frequency until turbo
+// comes back. So with turbo set on intel_pstate, min_perf_pct's current
+// value is written first (the journal keeps it for the end), the policies'
+// governor and limits are written while turbo is on (before a turbo off,
+// after a turbo on: their previous values and read-backs are unclamped),
+// and the global perf limits after turbo (no_turbo 1 would squash them).
+// A limit pair is written in the order that never has min above max on
+// the way. CPUs that share a policy get one write. Errors: the host lacks
+// the control (wrapping errors.ErrUnsupported) or a file cannot be read.
 func Plan(fs hostfs.FS, s Settings) ([]Change, error) {
-	var out []Change
+	var out, turbo, policies []Change
 	if s.Turbo != nil {
 		t, err := hostinfo.ReadTurbo(fs)
 		if err != nil {
@@ -38,26 +46,42 @@ func Plan(fs hostfs.FS, s Settings) ([]Change, error) {
 		if t.IntelPstate() == *s.Turbo {
 			v = "0" // no_turbo 0 = turbo on; boost 0 = off
 		}
-		out = append(out, Change{t.Source, v, "turbo " + onOff(*s.Turbo)})
+		if t.IntelPstate() && t.MinPerfPct > 0 {
+			cur := strconv.FormatInt(t.MinPerfPct, 10)
+			out = append(out, Change{hostinfo.IntelPstateDir + "/min_perf_pct", cur, "min-perf-pct " + cur + " recorded (no_turbo 1 lowers it: the restore writes it back last)"})
+		}
+		turbo = []Change{{t.Source, v, "turbo " + onOff(*s.Turbo)}}
 	}
+	var perf []Change
 	if s.MinPerfPct != nil || s.MaxPerfPct != nil {
 		cur, err := fs.ReadInt(hostinfo.IntelPstateDir + "/max_perf_pct")
 		if err != nil {
 			return nil, fmt.Errorf("min/max-perf-pct: %w: %w", err, errors.ErrUnsupported)
 		}
-		pair := limitPair(hostinfo.IntelPstateDir+"/min_perf_pct", hostinfo.IntelPstateDir+"/max_perf_pct",
+		perf = limitPair(hostinfo.IntelPstateDir+"/min_perf_pct", hostinfo.IntelPstateDir+"/max_perf_pct",
 			ptr64(s.MinPerfPct), ptr64(s.MaxPerfPct), cur)
-		for i := range pair {
-			pair[i].What = strings.ReplaceAll(strings.TrimPrefix(pair[i].Path, hostinfo.IntelPstateDir+"/"), "_", "-") + " " + pair[i].Value + " (all CPUs)"
+		for i := range perf {
+			perf[i].What = strings.ReplaceAll(strings.TrimPrefix(perf[i].Path, hostinfo.IntelPstateDir+"/"), "_", "-") + " " + perf[i].Value + " (all CPUs)"
 		}
-		out = append(out, pair...)
 	}
-	if !s.PerCPU() {
-		return out, nil
+	if s.PerCPU() {
+		var err error
+		if policies, err = policyChanges(fs, s); err != nil {
+			return nil, err
+		}
 	}
+	if s.Turbo != nil && !*s.Turbo {
+		return slices.Concat(out, policies, turbo, perf), nil
+	}
+	return slices.Concat(out, turbo, perf, policies), nil
+}
+
+// policyChanges are the governor and frequency limits of s.CPUs' policies.
+func policyChanges(fs hostfs.FS, s Settings) ([]Change, error) {
 	if len(s.CPUs) == 0 {
 		return nil, errors.New("power: governor and frequency limits need CPUs (responder.cpu or power.cpus)")
 	}
+	var out []Change
 	done := map[int]bool{}
 	for _, cpu := range s.CPUs {
 		if done[cpu] {

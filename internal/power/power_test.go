@@ -52,6 +52,10 @@ func TestReadFacts(t *testing.T) {
 			if f.Turbo == nil || f.Turbo.IntelPstate() || !f.Turbo.Enabled {
 				t.Errorf("%s: turbo %+v", l, f.Turbo)
 			}
+		case powertest.AMDPstate:
+			if fr := f.Freq[1]; fr.Driver != "amd-pstate-epp" || fr.BaseKHz != 3000000 || fr.HWMaxKHz != 3700000 || f.Turbo == nil || f.Turbo.IntelPstate() || !f.Turbo.Enabled {
+				t.Errorf("%s: %+v %+v", l, fr, f.Turbo)
+			}
 		case powertest.GravitonCPPC:
 			fr := f.Freq[3]
 			if fr.Driver != "cppc_cpufreq" || !fr.Fixed() || fr.CPPCHighest != 280 || fr.CPPCNominal != 280 || f.Arch != "aarch64" {
@@ -87,6 +91,8 @@ func TestValidate(t *testing.T) {
 		{l: powertest.ACPIBoost, s: power.Settings{CPUs: cpu, Governor: "performance", Turbo: ptr(false), MinFreqKHz: ptr[int64](2400000)}},
 		{l: powertest.ACPIBoost, s: power.Settings{MinPerfPct: ptr(100)}, field: "min-perf-pct", reason: []string{"intel_pstate's global limits", "cpufreq driver acpi-cpufreq"}},
 		{l: powertest.ACPIBoost, s: power.Settings{CPUs: cpu, MinFreqKHz: ptr[int64](1250000)}, field: "min-freq", reason: []string{"not one of CPU 2's frequencies", "scaling_available_frequencies"}},
+		{l: powertest.AMDPstate, s: power.Settings{CPUs: cpu, Turbo: ptr(false), MaxFreqKHz: ptr[int64](3000000)}},
+		{l: powertest.AMDPstate, s: power.Settings{CPUs: cpu, Turbo: ptr(false), MaxFreqKHz: ptr[int64](3500000)}, field: "max-freq", reason: []string{"1.5 GHz..3 GHz", "turbo off lowers the top"}},
 		{l: powertest.GravitonCPPC, s: power.Settings{Turbo: ptr(false)}, field: "turbo", reason: []string{"no boost range", "highest_perf 280 = nominal_perf 280", "AWS Graviton"}},
 		{l: powertest.GravitonCPPC, s: power.Settings{CPUs: cpu, Governor: "performance"}, notes: "fixed 2.8 GHz"},
 		{l: powertest.VMNone, s: power.Settings{Turbo: ptr(false)}, field: "turbo", reason: []string{"no turbo control", "a VM: the hypervisor owns P-states"}},
@@ -148,48 +154,79 @@ func openJournal(t *testing.T, fs hostfs.FS, tu power.Tuned) *journal.Journal {
 	return j
 }
 
-// TestApplyRestore applies on every layout what it accepts, reads every
-// value back, and restores the tree byte for byte.
+// TestApplyRestore applies on every layout what it accepts, through a
+// model of each kernel's side effects (no_turbo squashes min_perf_pct and
+// clamps the policies' limits, boost 0 on amd-pstate clamps them too),
+// reads every value back, and restores the tree byte for byte — also on
+// hosts tuned to min_perf_pct 100 and on a host whose turbo was off.
 func TestApplyRestore(t *testing.T) {
+	const ip = "/sys/devices/system/cpu/intel_pstate/"
 	for _, c := range []struct {
+		name string
 		l    powertest.Layout
+		host map[string]string // written through the model before the snapshot, in order
 		s    power.Settings
 		want map[string]string // host path → value after apply
 	}{
-		{powertest.IntelActive, power.Settings{CPUs: []int{1, 3}, Governor: "performance", Turbo: ptr(false), MinPerfPct: ptr(100), MaxPerfPct: ptr(100), MaxFreqKHz: ptr[int64](3000000)},
+		{"tuned", powertest.IntelActive, map[string]string{"min_perf_pct": "100"},
+			power.Settings{CPUs: []int{1, 3}, Governor: "performance", Turbo: ptr(false), MinPerfPct: ptr(100), MaxPerfPct: ptr(100), MaxFreqKHz: ptr[int64](3000000)},
 			map[string]string{"intel_pstate/no_turbo": "1", "intel_pstate/min_perf_pct": "100", "cpu1/cpufreq/scaling_governor": "performance",
-				"cpu3/cpufreq/scaling_governor": "performance", "cpu3/cpufreq/scaling_max_freq": "3000000", "cpu0/cpufreq/scaling_governor": "powersave"}},
-		{powertest.IntelPassive, power.Settings{CPUs: []int{0}, Governor: "performance", MinFreqKHz: ptr[int64](3100000), MaxFreqKHz: ptr[int64](3100000)},
+				"cpu3/cpufreq/scaling_governor": "performance", "cpu3/cpufreq/scaling_max_freq": "3000000", "cpu0/cpufreq/scaling_governor": "powersave",
+				"cpu0/cpufreq/scaling_max_freq": "3100000"}},
+		{"turbo-only", powertest.IntelActive, map[string]string{"min_perf_pct": "100"}, power.Settings{Turbo: ptr(false)},
+			map[string]string{"intel_pstate/no_turbo": "1", "intel_pstate/min_perf_pct": "86", "cpu2/cpufreq/scaling_max_freq": "3100000"}},
+		{"limits", powertest.IntelActive, nil, power.Settings{CPUs: []int{2}, Turbo: ptr(false), MinFreqKHz: ptr[int64](2000000), MaxFreqKHz: ptr[int64](3000000)},
+			map[string]string{"cpu2/cpufreq/scaling_min_freq": "2000000", "cpu2/cpufreq/scaling_max_freq": "3000000", "cpu1/cpufreq/scaling_max_freq": "3100000"}},
+		{"turbo-on", powertest.IntelActive, map[string]string{"no_turbo": "1", "min_perf_pct": "100"},
+			power.Settings{CPUs: []int{1}, Turbo: ptr(true), MaxFreqKHz: ptr[int64](3400000)},
+			map[string]string{"intel_pstate/no_turbo": "0", "intel_pstate/min_perf_pct": "100", "cpu1/cpufreq/scaling_max_freq": "3400000", "cpu0/cpufreq/scaling_max_freq": "3600000"}},
+		{"passive", powertest.IntelPassive, map[string]string{"min_perf_pct": "100"},
+			power.Settings{CPUs: []int{0}, Governor: "performance", Turbo: ptr(false), MinPerfPct: ptr(100), MaxFreqKHz: ptr[int64](3000000)},
+			map[string]string{"cpu0/cpufreq/scaling_governor": "performance", "cpu0/cpufreq/scaling_min_freq": "3000000", "cpu0/cpufreq/scaling_max_freq": "3000000",
+				"cpu1/cpufreq/scaling_min_freq": "3100000"}},
+		{"passive-limits", powertest.IntelPassive, nil, power.Settings{CPUs: []int{0}, Governor: "performance", MinFreqKHz: ptr[int64](3100000), MaxFreqKHz: ptr[int64](3100000)},
 			map[string]string{"cpu0/cpufreq/scaling_governor": "performance", "cpu0/cpufreq/scaling_min_freq": "3100000", "cpu0/cpufreq/scaling_max_freq": "3100000"}},
-		{powertest.ACPIBoost, power.Settings{CPUs: []int{2}, Governor: "performance", Turbo: ptr(false), MinFreqKHz: ptr[int64](2400000)},
+		{"acpi", powertest.ACPIBoost, nil, power.Settings{CPUs: []int{2}, Governor: "performance", Turbo: ptr(false), MinFreqKHz: ptr[int64](2400000)},
 			map[string]string{"cpufreq/boost": "0", "cpu2/cpufreq/scaling_governor": "performance", "cpu2/cpufreq/scaling_min_freq": "2400000"}},
-		{powertest.GravitonCPPC, power.Settings{CPUs: []int{1}, Governor: "schedutil"},
+		{"amd", powertest.AMDPstate, nil, power.Settings{CPUs: []int{1}, Governor: "performance", Turbo: ptr(false), MinFreqKHz: ptr[int64](2000000), MaxFreqKHz: ptr[int64](2800000)},
+			map[string]string{"cpufreq/boost": "0", "cpu1/cpufreq/boost": "0", "cpu1/cpufreq/scaling_max_freq": "2800000", "cpu0/cpufreq/scaling_max_freq": "3000000",
+				"cpu0/cpufreq/cpuinfo_max_freq": "3000000"}},
+		{"graviton", powertest.GravitonCPPC, nil, power.Settings{CPUs: []int{1}, Governor: "schedutil"},
 			map[string]string{"cpu1/cpufreq/scaling_governor": "schedutil"}},
 	} {
-		t.Run(string(c.l), func(t *testing.T) {
-			fs := powertest.Build(t, c.l, 4)
-			before := powertest.Snapshot(t, fs.Root)
-			j := openJournal(t, fs, nil)
-			report, err := power.Apply(context.Background(), j, fs, c.s)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, strings.Join(report, "\n"))
-			}
-			for p, v := range c.want {
-				got, err := fs.ReadString("/sys/devices/system/cpu/" + p)
-				if err != nil || got != v {
-					t.Errorf("%s = %q (%v), want %q", p, got, err, v)
+		for _, k := range powertest.Kernels {
+			t.Run(c.name+"/"+string(k), func(t *testing.T) {
+				fs := powertest.Emulate(t, powertest.Build(t, c.l, 4), k)
+				for _, f := range []string{"no_turbo", "min_perf_pct"} {
+					if v, ok := c.host[f]; ok {
+						if err := fs.WriteFile(ip+f, v); err != nil {
+							t.Fatal(err)
+						}
+					}
 				}
-			}
-			if len(report) == 0 || !strings.Contains(report[0], "→") {
-				t.Errorf("report %q", report)
-			}
-			if _, err := j.Undo(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if d := powertest.Diff(before, powertest.Snapshot(t, fs.Root)); len(d) > 0 {
-				t.Fatalf("not restored:\n%s", strings.Join(d, "\n"))
-			}
-		})
+				before := powertest.Snapshot(t, fs.Root)
+				j := openJournal(t, fs, nil)
+				report, err := power.Apply(context.Background(), j, fs, c.s)
+				if err != nil {
+					t.Fatalf("%v\n%s", err, strings.Join(report, "\n"))
+				}
+				for p, v := range c.want {
+					got, err := fs.ReadString("/sys/devices/system/cpu/" + p)
+					if err != nil || got != v {
+						t.Errorf("%s = %q (%v), want %q", p, got, err, v)
+					}
+				}
+				if len(report) == 0 || !strings.Contains(report[0], "→") {
+					t.Errorf("report %q", report)
+				}
+				if _, err := j.Undo(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if d := powertest.Diff(before, powertest.Snapshot(t, fs.Root)); len(d) > 0 {
+					t.Fatalf("not restored:\n%s\napplied:\n%s", strings.Join(d, "\n"), strings.Join(report, "\n"))
+				}
+			})
+		}
 	}
 }
 
@@ -220,26 +257,40 @@ func TestApplyRefusedWithoutControl(t *testing.T) {
 	}
 }
 
-// TestPlanOrder: turbo before the perf limits (no_turbo squashes
-// min_perf_pct), and a raised pair writes max before min.
+// TestPlanOrder: on intel_pstate min_perf_pct is recorded first; a turbo
+// off comes after the policies' limits and a turbo on before them (the
+// limits are written and read unclamped), the perf limits after turbo
+// (no_turbo squashes min_perf_pct); a raised pair writes max before min.
 func TestPlanOrder(t *testing.T) {
 	fs := powertest.Build(t, powertest.IntelActive, 2)
 	if err := fs.WriteFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq", "1000000\n"); err != nil {
 		t.Fatal(err)
 	}
-	ch, err := power.Plan(fs, power.Settings{CPUs: []int{0, 1}, Turbo: ptr(false), MinPerfPct: ptr(100), MinFreqKHz: ptr[int64](2000000), MaxFreqKHz: ptr[int64](3000000)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, c := range ch {
-		got = append(got, strings.TrimPrefix(c.Path, "/sys/devices/system/cpu/")+"="+c.Value)
-	}
-	want := []string{"intel_pstate/no_turbo=1", "intel_pstate/min_perf_pct=100",
-		"cpu0/cpufreq/scaling_max_freq=3000000", "cpu0/cpufreq/scaling_min_freq=2000000",
-		"cpu1/cpufreq/scaling_min_freq=2000000", "cpu1/cpufreq/scaling_max_freq=3000000"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("order\n%v\nwant\n%v", got, want)
+	amd := powertest.Build(t, powertest.AMDPstate, 2)
+	for _, c := range []struct {
+		fs   hostfs.FS
+		s    power.Settings
+		want []string
+	}{
+		{fs, power.Settings{CPUs: []int{0, 1}, Turbo: ptr(false), MinPerfPct: ptr(100), MinFreqKHz: ptr[int64](2000000), MaxFreqKHz: ptr[int64](3000000)},
+			[]string{"intel_pstate/min_perf_pct=22", "cpu0/cpufreq/scaling_max_freq=3000000", "cpu0/cpufreq/scaling_min_freq=2000000",
+				"cpu1/cpufreq/scaling_min_freq=2000000", "cpu1/cpufreq/scaling_max_freq=3000000", "intel_pstate/no_turbo=1", "intel_pstate/min_perf_pct=100"}},
+		{fs, power.Settings{CPUs: []int{1}, Turbo: ptr(true), MinPerfPct: ptr(100), MaxFreqKHz: ptr[int64](3400000)},
+			[]string{"intel_pstate/min_perf_pct=22", "intel_pstate/no_turbo=0", "intel_pstate/min_perf_pct=100", "cpu1/cpufreq/scaling_max_freq=3400000"}},
+		{amd, power.Settings{CPUs: []int{1}, Turbo: ptr(false), MaxFreqKHz: ptr[int64](2800000)},
+			[]string{"cpu1/cpufreq/scaling_max_freq=2800000", "cpufreq/boost=0"}},
+	} {
+		ch, err := power.Plan(c.fs, c.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range ch {
+			got = append(got, strings.TrimPrefix(c.Path, "/sys/devices/system/cpu/")+"="+c.Value)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("order\n%v\nwant\n%v", got, c.want)
+		}
 	}
 	if _, err := power.Plan(powertest.Build(t, powertest.VMNone, 2), power.Settings{Turbo: ptr(true)}); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("turbo on a VM: %v", err)

@@ -133,8 +133,8 @@ func Validate(host string, f Facts, s Settings, tuned string) (problems []Proble
 			bad(FieldGovernor, hint, "governor %q is not available on CPU %d of host %s (scaling_available_governors: %s)", g, cpu, host, strings.Join(fr.Governors, " "))
 		}
 		hi := fr.HWMaxKHz
-		if s.Turbo != nil && !*s.Turbo && fr.BaseKHz > 0 && strings.HasPrefix(fr.Driver, "intel_") {
-			hi = fr.BaseKHz // no_turbo drops cpuinfo_max_freq to the base frequency
+		if s.Turbo != nil && !*s.Turbo && fr.BaseKHz > 0 && (strings.HasPrefix(fr.Driver, "intel_") || strings.HasPrefix(fr.Driver, "amd-pstate")) {
+			hi = fr.BaseKHz // no_turbo 1 or boost 0 clamps the limits to the base frequency
 		}
 		for _, x := range []struct {
 			field string
@@ -150,7 +150,7 @@ func Validate(host string, f Facts, s Settings, tuned string) (problems []Proble
 			if *x.v < fr.HWMinKHz || *x.v > hi {
 				why := "cpuinfo_min_freq..cpuinfo_max_freq"
 				if hi != fr.HWMaxKHz {
-					why = "cpuinfo_min_freq..base_frequency: turbo off lowers the top to the base frequency"
+					why = "cpuinfo_min_freq..the base frequency: turbo off lowers the top to it (base_frequency, amd-pstate's acpi_cppc/nominal_freq)"
 				}
 				bad(x.field, fmt.Sprintf("use %s..%s", KHz(fr.HWMinKHz), KHz(hi)),
 					"%s %s is outside CPU %d's range on host %s: %s..%s (%s)", x.field, KHz(*x.v), cpu, host, KHz(fr.HWMinKHz), KHz(hi), why)

@@ -326,11 +326,19 @@ func TestApplyFailures(t *testing.T) {
 	}
 }
 
+// TestTunedApplyRestore switches to network-latency and back from a
+// profile an admin set, from none, and from one tuned picked itself
+// (profile_mode auto: the restore runs auto_profile, so the host stays in
+// auto mode).
 func TestTunedApplyRestore(t *testing.T) {
-	for _, before := range []string{"balanced", ""} {
+	for _, before := range []string{"balanced", "", power.AutoProfile + "throughput-performance"} {
 		fs := powertest.Build(t, powertest.IntelActive, 2)
 		snap := powertest.Snapshot(t, fs.Root)
-		dir := powertest.FakeTuned(t, before, true, fs.Root)
+		profile, auto := strings.CutPrefix(before, power.AutoProfile)
+		dir := powertest.FakeTuned(t, profile, true, fs.Root)
+		if auto {
+			powertest.TunedAuto(t, dir)
+		}
 		tu := power.TunedAdm{Path: filepath.Join(dir, "tuned-adm")}
 		j := openJournal(t, fs, tu)
 		r, err := j.Apply(context.Background(), power.TunedChange(tu, "network-latency"))
@@ -346,14 +354,14 @@ func TestTunedApplyRestore(t *testing.T) {
 		if err != nil || len(res) != 1 || res[0].Restored != before {
 			t.Fatalf("undo: %+v %v", res, err)
 		}
-		if got := powertest.TunedActive(t, dir); got != before {
-			t.Fatalf("active after undo %q, want %q", got, before)
+		if st, err := tu.Active(context.Background()); err != nil || st.Active != profile || st.Auto != auto {
+			t.Fatalf("after undo %+v %v, want %q auto %v", st, err, profile, auto)
 		}
 		if d := powertest.Diff(snap, powertest.Snapshot(t, fs.Root)); len(d) > 0 {
 			t.Fatalf("tuned left changes:\n%s", strings.Join(d, "\n"))
 		}
 		calls, _ := os.ReadFile(filepath.Join(dir, "calls"))
-		if want := map[string]string{"balanced": "profile balanced", "": "off"}[before]; !strings.Contains(string(calls), want) {
+		if want := map[bool]string{true: "auto_profile", false: map[string]string{"balanced": "profile balanced", "": "off"}[before]}[auto]; !strings.Contains(string(calls), want) {
 			t.Fatalf("restore did not run tuned-adm %s:\n%s", want, calls)
 		}
 	}
@@ -390,6 +398,8 @@ func TestParseTunedAdm(t *testing.T) {
 		err     bool
 	}{
 		{"Current active profile: network-latency\n", "network-latency", true, 0, false},
+		{"Profile selection mode: auto\n", "", true, 0, false},
+		{"Profile selection mode: sideways\n", "", true, 0, true},
 		{"Current active profile: balanced my-extra\nCurrent post-loaded profile: my-extra\n", "balanced my-extra", true, 0, false},
 		{"No current active profile.\n", "", true, 0, false},
 		{"It seems that tuned daemon is not running, preset profile is not activated.\nPreset profile: throughput-performance\n", "throughput-performance", false, 0, false},
@@ -419,7 +429,7 @@ func TestDescribe(t *testing.T) {
 	fs := powertest.Build(t, powertest.IntelActive, 4)
 	s := power.Settings{CPUs: []int{3}, Governor: "performance", Turbo: ptr(false), MinPerfPct: ptr(100)}
 	got := strings.Join(power.Describe(context.Background(), s, "network-latency", &fs, nil), "\n")
-	for _, want := range []string{"tuned: tuned-adm profile network-latency", "power: turbo off: intel_pstate/no_turbo 0 → 1",
+	for _, want := range []string{"tuned: tuned-adm profile network-latency", "power: min-perf-pct 22 recorded (no_turbo 1 lowers it: the restore writes it back last): intel_pstate/min_perf_pct 22 → 22", "power: turbo off: intel_pstate/no_turbo 0 → 1",
 		"power: min-perf-pct 100 (all CPUs): intel_pstate/min_perf_pct 22 → 100", "power: governor performance on CPU 3: cpu3/cpufreq/scaling_governor powersave → performance"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("describe lacks %q:\n%s", want, got)

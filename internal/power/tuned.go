@@ -17,9 +17,16 @@ import (
 
 // KindTuned is the journal kind of a tuned profile switch. Target is
 // "tuned"; Previous is the profile that was active ("" = none: undo turns
-// tuning off). The profile's own changes (sysfs, PM QoS, IRQs) belong to
-// tuned, which takes them back when the profile changes again.
+// tuning off), AutoProfile and the profile when tuned had picked it itself
+// (profile_mode auto: undo runs tuned-adm auto_profile, as tuned-adm
+// profile would leave the host in manual mode). The profile's own changes
+// (sysfs, PM QoS, IRQs) belong to tuned, which takes them back when the
+// profile changes again.
 const KindTuned = "tuned-profile"
+
+// AutoProfile prefixes a recorded profile that tuned chose in its auto
+// profile_mode.
+const AutoProfile = "auto_profile:"
 
 // ErrNoTuned is wrapped when tuned-adm is not installed.
 var ErrNoTuned = errors.New("tuned is not installed (no tuned-adm)")
@@ -31,7 +38,10 @@ type TunedState struct {
 	Active string `json:"active"`
 	// Running is false when tuned-adm reports that the daemon does not
 	// run (the profile is only preset).
-	Running  bool     `json:"running"`
+	Running bool `json:"running"`
+	// Auto is profile_mode auto: tuned picked the profile (tuned-adm
+	// auto_profile) rather than an admin.
+	Auto     bool     `json:"auto,omitempty"`
 	Profiles []string `json:"profiles,omitempty"`
 	// Output is tuned-adm active's text, as printed, for the record.
 	Output string `json:"output,omitempty"`
@@ -44,10 +54,11 @@ type Tuned interface {
 	// State lists the profiles and the active one; an error wrapping
 	// ErrNoTuned when tuned is not installed.
 	State(ctx context.Context) (TunedState, error)
-	// Active returns the active profile ("" = none) and whether the daemon
-	// runs.
+	// Active returns the active profile ("" = none), whether the daemon
+	// runs and the profile_mode.
 	Active(ctx context.Context) (TunedState, error)
-	// Switch activates profile (tuned-adm profile), or turns tuning off
+	// Switch activates profile (tuned-adm profile), lets tuned pick one
+	// for AutoProfile+name (tuned-adm auto_profile), or turns tuning off
 	// for "" (tuned-adm off), and waits for tuned to finish.
 	Switch(ctx context.Context, profile string) error
 }
@@ -136,12 +147,25 @@ func (t TunedAdm) Active(ctx context.Context) (TunedState, error) {
 		return st, errors.Join(err, perr)
 	}
 	// `tuned-adm active` exits 1 for "No current active profile."
+	out, err = t.run(ctx, "profile_mode")
+	if err != nil && strings.Contains(err.Error(), "invalid choice") {
+		return st, nil // an older tuned-adm without profile_mode has no auto mode
+	}
+	mode, perr := ParseTunedAdm(out)
+	if err = errors.Join(err, perr); err != nil {
+		return st, err
+	}
+	st.Auto = mode.Auto
 	return st, nil
 }
 
 func (t TunedAdm) Switch(ctx context.Context, profile string) error {
 	if profile == "" {
 		_, err := t.run(ctx, "off")
+		return err
+	}
+	if strings.HasPrefix(profile, AutoProfile) {
+		_, err := t.run(ctx, "auto_profile")
 		return err
 	}
 	_, err := t.run(ctx, append([]string{"profile"}, strings.Fields(profile)...)...)
@@ -156,7 +180,8 @@ func (t TunedAdm) Switch(ctx context.Context, profile string) error {
 //	Current active profile: network-latency
 //	Current post-loaded profile: ...
 //
-// "No current active profile." means none; "It seems that tuned daemon is
+// or of `tuned-adm profile_mode` ("Profile selection mode: auto" or
+// "manual"). "No current active profile." means none; "It seems that tuned daemon is
 // not running ..." with "Preset profile: X" means X is set but not in
 // force. Text with none of these lines is an error.
 func ParseTunedAdm(out string) (TunedState, error) {
@@ -178,6 +203,9 @@ func ParseTunedAdm(out string) (TunedState, error) {
 			st.Active, known, inList = "", true, false
 		case strings.HasPrefix(l, "It seems that tuned daemon is not running"):
 			st.Running, known, inList = false, true, false
+		case strings.HasPrefix(l, "Profile selection mode:"):
+			mode := strings.TrimSpace(strings.TrimPrefix(l, "Profile selection mode:"))
+			st.Auto, known = mode == "auto", mode == "auto" || mode == "manual"
 		case strings.HasPrefix(l, "Preset profile:"):
 			st.Active, known = strings.TrimSpace(strings.TrimPrefix(l, "Preset profile:")), true
 		default:
@@ -198,7 +226,9 @@ func clip(s string) string {
 }
 
 // TunedChange is the journal change that activates profile through t.
-// Its value is the profile; reading it back runs `tuned-adm active`.
+// Its value is the profile; reading it back runs `tuned-adm active` and
+// `tuned-adm profile_mode` (a profile tuned picked reads as AutoProfile
+// and the profile).
 func TunedChange(t Tuned, profile string) journal.Change {
 	return journal.Change{
 		Kind: KindTuned, Target: "tuned", Value: profile,
@@ -210,14 +240,23 @@ func TunedChange(t Tuned, profile string) journal.Change {
 			if !st.Running {
 				return "", fmt.Errorf("tuned does not run (profile %q is only preset): start it (systemctl start tuned)", st.Active)
 			}
-			return st.Active, nil
+			return st.recorded(), nil
 		},
 		Write: func(ctx context.Context, v string) error { return t.Switch(ctx, v) },
 	}
 }
 
+// recorded is the active profile as the journal keeps it.
+func (s TunedState) recorded() string {
+	if s.Auto && s.Active != "" {
+		return AutoProfile + s.Active
+	}
+	return s.Active
+}
+
 // TunedUndo is the undo handler of KindTuned: it switches back to the
-// previous profile (tuned-adm off when there was none).
+// previous profile (tuned-adm off when there was none, tuned-adm
+// auto_profile when tuned had picked it).
 func TunedUndo(t Tuned) journal.UndoFunc {
 	return func(ctx context.Context, e journal.Entry) (string, error) {
 		if err := t.Switch(ctx, e.Previous); err != nil {
@@ -227,10 +266,10 @@ func TunedUndo(t Tuned) journal.UndoFunc {
 		if err != nil {
 			return "", err
 		}
-		if st.Active != e.Previous {
-			return st.Active, fmt.Errorf("tuned-adm active says %q after switching back to %q", st.Active, e.Previous)
+		if got := st.recorded(); got != e.Previous {
+			return got, fmt.Errorf("tuned-adm active and profile_mode say %q after switching back to %q", got, e.Previous)
 		}
-		return st.Active, nil
+		return st.recorded(), nil
 	}
 }
 

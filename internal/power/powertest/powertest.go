@@ -302,9 +302,12 @@ var TunedProfiles = []string{"accelerator-performance", "balanced", "desktop", "
 	"network-latency", "network-throughput", "powersave", "throughput-performance", "virtual-guest", "virtual-host"}
 
 // FakeTuned writes an executable tuned-adm into a new directory (put it
-// first in PATH, or use its path) that keeps its active profile in a file
-// next to it and prints what the real one prints for active, list,
-// profile NAME... and off. running false makes it report a stopped
+// first in PATH, or use its path) that keeps its active profile and
+// profile_mode in files next to it and prints what the real one prints
+// (tuned/admin/admin.py) for active, list, profile_mode,
+// profile NAME... (mode manual), auto_profile (the recommended profile,
+// the one active at the start or balanced; mode auto) and off. TunedAuto
+// makes the start auto. running false makes it report a stopped
 // daemon. When root is not "", switching to network-latency sets what that
 // profile sets below root (intel_pstate/min_perf_pct 100, CPU 0's
 // governor performance) and switching away puts the saved values back, as
@@ -312,8 +315,14 @@ var TunedProfiles = []string{"accelerator-performance", "balanced", "desktop", "
 func FakeTuned(t testing.TB, active string, running bool, root string) (dir string) {
 	t.Helper()
 	dir = t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "active_profile"), []byte(active+"\n"), 0o644); err != nil {
-		t.Fatal(err)
+	rec := active
+	if rec == "" {
+		rec = "balanced"
+	}
+	for f, v := range map[string]string{"active_profile": active, "profile_mode": "manual", "recommended": rec} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	run := "1"
 	if !running {
@@ -354,17 +363,19 @@ apply() {
 }
 case "$1" in
 active) active; exit $? ;;
+profile_mode) echo "Profile selection mode: $(cat "$D/profile_mode")"; exit 0 ;;
+auto_profile) rec=$(cat "$D/recommended"); unapply; apply "$rec"; echo "$rec" > "$D/active_profile"; echo auto > "$D/profile_mode"; exit 0 ;;
 list)
   echo "Available profiles:"
 ` + list.String() + `  active; exit 0 ;;
-off) unapply; echo "" > "$D/active_profile"; exit 0 ;;
+off) unapply; echo "" > "$D/active_profile"; echo manual > "$D/profile_mode"; exit 0 ;;
 profile)
   shift
   for p in "$@"; do
     case " ` + strings.Join(TunedProfiles, " ") + ` " in *" $p "*) ;; *) echo "Requested profile '$p' doesn't exist." >&2; exit 1 ;; esac
   done
   unapply; apply "$@"
-  echo "$*" > "$D/active_profile"; exit 0 ;;
+  echo "$*" > "$D/active_profile"; echo manual > "$D/profile_mode"; exit 0 ;;
 esac
 echo "fake tuned-adm: unknown command $1" >&2
 exit 2
@@ -373,6 +384,15 @@ exit 2
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TunedAuto puts the fake tuned-adm of dir in profile_mode auto: its
+// active profile is the one it recommends.
+func TunedAuto(t testing.TB, dir string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "profile_mode"), []byte("auto\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TunedActive reads the fake tuned-adm's active profile.

@@ -45,7 +45,8 @@ type RoundFreq struct {
 	Source  string   `json:"source"`
 	MHz     *float64 `json:"mhz,omitempty"`
 	BusyPct *float64 `json:"busy_pct,omitempty"`
-	// Note: the base frequency used, or why nothing was measured.
+	// Note: the rule and the TSC rate (APERF/MPERF), or why nothing was
+	// measured.
 	Note string `json:"note,omitempty"`
 }
 
@@ -85,8 +86,11 @@ func readRoundFreq(dir string, k int) (rf RoundFreq, pw *teldata.PowerState, ok 
 		if f.BusyPct > 0 {
 			rf.BusyPct = ptr(f.BusyPct)
 		}
-		if f.Source == teldata.FreqAPERF {
-			rf.Note = fmt.Sprintf("× base %.0f MHz (%s)", f.BaseMHz, f.BaseFrom)
+		switch {
+		case f.Rule == teldata.RuleAPERFTSC:
+			rf.Note = fmt.Sprintf("ΔAPERF/ΔMPERF × TSC %.0f MHz", f.TSCMHz)
+		case f.Source == teldata.FreqAPERF: // an older rig's rule
+			rf.Note = fmt.Sprintf("ΔAPERF/ΔMPERF × base %.0f MHz (%s)", f.BaseMHz, f.BaseFrom)
 		}
 	} else if f.Source != teldata.FreqNone {
 		rf.Source, rf.Note = teldata.FreqNone, fmt.Sprintf("%s gave no value: %s", f.Source, f.Note)
@@ -199,8 +203,9 @@ func annotateFreq(cs []Comparison, this, ref func(arm string) *ArmFreq, refWord 
 // arm's telemetry carries one.
 func freqTable(r *Report) table {
 	t := table{Title: "Responder CPU frequency",
-		Caption: "The responder CPU's average frequency over each round, from its telemetry: APERF/MPERF (msr driver, read before the first request and after the last) × the nominal frequency = the average while the CPU was not idle, " +
-			"with busy = the share of the round it was not idle; else the mean of cpufreq's scaling_cur_freq at every telemetry sample; else not measurable (a VM without msr and cpufreq). " +
+		Caption: "The responder CPU's average frequency over each round, from its telemetry: APERF, MPERF and the TSC (msr driver, read before the first request and after the last), " +
+			"ΔAPERF/ΔMPERF × ΔTSC/Δt = the average while the CPU was not idle (MPERF counts at the TSC's rate then; turbostat's Bzy_MHz), with busy = ΔMPERF/ΔTSC, the share of the round it was not idle; " +
+			"else the mean of cpufreq's scaling_cur_freq at every telemetry sample; else not measurable (a VM without msr and cpufreq). " +
 			fmt.Sprintf("Cell: median of the rounds' averages [min–max], MHz. A comparison whose arms' frequencies differ by more than %.0f %% says so next to its verdict. ", FreqDiffPct) +
 			"Ran under: the first round's power state (governor, EPP, limits, turbo, intel_pstate perf limits, idle states disabled, tuned profile)." + requestsCaption(r),
 		Head: []string{"arm", "source", "rounds measured", "MHz", "busy", "ran under", "note"}}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/teldata"
 )
 
 // writeFreq writes a round's telemetry.json with only the frequency and
@@ -25,7 +26,7 @@ func writeFreq(t *testing.T, dir, arm string, k int, freq, power any) {
 }
 
 func aperf(mhz float64) map[string]any {
-	return map[string]any{"cpu": 3, "source": "APERF/MPERF", "mhz": mhz, "samples": 2, "base_mhz": 3100, "base_from": "cpu3/cpufreq/base_frequency", "busy_pct": 12.5}
+	return map[string]any{"cpu": 3, "source": "APERF/MPERF", "rule": teldata.RuleAPERFTSC, "mhz": mhz, "samples": 2, "tsc_mhz": 3100.2, "busy_pct": 12.5}
 }
 
 var intelPower = map[string]any{
@@ -74,7 +75,7 @@ func TestFrequencyColumn(t *testing.T) {
 	if err := WriteTablesMD(&md, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Responder CPU frequency", "| base | APERF/MPERF | 3/3 | 3450 [3400–3500] | 12 % |", "× base 3100 MHz (cpu3/cpufreq/base_frequency)",
+	for _, want := range []string{"## Responder CPU frequency", "| base | APERF/MPERF | 3/3 | 3450 [3400–3500] | 12 % |", "ΔAPERF/ΔMPERF × TSC 3100 MHz",
 		"; the CPU ran at 3095 MHz vs 3450 MHz on the baseline"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("tables.md lacks %q", want)

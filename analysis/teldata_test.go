@@ -65,15 +65,35 @@ func TestDecodeTelemetry(t *testing.T) {
 }
 
 // TestReadRoundFreq: the frequency and power sections of a teldata.Result
-// as the sampler writes it become the round's frequency and a few words on
-// the power state.
+// as the sampler writes it become the round's frequency with its rule and
+// a few words on the power state; an older rig's rule (× a base
+// frequency) is named as such.
 func TestReadRoundFreq(t *testing.T) {
+	for _, f := range []teldata.FreqResult{
+		{CPU: 3, Source: teldata.FreqAPERF, Rule: teldata.RuleAPERFTSC, MHz: 2999.5, Samples: 2, TSCMHz: 2400.4, BusyPct: 40},
+		{CPU: 3, Source: teldata.FreqAPERF, MHz: 2999.5, Samples: 2, BaseMHz: 3100, BaseFrom: "b", BusyPct: 40},
+	} {
+		rf, _, ok := readRoundFreq(telemetryDir(t, teldata.Result{CPUs: []int{3}, Freq: &f}), 4)
+		want := map[bool]string{true: "ΔAPERF/ΔMPERF × TSC 2400 MHz", false: "ΔAPERF/ΔMPERF × base 3100 MHz (b)"}[f.Rule != ""]
+		if !ok || rf.Round != 4 || rf.Source != teldata.FreqAPERF || *rf.MHz != 2999.5 || *rf.BusyPct != 40 || rf.Note != want {
+			t.Fatalf("%+v, want note %q", rf, want)
+		}
+	}
 	in := teldata.Result{CPUs: []int{3},
-		Freq: &teldata.FreqResult{CPU: 3, Source: teldata.FreqAPERF, MHz: 2999.5, Samples: 2, BaseMHz: 3100, BaseFrom: "b", BusyPct: 40},
+		Freq: &teldata.FreqResult{CPU: 3, Source: teldata.FreqAPERF, Rule: teldata.RuleAPERFTSC, MHz: 2999.5, Samples: 2, TSCMHz: 2400.4, BusyPct: 40},
 		Power: &teldata.PowerState{CPU: 3, Freq: &hostinfo.Freq{Driver: "intel_pstate", Governor: "performance", MinKHz: 800000, MaxKHz: 3600000, EPP: "performance"},
 			Turbo: &hostinfo.Turbo{Enabled: false, Source: hostinfo.IntelPstateDir + "/no_turbo", MinPerfPct: 30, MaxPerfPct: 90},
 			Idle:  []string{"POLL", "C6 (disabled)"}, Tuned: "Current active profile: latency-performance"}}
-	b, err := json.Marshal(in)
+	_, pw, _ := readRoundFreq(telemetryDir(t, in), 4)
+	if want := "intel_pstate performance, EPP performance, limits 800–3600 MHz; turbo off, perf 30–90 %; idle states off: C6; tuned latency-performance"; describePower(pw) != want {
+		t.Fatalf("%q", describePower(pw))
+	}
+}
+
+// telemetryDir is a round directory holding r as telemetry.json.
+func telemetryDir(t *testing.T, r teldata.Result) string {
+	t.Helper()
+	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +101,5 @@ func TestReadRoundFreq(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, rundir.Telemetry), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rf, pw, ok := readRoundFreq(dir, 4)
-	if !ok || rf.Round != 4 || rf.Source != teldata.FreqAPERF || *rf.MHz != 2999.5 || *rf.BusyPct != 40 || rf.Note != "× base 3100 MHz (b)" {
-		t.Fatalf("%+v", rf)
-	}
-	if want := "intel_pstate performance, EPP performance, limits 800–3600 MHz; turbo off, perf 30–90 %; idle states off: C6; tuned latency-performance"; describePower(pw) != want {
-		t.Fatalf("%q", describePower(pw))
-	}
+	return dir
 }

@@ -2,8 +2,6 @@ package hostinfo
 
 import (
 	"fmt"
-	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -142,38 +140,4 @@ func ReadTurbo(fs hostfs.FS) (Turbo, error) {
 		return Turbo{}, err
 	}
 	return Turbo{Enabled: v != 0, Source: BoostPath}, nil
-}
-
-// BaseFreqKHz is the frequency MPERF counts at on x86 (the TSC's, the
-// nominal one): intel_pstate's base_frequency, else the "@ 2.60GHz" of
-// /proc/cpuinfo's model name (Intel brand strings carry it). from names
-// the source. Neither: an error wrapping os.ErrNotExist.
-func BaseFreqKHz(fs hostfs.FS, cpu int) (khz int64, from string, err error) {
-	if v, err := fs.ReadInt(CPUFreqPath(cpu, "base_frequency")); err == nil && v > 0 {
-		return v, fmt.Sprintf("cpu%d/cpufreq/base_frequency", cpu), nil
-	}
-	m, err := CPUModel(fs)
-	if err != nil {
-		return 0, "", err
-	}
-	if v, ok := ParseModelGHz(m); ok {
-		return v, fmt.Sprintf("/proc/cpuinfo model name %q", m), nil
-	}
-	return 0, "", fmt.Errorf("no base frequency: no cpu%d/cpufreq/base_frequency and no \"@ N.NNGHz\" in the model name %q: %w", cpu, m, os.ErrNotExist)
-}
-
-var modelGHzRE = regexp.MustCompile(`@\s*([0-9]+(?:\.[0-9]+)?)\s*GHz`)
-
-// ParseModelGHz reads the nominal frequency from a CPU model name such as
-// "Intel(R) Xeon(R) Platinum 8488C @ 2.40GHz", in kHz.
-func ParseModelGHz(model string) (int64, bool) {
-	m := modelGHzRE.FindStringSubmatch(model)
-	if m == nil {
-		return 0, false
-	}
-	ghz, err := strconv.ParseFloat(m[1], 64)
-	if err != nil || ghz <= 0 || ghz > 100 {
-		return 0, false
-	}
-	return int64(ghz*1e6 + 0.5), true
 }

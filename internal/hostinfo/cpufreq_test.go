@@ -51,41 +51,6 @@ func TestReadFreqLayouts(t *testing.T) {
 	}
 }
 
-func TestBaseFreq(t *testing.T) {
-	for _, c := range []struct {
-		l    powertest.Layout
-		want int64
-		from string
-	}{
-		{powertest.IntelActive, 3100000, "cpu1/cpufreq/base_frequency"},
-		{powertest.ACPIBoost, 2400000, `/proc/cpuinfo model name "Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz"`},
-		{powertest.VMNone, 2600000, `/proc/cpuinfo model name "Intel(R) Xeon(R) Processor @ 2.60GHz"`},
-	} {
-		k, from, err := BaseFreqKHz(powertest.Build(t, c.l, 2), 1)
-		if err != nil || k != c.want || from != c.from {
-			t.Errorf("%s: %d %q %v", c.l, k, from, err)
-		}
-	}
-	if _, _, err := BaseFreqKHz(powertest.Build(t, powertest.GravitonCPPC, 2), 1); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("arm64 has no nominal frequency to find: %v", err)
-	}
-	for s, want := range map[string]int64{"Intel(R) Xeon(R) Platinum 8488C @ 2.40GHz": 2400000, "x @3GHz": 3000000, "AMD EPYC 9R14 96-Core Processor": 0, "@ GHz": 0, "@ 1e9GHz": 0} {
-		if got, _ := ParseModelGHz(s); got != want {
-			t.Errorf("ParseModelGHz(%q) = %d, want %d", s, got, want)
-		}
-	}
-}
-
-func FuzzParseModelGHz(f *testing.F) {
-	f.Add("Intel(R) Xeon(R) Gold 6346 CPU @ 3.10GHz")
-	f.Add("@ 99.999999GHz")
-	f.Fuzz(func(t *testing.T, s string) {
-		if k, ok := ParseModelGHz(s); ok && (k <= 0 || k > 100_000_000) {
-			t.Fatalf("%q → %d kHz", s, k)
-		}
-	})
-}
-
 // TestMSRFixture reads APERF and MPERF from a fixture file standing in for
 // /dev/cpu/N/msr: pread at the register number, 8 bytes little-endian.
 // The two registers overlap in a file, so the fixture is 9 bytes at 0xE7.

@@ -9,11 +9,12 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 )
 
-// x86 registers of the effective-frequency counters. Both count only while
-// the CPU is in C0: MPERF at the nominal (TSC) frequency, APERF at the
-// actual one, so ΔAPERF/ΔMPERF × nominal is the average frequency while the
-// CPU ran (turbostat's Bzy_MHz).
+// x86 registers of the effective-frequency counters and the time stamp
+// counter. MPERF and APERF count only while the CPU is in C0: MPERF at the
+// TSC's rate, APERF at the actual frequency, so ΔAPERF/ΔMPERF × ΔTSC/Δt is
+// the average frequency while the CPU ran (turbostat's Bzy_MHz).
 const (
+	MSRTSC   = 0x10 // IA32_TIME_STAMP_COUNTER
 	MSRMPERF = 0xE7
 	MSRAPERF = 0xE8
 )

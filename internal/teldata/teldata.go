@@ -176,9 +176,8 @@ func (r *Result) Summary(iv *Interval, n int) string {
 
 // Sources of the measured frequency (FreqResult.Source).
 const (
-	// FreqAPERF: ΔAPERF/ΔMPERF × the nominal frequency, from the msr
-	// driver, read at the round's first and last sample: the average
-	// frequency while the CPU was not idle (turbostat's Bzy_MHz).
+	// FreqAPERF: APERF, MPERF and the TSC from the msr driver, read at
+	// the round's first and last sample (RuleAPERFTSC).
 	FreqAPERF = "APERF/MPERF"
 	// FreqCurFreq: the mean of cpufreq's scaling_cur_freq at every sample
 	// (on x86 the kernel's own APERF/MPERF estimate over its last tick;
@@ -188,10 +187,23 @@ const (
 	FreqNone = "not measurable here"
 )
 
+// Rules of the measured frequency (FreqResult.Rule).
+const (
+	// RuleAPERFTSC: the average frequency while the CPU was not idle is
+	// ΔAPERF/ΔMPERF × ΔTSC/Δt (MPERF counts at the TSC's rate in C0), the
+	// busy share ΔMPERF/ΔTSC: turbostat's Bzy_MHz and Busy%.
+	RuleAPERFTSC = "ΔAPERF/ΔMPERF × ΔTSC/Δt; busy ΔMPERF/ΔTSC"
+	// RuleCurFreq: the mean of scaling_cur_freq over the samples.
+	RuleCurFreq = "mean of scaling_cur_freq samples"
+)
+
 // FreqResult is the responder CPU's frequency over one round.
 type FreqResult struct {
 	CPU    int    `json:"cpu"`
 	Source string `json:"source"`
+	// Rule is how MHz was computed (a Rule constant); "" with FreqNone,
+	// and from rigs that multiplied ΔAPERF/ΔMPERF by BaseMHz.
+	Rule string `json:"rule,omitempty"`
 	// MHz is the round's average; 0 with FreqNone.
 	MHz float64 `json:"mhz,omitempty"`
 	// MinMHz and MaxMHz bound the scaling_cur_freq samples.
@@ -200,12 +212,15 @@ type FreqResult struct {
 	// Samples is the number of readings behind MHz (2 for APERF/MPERF:
 	// start and end).
 	Samples int `json:"samples,omitempty"`
-	// BaseMHz is the nominal frequency MPERF counts at, BaseFrom where it
-	// came from (APERF/MPERF only).
+	// TSCMHz is the rate MPERF counts at, ΔTSC/Δt over the round
+	// (RuleAPERFTSC).
+	TSCMHz float64 `json:"tsc_mhz,omitempty"`
+	// BaseMHz and BaseFrom are the nominal frequency older rigs took for
+	// MPERF's rate and where it came from; kept to read their runs.
 	BaseMHz  float64 `json:"base_mhz,omitempty"`
 	BaseFrom string  `json:"base_from,omitempty"`
-	// BusyPct is the share of the round the CPU was not idle:
-	// ΔMPERF / (nominal × wall time) (APERF/MPERF only).
+	// BusyPct is the share of the round the CPU was not idle (APERF/MPERF
+	// only): ΔMPERF/ΔTSC.
 	BusyPct float64 `json:"busy_pct,omitempty"`
 	// Note says why a better source was not used, or what to keep in mind.
 	Note string `json:"note,omitempty"`

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/teldata"
@@ -12,21 +13,25 @@ import (
 
 // freqMeter is the sampler's frequency source, opened by New.
 type freqMeter struct {
-	cpu      int
-	msr      *hostinfo.MSR
-	baseKHz  int64
-	baseFrom string
-	cur      *hostinfo.File
-	note     string
-	// APERF/MPERF at the first and last sample, with their times.
-	a0, m0, a1, m1 uint64
-	t0, t1         int64
-	ok0, ok1       bool
-	kHz            []uint64 // scaling_cur_freq per sample, 0 = failed read
+	cpu  int
+	msr  *hostinfo.MSR
+	cur  *hostinfo.File
+	note string
+	// ends are the counters at the first and the last sample.
+	ends [2]msrSample
+	kHz  []uint64 // scaling_cur_freq per sample, 0 = failed read
 }
 
-// openFreq picks the best source for cpu: APERF/MPERF when the msr driver
-// is there, the registers read and a nominal frequency is known; else
+// msrSample is one reading of the effective-frequency counters and the
+// TSC, with CLOCK_MONOTONIC_RAW (not slewed by NTP) taken next to the TSC.
+type msrSample struct {
+	aperf, mperf, tsc uint64
+	ns                int64
+	ok                bool
+}
+
+// openFreq picks the best source for cpu: APERF/MPERF with the TSC when
+// the msr driver is there and the three registers read; else
 // scaling_cur_freq; else none, with the reasons.
 func (s *Sampler) openFreq(cpu int) {
 	fs := s.cfg.FS
@@ -42,13 +47,13 @@ func (s *Sampler) openFreq(cpu int) {
 	default:
 		_, e1 := m.Read(hostinfo.MSRMPERF)
 		_, e2 := m.Read(hostinfo.MSRAPERF)
-		base, from, e3 := hostinfo.BaseFreqKHz(fs, cpu)
+		_, e3 := m.Read(hostinfo.MSRTSC)
 		if err := errors.Join(e1, e2, e3); err != nil {
 			m.Close()
 			why = append(why, fmt.Sprintf("APERF/MPERF: %v", err))
 		} else {
-			fm.msr, fm.baseKHz, fm.baseFrom = m, base, from
-			fm.note = "APERF and MPERF are read at the round's first and last sample only: each read is an IPI to the measured CPU"
+			fm.msr = m
+			fm.note = "APERF, MPERF and the TSC are read at the round's first and last sample only: each read is an IPI to the measured CPU"
 			return
 		}
 	}
@@ -84,21 +89,22 @@ func joinWhy(w []string) string {
 	return out
 }
 
-// readMSR reads APERF and MPERF into the start (end=false) or end slot.
-// It does not allocate.
+// readMSR reads the TSC, MPERF and APERF into the start (end=false) or
+// end slot. It does not allocate.
 func (fm *freqMeter) readMSR(end bool) {
 	if fm.msr == nil {
 		return
 	}
-	m, e1 := fm.msr.Read(hostinfo.MSRMPERF)
-	a, e2 := fm.msr.Read(hostinfo.MSRAPERF)
-	t := time.Now().UnixNano()
-	ok := e1 == nil && e2 == nil
+	var ts unix.Timespec
+	tsc, e0 := fm.msr.Read(hostinfo.MSRTSC)
+	e1 := unix.ClockGettime(unix.CLOCK_MONOTONIC_RAW, &ts)
+	m, e2 := fm.msr.Read(hostinfo.MSRMPERF)
+	a, e3 := fm.msr.Read(hostinfo.MSRAPERF)
+	i := 0
 	if end {
-		fm.a1, fm.m1, fm.t1, fm.ok1 = a, m, t, ok
-	} else {
-		fm.a0, fm.m0, fm.t0, fm.ok0 = a, m, t, ok
+		i = 1
 	}
+	fm.ends[i] = msrSample{aperf: a, mperf: m, tsc: tsc, ns: ts.Nano(), ok: e0 == nil && e1 == nil && e2 == nil && e3 == nil}
 }
 
 // sampleCur reads scaling_cur_freq for sample i. It does not allocate.
@@ -134,25 +140,27 @@ func (fm *freqMeter) result(n int) *teldata.FreqResult {
 	r := &teldata.FreqResult{CPU: fm.cpu, Source: teldata.FreqNone, Note: fm.note}
 	switch {
 	case fm.msr != nil:
-		r.Source = teldata.FreqAPERF
-		r.BaseMHz, r.BaseFrom = float64(fm.baseKHz)/1e3, fm.baseFrom
-		dm, da := fm.m1-fm.m0, fm.a1-fm.a0
+		// turbostat's Bzy_MHz without a known base frequency, and its Busy%:
+		// MPERF counts at the TSC's rate while the CPU is not idle (on AMD,
+		// and on hybrid Intel's E-cores, that is not the CPU's own base).
+		r.Source, r.Rule = teldata.FreqAPERF, teldata.RuleAPERFTSC
+		s0, s1 := fm.ends[0], fm.ends[1]
+		da, dm, dt, ns := s1.aperf-s0.aperf, s1.mperf-s0.mperf, s1.tsc-s0.tsc, s1.ns-s0.ns
 		switch {
-		case !fm.ok0 || !fm.ok1:
-			r.Source, r.Note = teldata.FreqNone, "reading APERF/MPERF failed at the start or the end of the round"
-		case fm.m1 < fm.m0 || fm.a1 < fm.a0:
-			r.Source, r.Note = teldata.FreqNone, "APERF/MPERF went backwards during the round (the counters were reset)"
+		case !s0.ok || !s1.ok:
+			r.Source, r.Rule, r.Note = teldata.FreqNone, "", "reading APERF/MPERF/TSC failed at the start or the end of the round"
+		case s1.mperf < s0.mperf || s1.aperf < s0.aperf || s1.tsc <= s0.tsc || ns <= 0:
+			r.Source, r.Rule, r.Note = teldata.FreqNone, "", "APERF, MPERF or the TSC went backwards or stood still during the round (the counters were reset)"
 		case dm == 0:
-			r.Source, r.Note = teldata.FreqNone, "MPERF did not move: the CPU was idle for the whole round"
+			r.Source, r.Rule, r.Note = teldata.FreqNone, "", "MPERF did not move: the CPU was idle for the whole round"
 		default:
-			r.MHz = float64(fm.baseKHz) / 1e3 * float64(da) / float64(dm)
+			r.TSCMHz = float64(dt) / float64(ns) * 1e3
+			r.MHz = float64(da) / float64(dm) * r.TSCMHz
+			r.BusyPct = 100 * float64(dm) / float64(dt)
 			r.Samples = 2
-			if wall := fm.t1 - fm.t0; wall > 0 {
-				r.BusyPct = 100 * float64(dm) / (float64(fm.baseKHz) * 1e3 * float64(wall) / 1e9)
-			}
 		}
 	case fm.cur != nil:
-		r.Source = teldata.FreqCurFreq
+		r.Source, r.Rule = teldata.FreqCurFreq, teldata.RuleCurFreq
 		var sum float64
 		for _, k := range fm.kHz[:n] {
 			if k == 0 {
@@ -169,7 +177,7 @@ func (fm *freqMeter) result(n int) *teldata.FreqResult {
 			r.Samples++
 		}
 		if r.Samples == 0 {
-			r.Source, r.Note = teldata.FreqNone, "every scaling_cur_freq read failed"
+			r.Source, r.Rule, r.Note = teldata.FreqNone, "", "every scaling_cur_freq read failed"
 			break
 		}
 		r.MHz = sum / float64(r.Samples)

@@ -20,13 +20,17 @@ func msrBytes(mperf uint64, top byte) []byte {
 	return b
 }
 
+// tscBytes is a fixture for /dev/cpu/N/msr at 0x10: the TSC.
+func tscBytes(tsc uint64) []byte { return binary.LittleEndian.AppendUint64(nil, tsc) }
+
 // TestFreqAPERF measures with a fixture file standing in for the msr
-// device: APERF/MPERF at the first and the last sample, × the nominal
-// frequency from the model name (the isolated tree has no
-// base_frequency).
+// device, on an AMD host (no base_frequency, no "@ GHz" in the model
+// name: nothing says MPERF's rate but the TSC): APERF, MPERF and the TSC
+// at the first and the last sample.
 func TestFreqAPERF(t *testing.T) {
 	h := copyTree(t, "isolated")
-	powertest.MSRFixture(t, h, 2, map[int64][]byte{hostinfo.MSRMPERF: msrBytes(1<<20, 0)})
+	edit(t, h, "/proc/cpuinfo", "Intel(R) Xeon(R) Gold 6346 CPU @ 3.10GHz", "AMD EPYC 9124 16-Core Processor")
+	powertest.MSRFixture(t, h, 2, map[int64][]byte{hostinfo.MSRTSC: tscBytes(1 << 40), hostinfo.MSRMPERF: msrBytes(0, 0)})
 	cfg := isolatedCfg(h)
 	cfg.MeasureFreq, cfg.FreqCPU = true, 2
 	s, err := New(cfg)
@@ -39,36 +43,48 @@ func TestFreqAPERF(t *testing.T) {
 	}
 	s.sample()
 	s.freq.readMSR(false)
-	powertest.MSRFixture(t, h, 2, map[int64][]byte{hostinfo.MSRMPERF: msrBytes(1<<32, 0)})
+	// MPERF moves by 2^58 and APERF (its high 7 bytes and the next one)
+	// by 2^50 + 5·2^56: ΔAPERF/ΔMPERF = 1.25 + 1/256; the TSC by 2^59.
+	powertest.MSRFixture(t, h, 2, map[int64][]byte{hostinfo.MSRTSC: tscBytes(1<<40 + 1<<59), hostinfo.MSRMPERF: msrBytes(1<<58, 5)})
 	s.sample()
 	s.freq.readMSR(true)
 	if n := testing.AllocsPerRun(50, func() { s.freq.readMSR(true) }); n != 0 {
 		t.Fatalf("reading APERF/MPERF allocates %v times", n)
 	}
 	r := s.result().Freq
-	// ΔAPERF/ΔMPERF = ((1<<32)>>8 − (1<<20)>>8) / ((1<<32) − (1<<20)) = 1/256.
-	want := 3100.0 / 256
-	if r.Source != teldata.FreqAPERF || math.Abs(r.MHz-want) > 1e-9 || r.BaseMHz != 3100 || r.Samples != 2 ||
-		!strings.Contains(r.BaseFrom, "Gold 6346") || !strings.Contains(r.Note, "IPI") {
-		t.Fatalf("%+v, want %.6f MHz", r, want)
+	e := s.freq.ends
+	tscMHz := float64(1<<59) / float64(e[1].ns-e[0].ns) * 1e3
+	if want := (1.25 + 1.0/256) * tscMHz; r.Source != teldata.FreqAPERF || r.Rule != teldata.RuleAPERFTSC || math.Abs(r.MHz-want) > 1e-6*want ||
+		math.Abs(r.TSCMHz-tscMHz) > 1e-6*tscMHz || r.BusyPct != 50 || r.Samples != 2 || r.BaseMHz != 0 || !strings.Contains(r.Note, "IPI") {
+		t.Fatalf("%+v, want %.3f MHz (TSC %.3f MHz), busy 50 %%", r, want, tscMHz)
 	}
 }
 
 func TestFreqMath(t *testing.T) {
-	fm := &freqMeter{cpu: 3, msr: &hostinfo.MSR{}, baseKHz: 2_400_000, ok0: true, ok1: true,
-		m0: 1_000, a0: 5_000, t0: 0, m1: 1_000 + 1_200_000_000, a1: 5_000 + 1_500_000_000, t1: 1_000_000_000}
+	fm := &freqMeter{cpu: 3, msr: &hostinfo.MSR{}, ends: [2]msrSample{
+		{mperf: 1_000, aperf: 5_000, tsc: 7_000, ns: 0, ok: true},
+		{mperf: 1_000 + 1_200_000_000, aperf: 5_000 + 1_500_000_000, tsc: 7_000 + 2_400_000_000, ns: 1_000_000_000, ok: true}}}
 	r := fm.result(0)
-	// 2.4 GHz × 1.5/1.2 = 3 GHz; MPERF moved 1.2e9 of 2.4e9 cycles: 50 % busy.
-	if r.MHz != 3000 || math.Abs(r.BusyPct-50) > 1e-9 {
+	// The TSC ran at 2.4 GHz; × 1.5/1.2 = 3 GHz; MPERF moved 1.2e9 of the
+	// TSC's 2.4e9 cycles: 50 % busy.
+	if r.MHz != 3000 || r.TSCMHz != 2400 || math.Abs(r.BusyPct-50) > 1e-9 || r.Rule != teldata.RuleAPERFTSC {
 		t.Fatalf("%+v", r)
 	}
-	fm.m1 = fm.m0
-	if r := fm.result(0); r.Source != teldata.FreqNone || !strings.Contains(r.Note, "idle for the whole round") {
+	fm.ends[1].mperf = fm.ends[0].mperf
+	if r := fm.result(0); r.Source != teldata.FreqNone || r.Rule != "" || !strings.Contains(r.Note, "idle for the whole round") {
 		t.Fatalf("idle round %+v", r)
 	}
-	fm.m1, fm.ok1 = 0, true
+	fm.ends[1].mperf = 0
 	if r := fm.result(0); r.Source != teldata.FreqNone || !strings.Contains(r.Note, "backwards") {
 		t.Fatalf("reset %+v", r)
+	}
+	fm.ends[1].mperf, fm.ends[1].tsc = 2_000_000_000, fm.ends[0].tsc
+	if r := fm.result(0); r.Source != teldata.FreqNone || !strings.Contains(r.Note, "stood still") {
+		t.Fatalf("TSC stood still %+v", r)
+	}
+	fm.ends[1].ok = false
+	if r := fm.result(0); r.Source != teldata.FreqNone || !strings.Contains(r.Note, "failed") {
+		t.Fatalf("failed read %+v", r)
 	}
 }
 
@@ -88,7 +104,7 @@ func TestFreqCurFreq(t *testing.T) {
 	s.sample()
 	s.sample()
 	r := s.result().Freq
-	if r.Source != teldata.FreqCurFreq || r.Samples != 3 || math.Abs(r.MHz-(3000+3400+3400)/3.0) > 1e-9 || r.MinMHz != 3000 || r.MaxMHz != 3400 ||
+	if r.Source != teldata.FreqCurFreq || r.Rule != teldata.RuleCurFreq || r.Samples != 3 || math.Abs(r.MHz-(3000+3400+3400)/3.0) > 1e-9 || r.MinMHz != 3000 || r.MaxMHz != 3400 ||
 		!strings.Contains(r.Note, "no /dev/cpu/2/msr (the msr driver is not loaded: modprobe msr)") {
 		t.Fatalf("%+v", r)
 	}

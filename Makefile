@@ -4,6 +4,7 @@
 # sudo resets PATH (secure_path): find the Go toolchain where it usually is.
 GO        ?= $(shell command -v go 2>/dev/null || { test -x /usr/local/go/bin/go && echo /usr/local/go/bin/go; } || echo go)
 BIN       ?= bin/rig
+BENCHBIN  ?= bin/rigbench
 PKGS      ?= ./...
 FUZZTIME  ?= 30s
 STATICCHECK_VERSION ?= v0.8.2
@@ -16,7 +17,7 @@ export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 # the zsh completion script.
 DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static zsh
 
-.PHONY: all build dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck fuzz fuzz-smoke bench bench-smoke gobench gobench-smoke demo man clean
+.PHONY: all build dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean
 
 all: build
 
@@ -59,7 +60,7 @@ test: deps lint
 # (ethtool ioctls, which qemu-user does not translate, veth labs, a rig
 # binary built for the host) or a thread's own CPU accounting (TestMeter:
 # getrusage of a thread qemu-user emulates counts qemu's switches).
-ARM64_PKGS ?= ./analysis/... ./bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
+ARM64_PKGS ?= ./analysis/... ./internal/bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
 	./internal/envsnap ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
 	./internal/samples ./internal/scenario ./internal/teldata ./internal/telemetry ./internal/wire ./nicctl
 ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestReadFacts|TestMeter)$$
@@ -108,18 +109,23 @@ fuzz:
 fuzz-smoke:
 	@./.ci/fuzz.sh 3s
 
-# bench: rig vs sockperf and cyclictest on an emulated lab, interleaved
-# rounds (~15 min, root; docs/bench.md); the table goes to bench/RESULTS.md.
-# BENCH_FLAGS adds flags, e.g. BENCH_FLAGS=--until-decided.
-# bench-smoke: the same code path in about a minute. gobench: Go benchmarks.
+# rigbench: the bench tool, a developer tool beside rig (make dist does not
+# ship it). bench: it measures $(BIN) against sockperf and cyclictest on an
+# emulated lab, interleaved rounds (~15 min, root; docs/bench.md); the
+# table goes to bench/RESULTS.md. BENCH_FLAGS adds flags, e.g.
+# BENCH_FLAGS=--until-decided. bench-smoke: the same code path in about a
+# minute. gobench: Go benchmarks.
 BENCH_FLAGS ?=
-bench: build
-	@./.ci/install-debs.sh iproute2 sockperf rt-tests linux-perf
-	./$(BIN) bench -v --rounds 8 --budget 15m --out bench/RESULTS.md $(BENCH_FLAGS)
+rigbench:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BENCHBIN) ./cmd/rigbench
 
-bench-smoke: build
+bench: build rigbench
 	@./.ci/install-debs.sh iproute2 sockperf rt-tests linux-perf
-	./$(BIN) bench --smoke
+	./$(BENCHBIN) --rig $(BIN) -v --rounds 8 --budget 15m --out bench/RESULTS.md $(BENCH_FLAGS)
+
+bench-smoke: build rigbench
+	@./.ci/install-debs.sh iproute2 sockperf rt-tests linux-perf
+	./$(BENCHBIN) --rig $(BIN) --smoke
 
 gobench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)

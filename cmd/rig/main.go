@@ -122,6 +122,10 @@ func run(args []string) int {
 		return 0
 	}
 	c, ok := commands[args[0]]
+	if !ok && args[0] == "bench" {
+		fmt.Fprintln(os.Stderr, benchMoved(args[1:]))
+		return 2
+	}
 	if !ok {
 		fmt.Fprintf(os.Stderr, "rig: unknown command %q (rig -h lists them)\n", args[0])
 		return 2
@@ -187,7 +191,7 @@ func message(path string, err error) string {
 	if msg == "" {
 		return ""
 	}
-	// A package named like its command (capture, samples, bench, check)
+	// A package named like its command (capture, samples, check)
 	// starts its errors with its name; the prefix below already says it.
 	top, _, _ := strings.Cut(path, " ")
 	for _, p := range []string{"rig " + path + ": ", path + ": ", "rig " + top + ": ", top + ": "} {

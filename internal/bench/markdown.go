@@ -153,7 +153,7 @@ func (r *Results) Markdown(w io.Writer) error {
 	r.costTables(&b)
 	if len(r.Analysis) > 0 {
 		b.WriteString("\n## Analysis: `rig report` on synthetic runs\n\n")
-		b.WriteString("Rounds of ≤ 1 M requests over two arms, sender + responder files, software stamps; wall and CPU time (user + system) of `rig report DIR` (page cache warm from writing), peak RSS = the child's ru_maxrss. Percentiles are exact (nearest rank on the sorted samples of each round). Reproduce this part alone with `rig bench --parts analysis --analysis-sizes 1M,10M,100M` (each run is written, reported on and removed before the next: 100 M samples take about 10 GB in the work directory).\n\n")
+		b.WriteString("Rounds of ≤ 1 M requests over two arms, sender + responder files, software stamps; wall and CPU time (user + system) of `rig report DIR` (page cache warm from writing), peak RSS = the child's ru_maxrss. Percentiles are exact (nearest rank on the sorted samples of each round). Reproduce this part alone with `rigbench --parts analysis --analysis-sizes 1M,10M,100M` (each run is written, reported on and removed before the next: 100 M samples take about 10 GB in the work directory).\n\n")
 		b.WriteString("| samples | rounds | files MB | wall | CPU | ns/sample wall | ns/sample CPU | peak RSS MB |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, a := range r.Analysis {
 			fmt.Fprintf(&b, "| %d | %d | %d | %v | %v | %.0f | %.0f | %d |\n", a.Samples, a.Rounds, a.Bytes>>20,

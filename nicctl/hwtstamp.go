@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,11 +82,11 @@ func InspectTimestamping(env *Env, iface string) (tstamp.NICState, error) {
 		return st, fmt.Errorf("looking for ptp4l/chronyd: %w", err)
 	}
 	st.Owner = strings.Join(owners, "; ")
-	mg, err := MgmtInterfaces(env.FS)
+	mg, err := ReadMgmt(env.FS)
 	if err != nil {
 		return st, fmt.Errorf("finding the management interface: %w", err)
 	}
-	st.Mgmt = slices.Contains(mg, iface)
+	st.Mgmt = mg.Why[iface] != ""
 	return st, nil
 }
 
@@ -412,8 +411,6 @@ func planHWTstamp(env *Env, iface string, s Settings) (*hwtsPlan, error) {
 		return nil, fmt.Errorf("%s cannot report its timestamping config (%s), so it could not be put back: refusing to change it (%w)", iface, st.ConfigErr, errors.ErrUnsupported)
 	case st.Owner != "" && !s.TakeOverPTP:
 		return nil, usage("%s: %s owns its timestamping config: refusing to change it (use --take-over-ptp if you really mean it)", iface, st.Owner)
-	case st.Mgmt && !s.AllowMgmt:
-		return nil, usage("%s carries the default route: refusing to change the management interface (use --allow-mgmt if you really mean it)", iface)
 	}
 	return p, nil
 }

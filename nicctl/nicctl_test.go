@@ -249,7 +249,7 @@ func TestShowFakeTree(t *testing.T) {
 	if in.Driver != "mlx5_core" || len(in.IRQs) != 6 || in.IRQBalance == nil || !in.IRQBalance.Systemd || in.IRQBalance.BannedCPUs != "2-3" || in.IRQBalance.PID != 4242 {
 		t.Fatalf("show: %+v %+v", in, in.IRQBalance)
 	}
-	if !strings.Contains(in.Errors["coalesce"], "not supported by this driver") || in.Mgmt {
+	if !strings.Contains(in.Errors["coalesce"], "not supported by this driver") || in.Mgmt != "" {
 		t.Fatalf("errors %v mgmt %v", in.Errors, in.Mgmt)
 	}
 	var sb strings.Builder

@@ -222,7 +222,7 @@ func Decide(st NICState, p Policy) Decision {
 		return no(fmt.Sprintf("%s; %s owns that config, and rig does not change it", change, st.Owner),
 			"measure on another interface, stop "+ownerName(st.Owner)+" for the run, or let rig take the NIC over (host option take-over-ptp: true, flag --take-over-ptp)")
 	case st.Mgmt && !p.AllowMgmt:
-		return no(change+"; it carries the default route, and rig does not change the management interface",
+		return no(change+"; it is the management interface (it carries the default route or the controller's connection), and rig does not change it",
 			"measure on a second NIC, or allow it (host option allow-mgmt: true, flag --allow-mgmt)")
 	}
 	return Decision{Action: ActWrite, Target: target, RX: p.Need.RX, TX: p.Need.TX,

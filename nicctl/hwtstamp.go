@@ -122,10 +122,12 @@ func refuse(format string, a ...any) error { return &refusal{fmt.Sprintf(format,
 // already granted and the write is allowed. The write goes through j (put
 // back by j's undo or `rig restore`); a driver that grants less than was
 // asked (NONE, a PTP filter) is put back at once, and then Hardware mode
-// fails and Auto mode settles for software. After a write the link is
-// waited for (operstate up; some drivers, ENA among them, reset the
-// interface on every change), bounded by env.LinkTimeout, plus
-// env.LinkSettle when it bounced.
+// fails and Auto mode settles for software, as it does when the driver
+// refuses the write (ERANGE, EOPNOTSUPP, EINVAL: errors.ErrUnsupported),
+// the reason in Decision.Why. After a write, failed or not, the link is
+// waited for (some drivers, ENA among them, reset the interface on every
+// SIOCSHWTSTAMP), bounded by env.LinkTimeout, plus env.LinkSettle when it
+// bounced.
 //
 // Errors: a refusal wraps ErrTimestamping and errors.ErrUnsupported and
 // says why and how to fix it; a missing interface wraps os.ErrNotExist; a
@@ -143,8 +145,23 @@ func PrepareTimestamping(ctx context.Context, env *Env, j *journal.Journal, ifac
 	default:
 		return res, nil
 	}
-	granted, link, err := writeTimestamping(ctx, env, j, iface, d.Target)
+	granted, link, changed, err := writeTimestamping(ctx, env, j, iface, d.Target)
 	res.Link = link
+	if err != nil && req.Mode == tstamp.Auto && errors.Is(err, errors.ErrUnsupported) {
+		// The capabilities listed the mode, yet the driver or the device
+		// refused it (a macvlan outside the initial netns, ENA's admin
+		// command): settle for software, saying so.
+		why := fmt.Sprintf("%s's driver refused %s although its capabilities list it (%v)", iface, d.Target, err)
+		if changed {
+			if _, uerr := j.UndoAfter(context.WithoutCancel(ctx), j.Mark()-1); uerr != nil {
+				return res, fmt.Errorf("%s; putting it back failed: %w (run `rig restore`)", why, uerr)
+			}
+			why += " (put back)"
+		}
+		res.Decision.Action, res.Decision.RX, res.Decision.TX = tstamp.ActSoftware, false, false
+		res.Decision.Why = why + ": software stamps"
+		return res, nil
+	}
 	if err != nil {
 		return res, err
 	}
@@ -168,31 +185,32 @@ func PrepareTimestamping(ctx context.Context, env *Env, j *journal.Journal, ifac
 }
 
 // writeTimestamping journals and makes one SIOCSHWTSTAMP, then waits for
-// the link. It returns the config read back.
-func writeTimestamping(ctx context.Context, env *Env, j *journal.Journal, iface string, want tstamp.HWTstampConfig) (tstamp.HWTstampConfig, string, error) {
+// the link. It returns the config read back, and whether a journaled
+// change is in force (a failed write can leave one).
+func writeTimestamping(ctx context.Context, env *Env, j *journal.Journal, iface string, want tstamp.HWTstampConfig) (tstamp.HWTstampConfig, string, bool, error) {
 	val, err := json.Marshal(want)
 	if err != nil {
-		return want, "", err
+		return want, "", false, err
 	}
 	before := env.linkSnapshot(iface)
 	aff := env.queueAffinity(iface)
 	r, err := j.Apply(ctx, hwtstampChange(env.device(), iface, string(val)))
-	var link string
-	if r.Changed {
-		l, werr := env.waitLink(ctx, iface, before)
-		link, err = l, errors.Join(err, werr)
-		if l != "" && werr == nil {
-			link += env.keepAffinity(iface, aff)
-		}
+	// Whether or not the config changed: a write that fails after the
+	// driver reset the interface (ENA) leaves the config as it was and a
+	// link that bounced.
+	l, werr := env.waitLink(ctx, iface, before)
+	link, err := l, errors.Join(err, werr)
+	if l != "" && werr == nil {
+		link += env.keepAffinity(iface, aff)
 	}
 	if err != nil {
-		return want, link, err
+		return want, link, r.Changed, err
 	}
 	var got tstamp.HWTstampConfig
 	if err := json.Unmarshal([]byte(r.Effective), &got); err != nil {
-		return want, link, fmt.Errorf("reading back %s's timestamping config: %w", iface, err)
+		return want, link, r.Changed, fmt.Errorf("reading back %s's timestamping config: %w", iface, err)
 	}
-	return got, link, nil
+	return got, link, r.Changed, nil
 }
 
 // hwtstampChange journals a SIOCSHWTSTAMP. Values are the JSON of
@@ -285,19 +303,36 @@ func (e *Env) keepAffinity(iface string, before map[string]string) string {
 	return out
 }
 
-// linkSnap is an interface's link state before a change that may bounce
-// it.
+// linkSnap is an interface's link state, read before and after a change
+// that may reset it.
 type linkSnap struct {
 	carrierChanges int64
 	ok             bool // carrier_changes could be read
-	up             bool // operstate was up (or unknown) before the change
+	oper           string
+	up             bool // operstate is up (or unknown)
+	carrier        int64
+	carrierOK      bool // carrier could be read
 }
 
 func (e *Env) linkSnapshot(iface string) linkSnap {
 	base := "/sys/class/net/" + iface + "/"
 	n, err := e.FS.ReadInt(base + "carrier_changes")
 	st, _ := e.FS.ReadString(base + "operstate")
-	return linkSnap{carrierChanges: n, ok: err == nil, up: operUp(st)}
+	c, cerr := e.FS.ReadInt(base + "carrier")
+	return linkSnap{carrierChanges: n, ok: err == nil, oper: st, up: operUp(st), carrier: c, carrierOK: cerr == nil}
+}
+
+// ready reports whether the link carries traffic again after a change
+// that started from before: the carrier is on (netif_carrier_ok, set
+// synchronously by the driver) after an even number of carrier changes
+// (an odd one means it went down and is not back), and operstate says up.
+// operstate alone is not enough: linkwatch writes it, and a carrier-off is
+// not urgent, so it can read up for a second after the carrier went down;
+// it is needed too, because linkwatch is also what gives the device its
+// qdisc back after a carrier-on.
+func (s linkSnap) ready(before linkSnap) bool {
+	even := !s.ok || !before.ok || (s.carrierChanges-before.carrierChanges)%2 == 0
+	return s.up && even && (!s.carrierOK || s.carrier == 1)
 }
 
 // operUp reports an operstate a link can carry traffic in ("unknown" is
@@ -310,14 +345,40 @@ const (
 	DefaultLinkSettle  = time.Second
 )
 
-// waitLink waits, after a change, until iface's operstate is up (or
-// "unknown", which virtual devices without carrier report), bounded by
-// LinkTimeout. When the carrier went down meanwhile (carrier_changes moved:
-// the driver reset the interface), it waits LinkSettle more, so that
-// multicast joins and the first requests do not land while the NIC and the
-// switch port still renegotiate. It says what happened ("" when the link
-// never bounced and was up). A link that was down before the change is not
-// waited for.
+// Clock is the time the link wait reads and sleeps on.
+type Clock interface {
+	Now() time.Time
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (e *Env) clock() Clock {
+	if e.Clock != nil {
+		return e.Clock
+	}
+	return wallClock{}
+}
+
+// waitLink waits, after a change, until iface's link is ready again
+// (linkSnap.ready), bounded by LinkTimeout. When the carrier went down
+// meanwhile (carrier_changes moved: the driver reset the interface), it
+// waits LinkSettle more, so that multicast joins and the first requests do
+// not land while the NIC and the switch port still renegotiate. It says
+// what happened ("" when the link never bounced and was up). A link that
+// was down before the change is not waited for.
 func (e *Env) waitLink(ctx context.Context, iface string, before linkSnap) (string, error) {
 	if !before.up {
 		return "", nil // it was down before the change: not the change's doing
@@ -331,40 +392,48 @@ func (e *Env) waitLink(ctx context.Context, iface string, before linkSnap) (stri
 	} else if settle == 0 {
 		settle = DefaultLinkSettle
 	}
-	start := time.Now()
+	clk := e.clock()
+	start := clk.Now()
 	base := "/sys/class/net/" + iface + "/"
+	var after linkSnap
 	for {
-		st, err := e.FS.ReadString(base + "operstate")
-		if err != nil {
-			return "", fmt.Errorf("waiting for %s's link: %w", iface, err)
+		if _, err := e.FS.ReadString(base + "operstate"); err != nil {
+			return "", fmt.Errorf("waiting for %s's link: %w", iface, err) // the interface is gone
 		}
-		if operUp(st) {
+		if after = e.linkSnapshot(iface); after.ready(before) {
 			break
 		}
-		if time.Since(start) >= timeout {
-			return "", fmt.Errorf("%s's link did not come back up within %v after the change (operstate %s): check the cable/switch port, then `rig restore`", iface, timeout, st)
+		if clk.Now().Sub(start) >= timeout {
+			return "", fmt.Errorf("%s's link did not come back up within %v after the change (%s): check the cable/switch port, then `rig restore`", iface, timeout, after.describe(before))
 		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		if err := clk.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return "", err
 		}
 	}
-	up := time.Since(start)
-	after := e.linkSnapshot(iface)
+	up := clk.Now().Sub(start)
 	if !before.ok || !after.ok || after.carrierChanges == before.carrierChanges {
 		if up < 20*time.Millisecond {
 			return "", nil
 		}
 		return fmt.Sprintf("link up after %s", up.Round(time.Millisecond)), nil
 	}
-	select {
-	case <-ctx.Done():
-		return "", ctx.Err()
-	case <-time.After(settle):
+	if err := clk.Sleep(ctx, settle); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("link bounced (carrier_changes +%s): up after %s, then settled %s",
 		strconv.FormatInt(after.carrierChanges-before.carrierChanges, 10), up.Round(time.Millisecond), settle), nil
+}
+
+// describe says what a link that is not ready shows.
+func (s linkSnap) describe(before linkSnap) string {
+	var parts []string
+	if s.carrierOK {
+		parts = append(parts, "carrier "+strconv.FormatInt(s.carrier, 10))
+	}
+	if s.ok && before.ok {
+		parts = append(parts, "carrier_changes +"+strconv.FormatInt(s.carrierChanges-before.carrierChanges, 10))
+	}
+	return strings.Join(append(parts, "operstate "+s.oper), ", ")
 }
 
 // HWTstampModes are the configs `rig nicctl set --hwtstamp` knows: "all"
@@ -437,7 +506,7 @@ func (p *hwtsPlan) apply(ctx context.Context, env *Env, j *journal.Journal, ifac
 		chg.Effective, chg.Note = chg.Previous, "already in force: no change"
 		return chg, nil
 	}
-	got, link, err := writeTimestamping(ctx, env, j, iface, p.want)
+	got, link, _, err := writeTimestamping(ctx, env, j, iface, p.want)
 	chg.Effective, chg.Note = got.String(), link
 	if err != nil {
 		chg.Err = err.Error()

@@ -58,6 +58,9 @@ type Env struct {
 	// reset the interface (0: DefaultLinkTimeout); LinkSettle is the extra
 	// wait once it bounced (0: DefaultLinkSettle, < 0: none).
 	LinkTimeout, LinkSettle time.Duration
+	// Clock is what that wait reads and sleeps on (nil: the wall clock;
+	// tests step a virtual one).
+	Clock Clock
 	// Stats reads every `ethtool -S` counter (nil: ReadStats).
 	Stats func(iface string) (map[string]uint64, error)
 

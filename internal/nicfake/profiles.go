@@ -313,7 +313,7 @@ func ENA() *Profile {
 			r.Bounce = true
 			return r
 		},
-		Counters: []string{"total_resets", "tx_timeout", "interface_down", "interface_up",
+		Counters: []string{"total_resets", "reset_fail", "tx_timeout", "interface_down", "interface_up",
 			"bw_in_allowance_exceeded", "bw_out_allowance_exceeded", "pps_allowance_exceeded",
 			"conntrack_allowance_exceeded", "linklocal_allowance_exceeded",
 			"phc_cnt", "phc_exp", "phc_skp", "phc_err_dv", "phc_err_ts", "phc_err_eb"},

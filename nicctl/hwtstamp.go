@@ -117,7 +117,7 @@ func refuse(format string, a ...any) error { return &refusal{fmt.Sprintf(format,
 
 // PrepareTimestamping is the one owner of a NIC's timestamping config: rig
 // run calls it once per run and interface, the hand-run probes once at
-// start, `rig nicctl set --hwtstamp all` when asked. It reads the state,
+// start, `rig nicctl set --hwtstamp all|rx` when asked. It reads the state,
 // decides with tstamp.Decide, and writes only when what is needed is not
 // already granted and the write is allowed. The write goes through j (put
 // back by j's undo or `rig restore`); a driver that grants less than was
@@ -436,31 +436,41 @@ func (s linkSnap) describe(before linkSnap) string {
 	return strings.Join(append(parts, "operstate "+s.oper), ", ")
 }
 
-// HWTstampModes are the configs `rig nicctl set --hwtstamp` knows: "all"
-// is what rig's probes need (PrepareTimestamping); "ptp" is a PTP-only
-// config such as ptp4l sets; "off" turns stamping off.
-var HWTstampModes = map[string]tstamp.HWTstampConfig{
-	"all": {TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll},
-	"ptp": {TxType: tstamp.TxOn, RxFilter: tstamp.FilterPTPv2Event},
-	"off": {TxType: tstamp.TxOff, RxFilter: tstamp.FilterNone},
+// HWTstampMode is one `rig nicctl set --hwtstamp` mode: what one of rig's
+// roles needs, decided as a run decides it (PrepareTimestamping: written
+// only when not already granted, the rest of the config kept), or a
+// config written as it is.
+type HWTstampMode struct {
+	Need   *tstamp.Need
+	Config tstamp.HWTstampConfig
+}
+
+// HWTstampModes are the modes `rig nicctl set --hwtstamp` knows: "all" is
+// what sender and responder need (TX ON, RX ALL), "rx" what a capture
+// needs (RX ALL, tx_type as it is: an RX-only NIC such as ENA takes it);
+// "ptp" is a PTP-only config such as ptp4l sets; "off" turns stamping off.
+var HWTstampModes = map[string]HWTstampMode{
+	"all": {Need: &tstamp.NeedProbe},
+	"rx":  {Need: &tstamp.NeedCapture},
+	"ptp": {Config: tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterPTPv2Event}},
+	"off": {Config: tstamp.HWTstampConfig{TxType: tstamp.TxOff, RxFilter: tstamp.FilterNone}},
 }
 
 // hwtsPlan is Set's timestamping step, decided before anything changes.
 type hwtsPlan struct {
-	mode string
+	mode HWTstampMode
 	req  TSRequest
-	want tstamp.HWTstampConfig
 	st   tstamp.NICState
 }
 
 func planHWTstamp(env *Env, iface string, s Settings) (*hwtsPlan, error) {
-	want, ok := HWTstampModes[s.HWTstamp]
+	m, ok := HWTstampModes[s.HWTstamp]
 	if !ok {
-		return nil, usage("--hwtstamp %q: want all, ptp or off", s.HWTstamp)
+		return nil, usage("--hwtstamp %q: want all, rx, ptp or off", s.HWTstamp)
 	}
-	p := &hwtsPlan{mode: s.HWTstamp, want: want,
-		req: TSRequest{Mode: tstamp.Hardware, Need: tstamp.NeedProbe, AllowMgmt: s.AllowMgmt, TakeOver: s.TakeOverPTP}}
-	if s.HWTstamp == "all" {
+	p := &hwtsPlan{mode: m}
+	if m.Need != nil {
+		p.req = TSRequest{Mode: tstamp.Hardware, Need: *m.Need, AllowMgmt: s.AllowMgmt, TakeOver: s.TakeOverPTP}
 		r, err := PlanTimestamping(env, iface, p.req)
 		if err != nil {
 			return nil, err
@@ -485,8 +495,9 @@ func planHWTstamp(env *Env, iface string, s Settings) (*hwtsPlan, error) {
 }
 
 func (p *hwtsPlan) apply(ctx context.Context, env *Env, j *journal.Journal, iface string) (Change, error) {
-	chg := Change{What: "hwtstamp", Requested: p.want.String()}
-	if p.mode == "all" {
+	chg := Change{What: "hwtstamp", Requested: p.mode.Config.String()}
+	if p.mode.Need != nil {
+		chg.Requested = p.mode.Need.String()
 		r, err := PrepareTimestamping(ctx, env, j, iface, p.req)
 		chg.Previous = r.State.Config.String()
 		chg.Effective, chg.Note = chg.Previous, r.Decision.Why
@@ -502,11 +513,11 @@ func (p *hwtsPlan) apply(ctx context.Context, env *Env, j *journal.Journal, ifac
 		return chg, err
 	}
 	chg.Previous = p.st.Config.String()
-	if p.st.Config == p.want {
+	if p.st.Config == p.mode.Config {
 		chg.Effective, chg.Note = chg.Previous, "already in force: no change"
 		return chg, nil
 	}
-	got, link, _, err := writeTimestamping(ctx, env, j, iface, p.want)
+	got, link, _, err := writeTimestamping(ctx, env, j, iface, p.mode.Config)
 	chg.Effective, chg.Note = got.String(), link
 	if err != nil {
 		chg.Err = err.Error()

@@ -224,9 +224,9 @@ type Settings struct {
 	TxRing         *uint32
 	Channels       *uint32
 	HoldIRQBalance bool
-	// HWTstamp is "" (leave it) or one of HWTstampModes: "all" goes through
-	// PrepareTimestamping (written only when not already granted); "ptp"
-	// and "off" write that config unless it is already in force.
+	// HWTstamp is "" (leave it) or one of HWTstampModes: "all" and "rx" go
+	// through PrepareTimestamping (written only when not already granted);
+	// "ptp" and "off" write that config unless it is already in force.
 	HWTstamp string
 	// TakeOverPTP lets HWTstamp change a config that ptp4l or chronyd owns.
 	TakeOverPTP bool

@@ -232,3 +232,24 @@ func TestAutoSettlesWhenTheWriteIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A write the driver fails after resetting the interface (ENA asked for TX
+// stamps it has not: EOPNOTSUPP, OFF/NONE stored, the config as it was)
+// changed nothing the journal could see, yet the link bounced: the wait
+// runs all the same and says so.
+func TestFailedWriteStillWaitsForTheLink(t *testing.T) {
+	n := nicfake.New(nicfake.ENA(), "ens6")
+	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{FS: h.FS, TS: n, LinkSettle: time.Millisecond}
+	j, _ := openJournal(t, env)
+	chg, err := Set(context.Background(), env, j, "ens6", Settings{HWTstamp: "ptp"})
+	if !errors.Is(err, unix.EOPNOTSUPP) || len(chg) != 1 || !strings.Contains(chg[0].Note, "link bounced (carrier_changes +2)") {
+		t.Fatalf("%+v %v", chg, err)
+	}
+	if err := n.Wait(); err != nil || n.Config() != (tstamp.HWTstampConfig{}) {
+		t.Fatalf("%v, config %s", err, n.Config())
+	}
+}

@@ -76,8 +76,10 @@ type Config struct {
 	Device tstamp.Device
 	// VXLAN: the port receives VXLAN-encapsulated copies (UDP 4789, AWS
 	// VPC Traffic Mirroring); the filter and the parser look inside, and
-	// the stamps are those of the copies' arrival here.
-	VXLAN bool
+	// the stamps are those of the copies' arrival here. VXLANMatch says
+	// which copies: their UDP port and, if set, VNI.
+	VXLAN      bool
+	VXLANMatch tstamp.VXLANMatch
 }
 
 // ErrTimestampsOff is New's refusal of tstamp.Off; it wraps
@@ -171,7 +173,7 @@ func New(cfg Config) (*Capture, error) {
 	}
 	attach := conn.AttachUDPPortFilter
 	if cfg.VXLAN {
-		attach = conn.AttachVXLANPortFilter
+		attach = func(ports ...uint16) error { return conn.AttachVXLANPortFilter(cfg.VXLANMatch, ports...) }
 	}
 	if err := attach(cfg.Ports...); err != nil {
 		conn.Close()
@@ -291,7 +293,7 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 	in := f
 	if c.cfg.VXLAN {
 		var ok bool
-		if in, ok = vxlanInner(f); !ok {
+		if in, ok = vxlanInner(f, c.cfg.VXLANMatch); !ok {
 			c.cnt.Foreign++
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"net/netip"
 	"os"
 	"strings"
@@ -60,7 +61,7 @@ func TestVXLANFixture(t *testing.T) {
 	if !ok || ep.dport != 4789 || outer[0] != 0x08 || uint32(outer[4])<<16|uint32(outer[5])<<8|uint32(outer[6]) != 4242 {
 		t.Fatalf("outer: port %d ok %v header % x", ep.dport, ok, outer[:8])
 	}
-	in, ok := vxlanInner(f)
+	in, ok := vxlanInner(f, tstamp.VXLANMatch{})
 	if !ok || !bytes.Equal(in, outer[8:]) || &in[0] != &f[len(f)-len(in)] {
 		t.Fatalf("inner frame: ok %v, len %d, not the tail of the frame", ok, len(in))
 	}
@@ -122,9 +123,47 @@ func TestVXLANInner(t *testing.T) {
 		{"bare frame", inner, false},
 		{"runt", encap(inner, 5, 0x08, 4789)[:40], false},
 	} {
-		got, ok := vxlanInner(c.f)
+		got, ok := vxlanInner(c.f, tstamp.VXLANMatch{})
 		if ok != c.ok || (ok && !bytes.Equal(got, inner)) {
 			t.Errorf("%s: ok %v, want %v", c.name, ok, c.ok)
+		}
+	}
+	// --vxlan-port and --vni: the copies of one mirror session only.
+	vni, other := uint32(4242), uint32(4243)
+	for _, c := range []struct {
+		name string
+		f    []byte
+		m    tstamp.VXLANMatch
+		ok   bool
+	}{
+		{"port 8472", encap(inner, 5, 0x08, 8472), tstamp.VXLANMatch{Port: 8472}, true},
+		{"8472 is not 4789", encap(inner, 5, 0x08, 8472), tstamp.VXLANMatch{}, false},
+		{"its VNI", encap(inner, 5, 0x08, 4789), tstamp.VXLANMatch{VNI: &vni}, true},
+		{"another VNI", encap(inner, 5, 0x08, 4789), tstamp.VXLANMatch{VNI: &other}, false},
+		{"its VNI, flag clear", encap(inner, 5, 0x00, 4789), tstamp.VXLANMatch{VNI: &vni}, false},
+	} {
+		if got, ok := vxlanInner(c.f, c.m); ok != c.ok || (ok && !bytes.Equal(got, inner)) {
+			t.Errorf("%s: ok %v, want %v", c.name, ok, c.ok)
+		}
+	}
+}
+
+// A capture told one VNI counts another session's copy of the same
+// request as foreign instead of pairing it, and says which copies it
+// takes in the sample header.
+func TestVXLANCaptureVNI(t *testing.T) {
+	f := vxlanFixture(t) // VNI 4242
+	for _, vni := range []uint32{4242, 4243} {
+		c := newTestCapture(16)
+		c.cfg.Group, c.cfg.To = netip.AddrPort{}, netip.MustParseAddrPort("10.42.0.2:9000")
+		c.cfg.RunID, c.runID, c.cfg.ArmIndex, c.cfg.Round = 0x1f2e3d4c5b6a7988, 0x1f2e3d4c5b6a7988, 1, 2
+		c.cfg.VXLAN, c.cfg.VXLANMatch = true, tstamp.VXLANMatch{VNI: &vni}
+		c.onFrame(f, tstamp.PacketHost, tstamp.Stamps{SW: 1000})
+		if taken := c.cnt.Received == 1 && c.cnt.Foreign == 0; taken != (vni == 4242) {
+			t.Errorf("VNI %d: %+v", vni, c.cnt)
+		}
+		if got := c.Header(0, 0).Settings["mirror"].(string); !strings.Contains(got, fmt.Sprintf("UDP 4789 (RFC 7348), VNI %d", vni)) {
+			t.Errorf("header mirror setting %q", got)
 		}
 	}
 }
@@ -160,7 +199,11 @@ func FuzzVXLANInner(f *testing.F) {
 	f.Add(encap(nil, 5, 0x08, 4789))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, fr []byte) {
-		in, ok := vxlanInner(fr)
+		in, ok := vxlanInner(fr, tstamp.VXLANMatch{})
+		vni := uint32(4242)
+		if inv, okv := vxlanInner(fr, tstamp.VXLANMatch{VNI: &vni}); okv && (!ok || &inv[0] != &in[0]) {
+			t.Fatal("a frame of VNI 4242 that the any-VNI match does not take")
+		}
 		if ok {
 			// In place: in is a window of fr past the outer headers.
 			off := cap(fr) - cap(in)

@@ -94,14 +94,21 @@ var dropCounter = regexp.MustCompile(`(?i)(drop|discard|overrun|over_run|miss|no
 // of).
 var stampCounter = regexp.MustCompile(`^(tx_hwtstamp_(skipped|timeouts|flushed|discarded)|rx_hwtstamp_cleared|ptp_cq\d+_(late_cqe|lost_cqe|err_cqe|abort)|phc_(cnt|exp|skp|err_dv|err_ts|err_eb))$`)
 
+// enaCounter matches ENA's counters of traffic the ENI's allowances
+// shaped or dropped ({bw_in,bw_out,pps,conntrack,linklocal}_allowance_exceeded)
+// and of device resets (total_resets, reset_fail; interface_down/up count
+// every close and open, a SIOCSHWTSTAMP's included): amzn-drivers
+// ena_ethtool.c ena_stats_global_strings, ena_stats_eni_strings.
+var enaCounter = regexp.MustCompile(`_allowance_exceeded$|^(total_resets|reset_fail|interface_(up|down))$`)
+
 // watched reports whether NICStats reports counter name.
 func watched(name string) bool {
-	return dropCounter.MatchString(name) || stampCounter.MatchString(name)
+	return dropCounter.MatchString(name) || stampCounter.MatchString(name) || enaCounter.MatchString(name)
 }
 
 // NewNICStats opens the counters of iface (in the calling thread's network
-// namespace) and keeps those whose names tell of drops, ring overruns and
-// lost hardware timestamps. A driver without ethtool statistics gives an
+// namespace) and keeps those whose names tell of drops, ring overruns,
+// lost hardware timestamps, and ENA's allowances and resets. A driver without ethtool statistics gives an
 // error wrapping errors.ErrUnsupported; an unknown interface
 // os.ErrNotExist.
 func NewNICStats(iface string) (*NICStats, error) {

@@ -72,7 +72,8 @@ func TestStampCounterNames(t *testing.T) {
 			t.Errorf("%s not picked", n)
 		}
 	}
-	for _, n := range []string{"ptp_cq0_abort_abs_diff_ns", "late_cached_phc_updates", "ptp_cq0_cqe", "tx_hwtstamp_total"} {
+	// ENA's gauge of tracked connections left is no count of drops.
+	for _, n := range []string{"ptp_cq0_abort_abs_diff_ns", "late_cached_phc_updates", "ptp_cq0_cqe", "tx_hwtstamp_total", "conntrack_allowance_available", "ena_srd_mode"} {
 		if watched(n) {
 			t.Errorf("%s picked", n)
 		}
@@ -90,7 +91,9 @@ func TestNICStatsProfiles(t *testing.T) {
 		{nicfake.IGB82576(), []string{"tx_hwtstamp_timeouts", "tx_hwtstamp_skipped", "rx_hwtstamp_cleared", "rx_queue_1_drops"}},
 		{nicfake.ICE(), []string{"tx_hwtstamp_skipped", "tx_hwtstamp_timeouts", "tx_hwtstamp_flushed", "tx_hwtstamp_discarded"}},
 		{nicfake.MLX5(), []string{"ptp_cq0_err_cqe", "ptp_cq0_abort", "ptp_cq0_late_cqe", "ptp_cq0_lost_cqe", "rx_out_of_buffer"}},
-		{nicfake.ENA(), []string{"phc_cnt", "phc_exp", "phc_skp", "phc_err_dv", "phc_err_ts", "phc_err_eb", "tx_timeout"}},
+		{nicfake.ENA(), []string{"phc_cnt", "phc_exp", "phc_skp", "phc_err_dv", "phc_err_ts", "phc_err_eb", "tx_timeout",
+			"bw_in_allowance_exceeded", "bw_out_allowance_exceeded", "pps_allowance_exceeded", "conntrack_allowance_exceeded",
+			"linklocal_allowance_exceeded", "total_resets", "reset_fail", "interface_down", "interface_up"}},
 	} {
 		n := nicfake.New(tt.p, "eth9")
 		s, err := NewNICStatsWith("eth9", n)

@@ -124,7 +124,7 @@ func TestShowENA(t *testing.T) {
 		e.LLQ != "on" || *e.LLQHeaderBytes != 224 || !e.ExpressOn() || e.UDPOverSRD() || e.SRD["ena_srd_tx_pkts"] != 7 || len(e.SRD) != 1 || e.Errors != nil {
 		t.Fatalf("ENA facts: %+v", e)
 	}
-	if len(in.IRQs) != 9 || in.IRQs[0].Name != "ens5-Tx-Rx-0" || !in.Mgmt {
+	if len(in.IRQs) != 9 || in.IRQs[0].Name != "ens5-Tx-Rx-0" || in.Mgmt == "" {
 		t.Fatalf("IRQs %+v mgmt %v", in.IRQs, in.Mgmt)
 	}
 	// Not an ENA: no ENA section.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,11 +82,11 @@ func InspectTimestamping(env *Env, iface string) (tstamp.NICState, error) {
 		return st, fmt.Errorf("looking for ptp4l/chronyd: %w", err)
 	}
 	st.Owner = strings.Join(owners, "; ")
-	mg, err := MgmtInterfaces(env.FS)
+	mg, err := ReadMgmt(env.FS)
 	if err != nil {
 		return st, fmt.Errorf("finding the management interface: %w", err)
 	}
-	st.Mgmt = slices.Contains(mg, iface)
+	st.Mgmt = mg.Why[iface] != ""
 	return st, nil
 }
 
@@ -118,15 +117,17 @@ func refuse(format string, a ...any) error { return &refusal{fmt.Sprintf(format,
 
 // PrepareTimestamping is the one owner of a NIC's timestamping config: rig
 // run calls it once per run and interface, the hand-run probes once at
-// start, `rig nicctl set --hwtstamp all` when asked. It reads the state,
+// start, `rig nicctl set --hwtstamp all|rx` when asked. It reads the state,
 // decides with tstamp.Decide, and writes only when what is needed is not
 // already granted and the write is allowed. The write goes through j (put
 // back by j's undo or `rig restore`); a driver that grants less than was
 // asked (NONE, a PTP filter) is put back at once, and then Hardware mode
-// fails and Auto mode settles for software. After a write the link is
-// waited for (operstate up; some drivers, ENA among them, reset the
-// interface on every change), bounded by env.LinkTimeout, plus
-// env.LinkSettle when it bounced.
+// fails and Auto mode settles for software, as it does when the driver
+// refuses the write (ERANGE, EOPNOTSUPP, EINVAL: errors.ErrUnsupported),
+// the reason in Decision.Why. After a write, failed or not, the link is
+// waited for (some drivers, ENA among them, reset the interface on every
+// SIOCSHWTSTAMP), bounded by env.LinkTimeout, plus env.LinkSettle when it
+// bounced.
 //
 // Errors: a refusal wraps ErrTimestamping and errors.ErrUnsupported and
 // says why and how to fix it; a missing interface wraps os.ErrNotExist; a
@@ -144,8 +145,23 @@ func PrepareTimestamping(ctx context.Context, env *Env, j *journal.Journal, ifac
 	default:
 		return res, nil
 	}
-	granted, link, err := writeTimestamping(ctx, env, j, iface, d.Target)
+	granted, link, changed, err := writeTimestamping(ctx, env, j, iface, d.Target)
 	res.Link = link
+	if err != nil && req.Mode == tstamp.Auto && errors.Is(err, errors.ErrUnsupported) {
+		// The capabilities listed the mode, yet the driver or the device
+		// refused it (a macvlan outside the initial netns, ENA's admin
+		// command): settle for software, saying so.
+		why := fmt.Sprintf("%s's driver refused %s although its capabilities list it (%v)", iface, d.Target, err)
+		if changed {
+			if _, uerr := j.UndoAfter(context.WithoutCancel(ctx), j.Mark()-1); uerr != nil {
+				return res, fmt.Errorf("%s; putting it back failed: %w (run `rig restore`)", why, uerr)
+			}
+			why += " (put back)"
+		}
+		res.Decision.Action, res.Decision.RX, res.Decision.TX = tstamp.ActSoftware, false, false
+		res.Decision.Why = why + ": software stamps"
+		return res, nil
+	}
 	if err != nil {
 		return res, err
 	}
@@ -169,31 +185,32 @@ func PrepareTimestamping(ctx context.Context, env *Env, j *journal.Journal, ifac
 }
 
 // writeTimestamping journals and makes one SIOCSHWTSTAMP, then waits for
-// the link. It returns the config read back.
-func writeTimestamping(ctx context.Context, env *Env, j *journal.Journal, iface string, want tstamp.HWTstampConfig) (tstamp.HWTstampConfig, string, error) {
+// the link. It returns the config read back, and whether a journaled
+// change is in force (a failed write can leave one).
+func writeTimestamping(ctx context.Context, env *Env, j *journal.Journal, iface string, want tstamp.HWTstampConfig) (tstamp.HWTstampConfig, string, bool, error) {
 	val, err := json.Marshal(want)
 	if err != nil {
-		return want, "", err
+		return want, "", false, err
 	}
 	before := env.linkSnapshot(iface)
 	aff := env.queueAffinity(iface)
 	r, err := j.Apply(ctx, hwtstampChange(env.device(), iface, string(val)))
-	var link string
-	if r.Changed {
-		l, werr := env.waitLink(ctx, iface, before)
-		link, err = l, errors.Join(err, werr)
-		if l != "" && werr == nil {
-			link += env.keepAffinity(iface, aff)
-		}
+	// Whether or not the config changed: a write that fails after the
+	// driver reset the interface (ENA) leaves the config as it was and a
+	// link that bounced.
+	l, werr := env.waitLink(ctx, iface, before)
+	link, err := l, errors.Join(err, werr)
+	if l != "" && werr == nil {
+		link += env.keepAffinity(iface, aff)
 	}
 	if err != nil {
-		return want, link, err
+		return want, link, r.Changed, err
 	}
 	var got tstamp.HWTstampConfig
 	if err := json.Unmarshal([]byte(r.Effective), &got); err != nil {
-		return want, link, fmt.Errorf("reading back %s's timestamping config: %w", iface, err)
+		return want, link, r.Changed, fmt.Errorf("reading back %s's timestamping config: %w", iface, err)
 	}
-	return got, link, nil
+	return got, link, r.Changed, nil
 }
 
 // hwtstampChange journals a SIOCSHWTSTAMP. Values are the JSON of
@@ -286,19 +303,36 @@ func (e *Env) keepAffinity(iface string, before map[string]string) string {
 	return out
 }
 
-// linkSnap is an interface's link state before a change that may bounce
-// it.
+// linkSnap is an interface's link state, read before and after a change
+// that may reset it.
 type linkSnap struct {
 	carrierChanges int64
 	ok             bool // carrier_changes could be read
-	up             bool // operstate was up (or unknown) before the change
+	oper           string
+	up             bool // operstate is up (or unknown)
+	carrier        int64
+	carrierOK      bool // carrier could be read
 }
 
 func (e *Env) linkSnapshot(iface string) linkSnap {
 	base := "/sys/class/net/" + iface + "/"
 	n, err := e.FS.ReadInt(base + "carrier_changes")
 	st, _ := e.FS.ReadString(base + "operstate")
-	return linkSnap{carrierChanges: n, ok: err == nil, up: operUp(st)}
+	c, cerr := e.FS.ReadInt(base + "carrier")
+	return linkSnap{carrierChanges: n, ok: err == nil, oper: st, up: operUp(st), carrier: c, carrierOK: cerr == nil}
+}
+
+// ready reports whether the link carries traffic again after a change
+// that started from before: the carrier is on (netif_carrier_ok, set
+// synchronously by the driver) after an even number of carrier changes
+// (an odd one means it went down and is not back), and operstate says up.
+// operstate alone is not enough: linkwatch writes it, and a carrier-off is
+// not urgent, so it can read up for a second after the carrier went down;
+// it is needed too, because linkwatch is also what gives the device its
+// qdisc back after a carrier-on.
+func (s linkSnap) ready(before linkSnap) bool {
+	even := !s.ok || !before.ok || (s.carrierChanges-before.carrierChanges)%2 == 0
+	return s.up && even && (!s.carrierOK || s.carrier == 1)
 }
 
 // operUp reports an operstate a link can carry traffic in ("unknown" is
@@ -311,14 +345,40 @@ const (
 	DefaultLinkSettle  = time.Second
 )
 
-// waitLink waits, after a change, until iface's operstate is up (or
-// "unknown", which virtual devices without carrier report), bounded by
-// LinkTimeout. When the carrier went down meanwhile (carrier_changes moved:
-// the driver reset the interface), it waits LinkSettle more, so that
-// multicast joins and the first requests do not land while the NIC and the
-// switch port still renegotiate. It says what happened ("" when the link
-// never bounced and was up). A link that was down before the change is not
-// waited for.
+// Clock is the time the link wait reads and sleeps on.
+type Clock interface {
+	Now() time.Time
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (e *Env) clock() Clock {
+	if e.Clock != nil {
+		return e.Clock
+	}
+	return wallClock{}
+}
+
+// waitLink waits, after a change, until iface's link is ready again
+// (linkSnap.ready), bounded by LinkTimeout. When the carrier went down
+// meanwhile (carrier_changes moved: the driver reset the interface), it
+// waits LinkSettle more, so that multicast joins and the first requests do
+// not land while the NIC and the switch port still renegotiate. It says
+// what happened ("" when the link never bounced and was up). A link that
+// was down before the change is not waited for.
 func (e *Env) waitLink(ctx context.Context, iface string, before linkSnap) (string, error) {
 	if !before.up {
 		return "", nil // it was down before the change: not the change's doing
@@ -332,67 +392,85 @@ func (e *Env) waitLink(ctx context.Context, iface string, before linkSnap) (stri
 	} else if settle == 0 {
 		settle = DefaultLinkSettle
 	}
-	start := time.Now()
+	clk := e.clock()
+	start := clk.Now()
 	base := "/sys/class/net/" + iface + "/"
+	var after linkSnap
 	for {
-		st, err := e.FS.ReadString(base + "operstate")
-		if err != nil {
-			return "", fmt.Errorf("waiting for %s's link: %w", iface, err)
+		if _, err := e.FS.ReadString(base + "operstate"); err != nil {
+			return "", fmt.Errorf("waiting for %s's link: %w", iface, err) // the interface is gone
 		}
-		if operUp(st) {
+		if after = e.linkSnapshot(iface); after.ready(before) {
 			break
 		}
-		if time.Since(start) >= timeout {
-			return "", fmt.Errorf("%s's link did not come back up within %v after the change (operstate %s): check the cable/switch port, then `rig restore`", iface, timeout, st)
+		if clk.Now().Sub(start) >= timeout {
+			return "", fmt.Errorf("%s's link did not come back up within %v after the change (%s): check the cable/switch port, then `rig restore`", iface, timeout, after.describe(before))
 		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		if err := clk.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return "", err
 		}
 	}
-	up := time.Since(start)
-	after := e.linkSnapshot(iface)
+	up := clk.Now().Sub(start)
 	if !before.ok || !after.ok || after.carrierChanges == before.carrierChanges {
 		if up < 20*time.Millisecond {
 			return "", nil
 		}
 		return fmt.Sprintf("link up after %s", up.Round(time.Millisecond)), nil
 	}
-	select {
-	case <-ctx.Done():
-		return "", ctx.Err()
-	case <-time.After(settle):
+	if err := clk.Sleep(ctx, settle); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("link bounced (carrier_changes +%s): up after %s, then settled %s",
 		strconv.FormatInt(after.carrierChanges-before.carrierChanges, 10), up.Round(time.Millisecond), settle), nil
 }
 
-// HWTstampModes are the configs `rig nicctl set --hwtstamp` knows: "all"
-// is what rig's probes need (PrepareTimestamping); "ptp" is a PTP-only
-// config such as ptp4l sets; "off" turns stamping off.
-var HWTstampModes = map[string]tstamp.HWTstampConfig{
-	"all": {TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll},
-	"ptp": {TxType: tstamp.TxOn, RxFilter: tstamp.FilterPTPv2Event},
-	"off": {TxType: tstamp.TxOff, RxFilter: tstamp.FilterNone},
+// describe says what a link that is not ready shows.
+func (s linkSnap) describe(before linkSnap) string {
+	var parts []string
+	if s.carrierOK {
+		parts = append(parts, "carrier "+strconv.FormatInt(s.carrier, 10))
+	}
+	if s.ok && before.ok {
+		parts = append(parts, "carrier_changes +"+strconv.FormatInt(s.carrierChanges-before.carrierChanges, 10))
+	}
+	return strings.Join(append(parts, "operstate "+s.oper), ", ")
+}
+
+// HWTstampMode is one `rig nicctl set --hwtstamp` mode: what one of rig's
+// roles needs, decided as a run decides it (PrepareTimestamping: written
+// only when not already granted, the rest of the config kept), or a
+// config written as it is.
+type HWTstampMode struct {
+	Need   *tstamp.Need
+	Config tstamp.HWTstampConfig
+}
+
+// HWTstampModes are the modes `rig nicctl set --hwtstamp` knows: "all" is
+// what sender and responder need (TX ON, RX ALL), "rx" what a capture
+// needs (RX ALL, tx_type as it is: an RX-only NIC such as ENA takes it);
+// "ptp" is a PTP-only config such as ptp4l sets; "off" turns stamping off.
+var HWTstampModes = map[string]HWTstampMode{
+	"all": {Need: &tstamp.NeedProbe},
+	"rx":  {Need: &tstamp.NeedCapture},
+	"ptp": {Config: tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterPTPv2Event}},
+	"off": {Config: tstamp.HWTstampConfig{TxType: tstamp.TxOff, RxFilter: tstamp.FilterNone}},
 }
 
 // hwtsPlan is Set's timestamping step, decided before anything changes.
 type hwtsPlan struct {
-	mode string
+	mode HWTstampMode
 	req  TSRequest
-	want tstamp.HWTstampConfig
 	st   tstamp.NICState
 }
 
 func planHWTstamp(env *Env, iface string, s Settings) (*hwtsPlan, error) {
-	want, ok := HWTstampModes[s.HWTstamp]
+	m, ok := HWTstampModes[s.HWTstamp]
 	if !ok {
-		return nil, usage("--hwtstamp %q: want all, ptp or off", s.HWTstamp)
+		return nil, usage("--hwtstamp %q: want all, rx, ptp or off", s.HWTstamp)
 	}
-	p := &hwtsPlan{mode: s.HWTstamp, want: want,
-		req: TSRequest{Mode: tstamp.Hardware, Need: tstamp.NeedProbe, AllowMgmt: s.AllowMgmt, TakeOver: s.TakeOverPTP}}
-	if s.HWTstamp == "all" {
+	p := &hwtsPlan{mode: m}
+	if m.Need != nil {
+		p.req = TSRequest{Mode: tstamp.Hardware, Need: *m.Need, AllowMgmt: s.AllowMgmt, TakeOver: s.TakeOverPTP}
 		r, err := PlanTimestamping(env, iface, p.req)
 		if err != nil {
 			return nil, err
@@ -412,15 +490,14 @@ func planHWTstamp(env *Env, iface string, s Settings) (*hwtsPlan, error) {
 		return nil, fmt.Errorf("%s cannot report its timestamping config (%s), so it could not be put back: refusing to change it (%w)", iface, st.ConfigErr, errors.ErrUnsupported)
 	case st.Owner != "" && !s.TakeOverPTP:
 		return nil, usage("%s: %s owns its timestamping config: refusing to change it (use --take-over-ptp if you really mean it)", iface, st.Owner)
-	case st.Mgmt && !s.AllowMgmt:
-		return nil, usage("%s carries the default route: refusing to change the management interface (use --allow-mgmt if you really mean it)", iface)
 	}
 	return p, nil
 }
 
 func (p *hwtsPlan) apply(ctx context.Context, env *Env, j *journal.Journal, iface string) (Change, error) {
-	chg := Change{What: "hwtstamp", Requested: p.want.String()}
-	if p.mode == "all" {
+	chg := Change{What: "hwtstamp", Requested: p.mode.Config.String()}
+	if p.mode.Need != nil {
+		chg.Requested = p.mode.Need.String()
 		r, err := PrepareTimestamping(ctx, env, j, iface, p.req)
 		chg.Previous = r.State.Config.String()
 		chg.Effective, chg.Note = chg.Previous, r.Decision.Why
@@ -436,11 +513,11 @@ func (p *hwtsPlan) apply(ctx context.Context, env *Env, j *journal.Journal, ifac
 		return chg, err
 	}
 	chg.Previous = p.st.Config.String()
-	if p.st.Config == p.want {
+	if p.st.Config == p.mode.Config {
 		chg.Effective, chg.Note = chg.Previous, "already in force: no change"
 		return chg, nil
 	}
-	got, link, err := writeTimestamping(ctx, env, j, iface, p.want)
+	got, link, _, err := writeTimestamping(ctx, env, j, iface, p.mode.Config)
 	chg.Effective, chg.Note = got.String(), link
 	if err != nil {
 		chg.Err = err.Error()

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rig-project/rig/internal/nicfake"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -128,33 +129,36 @@ func TestPrepareTimestamping(t *testing.T) {
 		fs := buildTree(t, "interrupts.mixed", mixedNICs)
 		dev := "/sys/devices/pci0000:00/0000:00:05.0/net/ens5/"
 		write(t, fs.Root, dev+"carrier_changes", "4\n", 0o644)
+		write(t, fs.Root, dev+"carrier", "1\n", 0o644)
 		env := newEnv(fs, &fakeEthtool{})
-		env.LinkSettle = 30 * time.Millisecond
+		clk := nicfake.NewClock()
+		env.LinkSettle, env.Clock = 30*time.Millisecond, clk
 		// The user's IRQ placement before rig: each queue on CPU 1.
 		for irq := 25; irq <= 28; irq++ {
 			write(t, fs.Root, irqFile(irq, "smp_affinity_list"), "1\n", 0o644)
 		}
-		ts := &fakeTS{caps: tsCapsAll, cur: tsOff, onSet: func() {
-			// ENA: ena_close, ena_up: the carrier drops and comes back,
-			// and the queue IRQs are requested again with the default
-			// affinity.
-			write(t, fs.Root, dev+"operstate", "down\n", 0o644)
+		carrier := func(on bool) {
 			n, _ := fs.ReadInt(dev + "carrier_changes")
-			write(t, fs.Root, dev+"carrier_changes", strconv.FormatInt(n+2, 10)+"\n", 0o644)
+			write(t, fs.Root, dev+"carrier_changes", strconv.FormatInt(n+1, 10)+"\n", 0o644)
+			write(t, fs.Root, dev+"carrier", map[bool]string{true: "1\n", false: "0\n"}[on], 0o644)
+		}
+		ts := &fakeTS{caps: tsCapsAll, cur: tsOff, onSet: func() {
+			// A driver that resets the port: the carrier drops (operstate
+			// still up: linkwatch has not run) and comes back 100 ms
+			// later; the queue IRQs are requested again with the default
+			// affinity.
+			carrier(false)
 			for irq := 25; irq <= 28; irq++ {
 				write(t, fs.Root, irqFile(irq, "smp_affinity_list"), "0-3\n", 0o644)
 			}
-			go func() {
-				time.Sleep(100 * time.Millisecond)
-				os.WriteFile(filepath.Join(fs.Root, dev+"operstate"), []byte("up\n"), 0o644)
-			}()
+			clk.AfterFunc(100*time.Millisecond, func() { carrier(true) })
 		}}
 		env.TS = ts
 		j, _ := openJournal(t, env)
-		start := time.Now()
+		start := clk.Now()
 		r, err := PrepareTimestamping(ctx, env, j, "ens5", probe)
-		if err != nil || !strings.Contains(r.Link, "link bounced (carrier_changes +2): up after") || time.Since(start) < 130*time.Millisecond {
-			t.Fatalf("%+v %v after %v", r, err, time.Since(start))
+		if err != nil || !strings.Contains(r.Link, "link bounced (carrier_changes +2): up after 100ms, then settled 30ms") || clk.Now().Sub(start) != 130*time.Millisecond {
+			t.Fatalf("%+v %v after %v", r, err, clk.Now().Sub(start))
 		}
 		affinity := func() string {
 			var a []string
@@ -169,16 +173,9 @@ func TestPrepareTimestamping(t *testing.T) {
 		}
 		// Putting the config back resets the link again: the undo waits
 		// for it and keeps the placement too.
-		if _, err := j.Undo(ctx); err != nil || ts.cur != tsOff || affinity() != "1,1,1,1" {
-			t.Fatalf("undo: %v, config %s, affinity %s", err, ts.cur, affinity())
-		}
-		// A link that never comes back: an error naming it.
-		env.LinkTimeout = 50 * time.Millisecond
-		ts.cur, ts.onSet = tsOff, func() { write(t, fs.Root, dev+"operstate", "down\n", 0o644) }
-		write(t, fs.Root, dev+"operstate", "up\n", 0o644)
-		j2, _ := openJournal(t, env)
-		if _, err := PrepareTimestamping(ctx, env, j2, "ens5", probe); err == nil || !strings.Contains(err.Error(), "did not come back up within 50ms") {
-			t.Fatalf("dead link: %v", err)
+		start = clk.Now()
+		if _, err := j.Undo(ctx); err != nil || ts.cur != tsOff || affinity() != "1,1,1,1" || clk.Now().Sub(start) < 100*time.Millisecond {
+			t.Fatalf("undo: %v, config %s, affinity %s, after %v", err, ts.cur, affinity(), clk.Now().Sub(start))
 		}
 	})
 	t.Run("config unreadable: left alone", func(t *testing.T) {
@@ -191,4 +188,68 @@ func TestPrepareTimestamping(t *testing.T) {
 			t.Fatalf("%+v %v", r, err)
 		}
 	})
+}
+
+// The link wait trusts the carrier, not operstate: linkwatch writes
+// operstate later (a carrier-off is not urgent), so right after a reset
+// it can still read up while the carrier is off and carrier_changes moved
+// by one. Such a link that does not come back is an error naming what it
+// shows, not a link "up after 0s".
+func TestLinkWaitStaleOperstate(t *testing.T) {
+	fs := buildTree(t, "interrupts.mixed", mixedNICs)
+	dev := "/sys/devices/pci0000:00/0000:00:05.0/net/ens5/"
+	write(t, fs.Root, dev+"carrier_changes", "4\n", 0o644)
+	write(t, fs.Root, dev+"carrier", "1\n", 0o644)
+	env := newEnv(fs, &fakeEthtool{})
+	env.LinkTimeout, env.LinkSettle = 50*time.Millisecond, time.Millisecond
+	env.TS = &fakeTS{caps: tsCapsAll, cur: tsOff, onSet: func() {
+		write(t, fs.Root, dev+"carrier_changes", "5\n", 0o644)
+		write(t, fs.Root, dev+"carrier", "0\n", 0o644)
+	}}
+	j, _ := openJournal(t, env)
+	_, err := PrepareTimestamping(context.Background(), env, j, "ens5", TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedProbe})
+	if err == nil || !strings.Contains(err.Error(), "did not come back up within 50ms after the change (carrier 0, carrier_changes +1, operstate up)") {
+		t.Fatalf("stale operstate: %v", err)
+	}
+}
+
+// In auto mode a write the driver refuses although its capabilities list
+// the mode (ERANGE, EOPNOTSUPP, EINVAL) settles for software stamps and
+// says why; hardware mode still fails.
+func TestAutoSettlesWhenTheWriteIsRefused(t *testing.T) {
+	for _, e := range []unix.Errno{unix.ERANGE, unix.EOPNOTSUPP, unix.EINVAL} {
+		env := newEnv(buildTree(t, "interrupts.mixed", mixedNICs), &fakeEthtool{})
+		ts := &fakeTS{caps: tsCapsAll, cur: tsOff, setErr: e}
+		env.TS = ts
+		j, _ := openJournal(t, env)
+		r, err := PrepareTimestamping(context.Background(), env, j, "ens1f0", TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedProbe})
+		if err != nil || r.Decision.Action != tstamp.ActSoftware || r.Hardware() || r.Changed || len(ts.sets) != 1 ||
+			!strings.Contains(r.String(), "software: ens1f0's driver refused tx_type=ON rx_filter=ALL although its capabilities list it (tstamp: SIOCSHWTSTAMP") || !strings.HasSuffix(r.Decision.Why, ": software stamps") {
+			t.Errorf("%v: %s, %v", e, r, err)
+		}
+		if _, err := PrepareTimestamping(context.Background(), env, j, "ens1f0", TSRequest{Mode: tstamp.Hardware, Need: tstamp.NeedProbe}); !errors.Is(err, e) {
+			t.Errorf("%v in hardware mode: %v", e, err)
+		}
+	}
+}
+
+// A write the driver fails after resetting the interface (ENA asked for TX
+// stamps it has not: EOPNOTSUPP, OFF/NONE stored, the config as it was)
+// changed nothing the journal could see, yet the link bounced: the wait
+// runs all the same and says so.
+func TestFailedWriteStillWaitsForTheLink(t *testing.T) {
+	n := nicfake.New(nicfake.ENA(), "ens6")
+	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{FS: h.FS, TS: n, LinkSettle: time.Millisecond}
+	j, _ := openJournal(t, env)
+	chg, err := Set(context.Background(), env, j, "ens6", Settings{HWTstamp: "ptp"})
+	if !errors.Is(err, unix.EOPNOTSUPP) || len(chg) != 1 || !strings.Contains(chg[0].Note, "link bounced (carrier_changes +2)") {
+		t.Fatalf("%+v %v", chg, err)
+	}
+	if err := n.Wait(); err != nil || n.Config() != (tstamp.HWTstampConfig{}) {
+		t.Fatalf("%v, config %s", err, n.Config())
+	}
 }

@@ -58,6 +58,9 @@ type Env struct {
 	// reset the interface (0: DefaultLinkTimeout); LinkSettle is the extra
 	// wait once it bounced (0: DefaultLinkSettle, < 0: none).
 	LinkTimeout, LinkSettle time.Duration
+	// Clock is what that wait reads and sleeps on (nil: the wall clock;
+	// tests step a virtual one).
+	Clock Clock
 	// Stats reads every `ethtool -S` counter (nil: ReadStats).
 	Stats func(iface string) (map[string]uint64, error)
 
@@ -108,15 +111,19 @@ func (e *Env) Close() error {
 // Info is everything `rig nicctl show` reports about one interface.
 type Info struct {
 	Device
-	OperState string              `json:"operstate"`
-	SpeedMbps int64               `json:"speed_mbps,omitempty"`
-	MTU       int64               `json:"mtu"`
-	Mgmt      bool                `json:"carries_default_route"`
-	Link      *Link               `json:"link,omitempty"`
-	DrvInfo   *DrvInfo            `json:"drvinfo,omitempty"`
-	Channels  *ethtoolnl.Channels `json:"channels,omitempty"`
-	Rings     *ethtoolnl.Rings    `json:"rings,omitempty"`
-	Coalesce  *ethtoolnl.Coalesce `json:"coalesce,omitempty"`
+	OperState string `json:"operstate"`
+	SpeedMbps int64  `json:"speed_mbps,omitempty"`
+	MTU       int64  `json:"mtu"`
+	// Mgmt says why rig treats it as a management interface ("": it
+	// does not; ReadMgmt); DefaultRoute is true when it has a default
+	// route, whatever its metric.
+	Mgmt         string              `json:"management,omitempty"`
+	DefaultRoute bool                `json:"carries_default_route"`
+	Link         *Link               `json:"link,omitempty"`
+	DrvInfo      *DrvInfo            `json:"drvinfo,omitempty"`
+	Channels     *ethtoolnl.Channels `json:"channels,omitempty"`
+	Rings        *ethtoolnl.Rings    `json:"rings,omitempty"`
+	Coalesce     *ethtoolnl.Coalesce `json:"coalesce,omitempty"`
 	// Timestamping is the capability report, the current config and its
 	// owner (InspectTimestamping).
 	Timestamping *tstamp.NICState  `json:"timestamping,omitempty"`
@@ -141,8 +148,8 @@ func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
 	in.OperState, _ = env.FS.ReadString(base + "operstate")
 	in.SpeedMbps, _ = env.FS.ReadInt(base + "speed") // EINVAL when the link is down
 	in.MTU, _ = env.FS.ReadInt(base + "mtu")
-	if mg, err := MgmtInterfaces(env.FS); err == nil {
-		in.Mgmt = slices.Contains(mg, iface)
+	if mg, err := ReadMgmt(env.FS); err == nil {
+		in.Mgmt, in.DefaultRoute = mg.Why[iface], mg.HasDefault(iface)
 	}
 	linkRead := env.Link
 	if linkRead == nil {
@@ -206,32 +213,6 @@ func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
 	return in, nil
 }
 
-// MgmtInterfaces returns the interfaces that carry a default route, from
-// /proc/net/route and /proc/net/ipv6_route (of the caller's netns).
-func MgmtInterfaces(fs hostfs.FS) ([]string, error) {
-	var out []string
-	b, err := fs.ReadFile("/proc/net/route")
-	if err != nil {
-		return nil, err
-	}
-	for _, l := range strings.Split(string(b), "\n")[1:] {
-		f := strings.Fields(l)
-		// Iface Destination Gateway Flags RefCnt Use Metric Mask ...
-		if len(f) >= 8 && f[1] == "00000000" && f[7] == "00000000" && !slices.Contains(out, f[0]) {
-			out = append(out, f[0])
-		}
-	}
-	if b, err := fs.ReadFile("/proc/net/ipv6_route"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			f := strings.Fields(l)
-			if len(f) == 10 && f[0] == strings.Repeat("0", 32) && f[1] == "00" && f[9] != "lo" && !slices.Contains(out, f[9]) {
-				out = append(out, f[9])
-			}
-		}
-	}
-	return out, nil
-}
-
 // Settings are the changes of `rig nicctl set`. Nil/empty fields are left
 // alone.
 type Settings struct {
@@ -243,9 +224,9 @@ type Settings struct {
 	TxRing         *uint32
 	Channels       *uint32
 	HoldIRQBalance bool
-	// HWTstamp is "" (leave it) or one of HWTstampModes: "all" goes through
-	// PrepareTimestamping (written only when not already granted); "ptp"
-	// and "off" write that config unless it is already in force.
+	// HWTstamp is "" (leave it) or one of HWTstampModes: "all" and "rx" go
+	// through PrepareTimestamping (written only when not already granted);
+	// "ptp" and "off" write that config unless it is already in force.
 	HWTstamp string
 	// TakeOverPTP lets HWTstamp change a config that ptp4l or chronyd owns.
 	TakeOverPTP bool
@@ -335,12 +316,12 @@ func plan(ctx context.Context, env *Env, iface string, s Settings) (*setPlan, er
 	}
 	p := &setPlan{dev: d}
 	if !s.AllowMgmt {
-		mg, err := MgmtInterfaces(env.FS)
+		mg, err := ReadMgmt(env.FS)
 		if err != nil {
 			return nil, fmt.Errorf("finding the management interface: %w", err)
 		}
-		if slices.Contains(mg, iface) {
-			return nil, usage("%s carries the default route: refusing to change the management interface (use --allow-mgmt if you really mean it)", iface)
+		if why := mg.Why[iface]; why != "" {
+			return nil, usage("%s %s: refusing to change the management interface (use --allow-mgmt if you really mean it)", iface, why)
 		}
 	}
 	if err := validateCPUs(env.FS, s); err != nil {

@@ -11,11 +11,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/nicfake"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -249,7 +251,7 @@ func TestShowFakeTree(t *testing.T) {
 	if in.Driver != "mlx5_core" || len(in.IRQs) != 6 || in.IRQBalance == nil || !in.IRQBalance.Systemd || in.IRQBalance.BannedCPUs != "2-3" || in.IRQBalance.PID != 4242 {
 		t.Fatalf("show: %+v %+v", in, in.IRQBalance)
 	}
-	if !strings.Contains(in.Errors["coalesce"], "not supported by this driver") || in.Mgmt {
+	if !strings.Contains(in.Errors["coalesce"], "not supported by this driver") || in.Mgmt != "" {
 		t.Fatalf("errors %v mgmt %v", in.Errors, in.Mgmt)
 	}
 	var sb strings.Builder
@@ -376,5 +378,29 @@ func TestSetHWTstampFirstAndRestored(t *testing.T) {
 	_, err = Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "ptp", Channels: p32(4)})
 	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "could not be put back") || len(et.sets) != 2 {
 		t.Fatalf("unreadable hwtstamp config: %v (sets %v)", err, et.sets)
+	}
+}
+
+// `--hwtstamp rx` enables what a capture needs and keeps tx_type, so an
+// RX-only NIC (ENA, whose profile refuses TX ON) is enabled; "all" is
+// refused there before anything changes, naming the missing TX stamps.
+func TestSetHWTstampRX(t *testing.T) {
+	n := nicfake.New(nicfake.ENA(), "ens6")
+	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{FS: h.FS, TS: n, LinkSettle: time.Millisecond, Clock: nicfake.NewClock()}
+	j, _ := openJournal(t, env)
+	ctx := context.Background()
+	if _, err := Set(ctx, env, j, "ens6", Settings{HWTstamp: "all"}); !errors.Is(err, ErrTimestamping) || !strings.Contains(err.Error(), "TX: no hardware TX stamps") || len(n.Sets()) != 0 {
+		t.Fatalf("all on an RX-only NIC: %v (sets %+v)", err, n.Sets())
+	}
+	chg, err := Set(ctx, env, j, "ens6", Settings{HWTstamp: "rx"})
+	if err != nil || len(chg) != 1 || chg[0].Requested != "RX ALL" || chg[0].Effective != "tx_type=OFF rx_filter=ALL" || n.Config() != (tstamp.HWTstampConfig{RxFilter: tstamp.FilterAll}) {
+		t.Fatalf("rx: %+v %v (config %s)", chg, err, n.Config())
+	}
+	if _, err := j.Undo(ctx); err != nil || n.Config() != (tstamp.HWTstampConfig{}) {
+		t.Fatalf("undo: %v, config %s", err, n.Config())
 	}
 }

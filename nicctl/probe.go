@@ -237,7 +237,7 @@ func (r *ProbeReport) WriteText(w io.Writer) {
 	if owner == "" {
 		owner = "none"
 	}
-	fmt.Fprintf(w, "config before: %s; owner: %s; carries the default route: %v\n", cfg, owner, st.Mgmt)
+	fmt.Fprintf(w, "config before: %s; owner: %s; management interface: %v\n", cfg, owner, st.Mgmt)
 	fmt.Fprintf(w, "%s\n", r.Prepare)
 	fmt.Fprintf(w, "TX: %d datagrams sent to %s (TTL 1); kernel stamps %d/%d, NIC stamps %d/%d\n", r.TxSent, ProbeGroup, r.TxSW, r.TxSent, r.TxHW, r.TxSent)
 	fmt.Fprintf(w, "RX: %d frames in %v; kernel stamps %d/%d, NIC stamps %d/%d\n", r.RxFrames, time.Duration(r.ListenedNS), r.RxSW, r.RxFrames, r.RxHW, r.RxFrames)

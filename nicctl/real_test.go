@@ -124,7 +124,7 @@ func TestRealShowEth0(t *testing.T) {
 	if len(in.IRQs) == 0 {
 		t.Error("no IRQs found for eth0")
 	}
-	if !in.Mgmt {
+	if in.Mgmt == "" {
 		t.Fatal("eth0 not recognised as the management interface")
 	}
 	// The guard: refused before anything changes. The request is eth0's

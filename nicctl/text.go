@@ -22,8 +22,10 @@ func (in *Info) WriteText(w io.Writer) {
 	if in.SpeedMbps > 0 {
 		fmt.Fprintf(w, ", %d Mb/s", in.SpeedMbps)
 	}
-	if in.Mgmt {
-		fmt.Fprint(w, " [carries the default route]")
+	if in.Mgmt != "" {
+		fmt.Fprint(w, " [management: "+in.Mgmt+"]")
+	} else if in.DefaultRoute {
+		fmt.Fprint(w, " [has a default route, not the lowest-metric one: not management]")
 	}
 	fmt.Fprintln(w)
 	if l := in.Link; l != nil {

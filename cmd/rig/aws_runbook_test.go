@@ -60,7 +60,7 @@ func TestAWSRunbookCommands(t *testing.T) {
 	}
 	for _, cmd := range []string{"sudo rig run --dry-run scenarios/aws-c7i.yaml", "sudo rig check --cpu 3 --iface ens6",
 		"sudo rig respond --iface ens6 --listen 10.32.16.20:9000 --run-id $RUN", "sudo rig send --iface ens6 --to 10.32.16.20:9000 --run-id $RUN",
-		"sudo rig capture --iface ens6 --to 10.32.16.20:9000 --vxlan --run-id $RUN", "rig check --iface ens6 --multicast"} {
+		"sudo rig capture --iface ens6 --to 10.32.16.20:9000 --vxlan --vni 4242 --run-id $RUN", "rig check --iface ens6 --multicast"} {
 		if !strings.Contains(string(doc), cmd) {
 			t.Errorf("docs/aws.md no longer shows %q: update this test with it", cmd)
 		}

@@ -124,7 +124,7 @@ func (c *cpuFlag) Set(s string) error {
 func nicctlSet(ctx context.Context, args []string) error {
 	fs := newFlagSet("nicctl set", `IFACE [--irq-cpus LIST | --irq-cpu-per-queue LIST] [--rx-usecs N] [--tx-usecs N]
     [--rx-frames N] [--tx-frames N] [--adaptive-rx on|off] [--adaptive-tx on|off] [--rx-ring N] [--tx-ring N]
-    [--channels N] [--hwtstamp all|ptp|off] [--hold-irqbalance] [--require-irq-affinity] [--allow-mgmt]
+    [--channels N] [--hwtstamp all|rx|ptp|off] [--hold-irqbalance] [--require-irq-affinity] [--allow-mgmt]
     [--take-over-ptp] [--for DURATION | --keep] [--host-root DIR]`)
 	var s nicctl.Settings
 	var irqCPUs, perQueue cpuFlag
@@ -147,7 +147,7 @@ func nicctlSet(ctx context.Context, args []string) error {
 	fs.BoolVar(&s.TakeOverPTP, "take-over-ptp", false, "allow --hwtstamp to change a config that ptp4l or chronyd owns")
 	hold := fs.Duration("for", 0, "hold the change this long, then undo it (default: until Ctrl-C/SIGTERM)")
 	keep := fs.Bool("keep", false, "leave the change in place and exit; the journal stays pending until rig restore puts it back")
-	hwts := fs.String("hwtstamp", "", "HW timestamp config: all (TX on, RX all: what rig's probes need; written only when not already in force) | ptp (TX on, RX PTPv2 events) | off")
+	hwts := fs.String("hwtstamp", "", "HW timestamp config: all (TX on, RX all: what sender and responder need) | rx (RX all, TX as it is: what a capture needs, and all an RX-only NIC such as ENA takes); both written only when not already in force | ptp (TX on, RX PTPv2 events) | off")
 	root := addHostRoot(fs)
 	iface, err := parseIface(fs, args)
 	if err != nil {
@@ -155,7 +155,7 @@ func nicctlSet(ctx context.Context, args []string) error {
 	}
 	if *hwts != "" {
 		if _, ok := nicctl.HWTstampModes[*hwts]; !ok {
-			return usagef("--hwtstamp %q: want all, ptp or off", *hwts)
+			return usagef("--hwtstamp %q: want all, rx, ptp or off", *hwts)
 		}
 		s.HWTstamp = *hwts
 	}

@@ -53,9 +53,10 @@ func TestUnicastFlagErrors(t *testing.T) {
 
 // TestUnicastByHand runs the hand-run commands of docs/aws.md on the
 // emulated lab with an AWS-style mirror (rig lab up --mirror vxlan):
-// rig respond --listen, rig capture --to --vxlan, rig send --to. Every
-// request is answered, the capture pairs every one from the VXLAN copies,
-// and the summary and the sample headers say where the requests went.
+// rig respond --listen, rig capture --to --vxlan --vni, rig send --to.
+// Every request is answered, the capture pairs every one from the VXLAN
+// copies, and the summary and the sample headers say where the requests
+// went. A second capture told another mirror session's VNI takes none.
 func TestUnicastByHand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
@@ -80,10 +81,14 @@ func TestUnicastByHand(t *testing.T) {
 	}
 	rsp, rspOut := start(netlab.Responder, "respond", "--iface", topo.Responder.Interface, "--listen", to,
 		"--timestamps", "software", "--count", fmt.Sprint(count), "--run-id", runID, "--out", filepath.Join(dir, "responder.samples"))
-	capt, capOut := start(netlab.Capture, "capture", "--iface", topo.Capture.Interface, "--to", to, "--vxlan",
+	capt, capOut := start(netlab.Capture, "capture", "--iface", topo.Capture.Interface, "--to", to, "--vxlan", "--vni", fmt.Sprint(netlab.MirrorVNI),
 		"--timestamps", "software", "--duration", "60s", "--run-id", runID, "--out", filepath.Join(dir, "capture.samples"))
+	other := filepath.Join(t.TempDir(), "capture.samples")
+	capt2, cap2Out := start(netlab.Capture, "capture", "--iface", topo.Capture.Interface, "--to", to, "--vxlan", "--vni", fmt.Sprint(netlab.MirrorVNI+1),
+		"--timestamps", "software", "--duration", "60s", "--run-id", runID, "--out", other)
 	waitFor(t, rspOut, ": ready")
 	waitFor(t, capOut, ": ready")
+	waitFor(t, cap2Out, ": ready")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	snd := exec.CommandContext(ctx, "ip", "netns", "exec", topo.Netns(netlab.Sender), rig, "send", "--iface", topo.Sender.Interface,
@@ -104,6 +109,14 @@ func TestUnicastByHand(t *testing.T) {
 	_ = capt.Process.Signal(os.Interrupt) // ip netns exec exec'd rig: this is rig
 	if err := capt.Wait(); err != nil {
 		t.Errorf("rig capture: %v\n%s", err, capOut)
+	}
+	_ = capt2.Process.Signal(os.Interrupt)
+	if err := capt2.Wait(); err != nil {
+		t.Errorf("rig capture --vni %d: %v\n%s", netlab.MirrorVNI+1, err, cap2Out)
+	}
+	if f, err := samples.ReadFile(other); err != nil || f.Footer == nil || f.Footer.Counters.Received != 0 ||
+		!strings.Contains(fmt.Sprint(f.Header.Settings["mirror"]), fmt.Sprintf("VNI %d", netlab.MirrorVNI+1)) {
+		t.Errorf("the capture of another VNI: %v %+v", err, f)
 	}
 	j, err := samples.JoinDir(dir)
 	if err != nil {

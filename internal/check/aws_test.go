@@ -113,17 +113,18 @@ func TestENAChecks(t *testing.T) {
 		wants map[string]want
 	}{
 		{"c7i", enaEnv(fx("c7i"), "2.15.0g", ethtoolnl.Rings{TxPush: &yes, TxPushBufLen: &hdr}, map[string]uint64{"ena_srd_mode": 0, "ena_srd_tx_pkts": 0}), map[string]want{
-			"nic.hwts":        {Warn, []string{"software timestamps only"}, []string{"ethtool -T ens5"}},
-			"nic.ena.driver":  {OK, []string{"out-of-tree ENA driver 2.15.0g", "5C1A7E0F3B9D2E4A6C8B0D1"}, nil},
-			"nic.ena.hwts":    {OK, []string{"hardware RX packet timestamps offered (off now", "RX only", "no TX hardware stamps", "rtt and turnaround stay software", "resets the interface"}, nil},
-			"nic.ena.phc":     {Warn, []string{"phc_enable 0", "gettimex64 only", "no PTP_SYS_OFFSET_PRECISE", "125 reads/s"}, []string{"options ena phc_enable=1", "ENA_PHC_INCLUDE=1", "devlink dev param set pci/0000:00:05.0 name enable_phc value true cmode driverinit", "kernel ≥ 6.17", "ENA ≥ 2.16"}},
+			"nic.hwts":       {Warn, []string{"software timestamps only"}, []string{"ethtool -T ens5"}},
+			"nic.ena.driver": {OK, []string{"out-of-tree ENA driver 2.15.0g", "5C1A7E0F3B9D2E4A6C8B0D1"}, nil},
+			"nic.ena.hwts":   {OK, []string{"hardware RX packet timestamps offered (off now", "RX only", "no ENA device offers TX hardware stamps today", "rtt and turnaround stay software", "resets the interface"}, nil},
+			"nic.ena.phc": {Warn, []string{"phc_enable 0", "gettimex64 only", "no PTP_SYS_OFFSET_PRECISE", "125 reads/s"}, []string{"options ena phc_enable=1", "ENA_PHC_INCLUDE=1",
+				"devlink dev param set pci/0000:00:05.0 name enable_phc value true cmode driverinit", "kernel ≥ 6.17", "ENA ≥ 2.16", "not for C7i or C8g: `ethtool -T ens5`"}},
 			"nic.ena.llq":     {OK, []string{"LLQ on", "first 224 B", "large LLQ"}, nil},
 			"nic.ena.express": {OK, []string{"ENA Express off (ena_srd_mode 0)"}, nil},
 		}},
 		{"c8g", enaEnv(fx("c8g"), "6.12.46-66.121.amzn2023.aarch64", ethtoolnl.Rings{}, map[string]uint64{"ena_srd_mode": 3, "ena_srd_rx_pkts": 10}), map[string]want{
-			"nic.ena.driver":  {Warn, []string{"in-tree ENA driver (version 6.12.46", "no hardware packet timestamps", "software stamps"}, []string{"amzn-drivers ≥ 2.15.0", "DKMS"}},
+			"nic.ena.driver":  {Warn, []string{"in-tree ENA driver (version 6.12.46", "no hardware packet timestamps", "software stamps"}, []string{"amzn-drivers ≥ 2.15.0", "DKMS", "the PHC needs no rebuild"}},
 			"nic.ena.hwts":    {Skip, []string{"no hw_packet_timestamping_state"}, nil},
-			"nic.ena.phc":     {Warn, []string{"ENA PHC off (phc_enable n/a)"}, []string{"devlink dev reload pci/0000:00:05.0"}},
+			"nic.ena.phc":     {Warn, []string{"ENA PHC off (phc_enable n/a)"}, []string{"kernel ≥ 6.17 (its ena has the PHC): devlink dev param set pci/0000:00:05.0 name enable_phc", "devlink dev reload pci/0000:00:05.0"}},
 			"nic.ena.llq":     {Skip, []string{"LLQ mode not reported"}, nil},
 			"nic.ena.express": {Warn, []string{"ENA Express (SRD) on, UDP over SRD", "ena_srd_mode 3"}, []string{"--ena-srd-specification 'EnaSrdEnabled=false,EnaSrdUdpSpecification={EnaSrdUdpEnabled=false}'"}},
 		}},
@@ -132,6 +133,9 @@ func TestENAChecks(t *testing.T) {
 		r := run(t, c.env.FS, Options{CPU: 3, Iface: "ens5", NIC: c.env})
 		if strings.Contains(r.Get("nic.hwts").Fix, "amzn-drivers ≥ 2.15)") {
 			t.Errorf("%s: the old ENA advice is back: %s", c.tree, r.Get("nic.hwts").Fix)
+		}
+		if d := r.Get("nic.ena.driver"); d != nil && d.Severity == Warn && strings.Contains(d.Fix, "ENA_PHC_INCLUDE") {
+			t.Errorf("%s: the in-tree driver is told to build amzn-drivers for the PHC: %s", c.tree, d.Fix)
 		}
 		if g := r.Get("nic.ena.read"); g != nil {
 			t.Errorf("%s: %+v", c.tree, g)
@@ -153,6 +157,15 @@ func TestENAChecks(t *testing.T) {
 				}
 			}
 		}
+	}
+	// A device that reports TX support too (none does today): no "RX only".
+	tx := copyTree(t, "c7i")
+	write(t, tx, "/sys/bus/pci/devices/0000:00:05.0/hw_packet_timestamping_state", "HW TX support: 1\nHW RX support: 1\nTX configuration: 0\nRX configuration: 0\n")
+	env := enaEnv(tx, "2.17.0g", ethtoolnl.Rings{}, map[string]uint64{})
+	env.TS = swOnly
+	if h := run(t, tx, Options{CPU: 3, Iface: "ens5", NIC: env}).Get("nic.ena.hwts"); h == nil ||
+		!strings.HasPrefix(h.Observed, "hardware RX and TX packet timestamps offered") || strings.Contains(h.Observed, "RX only") {
+		t.Errorf("TX-capable device: %+v", h)
 	}
 	// Not an ENA: no ENA lines.
 	r := run(t, fx("c7i"), Options{CPU: 3, Iface: "lo", NIC: &nicctl.Env{FS: fx("c7i"), TS: swOnly}})

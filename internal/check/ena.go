@@ -19,10 +19,10 @@ func (x *runner) ena(ifc string, c tstamp.Caps) {
 		return
 	}
 	e := nicctl.ReadENA(context.Background(), env, d)
-	build := "build amzn-drivers ≥ 2.15.0 (github.com/amzn/amzn-drivers, kernel/linux/ena; ENA_PHC_INCLUDE=1 make for the PHC) and install it with DKMS, then reboot (reloading ena on a single-ENI host cuts the connection)"
+	build := "for packet timestamps, build amzn-drivers ≥ 2.15.0 (github.com/amzn/amzn-drivers, kernel/linux/ena) and install it with DKMS, then reboot (reloading ena on a single-ENI host cuts the connection)"
 	switch {
 	case !e.OutOfTree:
-		x.add("nic.ena.driver", Warn, build,
+		x.add("nic.ena.driver", Warn, build+"; the PHC needs no rebuild on a kernel whose ena has it (nic.ena.phc)",
 			"in-tree ENA driver (version %s): no hardware packet timestamps (they come only from the out-of-tree driver ≥ 2.15.0); rtt and turnaround use software stamps", orNone(e.Version))
 	case !e.AtLeast(2, 15, 0):
 		x.add("nic.ena.driver", Warn, build, "out-of-tree ENA driver %s: older than 2.15.0, no hardware packet timestamps", orNone(e.Version))
@@ -30,13 +30,16 @@ func (x *runner) ena(ifc string, c tstamp.Caps) {
 		x.add("nic.ena.driver", OK, "", "out-of-tree ENA driver %s (amzn-drivers; srcversion %s)", e.Version, orNone(e.SrcVersion))
 	}
 
-	const rxOnly = "RX only: ENA has no TX hardware stamps, so rtt and turnaround stay software; enabling or disabling stamping resets the interface (link bounce; IRQ affinity, coalescing and rings back to the driver's), and it is off by default"
+	const rxOnly = "RX only: no ENA device offers TX hardware stamps today, so rtt and turnaround stay software; enabling or disabling stamping resets the interface (link bounce; IRQ affinity, coalescing and rings back to the driver's), and it is off by default"
 	switch t := e.HWTimestamping; {
 	case t == nil:
 		x.add("nic.ena.hwts", Skip, "", "no hw_packet_timestamping_state: the driver has no packet timestamping (in-tree, or out-of-tree < 2.15.0)")
 	case !t.RXSupported:
 		x.add("nic.ena.hwts", Warn, "packet timestamps depend on the instance family: use one whose ENA offers them (ethtool -T "+ifc+" then lists hardware-receive)",
 			"the device offers no packet timestamps on this instance (HW RX support 0, HW TX support %d)", b2i(t.TXSupported))
+	case t.TXSupported:
+		x.add("nic.ena.hwts", OK, "", "hardware RX and TX packet timestamps offered (RX configuration %d, TX configuration %d); enabling or disabling them resets the interface",
+			b2i(t.RXEnabled), b2i(t.TXEnabled))
 	default:
 		state := "off now; rig turns it on for the run when a metric uses it"
 		if t.RXEnabled {
@@ -45,8 +48,12 @@ func (x *runner) ena(ifc string, c tstamp.Caps) {
 		x.add("nic.ena.hwts", OK, "", "hardware RX packet timestamps offered (%s); %s", state, rxOnly)
 	}
 
-	phcFix := "load the driver with phc_enable=1 (built with ENA_PHC_INCLUDE=1): echo 'options ena phc_enable=1' > /etc/modprobe.d/ena.conf and reboot; or, ENA ≥ 2.16 on kernel ≥ 6.17: devlink dev param set pci/" +
-		d.BDF + " name enable_phc value true cmode driverinit && devlink dev reload pci/" + d.BDF
+	devlink := "devlink dev param set pci/" + d.BDF + " name enable_phc value true cmode driverinit && devlink dev reload pci/" + d.BDF
+	phcFix := "load the driver with phc_enable=1 (built with ENA_PHC_INCLUDE=1): echo 'options ena phc_enable=1' > /etc/modprobe.d/ena.conf and reboot; or, ENA ≥ 2.16 on kernel ≥ 6.17: " + devlink
+	if !e.OutOfTree {
+		phcFix = "kernel ≥ 6.17 (its ena has the PHC): " + devlink + "; an older kernel: amzn-drivers built with ENA_PHC_INCLUDE=1, loaded with phc_enable=1"
+	}
+	phcFix += ". AWS documents the PHC for some instance families (M7a, M7g, M7i, R7a, R7g, R7i and a few more, in some Regions), not for C7i or C8g: `ethtool -T " + ifc + "` shows a PTP Hardware Clock where the device has one"
 	phcFacts := "read-only, gettimex64 only (no PTP_SYS_OFFSET_PRECISE cross-timestamp), at most 125 reads/s (beyond that reads fail and phc_err_ts counts them)"
 	switch {
 	case c.PHCIndex >= 0 || e.PHCErrorBoundNS != nil:

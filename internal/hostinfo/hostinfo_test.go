@@ -16,7 +16,7 @@ import (
 
 func fx(name string) hostfs.FS { return hostfs.FS{Root: "testdata/" + name} }
 
-var trees = []string{"vm", "isolated", "irqbalance", "k8spod", "c7i", "c8g"}
+var trees = []string{"vm", "isolated", "irqbalance", "k8spod", "c7i", "c8g", "c7i-ubuntu", "c8g-ubuntu"}
 
 func TestInterruptsRealVM(t *testing.T) {
 	tab, err := ReadInterrupts(fx("vm"))

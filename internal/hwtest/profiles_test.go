@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/capture"
 	"github.com/rig-project/rig/internal/journal"
@@ -189,11 +191,7 @@ func newHosts(t *testing.T, topo *netlab.Topology, v variant) [3]*host {
 	t.Helper()
 	var hs [3]*host
 	for i, ifname := range [3]string{topo.Sender.Interface, topo.Responder.Interface, topo.Capture.Interface} {
-		p := v.profile()
-		if p.LinkDown > 0 {
-			p.LinkDown = 30 * time.Millisecond // keep ENA's resets short here
-		}
-		n := nicfake.New(p, ifname)
+		n := nicfake.New(v.profile(), ifname)
 		mgmt := "eth0"
 		if v.mgmt && i == cpt {
 			mgmt = ifname
@@ -272,7 +270,7 @@ func TestDriverProfiles(t *testing.T) {
 					if got := h.NIC.Writes(); got != want.writes[i] {
 						t.Errorf("%s: %d SIOCSHWTSTAMP writes while preparing (%+v), want %d", roleNames[i], got, h.NIC.Sets(), want.writes[i])
 					}
-					if bounce := h.NIC.P.LinkDown > 0 && want.writes[i] > 0; bounce != strings.Contains(res.Link, "link bounced (carrier_changes +2)") {
+					if bounce := bounced(h.NIC) && want.writes[i] > 0; bounce != strings.Contains(res.Link, "link bounced (carrier_changes +2)") {
 						t.Errorf("%s: link report %q", roleNames[i], res.Link)
 					}
 				}
@@ -295,7 +293,7 @@ func TestDriverProfiles(t *testing.T) {
 					if !prepared && len(h.NIC.Sets()) != 0 {
 						t.Errorf("%s: a refused preparation wrote %+v", roleNames[i], h.NIC.Sets())
 					}
-					if h.NIC.P.LinkDown > 0 {
+					if bounced(h.NIC) {
 						if cc, want := h.NIC.CarrierChanges(), int64(4*want.writes[i]); prepared && cc != want {
 							t.Errorf("%s: carrier_changes %d, want %d (2 per reset)", roleNames[i], cc, want)
 						}
@@ -304,6 +302,12 @@ func TestDriverProfiles(t *testing.T) {
 			})
 		}
 	}
+}
+
+// bounced reports whether one of the NIC's SIOCSHWTSTAMP calls reset the
+// interface (ENA's every call).
+func bounced(n *nicfake.NIC) bool {
+	return slices.ContainsFunc(n.Sets(), func(c nicfake.SetCall) bool { return c.Bounced })
 }
 
 // checkRound runs a round on the prepared NICs and checks what it
@@ -485,50 +489,102 @@ func analyse(t *testing.T, dir string) *analysis.Report {
 }
 
 // TestENAPrepareWaitsForLink: enabling RX stamps on ENA resets the
-// interface; PrepareTimestamping returns only once operstate is up again
-// (plus the settle time) and says the link bounced; the undo resets it
-// once more and waits again.
+// interface inside the ioctl (carrier_changes +2, the carrier back and
+// operstate never down when it returns, as ena_down/ena_up do); the
+// carrier count still says it bounced, so PrepareTimestamping waits the
+// settle time and says so; the undo resets it once more and settles
+// again. All on a virtual clock: the waits are exact.
 func TestENAPrepareWaitsForLink(t *testing.T) {
-	p := nicfake.ENA()
-	p.LinkDown = 300 * time.Millisecond
-	n := nicfake.New(p, "ens6")
+	n := nicfake.New(nicfake.ENA(), "ens6")
 	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &nicctl.Env{FS: h.FS, TS: n, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond}
+	clk := nicfake.NewClock()
+	env := &nicctl.Env{FS: h.FS, TS: n, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
 	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	start := time.Now()
+	start := clk.Now()
 	res, err := nicctl.PrepareTimestamping(context.Background(), env, j, "ens6", nicctl.TSRequest{Mode: tstamp.Hardware, Need: tstamp.NeedCapture})
-	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := h.Operstate()
-	if st != "up" || took < p.LinkDown+env.LinkSettle {
-		t.Fatalf("returned after %v with operstate %q; want up, after ≥ %v", took, st, p.LinkDown+env.LinkSettle)
+	if took := clk.Now().Sub(start); took != env.LinkSettle || !res.Changed || res.Granted == nil || res.Granted.RxFilter != tstamp.FilterAll ||
+		!strings.Contains(res.Link, "link bounced (carrier_changes +2): up after 0s, then settled 50ms") {
+		t.Fatalf("after %v: %s (link %q)", took, res, res.Link)
 	}
-	if !res.Changed || res.Granted == nil || res.Granted.RxFilter != tstamp.FilterAll ||
-		!strings.Contains(res.Link, "link bounced (carrier_changes +2)") || !strings.Contains(res.String(), "then settled 50ms") {
-		t.Fatalf("result %s (link %q)", res, res.Link)
+	start = clk.Now()
+	if _, err := j.Undo(context.Background()); err != nil || clk.Now().Sub(start) != env.LinkSettle {
+		t.Fatalf("undo: %v after %v", err, clk.Now().Sub(start))
 	}
-	start = time.Now()
-	if _, err := j.Undo(context.Background()); err != nil {
+	if st, _ := h.Operstate(); st != "up" || n.Config() != (tstamp.HWTstampConfig{}) || n.CarrierChanges() != 4 || n.Writes() != 2 {
+		t.Fatalf("after undo: operstate %s, %s, carrier_changes %d, writes %+v", st, n.Config(), n.CarrierChanges(), n.Sets())
+	}
+}
+
+// TestSlowLinkPrepareWaits: a reset whose carrier comes back 2 s after the
+// ioctl while operstate still reads up (linkwatch not run yet, an odd
+// carrier count): the wait follows the carrier, so PrepareTimestamping
+// returns only after it is back, then settles.
+func TestSlowLinkPrepareWaits(t *testing.T) {
+	n := nicfake.New(nicfake.SlowLink(nicfake.ENA()), "ens6")
+	clk := nicfake.NewClock()
+	n.Clock = clk
+	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
+	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ = h.Operstate()
-	if took := time.Since(start); st != "up" || took < p.LinkDown {
-		t.Fatalf("undo returned after %v with operstate %q", took, st)
-	}
-	if err := n.Wait(); err != nil {
+	env := &nicctl.Env{FS: h.FS, TS: n, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
+	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Config() != (tstamp.HWTstampConfig{}) || n.CarrierChanges() != 4 || n.Writes() != 2 {
-		t.Fatalf("after undo: %s, carrier_changes %d, writes %+v", n.Config(), n.CarrierChanges(), n.Sets())
+	defer j.Close()
+	start := clk.Now()
+	res, err := nicctl.PrepareTimestamping(context.Background(), env, j, "ens6", nicctl.TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedCapture})
+	took := clk.Now().Sub(start)
+	carrier, _ := h.FS.ReadInt("/sys/class/net/ens6/carrier")
+	if err != nil || carrier != 1 || took != 2*time.Second+env.LinkSettle || !strings.Contains(res.Link, "link bounced (carrier_changes +2): up after 2s, then settled 50ms") {
+		t.Fatalf("returned after %v with carrier %d: %s %v", took, carrier, res, err)
+	}
+	if _, err := j.Undo(context.Background()); err != nil || n.Config() != (tstamp.HWTstampConfig{}) {
+		t.Fatalf("undo: %v, %s", err, n.Config())
+	}
+}
+
+// TestENAAdminFailureSettles: the device lists RX stamps but refuses the
+// admin command (the driver resets the interface, stores OFF/NONE and
+// returns EOPNOTSUPP). In auto mode rig settles for software stamps,
+// saying why; the config reads as before, so nothing is journaled, and yet
+// the link bounced: the wait still runs. Hardware mode fails.
+func TestENAAdminFailureSettles(t *testing.T) {
+	n := nicfake.New(nicfake.ENAAdminFailure(), "ens6")
+	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := nicfake.NewClock()
+	env := &nicctl.Env{FS: h.FS, TS: n, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
+	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	start := clk.Now()
+	res, err := nicctl.PrepareTimestamping(context.Background(), env, j, "ens6", nicctl.TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedCapture})
+	if err != nil || res.Decision.Action != tstamp.ActSoftware || res.Hardware() || res.Changed ||
+		!strings.Contains(res.String(), "software: ens6's driver refused tx_type=OFF rx_filter=ALL although its capabilities list it") ||
+		!strings.Contains(res.Link, "link bounced (carrier_changes +2)") || clk.Now().Sub(start) != env.LinkSettle {
+		t.Fatalf("auto: %s (link %q) %v after %v", res, res.Link, err, clk.Now().Sub(start))
+	}
+	if _, err := nicctl.PrepareTimestamping(context.Background(), env, j, "ens6", nicctl.TSRequest{Mode: tstamp.Hardware, Need: tstamp.NeedCapture}); !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Fatalf("hardware: %v", err)
+	}
+	if restored, err := j.Undo(context.Background()); err != nil || len(restored) != 0 || n.Config() != (tstamp.HWTstampConfig{}) || n.CarrierChanges() != 4 {
+		t.Fatalf("undo %+v %v: %s, carrier_changes %d", restored, err, n.Config(), n.CarrierChanges())
 	}
 }
 

@@ -6,7 +6,7 @@
 // validation in front), tstamp.Stamper (the hardware stamps a socket on a
 // veth would have carried), tstamp.PHCDevice (the PTP clock ioctls) and
 // nicctl.EthtoolIoctl (`ethtool -S`, byte for byte) — and keeps the files a
-// driver changes (/sys/class/net/IF/{operstate,carrier_changes},
+// driver changes (/sys/class/net/IF/{operstate,carrier,carrier_changes},
 // /proc/irq/N/...) in a fake host root.
 //
 // It is a normal package so that the tests of several packages can import
@@ -53,6 +53,9 @@ type NIC struct {
 	// CountCheck plays a kernel with the ETHTOOL_GSTATS/GSTRINGS count
 	// check (see Ethtool); set it before use.
 	CountCheck bool
+	// Clock, when set before use, times the link changes that come after
+	// a reset (Profile.LinkDown, OperLag); nil: the wall clock.
+	Clock *Clock
 
 	mu    sync.Mutex
 	root  string // fake host root, "" when not attached
@@ -66,6 +69,9 @@ type NIC struct {
 	stats   statSet
 	queues  int
 	carrier int64 // carrier_changes
+	noCarr  bool  // the carrier is off
+	operDn  bool  // operstate reads down
+	watch   bool  // a linkwatch run is pending
 	ferr    error // a fake-root file that could not be written
 	phc     *PHC
 }
@@ -303,7 +309,7 @@ func (n *NIC) SetQueues(q int) {
 func (n *NIC) PHC() *PHC { return n.phc }
 
 // Attach makes the NIC keep its files below root (a fake host root):
-// /sys/class/net/IF/{operstate,carrier_changes} and, for each queue,
+// /sys/class/net/IF/{operstate,carrier,carrier_changes} and, for each queue,
 // /proc/irq/N/{smp_affinity_list,affinity_hint} with IRQs from
 // Profile.FirstIRQ. Files it finds are kept (another NIC's, a test's).
 func (n *NIC) Attach(root string) error {
@@ -314,6 +320,9 @@ func (n *NIC) Attach(root string) error {
 		return err
 	}
 	if err := n.writeLocked("/sys/class/net/"+n.Ifname+"/carrier_changes", strconv.FormatInt(n.carrier, 10)+"\n"); err != nil {
+		return err
+	}
+	if err := n.writeLocked("/sys/class/net/"+n.Ifname+"/carrier", "1\n"); err != nil {
 		return err
 	}
 	for _, irq := range n.irqsLocked() {
@@ -364,38 +373,79 @@ func (n *NIC) writeLocked(path, v string) error {
 	return os.WriteFile(p, []byte(v), 0o644)
 }
 
-// bounceLocked is ENA's ena_close() + ena_up() as the kernel shows it:
-// netif_carrier_off (carrier_changes +1, operstate down at once), then,
-// Profile.LinkDown later, netif_carrier_on (carrier_changes +1,
-// operstate up). The IRQs are freed and requested again: their affinity
-// hint is set to the node's CPUs; the affinity a user wrote is kept
-// (kernel/irq/manage.c irq_setup_affinity keeps IRQD_AFFINITY_SET).
+// bounceLocked is a reset of the interface (ena_close() then ena_up())
+// as the kernel shows it. The IRQs are freed and requested again: their
+// affinity hint is set to the node's CPUs; the affinity a user wrote is
+// kept (kernel/irq/manage.c irq_setup_affinity keeps IRQD_AFFINITY_SET).
+//
+// Profile.LinkDown 0 is ENA's (amzn-drivers 2.17.0 ena_netdev.c): ena_down
+// calls netif_carrier_off and ena_up netif_carrier_on, both inside the
+// ioctl, so carrier_changes has moved by 2 and carrier reads 1 when it
+// returns; linkwatch, which writes operstate later (a carrier-off event is
+// not urgent), then finds the carrier on, and operstate never reads down.
+// LinkDown > 0: the carrier comes back that long after the ioctl (a PHY
+// that renegotiates), operstate following as carrierLocked says.
 func (n *NIC) bounceLocked() {
-	n.carrier++
-	n.fileErr(n.writeLocked("/sys/class/net/"+n.Ifname+"/operstate", "down\n"))
-	n.fileErr(n.writeLocked("/sys/class/net/"+n.Ifname+"/carrier_changes", strconv.FormatInt(n.carrier, 10)+"\n"))
 	for _, irq := range n.irqsLocked() {
 		n.fileErr(n.writeLocked("/proc/irq/"+strconv.Itoa(irq)+"/affinity_hint", "0-1\n"))
 	}
 	n.AddCounter("interface_down", 1)
 	if n.P.LinkDown <= 0 {
-		n.linkUpLocked()
+		n.carrier += 2
+		n.fileErr(n.writeLocked("/sys/class/net/"+n.Ifname+"/carrier_changes", strconv.FormatInt(n.carrier, 10)+"\n"))
+		n.AddCounter("interface_up", 1)
 		return
 	}
-	n.links.Add(1)
-	time.AfterFunc(n.P.LinkDown, func() {
-		defer n.links.Done()
+	n.carrierLocked(false)
+	n.after(n.P.LinkDown, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		n.linkUpLocked()
+		n.carrierLocked(true)
+		n.AddCounter("interface_up", 1)
 	})
 }
 
-func (n *NIC) linkUpLocked() {
+// carrierLocked is netif_carrier_on/off: carrier and carrier_changes at
+// once; operstate when linkwatch gets to it (net/core/link_watch.c, 6.18).
+// A carrier-off event is not urgent: linkwatch runs Profile.OperLag later
+// (up to a second after its previous run) and writes the state it finds
+// then. A carrier-on event after linkwatch took the link down is urgent
+// (linkwatch_urgent_event: the qdisc is deactivated) and runs at once.
+func (n *NIC) carrierLocked(on bool) {
 	n.carrier++
+	n.noCarr = !on
 	n.fileErr(n.writeLocked("/sys/class/net/"+n.Ifname+"/carrier_changes", strconv.FormatInt(n.carrier, 10)+"\n"))
-	n.fileErr(n.writeLocked("/sys/class/net/"+n.Ifname+"/operstate", "up\n"))
-	n.AddCounter("interface_up", 1)
+	n.fileErr(n.writeLocked("/sys/class/net/"+n.Ifname+"/carrier", map[bool]string{true: "1\n", false: "0\n"}[on]))
+	switch {
+	case on && n.operDn, !on && n.P.OperLag <= 0:
+		n.linkwatchLocked()
+	case !on && !n.watch:
+		n.watch = true
+		n.after(n.P.OperLag, func() {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			n.linkwatchLocked()
+		})
+	}
+}
+
+// linkwatchLocked is linkwatch_do_dev: operstate from the carrier now.
+func (n *NIC) linkwatchLocked() {
+	n.watch, n.operDn = false, n.noCarr
+	n.fileErr(n.writeLocked("/sys/class/net/"+n.Ifname+"/operstate", map[bool]string{true: "down\n", false: "up\n"}[n.noCarr]))
+}
+
+// after runs f d later on the NIC's clock.
+func (n *NIC) after(d time.Duration, f func()) {
+	if n.Clock != nil {
+		n.Clock.AfterFunc(d, f)
+		return
+	}
+	n.links.Add(1)
+	time.AfterFunc(d, func() {
+		defer n.links.Done()
+		f()
+	})
 }
 
 func (n *NIC) fileErr(err error) {

@@ -1,6 +1,7 @@
 package nicfake_test
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -84,6 +85,11 @@ func TestSetHandlers(t *testing.T) {
 			{req: cfg(off, v2), grant: cfg(off, all), stored: cfg(off, all), bounce: true},
 			{req: cfg(off, all), grant: cfg(off, all), stored: cfg(off, all), bounce: true}, // no change, still a reset
 			{req: cfg(on, all), err: unix.EOPNOTSUPP, stored: cfg(off, none), bounce: true},
+		}},
+		{nicfake.ENAAdminFailure(), []step{
+			{req: cfg(one, all), err: unix.ERANGE, stored: cfg(off, none)},
+			{req: cfg(off, all), err: unix.EOPNOTSUPP, stored: cfg(off, none), bounce: true},
+			{req: cfg(off, none), err: unix.EOPNOTSUPP, stored: cfg(off, none), bounce: true},
 		}},
 		{nicfake.Liquidio(), []step{
 			{req: flags(cfg(on, all), 1), err: unix.EINVAL, stored: cfg(off, none)},
@@ -263,13 +269,11 @@ func TestStamperRace(t *testing.T) {
 }
 
 // TestENAReset: every accepted SIOCSHWTSTAMP closes and reopens the
-// interface: operstate down at once and up later, carrier_changes +2,
-// interface_down/up counted, the IRQs' affinity hint set and the user's
-// affinity kept.
+// interface inside the ioctl: carrier_changes +2 and the carrier on when
+// it returns, operstate never down, interface_down/up counted, the IRQs'
+// affinity hint set and the user's affinity kept.
 func TestENAReset(t *testing.T) {
-	p := nicfake.ENA()
-	p.LinkDown = 50 * time.Millisecond
-	n := nicfake.New(p, "ens5")
+	n := nicfake.New(nicfake.ENA(), "ens5")
 	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
 	if err != nil {
 		t.Fatal(err)
@@ -282,20 +286,46 @@ func TestENAReset(t *testing.T) {
 	if err := n.SetHWTstamp("ens5", &c); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := h.Operstate(); st != "down" || n.CarrierChanges() != 1 {
-		t.Fatalf("just after the set: operstate %q carrier_changes %d", st, n.CarrierChanges())
-	}
-	if err := n.Wait(); err != nil {
-		t.Fatal(err)
-	}
 	st, _ := h.Operstate()
 	cc, _ := h.FS.ReadInt("/sys/class/net/ens5/carrier_changes")
+	carrier, _ := h.FS.ReadInt("/sys/class/net/ens5/carrier")
 	down, _ := n.Counter("interface_down")
 	up, _ := n.Counter("interface_up")
 	aff, _ := h.Affinity(irq)
 	hint, _ := h.FS.ReadString("/proc/irq/" + itoa(irq) + "/affinity_hint")
-	if st != "up" || cc != 2 || down != 1 || up != 1 || aff != "1" || hint != "0-1" {
-		t.Fatalf("after the reset: operstate %q carrier_changes %d interface_down %d interface_up %d affinity %q hint %q", st, cc, down, up, aff, hint)
+	if st != "up" || cc != 2 || carrier != 1 || down != 1 || up != 1 || aff != "1" || hint != "0-1" || n.Wait() != nil {
+		t.Fatalf("after the reset: operstate %q carrier_changes %d carrier %d interface_down %d interface_up %d affinity %q hint %q",
+			st, cc, carrier, down, up, aff, hint)
+	}
+}
+
+// TestSlowLink: the carrier is off when the ioctl returns and back 2 s
+// later; operstate reads up for the first second (linkwatch has not run),
+// down for the next, and up again as soon as the carrier is (an urgent
+// event), all on the NIC's virtual clock.
+func TestSlowLink(t *testing.T) {
+	n := nicfake.New(nicfake.SlowLink(nicfake.ENA()), "ens6")
+	n.Clock = nicfake.NewClock()
+	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := func() string {
+		st, _ := h.Operstate()
+		cc, _ := h.FS.ReadInt("/sys/class/net/ens6/carrier_changes")
+		carrier, _ := h.FS.ReadInt("/sys/class/net/ens6/carrier")
+		return st + " " + itoa(int(carrier)) + " " + itoa(int(cc))
+	}
+	c := cfg(off, all)
+	if err := n.SetHWTstamp("ens6", &c); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, want := range []string{"up 0 1", "up 0 1", "down 0 1", "down 0 1", "up 1 2", "up 1 2"} {
+		if got := link(); got != want {
+			t.Fatalf("at %v: operstate, carrier, carrier_changes %q, want %q", time.Duration(i)*500*time.Millisecond, got, want)
+		}
+		n.Clock.Sleep(ctx, 500*time.Millisecond)
 	}
 }
 

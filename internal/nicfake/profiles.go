@@ -43,10 +43,12 @@ type Profile struct {
 	// FirstIRQ > 0 gives the queues IRQs FirstIRQ, FirstIRQ+1, … in the
 	// fake host root.
 	FirstIRQ int
-	// LinkDown > 0: Set results that bounce the interface keep operstate
-	// down that long (ENA).
-	LinkDown time.Duration
-	PHC      *PHCProfile
+	// LinkDown is how long a reset (a Set result with Bounce) keeps the
+	// carrier off after the ioctl returns: 0 is ENA's off and on inside
+	// the ioctl. OperLag is how late operstate follows a carrier-off
+	// (linkwatch). See NIC.bounceLocked.
+	LinkDown, OperLag time.Duration
+	PHC               *PHCProfile
 	// Notes are limits worth knowing that the model does not play.
 	Notes []string
 }
@@ -279,14 +281,14 @@ func ptpOnlySet(ixgbe bool) func(cur, req tstamp.HWTstampConfig) Result {
 // stored config becomes OFF/NONE. ena_get_ts_info on an RX-only device:
 // RX_HARDWARE without RAW_HARDWARE, no tx_types, rx NONE|ALL.
 // ena_down/ena_up (netif_carrier_off/on) move carrier_changes by 2 and
-// count interface_down/interface_up; the IRQs are freed and requested
+// count interface_down/interface_up (ena_netdev.c ena_up, ena_down); the IRQs are freed and requested
 // again with irq_update_affinity_hint (only the hint: a user's affinity
 // stays). The PHC (ena_phc.c, phc_enable=1) has gettimex64 only; the
 // device allows 125 get-time requests per second (docs/hardware.md), and
 // ena_com_phc_get_timestamp blocks for block_timeout_usec (default 1000
 // µs) after a failure, counting phc_cnt/phc_exp/phc_skp/phc_err_{dv,ts,eb}.
-// The 200 ms link-down time is a model figure (ena_up plus the link-up
-// event); the source does not bound it.
+// ena_down and ena_up turn the carrier off and on inside the ioctl
+// (LinkDown 0).
 func ENA() *Profile {
 	return &Profile{
 		Name: "ena", Driver: "ena",
@@ -311,17 +313,53 @@ func ENA() *Profile {
 			r.Bounce = true
 			return r
 		},
-		Counters: []string{"total_resets", "tx_timeout", "interface_down", "interface_up",
+		Counters: []string{"total_resets", "reset_fail", "tx_timeout", "interface_down", "interface_up",
 			"bw_in_allowance_exceeded", "bw_out_allowance_exceeded", "pps_allowance_exceeded",
 			"conntrack_allowance_exceeded", "linklocal_allowance_exceeded",
 			"phc_cnt", "phc_exp", "phc_skp", "phc_err_dv", "phc_err_ts", "phc_err_eb"},
 		QueueCounters: []string{"queue_%d_tx_cnt", "queue_%d_tx_missed_tx", "queue_%d_rx_cnt", "queue_%d_rx_page_alloc_fail"},
-		Queues:        2, FirstIRQ: 110, LinkDown: 200 * time.Millisecond,
+		Queues:        2, FirstIRQ: 110,
 		PHC: &PHCProfile{Extended: true, PerSecond: 125, Block: 1000 * time.Microsecond,
 			Counters: [4]string{"phc_cnt", "phc_exp", "phc_skp", "phc_err_ts"}},
 		Notes: []string{"RX stamps only on the instance types whose device reports it; TX hardware stamps need a device with TX support",
 			"every SIOCSHWTSTAMP resets the interface (the ENI may carry ssh)"},
 	}
+}
+
+// ENAAdminFailure is ENA on a device whose capabilities list RX stamps
+// but which refuses the admin command that sets them (amzn-drivers issue
+// 351: ena_linux 2.15.0 on Ubuntu's 6.8.0-1024-aws, "Admin command
+// failed", EOPNOTSUPP). ena_set_timestamp_config_internal (2.15.0 to
+// 2.17.0) stores the request and resets the interface;
+// ena_configure_hw_timestamping's ena_com_set_hw_timestamping_configuration
+// fails, so it stores OFF/NONE and drops the extended completion
+// descriptors; ena_up brings the interface back all the same, and the
+// ioctl returns EOPNOTSUPP: the config reads what it read before a write
+// from OFF/NONE, yet the link bounced. A variant, not in Profiles.
+func ENAAdminFailure() *Profile {
+	p := ENA()
+	p.Name = "ena-admin-failure"
+	set := p.Set
+	p.Set = func(cur, req tstamp.HWTstampConfig) Result {
+		if r := set(cur, req); !r.Bounce {
+			return r // refused before the reset (ERANGE)
+		}
+		return Result{Stored: off, Err: unix.EOPNOTSUPP, Bounce: true}
+	}
+	return p
+}
+
+// SlowLink is p (a profile whose Set resets the interface) with a link
+// that comes back 2 s after the reset, and operstate 1 s behind a
+// carrier-off: linkwatch delays a non-urgent event up to a second after
+// its previous run (net/core/link_watch.c linkwatch_schedule_work). It
+// plays a PHY that renegotiates after a reset (igb or ixgbe after
+// `ethtool -G`, the link brought up by the watchdog) behind the SET that
+// rig waits after. The 2 s is a model figure. A variant, not in Profiles.
+func SlowLink(p *Profile) *Profile {
+	p.Name += "+slow-link"
+	p.LinkDown, p.OperLag = 2*time.Second, time.Second
+	return p
 }
 
 // Liquidio is Cavium LiquidIO (drivers/net/ethernet/cavium/liquidio

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"time"
+
+	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // Capture is rig capture's command line.
@@ -13,6 +15,8 @@ type Capture struct {
 	// requests' (--reply-port; 0: the same).
 	ReplyPort int
 	VXLAN     bool   // --vxlan: the port receives VXLAN-encapsulated copies
+	VXLANPort int    // --vxlan-port: their outer UDP port
+	VNI       int    // --vni: their VNI only (-1: any)
 	Pcap      string // --pcap: also write the frames here ("": no)
 	Capacity  int    // --capacity: sequences recorded
 	// Responders is how many responders answer every request
@@ -25,7 +29,7 @@ type Capture struct {
 // DefaultCapture is rig capture's command line with every flag at its
 // default (Iface, which has none, empty).
 func DefaultCapture() Capture {
-	return Capture{Common: defaultCommon(), Capacity: 100000, Responders: 1}
+	return Capture{Common: defaultCommon(), Capacity: 100000, Responders: 1, VXLANPort: tstamp.VXLANPort, VNI: -1}
 }
 
 // Register defines rig capture's flags on fs, bound to c and set to their
@@ -35,6 +39,8 @@ func (c *Capture) Register(fs *flag.FlagSet) {
 	c.Common.register(fs, "to", "unicast requests: the responder's IPv4 address:port (the sender's --to); its port is captured instead of --group's")
 	fs.IntVar(&c.ReplyPort, "reply-port", d.ReplyPort, "UDP port of the replies when it differs from the group port (rig send uses the group port as its source port by default)")
 	fs.BoolVar(&c.VXLAN, "vxlan", d.VXLAN, "the port receives VXLAN-encapsulated copies (UDP 4789: AWS VPC Traffic Mirroring, rig lab up --mirror vxlan): filter and pair the frames inside; the stamps are the copies' arrival here, not the wire at the responder")
+	fs.IntVar(&c.VXLANPort, "vxlan-port", d.VXLANPort, "with --vxlan: the copies' UDP port (AWS VPC Traffic Mirroring: 4789; a Linux vxlan device made without dstport sends to 8472)")
+	fs.IntVar(&c.VNI, "vni", d.VNI, "with --vxlan: take only the copies of this VXLAN network identifier (the mirror session's --virtual-network-id; -1: any)")
 	fs.StringVar(&c.Pcap, "pcap", d.Pcap, "also write the frames as pcap with nanosecond stamps")
 	fs.IntVar(&c.Capacity, "capacity", d.Capacity, "sequences recorded (0..capacity-1)")
 	fs.IntVar(&c.Responders, "responders", d.Responders, fmt.Sprintf("how many responders answer every request (their --id 0..N-1; 1..%d): each reply is paired with its request per responder", MaxResponders))
@@ -57,7 +63,26 @@ func (c *Capture) Parse(fs *flag.FlagSet) error {
 	if c.Responders < 1 || c.Responders > MaxResponders {
 		return fmt.Errorf("--responders %d: want 1..%d", c.Responders, MaxResponders)
 	}
+	if c.VXLANPort < 1 || c.VXLANPort > 65535 {
+		return fmt.Errorf("--vxlan-port %d: want 1..65535", c.VXLANPort)
+	}
+	if c.VNI < -1 || c.VNI > tstamp.MaxVNI {
+		return fmt.Errorf("--vni %d: want 0..%d (a VNI has 24 bits), or -1 for any", c.VNI, tstamp.MaxVNI)
+	}
+	if !c.VXLAN && (c.VXLANPort != tstamp.VXLANPort || c.VNI != -1) {
+		return fmt.Errorf("--vxlan-port and --vni select VXLAN copies: add --vxlan")
+	}
 	return nil
+}
+
+// VXLANMatch is which VXLAN copies --vxlan-port and --vni select.
+func (c Capture) VXLANMatch() tstamp.VXLANMatch {
+	m := tstamp.VXLANMatch{Port: uint16(c.VXLANPort)}
+	if c.VNI >= 0 {
+		v := uint32(c.VNI)
+		m.VNI = &v
+	}
+	return m
 }
 
 // Ports are the UDP ports to capture: the requests' and, when it differs,
@@ -77,6 +102,10 @@ func (c Capture) Args() []string {
 	c.Common.args(&a, "to")
 	a.int("reply-port", c.ReplyPort)
 	a.flag("vxlan", c.VXLAN)
+	if c.VXLAN {
+		a.int("vxlan-port", c.VXLANPort)
+		a.int("vni", c.VNI)
+	}
 	a.opt("pcap", c.Pcap)
 	a.int("capacity", c.Capacity)
 	a.int("responders", c.Responders)

@@ -177,6 +177,8 @@ func TestCaptureRoundTrip(t *testing.T) {
 	roundTrip[Capture](t, base, Capture.Args, with(commonChanges(func(c *Capture) *Common { return &c.Common }), map[string]func(*Capture){
 		"ReplyPort":  func(c *Capture) { c.ReplyPort = 9001 },
 		"VXLAN":      func(c *Capture) { c.VXLAN = true },
+		"VXLANPort":  func(c *Capture) { c.VXLAN, c.VXLANPort = true, 8472 },
+		"VNI":        func(c *Capture) { c.VXLAN, c.VNI = true, 0 },
 		"Pcap":       func(c *Capture) { c.Pcap = "/tmp/x.pcap" },
 		"Capacity":   func(c *Capture) { c.Capacity = 10 },
 		"Responders": func(c *Capture) { c.Responders = MaxResponders },
@@ -244,6 +246,9 @@ func TestParseErrors(t *testing.T) {
 		{"send", []string{"--iface", "lo", "--warmup", "10", "--count", "10"}, "--warmup 10: want 0..count-1"},
 		{"send", []string{"--iface", "lo", "--warmup", "-1"}, "--warmup -1: want 0..count-1"},
 		{"capture", []string{"--iface", "lo", "--run-id", "1", "--reply-port", "70000"}, "--reply-port 70000: want 1..65535"},
+		{"capture", []string{"--iface", "lo", "--run-id", "1", "--vni", "4242"}, "--vxlan-port and --vni select VXLAN copies: add --vxlan"},
+		{"capture", []string{"--iface", "lo", "--run-id", "1", "--vxlan", "--vni", "16777216"}, "--vni 16777216: want 0..16777215 (a VNI has 24 bits), or -1 for any"},
+		{"capture", []string{"--iface", "lo", "--run-id", "1", "--vxlan", "--vxlan-port", "0"}, "--vxlan-port 0: want 1..65535"},
 		{"respond", []string{"--iface", "lo", "--run-id", "1", "--id", "65536"}, "--id 65536: want 0..65535"},
 		{"respond", []string{"--iface", "lo", "--run-id", "1", "--id", "-1"}, "--id -1: want 0..65535"},
 		{"send", []string{"--iface", "lo", "--responders", "0"}, "--responders 0: want 1..64"},

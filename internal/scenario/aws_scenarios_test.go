@@ -44,8 +44,10 @@ var (
 )
 
 // prepared copies a fixture tree and sets it up as docs/aws.md does: a
-// second ENI (ens6, in its own subnet) where the tree has one, and, when
-// cpus is not empty, the kernel command line that isolates them.
+// second ENI (ens6, in its own subnet) where the tree has none, routed as
+// amazon-ec2-net-utils routes it (its DHCP routes in the main table with
+// metric 513, a default route among them), and, when cpus is not empty,
+// the kernel command line that isolates them.
 func prepared(t *testing.T, tree, cpus string) hostfs.FS {
 	t.Helper()
 	dst := hostfstest.CopyTree(t, filepath.Join("../hostinfo/testdata", tree))
@@ -56,7 +58,8 @@ func prepared(t *testing.T, tree, cpus string) hostfs.FS {
 		dev := "/sys/devices/pci0000:00/0000:00:06.0/net/ens6"
 		files[dev+"/operstate"], files[dev+"/mtu"] = "up", "9001"
 		route, _ := h.ReadString("/proc/net/route")
-		files["/proc/net/route"] = route + "\nens6\t0010200A\t00000000\t0001\t0\t0\t513\t00F0FFFF\t0\t0\t0"
+		files["/proc/net/route"] = route + "\nens6\t00000000\t0110200A\t0003\t0\t0\t513\t00000000\t0\t0\t0" +
+			"\nens6\t0010200A\t00000000\t0001\t0\t0\t513\t00F0FFFF\t0\t0\t0"
 		if err := os.MkdirAll(filepath.Join(dst, dev), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -79,12 +82,14 @@ func prepared(t *testing.T, tree, cpus string) hostfs.FS {
 }
 
 // Both AWS scenarios against fake c7i and c8g pairs built from the
-// fixture trees: as the instances come (the arms that need an isolated CPU
-// skipped, each with its reason) and booted as docs/aws.md says (every arm
-// runs). The dry run resolves the unicast destination to the responder's
+// fixture trees, on AL2023 and on Ubuntu (both give the second ENI a
+// default route of higher metric: it is not the management interface):
+// as the instances come (the arms that need an isolated CPU skipped, each
+// with its reason) and booted as docs/aws.md says (every arm runs). The dry run resolves the unicast destination to the responder's
 // second ENI, plans software stamps for ENA's probes (no TX hardware
 // stamps: nothing is switched on), and prints each arm's changes.
 func TestAWSScenariosDryRun(t *testing.T) {
+	const inTreeStamps = "snd ens6 (RX ALL + TX ON): software: ens6 cannot give rig's probes RX ALL + TX ON in hardware (RX: no hardware RX stamps; TX: no hardware TX stamps"
 	addrs := func(ens6 string) map[string][]netip.Addr {
 		return map[string][]netip.Addr{"ens5": {netip.MustParseAddr("10.32.0.10")}, "ens6": {netip.MustParseAddr(ens6)}}
 	}
@@ -99,11 +104,14 @@ func TestAWSScenariosDryRun(t *testing.T) {
 			"snd ens6 (RX ALL + TX ON): software: ens6 cannot give rig's probes RX ALL + TX ON in hardware (TX: no hardware TX stamps",
 			[]string{"IRQs of ens6 queues → CPUs 3 (", "coalescing: ethtool -C ens6 adaptive-rx off rx-usecs 0", "smt-sibling load: stress-ng --cpu 1 --cpu-method fft on CPU 7 (sibling of 3)",
 				"C-states on CPU 3: disable C1E, C6", "cpu3/cpuidle/state2 (C1E): disable 0 → 1", "load: stress-ng --cpu 6 --cpu-method fft (--taskset 0-2,4-6)"}},
-		{"aws-c8g.yaml", "c8g", "3", enaInTree, 7,
-			"snd ens6 (RX ALL + TX ON): software: ens6 cannot give rig's probes RX ALL + TX ON in hardware (RX: no hardware RX stamps; TX: no hardware TX stamps",
+		{"aws-c8g.yaml", "c8g", "3", enaInTree, 7, inTreeStamps,
+			[]string{"IRQs of ens6 queues → CPUs 3 (", "coalescing: ethtool -C ens6 adaptive-rx off rx-usecs 0", "load: stress-ng --cpu 7 --cpu-method fft (--taskset 0-2,4-7)"}},
+		{"aws-c7i.yaml", "c7i-ubuntu", "3,7", enaInTree, 9, inTreeStamps,
+			[]string{"IRQs of ens6 queues → CPUs 3 (", "C-states on CPU 3: disable C1E, C6", "load: stress-ng --cpu 6 --cpu-method fft (--taskset 0-2,4-6)"}},
+		{"aws-c8g.yaml", "c8g-ubuntu", "3", enaInTree, 7, inTreeStamps,
 			[]string{"IRQs of ens6 queues → CPUs 3 (", "coalescing: ethtool -C ens6 adaptive-rx off rx-usecs 0", "load: stress-ng --cpu 7 --cpu-method fft (--taskset 0-2,4-7)"}},
 	} {
-		t.Run(c.file, func(t *testing.T) {
+		t.Run(c.file+"/"+c.tree, func(t *testing.T) {
 			s, err := Load("../../scenarios/" + c.file)
 			if err != nil {
 				t.Fatal(err)
@@ -112,7 +120,7 @@ func TestAWSScenariosDryRun(t *testing.T) {
 				t.Fatalf("%d arms, unicast %v, timestamps %s", len(s.Arms), s.Unicast(), s.Timestamps)
 			}
 			for _, a := range s.Arms {
-				if c.tree == "c8g" && (a.Effective.SMTSibling != nil || a.Effective.CState != nil) {
+				if strings.HasPrefix(c.tree, "c8g") && (a.Effective.SMTSibling != nil || a.Effective.CState != nil) {
 					t.Errorf("arm %s: c8g has no SMT and no C-state control", a.Name)
 				}
 			}

@@ -45,6 +45,14 @@ func TestMgmtInterfaceRefused(t *testing.T) {
 			}
 		}
 	}
+	// A host that has the second interface already: the fix names it
+	// instead of asking for one.
+	two := smallHost()
+	two.Ifaces, two.Mgmt = []string{"eth0", "eth1", "lo"}, []string{"eth0"}
+	if err := Validate(s, factsFor(s, two)); err == nil || !strings.Contains(err.Error(), "measure on eth1 (hosts.h.iface), which is not a management interface") ||
+		strings.Contains(err.Error(), "attach a second ENI") {
+		t.Errorf("two interfaces: %v", err)
+	}
 	s = load(t, strings.Replace(singleENI, "%s", ", allow-mgmt: true", 1))
 	if !s.Hosts[0].AllowMgmt {
 		t.Fatal("allow-mgmt not loaded")

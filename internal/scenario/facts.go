@@ -44,9 +44,11 @@ type Facts struct {
 	StressNG bool          `json:"stress_ng"`
 	// IdleStates lists each CPU's cpuidle state names in index order.
 	IdleStates map[int][]string `json:"idle_states"`
-	// MgmtIfaces carry a default route (the management interfaces rig
-	// does not change unless told to); nil (an older agent) means unknown.
-	MgmtIfaces []string `json:"mgmt_ifaces"`
+	// MgmtIfaces are the management interfaces rig does not change
+	// unless told to (nicctl.ReadMgmt), MgmtWhy says why each is one;
+	// nil (an older agent) means unknown.
+	MgmtIfaces []string          `json:"mgmt_ifaces"`
+	MgmtWhy    map[string]string `json:"mgmt_why,omitempty"`
 	// Addrs are each interface's IPv4 addresses, sorted (where unicast
 	// requests can go); nil (an older agent, a fake root) means unknown.
 	Addrs map[string][]netip.Addr `json:"addrs"`
@@ -120,9 +122,9 @@ func ReadFacts(fs hostfs.FS) (*Facts, error) {
 	f.Power = &pf
 	// Never nil when known: nil says "unknown" (no route table here, or
 	// an older agent).
-	switch mg, err := nicctl.MgmtInterfaces(fs); {
+	switch mg, err := nicctl.ReadMgmt(fs); {
 	case err == nil:
-		f.MgmtIfaces = append([]string{}, mg...)
+		f.MgmtIfaces, f.MgmtWhy = mg.Ifaces(), mg.Why
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, err
 	}
@@ -201,7 +203,7 @@ func (f *Facts) timestamping(iface string) (tstamp.NICState, error) {
 	return st, nil
 }
 
-// mgmtInterfaces lists the interfaces that carry a default route.
+// mgmtInterfaces lists the management interfaces.
 func (f *Facts) mgmtInterfaces() ([]string, error) {
 	if f.MgmtIfaces == nil {
 		return nil, fmt.Errorf("default routes: the host does not report them: %w", os.ErrNotExist)
@@ -522,9 +524,23 @@ func (v *validator) mgmt(rsp *Host, hf *hostFacts) error {
 	if !slices.Contains(mg, rsp.Iface) {
 		return nil
 	}
+	why := hf.f.MgmtWhy[rsp.Iface]
+	if why == "" {
+		why = "carries the default route"
+	}
+	other := fmt.Sprintf("a second interface (hosts.%s.iface; on AWS attach a second ENI)", hf.name)
+	var free []string
+	for _, i := range hf.f.Ifaces {
+		if i != "lo" && !slices.Contains(mg, i) {
+			free = append(free, i)
+		}
+	}
+	if len(free) > 0 {
+		other = fmt.Sprintf("%s (hosts.%s.iface), which is not a management interface", strings.Join(free, " or "), hf.name)
+	}
 	for _, p := range sites {
-		v.c.val(p, fmt.Sprintf("%s on host %s carries the default route (the management interface): rig does not change its IRQs or NIC settings", rsp.Iface, hf.name),
-			fmt.Sprintf("measure on a second interface (hosts.%s.iface; on AWS attach a second ENI), or add allow-mgmt: true to hosts.%s to change %s on purpose", hf.name, hf.name, rsp.Iface))
+		v.c.val(p, fmt.Sprintf("%s on host %s %s (the management interface): rig does not change its IRQs or NIC settings", rsp.Iface, hf.name, why),
+			fmt.Sprintf("measure on %s, or add allow-mgmt: true to hosts.%s to change %s on purpose", other, hf.name, rsp.Iface))
 	}
 	return nil
 }

@@ -38,7 +38,7 @@ arms: [{name: base}]
 	if err := Validate(s, factsFor(s, f)); err != nil {
 		t.Fatal(err)
 	}
-	if out := dry(s); !strings.Contains(out, "h eth0 (RX ALL + TX ON): software: eth0 is tx_type=OFF rx_filter=NONE; rig's probes need tx_type=ON rx_filter=ALL; it carries the default route, and rig does not change the management interface: software stamps") {
+	if out := dry(s); !strings.Contains(out, "h eth0 (RX ALL + TX ON): software: eth0 is tx_type=OFF rx_filter=NONE; rig's probes need tx_type=ON rx_filter=ALL; it is the management interface (it carries the default route or the controller's connection), and rig does not change it: software stamps") {
 		t.Errorf("auto on the management interface:\n%s", out)
 	}
 	s = load(t, strings.Replace(strings.Replace(src, "timestamps: %s", "timestamps: hardware", 1), "%s", "", 1))

@@ -106,8 +106,9 @@ type NICState struct {
 	// for itself ("ptp4l (pid 812)"); "" when none. The kernel cannot tell:
 	// callers fill it from the process table (nicctl does).
 	Owner string `json:"owner,omitempty"`
-	// Mgmt is true when the interface carries the default route. Callers
-	// fill it (nicctl.MgmtInterfaces).
+	// Mgmt is true when it is a management interface (the default route
+	// of least metric, the controller's connection). Callers fill it
+	// (nicctl.ReadMgmt).
 	Mgmt bool `json:"mgmt,omitempty"`
 }
 

@@ -217,16 +217,25 @@ func Decide(st NICState, p Policy) Decision {
 	switch {
 	case p.ReadOnly:
 		return no(change+", and rig is not to change it here",
-			"let rig enable it (leave out --nic-timestamping leave), or `rig nicctl set "+name+" --hwtstamp all` first")
+			"let rig enable it (leave out --nic-timestamping leave), or `rig nicctl set "+name+" --hwtstamp "+p.Need.nicctlMode()+"` first")
 	case st.Owner != "" && !p.TakeOver:
 		return no(fmt.Sprintf("%s; %s owns that config, and rig does not change it", change, st.Owner),
 			"measure on another interface, stop "+ownerName(st.Owner)+" for the run, or let rig take the NIC over (host option take-over-ptp: true, flag --take-over-ptp)")
 	case st.Mgmt && !p.AllowMgmt:
-		return no(change+"; it carries the default route, and rig does not change the management interface",
+		return no(change+"; it is the management interface (it carries the default route or the controller's connection), and rig does not change it",
 			"measure on a second NIC, or allow it (host option allow-mgmt: true, flag --allow-mgmt)")
 	}
 	return Decision{Action: ActWrite, Target: target, RX: p.Need.RX, TX: p.Need.TX,
 		Why: fmt.Sprintf("%s: %s → %s", name, st.Config, target)}
+}
+
+// nicctlMode is the `rig nicctl set --hwtstamp` mode that enables n: "rx"
+// keeps tx_type, so an RX-only NIC (ENA) takes it.
+func (n Need) nicctlMode() string {
+	if n.TX {
+		return "all"
+	}
+	return "rx"
 }
 
 func hwstampCtlArgs(n Need) string {

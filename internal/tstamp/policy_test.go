@@ -319,3 +319,17 @@ func TestTxProof(t *testing.T) {
 		t.Fatalf("%v allocs", n)
 	}
 }
+
+// A probe told to leave the NIC alone names the `rig nicctl set` mode that
+// enables what it needs: a capture's RX ALL keeps tx_type ("rx"), which an
+// RX-only NIC takes; sender and responder need "all".
+func TestReadOnlyFixNamesTheMode(t *testing.T) {
+	st := NICState{Ifname: "ens6", Caps: capsRxOnly, Config: HWTstampConfig{}, ConfigKnown: true}
+	if d := Decide(st, Policy{Mode: Hardware, Need: NeedCapture, ReadOnly: true}); d.Action != ActRefuse || !strings.Contains(d.Fix, "`rig nicctl set ens6 --hwtstamp rx` first") {
+		t.Errorf("capture: %+v", d)
+	}
+	st.Caps = capsAll
+	if d := Decide(st, Policy{Mode: Hardware, Need: NeedProbe, ReadOnly: true}); !strings.Contains(d.Fix, "`rig nicctl set ens6 --hwtstamp all` first") {
+		t.Errorf("probe: %+v", d)
+	}
+}

@@ -1,23 +1,56 @@
 package tstamp
 
 import (
+	"fmt"
+
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
 // VXLANPort is the IANA UDP port of VXLAN (RFC 7348), the one AWS VPC
-// Traffic Mirroring sends its copies to.
+// Traffic Mirroring sends its copies to. (Linux's `ip link add … type
+// vxlan` without dstport uses 8472, the port it used before IANA's.)
 const VXLANPort = 4789
+
+// VXLANMatch is which VXLAN copies a capture takes: those to UDP port Port
+// (0: VXLANPort) and, when VNI is set, of that VXLAN network identifier
+// only (a mirror session's; copies of another session to the same target
+// are left out).
+type VXLANMatch struct {
+	Port uint16
+	VNI  *uint32
+}
+
+// UDPPort is the outer UDP destination port.
+func (m VXLANMatch) UDPPort() uint16 {
+	if m.Port == 0 {
+		return VXLANPort
+	}
+	return m.Port
+}
+
+// Takes reports whether a VXLAN header h (8 bytes: flags, 3 reserved, the
+// 24-bit VNI, 1 reserved) received on the matched port is one m takes:
+// the VNI flag set and, with VNI set, that VNI. It does not allocate.
+func (m VXLANMatch) Takes(h []byte) bool {
+	if len(h) < 8 || h[0]&0x08 == 0 {
+		return false
+	}
+	return m.VNI == nil || uint32(h[4])<<16|uint32(h[5])<<8|uint32(h[6]) == *m.VNI
+}
+
+// MaxVNI is the largest VXLAN network identifier (24 bits).
+const MaxVNI = 1<<24 - 1
 
 // AttachVXLANPortFilter is AttachUDPPortFilter for a port that receives
 // VXLAN-encapsulated copies (a mirror session's target): it keeps only
-// untagged Ethernet IPv4 UDP frames (first fragments) to VXLANPort whose
-// VXLAN header has the VNI flag set and which carry an untagged Ethernet
-// IPv4 UDP frame (a first fragment) with one of ports as its source or
-// destination port. Plain, unencapsulated frames are dropped. Errors: as
-// AttachUDPPortFilter.
-func (p *PacketConn) AttachVXLANPortFilter(ports ...uint16) error {
-	prog, err := vxlanPortFilter(ports)
+// untagged Ethernet IPv4 UDP frames (first fragments) to m's port whose
+// VXLAN header has the VNI flag set (and m's VNI, when set) and which
+// carry an untagged Ethernet IPv4 UDP frame (a first fragment) with one of
+// ports as its source or destination port. Plain, unencapsulated frames
+// are dropped. Errors: as AttachUDPPortFilter, and a VNI above MaxVNI.
+func (p *PacketConn) AttachVXLANPortFilter(m VXLANMatch, ports ...uint16) error {
+	prog, err := vxlanPortFilter(m, ports)
 	if err != nil {
 		return err
 	}
@@ -30,9 +63,12 @@ func (p *PacketConn) AttachVXLANPortFilter(ports ...uint16) error {
 // inner IPv4 header at X+44. cBPF's ldxb 4*([k]&0xf) takes only an
 // absolute offset, so the inner header length is computed in A and added
 // to X.
-func vxlanPortFilter(ports []uint16) ([]unix.SockFilter, error) {
+func vxlanPortFilter(m VXLANMatch, ports []uint16) ([]unix.SockFilter, error) {
 	if err := checkFilterPorts(ports); err != nil {
 		return nil, err
+	}
+	if m.VNI != nil && *m.VNI > MaxVNI {
+		return nil, fmt.Errorf("tstamp: VXLAN filter: VNI %d out of range (0..%d)", *m.VNI, MaxVNI)
 	}
 	const (
 		accept = 0x40000
@@ -48,9 +84,17 @@ func vxlanPortFilter(ports []uint16) ([]unix.SockFilter, error) {
 		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: 0x1fff},
 		bpf.LoadMemShift{Off: 14},          // X = outer IHL·4
 		bpf.LoadIndirect{Off: 16, Size: 2}, // outer UDP destination port
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: VXLANPort},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(m.UDPPort())},
 		bpf.LoadIndirect{Off: 22, Size: 1}, // VXLAN flags
 		bpf.JumpIf{Cond: bpf.JumpBitsNotSet, Val: 0x08},
+	}
+	if m.VNI != nil {
+		hdr = append(hdr,
+			bpf.LoadIndirect{Off: 26, Size: 4}, // VNI and the reserved byte after it
+			bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight, Val: 8},
+			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: *m.VNI})
+	}
+	hdr = append(hdr,
 		bpf.LoadIndirect{Off: 42, Size: 2}, // inner ethertype
 		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.ETH_P_IP},
 		bpf.LoadIndirect{Off: 53, Size: 1}, // inner protocol
@@ -63,7 +107,7 @@ func vxlanPortFilter(ports []uint16) ([]unix.SockFilter, error) {
 		bpf.ALUOpX{Op: bpf.ALUOpAdd},
 		bpf.TAX{},                          // X = outer IHL + inner IHL
 		bpf.LoadIndirect{Off: 44, Size: 2}, // inner UDP source port
-	}
+	)
 	n := len(hdr)
 	dropAt := n + np + 1 + np
 	acceptAt := dropAt + 1

@@ -15,11 +15,21 @@ k8spod/     Kubernetes pod (cgroup v2 namespace): cpuset 2-3 on an SMT host
 c7i/        AWS c7i.2xlarge (x86, Sapphire Rapids, 4 cores x 2 threads), AL2023
             kernel 6.1 layout: PCI-MSI rows, out-of-tree ENA 2.15.0g on ens5
             (8 queues + ena-mgmnt, RX-only packet stamps offered, PHC off) and
-            a second ENI ens6; ens5 carries the default route
+            a second ENI ens6, routed by amazon-ec2-net-utils >= 2.5: both
+            ENIs' DHCP routes in the main table (default via ens5 metric 512,
+            via ens6 metric 513), ens6's copies in table 10001 with a rule
+            from its address (run/systemd/network/70-ens6.network.d)
 c8g/        AWS c8g.2xlarge (arm64, Graviton4, 8 cores, no SMT), AL2023 kernel
             6.12+ layout: GICv3 and ITS-PCI-MSIX rows with the Edge/Level
             column, IPI0..IPI7 and Err; no cpuidle driver; in-tree ENA on
             ens5, the only interface (it carries the default route)
+c7i-ubuntu/ the c7i and c8g instances on Ubuntu 24.04 (linux-aws 6.14, in-tree
+c8g-ubuntu/ ENA; x86 rows from per-device MSI domains, PCI-MSIX-BDF) with a
+            second ENI ens6 configured by cloud-init's EC2 datasource through
+            netplan (etc/netplan/50-cloud-init.yaml): DHCP routes in the main
+            table with route-metric 100 (ens5) and 200 (ens6, use-routes),
+            ens6's default and subnet routes in table 101, a rule from its
+            address
 c7i, c8g    also: DMI "Amazon EC2" with the instance type, IGMP defaults
             (force_igmp_version 0: IGMPv3) on every interface
 
@@ -357,13 +367,19 @@ def ena_nic(root, iface, bdf, irqs, module):
         w(root, dev + '/hw_packet_timestamping_state',
           'HW TX support: 0\nHW RX support: 1\nTX configuration: 0\nRX configuration: 0\n')
 
-def aws(root, ncpu, siblings, core_of, kernel, arch, cpuinfo, idle_driver, states):
-    common(root, 'BOOT_IMAGE=(hd0,gpt1)/boot/vmlinuz-%s root=UUID=0c1a2b3c ro console=tty0 console=ttyS0,115200n8 '
-           'nvme_core.io_timeout=4294967295 rd.emergency=poweroff rd.shell=0 selinux=1 security=selinux quiet' % kernel,
+def aws(root, ncpu, siblings, core_of, kernel, arch, cpuinfo, idle_driver, states, ubuntu=False):
+    cmdline = ('BOOT_IMAGE=(hd0,gpt1)/boot/vmlinuz-%s root=UUID=0c1a2b3c ro console=tty0 console=ttyS0,115200n8 '
+               'nvme_core.io_timeout=4294967295 rd.emergency=poweroff rd.shell=0 selinux=1 security=selinux quiet')
+    if ubuntu:
+        cmdline = ('BOOT_IMAGE=/vmlinuz-%s root=PARTUUID=5f0e9d4c-01 ro console=tty1 console=ttyS0 '
+                   'nvme_core.io_timeout=4294967295 panic=-1')
+    common(root, cmdline % kernel,
            *(('tsc', 'tsc kvm-clock hpet acpi_pm') if arch == 'x86_64' else ('arch_sys_counter', 'arch_sys_counter')),
            'madvise')
     w(root, '/proc/sys/kernel/osrelease', kernel + '\n')
-    w(root, '/proc/version', 'Linux version %s (mockbuild@ip-10-0-40-1) (gcc (GCC) 11.5.0) #1 SMP\n' % kernel)
+    w(root, '/proc/version', ('Linux version %s (buildd@lcy02-amd64-080) (x86_64-linux-gnu-gcc-13 (Ubuntu 13.3.0-6ubuntu2~24.04) '
+                              '13.3.0) #15~24.04.1-Ubuntu SMP\n' if ubuntu else
+                              'Linux version %s (mockbuild@ip-10-0-40-1) (gcc (GCC) 11.5.0) #1 SMP\n') % kernel)
     w(root, '/proc/sys/kernel/arch', arch + '\n')
     w(root, '/proc/cpuinfo', cpuinfo)
     cpu_tree(root, ncpu, siblings, core_of, idle_driver, states)
@@ -394,45 +410,103 @@ def ec2(root, instance_type, ifaces):
     for c in ['all', 'default', 'lo'] + ifaces:
         w(root, '/proc/sys/net/ipv4/conf/%s/force_igmp_version' % c, '0\n')
 
-def route(root, default_if, others):
-    s = 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT                                                       \n'
-    s += '%s\t00000000\t0100200A\t0003\t0\t0\t512\t00000000\t0\t0\t0                                                                               \n' % default_if
-    for i, (ifc, net) in enumerate([(default_if, '0000200A')] + others):
-        s += '%s\t%s\t00000000\t0001\t0\t0\t%d\t00F0FFFF\t0\t0\t0                                                                               \n' % (ifc, net, 512 + i)
+def ip4(a):
+    """An IPv4 address as /proc/net/route prints it (hex, host order)."""
+    b = [int(x) for x in a.split('.')]
+    return '%02X%02X%02X%02X' % (b[3], b[2], b[1], b[0])
+
+def route(root, rows):
+    """/proc/net/route (the main table only: fib_route_seq_show), each line
+    padded to 127 characters. rows: (iface, destination, gateway or None,
+    prefix length, metric)."""
+    s = '%-127s\n' % 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT'
+    for ifc, dst, gw, plen, metric in rows:
+        flags = 0x1 | (0x2 if gw else 0) | (0x4 if plen == 32 else 0)  # RTF_UP, RTF_GATEWAY, RTF_HOST
+        mask = '.'.join(str((0xffffffff << (32 - plen) >> (24 - 8 * i)) & 0xff) for i in range(4)) if plen else '0.0.0.0'
+        s += '%-127s\n' % ('%s\t%s\t%s\t%04X\t0\t0\t%d\t%s\t0\t0\t0' % (ifc, ip4(dst), ip4(gw or '0.0.0.0'), flags, metric, ip4(mask)))
     w(root, '/proc/net/route', s)
 
-def c7i():
-    root = os.path.join(HERE, 'c7i')
+def dhcp_routes(ifc, subnet, plen, gw, metric, dns='10.32.0.2'):
+    """What systemd-networkd installs in the main table from a DHCPv4 lease
+    on EC2: the default route, the prefix route, a host route to the
+    gateway and one to the VPC resolver (RoutesToDNS=yes)."""
+    rows = [(ifc, '0.0.0.0', gw, 0, metric), (ifc, subnet, None, plen, metric), (ifc, gw, None, 32, metric)]
+    on_link = dns.split('.')[:3] == subnet.split('.')[:3]
+    return rows + [(ifc, dns, None if on_link else gw, 32, metric)]
+
+def ec2_routing(root, ubuntu, enis):
+    """The main table with a second ENI (ens6), and the files that make it:
+    cloud-init's netplan config on Ubuntu (convert_ec2_metadata_network_config:
+    route-metric (index+1)*100, policy table 100+index), amazon-ec2-net-utils'
+    drop-ins on AL2023 (create_if_overrides, create_rules: metric 512+index,
+    table and rule priority 10000+index). enis: (iface, mac, address)."""
+    rows = []
+    for i, (ifc, mac, addr) in enumerate(enis):
+        net = '10.32.%d.0' % (16 * i)
+        rows += dhcp_routes(ifc, net, 20, '10.32.%d.1' % (16 * i), (i + 1) * 100 if ubuntu else 512 + i)
+    # the trie's order: by destination, then prefix length, then metric
+    route(root, sorted(rows, key=lambda r: ([int(x) for x in r[1].split('.')], r[3], r[4])))
+    if ubuntu:
+        y = 'network:\n  version: 2\n  ethernets:\n'
+        for i, (ifc, mac, addr) in enumerate(enis):
+            y += ('    %s:\n      match:\n        macaddress: "%s"\n      dhcp4: true\n      dhcp4-overrides:\n'
+                  '        route-metric: %d\n' % (ifc, mac, (i + 1) * 100))
+            if i > 0:
+                y += '        use-routes: true\n'
+            y += '      dhcp6: false\n      set-name: "%s"\n' % ifc
+            if i > 0:
+                y += ('      routes:\n      - to: "0.0.0.0/0"\n        via: "10.32.%d.1"\n        table: %d\n'
+                      '      - to: "10.32.%d.0/20"\n        table: %d\n      routing-policy:\n      - from: "%s"\n'
+                      '        table: %d\n' % (16 * i, 100 + i, 16 * i, 100 + i, addr, 100 + i))
+        w(root, '/etc/netplan/50-cloud-init.yaml', y)
+        return
+    for i, (ifc, mac, addr) in enumerate(enis):
+        d = '/run/systemd/network/70-%s.network.d/' % ifc
+        w(root, d + 'eni.conf', '# Configuration for %s generated by policy-routes@%s.service\n[Match]\nMACAddress=%s\n'
+          '[Network]\nDHCP=yes\n\n[DHCPv4]\nRouteMetric=%d\nUseRoutes=true\nUseGateway=true\n\n[IPv6AcceptRA]\n'
+          'RouteMetric=%d\nUseGateway=true\n\n[Route]\nTable=%d\nGateway=_ipv6ra\n\n[Route]\nGateway=_dhcp4\nTable=%d\n'
+          '[Route]\nTable=%d\nDestination=10.32.%d.0/20\n' % (ifc, ifc, mac, 512 + i, 512 + i, 10000 + i, 10000 + i, 10000 + i, 16 * i))
+        if i > 0:
+            w(root, d + 'ec2net_policy_4.conf', '[RoutingPolicyRule]\nFrom=%s\nPriority=%d\nTable=%d\n' % (addr, 10000 + i, 10000 + i))
+
+ENIS = [('ens5', '0a:3c:51:7e:20:01', '10.32.0.10'), ('ens6', '0a:3c:51:7e:20:02', '10.32.16.20')]
+
+def c7i(ubuntu=False):
+    root = os.path.join(HERE, 'c7i-ubuntu' if ubuntu else 'c7i')
     shutil.rmtree(root, ignore_errors=True)
     n = 8
     # intel_idle's Sapphire Rapids table (spr_cstates) plus the POLL state
     # cpuidle adds on x86; assumed for a c7i.2xlarge guest (see the header).
     states = lambda c: [('POLL', 0, 0, 0, 10 + c, 300), ('C1', 1, 1, 0, 90000, 4000000),
                         ('C1E', 2, 4, 0, 40000, 2000000), ('C6', 290, 800, 0, 700, 900000)]
-    aws(root, n, lambda c: '%d,%d' % (c % 4, c % 4 + 4), lambda c: c % 4, '6.1.158-180.294.amzn2023.x86_64', 'x86_64',
+    kernel = '6.14.0-1015-aws' if ubuntu else '6.1.158-180.294.amzn2023.x86_64'
+    aws(root, n, lambda c: '%d,%d' % (c % 4, c % 4 + 4), lambda c: c % 4, kernel, 'x86_64',
         ''.join('processor\t: %d\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n'
                 'model name\t: Intel(R) Xeon(R) Platinum 8488C\nflags\t\t: fpu vme de pse tsc msr pae mce cx8 apic '
                 'sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ss ht syscall nx pdpe1gb rdtscp lm '
                 'constant_tsc rep_good nopl xtopology nonstop_tsc cpuid tsc_known_freq pni monitor hypervisor\n\n' % c
-                for c in range(n)), 'intel_idle', states)
+                for c in range(n)), 'intel_idle', states, ubuntu)
     # The 6.1 x86 PCI MSI domain is global: chip "PCI-MSI", hwirq
     # pci_msi_domain_calc_hwirq() = msi index | bus:devfn << 11 (00:05.0 →
-    # 81920, 00:06.0 → 98304, 00:04.0 → 65536). Counts: ens5 queue q fires
-    # on CPU q.
+    # 81920, 00:06.0 → 98304, 00:04.0 → 65536). Later kernels give each
+    # device its own domain: chip PCI-MSIX-<BDF>, hwirq the MSI-X index.
+    # Counts: ens5 queue q fires on CPU q.
+    def msi(bdf, dev, index):
+        return ('PCI-MSIX-0000:00:%s.0' % bdf, index) if ubuntu else ('PCI-MSI', index | dev << 14)
     rows = [(0, [36] + [0] * 7, 'IO-APIC', 2, 'edge', ['timer']),
             (1, [0, 9] + [0] * 6, 'IO-APIC', 1, 'edge', ['i8042']),
             (4, [0, 0, 702] + [0] * 5, 'IO-APIC', 4, 'edge', ['ttyS0']),
             (8, [0] * 8, 'IO-APIC', 8, 'edge', ['rtc0']),
             (9, [0] * 8, 'IO-APIC', 9, 'fasteoi', ['acpi']),
             (12, [0] * 3 + [144] + [0] * 4, 'IO-APIC', 12, 'edge', ['i8042']),
-            (24, [0, 0, 0, 0, 31, 0, 0, 0], 'PCI-MSI', 65536, 'edge', ['nvme0q0'])]
-    rows += [(25 + q, [1200 * (q + 1) if c == 5 * q else 0 for c in range(n)], 'PCI-MSI', 65537 + q, 'edge',
+            (24, [0, 0, 0, 0, 31, 0, 0, 0], *msi('04', 4, 0), 'edge', ['nvme0q0'])]
+    rows += [(25 + q, [1200 * (q + 1) if c == 5 * q else 0 for c in range(n)], *msi('04', 4, 1 + q), 'edge',
               ['nvme0q%d' % (q + 1)]) for q in range(2)]
-    rows += [(27, [0, 0, 0, 0, 0, 12, 0, 0], 'PCI-MSI', 81920, 'edge', ['ena-mgmnt@pci:0000:00:05.0'])]
-    rows += [(28 + q, [183000 // (q + 1) if c == q else 0 for c in range(n)], 'PCI-MSI', 81921 + q, 'edge',
+    rows += [(27, [0, 0, 0, 0, 0, 12, 0, 0], *msi('05', 5, 0), 'edge', ['ena-mgmnt@pci:0000:00:05.0'])]
+    rows += [(28 + q, [183000 // (q + 1) if c == q else 0 for c in range(n)], *msi('05', 5, 1 + q), 'edge',
               ['ens5-Tx-Rx-%d' % q]) for q in range(8)]
-    rows += [(36, [0] * 6 + [3, 0], 'PCI-MSI', 98304, 'edge', ['ena-mgmnt@pci:0000:00:06.0'])]
-    rows += [(37 + q, [900 if c == q else 0 for c in range(n)], 'PCI-MSI', 98305 + q, 'edge',
+    rows += [(36, [0] * 6 + [3, 0], *msi('06', 6, 0), 'edge', ['ena-mgmnt@pci:0000:00:06.0'])]
+    rows += [(37 + q, [900 if c == q else 0 for c in range(n)], *msi('06', 6, 1 + q), 'edge',
               ['ens6-Tx-Rx-%d' % q]) for q in range(8)]
     w(root, '/proc/interrupts', show_interrupts(n, rows, x86_arch_rows(n, [10, 9, 8, 7, 10, 9, 8, 7]),
                                                 24 + 16 + 8 * n + 24 * 16, False))
@@ -441,28 +515,33 @@ def c7i():
     irqs(root, [(r[0], '0-7', '0') for r in rows if r[0] < 24] + [(24, '0-7', '4'), (25, '0-3', '0'), (26, '4-7', '5')] +
          [(27, '0-7', '5'), (36, '0-7', '6')] + [(28 + q, '0-7', str(q)) for q in range(8)] +
          [(37 + q, '0-7', str(q)) for q in range(8)])
-    ena_nic(root, 'ens5', '0000:00:05.0', range(27, 36), 'out-of-tree')
-    ena_nic(root, 'ens6', '0000:00:06.0', range(36, 45), 'out-of-tree')
-    w(root, '/sys/module/ena/version', '2.15.0g\n')
-    w(root, '/sys/module/ena/srcversion', '5C1A7E0F3B9D2E4A6C8B0D1\n')
-    w(root, '/sys/module/ena/taint', 'OE\n')
-    w(root, '/sys/module/ena/parameters/phc_enable', '0\n')
-    route(root, 'ens5', [('ens6', '0010200A')])
+    module = 'in-tree' if ubuntu else 'out-of-tree'
+    ena_nic(root, 'ens5', '0000:00:05.0', range(27, 36), module)
+    ena_nic(root, 'ens6', '0000:00:06.0', range(36, 45), module)
+    if ubuntu:
+        w(root, '/sys/module/ena/parameters/.keep', '')
+    else:
+        w(root, '/sys/module/ena/version', '2.15.0g\n')
+        w(root, '/sys/module/ena/srcversion', '5C1A7E0F3B9D2E4A6C8B0D1\n')
+        w(root, '/sys/module/ena/taint', 'OE\n')
+        w(root, '/sys/module/ena/parameters/phc_enable', '0\n')
+    ec2_routing(root, ubuntu, ENIS)
     ec2(root, 'c7i.2xlarge', ['ens5', 'ens6'])
 
-def c8g():
-    root = os.path.join(HERE, 'c8g')
+def c8g(ubuntu=False):
+    root = os.path.join(HERE, 'c8g-ubuntu' if ubuntu else 'c8g')
     shutil.rmtree(root, ignore_errors=True)
     n = 8
     # No cpuidle driver: current_driver reads "none" and no CPU has a
     # cpuidle directory; the idle loop executes WFI (assumed: AWS says
     # Graviton gives the OS no C-state control).
-    aws(root, n, lambda c: str(c), lambda c: c, '6.12.46-66.121.amzn2023.aarch64', 'aarch64',
+    kernel = '6.14.0-1015-aws' if ubuntu else '6.12.46-66.121.amzn2023.aarch64'
+    aws(root, n, lambda c: str(c), lambda c: c, kernel, 'aarch64',
         ''.join('processor\t: %d\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 '
                 'atomics fphp asimdhp cpuid asimdrdm jscvt fcma lrcpc dcpop sha3 asimddp sha512 sve asimdfhm dit '
                 'uscat ilrcpc flagm sb paca pacg dcpodp sve2 sveaes svepmull svebitperm svesha3 flagm2 frint svei8mm '
                 'svebf16 i8mm bf16 dgh rng bti\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\n'
-                'CPU part\t: 0xd4f\nCPU revision\t: 1\n\n' % c for c in range(n)), 'none', lambda c: [])
+                'CPU part\t: 0xd4f\nCPU revision\t: 1\n\n' % c for c in range(n)), 'none', lambda c: [], ubuntu)
     # GICv3 PPIs/SPIs are Level; ITS MSIs Edge. Kernels with per-device MSI
     # domains name the chip ITS-PCI-MSIX-<BDF> and the hwirq is the MSI-X
     # index.
@@ -475,16 +554,24 @@ def c8g():
             (18, [0, 14] + [0] * 6, 'ITS-PCI-MSIX-0000:00:05.0', 0, 'Edge', ['ena-mgmnt@pci:0000:00:05.0'])]
     rows += [(19 + q, [212000 // (q + 1) if c == q else 0 for c in range(n)], 'ITS-PCI-MSIX-0000:00:05.0', 1 + q, 'Edge',
               ['ens5-Tx-Rx-%d' % q]) for q in range(8)]
+    if ubuntu:  # the second ENI, attached before the boot
+        rows += [(27, [0, 0, 3] + [0] * 5, 'ITS-PCI-MSIX-0000:00:06.0', 0, 'Edge', ['ena-mgmnt@pci:0000:00:06.0'])]
+        rows += [(28 + q, [900 if c == q else 0 for c in range(n)], 'ITS-PCI-MSIX-0000:00:06.0', 1 + q, 'Edge',
+                  ['ens6-Tx-Rx-%d' % q]) for q in range(8)]
     ipis = ['Rescheduling interrupts', 'Function call interrupts', 'CPU stop interrupts',
             'CPU stop (for crash dump) interrupts', 'Timer broadcast interrupts', 'IRQ work interrupts',
             'CPU backtrace interrupts', 'KGDB roundup interrupts']
     w(root, '/proc/interrupts', show_interrupts(n, rows, arm64_arch_rows(n, [10] * n, ipis), 64, True))
     irqs(root, [(r[0], '0-7', '0') for r in rows if r[0] < 18] + [(18, '0-7', '1')] +
-         [(19 + q, '0-7', str(q)) for q in range(8)])
+         [(19 + q, '0-7', str(q)) for q in range(8)] + ([(27, '0-7', '2')] + [(28 + q, '0-7', str(q)) for q in range(8)]) * ubuntu)
     ena_nic(root, 'ens5', '0000:00:05.0', range(18, 27), 'in-tree')
+    enis = ENIS[:1]
+    if ubuntu:
+        ena_nic(root, 'ens6', '0000:00:06.0', range(27, 36), 'in-tree')
+        enis = ENIS
     w(root, '/sys/module/ena/parameters/.keep', '')
-    route(root, 'ens5', [])
-    ec2(root, 'c8g.2xlarge', ['ens5'])
+    ec2_routing(root, ubuntu, enis)
+    ec2(root, 'c8g.2xlarge', [e[0] for e in enis])
 
 def interrupts_files():
     # Standalone /proc/interrupts layouts (the parser's fixtures and fuzz
@@ -508,4 +595,4 @@ def interrupts_files():
 if __name__ == '__main__':
     if '--vm' in sys.argv:
         copy_vm()
-    isolated(); irqbalance(); k8spod(); c7i(); c8g(); interrupts_files()
+    isolated(); irqbalance(); k8spod(); c7i(); c8g(); c7i(ubuntu=True); c8g(ubuntu=True); interrupts_files()

@@ -94,7 +94,9 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 	for _, q := range s.IRQs {
 		p(fmt.Sprintf("irq %d", q.IRQ), "%-30s affinity %s effective %s", q.Name, list(q.Affinity), list(q.Effective))
 	}
-	if s.IRQBalance.Running {
+	if s.IRQBalance.CannotTell != "" {
+		p("irqbalance", "cannot tell: %s", s.IRQBalance.CannotTell)
+	} else if s.IRQBalance.Running {
 		p("irqbalance", "running (pid %v), leaves CPUs %s alone [%s]", s.IRQBalance.PIDs, list(s.IRQBalance.BannedCPUs), s.IRQBalance.BannedFrom)
 	} else {
 		p("irqbalance", "not running")

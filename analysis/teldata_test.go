@@ -81,7 +81,7 @@ func TestReadRoundFreq(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, rundir.Telemetry), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rf, pw, ok := readRoundFreq(dir, 4)
+	rf, pw, ok := readRoundFreq(TelemetryRound{K: 4, Dir: dir})
 	if !ok || rf.Round != 4 || rf.Source != teldata.FreqAPERF || *rf.MHz != 2999.5 || *rf.BusyPct != 40 || rf.Note != "× base 3100 MHz (b)" {
 		t.Fatalf("%+v", rf)
 	}

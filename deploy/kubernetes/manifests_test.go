@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/scenario"
 )
 
@@ -303,6 +304,25 @@ func TestPodResourcesInTheEnvironment(t *testing.T) {
 				if got[k] != v {
 					t.Errorf("%s/%s: env %s from %v, want resourceFieldRef %s divisor %q", name, c.Name, k, got[k], v[0], v[1])
 				}
+			}
+		}
+	}
+}
+
+// The kubectl test double (netlabtest.Kubectl), through which the tests
+// run scenarios in emulated pods, gives each rig pod the capabilities its
+// manifest does.
+func TestTheDoubleGrantsWhatThePodsDo(t *testing.T) {
+	_, objs := load(t)
+	want := slices.Sorted(slices.Values(netlabtest.PodCaps))
+	for _, name := range rigPods {
+		for _, c := range objs[name].spec.Containers {
+			var add []string
+			for _, a := range c.SecurityContext.Capabilities.Add {
+				add = append(add, string(a))
+			}
+			if slices.Sort(add); !slices.Equal(add, want) {
+				t.Errorf("%s/%s adds %v; the kubectl test double's pods have %v (netlabtest.PodCaps)", name, c.Name, add, want)
 			}
 		}
 	}

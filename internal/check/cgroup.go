@@ -203,9 +203,9 @@ func (x *runner) cpuset() {
 	switch {
 	case !inSet: // a FAIL above
 	case pinned:
-		x.add("cgroup.cpuset", OK, "", "pinned (exclusive): cpuset %s is the pod's %d CPUs of the node's %s (Guaranteed: %s)", set, n, node, res)
+		x.add("cgroup.cpuset", OK, "", "pinned (exclusive): cpuset %s is the pod's %s of the node's %s (Guaranteed: %s)", set, plural(n, "CPU"), node, res)
 	case n > 0:
-		x.add("cgroup.cpuset", Warn, staticFix, "not pinned: a Guaranteed pod with %d whole CPUs, but its cpuset %s has %d of the node's %s: the kubelet gave it no CPUs of its own (cpuManagerPolicy is not static?)", n, set, len(cg.CPUSet), node)
+		x.add("cgroup.cpuset", Warn, staticFix, "not pinned: a Guaranteed pod with %s, but its cpuset %s has %d of the node's %s: the kubelet gave it no CPUs of its own (cpuManagerPolicy is not static?)", plural(n, "whole CPU"), set, len(cg.CPUSet), node)
 	case narrow:
 		x.add("cgroup.cpuset", Warn, staticFix, "shared pool (narrower than the node because other pods own CPUs): cpuset %s of %s (%s)", set, node, res)
 	default:
@@ -243,4 +243,12 @@ func (x *runner) wholeCores() {
 	default:
 		x.add("cgroup.whole_cores", OK, "", "cpuset %s holds whole physical cores", list(cg.CPUSet))
 	}
+}
+
+// plural is "1 CPU", "2 CPUs".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -59,14 +59,14 @@ func program() *clidoc.Program {
 		p.ExitStatus = append(p.ExitStatus, clidoc.ExitStatus{Code: e.code, Meaning: e.meaning})
 	}
 	p.Environment = []clidoc.Entry{
-		{journal.EnvDir, "the directory of the change journal and its lock (default " + journal.DefaultDir + "); each host's agent uses its own"},
-		{hostfs.EnvRoot, "the root below which /proc and /sys are read and changed (default /; --host-root sets it for one command)"},
-		{netlab.EnvDir, "where the emulated labs are described (default " + netlab.DefaultDir + ")"},
-		{power.EnvTunedAdm, "the tuned-adm rig runs for tuned knobs and facts (default tuned-adm from PATH)"},
+		{Name: journal.EnvDir, Meaning: "the directory of the change journal and its lock (default " + journal.DefaultDir + "); each host's agent uses its own"},
+		{Name: hostfs.EnvRoot, Meaning: "the root below which /proc and /sys are read and changed (default /; --host-root sets it for one command)"},
+		{Name: netlab.EnvDir, Meaning: "where the emulated labs are described (default " + netlab.DefaultDir + ")"},
+		{Name: power.EnvTunedAdm, Meaning: "the tuned-adm rig runs for tuned knobs and facts (default tuned-adm from PATH)"},
 	}
 	p.Files = []clidoc.Entry{
-		{filepath.Join(journal.DefaultDir, journal.FileName), "every host change rig made and has not put back yet, one JSON line each; rig restore undoes them"},
-		{netlab.DefaultDir, "one NAME.json per emulated lab that rig lab up built (rig lab down and rig restore remove them)"},
+		{Name: filepath.Join(journal.DefaultDir, journal.FileName), Meaning: "every host change rig made and has not put back yet, one JSON line each; rig restore undoes them"},
+		{Name: netlab.DefaultDir, Meaning: "one NAME.json per emulated lab that rig lab up built (rig lab down and rig restore remove them)"},
 	}
 	doc := func(path string, c *command) clidoc.Command {
 		d := mustDescribe(leaf{path, c})

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
-	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/scenario"
 )
@@ -286,8 +286,8 @@ var rigPods = []string{"rig-responder-pinned", "rig-responder-shared", "rig-send
 // from the shared pool (CPU in millicores, memory in bytes).
 func TestPodResourcesInTheEnvironment(t *testing.T) {
 	_, objs := load(t)
-	want := map[string][2]string{check.EnvCPURequest: {"requests.cpu", "1m"}, check.EnvCPULimit: {"limits.cpu", "1m"},
-		check.EnvMemRequest: {"requests.memory", ""}, check.EnvMemLimit: {"limits.memory", ""}}
+	want := map[string][2]string{hostinfo.EnvCPURequest: {"requests.cpu", "1m"}, hostinfo.EnvCPULimit: {"limits.cpu", "1m"},
+		hostinfo.EnvMemRequest: {"requests.memory", ""}, hostinfo.EnvMemLimit: {"limits.memory", ""}}
 	for _, name := range rigPods {
 		for _, c := range objs[name].spec.Containers {
 			got := map[string][2]string{}

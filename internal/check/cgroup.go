@@ -4,66 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/rig-project/rig/internal/hostinfo"
 )
 
-// The container's own requests and limits, which the manifests in
-// deploy/kubernetes give it through the downward API (CPU in millicores:
-// divisor 1m; memory in bytes). Without them a pod cannot tell its
-// exclusive CPUs from the shared pool: both are narrower than the node
-// once any pod owns CPUs.
-const (
-	EnvCPURequest = "RIG_CPU_REQUEST"
-	EnvCPULimit   = "RIG_CPU_LIMIT"
-	EnvMemRequest = "RIG_MEM_REQUEST"
-	EnvMemLimit   = "RIG_MEM_LIMIT"
-)
-
-// podResources is what the downward API variables say.
-type podResources struct{ cpuReq, cpuLim, memReq, memLim int64 }
-
-// readPodResources reads the four variables; an error names the ones
-// missing or not a whole number.
-func readPodResources(getenv func(string) string) (podResources, error) {
-	var r podResources
-	var bad []string
-	for _, v := range []struct {
-		name string
-		dst  *int64
-	}{{EnvCPURequest, &r.cpuReq}, {EnvCPULimit, &r.cpuLim}, {EnvMemRequest, &r.memReq}, {EnvMemLimit, &r.memLim}} {
-		s := getenv(v.name)
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			bad = append(bad, fmt.Sprintf("%s=%q", v.name, s))
-		}
-		*v.dst = n
-	}
-	if len(bad) > 0 {
-		return r, fmt.Errorf("the pod's requests and limits are not in the environment (%s)", strings.Join(bad, ", "))
-	}
-	return r, nil
-}
-
-// exclusiveCPUs is how many CPUs the static CPU manager gives the
-// container for itself: its CPU limit when it is a whole number and
-// requests equal limits for CPU and memory (Guaranteed), else 0.
-func (r podResources) exclusiveCPUs() int {
-	if r.cpuReq != r.cpuLim || r.memReq != r.memLim || r.cpuLim == 0 || r.cpuLim%1000 != 0 {
-		return 0
-	}
-	return int(r.cpuLim / 1000)
-}
-
-func (r podResources) String() string {
-	return fmt.Sprintf("CPU request %dm limit %dm, memory request %d limit %d", r.cpuReq, r.cpuLim, r.memReq, r.memLim)
-}
-
 // downwardFix is how a container gets the variables.
 const downwardFix = "give the container its requests and limits through the downward API, as deploy/kubernetes/responder-pinned.yaml does: env " +
-	EnvCPURequest + ", " + EnvCPULimit + " (resourceFieldRef requests.cpu / limits.cpu, divisor 1m), " + EnvMemRequest + ", " + EnvMemLimit + " (requests.memory / limits.memory)"
+	hostinfo.EnvCPURequest + ", " + hostinfo.EnvCPULimit + " (resourceFieldRef requests.cpu / limits.cpu, divisor 1m), " + hostinfo.EnvMemRequest + ", " + hostinfo.EnvMemLimit + " (requests.memory / limits.memory)"
 
 // staticFix is how a pod gets CPUs of its own.
 const staticFix = "kubelet cpuManagerPolicy: static, reservedSystemCPUs set, and a Guaranteed pod (requests = limits) with an integer CPU request"
@@ -147,7 +95,7 @@ func (x *runner) cgroupAccess() string {
 // cpuset checks the responder CPU against the cgroup's cpuset
 // (cgroup.cpuset) and, for CPUs of its own, that they are whole cores
 // (cgroup.whole_cores). In a pod, CPUs of its own need the pod's
-// resources (readPodResources): a cpuset narrower than the node may be the
+// resources (hostinfo.ReadPodResources): a cpuset narrower than the node may be the
 // shared pool.
 func (x *runner) cpuset() {
 	cg, cpu := x.cg, x.r.CPU
@@ -190,7 +138,7 @@ func (x *runner) cpuset() {
 		x.wholeCores()
 		return
 	}
-	res, err := readPodResources(x.o.Getenv)
+	res, err := hostinfo.ReadPodResources(x.o.Getenv)
 	if err != nil {
 		if inSet {
 			x.cannot("cgroup.cpuset", Warn, downwardFix, "cannot tell pinned from the shared pool: cpuset %s of the node's %s, and %v", set, node, err)
@@ -198,7 +146,7 @@ func (x *runner) cpuset() {
 		x.cannot("cgroup.whole_cores", Warn, downwardFix, "cannot tell whether the pod owns its cores: %v", err)
 		return
 	}
-	n := res.exclusiveCPUs()
+	n := res.ExclusiveCPUs()
 	pinned := n > 0 && len(cg.CPUSet) == n
 	switch {
 	case !inSet: // a FAIL above

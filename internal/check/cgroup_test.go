@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/cpurank"
+	"github.com/rig-project/rig/internal/hostinfo"
 )
 
 // pod is a container's environment in Kubernetes: the kubelet's
@@ -28,8 +29,8 @@ func pod(res map[string]string) func(string) string {
 // (Guaranteed, 2 CPUs), the shared one (Burstable: no CPU limit, so
 // limits.cpu is the node's allocatable CPUs).
 var (
-	guaranteed2 = map[string]string{EnvCPURequest: "2000", EnvCPULimit: "2000", EnvMemRequest: "536870912", EnvMemLimit: "536870912"}
-	burstable   = map[string]string{EnvCPURequest: "500", EnvCPULimit: "7910", EnvMemRequest: "268435456", EnvMemLimit: "536870912"}
+	guaranteed2 = map[string]string{hostinfo.EnvCPURequest: "2000", hostinfo.EnvCPULimit: "2000", hostinfo.EnvMemRequest: "536870912", hostinfo.EnvMemLimit: "536870912"}
+	burstable   = map[string]string{hostinfo.EnvCPURequest: "500", hostinfo.EnvCPULimit: "7910", hostinfo.EnvMemRequest: "268435456", hostinfo.EnvMemLimit: "536870912"}
 )
 
 // The fix that lifts a CFS quota names the hierarchy's own file and value
@@ -107,8 +108,8 @@ func TestPinnedOrSharedPool(t *testing.T) {
 		{"k8spod-shared", 2, burstable, Warn, false, Skip, "shared pool (narrower than the node because other pods own CPUs): cpuset 0,2-4,6-7 of 0-7"},
 		{"k8spod-shared", 2, nil, Warn, true, Warn, "cannot tell pinned from the shared pool: cpuset 0,2-4,6-7 of the node's 0-7"},
 		{"k8spod-shared", 2, guaranteed2, Warn, false, Skip, "not pinned: a Guaranteed pod with 2 whole CPUs, but its cpuset 0,2-4,6-7 has 6"},
-		{"k8spod-shared", 2, map[string]string{EnvCPURequest: "1500", EnvCPULimit: "1500", EnvMemRequest: "1", EnvMemLimit: "1"}, Warn, false, Skip, "shared pool"},
-		{"k8spod-shared", 2, map[string]string{EnvCPURequest: "2000", EnvCPULimit: "2000"}, Warn, true, Warn, `RIG_MEM_REQUEST=""`},
+		{"k8spod-shared", 2, map[string]string{hostinfo.EnvCPURequest: "1500", hostinfo.EnvCPULimit: "1500", hostinfo.EnvMemRequest: "1", hostinfo.EnvMemLimit: "1"}, Warn, false, Skip, "shared pool"},
+		{"k8spod-shared", 2, map[string]string{hostinfo.EnvCPURequest: "2000", hostinfo.EnvCPULimit: "2000"}, Warn, true, Warn, `RIG_MEM_REQUEST=""`},
 		{"k8spod", 2, guaranteed2, OK, false, Warn, "pinned (exclusive): cpuset 2-3 is the pod's 2 CPUs"},
 		{"k8spod", 2, nil, Warn, true, Warn, "cannot tell pinned from the shared pool"},
 		{"eks-al2-shared", 2, burstable, Warn, false, Skip, "shared pool"},

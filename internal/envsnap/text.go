@@ -110,6 +110,9 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 	p("kubernetes", "%v", s.InKubernetes)
 	if c := s.Cgroup; c != nil {
 		p("cgroup", "v%d %s: cpuset %s, cpu.max %s, nr_throttled %d (%d us)", c.Version, c.Path, list(c.CPUSet), c.CPUMax, c.Stat.NrThrottled, c.Stat.ThrottledUS)
+		if len(c.Missing) > 0 {
+			p("cgroup", "not read (absent): %s", strings.Join(c.Missing, " "))
+		}
 	}
 	for ifc, f := range s.NIC {
 		// nicctl.Info prints itself (driver, ENA facts, queues, IRQs).

@@ -431,3 +431,55 @@ func hasWord(s string, words ...string) bool {
 	}
 	return false
 }
+
+// The container's own requests and limits, which the manifests in
+// deploy/kubernetes give it through the downward API (CPU in millicores:
+// divisor 1m; memory in bytes). Without them a pod cannot tell its
+// exclusive CPUs from the shared pool: both are narrower than the node
+// once any pod owns CPUs.
+const (
+	EnvCPURequest = "RIG_CPU_REQUEST"
+	EnvCPULimit   = "RIG_CPU_LIMIT"
+	EnvMemRequest = "RIG_MEM_REQUEST"
+	EnvMemLimit   = "RIG_MEM_LIMIT"
+)
+
+// PodResources are what the downward API variables say: CPU in
+// millicores, memory in bytes.
+type PodResources struct{ CPUReq, CPULim, MemReq, MemLim int64 }
+
+// ReadPodResources reads the four variables; an error names the ones
+// missing or not a whole number.
+func ReadPodResources(getenv func(string) string) (PodResources, error) {
+	var r PodResources
+	var bad []string
+	for _, v := range []struct {
+		name string
+		dst  *int64
+	}{{EnvCPURequest, &r.CPUReq}, {EnvCPULimit, &r.CPULim}, {EnvMemRequest, &r.MemReq}, {EnvMemLimit, &r.MemLim}} {
+		s := getenv(v.name)
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			bad = append(bad, fmt.Sprintf("%s=%q", v.name, s))
+		}
+		*v.dst = n
+	}
+	if len(bad) > 0 {
+		return r, fmt.Errorf("the pod's requests and limits are not in the environment (%s)", strings.Join(bad, ", "))
+	}
+	return r, nil
+}
+
+// ExclusiveCPUs is how many CPUs the static CPU manager gives the
+// container for itself: its CPU limit when it is a whole number and
+// requests equal limits for CPU and memory (Guaranteed), else 0.
+func (r PodResources) ExclusiveCPUs() int {
+	if r.CPUReq != r.CPULim || r.MemReq != r.MemLim || r.CPULim == 0 || r.CPULim%1000 != 0 {
+		return 0
+	}
+	return int(r.CPULim / 1000)
+}
+
+func (r PodResources) String() string {
+	return fmt.Sprintf("CPU request %dm limit %dm, memory request %d limit %d", r.CPUReq, r.CPULim, r.MemReq, r.MemLim)
+}

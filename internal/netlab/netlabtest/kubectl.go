@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/hostinfo"
 )
 
 // Pod is a pod as the kubectl test double emulates it: a network namespace
@@ -193,8 +193,8 @@ func PodEnv(name, rigDir, stateDir string, res ...string) []string {
 // these requests and limits (CPU in millicores, memory in bytes).
 func PodResources(cpuReq, cpuLim, memReq, memLim int64) []string {
 	return []string{
-		check.EnvCPURequest + "=" + strconv.FormatInt(cpuReq, 10), check.EnvCPULimit + "=" + strconv.FormatInt(cpuLim, 10),
-		check.EnvMemRequest + "=" + strconv.FormatInt(memReq, 10), check.EnvMemLimit + "=" + strconv.FormatInt(memLim, 10),
+		hostinfo.EnvCPURequest + "=" + strconv.FormatInt(cpuReq, 10), hostinfo.EnvCPULimit + "=" + strconv.FormatInt(cpuLim, 10),
+		hostinfo.EnvMemRequest + "=" + strconv.FormatInt(memReq, 10), hostinfo.EnvMemLimit + "=" + strconv.FormatInt(memLim, 10),
 	}
 }
 

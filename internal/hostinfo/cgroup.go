@@ -252,7 +252,41 @@ func cgroupMounts(fs hostfs.FS, pid string) (cgroupMountList, error) {
 		}
 		out = append(out, cm)
 	}
+	if len(out) == 0 && pid == "self" {
+		return ancestorCgroupMounts(fs), nil
+	}
 	return out, nil
+}
+
+// ancestorCgroupMounts are the cgroup mounts of the nearest ancestor
+// that has any, through its /proc/PID/root: ip netns exec gives its
+// command a /sys of its own without the hierarchies, which the process
+// that ran it (rig run, an ssh session) still sees. The walk stays in
+// this PID namespace (a container's ancestors see what it sees). None
+// found: an empty list, the hierarchies are not visible.
+func ancestorCgroupMounts(fs hostfs.FS) cgroupMountList {
+	out := cgroupMountList{}
+	for p, n := "self", 0; n < 64; n++ {
+		b, err := fs.ReadFile("/proc/" + p + "/status")
+		if err != nil {
+			return out
+		}
+		pp, ok := StatusField(b, "PPid")
+		if !ok || pp == "0" {
+			return out
+		}
+		p = pp
+		ms, err := cgroupMounts(fs, p)
+		if err != nil || len(ms) == 0 || !fs.Exists("/proc/"+p+"/root/") {
+			continue
+		}
+		for _, m := range ms {
+			m.point = "/proc/" + p + "/root" + m.point
+			out = append(out, m)
+		}
+		return out
+	}
+	return out
 }
 
 // dir returns the mount of the hierarchy of ctrl (a v1 controller; "" for

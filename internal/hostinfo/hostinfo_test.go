@@ -403,7 +403,16 @@ func TestCgroupMountDir(t *testing.T) {
 		{"90 30 0:28 /pod/c1 /sys/fs/cgroup/cpu,cpuacct ro - cgroup cgroup rw,cpu,cpuacct\n", "2:cpu,cpuacct:/pod/c10\n", "",
 			"cgroup /pod/c10 is outside every mount of the cgroup v1 cpu hierarchy here (/pod/c1 at /sys/fs/cgroup/cpu,cpuacct)"},
 		{"32 30 0:29 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n", "1:cpu:/\n", "", "the cgroup v1 cpu hierarchy is not mounted here"},
+		// ip netns exec's fresh /sys has no hierarchy: the process that
+		// ran it (the nearest ancestor with any) has them.
+		{"2 1 0:22 / /sys rw - sysfs sysfs rw\n", "1:cpu:/a\n", "/proc/50/root/sys/fs/cgroup/cpu/a", ""},
 	} {
+		write(t, h, "/proc/self/status", "Name:\trig\nPPid:\t60\n")
+		write(t, h, "/proc/60/status", "Name:\tip\nPPid:\t50\n")
+		write(t, h, "/proc/60/mountinfo", "2 1 0:22 / /sys rw - sysfs sysfs rw\n")
+		write(t, h, "/proc/50/status", "Name:\trig\nPPid:\t1\n")
+		write(t, h, "/proc/50/mountinfo", host)
+		write(t, h, "/proc/50/root/.keep", "")
 		write(t, h, "/proc/self/mountinfo", c.mountinfo)
 		write(t, h, "/proc/self/cgroup", c.cgroup)
 		g, err := ReadCgroup(h, "self")

@@ -294,10 +294,16 @@ type TelemetryArm struct {
 	Worst          []WorstSample
 }
 
-// TelemetryRound is one round of an arm.
+// TelemetryRound is one round of an arm, as Responder answered it.
 type TelemetryRound struct {
-	K   int
-	Dir string
+	K         int
+	Dir       string
+	Responder uint32
+}
+
+// TelemetryPath is the round's telemetry file of the responder.
+func (r TelemetryRound) TelemetryPath() string {
+	return filepath.Join(r.Dir, rundir.TelemetryFile(r.Responder))
 }
 
 // WorstSamples is how many of an arm's largest headline samples the
@@ -491,8 +497,9 @@ func (rep *Report) analyzeArm(in *Input, a InputArm, ar *ArmReport, af *armFacts
 			rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q %s", a.Name, n))
 		}
 		if rd.Dir != "" {
-			ta.Rounds = append(ta.Rounds, TelemetryRound{K: rd.K, Dir: rd.Dir})
-			if _, err := os.Stat(filepath.Join(rd.Dir, rundir.Telemetry)); err == nil {
+			tr := TelemetryRound{K: rd.K, Dir: rd.Dir, Responder: rd.Responder}
+			ta.Rounds = append(ta.Rounds, tr)
+			if _, err := os.Stat(tr.TelemetryPath()); err == nil {
 				rep.TelemetryFiles++
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,8 +52,9 @@ type RoundFreq struct {
 // readRoundFreq reads the frequency and power sections of one round's
 // telemetry.json; ok is false when the file is missing or carries neither
 // (an older rig, or a responder that was not pinned).
-func readRoundFreq(dir string, k int) (rf RoundFreq, pw *teldata.PowerState, ok bool) {
-	b, err := rundir.ReadRegular(filepath.Join(dir, rundir.Telemetry)) // a FIFO must not hang the report
+func readRoundFreq(rd TelemetryRound) (rf RoundFreq, pw *teldata.PowerState, ok bool) {
+	k := rd.K
+	b, err := rundir.ReadRegular(rd.TelemetryPath()) // a FIFO must not hang the report
 	if errors.Is(err, os.ErrNotExist) {
 		return rf, nil, false
 	}
@@ -104,7 +104,7 @@ func armFreq(rounds []TelemetryRound) *ArmFreq {
 	var mhz []float64
 	var sources []string
 	for _, rd := range rounds {
-		rf, pw, ok := readRoundFreq(rd.Dir, rd.K)
+		rf, pw, ok := readRoundFreq(rd)
 		if af.RanUnder == "" && pw != nil {
 			af.RanUnder = describePower(pw)
 		}

@@ -66,6 +66,9 @@ type InputRound struct {
 	K    int
 	Dir  string // round directory; "" for synthetic rounds
 	Load func() (*samples.Joined, error)
+	// Responder is the responder whose telemetry file is the arm's
+	// (rundir.TelemetryFile): 0 but in a fan-out arm.
+	Responder uint32
 }
 
 // Load discovers the arms and rounds of a run directory. A missing or bad
@@ -178,12 +181,10 @@ func (in *Input) fanout() {
 			ra := InputArm{Name: ArmResponderName(a.Name, h), Skipped: a.Skipped, Arm: a.Name, Responder: h}
 			for _, r := range a.Rounds {
 				dir := r.Dir
-				ir := InputRound{K: r.K, Load: func() (*samples.Joined, error) {
+				// Each responder's telemetry watched its own CPUs.
+				ir := InputRound{K: r.K, Dir: dir, Responder: uint32(id), Load: func() (*samples.Joined, error) {
 					return samples.JoinDirResponder(dir, uint32(id))
 				}}
-				if id == 0 {
-					ir.Dir = dir // the round's telemetry watched responder 0's CPU
-				}
 				ra.Rounds = append(ra.Rounds, ir)
 			}
 			out = append(out, ra)

@@ -73,7 +73,7 @@ func TestReadRoundFreq(t *testing.T) {
 		{CPU: 3, Source: teldata.FreqAPERF, Rule: teldata.RuleAPERFTSC, MHz: 2999.5, Samples: 2, TSCMHz: 2400.4, BusyPct: 40},
 		{CPU: 3, Source: teldata.FreqAPERF, MHz: 2999.5, Samples: 2, BaseMHz: 3100, BaseFrom: "b", BusyPct: 40},
 	} {
-		rf, _, ok := readRoundFreq(telemetryDir(t, teldata.Result{CPUs: []int{3}, Freq: &f}), 4)
+		rf, _, ok := readRoundFreq(TelemetryRound{K: 4, Dir: telemetryDir(t, teldata.Result{CPUs: []int{3}, Freq: &f})})
 		want := map[bool]string{true: "ΔAPERF/ΔMPERF × TSC 2400 MHz", false: "ΔAPERF/ΔMPERF × base 3100 MHz (b)"}[f.Rule != ""]
 		if !ok || rf.Round != 4 || rf.Source != teldata.FreqAPERF || *rf.MHz != 2999.5 || *rf.BusyPct != 40 || rf.Note != want {
 			t.Fatalf("%+v, want note %q", rf, want)
@@ -84,7 +84,7 @@ func TestReadRoundFreq(t *testing.T) {
 		Power: &teldata.PowerState{CPU: 3, Freq: &hostinfo.Freq{Driver: "intel_pstate", Governor: "performance", MinKHz: 800000, MaxKHz: 3600000, EPP: "performance"},
 			Turbo: &hostinfo.Turbo{Enabled: false, Source: hostinfo.IntelPstateDir + "/no_turbo", MinPerfPct: 30, MaxPerfPct: 90},
 			Idle:  []string{"POLL", "C6 (disabled)"}, Tuned: "Current active profile: latency-performance"}}
-	_, pw, _ := readRoundFreq(telemetryDir(t, in), 4)
+	_, pw, _ := readRoundFreq(TelemetryRound{K: 4, Dir: telemetryDir(t, in)})
 	if want := "intel_pstate performance, EPP performance, limits 800–3600 MHz; turbo off, perf 30–90 %; idle states off: C6; tuned latency-performance"; describePower(pw) != want {
 		t.Fatalf("%q", describePower(pw))
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -260,7 +259,7 @@ func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
 	var missing []string
 	for _, rd := range a.Rounds {
 		tr := telRound{k: rd.K}
-		path := filepath.Join(rd.Dir, rundir.Telemetry)
+		path := rd.TelemetryPath()
 		b, err := rundir.ReadRegular(path) // a FIFO must not hang the report
 		var te telemetryError
 		switch {
@@ -298,9 +297,16 @@ func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
 		return out, nil
 	}
 	first := ok[0].r
-	text("%d of %d rounds sampled CPU %s (the responder CPU and its SMT siblings) every %s from CPU %d, from procfs/sysfs. "+
+	watched, from := first.Watched, fmt.Sprintf("CPU %d", first.PinCPU)
+	if watched == "" {
+		watched = "the responder CPU and its SMT siblings"
+	}
+	if first.PinCPU < 0 {
+		from = "an unpinned thread"
+	}
+	text("%d of %d rounds sampled CPU %s (%s) every %s from %s, from procfs/sysfs. "+
 		"Rates are per second over each round; a cell is the median across those rounds [min–max]; a source that did not move in a round counts as 0 there.",
-		len(ok), len(rounds), cpuList(first.CPUs), time.Duration(first.IntervalNS), first.PinCPU)
+		len(ok), len(rounds), cpuList(first.CPUs), watched, time.Duration(first.IntervalNS), from)
 	out = append(out, rateTable(ok))
 	if tb, ok := threadTable(ok); ok {
 		out = append(out, tb)

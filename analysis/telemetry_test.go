@@ -203,7 +203,7 @@ func TestTelemetryDamaged(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, rundir.Telemetry), tc.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			bl, err := SummarizeTelemetry(&TelemetryArm{Arm: "a", Metric: Headline, Rounds: []TelemetryRound{{0, dir}},
+			bl, err := SummarizeTelemetry(&TelemetryArm{Arm: "a", Metric: Headline, Rounds: []TelemetryRound{{K: 0, Dir: dir}},
 				Worst: []WorstSample{{Round: 0, Seq: 5, ValueNS: 1000, At: "req_rx_sw", AtNS: 1}}})
 			if err != nil {
 				t.Fatal(err)
@@ -220,7 +220,7 @@ func TestTelemetryDamaged(t *testing.T) {
 func TestTelemetryWorstPlacement(t *testing.T) {
 	d0, d1 := t.TempDir(), t.TempDir()
 	copyFixture(t, "cpu1-round0.json", d0)
-	a := &TelemetryArm{Arm: "a", Metric: Headline, Source: "responder hw", Rounds: []TelemetryRound{{0, d0}, {1, d1}},
+	a := &TelemetryArm{Arm: "a", Metric: Headline, Source: "responder hw", Rounds: []TelemetryRound{{K: 0, Dir: d0}, {K: 1, Dir: d1}},
 		Worst: []WorstSample{
 			{Round: 0, Seq: 9, ValueNS: 9000},                                   // PHC stamps only
 			{Round: 0, Seq: 8, ValueNS: 8000, At: "cap_req_sw", AtNS: t0 - 1e9}, // before the first interval
@@ -311,7 +311,7 @@ func FuzzDecodeTelemetry(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, rundir.Telemetry), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := SummarizeTelemetry(&TelemetryArm{Arm: "a", Metric: Headline, Rounds: []TelemetryRound{{0, dir}},
+		if _, err := SummarizeTelemetry(&TelemetryArm{Arm: "a", Metric: Headline, Rounds: []TelemetryRound{{K: 0, Dir: dir}},
 			Worst: []WorstSample{{Round: 0, ValueNS: 1, At: "req_rx_sw", AtNS: at}}}); err != nil {
 			t.Fatal(err)
 		}

@@ -32,8 +32,8 @@ func TestCompletionCoversEverything(t *testing.T) {
 				t.Errorf("%s completion has no case for rig %s", shell, l.path)
 			}
 			mustDescribe(l).fs.VisitAll(func(f *flag.Flag) {
-				if !strings.Contains(script, "--"+f.Name) {
-					t.Errorf("%s completion lacks rig %s --%s", shell, l.path, f.Name)
+				if name, _, _, _ := clidoc.Flag(f); !strings.Contains(script, name) {
+					t.Errorf("%s completion lacks rig %s %s", shell, l.path, name)
 				}
 				if ff, ok := f.Value.(*formatFlag); ok && !strings.Contains(script, "'"+l.path+" --format'") {
 					t.Errorf("%s completion does not offer the forms %v of rig %s --format", shell, ff.forms, l.path)
@@ -192,10 +192,22 @@ func TestManPages(t *testing.T) {
 			t.Errorf("rig-%s.1 lacks the synopsis of rig %s", top, l.path)
 		}
 		d.fs.VisitAll(func(f *flag.Flag) {
-			if !strings.Contains(page, `\fB\-\-`+clidoc.RoffText(f.Name)+`\fR`) {
-				t.Errorf("rig-%s.1 lacks --%s of rig %s", top, f.Name, l.path)
+			if name, _, _, _ := clidoc.Flag(f); !strings.Contains(page, `\fB`+clidoc.RoffText(name)+`\fR`) {
+				t.Errorf("rig-%s.1 lacks %s of rig %s", top, name, l.path)
 			}
 		})
+	}
+	// One-letter flags are -v, not --v; rig.1 says which variables and
+	// files rig uses.
+	if run := read("rig-run.1"); !strings.Contains(run, `\fB\-v\fR`) || strings.Contains(run, `\-\-v\fR`) {
+		t.Errorf("rig-run.1 does not print -v as -v")
+	}
+	rig1 := read("rig.1")
+	for _, w := range []string{".SH \"ENVIRONMENT\"", ".B RIG_STATE_DIR\n", ".B RIG_HOST_ROOT\n", ".B RIG_TUNED_ADM\n",
+		".SH \"FILES\"", ".B /var/lib/rig/journal.jsonl\n", ".B /run/rig/lab\n"} {
+		if !strings.Contains(rig1, w) {
+			t.Errorf("rig.1 lacks %q", w)
+		}
 	}
 	groff, err := exec.LookPath("groff")
 	if err != nil {

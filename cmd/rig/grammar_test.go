@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/clidoc"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/samples"
@@ -306,8 +307,8 @@ func TestHelpRendersAsWritten(t *testing.T) {
 			if !strings.Contains(norm(help), norm(strings.ReplaceAll(f.Usage, "`", ""))) {
 				t.Errorf("rig %s -h lacks --%s's usage as written: %q", l.path, f.Name, f.Usage)
 			}
-			if !strings.Contains(help, "\n  --"+f.Name) {
-				t.Errorf("rig %s -h lacks --%s", l.path, f.Name)
+			if name, _, _, _ := clidoc.Flag(f); !strings.Contains(help, "\n  "+name) {
+				t.Errorf("rig %s -h lacks %s", l.path, name)
 			}
 		})
 	}

@@ -3,9 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/rig-project/rig/internal/clidoc"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/version"
 )
 
@@ -52,6 +57,16 @@ func program() *clidoc.Program {
 		Synopsis: "COMMAND [SUBCOMMAND] [ARGUMENTS] [flags]", Description: programDescription}
 	for _, e := range exitStatus {
 		p.ExitStatus = append(p.ExitStatus, clidoc.ExitStatus{Code: e.code, Meaning: e.meaning})
+	}
+	p.Environment = []clidoc.Entry{
+		{Name: journal.EnvDir, Meaning: "the directory of the change journal and its lock (default " + journal.DefaultDir + "); each host's agent uses its own"},
+		{Name: hostfs.EnvRoot, Meaning: "the root below which /proc and /sys are read and changed (default /; --host-root sets it for one command)"},
+		{Name: netlab.EnvDir, Meaning: "where the emulated labs are described (default " + netlab.DefaultDir + ")"},
+		{Name: power.EnvTunedAdm, Meaning: "the tuned-adm rig runs for tuned knobs and facts (default tuned-adm from PATH)"},
+	}
+	p.Files = []clidoc.Entry{
+		{Name: filepath.Join(journal.DefaultDir, journal.FileName), Meaning: "every host change rig made and has not put back yet, one JSON line each; rig restore undoes them"},
+		{Name: netlab.DefaultDir, Meaning: "one NAME.json per emulated lab that rig lab up built (rig lab down and rig restore remove them)"},
 	}
 	doc := func(path string, c *command) clidoc.Command {
 		d := mustDescribe(leaf{path, c})

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
+	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/scenario"
 )
 
@@ -32,7 +34,8 @@ type kustomization struct {
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace"`
 	Labels     []struct {
-		Pairs map[string]string `json:"pairs"`
+		Pairs            map[string]string `json:"pairs"`
+		IncludeTemplates bool              `json:"includeTemplates"`
 	} `json:"labels"`
 	Resources []string `json:"resources"`
 	Images    []struct {
@@ -46,6 +49,8 @@ type kustomization struct {
 type object struct {
 	file, kind, name string
 	meta             map[string]string // the pod's annotations
+	labels           map[string]string // the object's own labels
+	podLabels        map[string]string // the pod's (a Pod's own, or its template's)
 	spec             *corev1.PodSpec
 }
 
@@ -64,25 +69,25 @@ func decode(file string, b []byte) (*object, error) {
 		if err := yaml.UnmarshalStrict(b, &ns); err != nil {
 			return nil, err
 		}
-		o.name = ns.Name
+		o.name, o.labels = ns.Name, ns.Labels
 	case "Pod":
 		var p corev1.Pod
 		if err := yaml.UnmarshalStrict(b, &p); err != nil {
 			return nil, err
 		}
-		o.name, o.meta, o.spec = p.Name, p.Annotations, &p.Spec
+		o.name, o.meta, o.podLabels, o.spec = p.Name, p.Annotations, p.Labels, &p.Spec
 	case "Deployment":
 		var d appsv1.Deployment
 		if err := yaml.UnmarshalStrict(b, &d); err != nil {
 			return nil, err
 		}
-		o.name, o.meta, o.spec = d.Name, d.Spec.Template.Annotations, &d.Spec.Template.Spec
+		o.name, o.meta, o.podLabels, o.spec = d.Name, d.Spec.Template.Annotations, d.Spec.Template.Labels, &d.Spec.Template.Spec
 	case "DaemonSet":
 		var d appsv1.DaemonSet
 		if err := yaml.UnmarshalStrict(b, &d); err != nil {
 			return nil, err
 		}
-		o.name, o.meta, o.spec = d.Name, d.Spec.Template.Annotations, &d.Spec.Template.Spec
+		o.name, o.meta, o.podLabels, o.spec = d.Name, d.Spec.Template.Annotations, d.Spec.Template.Labels, &d.Spec.Template.Spec
 	default:
 		return nil, fmt.Errorf("kind %q: the test knows Namespace, Pod, Deployment, DaemonSet", tm.Kind)
 	}
@@ -257,6 +262,114 @@ func TestQoS(t *testing.T) {
 		}
 		if o.spec.NodeSelector["rig.dev/role"] != c.nodeLabel {
 			t.Errorf("%s: nodeSelector %v, want rig.dev/role: %s", c.name, o.spec.NodeSelector, c.nodeLabel)
+		}
+	}
+	// The shared responder runs on the pinned one's node: both answer the
+	// same requests under the same node noise.
+	pinned := objs["rig-responder-pinned"]
+	var terms []corev1.PodAffinityTerm
+	if a := objs["rig-responder-shared"].spec.Affinity; a != nil && a.PodAffinity != nil {
+		terms = a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	if len(terms) != 1 || terms[0].TopologyKey != "kubernetes.io/hostname" || terms[0].LabelSelector == nil ||
+		len(terms[0].LabelSelector.MatchLabels) != 1 || terms[0].LabelSelector.MatchLabels["rig.dev/placement"] != "pinned" ||
+		pinned.podLabels["rig.dev/placement"] != "pinned" {
+		t.Errorf("rig-responder-shared: required podAffinity %+v, want the node (kubernetes.io/hostname) of the pod labelled rig.dev/placement: pinned (%v)", terms, pinned.podLabels)
+	}
+}
+
+// rigPods are the pods rig runs its agents in.
+var rigPods = []string{"rig-responder-pinned", "rig-responder-shared", "rig-sender"}
+
+// Each rig pod's container gets its requests and limits through the
+// downward API, in the variables rig check reads to tell CPUs of its own
+// from the shared pool (CPU in millicores, memory in bytes).
+func TestPodResourcesInTheEnvironment(t *testing.T) {
+	_, objs := load(t)
+	want := map[string][2]string{hostinfo.EnvCPURequest: {"requests.cpu", "1m"}, hostinfo.EnvCPULimit: {"limits.cpu", "1m"},
+		hostinfo.EnvMemRequest: {"requests.memory", ""}, hostinfo.EnvMemLimit: {"limits.memory", ""}}
+	for _, name := range rigPods {
+		for _, c := range objs[name].spec.Containers {
+			got := map[string][2]string{}
+			for _, e := range c.Env {
+				if r := e.ValueFrom; r != nil && r.ResourceFieldRef != nil && r.ResourceFieldRef.ContainerName == "" {
+					div := ""
+					if !r.ResourceFieldRef.Divisor.IsZero() {
+						div = r.ResourceFieldRef.Divisor.String()
+					}
+					got[e.Name] = [2]string{r.ResourceFieldRef.Resource, div}
+				}
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s/%s: env %s from %v, want resourceFieldRef %s divisor %q", name, c.Name, k, got[k], v[0], v[1])
+				}
+			}
+		}
+	}
+}
+
+// The kubectl test double (netlabtest.Kubectl), through which the tests
+// run scenarios in emulated pods, gives each rig pod the capabilities its
+// manifest does.
+func TestTheDoubleGrantsWhatThePodsDo(t *testing.T) {
+	_, objs := load(t)
+	want := slices.Sorted(slices.Values(netlabtest.PodCaps))
+	for _, name := range rigPods {
+		for _, c := range objs[name].spec.Containers {
+			var add []string
+			for _, a := range c.SecurityContext.Capabilities.Add {
+				add = append(add, string(a))
+			}
+			if slices.Sort(add); !slices.Equal(add, want) {
+				t.Errorf("%s/%s adds %v; the kubectl test double's pods have %v (netlabtest.PodCaps)", name, c.Name, add, want)
+			}
+		}
+	}
+}
+
+// Each rig pod keeps its agents' journal on the node, in a directory of
+// its own: with hostNetwork what they change is the node's, and `rig
+// restore` must find the journal after the pod was replaced.
+func TestJournalsOnTheNode(t *testing.T) {
+	_, objs := load(t)
+	for _, name := range rigPods {
+		o := objs[name]
+		var vol *corev1.Volume
+		for i := range o.spec.Volumes {
+			if o.spec.Volumes[i].Name == "state" {
+				vol = &o.spec.Volumes[i]
+			}
+		}
+		if vol == nil || vol.HostPath == nil || vol.HostPath.Path != "/var/lib/rig/pods/"+name || vol.HostPath.Type == nil || *vol.HostPath.Type != corev1.HostPathDirectoryOrCreate {
+			t.Errorf("%s: state volume %+v, want hostPath /var/lib/rig/pods/%s (DirectoryOrCreate)", name, vol, name)
+		}
+		for _, c := range o.spec.Containers {
+			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "state" && m.MountPath == "/var/lib/rig" }) {
+				t.Errorf("%s/%s: the state volume is not rig's state directory /var/lib/rig", name, c.Name)
+			}
+		}
+	}
+}
+
+// The namespace admits the privileged host agent under Pod Security
+// admission, and no container replaces the image's entrypoint (tini,
+// which reaps what kubectl exec leaves behind).
+func TestPodSecurityAndEntrypoint(t *testing.T) {
+	_, objs := load(t)
+	for _, mode := range []string{"enforce", "warn", "audit"} {
+		if l := objs["rig"].labels["pod-security.kubernetes.io/"+mode]; l != "privileged" {
+			t.Errorf("namespace rig: pod-security.kubernetes.io/%s %q, want privileged", mode, l)
+		}
+	}
+	for _, o := range objs {
+		if o.spec == nil {
+			continue
+		}
+		for _, c := range o.spec.Containers {
+			if len(c.Command) > 0 || len(c.Args) == 0 {
+				t.Errorf("%s/%s: command %q args %q: set args only, so that the image's entrypoint (tini) stays PID 1", o.name, c.Name, c.Command, c.Args)
+			}
 		}
 	}
 }
@@ -458,6 +571,9 @@ func TestKustomizeBuild(t *testing.T) {
 		if meta.Metadata.Labels["app.kubernetes.io/part-of"] != "rig" {
 			t.Errorf("%s %s: labels %v", o.kind, o.name, meta.Metadata.Labels)
 		}
+		if o.spec != nil && o.podLabels["app.kubernetes.io/part-of"] != "rig" {
+			t.Errorf("%s %s: its pods' labels %v lack app.kubernetes.io/part-of (labels: includeTemplates)", o.kind, o.name, o.podLabels)
+		}
 		if o.spec != nil && !strings.HasPrefix(o.spec.Containers[0].Image, "registry.example.com/rig:") {
 			t.Errorf("%s %s: image %s", o.kind, o.name, o.spec.Containers[0].Image)
 		}
@@ -478,7 +594,7 @@ func TestDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"COPY dist/rig-linux-${TARGETARCH} /usr/local/bin/rig", "stress-ng"} {
+	for _, w := range []string{"COPY dist/rig-linux-${TARGETARCH} /usr/local/bin/rig", "stress-ng", " tini ", `ENTRYPOINT ["/usr/bin/tini", "--"]`} {
 		if !bytes.Contains(b, []byte(w)) {
 			t.Errorf("Dockerfile lacks %q", w)
 		}

@@ -149,7 +149,7 @@ type StartArgs struct {
 
 // TelemetryArgs configure the per-CPU telemetry of a responder.
 type TelemetryArgs struct {
-	CPU        int   `json:"cpu"` // the responder CPU; its SMT sibling is watched too
+	CPU        int   `json:"cpu"` // the responder CPU, its SMT sibling watched too; -1: unpinned, every CPU it may run on
 	IntervalNS int64 `json:"interval_ns,omitempty"`
 	// Iface is the responder NIC: its queue IRQs' affinity drift is
 	// watched (found by the agent with nicctl's IRQ discovery).

@@ -36,36 +36,35 @@ func startTelemetry(fs hostfs.FS, a *TelemetryArgs, pid int, readyLine string) *
 	if m := threadRE.FindStringSubmatch(readyLine); m != nil {
 		tid, _ = strconv.Atoi(m[1])
 	}
-	topo, err := hostinfo.ReadTopology(fs, a.CPU)
+	cpus, watched, err := watchedCPUs(fs, a.CPU, pid)
 	if err != nil {
 		pt.err = err
 		return pt
 	}
-	cpus := topo.ThreadSiblings
-	if !slices.Contains(cpus, a.CPU) {
-		cpus = append(cpus, a.CPU)
-	}
-	online, err := hostinfo.OnlineCPUs(fs)
+	// The sampler runs on a CPU the agent may use (in a pod, the pod's
+	// cpuset) that is not watched; where there is none, unpinned.
+	allowed, err := hostinfo.ProcessCPUsAllowed(fs, "self")
 	if err != nil {
 		pt.err = err
 		return pt
 	}
 	pin := -1
-	for _, c := range online {
+	for _, c := range allowed {
 		if !slices.Contains(cpus, c) {
 			pin = c
 			break
 		}
 	}
-	if pin < 0 {
-		pt.err = fmt.Errorf("telemetry: every online CPU is the responder's or its sibling's; no CPU left to sample from")
-		return pt
+	// The responder CPU's frequency over the round (a pinned responder's
+	// only), and the power state the arm left (tuned-adm active included)
+	// for the record.
+	stateCPU := a.CPU
+	if stateCPU < 0 {
+		stateCPU = cpus[0]
 	}
-	// The responder CPU's frequency over the round, and the power state
-	// the arm left (tuned-adm active included) for the record.
-	cfg := telemetry.Config{FS: fs, CPUs: cpus, PID: pid, TID: tid,
+	cfg := telemetry.Config{FS: fs, CPUs: cpus, Watched: watched, PID: pid, TID: tid,
 		Interval: time.Duration(a.IntervalNS), PinCPU: pin, IRQs: queueIRQs(fs, a.Iface), MaxSamples: 1 << 16,
-		MeasureFreq: true, FreqCPU: a.CPU, Power: power.ReadState(context.Background(), fs, a.CPU, power.HostTuned(fs))}
+		MeasureFreq: a.CPU >= 0, FreqCPU: a.CPU, Power: power.ReadState(context.Background(), fs, stateCPU, power.HostTuned(fs))}
 	// The NIC's drop and ring-overrun counters (ethtool -S), where the
 	// driver has them; without them the sampler still runs.
 	if a.Iface != "" {
@@ -105,6 +104,28 @@ func (pt *procTelemetry) finish(path string) {
 	}
 	b, _ := json.MarshalIndent(v, "", "  ")
 	_ = os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// watchedCPUs are what the telemetry of a responder watches: its CPU and
+// SMT siblings; unpinned (cpu < 0), every CPU it may run on (its
+// Cpus_allowed_list: in a pod, the pod's cpuset).
+func watchedCPUs(fs hostfs.FS, cpu, pid int) ([]int, string, error) {
+	if cpu < 0 {
+		l, err := hostinfo.ProcessCPUsAllowed(fs, strconv.Itoa(pid))
+		if err != nil {
+			return nil, "", fmt.Errorf("telemetry of an unpinned responder: %w", err)
+		}
+		return l, "every CPU the unpinned responder may run on (Cpus_allowed_list)", nil
+	}
+	topo, err := hostinfo.ReadTopology(fs, cpu)
+	if err != nil {
+		return nil, "", err
+	}
+	cpus := topo.ThreadSiblings
+	if !slices.Contains(cpus, cpu) {
+		cpus = append(cpus, cpu)
+	}
+	return cpus, "", nil
 }
 
 // queueIRQs lists the queue IRQs of iface whose affinity telemetry

@@ -6,7 +6,9 @@
 //
 // Severity policy: FAIL means the run would measure something broken
 // (CPU offline or outside the cpuset, CFS quota throttling, no such
-// interface); warn means a known source of tail latency is present.
+// interface); warn means a known source of tail latency is present. A
+// check that cannot read what it needs says "cannot tell" (a warning
+// naming what it could not read and how to give access), never ok.
 package check
 
 import (
@@ -73,6 +75,10 @@ type Result struct {
 	Severity Severity `json:"severity"`
 	Observed string   `json:"observed"`
 	Fix      string   `json:"fix,omitempty"`
+	// Untold marks a "cannot tell" warning: the check could not read
+	// what it needs, and Untold is the worst it could have said (Fail: a
+	// FAIL may hide behind it). Skip, the zero value: the check told.
+	Untold Severity `json:"untold,omitempty"`
 }
 
 // Report is the outcome of Run.
@@ -96,6 +102,12 @@ func (r *Report) ExitCode() int {
 		return ExitWarn
 	}
 	return ExitOK
+}
+
+// Passed says whether a run may rely on the checks (require-check):
+// nothing FAILed, and no check that can FAIL was left unable to tell.
+func (r *Report) Passed() bool {
+	return r.Worst < Fail && !slices.ContainsFunc(r.Results, func(x Result) bool { return x.Untold == Fail })
 }
 
 // Get returns the result with the given ID, or nil.
@@ -134,7 +146,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "      %-20s fix: %s\n", "", x.Fix)
 		}
 	}
-	fmt.Fprintf(&b, "worst: %s (exit %d)\n", r.Worst, r.ExitCode())
+	fmt.Fprintf(&b, "worst: %s (exit %d)", r.Worst, r.ExitCode())
+	if r.Worst < Fail && !r.Passed() {
+		b.WriteString("; a check that can FAIL could not tell: require-check stops here")
+	}
+	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -175,9 +191,12 @@ type runner struct {
 	r        *Report
 	online   []int
 	isolated []int
+	isolErr  error
 	nohz     []int
 	nohzErr  error
 	cmd      *hostinfo.Cmdline
+	cmdErr   error
+	topoErr  error // the responder CPU's topology: its SMT siblings
 	cg       *hostinfo.Cgroup
 	cgErr    error
 	inK8s    bool
@@ -211,9 +230,9 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 	if x.online, err = hostinfo.OnlineCPUs(fs); err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
-	x.isolated, _ = hostinfo.IsolatedCPUs(fs)
+	x.isolated, x.isolErr = hostinfo.IsolatedCPUs(fs)
 	x.nohz, x.nohzErr = hostinfo.NohzFullCPUs(fs)
-	if x.cmd, err = hostinfo.ReadCmdline(fs); err != nil {
+	if x.cmd, x.cmdErr = hostinfo.ReadCmdline(fs); x.cmdErr != nil {
 		x.cmd = hostinfo.ParseCmdline("")
 	}
 	x.cg, x.cgErr = hostinfo.ReadCgroup(fs, "self")
@@ -230,6 +249,8 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 	cpu := x.r.CPU
 	if t, err := hostinfo.ReadTopology(fs, cpu); err == nil {
 		x.r.Siblings = t.Siblings()
+	} else {
+		x.topoErr = err
 	}
 	x.cpuOnline()
 	x.cpuAllowed()
@@ -290,6 +311,20 @@ func (x *runner) add(id string, s Severity, fix, format string, a ...any) {
 	x.r.Results = append(x.r.Results, Result{ID: id, Severity: s, Observed: fmt.Sprintf(format, a...), Fix: fix})
 }
 
+// cannot adds a "cannot tell" warning: what could not be read (the text
+// says "cannot read" or "cannot tell"), and in fix how to let rig read it;
+// could is the worst the check could have said.
+func (x *runner) cannot(id string, could Severity, fix, format string, a ...any) {
+	if fix == "" {
+		fix = access
+	}
+	x.r.Results = append(x.r.Results, Result{ID: id, Severity: Warn, Observed: fmt.Sprintf(format, a...), Fix: fix, Untold: could})
+}
+
+// access is how to let rig read what a check needs, when nothing more
+// specific is known.
+const access = "run rig check where it reads the host's /proc and /sys as root (not through a masked or partial --host-root); in Kubernetes, from the host agent: kubectl exec -n rig <rig-host-agent pod> -- rig check --cpu N"
+
 // measured is the responder CPU with its siblings: what isolation covers.
 func (x *runner) measured() []int {
 	return cpulist.Union([]int{x.r.CPU}, x.r.Siblings)
@@ -337,7 +372,7 @@ func (x *runner) cpuOnline() {
 func (x *runner) cpuAllowed() {
 	allowed, err := hostinfo.ProcessCPUsAllowed(x.fs, "self")
 	if err != nil {
-		x.add("cpu.allowed", Warn, "", "cannot read Cpus_allowed_list of rig: %v", err)
+		x.cannot("cpu.allowed", Fail, "", "cannot read Cpus_allowed_list of rig: %v", err)
 		return
 	}
 	if slices.Contains(allowed, x.r.CPU) {
@@ -350,8 +385,16 @@ func (x *runner) cpuAllowed() {
 
 func (x *runner) isolcpus() {
 	cpu := x.r.CPU
+	if x.isolErr != nil {
+		x.cannot("isolcpus", Warn, "", "cannot read the isolated CPUs: %v", x.isolErr)
+		return
+	}
 	if slices.Contains(x.isolated, cpu) {
 		obs := fmt.Sprintf("CPU %d is isolated (isolated: %s, flags %s)", cpu, list(x.isolated), strings.Join(x.cmd.IsolcpusFlags, ","))
+		if x.cmdErr != nil {
+			x.cannot("isolcpus", Warn, "", "cannot tell whether managed IRQs are kept off it: %s, and the kernel command line cannot be read: %v", obs, x.cmdErr)
+			return
+		}
 		if !slices.Contains(x.cmd.IsolcpusFlags, "managed_irq") && x.cmd.Isolcpus.Set {
 			x.add("isolcpus", Warn, x.bootFix(), "%s; without managed_irq, managed IRQs (NVMe) may still land on it", obs)
 			return
@@ -368,7 +411,7 @@ func (x *runner) nohzFull() {
 	case errors.Is(x.nohzErr, os.ErrNotExist):
 		x.add("nohz_full", Warn, "use a kernel built with CONFIG_NO_HZ_FULL=y, then "+x.bootFix(), "kernel has no nohz_full support: CPU %d gets the periodic tick", cpu)
 	case x.nohzErr != nil:
-		x.add("nohz_full", Warn, "", "cannot read nohz_full: %v", x.nohzErr)
+		x.cannot("nohz_full", Warn, "", "cannot read nohz_full: %v", x.nohzErr)
 	case slices.Contains(x.nohz, cpu):
 		x.add("nohz_full", OK, "", "CPU %d is nohz_full (%s)", cpu, list(x.nohz))
 	default:
@@ -383,6 +426,8 @@ func (x *runner) rcuNocbs() {
 		x.add("rcu_nocbs", OK, "", "CPU %d offloads RCU callbacks (rcu_nocbs=%s)", cpu, x.cmd.RcuNocbs.Raw)
 	case slices.Contains(x.nohz, cpu):
 		x.add("rcu_nocbs", OK, "", "CPU %d offloads RCU callbacks (implied by nohz_full)", cpu)
+	case x.cmdErr != nil:
+		x.cannot("rcu_nocbs", Warn, "", "cannot tell: rcu_nocbs= is only on the kernel command line, which cannot be read: %v", x.cmdErr)
 	default:
 		x.add("rcu_nocbs", Warn, x.bootFix(), "CPU %d runs its own RCU callbacks (no rcu_nocbs= for it on the command line)", cpu)
 	}
@@ -392,29 +437,40 @@ func (x *runner) irqsOnCPU() {
 	cpu := x.r.CPU
 	irqs, err := hostinfo.ListIRQs(x.fs)
 	if err != nil {
-		x.add("irqs.on_cpu", Warn, "", "cannot list /proc/irq: %v", err)
+		x.cannot("irqs.on_cpu", Warn, "", "cannot list /proc/irq: %v", err)
+		return
+	}
+	tab, err := hostinfo.ReadInterrupts(x.fs)
+	if err != nil {
+		x.cannot("irqs.on_cpu", Warn, "", "cannot read /proc/interrupts (which IRQs have a handler): %v", err)
 		return
 	}
 	names := map[string]string{}
 	counts := map[string]uint64{}
-	if tab, err := hostinfo.ReadInterrupts(x.fs); err == nil {
-		for _, r := range tab.Rows {
-			names[r.ID] = r.Name
-			counts[r.ID], _ = tab.Count(r.ID, cpu)
-		}
+	for _, r := range tab.Rows {
+		names[r.ID] = r.Name
+		counts[r.ID], _ = tab.Count(r.ID, cpu)
 	}
-	var hits, nums []string
+	var hits, nums, unread []string
 	for _, n := range irqs {
-		a, err := hostinfo.ReadIRQAffinity(x.fs, n)
-		if err != nil || !slices.Contains(a.Targets(), cpu) {
-			continue
-		}
 		name := names[itoa(n)]
 		if name == "" {
 			continue // no handler: never fires
 		}
+		a, err := hostinfo.ReadIRQAffinity(x.fs, n)
+		if err != nil {
+			unread = append(unread, itoa(n))
+			continue
+		}
+		if !slices.Contains(a.Targets(), cpu) {
+			continue
+		}
 		hits = append(hits, fmt.Sprintf("%d %s (%d so far)", n, name, counts[itoa(n)]))
 		nums = append(nums, itoa(n))
+	}
+	if len(hits) == 0 && len(unread) > 0 {
+		x.cannot("irqs.on_cpu", Warn, "", "cannot read the affinity of IRQ %s (/proc/irq/N/smp_affinity_list)", strings.Join(unread, ", "))
+		return
 	}
 	if len(hits) == 0 {
 		x.add("irqs.on_cpu", OK, "", "no device IRQ targets CPU %d", cpu)
@@ -427,9 +483,19 @@ func (x *runner) irqsOnCPU() {
 }
 
 func (x *runner) irqbalance() {
+	own, err := hostinfo.OwnPIDNamespace(x.fs)
+	if err != nil {
+		x.cannot("irqbalance", Warn, "", "cannot tell whether rig sees the node's processes: %v", err)
+		return
+	}
+	if own {
+		x.cannot("irqbalance", Warn, "run rig check on the node: from the host agent (kubectl exec -n rig <rig-host-agent pod> -- rig check --cpu N), or give this pod hostPID: true",
+			"cannot tell whether irqbalance runs: rig is in a PID namespace of its own (a pod without hostPID), and irqbalance runs on the node, among processes it cannot see")
+		return
+	}
 	st, err := nicctl.HostIRQBalance{FS: x.fs}.State(context.Background())
 	if err != nil {
-		x.add("irqbalance", Warn, "", "cannot scan /proc: %v", err)
+		x.cannot("irqbalance", Warn, "", "cannot scan /proc: %v", err)
 		return
 	}
 	if !st.Running {
@@ -453,13 +519,15 @@ func (x *runner) irqbalance() {
 func (x *runner) busy(cpu int, sibs []int) {
 	a, err := hostinfo.ReadCPUTimes(x.fs)
 	if err != nil {
-		x.add("cpu.busy", Warn, "", "cannot read /proc/stat: %v", err)
+		x.cannot("cpu.busy", Warn, "", "cannot read /proc/stat: %v", err)
+		x.cannot("smt.sibling", Warn, "", "cannot read /proc/stat: %v", err)
 		return
 	}
 	x.o.Sleep(x.o.BusyWindow)
 	b, err := hostinfo.ReadCPUTimes(x.fs)
 	if err != nil {
-		x.add("cpu.busy", Warn, "", "cannot read /proc/stat: %v", err)
+		x.cannot("cpu.busy", Warn, "", "cannot read /proc/stat: %v", err)
+		x.cannot("smt.sibling", Warn, "", "cannot read /proc/stat: %v", err)
 		return
 	}
 	pct := func(c int) (float64, bool) {
@@ -481,12 +549,16 @@ func (x *runner) busy(cpu int, sibs []int) {
 	}
 	win := x.o.BusyWindow
 	if v, ok := pct(cpu); !ok {
-		x.add("cpu.busy", Warn, "", "CPU %d has no line in /proc/stat", cpu)
+		x.cannot("cpu.busy", Warn, "", "cannot tell: CPU %d has no line in /proc/stat", cpu)
 	} else if v > x.o.BusyPct {
 		x.add("cpu.busy", Warn, "stop or move what runs there (taskset -cp "+list(x.housekeeping())+" PID), or pick another --cpu",
 			"CPU %d was %.0f%% busy over %v before the run; running there: %s", cpu, v, win, x.running(cpu))
 	} else {
 		x.add("cpu.busy", OK, "", "CPU %d was %.0f%% busy over %v", cpu, v, win)
+	}
+	if x.topoErr != nil {
+		x.cannot("smt.sibling", Warn, "", "cannot read the topology of CPU %d (its SMT siblings): %v", cpu, x.topoErr)
+		return
 	}
 	if len(sibs) == 0 {
 		x.add("smt.sibling", OK, "", "CPU %d has no SMT sibling", cpu)
@@ -497,8 +569,10 @@ func (x *runner) busy(cpu int, sibs []int) {
 			x.add("smt.sibling", OK, "", "SMT sibling %d is offline", s)
 			continue
 		}
-		v, _ := pct(s)
-		if v > x.o.BusyPct {
+		v, ok := pct(s)
+		if !ok {
+			x.cannot("smt.sibling", Warn, "", "cannot tell: SMT sibling %d has no line in /proc/stat", s)
+		} else if v > x.o.BusyPct {
 			x.add("smt.sibling", Warn,
 				fmt.Sprintf("keep CPU %d idle: isolate it with the responder (isolcpus=...,%d), move its tasks away, or echo off > /sys/devices/system/cpu/smt/control", s, s),
 				"SMT sibling %d of CPU %d was %.0f%% busy over %v (it shares the core's pipeline and caches); running there: %s", s, cpu, v, win, x.running(s))
@@ -542,7 +616,7 @@ func (x *runner) governor() {
 		return
 	}
 	if err != nil {
-		x.add("governor", Warn, "", "cannot read cpufreq: %v", err)
+		x.cannot("governor", Warn, "", "cannot read cpufreq: %v", err)
 		return
 	}
 	if f.Governor == "performance" {
@@ -560,7 +634,7 @@ func (x *runner) turbo() {
 		return
 	}
 	if err != nil {
-		x.add("turbo", Warn, "", "cannot read turbo state: %v", err)
+		x.cannot("turbo", Warn, "", "cannot read turbo state: %v", err)
 		return
 	}
 	if !t.Enabled {
@@ -592,8 +666,18 @@ func cstateBootFix(arch, driver string) string {
 func (x *runner) cstates() {
 	cpu := x.r.CPU
 	arch, _ := hostinfo.Arch(x.fs)
-	driver, _, _ := hostinfo.IdleDriver(x.fs)
+	driver, _, derr := hostinfo.IdleDriver(x.fs)
 	st, err := hostinfo.ReadIdleStates(x.fs, cpu)
+	// No states are believed only when the driver agrees: none, or no
+	// cpuidle in the kernel at all.
+	if errors.Is(err, os.ErrNotExist) && derr != nil && !errors.Is(derr, os.ErrNotExist) {
+		x.cannot("cstates", Warn, "", "cannot tell the idle states of CPU %d: it has none, and the cpuidle driver cannot be read: %v", cpu, derr)
+		return
+	}
+	if errors.Is(err, os.ErrNotExist) && driver != "" && driver != "none" {
+		x.cannot("cstates", Warn, "", "cannot read the idle states of CPU %d, whose cpuidle driver is %s: %v", cpu, driver, err)
+		return
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		how := "the kernel's default idle (HLT), or idle=poll"
 		if arch == "aarch64" {
@@ -603,7 +687,7 @@ func (x *runner) cstates() {
 		return
 	}
 	if err != nil {
-		x.add("cstates", Warn, "", "cannot read cpuidle: %v", err)
+		x.cannot("cstates", Warn, "", "cannot read cpuidle: %v", err)
 		return
 	}
 	var deep, fixes []string
@@ -639,7 +723,7 @@ func orNone(s string) string {
 func (x *runner) clocksource() {
 	cur, avail, err := hostinfo.Clocksource(x.fs)
 	if err != nil {
-		x.add("clocksource", Warn, "", "cannot read clocksource: %v", err)
+		x.cannot("clocksource", Warn, "", "cannot read clocksource: %v", err)
 		return
 	}
 	switch cur {
@@ -661,7 +745,7 @@ func (x *runner) thp() {
 		return
 	}
 	if err != nil {
-		x.add("thp", Warn, "", "cannot read THP: %v", err)
+		x.cannot("thp", Warn, "", "cannot read THP: %v", err)
 		return
 	}
 	if e == "always" {

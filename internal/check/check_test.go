@@ -213,17 +213,23 @@ func TestRealVMTree(t *testing.T) {
 	if !strings.Contains(r.Get("nohz_full").Observed, "no nohz_full support") {
 		t.Fatal(r.Get("nohz_full").Observed)
 	}
+	// No states are believed when the driver says so; a driver with
+	// states that cannot be read is "cannot tell".
 	h := copyTree(t, "vm")
 	if err := os.RemoveAll(h.Path("/sys/devices/system/cpu/cpu1/cpuidle")); err != nil {
 		t.Fatal(err)
 	}
+	if c := run(t, h, Options{CPU: 1}).Get("cstates"); c.Severity != Warn || c.Untold != Warn || !strings.Contains(c.Observed, "whose cpuidle driver is haltpoll") {
+		t.Fatal(c)
+	}
+	write(t, h, "/sys/devices/system/cpu/cpuidle/current_driver", "none\n")
 	if c := run(t, h, Options{CPU: 1}).Get("cstates"); c.Severity != OK || !strings.Contains(c.Observed, "no cpuidle") {
 		t.Fatal(c)
 	}
 }
 
 func TestKubernetesPod(t *testing.T) {
-	r := run(t, fx("k8spod"), Options{CPU: 2, Getenv: k8s})
+	r := run(t, fx("k8spod"), Options{CPU: 2, Getenv: pod(guaranteed2)})
 	expect(t, r, map[string]Severity{"cgroup.cpu_max": Fail, "cgroup.throttled": Warn, "cgroup.cpuset": OK, "cgroup.whole_cores": Warn, "cpu.allowed": OK})
 	if r.ExitCode() != ExitFail {
 		t.Fatalf("exit %d", r.ExitCode())
@@ -234,7 +240,7 @@ func TestKubernetesPod(t *testing.T) {
 	if !strings.Contains(r.Get("cgroup.whole_cores").Observed, "2 (sibling 6)") {
 		t.Fatal(r.Get("cgroup.whole_cores").Observed)
 	}
-	expect(t, run(t, fx("k8spod"), Options{CPU: 0, Getenv: k8s}), map[string]Severity{"cgroup.cpuset": Fail, "cpu.allowed": Fail})
+	expect(t, run(t, fx("k8spod"), Options{CPU: 0, Getenv: pod(guaranteed2)}), map[string]Severity{"cgroup.cpuset": Fail, "cpu.allowed": Fail})
 	// A fixed pod: no quota, no throttling, whole cores 2,6; and a pod in
 	// the shared pool.
 	h := copyTree(t, "k8spod")
@@ -242,9 +248,9 @@ func TestKubernetesPod(t *testing.T) {
 	write(t, h, "/sys/fs/cgroup/cpu.stat", "nr_periods 10\nnr_throttled 0\nthrottled_usec 0\n")
 	write(t, h, "/sys/fs/cgroup/cpuset.cpus.effective", "2,6\n")
 	write(t, h, "/proc/self/status", "Cpus_allowed_list:\t2,6\n")
-	expect(t, run(t, h, Options{CPU: 2, Getenv: k8s}), map[string]Severity{"cgroup.cpu_max": OK, "cgroup.throttled": OK, "cgroup.whole_cores": OK})
+	expect(t, run(t, h, Options{CPU: 2, Getenv: pod(guaranteed2)}), map[string]Severity{"cgroup.cpu_max": OK, "cgroup.throttled": OK, "cgroup.whole_cores": OK})
 	write(t, h, "/sys/fs/cgroup/cpuset.cpus.effective", "0-7\n")
-	expect(t, run(t, h, Options{CPU: 2, Getenv: k8s}), map[string]Severity{"cgroup.cpuset": Warn})
+	expect(t, run(t, h, Options{CPU: 2, Getenv: pod(guaranteed2)}), map[string]Severity{"cgroup.cpuset": Warn})
 }
 
 func TestOutput(t *testing.T) {

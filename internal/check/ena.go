@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rig-project/rig/internal/tstamp"
@@ -80,6 +81,8 @@ func (x *runner) ena(ifc string, c tstamp.Caps) {
 	}
 
 	switch {
+	case e.SRDMode == nil && e.Errors["ethtool -S"] != "":
+		x.cannot("nic.ena.express", Warn, "", "cannot tell whether ENA Express is on: its ethtool -S counter ena_srd_mode cannot be read: %s", e.Errors["ethtool -S"])
 	case e.SRDMode == nil:
 		x.add("nic.ena.express", OK, "", "no ENA Express on this instance or driver (no ena_srd_mode counter)")
 	case e.ExpressOn() || e.UDPOverSRD():
@@ -97,7 +100,8 @@ func (x *runner) ena(ifc string, c tstamp.Caps) {
 		for k, v := range e.Errors {
 			parts = append(parts, k+": "+v)
 		}
-		x.add("nic.ena.read", Warn, "", "some ENA facts could not be read: %s", strings.Join(parts, "; "))
+		slices.Sort(parts)
+		x.cannot("nic.ena.read", Warn, "", "cannot read some ENA facts: %s", strings.Join(parts, "; "))
 	}
 }
 

@@ -21,7 +21,7 @@ func (x *runner) igmp() {
 	}
 	d, err := hostinfo.ReadDMI(x.fs)
 	if err != nil {
-		x.add("net.igmp", Warn, "", "cannot read the DMI identity: %v", err)
+		x.cannot("net.igmp", Warn, "", "cannot read the DMI identity: %v", err)
 		return
 	}
 	if !d.EC2() {
@@ -30,7 +30,7 @@ func (x *runner) igmp() {
 	}
 	v, forced, err := hostinfo.IGMPVersion(x.fs, ifc)
 	if err != nil {
-		x.add("net.igmp", Warn, "", "cannot read the IGMP version: %v", err)
+		x.cannot("net.igmp", Warn, "", "cannot read the IGMP version: %v", err)
 		return
 	}
 	where := fmt.Sprintf("Amazon EC2 %s, multicast requests on %s", orNone(d.ProductName), ifc)

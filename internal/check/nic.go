@@ -3,7 +3,6 @@ package check
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -29,7 +28,7 @@ func (x *runner) nic() {
 	case errors.Is(err, unix.EOPNOTSUPP):
 		x.add("nic.hwts", Warn, "use a NIC/driver that reports timestamping (ethtool -T "+ifc+")", "%s reports no timestamping capability (EOPNOTSUPP)", ifc)
 	case err != nil:
-		x.add("nic.hwts", Warn, "", "cannot read timestamping capability of %s: %v", ifc, err)
+		x.cannot("nic.hwts", Warn, "", "cannot read timestamping capability of %s: %v", ifc, err)
 	default:
 		c := st.Caps
 		rx, tx := c.RxAll(), c.HardwareTX()
@@ -64,7 +63,7 @@ func (x *runner) nic() {
 	owners, err := hostinfo.TimestampOwners(x.fs, ifc)
 	switch {
 	case err != nil:
-		x.add("nic.ptp4l", Warn, "", "cannot scan /proc for ptp4l/chronyd: %v", err)
+		x.cannot("nic.ptp4l", Warn, "", "cannot scan /proc for ptp4l/chronyd: %v", err)
 	case len(owners) > 0:
 		x.add("nic.ptp4l", Warn, "measure on another interface, stop it for the run, or allow the take-over (take-over-ptp: true / --take-over-ptp)",
 			"%s owns %s's hardware timestamp config (SIOCSHWTSTAMP): rig will not change it, and uses it only where it already stamps every packet", strings.Join(owners, "; "), ifc)
@@ -80,76 +79,4 @@ func (x *runner) nicEnv() *nicctl.Env {
 		x.o.NIC.TS = tstamp.HostDevice()
 	}
 	return x.o.NIC
-}
-
-func (x *runner) cgroup() {
-	if x.cgErr != nil {
-		s := Skip
-		if x.inK8s {
-			s = Warn
-		}
-		for _, id := range []string{"cgroup.cpu_max", "cgroup.throttled", "cgroup.cpuset", "cgroup.whole_cores"} {
-			x.add(id, s, "", "cannot read the cgroup: %v", x.cgErr)
-		}
-		return
-	}
-	cg, cpu := x.cg, x.r.CPU
-	// The quota's file and its "no limit" value differ between the
-	// hierarchies: v2 cpu.max takes "max", v1 cpu.cfs_quota_us takes -1.
-	unlimit := "echo max > " + cg.Dir + "/cpu.max"
-	if cg.Version == 1 {
-		unlimit = "echo -1 > " + cg.Dir + "/cpu.cfs_quota_us"
-	}
-	kfix := "Guaranteed pod with integer CPUs on kubelet ≥ 1.33 (DisableCPUQuotaWithExclusiveCPUs, default on); CRI-O/OpenShift: annotation cpu-quota.crio.io: disable; elsewhere: " + unlimit
-	if cg.CPUMax.Unlimited() {
-		x.add("cgroup.cpu_max", OK, "", "no CFS quota (cpu.max %s, cgroup v%d %s)", cg.CPUMax, cg.Version, cg.Path)
-	} else {
-		x.add("cgroup.cpu_max", Fail, kfix, "CFS quota %s (cgroup v%d %s): the responder is throttled for the rest of a %d µs period once the quota is used",
-			cg.CPUMax, cg.Version, cg.Path, cg.CPUMax.PeriodUS)
-	}
-	if cg.Stat.NrThrottled == 0 {
-		x.add("cgroup.throttled", OK, "", "nr_throttled 0 of %d periods", cg.Stat.NrPeriods)
-	} else {
-		x.add("cgroup.throttled", Warn, kfix, "throttled %d times (%d µs in total) so far; must stay flat during a run", cg.Stat.NrThrottled, cg.Stat.ThrottledUS)
-	}
-	narrow := len(cg.CPUSet) > 0 && len(cg.CPUSet) < len(x.online)
-	switch {
-	case len(cg.CPUSet) == 0:
-		x.add("cgroup.cpuset", Skip, "", "no cpuset controller for this cgroup")
-	case !slices.Contains(cg.CPUSet, cpu):
-		x.add("cgroup.cpuset", Fail, fmt.Sprintf("use a CPU in %s", list(cg.CPUSet)), "CPU %d is outside the cgroup's cpuset %s", cpu, list(cg.CPUSet))
-	case narrow:
-		x.add("cgroup.cpuset", OK, "", "cpuset %s is narrower than the node (%s): pinned CPUs", list(cg.CPUSet), list(x.online))
-	case x.inK8s:
-		x.add("cgroup.cpuset", Warn, "kubelet cpuManagerPolicy: static, reservedSystemCPUs set, and a Guaranteed pod (requests = limits) with an integer CPU request",
-			"cpuset %s is every CPU: this pod shares the pool with other pods", list(cg.CPUSet))
-	default:
-		x.add("cgroup.cpuset", Skip, "", "cpuset %s is every CPU (not in a pinned container)", list(cg.CPUSet))
-	}
-	if !narrow && !x.inK8s {
-		x.add("cgroup.whole_cores", Skip, "", "not in a pinned container")
-		return
-	}
-	if len(cg.CPUSet) == 0 {
-		x.add("cgroup.whole_cores", Skip, "", "no cpuset controller for this cgroup")
-		return
-	}
-	var split []string
-	for _, c := range cg.CPUSet {
-		t, err := hostinfo.ReadTopology(x.fs, c)
-		if err != nil {
-			continue
-		}
-		for _, s := range t.Siblings() {
-			if !slices.Contains(cg.CPUSet, s) {
-				split = append(split, fmt.Sprintf("%d (sibling %d)", c, s))
-			}
-		}
-	}
-	if len(split) == 0 {
-		x.add("cgroup.whole_cores", OK, "", "cpuset %s holds whole physical cores", list(cg.CPUSet))
-		return
-	}
-	x.add("cgroup.whole_cores", Warn, `kubelet cpuManagerPolicyOptions: {full-pcpus-only: "true"} and a CPU request that is a multiple of the threads per core`,
-		"cpuset %s splits cores: CPU %s not owned, another pod may run on the sibling", list(cg.CPUSet), strings.Join(split, ", "))
 }

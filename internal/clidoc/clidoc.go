@@ -29,7 +29,12 @@ type Program struct {
 	Description string
 	Commands    []Command // in the order help lists them
 	ExitStatus  []ExitStatus
+	// Environment and Files are the top page's ENVIRONMENT and FILES.
+	Environment, Files []Entry
 }
+
+// Entry is a variable or a file and what it is.
+type Entry struct{ Name, Meaning string }
 
 // Command is a command: runnable (Flags set) or with subcommands (Subs).
 type Command struct {
@@ -80,13 +85,23 @@ func (p *Program) names() []string {
 	return n
 }
 
-// Flag returns a flag as help shows it: --NAME, the placeholder of its
+// Flag returns a flag as help shows it: -N for a one-letter name, else
+// --NAME (Go's flag package takes either; one dash is the convention for
+// one letter), the placeholder of its
 // value (the word in backquotes in its usage, else the value's type; none
 // for a switch), the usage without the backquotes, and the default worth
 // saying ("" for the zero value, or when the usage says the default).
 func Flag(f *flag.Flag) (name, placeholder, usage, def string) {
 	placeholder, usage = flag.UnquoteUsage(f)
-	return "--" + f.Name, placeholder, usage, flagDefault(f)
+	return dashed(f.Name), placeholder, usage, flagDefault(f)
+}
+
+// dashed is a flag's name as rig writes it: -N, --NAME.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 func flagDefault(f *flag.Flag) string {

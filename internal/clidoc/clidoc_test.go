@@ -30,11 +30,11 @@ func TestPrintFlags(t *testing.T) {
 	PrintFlags(&b, toy().Commands[0].Flags)
 	want := `  --format FORMAT
       output FORMAT (default md)
-  --n int
+  -n int
       rounds (default 3)
   --root DIR
       DIR to read; default /
-  --v
+  -v
       talk
   --wait duration
       .5 µs - or more
@@ -50,7 +50,7 @@ func TestCompletionAndMan(t *testing.T) {
 	if err := p.Bash(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"_toy()", "'run --format'|'run -format') COMPREPLY=($(compgen -W 'md json'", "'run') flags='--help --format --n --root --v --wait'", "complete -o default -F _toy toy"} {
+	for _, w := range []string{"_toy()", "'run --format'|'run -format') COMPREPLY=($(compgen -W 'md json'", "'run') flags='--help --format -n --root -v --wait'", "complete -o default -F _toy toy"} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("bash script lacks %q:\n%s", w, b.String())
 		}
@@ -70,7 +70,7 @@ func TestCompletionAndMan(t *testing.T) {
 	}
 	page := string(pages["toy-run.1"])
 	for _, w := range []string{".TH TOY\\-RUN 1 \"\" \"toy 1.0\"", ".B toy run\nFILE [\\-\\-n N]", "\\fB\\-\\-root\\fR \\fIDIR\\fR\nDIR to read; default /\n",
-		"\\fB\\-\\-n\\fR \\fIint\\fR\nrounds (default 3)", "\\&.5 \\[u00B5]s \\- or more", "Run it."} {
+		"\\fB\\-n\\fR \\fIint\\fR\nrounds (default 3)", "\\&.5 \\[u00B5]s \\- or more", "Run it."} {
 		if !strings.Contains(page, w) {
 			t.Errorf("toy-run.1 lacks %q:\n%s", w, page)
 		}

@@ -43,7 +43,7 @@ func shortUsage(u string) string {
 func flagWords(fs []compFlag) string {
 	w := []string{"--help"}
 	for _, f := range fs {
-		w = append(w, "--"+f.name)
+		w = append(w, dashed(f.name))
 	}
 	return strings.Join(w, " ")
 }
@@ -195,7 +195,7 @@ func (p *Program) Zsh(w io.Writer) error {
 		fmt.Fprintf(&b, "    '%s')\n        items=(\n", l.path)
 		fmt.Fprintf(&b, "            %s\n", zshItem("--help", "print the flags"))
 		for _, f := range compFlags(l.c.Flags) {
-			fmt.Fprintf(&b, "            %s\n", zshItem("--"+f.name, f.usage))
+			fmt.Fprintf(&b, "            %s\n", zshItem(dashed(f.name), f.usage))
 		}
 		b.WriteString("        );;\n")
 	}

@@ -96,6 +96,18 @@ func (p *Program) manTop() []byte {
 	for _, e := range p.ExitStatus {
 		fmt.Fprintf(&m, ".TP\n.B %d\n%s\n", e.Code, roffLine(e.Meaning))
 	}
+	for _, s := range []struct {
+		title string
+		l     []Entry
+	}{{"ENVIRONMENT", p.Environment}, {"FILES", p.Files}} {
+		if len(s.l) == 0 {
+			continue
+		}
+		m.section(s.title)
+		for _, e := range s.l {
+			fmt.Fprintf(&m, ".TP\n.B %s\n%s\n", roffText(e.Name), roffLine(e.Meaning))
+		}
+	}
 	m.section("SEE ALSO")
 	var see []string
 	for _, c := range p.Commands {

@@ -143,6 +143,9 @@ type IRQBalance struct {
 	// default). BannedFrom says which.
 	BannedCPUs []int  `json:"banned_cpus"`
 	BannedFrom string `json:"banned_from,omitempty"`
+	// CannotTell says why Running cannot be believed: rig does not see
+	// the node's processes (a pod without hostPID).
+	CannotTell string `json:"cannot_tell,omitempty"`
 }
 
 type collector struct {
@@ -327,6 +330,11 @@ func (c *collector) daemons() {
 	ib, err := nicctl.HostIRQBalance{FS: c.fs}.State(c.ctx)
 	c.fail("irqbalance", err)
 	s.IRQBalance.BannedCPUs, s.IRQBalance.BannedFrom = ib.Banned(s.CPU.Isolated, s.CPU.NohzFull)
+	if own, err := hostinfo.OwnPIDNamespace(c.fs); err != nil {
+		s.IRQBalance.CannotTell = "cannot tell whether rig sees the node's processes: " + err.Error()
+	} else if own {
+		s.IRQBalance.CannotTell = "rig is in a PID namespace of its own (a pod without hostPID): the node's processes are not visible"
+	}
 	if ib.Running {
 		s.IRQBalance.Running, s.IRQBalance.PIDs = true, []int{ib.PID}
 	}

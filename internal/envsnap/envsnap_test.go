@@ -77,6 +77,21 @@ func TestIRQBalanceAndPodHosts(t *testing.T) {
 	if !p.InKubernetes || p.Cgroup == nil || p.Cgroup.Stat.NrThrottled != 17 || len(p.Power.Freq) != 0 {
 		t.Fatalf("%+v", p)
 	}
+	// The pod has a PID namespace of its own: the node's irqbalance is
+	// not among the processes it sees, and the snapshot says so.
+	if s.IRQBalance.CannotTell != "" || !strings.Contains(p.IRQBalance.CannotTell, "PID namespace of its own") {
+		t.Fatalf("irqbalance host %+v, pod %+v", s.IRQBalance, p.IRQBalance)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b); err != nil || !strings.Contains(b.String(), "cannot tell: rig is in a PID namespace") || strings.Contains(b.String(), "not running") {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	// A cgroup v1 container (EKS AL2): the quota and throttling of the
+	// container's own cgroup, where runc mounts it.
+	v1 := Take(context.Background(), fx("eks-al2-pinned"), Options{Getenv: noenv})
+	if v1.Cgroup == nil || v1.Cgroup.CPUMax.QuotaUS != 200000 || v1.Cgroup.Stat.NrThrottled != 37 || len(v1.Cgroup.CPUSet) != 2 {
+		t.Fatalf("%+v", v1.Cgroup)
+	}
 }
 
 func TestRealVMAndNICHook(t *testing.T) {

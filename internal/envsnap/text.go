@@ -94,7 +94,9 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 	for _, q := range s.IRQs {
 		p(fmt.Sprintf("irq %d", q.IRQ), "%-30s affinity %s effective %s", q.Name, list(q.Affinity), list(q.Effective))
 	}
-	if s.IRQBalance.Running {
+	if s.IRQBalance.CannotTell != "" {
+		p("irqbalance", "cannot tell: %s", s.IRQBalance.CannotTell)
+	} else if s.IRQBalance.Running {
 		p("irqbalance", "running (pid %v), leaves CPUs %s alone [%s]", s.IRQBalance.PIDs, list(s.IRQBalance.BannedCPUs), s.IRQBalance.BannedFrom)
 	} else {
 		p("irqbalance", "not running")
@@ -108,6 +110,9 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 	p("kubernetes", "%v", s.InKubernetes)
 	if c := s.Cgroup; c != nil {
 		p("cgroup", "v%d %s: cpuset %s, cpu.max %s, nr_throttled %d (%d us)", c.Version, c.Path, list(c.CPUSet), c.CPUMax, c.Stat.NrThrottled, c.Stat.ThrottledUS)
+		if len(c.Missing) > 0 {
+			p("cgroup", "not read (absent): %s", strings.Join(c.Missing, " "))
+		}
 	}
 	for ifc, f := range s.NIC {
 		// nicctl.Info prints itself (driver, ENA facts, queues, IRQs).

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
@@ -132,6 +135,12 @@ type Cgroup struct {
 	Version int    `json:"version"` // 1 or 2
 	Path    string `json:"path"`    // path inside the hierarchy
 	Dir     string `json:"dir"`     // host directory the files were read from
+	// Root says Dir is the hierarchy's root cgroup (v2: no cgroup.type),
+	// which has no quota of its own.
+	Root bool `json:"root,omitempty"`
+	// Controllers are the v2 cgroup's own cgroup.controllers: without
+	// "cpu" it has no cpu.max.
+	Controllers []string `json:"controllers,omitempty"`
 	// CPUSet is cpuset.cpus.effective (v2) or cpuset.effective_cpus (v1).
 	CPUSet []int   `json:"cpuset"`
 	CPUMax CPUMax  `json:"cpu_max"`
@@ -139,10 +148,22 @@ type Cgroup struct {
 	// Missing names files that were absent (e.g. cpu.max in the root
 	// cgroup, which has no limit).
 	Missing []string `json:"missing,omitempty"`
+	// ReadOnly says the hierarchy is mounted read-only here (a container's
+	// /sys/fs/cgroup): a fix written to Dir cannot work from here.
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
-// ReadCgroup reads the cgroup of pid ("self" or a number) below
-// /sys/fs/cgroup. It prefers the v2 hierarchy and falls back to v1.
+// ErrNoCPUCgroup says a process's cgroups have neither a cpu nor a cpuset
+// controller: no quota or cpuset applies to it.
+var ErrNoCPUCgroup = fmt.Errorf("no v2 hierarchy with cpu files and no v1 cpu/cpuset controller: %w", os.ErrNotExist)
+
+// ReadCgroup reads the cgroup of pid ("self" or a number). Each
+// hierarchy's directory comes from /proc/PID/mountinfo: in a container
+// the runtime mounts the container's own cgroup directory at
+// /sys/fs/cgroup (v2) or /sys/fs/cgroup/<controllers> (v1), so the path
+// /proc/PID/cgroup names is below the mount's root, not below the mount
+// point. Without mountinfo (a fake host root) the hierarchies are taken
+// at their usual places. It prefers the v2 hierarchy and falls back to v1.
 func ReadCgroup(fs hostfs.FS, pid string) (*Cgroup, error) {
 	b, err := fs.ReadFile("/proc/" + pid + "/cgroup")
 	if err != nil {
@@ -151,6 +172,10 @@ func ReadCgroup(fs hostfs.FS, pid string) (*Cgroup, error) {
 	ents, err := ParseProcCgroup(b)
 	if err != nil {
 		return nil, fmt.Errorf("/proc/%s/cgroup: %w", pid, err)
+	}
+	mounts, err := cgroupMounts(fs, pid)
+	if err != nil {
+		return nil, err
 	}
 	var v1cpu, v1set, v2 *CgroupEntry
 	for i := range ents {
@@ -170,44 +195,187 @@ func ReadCgroup(fs hostfs.FS, pid string) (*Cgroup, error) {
 	// A v2 hierarchy counts only if it has the cpu files (hybrid hosts
 	// have an empty unified tree).
 	if v2 != nil {
-		for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-			d := path.Join(root, v2.Path)
-			ctl, err := fs.ReadString(root + "/cgroup.controllers")
+		if m, d, err := mounts.dir(fs, "", v2.Path); err == nil {
+			ctl, err := fs.ReadString(m.point + "/cgroup.controllers")
 			if err == nil && hasWord(ctl, "cpu", "cpuset") && fs.Exists(d) {
-				return readCgroupV2(fs, v2.Path, d)
+				return readCgroupV2(fs, v2.Path, d, m.ro)
 			}
 		}
 	}
 	if v1cpu == nil && v1set == nil {
-		return nil, fmt.Errorf("/proc/%s/cgroup: no v2 hierarchy with cpu files and no v1 cpu/cpuset controller: %w", pid, os.ErrNotExist)
+		return nil, fmt.Errorf("/proc/%s/cgroup: %w", pid, ErrNoCPUCgroup)
 	}
-	return readCgroupV1(fs, v1cpu, v1set)
+	return readCgroupV1(fs, mounts, v1cpu, v1set)
 }
 
-func readCgroupV2(fs hostfs.FS, p, d string) (*Cgroup, error) {
-	c := &Cgroup{Version: 2, Path: p, Dir: d, CPUMax: CPUMax{QuotaUS: -1, PeriodUS: 100000}}
+// cgroupMount is a cgroup filesystem as /proc/PID/mountinfo shows it.
+type cgroupMount struct {
+	root, point string // the hierarchy's directory mounted, and where
+	ctrls       []string
+	v2, ro      bool
+}
+
+// cgroupMountList is a process's cgroup mounts, in mount order; nil
+// (no mountinfo) means the usual places.
+type cgroupMountList []cgroupMount
+
+// cgroupMounts reads the cgroup mounts of pid's mount namespace; none
+// when the root has no mountinfo (a fake tree).
+func cgroupMounts(fs hostfs.FS, pid string) (cgroupMountList, error) {
+	pfs, err := procfs.NewFS(fs.Path("/proc"))
+	if err != nil {
+		return nil, err
+	}
+	var ms []*procfs.MountInfo
+	if pid == "self" {
+		ms, err = pfs.GetMounts()
+	} else if n, aerr := strconv.Atoi(pid); aerr == nil {
+		ms, err = pfs.GetProcMounts(n)
+	} else {
+		return nil, fmt.Errorf("cgroup of %q: not a PID", pid)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("/proc/%s/mountinfo: %w", pid, err)
+	}
+	out := cgroupMountList{}
+	for _, m := range ms {
+		if m.FSType != "cgroup" && m.FSType != "cgroup2" {
+			continue
+		}
+		cm := cgroupMount{root: m.Root, point: m.MountPoint, v2: m.FSType == "cgroup2"}
+		_, cm.ro = m.Options["ro"]
+		for k := range m.SuperOptions {
+			cm.ctrls = append(cm.ctrls, k)
+		}
+		out = append(out, cm)
+	}
+	if len(out) == 0 && pid == "self" {
+		return ancestorCgroupMounts(fs), nil
+	}
+	return out, nil
+}
+
+// ancestorCgroupMounts are the cgroup mounts of the nearest ancestor
+// that has any, through its /proc/PID/root: ip netns exec gives its
+// command a /sys of its own without the hierarchies, which the process
+// that ran it (rig run, an ssh session) still sees. The walk stays in
+// this PID namespace (a container's ancestors see what it sees). None
+// found: an empty list, the hierarchies are not visible.
+func ancestorCgroupMounts(fs hostfs.FS) cgroupMountList {
+	out := cgroupMountList{}
+	for p, n := "self", 0; n < 64; n++ {
+		b, err := fs.ReadFile("/proc/" + p + "/status")
+		if err != nil {
+			return out
+		}
+		pp, ok := StatusField(b, "PPid")
+		if !ok || pp == "0" {
+			return out
+		}
+		p = pp
+		ms, err := cgroupMounts(fs, p)
+		if err != nil || len(ms) == 0 || !fs.Exists("/proc/"+p+"/root/") {
+			continue
+		}
+		for _, m := range ms {
+			m.point = "/proc/" + p + "/root" + m.point
+			out = append(out, m)
+		}
+		return out
+	}
+	return out
+}
+
+// dir returns the mount of the hierarchy of ctrl (a v1 controller; "" for
+// v2) through which cgroup p is visible, and p's directory there. The
+// last such mount wins: a later mount hides an earlier one at the same
+// place. Without mountinfo it is the usual place (v1: the controller's
+// own directory, else the comounted cpu,cpuacct one).
+func (l cgroupMountList) dir(fs hostfs.FS, ctrl, p string) (cgroupMount, string, error) {
+	if l == nil {
+		cands := []string{"/sys/fs/cgroup/" + ctrl}
+		switch ctrl {
+		case "":
+			cands = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}
+		case "cpu":
+			cands = append(cands, "/sys/fs/cgroup/cpu,cpuacct")
+		}
+		for _, c := range cands {
+			if fs.Exists(path.Join(c, p)) && (ctrl != "" || fs.Exists(c+"/cgroup.controllers")) {
+				return cgroupMount{root: "/", point: c}, path.Join(c, p), nil
+			}
+		}
+		return cgroupMount{root: "/", point: cands[0]}, path.Join(cands[0], p), nil
+	}
+	what := "the cgroup v2 hierarchy"
+	if ctrl != "" {
+		what = "the cgroup v1 " + ctrl + " hierarchy"
+	}
+	var seen []string
+	for i := len(l) - 1; i >= 0; i-- {
+		m := l[i]
+		if m.v2 != (ctrl == "") || (ctrl != "" && !slices.Contains(m.ctrls, ctrl)) {
+			continue
+		}
+		if rel, ok := below(p, m.root); ok {
+			return m, path.Join(m.point, rel), nil
+		}
+		seen = append(seen, m.root+" at "+m.point)
+	}
+	if len(seen) == 0 {
+		return cgroupMount{}, "", fmt.Errorf("%s is not mounted here: %w", what, os.ErrNotExist)
+	}
+	return cgroupMount{}, "", fmt.Errorf("cgroup %s is outside every mount of %s here (%s): %w", p, what, strings.Join(seen, ", "), os.ErrNotExist)
+}
+
+// below returns p relative to root when p is root or inside it.
+func below(p, root string) (string, bool) {
+	switch {
+	case root == "/":
+		return p, true
+	case p == root:
+		return "/", true
+	case strings.HasPrefix(p, root+"/"):
+		return p[len(root):], true
+	}
+	return "", false
+}
+
+func readCgroupV2(fs hostfs.FS, p, d string, ro bool) (*Cgroup, error) {
+	c := &Cgroup{Version: 2, Path: p, Dir: d, ReadOnly: ro, CPUMax: CPUMax{QuotaUS: -1, PeriodUS: 100000}}
+	// Only non-root cgroups have cgroup.type (and cpu.max).
+	c.Root = !fs.Exists(d + "/cgroup.type")
+	if ctl, err := fs.ReadString(d + "/cgroup.controllers"); err == nil {
+		c.Controllers = strings.Fields(ctl)
+	}
 	if err := c.readFiles(fs, d+"/cpuset.cpus.effective", d+"/cpu.max", "", d+"/cpu.stat"); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func readCgroupV1(fs hostfs.FS, cpu, set *CgroupEntry) (*Cgroup, error) {
+func readCgroupV1(fs hostfs.FS, mounts cgroupMountList, cpu, set *CgroupEntry) (*Cgroup, error) {
 	c := &Cgroup{Version: 1, CPUMax: CPUMax{QuotaUS: -1, PeriodUS: 100000}}
 	var setF, quotaF, periodF, statF string
 	if set != nil {
 		c.Path = set.Path
-		setF = path.Join("/sys/fs/cgroup/cpuset", set.Path, "cpuset.effective_cpus")
-		c.Dir = path.Dir(setF)
+		m, d, err := mounts.dir(fs, "cpuset", set.Path)
+		if err != nil {
+			return nil, err
+		}
+		setF, c.Dir, c.ReadOnly = d+"/cpuset.effective_cpus", d, m.ro
 	}
 	if cpu != nil {
 		c.Path = cpu.Path
-		d := path.Join("/sys/fs/cgroup/cpu", cpu.Path)
-		if !fs.Exists(d) {
-			d = path.Join("/sys/fs/cgroup/cpu,cpuacct", cpu.Path)
+		m, d, err := mounts.dir(fs, "cpu", cpu.Path)
+		if err != nil {
+			return nil, err
 		}
 		quotaF, periodF, statF = d+"/cpu.cfs_quota_us", d+"/cpu.cfs_period_us", d+"/cpu.stat"
-		c.Dir = d
+		c.Dir, c.ReadOnly = d, m.ro
 	}
 	if err := c.readFiles(fs, setF, quotaF, periodF, statF); err != nil {
 		return nil, err
@@ -276,6 +444,17 @@ func (c *Cgroup) readFiles(fs hostfs.FS, setF, maxF, periodF, statF string) erro
 	return nil
 }
 
+// MissingFile returns the path of the absent file of that name, if it
+// is in Missing.
+func (c *Cgroup) MissingFile(name string) (string, bool) {
+	for _, m := range c.Missing {
+		if path.Base(m) == name {
+			return m, true
+		}
+	}
+	return "", false
+}
+
 func hasWord(s string, words ...string) bool {
 	for _, f := range strings.Fields(s) {
 		for _, w := range words {
@@ -285,4 +464,56 @@ func hasWord(s string, words ...string) bool {
 		}
 	}
 	return false
+}
+
+// The container's own requests and limits, which the manifests in
+// deploy/kubernetes give it through the downward API (CPU in millicores:
+// divisor 1m; memory in bytes). Without them a pod cannot tell its
+// exclusive CPUs from the shared pool: both are narrower than the node
+// once any pod owns CPUs.
+const (
+	EnvCPURequest = "RIG_CPU_REQUEST"
+	EnvCPULimit   = "RIG_CPU_LIMIT"
+	EnvMemRequest = "RIG_MEM_REQUEST"
+	EnvMemLimit   = "RIG_MEM_LIMIT"
+)
+
+// PodResources are what the downward API variables say: CPU in
+// millicores, memory in bytes.
+type PodResources struct{ CPUReq, CPULim, MemReq, MemLim int64 }
+
+// ReadPodResources reads the four variables; an error names the ones
+// missing or not a whole number.
+func ReadPodResources(getenv func(string) string) (PodResources, error) {
+	var r PodResources
+	var bad []string
+	for _, v := range []struct {
+		name string
+		dst  *int64
+	}{{EnvCPURequest, &r.CPUReq}, {EnvCPULimit, &r.CPULim}, {EnvMemRequest, &r.MemReq}, {EnvMemLimit, &r.MemLim}} {
+		s := getenv(v.name)
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			bad = append(bad, fmt.Sprintf("%s=%q", v.name, s))
+		}
+		*v.dst = n
+	}
+	if len(bad) > 0 {
+		return r, fmt.Errorf("the pod's requests and limits are not in the environment (%s)", strings.Join(bad, ", "))
+	}
+	return r, nil
+}
+
+// ExclusiveCPUs is how many CPUs the static CPU manager gives the
+// container for itself: its CPU limit when it is a whole number and
+// requests equal limits for CPU and memory (Guaranteed), else 0.
+func (r PodResources) ExclusiveCPUs() int {
+	if r.CPUReq != r.CPULim || r.MemReq != r.MemLim || r.CPULim == 0 || r.CPULim%1000 != 0 {
+		return 0
+	}
+	return int(r.CPULim / 1000)
+}
+
+func (r PodResources) String() string {
+	return fmt.Sprintf("CPU request %dm limit %dm, memory request %d limit %d", r.CPUReq, r.CPULim, r.MemReq, r.MemLim)
 }

@@ -1,7 +1,9 @@
 package hostinfo
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -128,15 +130,18 @@ func (t Turbo) IntelPstate() bool { return strings.HasPrefix(t.Source, IntelPsta
 // kernel runs it with per-CPU limits.
 func ReadTurbo(fs hostfs.FS) (Turbo, error) {
 	p := IntelPstateDir + "/no_turbo"
-	if v, err := fs.ReadInt(p); err == nil {
+	v, err := fs.ReadInt(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return Turbo{}, err // there, but unreadable: not "no turbo control"
+	}
+	if err == nil {
 		t := Turbo{Enabled: v == 0, Source: p}
 		t.PstateMode, _ = fs.ReadString(IntelPstateDir + "/status")
 		t.MinPerfPct, _ = fs.ReadInt(IntelPstateDir + "/min_perf_pct")
 		t.MaxPerfPct, _ = fs.ReadInt(IntelPstateDir + "/max_perf_pct")
 		return t, nil
 	}
-	v, err := fs.ReadInt(BoostPath)
-	if err != nil {
+	if v, err = fs.ReadInt(BoostPath); err != nil {
 		return Turbo{}, err
 	}
 	return Turbo{Enabled: v != 0, Source: BoostPath}, nil

@@ -3,6 +3,7 @@ package hostinfo
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -252,6 +253,33 @@ func FuzzIdleState(f *testing.F) {
 		dis, ok3 := ParseUint(disable)
 		if len(st) != 1 || !ok1 || !ok2 || !ok3 || st[0].LatencyUS != lat || st[0].Usage != use || st[0].Disabled != (dis != 0) || st[0].TimeUS != 5 {
 			t.Fatalf("%+v from %q %q %q", st, latency, usage, disable)
+		}
+	})
+}
+
+// FuzzCgroupMounts fuzzes /proc/self/mountinfo as ReadCgroup reads it
+// with a cgroup v1 container's /proc/self/cgroup: the directory found is
+// always below the mount point of a mount of the controller.
+func FuzzCgroupMounts(f *testing.F) {
+	seedFiles(f, "/proc/self/mountinfo")
+	f.Add([]byte("31 30 0:28 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"))
+	cg := "2:cpu,cpuacct:/kubepods/pod1/c1\n7:cpuset:/kubepods/pod1/c1\n"
+	h := hostfs.FS{Root: f.TempDir()} // one per fuzzing process, rewritten each time
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for p, v := range map[string]string{"/proc/self/cgroup": cg, "/proc/self/mountinfo": string(b)} {
+			if err := os.MkdirAll(filepath.Dir(h.Path(p)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(h.Path(p), []byte(v), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := ReadCgroup(h, "self")
+		if err != nil {
+			return
+		}
+		if c.Version != 1 || !strings.HasPrefix(c.Dir, "/") || !strings.Contains(string(b), " - cgroup ") {
+			t.Fatalf("%q: %+v", b, c)
 		}
 	})
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 )
 
 func fx(name string) hostfs.FS { return hostfs.FS{Root: "testdata/" + name} }
 
-var trees = []string{"vm", "isolated", "irqbalance", "k8spod", "c7i", "c8g", "c7i-ubuntu", "c8g-ubuntu"}
+var trees = []string{"vm", "isolated", "irqbalance", "k8spod", "eks-al2-pinned", "c7i", "c8g", "c7i-ubuntu", "c8g-ubuntu"}
 
 func TestInterruptsRealVM(t *testing.T) {
 	tab, err := ReadInterrupts(fx("vm"))
@@ -345,6 +346,13 @@ func TestCgroup(t *testing.T) {
 	if err != nil || v.Version != 1 || !reflect.DeepEqual(v.CPUSet, []int{0, 1}) || !v.CPUMax.Unlimited() {
 		t.Fatalf("%+v %v", v, err)
 	}
+	// Without mountinfo the v1 hierarchies are at their usual places.
+	if v.Dir != "/sys/fs/cgroup/cpu" || v.ReadOnly {
+		t.Fatalf("vm: %+v", v)
+	}
+	if c.Root || !c.ReadOnly || c.Dir != "/sys/fs/cgroup" || !reflect.DeepEqual(c.Controllers, []string{"cpuset", "cpu", "io", "memory", "pids"}) {
+		t.Fatalf("k8spod: %+v", c)
+	}
 	for _, bad := range []string{"", "0 100", "max x", "a b c", "-5 100"} {
 		if _, err := ParseCPUMax(bad); err == nil {
 			t.Errorf("cpu.max %q accepted", bad)
@@ -352,6 +360,71 @@ func TestCgroup(t *testing.T) {
 	}
 	if s, err := ParseCPUStat([]byte("nr_throttled 3\nthrottled_time 5000\n")); err != nil || s.ThrottledUS != 5 {
 		t.Fatal(s, err)
+	}
+}
+
+// In a cgroup v1 container runc bind-mounts the container's own cgroup
+// directory at /sys/fs/cgroup/<controllers>: /proc/self/cgroup names
+// /kubepods/..., and the files are at the mount point (the EKS AL2
+// trees), not at the mount point joined with that path.
+func TestCgroupV1Container(t *testing.T) {
+	c, err := ReadCgroup(fx("eks-al2-pinned"), "self")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Version != 1 || c.Dir != "/sys/fs/cgroup/cpu,cpuacct" || !strings.HasPrefix(c.Path, "/kubepods/pod3c2f5e0a") || !c.ReadOnly ||
+		!reflect.DeepEqual(c.CPUSet, []int{1, 5}) || c.CPUMax != (CPUMax{200000, 100000}) ||
+		c.Stat != (CPUStat{NrPeriods: 5120, NrThrottled: 37, ThrottledUS: 912000}) || len(c.Missing) != 0 {
+		t.Fatalf("pinned: %+v", c)
+	}
+	s, err := ReadCgroup(fx("eks-al2-shared"), "self")
+	if err != nil || !reflect.DeepEqual(s.CPUSet, []int{0, 2, 3, 4, 6, 7}) || !s.CPUMax.Unlimited() || len(s.Missing) != 0 {
+		t.Fatalf("shared: %+v %v", s, err)
+	}
+}
+
+// The directory of a cgroup comes from the mount that shows it: the
+// mount's root (field 4) is the cgroup mounted, the mount point (field
+// 5) where; the last mount wins; cpu and cpuacct mounted apart (this
+// development VM) or together; a cgroup outside every mount is not
+// visible, and says so.
+func TestCgroupMountDir(t *testing.T) {
+	h := copyTree(t, "vm")
+	host := "31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n" +
+		"32 30 0:29 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n" +
+		"33 30 0:30 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n" +
+		"40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+	for _, c := range []struct {
+		mountinfo, cgroup, dir, err string
+	}{
+		{host, "1:cpu:/a/b\n", "/sys/fs/cgroup/cpu/a/b", ""},
+		{host + "90 30 0:28 /a /sys/fs/cgroup/cpu ro,relatime - cgroup cgroup rw,cpu\n", "1:cpu:/a/b\n", "/sys/fs/cgroup/cpu/b", ""},
+		{"90 30 0:28 /pod/c1 /sys/fs/cgroup/cpu,cpuacct ro - cgroup cgroup rw,cpu,cpuacct\n", "2:cpu,cpuacct:/pod/c1\n", "/sys/fs/cgroup/cpu,cpuacct", ""},
+		{"90 30 0:28 /pod/c1 /sys/fs/cgroup/cpu,cpuacct ro - cgroup cgroup rw,cpu,cpuacct\n", "2:cpu,cpuacct:/pod/c10\n", "",
+			"cgroup /pod/c10 is outside every mount of the cgroup v1 cpu hierarchy here (/pod/c1 at /sys/fs/cgroup/cpu,cpuacct)"},
+		{"32 30 0:29 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n", "1:cpu:/\n", "", "the cgroup v1 cpu hierarchy is not mounted here"},
+		// ip netns exec's fresh /sys has no hierarchy: the process that
+		// ran it (the nearest ancestor with any) has them.
+		{"2 1 0:22 / /sys rw - sysfs sysfs rw\n", "1:cpu:/a\n", "/proc/50/root/sys/fs/cgroup/cpu/a", ""},
+	} {
+		write(t, h, "/proc/self/status", "Name:\trig\nPPid:\t60\n")
+		write(t, h, "/proc/60/status", "Name:\tip\nPPid:\t50\n")
+		write(t, h, "/proc/60/mountinfo", "2 1 0:22 / /sys rw - sysfs sysfs rw\n")
+		write(t, h, "/proc/50/status", "Name:\trig\nPPid:\t1\n")
+		write(t, h, "/proc/50/mountinfo", host)
+		write(t, h, "/proc/50/root/.keep", "")
+		write(t, h, "/proc/self/mountinfo", c.mountinfo)
+		write(t, h, "/proc/self/cgroup", c.cgroup)
+		g, err := ReadCgroup(h, "self")
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%q: %v, want %q", c.cgroup, err, c.err)
+			}
+			continue
+		}
+		if err != nil || g.Dir != c.dir {
+			t.Errorf("%q: %+v %v, want dir %s", c.cgroup, g, err, c.dir)
+		}
 	}
 }
 
@@ -469,5 +542,22 @@ func TestProcessCPUsAllowed(t *testing.T) {
 	}
 	if l, err := ProcessCPUsAllowed(h, "9"); err != nil || fmt.Sprint(l) != "[2]" {
 		t.Fatalf("no task directory: %v %v", l, err)
+	}
+}
+
+// copyTree copies fixture tree name for a test that changes it.
+func copyTree(t *testing.T, name string) hostfs.FS {
+	t.Helper()
+	return hostfs.FS{Root: hostfstest.CopyTree(t, filepath.Join("testdata", name))}
+}
+
+// write writes a file below h, making its directory.
+func write(t *testing.T, h hostfs.FS, p, v string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(h.Path(p)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.Path(p), []byte(v), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

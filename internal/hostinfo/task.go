@@ -300,3 +300,22 @@ func ReadCPUTimes(fs hostfs.FS) ([]CPUTimes, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].CPU < out[j].CPU })
 	return out, nil
 }
+
+// initPIDNamespace is /proc/self/ns/pid in the initial PID namespace: the
+// kernel gives it a fixed inode (PROC_PID_INIT_INO, include/linux/proc_ns.h).
+const initPIDNamespace = "pid:[4026531836]"
+
+// OwnPIDNamespace says whether the process reading fs's /proc runs in a
+// PID namespace of its own (a pod without hostPID), where /proc lists the
+// pod's processes only. NSpid in /proc/self/status cannot say so: a pod's
+// /proc is mounted in the pod's namespace and shows that level alone.
+func OwnPIDNamespace(fs hostfs.FS) (bool, error) {
+	l, err := fs.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return false, err
+	}
+	if !strings.HasPrefix(l, "pid:[") {
+		return false, fmt.Errorf("/proc/self/ns/pid: %q is not pid:[INODE]", l)
+	}
+	return l != initPIDNamespace, nil
+}

@@ -38,7 +38,8 @@ const EnvDir = "RIG_STATE_DIR"
 const DefaultDir = "/var/lib/rig"
 
 const (
-	fileName = "journal.jsonl"
+	// FileName is the journal's file in its directory.
+	FileName = "journal.jsonl"
 	lockName = "journal.lock"
 )
 
@@ -223,7 +224,7 @@ var ErrLocked = errors.New("another rig process is changing this host")
 // Pending reports the open changes of the journal in dir. It returns nil,
 // nil when there is none (no file, or every change undone).
 func Pending(dir string) ([]Entry, error) {
-	f, err := os.Open(filepath.Join(dir, fileName))
+	f, err := os.Open(filepath.Join(dir, FileName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -360,7 +361,7 @@ func acquire(dir string) (*os.File, error) {
 }
 
 func openLocked(dir string, lock *os.File, h Handlers) (*Journal, error) {
-	path := filepath.Join(dir, fileName)
+	path := filepath.Join(dir, FileName)
 	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
@@ -608,7 +609,7 @@ func (j *Journal) UndoAfter(ctx context.Context, mark int) ([]Restored, error) {
 // archive renames the fully undone journal out of the way, keeping it for
 // the user to read, and starts a fresh one.
 func (j *Journal) archive() error {
-	path := filepath.Join(j.dir, fileName)
+	path := filepath.Join(j.dir, FileName)
 	st, err := j.f.Stat()
 	if err != nil {
 		return err

@@ -246,7 +246,7 @@ func TestTornTailCutBeforeAppend(t *testing.T) {
 	}
 	j.Close()
 	// A crash in the middle of the next append.
-	fh, _ := os.OpenFile(filepath.Join(dir, fileName), os.O_WRONLY|os.O_APPEND, 0)
+	fh, _ := os.OpenFile(filepath.Join(dir, FileName), os.O_WRONLY|os.O_APPEND, 0)
 	fh.WriteString(`{"seq":2,"op":"apply","ki`)
 	fh.Close()
 	rs, err := Restore(context.Background(), dir, h)

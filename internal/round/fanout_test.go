@@ -3,19 +3,26 @@ package round
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/teldata"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -40,7 +47,8 @@ func fanoutSpec(t *testing.T, topo *netlab.Topology, log *bytes.Buffer, group st
 // TestFanout: three responders answer one multicast request stream; every
 // request has each responder's reply, filed under its id by the sender
 // and paired with the request by the capture, and every responder writes
-// its own file.
+// its own file. The telemetry watches every responder, each unpinned one
+// on every CPU it may run on, into a file of its own.
 func TestFanout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
@@ -48,9 +56,25 @@ func TestFanout(t *testing.T) {
 	const n, count = 3, 300
 	topo := netlabtest.New(t, netlab.Options{Responders: n})
 	var log bytes.Buffer
-	res, err := Run(context.Background(), fanoutSpec(t, topo, &log, "239.7.7.12:9105", count))
+	spec := fanoutSpec(t, topo, &log, "239.7.7.12:9105", count)
+	spec.Telemetry, spec.TelemetryInterval = true, 10*time.Millisecond
+	res, err := Run(context.Background(), spec)
 	if err != nil {
 		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
+	}
+	online, err := hostinfo.OnlineCPUs(hostfs.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range uint32(n) {
+		b, err := os.ReadFile(filepath.Join(res.Dir, rundir.TelemetryFile(id)))
+		var tel teldata.Result
+		if err == nil {
+			err = json.Unmarshal(b, &tel)
+		}
+		if err != nil || !slices.Equal(tel.CPUs, online) || !strings.Contains(tel.Watched, "unpinned") || tel.Samples < 2 {
+			t.Errorf("responder %d telemetry: %v: CPUs %v (want every CPU it may run on, %v), watched %q, %d samples\n%.300s", id, err, tel.CPUs, online, tel.Watched, tel.Samples, b)
+		}
 	}
 	if len(res.ResponderFiles) != n {
 		t.Fatalf("responder files %v, want %d", res.ResponderFiles, n)

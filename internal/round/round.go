@@ -77,8 +77,9 @@ type Spec struct {
 	// the sender starts (a busy responder spins meanwhile, and the
 	// scheduler places other tasks' wake-ups on the idle CPUs).
 	Lead time.Duration
-	// Telemetry samples the responder CPU during the round (needs a
-	// pinned responder); it is written to telemetry.json.
+	// Telemetry samples each responder's CPUs during the round (its CPU
+	// and SMT siblings; unpinned, every CPU it may run on); each is
+	// written to rundir.TelemetryFile(id).
 	Telemetry         bool
 	TelemetryInterval time.Duration
 	// Progress, when set, receives the sender's progress (once a second);
@@ -228,8 +229,9 @@ func (r *runner) run() error {
 	s := r.spec
 	for id, o := range s.responders() {
 		ra := agent.StartArgs{Command: "respond", Args: s.respond(id).Args()}
-		// Telemetry watches responder 0's CPU (its file is the round's).
-		if s.Telemetry && id == 0 && o.CPU >= 0 {
+		// Telemetry watches every responder's CPUs: its CPU, or unpinned
+		// every CPU it may run on.
+		if s.Telemetry {
 			ra.Telemetry = &agent.TelemetryArgs{CPU: o.CPU, IntervalNS: int64(s.TelemetryInterval), Iface: o.Host.Iface}
 		}
 		if err := r.start(proc{role: samples.RoleResponder, id: uint32(id), host: o.Host}, ra, nil); err != nil {
@@ -334,7 +336,7 @@ func (r *runner) collect(p proc) error {
 		return errors.Join(errs...)
 	}
 	if len(fr.Telemetry) > 0 {
-		if err := rundir.WriteFileAtomic(filepath.Join(r.spec.Dir, rundir.Telemetry), fr.Telemetry); err != nil {
+		if err := rundir.WriteFileAtomic(filepath.Join(r.spec.Dir, rundir.TelemetryFile(p.id)), fr.Telemetry); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -101,6 +101,16 @@ const (
 	CPURank = "cpu-rank.json"
 )
 
+// TelemetryFile is the telemetry file of responder id in a round
+// directory: telemetry.json for responder 0, telemetry-<id>.json for the
+// others of a fan-out round.
+func TelemetryFile(id uint32) string {
+	if id == 0 {
+		return Telemetry
+	}
+	return "telemetry-" + strconv.FormatUint(uint64(id), 10) + ".json"
+}
+
 // RoundDir is the directory of one arm's round k.
 func RoundDir(run, arm string, k int) string {
 	return filepath.Join(run, ArmsDir, arm, "round-"+strconv.Itoa(k))

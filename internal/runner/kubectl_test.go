@@ -3,18 +3,23 @@ package runner
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/netlab"
@@ -22,24 +27,51 @@ import (
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/internal/teldata"
 	"github.com/rig-project/rig/internal/testbin"
 )
+
+// labPod is what the kubelet gives a pod of a kubectlLab: its cgroups'
+// cpuset and quota, and its requests and limits (the downward API's
+// variables, netlabtest.PodResources).
+type labPod struct {
+	limits    netlabtest.PodLimits
+	resources []string
+}
+
+// burstable is a pod of the shared pool on this machine: a 500m request,
+// no CPU limit (the downward API then gives the node's CPUs, here 2).
+var burstable = labPod{resources: netlabtest.PodResources(500, 2000, 256<<20, 512<<20)}
 
 // kubectlLab builds an emulated topology whose namespaces stand for pods,
 // and a kubectl test double on PATH that reaches them: rig-sender,
 // rig-capture, and responders[i] for responder namespace i (one
-// namespace per name: a fan-out lab when there are several). Each pod has
-// a state directory of its own under dir; cgroups gives a pod the cgroup
-// directories its processes join.
-func kubectlLab(t *testing.T, dir string, cgroups map[string][]string, responders ...string) (*netlab.Topology, map[string]string) {
+// namespace per name: a fan-out lab when there are several). Each pod is
+// a container as the manifests make it (netlabtest.Kubectl): a state
+// directory of its own under dir, the manifests' capabilities, and
+// cgroups of its own with what pods gives it (by default burstable's,
+// with every CPU).
+func kubectlLab(t *testing.T, dir string, given map[string]labPod, responders ...string) (*netlab.Topology, map[string]string) {
 	t.Helper()
 	topo := netlabtest.New(t, netlab.Options{Responders: len(responders)})
 	rigDir := filepath.Dir(testbin.Rig(t))
+	online, err := hostinfo.OnlineCPUs(hostfs.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
 	state := map[string]string{}
 	pods := map[string]netlabtest.Pod{}
 	add := func(name, ns string) {
+		p, ok := given[name]
+		if !ok {
+			p = burstable
+		}
+		if p.limits.CPUs == "" {
+			p.limits.CPUs = cpulist.Format(online)
+		}
 		state[name] = filepath.Join(dir, "pods", name, "state")
-		pods[name] = netlabtest.Pod{Netns: ns, Env: netlabtest.PodEnv(name, rigDir, state[name]), Cgroups: cgroups[name]}
+		pods[name] = netlabtest.Pod{Netns: ns, Env: netlabtest.PodEnv(name, rigDir, state[name], p.resources...),
+			Cgroups: netlabtest.PodCgroups(t, strings.TrimPrefix(name, "rig-"), p.limits), Caps: netlabtest.PodCaps}
 	}
 	add("rig-sender", topo.Sender.Netns)
 	add("rig-capture", topo.Capture.Netns)
@@ -156,8 +188,13 @@ func TestShippedKubernetesScenario(t *testing.T) {
 	for _, variant := range []string{"as-shipped", "pinned-cpus"} {
 		t.Run(variant, func(t *testing.T) {
 			dir := t.TempDir()
-			cg := map[string][]string{"rig-responder-pinned": {netlabtest.PodCgroup(t, "pinned", strconv.Itoa(pinnedCPU))}}
-			topo, state := kubectlLab(t, dir, cg, "rig-responder-pinned", "rig-responder-shared")
+			topo, state := kubectlLab(t, dir, map[string]labPod{
+				// Guaranteed with 1 CPU (the manifest's 2 on a 2-CPU
+				// machine): the static CPU manager's exclusive CPU.
+				"rig-responder-pinned": {netlabtest.PodLimits{CPUs: strconv.Itoa(pinnedCPU)}, netlabtest.PodResources(1000, 1000, 512<<20, 512<<20)},
+				// The shared pool: every CPU the pinned pod does not own.
+				"rig-responder-shared": {netlabtest.PodLimits{CPUs: strconv.Itoa(1 - pinnedCPU)}, burstable.resources},
+			}, "rig-responder-pinned", "rig-responder-shared")
 			text := string(src)
 			if variant == "pinned-cpus" {
 				// What the header tells the user to add, with the CPUs
@@ -212,7 +249,13 @@ func TestShippedKubernetesScenario(t *testing.T) {
 			if ip < 0 || is < ip || ir < is {
 				t.Fatalf("rig check in each responder pod before the first round:\n%s", log)
 			}
-			wantPinned := []string{fmt.Sprintf("cpuset %d is narrower than the node", pinnedCPU), fmt.Sprintf("rig may run on CPU %d (allowed: %d)", pinnedCPU, pinnedCPU)}
+			// Each pod's own cgroup v1 directory, where runc mounts it: no
+			// quota, its cpuset; the pinned pod's CPU is its own, the
+			// shared pod's cpuset is the shared pool, never "pinned".
+			// rig sees only the pod's processes.
+			cgv1 := "no CFS quota (cpu.max max 100000, cgroup v1 /rig-test-pod-"
+			wantPinned := []string{fmt.Sprintf("pinned (exclusive): cpuset %d is the pod's 1 CPU of the node's 0-1", pinnedCPU),
+				fmt.Sprintf("rig may run on CPU %d (allowed: %d)", pinnedCPU, pinnedCPU), cgv1 + "responder-pinned-", "cannot tell whether irqbalance runs"}
 			if variant == "as-shipped" {
 				wantPinned = append(wantPinned, fmt.Sprintf("last CPU rig may use (%d)", pinnedCPU))
 			}
@@ -221,8 +264,14 @@ func TestShippedKubernetesScenario(t *testing.T) {
 					t.Errorf("rig check in the pinned pod lacks %q:\n%s", w, log[ip:is])
 				}
 			}
-			if w := "this pod shares the pool with other pods"; !strings.Contains(log[is:ir], w) || strings.Contains(log[ip:is], w) {
-				t.Errorf("rig check: %q belongs to the shared pod only:\n%s", w, log[ip:ir])
+			for _, w := range []string{fmt.Sprintf("shared pool (narrower than the node because other pods own CPUs): cpuset %d of 0-1", 1-pinnedCPU),
+				cgv1 + "responder-shared-", "cannot tell whether irqbalance runs"} {
+				if !strings.Contains(log[is:ir], w) {
+					t.Errorf("rig check in the shared pod lacks %q:\n%s", w, log[is:ir])
+				}
+			}
+			if strings.Contains(log[is:ir], "pinned (exclusive)") {
+				t.Errorf("the shared pod is called pinned:\n%s", log[is:ir])
 			}
 			// The neighbour's stress-ng ran in the shared pod, in the
 			// -neighbour arms only.
@@ -241,9 +290,18 @@ func TestShippedKubernetesScenario(t *testing.T) {
 						t.Errorf("arm %s, %s: sender %+v, responder %+v: want every request answered", arm, s.Responders[id], snd, rsp)
 					}
 				}
-				_, terr := os.Stat(filepath.Join(rd, rundir.Telemetry))
-				if pinned := variant == "pinned-cpus"; (terr == nil) != pinned {
-					t.Errorf("arm %s: telemetry of the pinned pod's CPU: %v (want one only when it is pinned)", arm, terr)
+				// Each pod's telemetry watched its own CPUs: unpinned, the
+				// pod's cpuset; pinned, its CPU (no sibling here).
+				for id, cpu := range []int{pinnedCPU, 1 - pinnedCPU} {
+					b, err := os.ReadFile(filepath.Join(rd, rundir.TelemetryFile(uint32(id))))
+					var tel teldata.Result
+					if err == nil {
+						err = json.Unmarshal(b, &tel)
+					}
+					if err != nil || !slices.Equal(tel.CPUs, []int{cpu}) || tel.Samples < 2 || tel.PinCPU != -1 {
+						t.Errorf("arm %s: telemetry of %s: %v: CPUs %v, %d samples, sampler CPU %d (want CPU %d, unpinned: the pod has no other)\n%.300s",
+							arm, s.Responders[id], err, tel.CPUs, tel.Samples, tel.PinCPU, cpu, b)
+					}
 				}
 			}
 			md, err := os.ReadFile(filepath.Join(res.Dir, analysis.TablesMD))
@@ -296,8 +354,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 func TestKubectlFanoutCheckEveryResponder(t *testing.T) {
 	testbin.Integration(t)
 	dir := t.TempDir()
-	cg := map[string][]string{"rig-b": {netlabtest.PodCgroup(t, "b", "1")}}
-	topo, state := kubectlLab(t, dir, cg, "rig-a", "rig-b")
+	topo, state := kubectlLab(t, dir, map[string]labPod{"rig-b": {netlabtest.PodLimits{CPUs: "1"}, burstable.resources}}, "rig-a", "rig-b")
 	rh := topo.ResponderHosts()
 	yaml := `name: kubectl-fanout-check
 hosts:
@@ -334,6 +391,172 @@ arms:
 	}
 	if _, err := os.Stat(filepath.Join(dir, "results")); !os.IsNotExist(err) {
 		t.Errorf("results made before the check passed: %v", err)
+	}
+	for pod, st := range state {
+		if err := journal.CheckPending(st); err != nil {
+			t.Errorf("pod %s: journal: %v", pod, err)
+		}
+	}
+}
+
+// kubectlRun loads yaml (a scenario of the lab's pods) and runs it.
+func kubectlRun(t *testing.T, dir, yaml string) (*Result, string, error) {
+	t.Helper()
+	path := filepath.Join(dir, "pods.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenario.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
+		Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "controller-state"), FS: hostfs.Default(), Log: &log})
+	return res, log.String(), err
+}
+
+// A pod whose CFS quota really throttles (a busy loop in its cgroup, until
+// the kernel's nr_throttled moves) is reported by rig check in the pod as
+// it is — a quota and throttling, read from the pod's cgroup v1 directory
+// where runc mounts it — and require-check stops the run before anything
+// changes, with the kubelet's fix and the node's path, never the pod's
+// read-only one.
+func TestKubectlQuotaThrottledPod(t *testing.T) {
+	testbin.Integration(t)
+	dir := t.TempDir()
+	topo, state := kubectlLab(t, dir, map[string]labPod{
+		"rig-quota": {netlabtest.PodLimits{CPUs: "1", QuotaUS: 20000}, netlabtest.PodResources(1000, 1000, 512<<20, 512<<20)},
+	}, "rig-quota")
+	setDir, cpuDir := "", ""
+	for _, d := range []string{"/sys/fs/cgroup/cpuset", "/sys/fs/cgroup/cpu"} {
+		m, _ := filepath.Glob(fmt.Sprintf("%s/rig-test-pod-quota-%d", d, os.Getpid()))
+		if len(m) != 1 {
+			t.Fatalf("the pod's cgroup in %s: %v", d, m)
+		}
+		if strings.HasSuffix(d, "cpuset") {
+			setDir = m[0]
+		} else {
+			cpuDir = m[0]
+		}
+	}
+	// A busy loop in the pod's cgroups, until the quota has throttled it.
+	stop := filepath.Join(dir, "stop")
+	busy := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && echo $$ > "$2/cgroup.procs" || exit 1; while [ ! -e "$3" ]; do :; done`, "busy", setDir, cpuDir, stop)
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.WriteFile(stop, nil, 0o644)
+		busy.Wait()
+	})
+	var throttled uint64
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); throttled == 0; <-tick.C {
+		b, err := os.ReadFile(cpuDir + "/cpu.stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := hostinfo.ParseCPUStat(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if throttled = st.NrThrottled; throttled == 0 && time.Now().After(deadline) {
+			t.Fatalf("a busy loop under a 20 %% quota was never throttled: %s", b)
+		}
+	}
+	_, log, err := kubectlRun(t, dir, `name: quota
+hosts:
+  snd: {via: kubectl exec -i rig-sender --, roles: [sender], iface: `+topo.Sender.Interface+`}
+  rsp: {via: kubectl exec -i rig-quota --, roles: [responder], iface: `+topo.Responder.Interface+`}
+traffic: {group: 239.56.0.3:7562, interval: 1ms, count: 100}
+timestamps: software
+require-check: true
+arms:
+  - name: block
+`)
+	var cf *CheckFailedError
+	if !errors.As(err, &cf) || cf.Host != "rsp" {
+		t.Fatalf("want require-check to stop on host rsp: %v\n%s", err, log)
+	}
+	base := filepath.Base(cpuDir)
+	cm, th, cs := cf.Report.Get("cgroup.cpu_max"), cf.Report.Get("cgroup.throttled"), cf.Report.Get("cgroup.cpuset")
+	if cm.Severity != check.Fail || !strings.Contains(cm.Observed, "CFS quota 20000 100000 (cgroup v1 /"+base+")") ||
+		!strings.Contains(cm.Fix, "DisableCPUQuotaWithExclusiveCPUs") || !strings.Contains(cm.Fix, "echo -1 > /sys/fs/cgroup/cpu/"+base+"/cpu.cfs_quota_us, which the kubelet may set again") {
+		t.Errorf("cgroup.cpu_max: %+v", cm)
+	}
+	var n uint64
+	if th.Severity != check.Warn || !strings.HasPrefix(th.Observed, "throttled ") {
+		t.Errorf("cgroup.throttled after the pod was throttled %d times: %+v", throttled, th)
+	} else if _, err := fmt.Sscanf(th.Observed, "throttled %d times", &n); err != nil || n < throttled {
+		t.Errorf("cgroup.throttled says %q, the kernel said %d before: %v", th.Observed, throttled, err)
+	}
+	if cs.Severity != check.OK || !strings.Contains(cs.Observed, "pinned (exclusive): cpuset 1 is the pod's 1 CPU") {
+		t.Errorf("cgroup.cpuset: %+v", cs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results")); !os.IsNotExist(err) {
+		t.Errorf("results made before the check passed: %v", err)
+	}
+	for pod, st := range state {
+		if err := journal.CheckPending(st); err != nil {
+			t.Errorf("pod %s: journal: %v", pod, err)
+		}
+	}
+}
+
+// A check that can FAIL and could not read what it needs stops
+// require-check as a FAIL does: a container whose runtime does not mount
+// the cpu controller cannot tell whether a quota throttles it. And a pod
+// (read-only /sys and /proc/irq, no /dev/cpu_dma_latency, as its agent's
+// facts say) refuses the knobs that change the node at their
+// file:line:col, before anything runs.
+func TestKubectlPodCannotTellOrChange(t *testing.T) {
+	testbin.Integration(t)
+	dir := t.TempDir()
+	topo, state := kubectlLab(t, dir, nil, "rig-responder")
+	hosts := `hosts:
+  snd: {via: kubectl exec -i rig-sender --, roles: [sender], iface: ` + topo.Sender.Interface + `}
+  rsp: {via: kubectl exec -i rig-responder --, roles: [responder], iface: ` + topo.Responder.Interface + `}
+traffic: {group: 239.56.0.4:7563, interval: 1ms, count: 100}
+timestamps: software
+`
+	_, log, err := kubectlRun(t, dir, "name: knobs\n"+hosts+`defaults:
+  responder: {cpu: 1}
+arms:
+  - name: base
+  - name: irq
+    irq: {cpus: [0]}
+  - name: qos
+    cstate: {max-latency-us: 0}
+  - name: perf
+    power: {governor: performance}
+`)
+	var list scenario.ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("want the node knobs refused: %v\n%s", err, log)
+	}
+	for _, w := range []string{"pods.yaml:12:5: in a pod: on host rsp /proc/irq is read-only", "pods.yaml:14:5: in a pod: on host rsp there is no /dev/cpu_dma_latency",
+		"pods.yaml:16:5: in a pod: on host rsp /sys is mounted read-only", "use the host agent"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("refusal lacks %q:\n%v", w, err)
+		}
+	}
+	// The responder pod without its cpu controller (only its cpuset).
+	rigDir := filepath.Dir(testbin.Rig(t))
+	cg := netlabtest.PodCgroups(t, "nocpu", netlabtest.PodLimits{CPUs: "1"})
+	pods := map[string]netlabtest.Pod{
+		"rig-sender":    {Netns: topo.Sender.Netns, Env: netlabtest.PodEnv("rig-sender", rigDir, state["rig-sender"]), Caps: netlabtest.PodCaps},
+		"rig-responder": {Netns: topo.Responder.Netns, Env: netlabtest.PodEnv("rig-responder", rigDir, state["rig-responder"], burstable.resources...), Cgroups: cg[:1], Caps: netlabtest.PodCaps},
+	}
+	t.Setenv("PATH", netlabtest.Kubectl(t, pods)+":"+os.Getenv("PATH"))
+	_, log, err = kubectlRun(t, dir, "name: untold\n"+hosts+"require-check: true\narms:\n  - name: block\n")
+	var cf *CheckFailedError
+	if !errors.As(err, &cf) || cf.Report.Worst == check.Fail || !strings.Contains(err.Error(), "could not tell what a check that can FAIL needs") {
+		t.Fatalf("want require-check to stop on a check that could not tell: %v\n%s", err, log)
+	}
+	if cm := cf.Report.Get("cgroup.cpu_max"); cm.Untold != check.Fail || !strings.Contains(cm.Observed, "the cgroup v1 cpu hierarchy is not mounted here") {
+		t.Errorf("cgroup.cpu_max: %+v", cm)
 	}
 	for pod, st := range state {
 		if err := journal.CheckPending(st); err != nil {

@@ -649,7 +649,8 @@ func roleList(h scenario.Host) string {
 }
 
 // CheckFailedError is returned when require-check is set and `rig check`
-// reports a FAIL on a responder host (Host).
+// on a responder host (Host) does not pass (check.Report.Passed): a FAIL,
+// or a check that can FAIL could not tell.
 type CheckFailedError struct {
 	Host   string
 	Report *check.Report
@@ -658,13 +659,18 @@ type CheckFailedError struct {
 func (e *CheckFailedError) Error() string {
 	var b strings.Builder
 	e.Report.WriteText(&b)
-	return "require-check: rig check failed on responder host " + e.Host + "; nothing was changed:\n" + b.String()
+	what := "failed"
+	if e.Report.Worst < check.Fail {
+		what = "could not tell what a check that can FAIL needs"
+	}
+	return "require-check: rig check " + what + " on responder host " + e.Host + "; nothing was changed:\n" + b.String()
 }
 
 // preflight runs `rig check` on every responder host for every responder
 // CPU the arms give it (with several responders, each host's own knobs:
 // defaults, then responders.<host>, then the arm's), and stops the run on
-// a FAIL (warnings are logged). An arm with responder.cpu: quietest (one
+// a FAIL or on a check that can FAIL and could not tell (warnings are
+// logged). An arm with responder.cpu: quietest (one
 // responder only) is checked on the CPU a ranking picks now (each round
 // ranks again); an arm that leaves the CPU unset, on the CPU rig check
 // picks among the CPUs the host lets rig use.
@@ -706,7 +712,7 @@ func preflight(ctx context.Context, o Options, s *scenario.Scenario, p scenario.
 				return fmt.Errorf("require-check on host %s: %w", h.Agent.Name, err)
 			}
 			rep.WriteText(o.Log)
-			if rep.Worst == check.Fail {
+			if !rep.Passed() {
 				return &CheckFailedError{Host: h.Agent.Name, Report: rep}
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/cstate"
 	"github.com/rig-project/rig/internal/hostfs"
@@ -59,6 +61,14 @@ type Facts struct {
 	// power.ReadFacts); nil from an agent that does not report it, which
 	// then cannot take power knobs.
 	Power *power.Facts `json:"power,omitempty"`
+	// What the node knobs need of the host, which a pod lacks: /sys
+	// mounted writable (statfs without ST_RDONLY: cpuidle, cpufreq,
+	// tuned), a writable /proc/irq (access W_OK on an
+	// smp_affinity_list), and /dev/cpu_dma_latency. nil: not known (an
+	// older agent, a fake host root, a host without numbered IRQs).
+	SysfsWritable   *bool `json:"sysfs_writable,omitempty"`
+	ProcIRQWritable *bool `json:"proc_irq_writable,omitempty"`
+	CPUDMALatency   *bool `json:"cpu_dma_latency,omitempty"`
 }
 
 // ReadFacts reads the facts of the machine below fs (the interfaces of
@@ -120,6 +130,9 @@ func ReadFacts(fs hostfs.FS) (*Facts, error) {
 		return nil, fmt.Errorf("power facts: %w", err)
 	}
 	f.Power = &pf
+	if err := f.readWritable(fs); err != nil {
+		return nil, err
+	}
 	// Never nil when known: nil says "unknown" (no route table here, or
 	// an older agent).
 	switch mg, err := nicctl.ReadMgmt(fs); {
@@ -151,6 +164,39 @@ func (f *Facts) readNIC(fs hostfs.FS, iface string) {
 		}
 		f.Addrs[iface] = append([]netip.Addr{}, as...)
 	}
+}
+
+// readWritable asks, without writing anything, whether this host lets
+// rig change node knobs: a pod's /sys and /proc/irq are mounted read-only
+// and its /dev has no cpu_dma_latency. A fake host root is not asked.
+func (f *Facts) readWritable(fs hostfs.FS) error {
+	if !fs.IsReal() {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys", &st); err != nil {
+		return fmt.Errorf("statfs /sys: %w", err)
+	}
+	sysfs, dma := st.Flags&unix.ST_RDONLY == 0, fs.Exists(cstate.DMALatencyPath)
+	f.SysfsWritable, f.CPUDMALatency = &sysfs, &dma
+	irqs, err := hostinfo.ListIRQs(fs)
+	if err != nil {
+		return err
+	}
+	for _, n := range irqs {
+		p := fmt.Sprintf("/proc/irq/%d/smp_affinity_list", n)
+		if !fs.Exists(p) {
+			continue
+		}
+		err := unix.Access(p, unix.W_OK)
+		w := err == nil
+		if err != nil && !errors.Is(err, unix.EROFS) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("access %s: %w", p, err)
+		}
+		f.ProcIRQWritable = &w
+		break
+	}
+	return nil
 }
 
 func (f *Facts) noTimestamping(iface, why string) {
@@ -446,6 +492,37 @@ func (v *validator) knobs(p string, k Knobs, hf *hostFacts) {
 	}
 	if k.Power != nil && k.Power.CPUs != nil {
 		v.cpus(p+".power.cpus", k.Power.CPUs, hf, "power CPUs")
+	}
+	v.nodeKnobs(p, k, hf)
+}
+
+// nodeKnobs refuses the knobs that change the node where the host cannot
+// write what they change (a pod: /sys and /proc/irq read-only, no
+// /dev/cpu_dma_latency), instead of failing mid-run with EROFS. An
+// unknown fact (nil) is not checked.
+func (v *validator) nodeKnobs(p string, k Knobs, hf *hostFacts) {
+	f := hf.f
+	no := func(b *bool) bool { return b != nil && !*b }
+	sysfs := "/sys is mounted read-only"
+	var refuse []struct{ knob, why string }
+	add := func(knob, why string) { refuse = append(refuse, struct{ knob, why string }{knob, why}) }
+	if k.IRQ != nil && no(f.ProcIRQWritable) {
+		add("irq", "/proc/irq is read-only")
+	}
+	if cs := k.CState; cs != nil && cs.MaxLatencyUS != nil && no(f.CPUDMALatency) {
+		add("cstate", "there is no /dev/cpu_dma_latency")
+	} else if cs != nil && cs.MaxLatencyUS == nil && no(f.SysfsWritable) {
+		add("cstate", sysfs)
+	}
+	if k.Power != nil && no(f.SysfsWritable) {
+		add("power", sysfs)
+	}
+	if k.Tuned != nil && no(f.SysfsWritable) {
+		add("tuned", sysfs)
+	}
+	for _, r := range refuse {
+		v.c.key(p+"."+r.knob, fmt.Sprintf("in a pod: on host %s %s, so %s cannot change the node (it would fail mid-run)", hf.name, r.why, r.knob),
+			"use the host agent: node knobs (irq, cstate, power, tuned) need the node's /sys, /proc/irq and /dev; leave them out of a pod's arms (docs/kubernetes.md#4-what-a-pod-can-and-cannot-change)")
 	}
 }
 

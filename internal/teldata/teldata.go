@@ -51,6 +51,9 @@ type Result struct {
 	// Power is the power state the round ran under, read as sampling
 	// started (nil when not asked for).
 	Power *PowerState `json:"power,omitempty"`
+	// Watched says what CPUs are ("" in older files: the responder CPU
+	// and its SMT siblings); PinCPU -1 says the sampler ran unpinned.
+	Watched string `json:"watched,omitempty"`
 }
 
 // Source is one counter on one CPU.

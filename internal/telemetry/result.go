@@ -132,6 +132,10 @@ func (s *Sampler) result() *teldata.Result {
 	if cfg.TID == 0 {
 		r.Notes = append(r.Notes, "no thread watched: context switches not counted")
 	}
+	if cfg.PinCPU < 0 {
+		r.Notes = append(r.Notes, "the sampler ran unpinned among the watched CPUs (rig may use no other CPU there): its own reads are part of what they show")
+	}
+	r.Watched = cfg.Watched
 	if s.freq != nil {
 		r.Freq = s.freq.result(n)
 	}

@@ -44,8 +44,13 @@ type Config struct {
 	// counted in Result.Missed. 0 means 1024 (102 s at 100 ms).
 	MaxSamples int
 	// PinCPU is the CPU the sampler thread runs on. It must not be one of
-	// CPUs: the sampler would then perturb what it measures.
+	// CPUs: the sampler would then perturb what it measures. Negative:
+	// unpinned, where no other CPU may be used (a pod whose every CPU is
+	// watched); the result says so.
 	PinCPU int
+	// Watched says what CPUs are, for the report; "" means the responder
+	// CPU and its SMT siblings.
+	Watched string
 	// IRQs are IRQ numbers (the NIC's queues) whose effective affinity is
 	// re-read every sample; changes are reported as drift.
 	IRQs []int
@@ -139,9 +144,6 @@ func New(cfg Config) (*Sampler, error) {
 	}
 	if slices.Contains(cfg.CPUs, cfg.PinCPU) {
 		return nil, fmt.Errorf("telemetry: PinCPU %d is a measured CPU %v; pin the sampler to a housekeeping CPU", cfg.PinCPU, cfg.CPUs)
-	}
-	if cfg.PinCPU < 0 {
-		return nil, fmt.Errorf("telemetry: PinCPU %d is not a CPU", cfg.PinCPU)
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = 100 * time.Millisecond
@@ -285,6 +287,19 @@ func (s *Sampler) ThreadID() int {
 	return s.tid
 }
 
+// pin pins the calling thread to PinCPU; unpinned when it is negative.
+func (s *Sampler) pin() error {
+	if s.cfg.PinCPU < 0 {
+		return nil
+	}
+	var set unix.CPUSet
+	set.Set(s.cfg.PinCPU)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("telemetry: pin sampler to CPU %d: %w", s.cfg.PinCPU, err)
+	}
+	return nil
+}
+
 // Start starts sampling on a new OS thread pinned to PinCPU and takes the
 // first sample. It returns the error of sched_setaffinity (e.g. EINVAL when
 // PinCPU is outside the process's cpuset).
@@ -302,11 +317,9 @@ func (s *Sampler) run(ready chan<- error) {
 	// Never unlocked: the thread exits with the goroutine, so its
 	// affinity does not leak into the Go runtime's thread pool.
 	runtime.LockOSThread()
-	var set unix.CPUSet
-	set.Set(s.cfg.PinCPU)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
+	if err := s.pin(); err != nil {
 		close(s.done)
-		ready <- fmt.Errorf("telemetry: pin sampler to CPU %d: %w", s.cfg.PinCPU, err)
+		ready <- err
 		return
 	}
 	s.mu.Lock()

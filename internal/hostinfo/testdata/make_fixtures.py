@@ -12,6 +12,18 @@ irqbalance/ 4 CPUs, no isolation, irqbalance running, IRQs on CPU 1,
             acpi_idle with deep states, powersave, boost on, hpet, THP always
 k8spod/     Kubernetes pod (cgroup v2 namespace): cpuset 2-3 on an SMT host
             (siblings 6,7 not owned), cpu.max quota, nr_throttled > 0
+k8spod-shared/  the same node's shared pool beside it: a Burstable pod's
+            container, cpuset 0,2-4,6-7 (narrower than the node because the
+            pinned pods own 1 and 5), no quota
+eks-al2-pinned/, eks-al2-shared/  EKS Amazon Linux 2 node (kernel 5.10,
+            cgroup v1, kubelet cgroupDriver cgroupfs, containerd/runc) as
+            two containers see it: runc bind-mounts each container's cgroup
+            directory at /sys/fs/cgroup/<controllers> (read-only; cpu and
+            cpuacct comounted, cpu and cpuacct symlinks), so
+            /proc/self/cgroup names /kubepods/... while the files are at the
+            mount point. pinned: Guaranteed, 2 CPUs (core 1: CPUs 1,5), a CFS
+            quota of 2 CPUs (kubelet < 1.33) that throttled 37 times; shared:
+            Burstable, the shared pool 0,2-4,6-7, no quota
 c7i/        AWS c7i.2xlarge (x86, Sapphire Rapids, 4 cores x 2 threads), AL2023
             kernel 6.1 layout: PCI-MSI rows, out-of-tree ENA 2.15.0g on ens5
             (8 queues + ena-mgmnt, RX-only packet stamps offered, PHC off) and
@@ -80,6 +92,7 @@ def copy_vm():
         except OSError:
             continue
         w(root, f, data)
+    link(root, '/proc/self/ns/pid', os.readlink('/proc/self/ns/pid'))
     for n in glob.glob(cpu + '/cpu[0-9]*/node*'):
         os.makedirs(os.path.join(root, n.lstrip('/')), exist_ok=True)
     w(root, '/proc/sys/kernel/hostname', 'vm\n')
@@ -140,7 +153,12 @@ def task(root, pid, tid, comm, cpu, state='S'):
       'Name:\t%s\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t%d\n'
       'voluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t%d\n' % (comm, pid, tid, cpu, 100 + tid, tid % 7))
 
-def common(root, cmdline, clocksource, avail, thp):
+# The initial PID namespace's /proc/self/ns/pid (PROC_PID_INIT_INO), and a
+# pod's own one (no hostPID).
+HOST_PIDNS, POD_PIDNS = 'pid:[4026531836]', 'pid:[4026532451]'
+
+def common(root, cmdline, clocksource, avail, thp, pidns=HOST_PIDNS):
+    link(root, '/proc/self/ns/pid', pidns)
     w(root, '/proc/cmdline', cmdline + '\n')
     w(root, '/proc/sys/kernel/osrelease', '6.8.0-rig-fixture\n')
     w(root, '/proc/sys/kernel/hostname', os.path.basename(root) + '\n')
@@ -264,11 +282,11 @@ def irqbalance():
     w(root, '/sys/fs/cgroup/user.slice/cpu.stat', 'nr_periods 0\nnr_throttled 0\nthrottled_usec 0\n')
     w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t0-3\n')
 
-def k8spod():
-    root = os.path.join(HERE, 'k8spod')
-    shutil.rmtree(root, ignore_errors=True)
+def k8s_node(root, cmdline):
+    # An 8-CPU node (4 cores x 2 threads, siblings c and c+4) with the
+    # ENA queue IRQ on CPU 2.
     n = 8
-    common(root, 'BOOT_IMAGE=/boot/vmlinuz root=/dev/nvme0n1p1 ro console=ttyS0', 'tsc', 'tsc kvm-clock', 'madvise')
+    common(root, cmdline, 'tsc', 'tsc kvm-clock', 'madvise', POD_PIDNS)
     states = lambda c: [('POLL', 0, 0, 0, 0, 0), ('C1', 1, 1, 0, 500, 4000), ('C6', 100, 500, 0, 50, 200000)]
     cpu_tree(root, n, lambda c: '%d,%d' % (c % 4, c % 4 + 4), lambda c: c % 4, 'intel_idle', states)
     w(root, '/sys/devices/system/cpu/isolated', '\n')
@@ -281,14 +299,79 @@ def k8spod():
     w(root, '/proc/stat', stat(n, [1000] * n))
     irqs(root, [(24, '0-7', '0'), (25, '2', '2')])
     task(root, 1, 1, 'responder', 2)
+
+# A cgroup v2 container with its own cgroup namespace (containerd's
+# default on v2): /proc/self/cgroup is "0::/" and the container's cgroup
+# is mounted read-only at /sys/fs/cgroup; it is not the hierarchy's root,
+# so it has cgroup.type.
+def k8s_v2_container(root, cpus, cpu_max, cpu_stat):
     w(root, '/proc/self/cgroup', '0::/\n')
+    w(root, '/proc/self/mountinfo',
+      '1390 1389 0:52 / / rw,relatime - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w\n'
+      '1391 1390 0:55 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n'
+      '1395 1390 0:58 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs ro\n'
+      '1396 1395 0:30 / /sys/fs/cgroup ro,nosuid,nodev,noexec,relatime - cgroup2 cgroup rw,nsdelegate,memory_recursiveprot\n')
     w(root, '/sys/fs/cgroup/cgroup.controllers', 'cpuset cpu io memory pids\n')
-    w(root, '/sys/fs/cgroup/cpuset.cpus.effective', '2-3\n')
+    w(root, '/sys/fs/cgroup/cgroup.type', 'domain\n')
+    w(root, '/sys/fs/cgroup/cpuset.cpus.effective', cpus + '\n')
     w(root, '/sys/fs/cgroup/cpuset.mems.effective', '0\n')
-    w(root, '/sys/fs/cgroup/cpu.max', '200000 100000\n')
-    w(root, '/sys/fs/cgroup/cpu.stat', 'usage_usec 123456\nuser_usec 100000\nsystem_usec 23456\n'
-      'nr_periods 5000\nnr_throttled 17\nthrottled_usec 84000\nnr_bursts 0\nburst_usec 0\n')
-    w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t2-3\n')
+    w(root, '/sys/fs/cgroup/cpu.max', cpu_max + '\n')
+    w(root, '/sys/fs/cgroup/cpu.stat', cpu_stat)
+    w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t%s\n' % cpus)
+
+def k8spod():
+    root = os.path.join(HERE, 'k8spod')
+    shutil.rmtree(root, ignore_errors=True)
+    k8s_node(root, 'BOOT_IMAGE=/boot/vmlinuz root=/dev/nvme0n1p1 ro console=ttyS0')
+    k8s_v2_container(root, '2-3', '200000 100000', 'usage_usec 123456\nuser_usec 100000\nsystem_usec 23456\n'
+                     'nr_periods 5000\nnr_throttled 17\nthrottled_usec 84000\nnr_bursts 0\nburst_usec 0\n')
+
+def k8spod_shared():
+    root = os.path.join(HERE, 'k8spod-shared')
+    shutil.rmtree(root, ignore_errors=True)
+    k8s_node(root, 'BOOT_IMAGE=/boot/vmlinuz root=/dev/nvme0n1p1 ro console=ttyS0')
+    k8s_v2_container(root, '0,2-4,6-7', 'max 100000', 'usage_usec 923456\nuser_usec 800000\nsystem_usec 123456\n'
+                     'nr_periods 0\nnr_throttled 0\nthrottled_usec 0\nnr_bursts 0\nburst_usec 0\n')
+
+def eks_al2(which):
+    root = os.path.join(HERE, 'eks-al2-' + which)
+    shutil.rmtree(root, ignore_errors=True)
+    k8s_node(root, 'BOOT_IMAGE=/boot/vmlinuz-5.10.230-223.885.amzn2.x86_64 root=UUID=2f6a0c51 ro console=tty0 '
+             'console=ttyS0,115200n8 net.ifnames=0 biosdevname=0 nvme_core.io_timeout=4294967295')
+    w(root, '/proc/sys/kernel/osrelease', '5.10.230-223.885.amzn2.x86_64\n')
+    w(root, '/proc/version', 'Linux version 5.10.230-223.885.amzn2.x86_64 (mockbuild@ip-10-0-36-89) (gcc10-gcc (GCC) 10.5.0) #1 SMP\n')
+    # kubelet cgroupDriver cgroupfs, cgroupRoot /: Guaranteed pods under
+    # /kubepods, Burstable ones under /kubepods/burstable.
+    pod = {'pinned': '/kubepods/pod3c2f5e0a-7d41-4b8e-9a51-2f0c6d8e1b77',
+           'shared': '/kubepods/burstable/pod91e0b7c4-2a6d-4f3e-8c05-6b1d9a4e7f20'}[which]
+    cg = pod + '/' + {'pinned': '4f1c9e2ab7d3', 'shared': '8a2d6f0c1e95'}[which] * 5 + '0123'
+    hier = [(11, 'pids'), (10, 'hugetlb'), (9, 'perf_event'), (8, 'net_cls,net_prio'), (7, 'cpuset'),
+            (6, 'freezer'), (5, 'memory'), (4, 'devices'), (3, 'blkio'), (2, 'cpu,cpuacct'), (1, 'name=systemd')]
+    w(root, '/proc/self/cgroup', ''.join('%d:%s:%s\n' % (i, c, cg) for i, c in hier))
+    mi = ('2210 2209 0:301 / / rw,relatime master:641 - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w\n'
+          '2211 2210 0:304 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n'
+          '2215 2210 0:305 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs ro\n'
+          '2216 2215 0:306 / /sys/fs/cgroup ro,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw,mode=755\n')
+    for k, (i, c) in enumerate(reversed(hier)):
+        opts = 'rw,' + c.replace('name=systemd', 'xattr,release_agent=/usr/lib/systemd/systemd-cgroups-agent,name=systemd')
+        mp = c.replace('name=', '')
+        mi += '%d 2216 0:%d %s /sys/fs/cgroup/%s ro,nosuid,nodev,noexec,relatime master:%d - cgroup cgroup %s\n' % (
+            2217 + k, 24 + k, cg, mp, 9 + k, opts)
+    w(root, '/proc/self/mountinfo', mi)
+    # runc links each comounted controller to the shared directory.
+    for a in ('cpu', 'cpuacct', 'net_cls', 'net_prio'):
+        link(root, '/sys/fs/cgroup/' + a, {'cpu': 'cpu,cpuacct', 'cpuacct': 'cpu,cpuacct'}.get(a, 'net_cls,net_prio'))
+    cpus, quota, stat = {'pinned': ('1,5', '200000', 'nr_periods 5120\nnr_throttled 37\nthrottled_time 912000000\n'),
+                         'shared': ('0,2-4,6-7', '-1', 'nr_periods 0\nnr_throttled 0\nthrottled_time 0\n')}[which]
+    d = '/sys/fs/cgroup/cpu,cpuacct'
+    w(root, d + '/cpu.cfs_quota_us', quota + '\n')
+    w(root, d + '/cpu.cfs_period_us', '100000\n')
+    w(root, d + '/cpu.shares', {'pinned': '2048', 'shared': '512'}[which] + '\n')
+    w(root, d + '/cpu.stat', stat)
+    w(root, '/sys/fs/cgroup/cpuset/cpuset.cpus', cpus + '\n')
+    w(root, '/sys/fs/cgroup/cpuset/cpuset.effective_cpus', cpus + '\n')
+    w(root, '/sys/fs/cgroup/cpuset/cpuset.mems', '0\n')
+    w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t%s\n' % cpus)
 
 def show_interrupts(ncpu, rows, arch, nr_irqs, level):
     """/proc/interrupts as kernel/irq/proc.c prints it. rows: (irq, counts,
@@ -595,4 +678,4 @@ def interrupts_files():
 if __name__ == '__main__':
     if '--vm' in sys.argv:
         copy_vm()
-    isolated(); irqbalance(); k8spod(); c7i(); c8g(); c7i(ubuntu=True); c8g(ubuntu=True); interrupts_files()
+    isolated(); irqbalance(); k8spod(); k8spod_shared(); eks_al2('pinned'); eks_al2('shared'); c7i(); c8g(); c7i(ubuntu=True); c8g(ubuntu=True); interrupts_files()

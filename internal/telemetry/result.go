@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/teldata"
 )
 
@@ -94,6 +95,7 @@ func (s *Sampler) result() *teldata.Result {
 	}
 	if ts := s.scanner; ts != nil {
 		r.ThreadScanEvery = cfg.ThreadScanEvery
+		r.ThreadsNote = hostinfo.ThreadNamesNote(cfg.FS)
 		r.ThreadsMode = "schedstat"
 		if ts.noSched {
 			r.ThreadsMode = "last_cpu"
@@ -131,6 +133,15 @@ func (s *Sampler) result() *teldata.Result {
 	}
 	if cfg.TID == 0 {
 		r.Notes = append(r.Notes, "no thread watched: context switches not counted")
+	}
+	if s.useErr != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("busy time per CPU not measured: %v", s.useErr))
+	} else if !s.useT[1].IsZero() {
+		for _, cpu := range cfg.CPUs {
+			if b, ok := hostinfo.Busy(s.use[0], s.use[1], cpu, s.useT[1].Sub(s.useT[0])); ok {
+				r.Busy = append(r.Busy, b)
+			}
+		}
 	}
 	if s.freq != nil {
 		r.Freq = s.freq.result(n)

@@ -528,7 +528,7 @@ func (r *Ranking) sources(schedErr error, rq, haveSched bool, by map[string][]in
 		r.CtxSource = "unavailable (no per-thread schedstat: CONFIG_SCHED_INFO is off); not in the cost"
 	}
 	if !rq && schedErr != nil {
-		r.Notes = append(r.Notes, fmt.Sprintf("no run time per CPU in nanoseconds (%v): /proc/stat counts in USER_HZ ticks (10 ms), so differences of a few tens of ms/s between CPUs are within its resolution", schedErr))
+		r.Notes = append(r.Notes, fmt.Sprintf("no run time per CPU in nanoseconds: %v; /proc/stat counts in USER_HZ ticks (10 ms), so differences of a few tens of ms/s between CPUs are within its resolution", schedErr))
 	}
 }
 

@@ -468,7 +468,7 @@ func (x *runner) busy(cpu int, sibs []int) {
 	}
 	pct := func(c int) (float64, string, bool) {
 		u, ok := hostinfo.Busy(a, b, c, el)
-		return 100 * (u.Share + u.Steal), u.Source, ok
+		return 100 * min(1, u.Share+u.Steal), u.Source, ok // rq_cpu_time may hold steal too
 	}
 	win := x.o.BusyWindow
 	if v, src, ok := pct(cpu); !ok {

@@ -101,8 +101,12 @@ func rankBlocks(a *TelemetryArm) []TelemetryBlock {
 	}
 	var out []TelemetryBlock
 	if first != nil {
-		out = append(out, TelemetryBlock{Text: fmt.Sprintf("Responder CPU chosen by ranking (responder.cpu: quietest) before each round, among %s, each watched %v from CPU %s: %s. Rule: %s. Context switches: %s.",
-			first.From, time.Duration(first.WindowNS), cpuList(first.RankerCPUs), strings.Join(chosen, "; "), first.Rule, first.CtxSource)})
+		notes := ""
+		if len(first.Notes) > 0 {
+			notes = " Notes: " + strings.Join(first.Notes, "; ") + "."
+		}
+		out = append(out, TelemetryBlock{Text: fmt.Sprintf("Responder CPU chosen by ranking (responder.cpu: quietest) before each round, among %s, each watched %v from CPU %s: %s. Rule: %s. Other threads' run time: %s. Context switches: %s.%s",
+			first.From, time.Duration(first.WindowNS), cpuList(first.RankerCPUs), strings.Join(chosen, "; "), first.Rule, first.RunSource, first.CtxSource, notes)})
 		out = append(out, TelemetryBlock{Text: "CPU ranking per round (per second over the window; cost = the rank cost, own plus SMT siblings'; cpu-rank.json holds every field)",
 			Head: []string{"round", "rank", "cpu", "cost µs/s", "other threads µs/s", "steal %", "ctx sw/s", "runnable", "dev irq/s", "other int/s", "softirq/s", "busiest there"},
 			Rows: rows})

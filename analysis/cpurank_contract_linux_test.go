@@ -50,6 +50,7 @@ func TestCPURankContract(t *testing.T) {
 	}
 	blocks := rankBlocks(&TelemetryArm{Arm: "q", Rounds: []TelemetryRound{{K: 0, Dir: filepath.Join(dir, "round-0")}, {K: 1, Dir: filepath.Join(dir, "round-1")}, {K: 2, Dir: filepath.Join(dir, "none")}}})
 	if len(blocks) != 3 || !strings.Contains(blocks[0].Text, "round 0: CPU 1 (20 µs/s, next CPU 0 at 900000 µs/s)") ||
+		!strings.Contains(blocks[0].Text, "Other threads' run time: run. Context switches: ctx. Notes: n.") ||
 		len(blocks[1].Rows) != 2 || blocks[1].Rows[1][2] != "0" || blocks[1].Rows[1][11] != "stress-ng-cpu[9] 899.0 ms" ||
 		!strings.Contains(blocks[2].Text, "round 1:") || strings.Contains(blocks[2].Text, "round 2") {
 		t.Fatalf("%+v", blocks)

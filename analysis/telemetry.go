@@ -483,7 +483,41 @@ func threadTable(ok []*telRound) (TelemetryBlock, bool) {
 	if len(all) == 0 {
 		bl.Text = fmt.Sprintf("No thread other than the responder thread was seen running on the CPU in %d scans.", totalScans)
 	}
-	return bl, true
+	return busyText(ok, bl), true
+}
+
+// busyText adds to the thread table how busy each CPU was — every task of
+// the node, which the names may not cover — and why names may be missing.
+func busyText(ok []*telRound, bl TelemetryBlock) TelemetryBlock {
+	share := map[int][]float64{}
+	var cpus []int
+	var srcs []string
+	note := ""
+	for _, tr := range ok {
+		for _, b := range tr.r.Busy {
+			if share[b.CPU] == nil {
+				cpus = append(cpus, b.CPU)
+			}
+			share[b.CPU] = append(share[b.CPU], 100*b.Share)
+			if !slices.Contains(srcs, b.Source) {
+				srcs = append(srcs, b.Source)
+			}
+		}
+		note = cmp.Or(note, tr.r.ThreadsNote)
+	}
+	var parts []string
+	slices.Sort(cpus)
+	for _, c := range cpus {
+		v := share[c]
+		parts = append(parts, fmt.Sprintf("CPU %d %.1f %% [%.1f–%.1f] in %d rounds", c, medianF(v), slices.Min(v), slices.Max(v), len(v)))
+	}
+	if len(parts) > 0 {
+		bl.Text += fmt.Sprintf(" Busy (every task of the node, named or not; %s): %s, median [min–max] of the rounds.", strings.Join(srcs, ", "), strings.Join(parts, "; "))
+	}
+	if note != "" {
+		bl.Text += " Names: " + note + "."
+	}
+	return bl
 }
 
 // worstBlocks lines the arm's worst samples up with the telemetry

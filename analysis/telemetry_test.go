@@ -3,6 +3,7 @@ package analysis
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/teldata"
 )
@@ -316,4 +318,44 @@ func FuzzDecodeTelemetry(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// The thread table says how busy the CPU was over each round — every task
+// of the node, the names may cover less — and, from a container's PID
+// namespace, that the names are partial and how to complete them.
+func TestTelemetryBusyAndNames(t *testing.T) {
+	var dirs []TelemetryRound
+	for k, share := range []float64{0.42, 0.1} {
+		b, err := os.ReadFile(filepath.Join(telFixtures, fmt.Sprintf("cpu1-round%d.json", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["cpu_busy"] = []hostinfo.CPUBusy{{CPU: 1, WindowNS: 1e9, RunNS: share * 1e9, Share: share, Source: hostinfo.BusyStat}}
+		if k == 1 {
+			m["threads_note"] = "/proc shows only this PID namespace"
+		}
+		d := t.TempDir()
+		b, _ = json.Marshal(m)
+		if err := os.WriteFile(filepath.Join(d, rundir.Telemetry), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, TelemetryRound{K: k, Dir: d})
+	}
+	bl, err := SummarizeTelemetry(&TelemetryArm{Arm: "a", Metric: Headline, Rounds: dirs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(bl, func(b TelemetryBlock) bool { return len(b.Head) > 0 && b.Head[0] == "thread (comm)" })
+	if i < 0 {
+		t.Fatalf("no thread table: %+v", bl)
+	}
+	for _, want := range []string{"Busy (every task of the node, named or not; /proc/stat): CPU 1 10.0 % [10.0–42.0] in 2 rounds", "Names: /proc shows only this PID namespace."} {
+		if !strings.Contains(bl[i].Text, want) {
+			t.Errorf("thread table text lacks %q: %s", want, bl[i].Text)
+		}
+	}
 }

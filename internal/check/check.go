@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -514,47 +515,37 @@ func (x *runner) irqbalance() {
 		"irqbalance (pid %d) may move IRQs onto CPU %d (banned: %s, from %s)", st.PID, cpu, list(banned), from)
 }
 
-// busy measures the CPU and its siblings over BusyWindow from /proc/stat
-// and names the threads running there.
+// busy measures the CPU and its siblings over BusyWindow — every task of
+// the node and steal time, hostinfo.Busy's rule — and names the threads
+// running there.
 func (x *runner) busy(cpu int, sibs []int) {
-	a, err := hostinfo.ReadCPUTimes(x.fs)
+	a, err := hostinfo.ReadCPUUse(x.fs)
 	if err != nil {
 		x.cannot("cpu.busy", Warn, "", "cannot read /proc/stat: %v", err)
 		x.cannot("smt.sibling", Warn, "", "cannot read /proc/stat: %v", err)
 		return
 	}
+	start := time.Now()
 	x.o.Sleep(x.o.BusyWindow)
-	b, err := hostinfo.ReadCPUTimes(x.fs)
+	el := max(x.o.BusyWindow, time.Since(start)) // a test's Sleep returns at once
+	b, err := hostinfo.ReadCPUUse(x.fs)
 	if err != nil {
 		x.cannot("cpu.busy", Warn, "", "cannot read /proc/stat: %v", err)
 		x.cannot("smt.sibling", Warn, "", "cannot read /proc/stat: %v", err)
 		return
 	}
-	pct := func(c int) (float64, bool) {
-		var p, q *hostinfo.CPUTimes
-		for i := range a {
-			if a[i].CPU == c {
-				p = &a[i]
-			}
-		}
-		for i := range b {
-			if b[i].CPU == c {
-				q = &b[i]
-			}
-		}
-		if p == nil || q == nil || q.Total() <= p.Total() {
-			return 0, p != nil && q != nil
-		}
-		return 100 * float64(q.Busy()-p.Busy()) / float64(q.Total()-p.Total()), true
+	pct := func(c int) (float64, string, bool) {
+		u, ok := hostinfo.Busy(a, b, c, el)
+		return 100 * min(1, u.Share+u.Steal), u.Source, ok // rq_cpu_time may hold steal too
 	}
 	win := x.o.BusyWindow
-	if v, ok := pct(cpu); !ok {
+	if v, src, ok := pct(cpu); !ok {
 		x.cannot("cpu.busy", Warn, "", "cannot tell: CPU %d has no line in /proc/stat", cpu)
 	} else if v > x.o.BusyPct {
 		x.add("cpu.busy", Warn, "stop or move what runs there (taskset -cp "+list(x.housekeeping())+" PID), or pick another --cpu",
-			"CPU %d was %.0f%% busy over %v before the run; running there: %s", cpu, v, win, x.running(cpu))
+			"CPU %d was %.0f%% busy over %v before the run (%s); running there: %s", cpu, v, win, src, x.running(cpu))
 	} else {
-		x.add("cpu.busy", OK, "", "CPU %d was %.0f%% busy over %v", cpu, v, win)
+		x.add("cpu.busy", OK, "", "CPU %d was %.0f%% busy over %v (%s)", cpu, v, win, src)
 	}
 	if x.topoErr != nil {
 		x.cannot("smt.sibling", Warn, "", "cannot read the topology of CPU %d (its SMT siblings): %v", cpu, x.topoErr)
@@ -569,7 +560,7 @@ func (x *runner) busy(cpu int, sibs []int) {
 			x.add("smt.sibling", OK, "", "SMT sibling %d is offline", s)
 			continue
 		}
-		v, ok := pct(s)
+		v, _, ok := pct(s)
 		if !ok {
 			x.cannot("smt.sibling", Warn, "", "cannot tell: SMT sibling %d has no line in /proc/stat", s)
 		} else if v > x.o.BusyPct {
@@ -582,12 +573,13 @@ func (x *runner) busy(cpu int, sibs []int) {
 	}
 }
 
-// running names the runnable threads whose last CPU is cpu.
+// running names the runnable threads whose last CPU is cpu, rig's own
+// (which reads /proc as it runs) left out.
 func (x *runner) running(cpu int) string {
 	var out []string
 	procs, _ := x.fs.ReadDir("/proc")
 	for _, p := range procs {
-		if _, err := fmt.Sscanf(p.Name(), "%d", new(int)); err != nil {
+		if pid, err := strconv.Atoi(p.Name()); err != nil || pid == os.Getpid() {
 			continue
 		}
 		tasks, _ := x.fs.ReadDir("/proc/" + p.Name() + "/task")
@@ -602,10 +594,14 @@ func (x *runner) running(cpu int) string {
 			}
 		}
 	}
+	s := strings.Join(out, " ")
 	if len(out) == 0 {
-		return "no runnable thread at the moment"
+		s = "no runnable thread at the moment"
 	}
-	return strings.Join(out, " ")
+	if n := hostinfo.ThreadNamesNote(x.fs); n != "" {
+		s += " (" + n + ")"
+	}
+	return s
 }
 
 func (x *runner) governor() {

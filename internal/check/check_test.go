@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +146,44 @@ func TestBusyCPUAndSibling(t *testing.T) {
 	}
 	if !strings.Contains(r.Get("smt.sibling").Observed, "90% busy") {
 		t.Fatal(r.Get("smt.sibling").Observed)
+	}
+}
+
+// cpu.busy names what runs on the CPU but not rig itself (its own reads
+// run there), takes the run time of every task from /proc/schedstat when
+// the kernel has it, and says when /proc shows one PID namespace only.
+func TestBusyNamesOthers(t *testing.T) {
+	h := copyTree(t, "isolated")
+	me := strconv.Itoa(os.Getpid())
+	write(t, h, "/proc/"+me+"/task/"+me+"/stat", me+" (rig) R"+strings.Repeat(" 0", 35)+" 2 0\n")
+	write(t, h, "/proc/self/status", "Name:\trig\nNSpid:\t7\nCpus_allowed_list:\t0-7\n")
+	if err := os.MkdirAll(h.Path("/proc/self/ns"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(h.Path("/proc/self/ns/pid")) // the fixture tree has the host's
+	if err := os.Symlink("pid:[4026532175]", h.Path("/proc/self/ns/pid")); err != nil {
+		t.Fatal(err)
+	}
+	rq := func(ns uint64) string {
+		return fmt.Sprintf("version 17\ntimestamp 1\ncpu2 0 0 5 1 5 5 %d 0 5\ndomain0 SMT 00000044 0 0 0\ncpu6 0 0 0 0 0 0 0 0 0\n", ns)
+	}
+	write(t, h, "/proc/schedstat", rq(0))
+	// 200 ms of the 250 ms window on CPU 2 in rq_cpu_time; /proc/stat's
+	// ticks, coarser, say 50 %.
+	r := run(t, h, Options{CPU: 2, Sleep: func(time.Duration) {
+		write(t, h, "/proc/schedstat", rq(200_000_000))
+		b, _ := os.ReadFile(h.Path("/proc/stat"))
+		write(t, h, "/proc/stat", strings.Replace(string(b), "cpu2 90000 0 45000 10000", "cpu2 90050 0 45000 10050", 1))
+	}})
+	o := r.Get("cpu.busy").Observed
+	if !strings.Contains(o, "80% busy over 250ms before the run (/proc/schedstat rq_cpu_time)") {
+		t.Errorf("not rq_cpu_time: %s", o)
+	}
+	if !strings.Contains(o, "rig-responder[4250]") || strings.Contains(o, "rig["+me+"]") {
+		t.Errorf("names: %s", o)
+	}
+	if !strings.Contains(o, "only this PID namespace") || !strings.Contains(o, "hostPID: true") {
+		t.Errorf("no word on the PID namespace: %s", o)
 	}
 }
 

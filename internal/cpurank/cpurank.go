@@ -5,11 +5,12 @@
 // happens, with the evidence kept beside the result.
 //
 // Everything is read from procfs through hostinfo's parsers (one per file):
-// /proc/interrupts and /proc/softirqs (per-CPU counters), /proc/stat (steal
-// and busy time), and every thread's stat (state, last CPU) and schedstat
-// (run time, timeslices). No IPI is sent to the measured CPUs: the counters
-// are read remotely, from a thread pinned outside the candidates when the
-// process may run elsewhere.
+// /proc/interrupts and /proc/softirqs (per-CPU counters), /proc/schedstat
+// and /proc/stat (every task's run time and timeslices per CPU, steal: the
+// whole node's, in a container too), and every thread's stat (state, last
+// CPU) and schedstat, which name the threads and the ranker's own run time.
+// No IPI is sent to the measured CPUs: the counters are read remotely, from
+// a thread pinned outside the candidates when the process may run elsewhere.
 package cpurank
 
 import (
@@ -43,7 +44,7 @@ const (
 )
 
 // Rule is the ranking rule, printed with every ranking (read only).
-var Rule = "cost of a CPU (µs per second) = run time of other threads there + steal time + " +
+var Rule = "cost of a CPU (µs per second) = run time of other threads there (every task the kernel ran there less the ranker's own) + steal time + " +
 	strconv.Itoa(EventCostUS) + " µs × (device interrupts + other interrupts + softirqs + context switches) per second; " +
 	"a CPU's rank cost adds its SMT siblings' cost (they share the core); lowest rank cost first, then lowest own cost, then lowest CPU number"
 
@@ -113,10 +114,10 @@ type CPU struct {
 	// RunUS is the run time of threads other than the ranker's, µs per s.
 	RunUS float64 `json:"other_run_us_per_s"`
 	// Runnable is the mean number of other threads seen runnable (state R)
-	// there per scan.
+	// there per scan (threads /proc shows).
 	Runnable float64 `json:"runnable"`
 	StealPct float64 `json:"steal_pct"`
-	BusyPct  float64 `json:"busy_pct"` // /proc/stat, tick-sampled: evidence only
+	BusyPct  float64 `json:"busy_pct"` // every task's, the ranker's included
 	// Top names the busiest interrupt rows and threads there.
 	TopIRQs    []string `json:"top_irqs,omitempty"`
 	TopThreads []string `json:"top_threads,omitempty"`
@@ -251,7 +252,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // counters is one read of the per-CPU counter files.
 type counters struct {
 	irq, soft *hostinfo.CounterTable
-	stat      []hostinfo.CPUTimes
+	use       hostinfo.CPUUse
 }
 
 func readCounters(fs hostfs.FS) (counters, error) {
@@ -263,7 +264,7 @@ func readCounters(fs hostfs.FS) (counters, error) {
 	if c.soft, err = hostinfo.ReadSoftirqs(fs); err != nil {
 		return c, err
 	}
-	c.stat, err = hostinfo.ReadCPUTimes(fs)
+	c.use, err = hostinfo.ReadCPUUse(fs)
 	return c, err
 }
 
@@ -317,7 +318,8 @@ func scan(fs hostfs.FS) (map[int]task, bool) {
 }
 
 type perCPU struct {
-	ctx, run  uint64 // timeslices, run ns
+	ctx       uint64 // other threads' timeslices (the scan's)
+	own, mine uint64 // the ranker's run ns, timeslices
 	runnable  int
 	byThread  map[string]uint64 // "comm[tid]" → run ns
 	sightings map[string]int    // runnable sightings when run time is unknown
@@ -360,11 +362,18 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *Rank
 		cur, hs := scan(fs)
 		haveSched = haveSched && hs
 		for tid, t := range cur {
-			if t.pid == o.Self {
-				continue
-			}
 			p := per[t.cpu]
 			if p == nil {
+				continue
+			}
+			// A thread seen for the first time has no delta: its run
+			// before this scan is not known to fall in the window.
+			var run, slices uint64
+			if was, ok := prev[tid]; ok && t.ok && was.ok && t.sched.Slices >= was.sched.Slices && t.sched.RunNS >= was.sched.RunNS {
+				run, slices = t.sched.RunNS-was.sched.RunNS, t.sched.Slices-was.sched.Slices
+			}
+			if t.pid == o.Self {
+				p.own, p.mine = p.own+run, p.mine+slices
 				continue
 			}
 			name := fmt.Sprintf("%s[%d]", t.comm, tid)
@@ -372,14 +381,9 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *Rank
 				p.runnable++
 				p.sightings[name]++
 			}
-			// A thread seen for the first time has no delta: its run
-			// before this scan is not known to fall in the window.
-			if was, ok := prev[tid]; ok && t.ok && was.ok && t.sched.Slices >= was.sched.Slices && t.sched.RunNS >= was.sched.RunNS {
-				p.ctx += t.sched.Slices - was.sched.Slices
-				p.run += t.sched.RunNS - was.sched.RunNS
-				if d := t.sched.RunNS - was.sched.RunNS; d > 0 {
-					p.byThread[name] += d
-				}
+			p.ctx += slices
+			if run > 0 {
+				p.byThread[name] += run
 			}
 		}
 		prev = cur
@@ -395,32 +399,32 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *Rank
 	r.StartNS, r.EndNS = start.UnixNano(), start.Add(el).UnixNano()
 	secs := el.Seconds()
 	scans := o.Scans - 1
-	if haveSched {
-		r.CtxSource = "timeslices in the threads' schedstat, each counted on the CPU the thread last ran on at the next scan"
-		r.RunSource = "run time in the threads' schedstat, counted the same way"
-	} else {
-		r.CtxSource = "unavailable (no per-thread schedstat: CONFIG_SCHED_INFO is off); not in the cost"
-		r.RunSource = "unavailable; /proc/stat busy time (tick-sampled) used instead"
-		r.Notes = append(r.Notes, "threads' schedstat is missing: the run time of other threads comes from /proc/stat's tick-sampled busy time, context switches are not counted")
-	}
 	own := map[int]CPU{}
+	sources := map[string][]int{}
+	rq := true
 	for _, c := range watch {
 		x := CPU{CPU: c, Siblings: without(sibs[c], c)}
 		x.IRQs, x.ArchIRQs, x.TopIRQs = irqRates(a.irq, b.irq, c, secs)
 		x.Softirqs = softRate(a.soft, b.soft, c, secs)
-		busy, steal := statShares(a.stat, b.stat, c)
-		x.BusyPct, x.StealPct = 100*busy, 100*steal
+		busy, _ := hostinfo.Busy(a.use, b.use, c, el)
+		sources[busy.Source] = append(sources[busy.Source], c)
+		x.BusyPct, x.StealPct = 100*busy.Share, 100*busy.Steal
 		p := per[c]
 		x.Runnable = float64(p.runnable) / float64(scans)
-		if haveSched {
+		x.RunUS = max(0, busy.RunNS-float64(p.own)) / 1e3 / secs
+		rq = rq && busy.HaveSlices
+		if busy.HaveSlices {
+			x.CtxSwitches = float64(busy.Slices-min(busy.Slices, p.mine)) / secs
+		} else if haveSched {
 			x.CtxSwitches = float64(p.ctx) / secs
-			x.RunUS = float64(p.run) / 1e3 / secs
-		} else {
-			x.RunUS = busy * 1e6
 		}
 		x.TopThreads = topThreads(p)
-		x.Own = x.RunUS + steal*1e6 + EventCostUS*(x.IRQs+x.ArchIRQs+x.Softirqs+x.CtxSwitches)
+		x.Own = x.RunUS + busy.Steal*1e6 + EventCostUS*(x.IRQs+x.ArchIRQs+x.Softirqs+x.CtxSwitches)
 		own[c] = x
+	}
+	r.sources(a.use.SchedErr, rq, haveSched, sources)
+	if n := hostinfo.ThreadNamesNote(fs); n != "" {
+		r.Notes = append(r.Notes, n)
 	}
 	for _, c := range r.Candidates {
 		x := own[c]
@@ -500,25 +504,32 @@ func softRate(a, b *hostinfo.CounterTable, cpu int, secs float64) float64 {
 	return sum
 }
 
-// statShares is the busy (user, nice, system, irq, softirq) and steal share
-// of cpu's time between two /proc/stat reads.
-func statShares(a, b []hostinfo.CPUTimes, cpu int) (busy, steal float64) {
-	var p, q *hostinfo.CPUTimes
-	for i := range a {
-		if a[i].CPU == cpu {
-			p = &a[i]
+// sources says where the run time and context switches came from: the
+// node-wide counters per CPU (hostinfo.Busy's rule), less the ranker's
+// own threads, which the threads' schedstat gives.
+func (r *Ranking) sources(schedErr error, rq, haveSched bool, by map[string][]int) {
+	less := ", less the ranker's own threads (their schedstat)"
+	if !haveSched {
+		less = "; the ranker's own threads are included (no per-thread schedstat: CONFIG_SCHED_INFO is off)"
+	}
+	var parts []string
+	for _, s := range []string{hostinfo.BusyRunQueue, hostinfo.BusyStatOver, hostinfo.BusyStat} {
+		if l := by[s]; len(l) > 0 {
+			parts = append(parts, s+" on CPU "+cpulist.Format(l))
 		}
 	}
-	for i := range b {
-		if b[i].CPU == cpu {
-			q = &b[i]
-		}
+	r.RunSource = "every task's run time on the CPU (exited threads included), from " + strings.Join(parts, ", ") + less
+	switch {
+	case rq:
+		r.CtxSource = "timeslices begun on the CPU (/proc/schedstat field 9, every task)" + less
+	case haveSched:
+		r.CtxSource = "timeslices in the schedstat of the threads /proc shows, each counted on the CPU the thread last ran on at the next scan (threads born and gone between two scans are missed)"
+	default:
+		r.CtxSource = "unavailable (no per-thread schedstat: CONFIG_SCHED_INFO is off); not in the cost"
 	}
-	if p == nil || q == nil || q.Total() <= p.Total() {
-		return 0, 0
+	if !rq && schedErr != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("no run time per CPU in nanoseconds: %v; /proc/stat counts in USER_HZ ticks (10 ms), so differences of a few tens of ms/s between CPUs are within its resolution", schedErr))
 	}
-	tot := q.Total() - p.Total()
-	return max(0, (q.Busy()-q.Steal)-(p.Busy()-p.Steal)) / tot, max(0, q.Steal-p.Steal) / tot
 }
 
 func topThreads(p *perCPU) []string {

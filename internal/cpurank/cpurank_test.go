@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 )
 
 // fakeHost is a procfs/sysfs tree whose counters the test moves between
@@ -21,11 +22,15 @@ type fakeHost struct {
 	fs   hostfs.FS
 	cpus int
 	// per CPU, advanced by step(): device IRQ 30, LOC, NET_RX softirq,
-	// user and steal ticks (USER_HZ)
-	irq, loc, soft, user, steal []uint64
-	idle                        []uint64
-	tasks                       []*fakeTask
-	sched                       bool // write per-thread schedstat
+	// steal ticks (USER_HZ), every task's run time and timeslices (which
+	// /proc/stat shows as user ticks, /proc/schedstat as they are), ticks
+	irq, loc, soft, steal, runNS, slices, ticks []uint64
+	// inflight is run time of slices not ended yet: in /proc/stat, not
+	// yet in /proc/schedstat
+	inflight []uint64
+	tasks    []*fakeTask
+	sched    bool // write per-thread schedstat
+	rq       bool // write /proc/schedstat
 }
 
 type fakeTask struct {
@@ -37,14 +42,20 @@ type fakeTask struct {
 	slices   uint64
 	// per step
 	runStep, sliceStep uint64
+	// hidden: not in /proc (born and gone between scans, or in another
+	// PID namespace); its run time shows only in the per-CPU counters
+	hidden bool
+	// unswitched: never switched out, so not in rq_cpu_time yet
+	unswitched bool
 }
 
 func newFake(t *testing.T, cpus int, siblings map[int]string) *fakeHost {
 	h := &fakeHost{t: t, fs: hostfs.FS{Root: t.TempDir()}, cpus: cpus, sched: true,
-		irq: make([]uint64, cpus), loc: make([]uint64, cpus), soft: make([]uint64, cpus),
-		user: make([]uint64, cpus), steal: make([]uint64, cpus), idle: make([]uint64, cpus)}
+		irq: make([]uint64, cpus), loc: make([]uint64, cpus), soft: make([]uint64, cpus), steal: make([]uint64, cpus),
+		runNS: make([]uint64, cpus), slices: make([]uint64, cpus), ticks: make([]uint64, cpus), inflight: make([]uint64, cpus)}
 	h.write("/sys/devices/system/cpu/online", fmt.Sprintf("0-%d\n", cpus-1))
-	h.write("/proc/self/status", fmt.Sprintf("Name:\trig\nCpus_allowed_list:\t0-%d\n", cpus-1))
+	h.write("/proc/self/status", fmt.Sprintf("Name:\trig\nNSpid:\t1\nCpus_allowed_list:\t0-%d\n", cpus-1))
+	h.pidNS("pid:[4026531836]")
 	for c := 0; c < cpus; c++ {
 		sib := siblings[c]
 		if sib == "" {
@@ -56,6 +67,19 @@ func newFake(t *testing.T, cpus int, siblings map[int]string) *fakeHost {
 	}
 	h.flush()
 	return h
+}
+
+// pidNS links /proc/self/ns/pid to ns.
+func (h *fakeHost) pidNS(ns string) {
+	h.t.Helper()
+	l := h.fs.Path("/proc/self/ns/pid")
+	os.Remove(l)
+	if err := os.MkdirAll(filepath.Dir(l), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.Symlink(ns, l); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func (h *fakeHost) write(p, v string) {
@@ -94,17 +118,32 @@ func (h *fakeHost) flush() {
 	row("TIMER", make([]uint64, h.cpus), "")
 	h.write("/proc/softirqs", b.String())
 	b.Reset()
+	user, idle := make([]uint64, h.cpus), make([]uint64, h.cpus)
 	var tu, ti, ts uint64
 	for c := 0; c < h.cpus; c++ {
-		tu, ti, ts = tu+h.user[c], ti+h.idle[c], ts+h.steal[c]
+		user[c] = (h.runNS[c] + h.inflight[c]) / 10_000_000
+		idle[c] = h.ticks[c] - min(h.ticks[c], user[c]+h.steal[c])
+		tu, ti, ts = tu+user[c], ti+idle[c], ts+h.steal[c]
 	}
 	fmt.Fprintf(&b, "cpu  %d 0 0 %d 0 0 0 %d 0 0\n", tu, ti, ts)
 	for c := 0; c < h.cpus; c++ {
-		fmt.Fprintf(&b, "cpu%d %d 0 0 %d 0 0 0 %d 0 0\n", c, h.user[c], h.idle[c], h.steal[c])
+		fmt.Fprintf(&b, "cpu%d %d 0 0 %d 0 0 0 %d 0 0\n", c, user[c], idle[c], h.steal[c])
 	}
 	b.WriteString("intr 0\nctxt 0\nbtime 1796227201\nprocesses 1\nprocs_running 1\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n")
 	h.write("/proc/stat", b.String())
+	if h.rq {
+		b.Reset()
+		b.WriteString("version 15\ntimestamp 4294937296\n")
+		for c := 0; c < h.cpus; c++ {
+			fmt.Fprintf(&b, "cpu%d 0 0 %d 0 %d 0 %d 0 %d\n", c, h.slices[c], h.slices[c], h.runNS[c], h.slices[c])
+			fmt.Fprintf(&b, "domain0 %x 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", 1<<h.cpus-1)
+		}
+		h.write("/proc/schedstat", b.String())
+	}
 	for _, tk := range h.tasks {
+		if tk.hidden {
+			continue
+		}
 		d := fmt.Sprintf("/proc/%d/task/%d/", tk.pid, tk.tid)
 		// Fields 3..39: state, then 35 numbers, the last being the CPU.
 		fields := make([]string, 36)
@@ -119,19 +158,26 @@ func (h *fakeHost) flush() {
 	}
 }
 
-// step advances the counters by one ranker step of the window.
+// step advances the counters by one ranker step of the window; user
+// ticks are run time of tasks outside the fake's list.
 func (h *fakeHost) step(irq, loc, soft, user, steal []uint64) {
 	for c := 0; c < h.cpus; c++ {
 		h.irq[c] += at(irq, c)
 		h.loc[c] += at(loc, c)
 		h.soft[c] += at(soft, c)
-		h.user[c] += at(user, c)
+		h.runNS[c] += at(user, c) * 10_000_000
 		h.steal[c] += at(steal, c)
-		h.idle[c] += 25 - at(user, c) - at(steal, c) // 25 ticks per step: 4 steps of 1 s at USER_HZ 100
+		h.ticks[c] += 25 // 4 steps of 1 s at USER_HZ 100
 	}
 	for _, tk := range h.tasks {
 		tk.run += tk.runStep
 		tk.slices += tk.sliceStep
+		if tk.unswitched {
+			h.inflight[tk.cpu] += tk.runStep
+			continue
+		}
+		h.runNS[tk.cpu] += tk.runStep
+		h.slices[tk.cpu] += tk.sliceStep
 	}
 	h.flush()
 }
@@ -157,10 +203,13 @@ func (h *fakeHost) rank(t *testing.T, o Options, each func()) *Ranking {
 	return r
 }
 
-// A busy thread on one CPU sends the choice to the other, both ways.
+// A busy thread on one CPU sends the choice to the other, both ways, with
+// and without /proc/schedstat.
 func TestBusyThreadDecides(t *testing.T) {
-	for busy, want := range map[int]int{0: 1, 1: 0} {
+	for i, busy := range []int{0, 1, 0, 1} {
+		want := 1 - busy
 		h := newFake(t, 2, nil)
+		h.rq = i >= 2
 		h.tasks = []*fakeTask{{pid: 100, tid: 100, comm: "stress-ng-cpu", cpu: busy, state: 'R', runStep: 250_000_000, sliceStep: 60}}
 		h.flush()
 		r := h.rank(t, Options{}, func() { h.step(nil, []uint64{250, 250}, nil, nil, nil) })
@@ -178,6 +227,70 @@ func TestBusyThreadDecides(t *testing.T) {
 		if !strings.Contains(r.From, "Cpus_allowed_list 0-1") || !strings.Contains(r.CtxSource, "schedstat") {
 			t.Errorf("sources: %q %q", r.From, r.CtxSource)
 		}
+		src := "from /proc/stat on CPU 0-1, less the ranker's own threads"
+		if h.rq {
+			src = "from /proc/schedstat rq_cpu_time on CPU 0-1, less"
+		}
+		if !strings.Contains(r.RunSource, src) {
+			t.Errorf("run source %q, want %q", r.RunSource, src)
+		}
+	}
+}
+
+// Run time that no scan of /proc sees — threads born and gone between two
+// scans, threads in another PID namespace — is counted from the per-CPU
+// counters; the threads /proc shows only name what ran.
+func TestUnseenRunCounted(t *testing.T) {
+	for _, rq := range []bool{false, true} {
+		h := newFake(t, 2, nil)
+		h.rq = rq
+		h.tasks = []*fakeTask{{pid: 200, tid: 200, comm: "short-lived", cpu: 1, runStep: 200_000_000, sliceStep: 400, hidden: true},
+			{pid: 100, tid: 100, comm: "sh", cpu: 1, state: 'S', runStep: 1_000_000, sliceStep: 50}}
+		h.flush()
+		r := h.rank(t, Options{}, func() { h.step(nil, []uint64{250, 250}, nil, nil, nil) })
+		loud := r.Get(1)
+		if r.Chosen != 0 || loud.RunUS < 800_000 || loud.RunUS > 805_000 || loud.BusyPct < 80 {
+			t.Fatalf("schedstat %v: chose %d; CPU 1: %+v", rq, r.Chosen, loud)
+		}
+		if loud.TopThreads[0] != "sh[100] 4.0 ms" {
+			t.Errorf("names: %v", loud.TopThreads)
+		}
+		// The runqueue counts every timeslice; the scan only the ones of
+		// threads it sees.
+		if want := map[bool]float64{false: 200, true: 1800}[rq]; loud.CtxSwitches != want {
+			t.Errorf("schedstat %v: %v context switches/s, want %v", rq, loud.CtxSwitches, want)
+		}
+	}
+}
+
+// rq_cpu_time charges a slice when it ends: a thread that is never switched
+// out in the window shows in /proc/stat only, and /proc/stat is taken.
+func TestNotSwitchedOut(t *testing.T) {
+	h := newFake(t, 2, nil)
+	h.rq = true
+	h.tasks = []*fakeTask{{pid: 300, tid: 300, comm: "poller", cpu: 0, state: 'R', runStep: 250_000_000, unswitched: true}}
+	h.flush()
+	r := h.rank(t, Options{}, func() { h.step(nil, []uint64{1, 1}, nil, nil, nil) })
+	if c := r.Get(0); r.Chosen != 1 || c.RunUS != 1e6 {
+		t.Fatalf("chose %d; CPU 0: %+v", r.Chosen, c)
+	}
+	if !strings.Contains(r.RunSource, "from /proc/schedstat rq_cpu_time on CPU 1, "+hostinfo.BusyStatOver+" on CPU 0") {
+		t.Errorf("run source %q", r.RunSource)
+	}
+}
+
+// In a container's PID namespace the ranking says that the threads it
+// names are the container's only, and how to name the others.
+func TestChildPIDNamespace(t *testing.T) {
+	h := newFake(t, 2, nil)
+	r := h.rank(t, Options{}, func() { h.step(nil, nil, nil, nil, nil) })
+	if len(r.Notes) != 1 || strings.Contains(r.Notes[0], "PID namespace") {
+		t.Fatalf("host PID namespace: notes %q", r.Notes)
+	}
+	h.pidNS("pid:[4026532175]")
+	r = h.rank(t, Options{}, func() { h.step(nil, nil, nil, nil, nil) })
+	if n := r.Notes[len(r.Notes)-1]; !strings.Contains(n, "only this PID namespace") || !strings.Contains(n, "hostPID: true") {
+		t.Fatalf("notes %q", r.Notes)
 	}
 }
 
@@ -228,12 +341,15 @@ func TestSiblingAddsToCost(t *testing.T) {
 
 // The ranker's own threads are not counted, whoever they are.
 func TestSelfNotCounted(t *testing.T) {
-	h := newFake(t, 2, nil)
-	h.tasks = []*fakeTask{{pid: 1, tid: 7, comm: "rig", cpu: 1, state: 'R', runStep: 250_000_000, sliceStep: 5}}
-	h.flush()
-	r := h.rank(t, Options{}, func() { h.step(nil, []uint64{5, 1}, nil, nil, nil) })
-	if r.Chosen != 1 || r.CPUs[0].RunUS != 0 || r.CPUs[0].Runnable != 0 {
-		t.Fatalf("%+v", r.CPUs)
+	for _, rq := range []bool{false, true} {
+		h := newFake(t, 2, nil)
+		h.rq = rq
+		h.tasks = []*fakeTask{{pid: 1, tid: 7, comm: "rig", cpu: 1, state: 'R', runStep: 250_000_000, sliceStep: 5}}
+		h.flush()
+		r := h.rank(t, Options{}, func() { h.step(nil, []uint64{5, 1}, nil, nil, nil) })
+		if r.Chosen != 1 || r.CPUs[0].RunUS != 0 || r.CPUs[0].Runnable != 0 || r.CPUs[0].CtxSwitches != 0 || r.CPUs[0].BusyPct != 100 {
+			t.Fatalf("schedstat %v: %+v", rq, r.CPUs)
+		}
 	}
 }
 
@@ -272,7 +388,7 @@ func TestCandidatesRefused(t *testing.T) {
 	}
 	// Partly outside the cpuset: ranked among the rest, with a note.
 	r := h.rank(t, Options{CPUs: []int{1, 2, 3}}, func() { h.step(nil, nil, nil, nil, nil) })
-	if fmt.Sprint(r.Candidates) != "[2 3]" || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "CPU 1 is outside") {
+	if fmt.Sprint(r.Candidates) != "[2 3]" || !strings.Contains(r.Notes[0], "CPU 1 is outside") {
 		t.Fatalf("%v %v", r.Candidates, r.Notes)
 	}
 	// The allowed set by default.

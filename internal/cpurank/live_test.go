@@ -87,3 +87,40 @@ func TestRealRankerPinningLeavesNoTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestRealShortLivedCounted keeps one CPU busy with processes that each
+// end long before the next thread scan, so no scan ever sees one twice,
+// and checks that their run time is counted: that CPU ranks below the
+// other and most of its time is other threads'.
+func TestRealShortLivedCounted(t *testing.T) {
+	testbin.Integration(t)
+	cpus, err := hostinfo.ProcessCPUsAllowed(hostfs.Default(), "self")
+	if err != nil || len(cpus) < 2 {
+		t.Skipf("needs two CPUs (%v %v)", cpus, err)
+	}
+	cand := cpus[len(cpus)-2:]
+	for i, busy := range cand {
+		free := cand[1-i]
+		t.Run(fmt.Sprintf("on-%d", busy), func(t *testing.T) {
+			sp := testbin.Spin(t, busy, false, testbin.ShortLived)
+			sp.Wait(t, 5) // children are being born and ending
+			before := sp.Lines()
+			r, err := cpurank.Rank(context.Background(), hostfs.Default(), cpurank.Options{CPUs: cand, Window: time.Second, Scans: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ended := sp.Lines() - before
+			t.Logf("%d children ended in the window; %s; run source: %s", ended, r.Summary(), r.RunSource)
+			// At least 20 ended in the 1 s window, one after another: on
+			// average each lived less than a fifth of a 250 ms scan step.
+			if ended < 20 {
+				t.Fatalf("only %d children ended in the window: they lived too long to prove anything", ended)
+			}
+			testbin.BusyElsewhere(t, r, free)
+			loud := r.Get(busy)
+			if r.Chosen != free || loud.Rank != 2 || loud.RunUS < 500_000 {
+				t.Fatalf("short-lived processes on CPU %d: chose %d; that CPU: %+v", busy, r.Chosen, loud)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 // Package hostinfo parses the /proc and /sys files that say what a CPU is
 // doing and how it is configured: /proc/interrupts, /proc/softirqs,
-// /proc/stat, cpuidle states, cpufreq and turbo (intel_pstate, boost,
+// /proc/stat and /proc/schedstat (with Busy, the one rule for how busy a
+// CPU was), cpuidle states, cpufreq and turbo (intel_pstate, boost,
 // CPPC), topology, isolation, the kernel command line, clocksource, THP,
 // cgroup limits and per-thread stat/status; and, through the msr driver,
 // the APERF/MPERF frequency counters and the TSC.

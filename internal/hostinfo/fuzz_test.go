@@ -283,3 +283,36 @@ func FuzzCgroupMounts(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSchedstat checks the /proc/schedstat parser never panics and that
+// every cpuN line it accepts gives back its fields 7 to 9.
+func FuzzSchedstat(f *testing.F) {
+	for _, s := range schedstatSamples {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rqs, err := ParseSchedstat(b)
+		if err != nil {
+			return
+		}
+		i := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			fs := strings.Fields(line)
+			if len(fs) == 0 || !strings.HasPrefix(fs[0], "cpu") {
+				continue
+			}
+			if cpu, err := strconv.ParseUint(fs[0][3:], 10, 20); i == len(rqs) || err != nil || int(cpu) != rqs[i].CPU {
+				t.Fatalf("line %q: parsed %+v", line, rqs)
+			}
+			for k, want := range []uint64{rqs[i].RunNS, rqs[i].WaitNS, rqs[i].Slices} {
+				if v, err := strconv.ParseUint(fs[7+k], 10, 64); err != nil || v != want {
+					t.Fatalf("line %q field %d: parsed %d, strconv says %d (%v)", line, 7+k, want, v, err)
+				}
+			}
+			i++
+		}
+		if i != len(rqs) {
+			t.Fatalf("%d cpu lines, %d parsed", i, len(rqs))
+		}
+	})
+}

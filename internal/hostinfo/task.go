@@ -2,6 +2,7 @@ package hostinfo
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -115,6 +116,50 @@ func StatusField(b []byte, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// initPIDNS is /proc/PID/ns/pid of a task in the initial PID namespace
+// (PROC_PID_INIT_INO, fixed since Linux 3.8).
+const initPIDNS = "pid:[4026531836]"
+
+// ProcShowsNode reports whether /proc lists every task of the node, that
+// is whether it is the initial PID namespace's. A container's (a pod
+// without hostPID) lists only its own processes. NSpid in status has one
+// pid per namespace from /proc's down to the task's: one means /proc is
+// the task's own.
+func ProcShowsNode(fs hostfs.FS) (bool, error) {
+	self, err := fs.Readlink("/proc/self/ns/pid")
+	if err != nil || self == initPIDNS {
+		return err == nil, err
+	}
+	b, err := fs.ReadFile("/proc/self/status")
+	if err != nil {
+		return false, err
+	}
+	v, ok := StatusField(b, "NSpid")
+	if !ok {
+		return false, errors.New("/proc/self/status: no NSpid line (kernel before 4.1)")
+	}
+	if len(strings.Fields(v)) == 1 {
+		return false, nil
+	}
+	init, err := fs.Readlink("/proc/1/ns/pid")
+	return init == initPIDNS, err
+}
+
+// ThreadNamesNote is what a list of threads named from /proc must say
+// beside it: "" when /proc shows the whole node, else that threads outside
+// this PID namespace are not named and how to name them.
+func ThreadNamesNote(fs hostfs.FS) string {
+	const how = "run rig in the host's PID namespace (pod spec hostPID: true, or kubectl exec into the rig-host-agent pod) to name them"
+	node, err := ProcShowsNode(fs)
+	switch {
+	case err != nil:
+		return "cannot tell whether /proc shows every thread of the node (" + err.Error() + "): threads outside this PID namespace may not be named; " + how
+	case !node:
+		return "/proc shows only this PID namespace (a container's): threads outside it (host daemons, kernel threads, other pods) are not named, though their run time is counted; " + how
+	}
+	return ""
 }
 
 // CPUsAllowed reads Cpus_allowed_list of a task ("self", "PID" or

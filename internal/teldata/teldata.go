@@ -39,10 +39,16 @@ type Result struct {
 	Threads []ThreadSeen `json:"threads_seen"`
 	// ThreadsMode is "schedstat" (counted only when they ran since the
 	// previous scan) or "last_cpu" (every sighting of stat field 39).
-	ThreadsMode     string           `json:"threads_mode,omitempty"`
-	ThreadScanEvery int              `json:"thread_scan_every,omitempty"`
-	IRQAffinity     []IRQWatch       `json:"irq_affinity,omitempty"`
-	AffinityChanges []AffinityChange `json:"affinity_changes,omitempty"`
+	ThreadsMode     string `json:"threads_mode,omitempty"`
+	ThreadScanEvery int    `json:"thread_scan_every,omitempty"`
+	// ThreadsNote says, when set, that Threads names only the tasks of one
+	// PID namespace (a container's) and how to name the others.
+	ThreadsNote string `json:"threads_note,omitempty"`
+	// Busy is each measured CPU's busy time from the first sample to the
+	// last: every task of the node, named in Threads or not.
+	Busy            []hostinfo.CPUBusy `json:"cpu_busy,omitempty"`
+	IRQAffinity     []IRQWatch         `json:"irq_affinity,omitempty"`
+	AffinityChanges []AffinityChange   `json:"affinity_changes,omitempty"`
 	// Notes say what could not be watched (e.g. no cpuidle on a CPU).
 	Notes []string `json:"notes,omitempty"`
 	// Freq is the responder CPU's measured frequency over the round (nil

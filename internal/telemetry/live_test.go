@@ -130,3 +130,35 @@ func TestStressNGSeen(t *testing.T) {
 	t.Logf("%d samples over %.1fs; stress-ng threads %+v; responder ctx vol %d invol %d; LOC %d; irqs %d; threads mode %s",
 		r.Samples, float64(r.End-r.Start)/1e9, stress, r.Thread.Voluntary, r.Thread.Involuntary, loc, irqs, r.ThreadsMode)
 }
+
+// TestRealBusyCountsShortLived loads the measured CPU with processes that
+// each end before the next thread scan and checks the round's busy time:
+// every task counted from the per-CPU counters, not from the scans.
+func TestRealBusyCountsShortLived(t *testing.T) {
+	testbin.Integration(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	const cpu = 1
+	sp := testbin.Spin(t, cpu, false, testbin.ShortLived)
+	s, err := New(Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{cpu}, PinCPU: 0, Interval: 50 * time.Millisecond, ThreadScanEvery: 5, MaxSamples: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n := sp.Wait(t, 40)
+	r, err := s.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named float64
+	for _, th := range r.Threads {
+		named += float64(th.RunNS)
+	}
+	t.Logf("%d children ended; busy %+v; named threads ran %.1f ms; notes %q", n, r.Busy, named/1e6, r.Notes)
+	if len(r.Busy) != 1 || r.Busy[0].CPU != cpu || r.Busy[0].Share < 0.5 || r.Busy[0].Source == "" || r.ThreadsNote != "" {
+		t.Fatalf("busy %+v, threads note %q", r.Busy, r.ThreadsNote)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/teldata"
 )
 
@@ -94,6 +95,7 @@ func (s *Sampler) result() *teldata.Result {
 	}
 	if ts := s.scanner; ts != nil {
 		r.ThreadScanEvery = cfg.ThreadScanEvery
+		r.ThreadsNote = hostinfo.ThreadNamesNote(cfg.FS)
 		r.ThreadsMode = "schedstat"
 		if ts.noSched {
 			r.ThreadsMode = "last_cpu"
@@ -136,6 +138,15 @@ func (s *Sampler) result() *teldata.Result {
 		r.Notes = append(r.Notes, "the sampler ran unpinned among the watched CPUs (rig may use no other CPU there): its own reads are part of what they show")
 	}
 	r.Watched = cfg.Watched
+	if s.useErr != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("busy time per CPU not measured: %v", s.useErr))
+	} else if !s.useT[1].IsZero() {
+		for _, cpu := range cfg.CPUs {
+			if b, ok := hostinfo.Busy(s.use[0], s.use[1], cpu, s.useT[1].Sub(s.useT[0])); ok {
+				r.Busy = append(r.Busy, b)
+			}
+		}
+	}
 	if s.freq != nil {
 		r.Freq = s.freq.result(n)
 	}

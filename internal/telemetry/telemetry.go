@@ -91,6 +91,11 @@ type Sampler struct {
 	idle                       []idleFiles
 	aff                        []affWatch
 	freq                       *freqMeter
+	// use are the per-CPU time counters at the first and the last sample,
+	// read outside sample() (they allocate); useErr is the first failure.
+	use    [2]hostinfo.CPUUse
+	useT   [2]time.Time
+	useErr error
 
 	// Preallocated sample storage, [sample][...] flat.
 	n, missed int
@@ -328,6 +333,7 @@ func (s *Sampler) run(ready chan<- error) {
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
 	s.sample()
+	s.readUse(0)
 	if s.freq != nil {
 		s.freq.readMSR(false)
 	}
@@ -338,6 +344,7 @@ func (s *Sampler) run(ready chan<- error) {
 			s.sample()
 		case <-s.stop:
 			s.sample()
+			s.readUse(1)
 			if s.freq != nil {
 				s.freq.readMSR(true)
 			}
@@ -431,6 +438,15 @@ func (s *Sampler) sample() {
 		s.scanner.scan(i)
 	}
 	s.n++
+}
+
+// readUse reads the per-CPU busy counters, the whole node's.
+func (s *Sampler) readUse(i int) {
+	u, err := hostinfo.ReadCPUUse(s.cfg.FS)
+	if err != nil && s.useErr == nil {
+		s.useErr = err
+	}
+	s.use[i], s.useT[i] = u, time.Now()
 }
 
 var errNoCtx = errors.New("status has no voluntary_ctxt_switches/nonvoluntary_ctxt_switches")

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
@@ -219,5 +220,47 @@ func TestThreadScanSchedstat(t *testing.T) {
 	}
 	if ts.noSched || len(got) != 2 || got["rig-responder"].Scans != 1 || got["ksoftirqd/2"].Scans != 1 || got["ksoftirqd/2"].RunNS != 4000 {
 		t.Fatalf("noSched %v threads %+v", ts.noSched, ts.threads)
+	}
+}
+
+// The round's busy time per CPU comes from the per-CPU counters (here
+// /proc/schedstat: 300 ms of the second on CPU 2, none of it a thread the
+// scans see), and from a container's PID namespace the thread list says
+// its names are partial.
+func TestBusyAndThreadsNote(t *testing.T) {
+	h := copyTree(t, "isolated")
+	rq := func(ns int) string {
+		return "version 15\ntimestamp 1\ncpu2 0 0 9 1 9 9 " + itoa(ns) + " 0 9\ncpu6 0 0 0 0 0 0 0 0 0\n"
+	}
+	if err := os.WriteFile(h.Path("/proc/schedstat"), []byte(rq(0)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(h.Path("/proc/self/ns"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(h.Path("/proc/self/ns/pid")) // the fixture tree has the host's
+	if err := os.Symlink("pid:[4026532175]", h.Path("/proc/self/ns/pid")); err != nil {
+		t.Fatal(err)
+	}
+	edit(t, h, "/proc/self/status", "Name:\trig\n", "Name:\trig\nNSpid:\t1\n")
+	s, err := New(isolatedCfg(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	s.sample()
+	s.readUse(0)
+	if err := os.WriteFile(h.Path("/proc/schedstat"), []byte(rq(300_000_000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.sample()
+	s.readUse(1)
+	s.useT[1] = s.useT[0].Add(time.Second) // the fake's counters moved by a nominal second
+	r := s.result()
+	if len(r.Busy) != 2 || r.Busy[0].CPU != 2 || r.Busy[0].Share != 0.3 || r.Busy[0].Source != hostinfo.BusyRunQueue || r.Busy[1].Share != 0 {
+		t.Fatalf("busy %+v", r.Busy)
+	}
+	if !strings.Contains(r.ThreadsNote, "only this PID namespace") || !strings.Contains(r.ThreadsNote, "hostPID: true") {
+		t.Fatalf("threads note %q", r.ThreadsNote)
 	}
 }

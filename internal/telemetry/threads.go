@@ -14,6 +14,10 @@ import (
 // so a thread counts in a scan only if /proc/.../schedstat shows it ran
 // (its timeslice count moved) since the previous scan. Without schedstat
 // (CONFIG_SCHED_INFO off) every sighting counts and Result says so.
+// The scan names threads; it cannot measure how busy a CPU was (threads
+// born and gone between two scans, and in a container every thread outside
+// its PID namespace, are never seen): Result.Busy does, from the per-CPU
+// counters.
 //
 // The scan allocates (directory listings, file reads); it runs every
 // Config.ThreadScanEvery samples, not on every sample.

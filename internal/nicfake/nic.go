@@ -258,6 +258,18 @@ func (n *NIC) StampTX(ifname string, sw int64) int64 {
 	return sw + PHCOffset + TxLag
 }
 
+// StampSWTX is the software (SND) TX stamp the driver gives a sent packet
+// whose veth stamp is sw: sw, or 0 when the profile's capabilities lack
+// TX_SOFTWARE (a driver that never calls skb_tx_timestamp, such as mlx5
+// before 6.16), so a profile suppresses what veth would have given. It
+// does not allocate.
+func (n *NIC) StampSWTX(ifname string, sw int64) int64 {
+	if ifname == n.Ifname && n.P.Caps.SOF&tstamp.FlagTxSoftware == 0 {
+		return 0
+	}
+	return sw
+}
+
 // takeSlot claims a TX-stamp slot free at sw.
 func (n *NIC) takeSlot(sw int64) bool {
 	until := sw + int64(n.P.TxHold)

@@ -356,8 +356,11 @@ func (c *Conn) RecvErr() (TxStamp, error) {
 	if !ok {
 		return TxStamp{}, ErrNotTimestamp
 	}
-	if c.stamper != nil && ts.Kind == KindSnd && ts.HW == 0 && ts.SW != 0 && c.granted.HardwareTX() {
-		ts.HW = c.stamper.StampTX(c.granted.Ifname, ts.SW)
+	if c.stamper != nil && ts.Kind == KindSnd && ts.SW != 0 {
+		if ts.HW == 0 && c.granted.HardwareTX() {
+			ts.HW = c.stamper.StampTX(c.granted.Ifname, ts.SW)
+		}
+		ts.SW = c.stamper.StampSWTX(c.granted.Ifname, ts.SW)
 	}
 	if Keying(c.keying.Load()) == KeyCounter {
 		v := c.ring[ts.Key%counterRing].Load()

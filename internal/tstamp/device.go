@@ -173,16 +173,18 @@ func errName(err error) string {
 // it: on a real NIC the stamps come from the kernel. Driver profiles in
 // tests do, so the probes' real loops, proofs and labels see the hardware
 // stamps a driver would give (or not) on veth. StampRX and StampTX get the
-// packet's software stamp and return its hardware stamp, 0 for none; they
-// must not allocate.
+// packet's software stamp and return its hardware stamp, 0 for none;
+// StampSWTX returns the software SND stamp the driver would give (sw, or 0
+// for a driver without one). They must not allocate.
 type Stamper interface {
 	StampRX(ifname string, sw int64) int64
 	StampTX(ifname string, sw int64) int64
+	StampSWTX(ifname string, sw int64) int64
 }
 
-// stamperOf returns dev's Stamper when the socket asked for hardware stamps.
+// stamperOf returns dev's Stamper for a socket that asked for stamps.
 func stamperOf(dev Device, g Granted) Stamper {
-	if s, ok := dev.(Stamper); ok && (g.HardwareRX() || g.HardwareTX()) {
+	if s, ok := dev.(Stamper); ok && g.Mode != Off {
 		return s
 	}
 	return nil

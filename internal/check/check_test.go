@@ -14,6 +14,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
+	"github.com/rig-project/rig/internal/nicfake"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -202,6 +203,23 @@ func TestNICCapabilities(t *testing.T) {
 		}
 		if g := r.Get("nic.phc"); (g == nil && c.phc != Skip) || (g != nil && g.Severity != c.phc) {
 			t.Errorf("%s: phc %+v", name, g)
+		}
+	}
+}
+
+// TestNICSoftwareTX: the check says whether the driver stamps TX in
+// software at the hand-off (veth, mlx5 from 6.16) or rig falls back to the
+// qdisc's stamp (mlx5 before 6.16).
+func TestNICSoftwareTX(t *testing.T) {
+	for _, tt := range []struct {
+		p    *nicfake.Profile
+		sev  Severity
+		word string
+	}{{nicfake.MLX5(), OK, "hand-off"}, {nicfake.MLX5Pre616(), Warn, "labelled sched"}, {nicfake.Veth(), OK, "hand-off"}} {
+		r := run(t, fx("vm"), Options{CPU: 1, Iface: "x0", NIC: &nicctl.Env{FS: fx("vm"), TS: nicfake.New(tt.p, "x0")}})
+		expect(t, r, map[string]Severity{"nic.txsw": tt.sev})
+		if g := r.Get("nic.txsw"); g != nil && !strings.Contains(g.Observed, tt.word) {
+			t.Errorf("%s: %q does not say %q", tt.p.Name, g.Observed, tt.word)
 		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 func (x *runner) nic() {
 	ifc := x.o.Iface
 	if ifc == "" {
-		for _, id := range []string{"nic.hwts", "nic.phc", "nic.ptp4l"} {
+		for _, id := range []string{"nic.hwts", "nic.txsw", "nic.phc", "nic.ptp4l"} {
 			x.add(id, Skip, "", "no --iface given")
 		}
 		return
@@ -52,6 +52,12 @@ func (x *runner) nic() {
 		default:
 			x.add("nic.hwts", Warn, "software stamps include the stack; for wire latency use a NIC/driver with HW stamps (ethtool -T "+ifc+")",
 				"software timestamps only (%s)", caps)
+		}
+		if c.SOF&tstamp.FlagTxSoftware != 0 {
+			x.add("nic.txsw", OK, "", "software TX stamps at the driver's hand-off to the NIC (software-transmit)")
+		} else {
+			x.add("nic.txsw", Warn, "for software TX stamps at the hand-off use a kernel whose driver gives them (mlx5: Linux 6.16 or later); hardware stamps are not affected",
+				"%s's driver gives no software TX stamps (no software-transmit in its capabilities; mlx5 before Linux 6.16): rig files the qdisc's stamp (sched-transmit) as the software TX stamp, labelled sched, which leaves the qdisc and the driver's transmit out of sw rtt and turnaround", ifc)
 		}
 		if c.HasPHC() {
 			x.add("nic.phc", OK, "", "PTP hardware clock /dev/ptp%d", c.PHCIndex)

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +58,9 @@ type expect struct {
 	note string
 	// why: a decision's reason holds it (a host index → words).
 	why map[int]string
+	// sched: the software TX columns hold the qdisc's stamps (a driver
+	// without software TX stamps), so software sources are labelled so.
+	sched bool
 }
 
 // variant is one driver profile in one situation.
@@ -104,6 +108,17 @@ var variants = []variant{
 	{name: "mlx5", profile: nicfake.MLX5, want: map[tstamp.Mode]expect{
 		tstamp.Auto:     with(hwEverywhere, func(e *expect) { e.act, e.writes = writeAll, [3]int{1, 1, 1} }),
 		tstamp.Hardware: with(hwEverywhere, func(e *expect) { e.act, e.writes = writeAll, [3]int{1, 1, 1} }),
+	}},
+	{name: "mlx5-pre6.16", profile: nicfake.MLX5Pre616, want: map[tstamp.Mode]expect{
+		// No software SND stamp from the driver: the qdisc's stands in,
+		// labelled sched, and nothing waits for the SND stamps.
+		tstamp.Software: {turnaround: "capture sw", rtt: "sender sw (sched)", note: "before the qdisc", sched: true},
+		tstamp.Auto: with(hwEverywhere, func(e *expect) {
+			e.act, e.writes, e.note, e.sched = writeAll, [3]int{1, 1, 1}, "before the qdisc", true
+		}),
+		tstamp.Hardware: with(hwEverywhere, func(e *expect) {
+			e.act, e.writes, e.note, e.sched = writeAll, [3]int{1, 1, 1}, "before the qdisc", true
+		}),
 	}},
 	{name: "mlx5-already-on", profile: nicfake.MLX5, setup: preset(tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll}), want: map[tstamp.Mode]expect{
 		tstamp.Auto:     with(hwEverywhere, func(e *expect) { e.act = keepAll }),
@@ -232,7 +247,7 @@ func TestDriverProfiles(t *testing.T) {
 	}
 	topo := netlabtest.New(t, netlab.Options{})
 	for _, v := range variants {
-		for _, mode := range []tstamp.Mode{tstamp.Auto, tstamp.Hardware} {
+		for _, mode := range []tstamp.Mode{tstamp.Auto, tstamp.Hardware, tstamp.Software} {
 			want, ok := v.want[mode]
 			if !ok {
 				continue
@@ -358,6 +373,8 @@ func checkRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mo
 	rspLabel := "responder sw"
 	if slices.Contains(want.hwCols, "req_rx_hw") && slices.Contains(want.hwCols, "rep_tx_hw") {
 		rspLabel = "responder hw"
+	} else if want.sched {
+		rspLabel += " (sched)"
 	}
 	for _, c := range []struct {
 		rep           *analysis.Report
@@ -376,14 +393,40 @@ func checkRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mo
 			t.Errorf("%s: %d samples of %d", metric, n, roundCount)
 		}
 	}
+	if want.sched { // every caption of a software TX source says sched
+		for _, rep := range []*analysis.Report{r.report, r.noCapture} {
+			var b strings.Builder
+			if err := analysis.WriteTablesMD(&b, rep); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range swSource.FindAllStringSubmatch(b.String(), -1) {
+				if m[1] == "" {
+					t.Errorf("a software source without its sched label in the tables:\n%s", b.String())
+					break
+				}
+			}
+		}
+	}
+	// Every TX stamp a probe waits for comes: none waited for in vain.
+	for i, n := range r.txMissing {
+		if n > roundCount/10 {
+			t.Errorf("%s: %d of %d requests lack a TX stamp it waited for", roleNames[i], n, roundCount)
+		}
+	}
 }
 
 const roundCount = 120
 
+// swSource finds the analysis labels of software sources that end in a TX
+// stamp (rtt, turnaround); group 1 is their sched label or the arrow of a
+// source ending in a user stamp.
+var swSource = regexp.MustCompile(`(?:sender|responder) sw( \(sched\)|→|)`)
+
 type roundResult struct {
-	err     [3]error
-	headers [3]samples.Header
-	report  *analysis.Report
+	err       [3]error
+	headers   [3]samples.Header
+	txMissing [2]uint64 // sender, responder: TX stamps waited for that never came
+	report    *analysis.Report
 	// noCapture is the same round analysed without the capture's file:
 	// the turnaround then comes from the responder's stamps.
 	noCapture *analysis.Report
@@ -414,7 +457,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 			defer r.Close()
 			ready <- nil
 			err = r.Run(ctx)
-			res.headers[rsp] = r.Header(0, 0)
+			res.headers[rsp], res.txMissing[rsp] = r.Header(0, 0), r.Counters().TxStampsMissing
 			return errors.Join(err, r.WriteFile(filepath.Join(dir, samples.FileName(samples.RoleResponder)), 0, 0))
 		})
 	}()
@@ -449,7 +492,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 		}
 		defer s.Close()
 		err = s.Run(context.Background())
-		res.headers[snd] = s.Header()
+		res.headers[snd], res.txMissing[snd] = s.Header(), s.Counters().TxStampsMissing
 		return errors.Join(err, s.WriteFile(filepath.Join(dir, samples.FileName(samples.RoleSender))))
 	})
 	time.Sleep(100 * time.Millisecond) // the last replies reach the capture

@@ -180,6 +180,10 @@ type Clock struct {
 	// stamps are only comparable when both match.
 	Iface    string `json:"iface,omitempty"`
 	PHCIndex int    `json:"phc_index,omitempty"`
+	// Point is where a software TX stamp was taken: "" at the driver's
+	// hand-off to the NIC (SCM_TSTAMP_SND), "sched" before the qdisc
+	// (SCM_TSTAMP_SCHED), for a driver that gives no SND stamp.
+	Point string `json:"point,omitempty"`
 	// Note records a fallback or a limit (e.g. "rx_filter ALL not granted").
 	Note string `json:"note,omitempty"`
 }

@@ -168,6 +168,10 @@ type Granted struct {
 	New bool
 	// Ifname is the device the socket is bound to ("" when unbound).
 	Ifname string
+	// SWTx is the stamp filed as the software TX stamp: KindSnd, or
+	// KindSched where the bound device's driver gives no SND software
+	// stamp (softwareTX).
+	SWTx Kind
 	// NIC is what the bound device reported (capabilities and current
 	// config); Decision is what Decide made of it for this socket. Both
 	// are zero when the NIC was not consulted (software, off, unbound).
@@ -189,6 +193,11 @@ func (g Granted) HardwareTX() bool { return g.Flags&hwTxFlags == hwTxFlags && g.
 // Software reports whether kernel software stamps were granted (false in
 // mode Off).
 func (g Granted) Software() bool { return g.Flags&FlagSoftware != 0 }
+
+// TxSched reports whether the socket's software TX stamp is the qdisc's
+// (SCM_TSTAMP_SCHED, taken in __dev_queue_xmit) instead of the driver's
+// SND stamp: its device's driver gives none (softwareTX).
+func (g Granted) TxSched() bool { return g.SWTx == KindSched && g.Flags&FlagTxSched != 0 }
 
 // String is a one-line summary for logs and run manifests.
 func (g Granted) String() string {
@@ -227,7 +236,9 @@ type Options struct {
 // EnableWith asks the kernel for timestamps on fd according to mode.
 //
 // For UDP sockets it requests TX_SOFTWARE|RX_SOFTWARE|SOFTWARE|OPT_ID|
-// OPT_TSONLY|OPT_RX_FILTER; for AF_PACKET sockets the RX bits only. It uses
+// OPT_TSONLY|OPT_RX_FILTER (and TX_SCHED where the bound device's driver
+// gives no software TX stamp: softwareTX); for AF_PACKET sockets the RX
+// bits only. It uses
 // SO_TIMESTAMPING_NEW and falls back to SO_TIMESTAMPING when that option is
 // unknown (ENOPROTOOPT); optional bits the kernel rejects with EINVAL
 // (OPT_RX_FILTER, OPT_TX_SWHW, Options.Extra) are dropped one at a time.
@@ -268,21 +279,51 @@ func EnableWith(fd int, mode Mode, o Options) (Granted, error) {
 	g.Ifname = ifname
 	packet := family == unix.AF_PACKET
 	want := swRxFlags | FlagOptRxFilter
-	if !packet {
-		want |= swTxFlags | keyFlags
+	dev := o.Device
+	if dev == nil {
+		dev = HostDevice()
 	}
 	if mode != Software {
-		dev := o.Device
-		if dev == nil {
-			dev = HostDevice()
-		}
 		hw, err := hardwareFlags(dev, &g, packet)
 		if err != nil {
 			return g, err
 		}
 		want |= hw
 	}
+	if !packet {
+		want |= softwareTX(dev, &g) | keyFlags
+	}
 	return setTimestamping(fd, g, want|o.Extra, optionalFlags|o.Extra)
+}
+
+// softwareTX is the software TX stamp a UDP socket asks for: the driver's
+// SND stamp (TX_SOFTWARE, taken in skb_tx_timestamp at the hand-off to the
+// NIC). When the bound device's capabilities lack TX_SOFTWARE — its driver
+// never calls skb_tx_timestamp, as mlx5 before 6.16 — it also asks for the
+// qdisc's (TX_SCHED, taken in __dev_queue_xmit for every driver) and files
+// that one instead (Granted.SWTx), in the same column, labelled sched:
+// waiting for SND stamps there would wait for stamps that never come.
+// TX_SOFTWARE stays asked: it costs nothing where no stamp comes. An
+// unbound socket, or capabilities that cannot be read, keep the SND stamp
+// (the Fallbacks say why).
+func softwareTX(dev Device, g *Granted) Flags {
+	if g.Ifname == "" {
+		return swTxFlags
+	}
+	c := g.NIC.Caps
+	if g.NIC.Ifname == "" { // not read for the hardware decision
+		var err error
+		if c, err = dev.TSInfo(g.Ifname); err != nil {
+			g.Fallbacks = append(g.Fallbacks, fmt.Sprintf("%s: ETHTOOL_GET_TS_INFO: %v: software TX stamps asked as TX_SOFTWARE", g.Ifname, err))
+			return swTxFlags
+		}
+	}
+	if c.SOF&FlagTxSoftware != 0 {
+		return swTxFlags
+	}
+	g.SWTx = KindSched
+	g.Fallbacks = append(g.Fallbacks, g.Ifname+"'s driver gives no software TX stamp (no TX_SOFTWARE in its capabilities): the software TX stamp is the qdisc's (TX_SCHED), labelled sched")
+	return swTxFlags | FlagTxSched
 }
 
 // hardwareFlags decides the HW bits from the bound device's capabilities

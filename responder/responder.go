@@ -75,8 +75,10 @@ type Config struct {
 	// the loop is about to wait for the first request.
 	Ready func()
 	// Device answers for the NIC (nil: the host's); tests pass driver
-	// profiles.
+	// profiles. Owner is who keeps the NIC's timestamping config
+	// (tstamp.Options.Owner): no hardware TX stamps are taken next to it.
 	Device tstamp.Device
+	Owner  string
 }
 
 // Responder answers requests and records their stamps.
@@ -146,7 +148,7 @@ func New(cfg Config) (*Responder, error) {
 	r.onTx = r.fileTx // made once: the error-queue drain must not allocate
 	r.txFiled = func() bool { return !r.txAwaited() }
 	fail := func(err error) (*Responder, error) { conn.Close(); return nil, err }
-	if r.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
+	if r.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device, Owner: cfg.Owner}); err != nil {
 		return fail(err)
 	}
 	r.hw = tstamp.NewHWProof(r.granted, cfg.TxWait, "the responder's UDP socket", "requests", "replies")

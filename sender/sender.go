@@ -75,8 +75,10 @@ type Config struct {
 	TxWait time.Duration
 	Host   string
 	// Device answers for the NIC (nil: the host's); tests pass driver
-	// profiles.
+	// profiles. Owner is who keeps the NIC's timestamping config
+	// (tstamp.Options.Owner): no hardware TX stamps are taken next to it.
 	Device tstamp.Device
+	Owner  string
 }
 
 // MaxResponders bounds Config.Responders: one request stream's replies
@@ -209,7 +211,7 @@ func New(cfg Config) (*Sender, error) {
 	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
 	s.txFiled = func() bool { return !s.txAwaited() }
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
-	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
+	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device, Owner: cfg.Owner}); err != nil {
 		return fail(err)
 	}
 	s.hw = tstamp.NewHWProof(s.granted, cfg.TxWait, "the sender's UDP socket", "replies", "requests")

@@ -61,6 +61,9 @@ type expect struct {
 	// sched: the software TX columns hold the qdisc's stamps (a driver
 	// without software TX stamps), so software sources are labelled so.
 	sched bool
+	// noTxHW: the sender's and responder's sockets ask for no hardware TX
+	// stamps (a daemon owns the NIC's config).
+	noTxHW bool
 }
 
 // variant is one driver profile in one situation.
@@ -84,6 +87,10 @@ var (
 	refusal  = [3]tstamp.Action{tstamp.ActRefuse}
 
 	hwEverywhere = expect{turnaround: "capture hw", rtt: "sender hw", hwCols: allHW}
+	// rxOnlyNextToOwner: a daemon owns a config that stamps every packet:
+	// kept, RX hardware, TX software on the sender and the responder.
+	rxOnlyNextToOwner = expect{act: keepAll, turnaround: "capture hw", rtt: "sender sw", noTxHW: true,
+		hwCols: []string{"cap_rep_hw", "cap_req_hw", "req_rx_hw", "rx_hw"}, why: map[int]string{snd: "takes no TX stamps", rsp: "takes no TX stamps"}}
 	swEverywhere = expect{act: swAll, turnaround: "capture sw", rtt: "sender sw", hwCols: noHW}
 )
 
@@ -174,9 +181,22 @@ var variants = []variant{
 		tstamp.Hardware: {act: refusal, refuse: []string{"no hardware RX stamps"}},
 	}},
 	{name: "mlx5+ptp4l", profile: nicfake.MLX5, setup: ptp4l(false), want: map[tstamp.Mode]expect{
-		// ptp4l asked for PTP_V2_L4_EVENT; mlx5 stamps everything: no change.
-		tstamp.Auto:     with(hwEverywhere, func(e *expect) { e.act = keepAll }),
+		// ptp4l asked for PTP_V2_L4_EVENT; mlx5 stamps everything: no
+		// change, RX hardware, and no TX hardware stamps next to ptp4l.
+		tstamp.Auto:     rxOnlyNextToOwner,
+		tstamp.Hardware: {act: refusal, refuse: []string{"ptp4l (pid 812", "takes no TX stamps", "take-over-ptp"}},
+	}},
+	{name: "mlx5+ptp4l-take-over", profile: nicfake.MLX5, setup: ptp4l(false), takeOver: true, want: map[tstamp.Mode]expect{
 		tstamp.Hardware: with(hwEverywhere, func(e *expect) { e.act = keepAll }),
+	}},
+	{name: "igb-i210+ptp4l", profile: nicfake.IGBI210, setup: ptp4l(false), want: map[tstamp.Mode]expect{
+		// igb upscales ptp4l's PTP filter to ALL: the config covers rig's
+		// probes, and the one TX-stamp slot stays ptp4l's.
+		tstamp.Auto:     rxOnlyNextToOwner,
+		tstamp.Hardware: {act: refusal, refuse: []string{"ptp4l (pid 812", "one TX stamp at a time", "take-over-ptp"}},
+	}},
+	{name: "igb-i210", profile: nicfake.IGBI210, want: map[tstamp.Mode]expect{
+		tstamp.Auto: with(hwEverywhere, func(e *expect) { e.act, e.writes = writeAll, [3]int{1, 1, 1} }),
 	}},
 	{name: "igb+ptp4l", profile: nicfake.IGB82576, setup: ptp4l(false), want: map[tstamp.Mode]expect{
 		tstamp.Auto:     swEverywhere,
@@ -198,6 +218,7 @@ type host struct {
 	env     *nicctl.Env
 	j       *journal.Journal
 	initial tstamp.HWTstampConfig
+	owner   string // the run's finding, passed to the probes' sockets
 }
 
 func newHosts(t *testing.T, topo *netlab.Topology, v variant) [3]*host {
@@ -277,6 +298,9 @@ func TestDriverProfiles(t *testing.T) {
 					}
 					if err != nil {
 						t.Fatalf("%s: %v", roleNames[i], err)
+					}
+					if !v.takeOver { // rig's probes pass no owner with --take-over-ptp
+						h.owner = res.State.Owner
 					}
 					if res.Decision.Action != want.act[i] {
 						t.Errorf("%s: %s, want %s", roleNames[i], res, want.act[i])
@@ -368,6 +392,13 @@ func checkRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mo
 	if want.note == "" && len(notes) > 0 {
 		t.Errorf("clock notes %q, want none", notes)
 	}
+	for i, col := range map[int]string{snd: "tx_hw", rsp: "rep_tx_hw"} {
+		granted := fmt.Sprint(r.headers[i].Settings["timestamps"])
+		asked := strings.Contains(granted, "TX_HARDWARE")
+		if !strings.Contains(granted, "mode=") || want.noTxHW && asked || slices.Contains(want.hwCols, col) && !asked {
+			t.Errorf("%s: TX hardware stamps asked %v (%s)", roleNames[i], asked, granted)
+		}
+	}
 	// Without the capture the turnaround is the responder's: hardware
 	// when both its columns are.
 	rspLabel := "responder sw"
@@ -449,7 +480,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 		defer wg.Done()
 		res.err[rsp] = topo.Do(netlab.Responder, func() error {
 			r, err := responder.New(responder.Config{Iface: topo.Responder.Interface, Group: group, CPU: -1, RunID: runID,
-				Timestamps: mode, Capacity: roundCount, TxWait: 200 * time.Millisecond, Arm: "a", Host: "rsp", Device: hs[rsp].NIC})
+				Timestamps: mode, Capacity: roundCount, TxWait: 200 * time.Millisecond, Arm: "a", Host: "rsp", Device: hs[rsp].NIC, Owner: hs[rsp].owner})
 			if err != nil {
 				ready <- err
 				return err
@@ -486,7 +517,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	}
 	res.err[snd] = topo.Do(netlab.Sender, func() error {
 		s, err := sender.New(sender.Config{Iface: topo.Sender.Interface, Group: group, Count: roundCount, Interval: time.Millisecond, RunID: runID, Port: group.Port(),
-			CPU: -1, Timestamps: mode, ReplyTimeout: 300 * time.Millisecond, TxWait: 200 * time.Millisecond, Arm: "a", Host: "snd", Device: hs[snd].NIC})
+			CPU: -1, Timestamps: mode, ReplyTimeout: 300 * time.Millisecond, TxWait: 200 * time.Millisecond, Arm: "a", Host: "snd", Device: hs[snd].NIC, Owner: hs[snd].owner})
 		if err != nil {
 			return err
 		}

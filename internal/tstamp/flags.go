@@ -231,6 +231,12 @@ type Options struct {
 	// Device answers for the NIC the socket is bound to (nil: HostDevice).
 	// Tests pass driver profiles.
 	Device Device
+	// Owner is who keeps that NIC's timestamping config (NICState.Owner:
+	// ptp4l, chronyd, or OwnerUnknown), as the caller found it — the
+	// socket cannot tell — or "" when none does or the user let rig take
+	// the NIC over. The socket's decision then takes no hardware TX stamps
+	// next to the owner, as the run's own decision did (Decide).
+	Owner string
 }
 
 // EnableWith asks the kernel for timestamps on fd according to mode.
@@ -284,7 +290,7 @@ func EnableWith(fd int, mode Mode, o Options) (Granted, error) {
 		dev = HostDevice()
 	}
 	if mode != Software {
-		hw, err := hardwareFlags(dev, &g, packet)
+		hw, err := hardwareFlags(dev, &g, packet, o.Owner)
 		if err != nil {
 			return g, err
 		}
@@ -326,9 +332,9 @@ func softwareTX(dev Device, g *Granted) Flags {
 	return swTxFlags | FlagTxSched
 }
 
-// hardwareFlags decides the HW bits from the bound device's capabilities
-// and current config.
-func hardwareFlags(dev Device, g *Granted, packet bool) (Flags, error) {
+// hardwareFlags decides the HW bits from the bound device's capabilities,
+// its current config and its owner.
+func hardwareFlags(dev Device, g *Granted, packet bool, owner string) (Flags, error) {
 	if g.Ifname == "" {
 		if g.Mode == Hardware {
 			return 0, fmt.Errorf("tstamp: hardware timestamps need a socket bound to a device (SO_BINDTODEVICE or an AF_PACKET ifindex), so the NIC can be checked: %w", errors.ErrUnsupported)
@@ -340,18 +346,17 @@ func hardwareFlags(dev Device, g *Granted, packet bool) (Flags, error) {
 	if err != nil {
 		return 0, err
 	}
+	st.Owner = owner
 	need := NeedProbe
 	if packet {
 		need = NeedCapture
 	}
 	d := Decide(st, Policy{Mode: g.Mode, Need: need, ReadOnly: true})
 	g.NIC, g.Decision = st, d
-	switch d.Action {
-	case ActRefuse:
+	switch {
+	case d.Action == ActRefuse:
 		return 0, fmt.Errorf("tstamp: timestamps hardware: %s; fix: %s: %w", d.Why, d.Fix, errors.ErrUnsupported)
-	case ActSoftware:
-		g.Fallbacks = append(g.Fallbacks, d.Why)
-	case ActUnknown:
+	case d.Action != ActKeep, need.TX && !d.TX: // software, unknown, or no TX stamps next to an owner
 		g.Fallbacks = append(g.Fallbacks, d.Why)
 	}
 	var f Flags

@@ -173,6 +173,11 @@ func (d Decision) String() string {
 //     filters only, no TX stamps): ActRefuse in Hardware mode, ActSoftware
 //     in Auto. Nothing is written, so a NIC that resets its link on every
 //     change (ENA) is not reset for stamps no metric could use.
+//   - A daemon owns the config (ptp4l, chronyd) and p.TakeOver is not
+//     given: no hardware TX stamps, whatever
+//     the config — NICs such as igb, ixgbe and i40e hold one TX stamp at a
+//     time, and a probe's would make the daemon's time out. Hardware mode
+//     is refused; Auto decides for RX alone (TX stays software).
 //   - A config the driver cannot report: ActUnknown (never written: it
 //     could not be put back).
 //   - A config that already covers the need: ActKeep.
@@ -197,6 +202,19 @@ func Decide(st NICState, p Policy) Decision {
 		return no(fmt.Sprintf("%s cannot give rig's probes %s in hardware (%s; capabilities %s)", name, p.Need, miss, st.Caps),
 			"use timestamps: auto or software, or a NIC that stamps every packet (`rig nicctl probe "+name+"` shows what it grants)")
 	}
+	if p.Need.TX && st.Owner != "" && !p.TakeOver {
+		why := fmt.Sprintf("%s owns %s's timestamping config: rig does not change it, and takes no TX stamps next to it (NICs such as igb, ixgbe and i40e hold one TX stamp at a time, and the owner's would be skipped)", st.Owner, name)
+		if p.Mode == Hardware {
+			return Decision{Action: ActRefuse, Why: why, Fix: ownerFix(st.Owner)}
+		}
+		rx := p
+		rx.Need.TX = false
+		d := Decide(st, rx)
+		if d.RX {
+			d.Why += "; TX: software stamps: " + why
+		}
+		return d
+	}
 	if !st.ConfigKnown {
 		return Decision{Action: ActUnknown, RX: p.Need.RX, TX: p.Need.TX,
 			Why: fmt.Sprintf("%s cannot report its timestamping config (%s): rig leaves it as it is, and the first packets show whether hardware stamps arrive", name, st.ConfigErr),
@@ -219,8 +237,7 @@ func Decide(st NICState, p Policy) Decision {
 		return no(change+", and rig is not to change it here",
 			"let rig enable it (leave out --nic-timestamping leave), or `rig nicctl set "+name+" --hwtstamp all` first")
 	case st.Owner != "" && !p.TakeOver:
-		return no(fmt.Sprintf("%s; %s owns that config, and rig does not change it", change, st.Owner),
-			"measure on another interface, stop "+ownerName(st.Owner)+" for the run, or let rig take the NIC over (host option take-over-ptp: true, flag --take-over-ptp)")
+		return no(fmt.Sprintf("%s; %s owns that config, and rig does not change it", change, st.Owner), ownerFix(st.Owner))
 	case st.Mgmt && !p.AllowMgmt:
 		return no(change+"; it carries the default route, and rig does not change the management interface",
 			"measure on a second NIC, or allow it (host option allow-mgmt: true, flag --allow-mgmt)")
@@ -240,11 +257,12 @@ func hwstampCtlArgs(n Need) string {
 	return s
 }
 
-// ownerName is the daemon's name from an Owner text such as
-// "ptp4l (pid 812, -i ens1f0)".
-func ownerName(owner string) string {
+// ownerFix is what a user can do about an owned config; owner is a text
+// such as "ptp4l (pid 812, -i ens1f0)".
+func ownerFix(owner string) string {
+	name := owner
 	if i := strings.IndexByte(owner, ' '); i > 0 {
-		return owner[:i]
+		name = owner[:i]
 	}
-	return owner
+	return "measure on another interface, stop " + name + " for the run, or let rig take the NIC over (host option take-over-ptp: true, flag --take-over-ptp)"
 }

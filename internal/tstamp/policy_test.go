@@ -75,6 +75,10 @@ func TestDecide(t *testing.T) {
 	unknown := NICState{Ifname: "eth9", Caps: capsAll, ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}
 	owned := st(capsAll, ptp)
 	owned.Owner = "ptp4l (pid 812, -i eth9)"
+	ownedOn := st(capsAll, on) // ptp4l on igb I210 or ixgbe X550: its PTP filter became ALL
+	ownedOn.Owner = owned.Owner
+	ownedUnknown := unknown
+	ownedUnknown.Owner = owned.Owner
 	mgmt := st(capsAll, off)
 	mgmt.Mgmt = true
 	tests := []struct {
@@ -106,6 +110,12 @@ func TestDecide(t *testing.T) {
 		{"ptp4l owns, auto", owned, Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "ptp4l (pid 812"},
 		{"ptp4l owns, hardware", owned, Policy{Mode: Hardware, Need: NeedProbe}, ActRefuse, HWTstampConfig{}, false, false, "does not change it"},
 		{"ptp4l owns, take over", owned, Policy{Mode: Hardware, Need: NeedProbe, TakeOver: true}, ActWrite, on, true, true, ""},
+		{"ptp4l owns ALL, auto: RX only", ownedOn, Policy{Mode: Auto, Need: NeedProbe}, ActKeep, HWTstampConfig{}, true, false, "takes no TX stamps"},
+		{"ptp4l owns ALL, socket", ownedOn, Policy{Mode: Auto, Need: NeedProbe, ReadOnly: true}, ActKeep, HWTstampConfig{}, true, false, "takes no TX stamps"},
+		{"ptp4l owns ALL, hardware", ownedOn, Policy{Mode: Hardware, Need: NeedProbe}, ActRefuse, HWTstampConfig{}, false, false, "takes no TX stamps"},
+		{"ptp4l owns ALL, capture", ownedOn, Policy{Mode: Hardware, Need: NeedCapture}, ActKeep, HWTstampConfig{}, true, false, "no change"},
+		{"ptp4l owns ALL, take over", ownedOn, Policy{Mode: Hardware, Need: NeedProbe, TakeOver: true}, ActKeep, HWTstampConfig{}, true, true, "no change"},
+		{"ptp4l owns, config unknown", ownedUnknown, Policy{Mode: Auto, Need: NeedProbe}, ActUnknown, HWTstampConfig{}, true, false, "takes no TX stamps"},
 		{"mgmt, auto", mgmt, Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "default route"},
 		{"mgmt, allowed", mgmt, Policy{Mode: Auto, Need: NeedProbe, AllowMgmt: true}, ActWrite, on, true, true, ""},
 	}
@@ -120,6 +130,9 @@ func TestDecide(t *testing.T) {
 			}
 			if tt.act == ActRefuse && d.Fix == "" {
 				t.Fatal("a refusal without a fix")
+			}
+			if tt.st.Owner != "" && !tt.p.TakeOver && tt.act == ActRefuse && !strings.Contains(d.Fix, "take-over-ptp") {
+				t.Fatalf("fix %q does not name the take-over", d.Fix)
 			}
 			if (tt.act == ActSoftware || tt.act == ActRefuse) && d.Hardware() {
 				t.Fatal("refusal expects hardware stamps")

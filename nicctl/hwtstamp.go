@@ -71,18 +71,16 @@ func (e *Env) device() tstamp.Device {
 // InspectTimestamping reads what rig needs to decide about iface's
 // timestamping, without changing anything: its capabilities and current
 // config (through Env.TS), the daemons that own its config (ptp4l,
-// chronyd; hostinfo.TimestampOwners) and whether it carries the default
+// chronyd; TimestampOwner) and whether it carries the default
 // route. It needs no privilege.
 func InspectTimestamping(env *Env, iface string) (tstamp.NICState, error) {
 	st, err := tstamp.ReadNIC(env.device(), iface)
 	if err != nil {
 		return st, err
 	}
-	owners, err := hostinfo.TimestampOwners(env.FS, iface)
-	if err != nil {
-		return st, fmt.Errorf("looking for ptp4l/chronyd: %w", err)
+	if st.Owner, err = TimestampOwner(env.FS, iface); err != nil {
+		return st, err
 	}
-	st.Owner = strings.Join(owners, "; ")
 	mg, err := MgmtInterfaces(env.FS)
 	if err != nil {
 		return st, fmt.Errorf("finding the management interface: %w", err)

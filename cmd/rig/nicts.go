@@ -6,10 +6,8 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/rig-project/rig/internal/hostfs"
-	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -89,18 +87,19 @@ func prepareNIC(ctx context.Context, who string, pf probe.Common, need tstamp.Ne
 }
 
 // nicOwner is who keeps the probe's NIC's timestamping config
-// (hostinfo.TimestampOwners: ptp4l, chronyd) for the socket's own decision: it takes no
+// (nicctl.TimestampOwner: ptp4l, chronyd, or unknown where the host's
+// processes cannot be seen) for the socket's own decision: it takes no
 // hardware TX stamps next to an owner, as the run's decision did. "" with
 // --take-over-ptp, and for software stamps (the NIC is not looked at).
 func nicOwner(pf probe.Common) (string, error) {
 	if pf.TakeOverPTP || pf.Timestamps == tstamp.Software || pf.Timestamps == tstamp.Off {
 		return "", nil
 	}
-	owners, err := hostinfo.TimestampOwners(hostfs.Default(), pf.Iface)
+	owner, err := nicctl.TimestampOwner(hostfs.Default(), pf.Iface)
 	if err != nil {
-		return "", setupError(fmt.Errorf("looking for ptp4l/chronyd: %w", err))
+		return "", setupError(err)
 	}
-	return strings.Join(owners, "; "), nil
+	return owner, nil
 }
 
 // lockRunID is the host lock's run id of a probe given --run-id (its

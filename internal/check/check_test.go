@@ -310,3 +310,17 @@ func TestDefaultCPU(t *testing.T) {
 		t.Errorf("vm, no Cpus_allowed_list: CPU %d (%s)", r.CPU, r.CPUChoice)
 	}
 }
+
+// TestOwnerUnknownInPod: in a pod without the host's PID namespace (the
+// k8spod tree: PID 1 is the probe, no kthreadd) the owner of the NIC's
+// config cannot be looked for; the check says so and how to fix it.
+func TestOwnerUnknownInPod(t *testing.T) {
+	r := run(t, fx("k8spod"), Options{CPU: 2, Iface: "eth0", NIC: withTS(fx("k8spod"), fakeTS{ti: hwAll})})
+	expect(t, r, map[string]Severity{"nic.ptp4l": Warn})
+	if g := r.Get("nic.ptp4l"); !strings.HasPrefix(g.Observed, "cannot tell") || !strings.Contains(g.Observed, "PID 1 is responder") || !strings.Contains(g.Fix, "hostPID: true") {
+		t.Errorf("%+v", g)
+	}
+	if owner, err := nicctl.TimestampOwner(fx("k8spod"), "eth0"); err != nil || !strings.HasPrefix(owner, tstamp.OwnerUnknown+" (no host PID namespace") {
+		t.Errorf("owner %q, %v", owner, err)
+	}
+}

@@ -67,10 +67,17 @@ func (x *runner) nic() {
 		}
 		x.ena(ifc, c)
 	}
-	owners, err := hostinfo.TimestampOwners(x.fs, ifc)
+	host, why, err := hostinfo.HostPIDs(x.fs)
+	var owners []string
+	if err == nil && host {
+		owners, err = hostinfo.TimestampOwners(x.fs, ifc)
+	}
 	switch {
 	case err != nil:
 		x.add("nic.ptp4l", Warn, "", "cannot scan /proc for ptp4l/chronyd: %v", err)
+	case !host:
+		x.add("nic.ptp4l", Warn, "run rig where it sees the host's processes: in Kubernetes give the pod hostPID: true, or run the check and the probes from the host agent",
+			"cannot tell whether ptp4l or chronyd owns %s's timestamping config: this process does not see the host's PID namespace (%s), so a node's ptp4l is invisible; rig treats the owner as unknown and neither changes the config nor takes hardware TX stamps", ifc, why)
 	case len(owners) > 0:
 		x.add("nic.ptp4l", Warn, "measure on another interface, stop it for the run, or allow the take-over (take-over-ptp: true / --take-over-ptp)",
 			"%s owns %s's hardware timestamp config (SIOCSHWTSTAMP): rig will not change it, and uses it only where it already stamps every packet", strings.Join(owners, "; "), ifc)

@@ -103,6 +103,16 @@ func ptp4l(software bool) func(h *nicfake.Host) error {
 	return func(h *nicfake.Host) error { return h.StartPTP4L(812, software) }
 }
 
+// inPod plays rig in a pod without the host's PID namespace (PID 1 is the
+// probe, no kthreadd), on a NIC that stamps every packet already.
+func inPod(h *nicfake.Host) error {
+	h.NIC.SetConfig(tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll})
+	if err := os.RemoveAll(h.FS.Path("/proc/2")); err != nil {
+		return err
+	}
+	return h.AddProcess(1, "responder")
+}
+
 func preset(c tstamp.HWTstampConfig) func(h *nicfake.Host) error {
 	return func(h *nicfake.Host) error { h.NIC.SetConfig(c); return nil }
 }
@@ -194,6 +204,14 @@ var variants = []variant{
 		// probes, and the one TX-stamp slot stays ptp4l's.
 		tstamp.Auto:     rxOnlyNextToOwner,
 		tstamp.Hardware: {act: refusal, refuse: []string{"ptp4l (pid 812", "one TX stamp at a time", "take-over-ptp"}},
+	}},
+	{name: "mlx5-in-a-pod", profile: nicfake.MLX5, setup: inPod, want: map[tstamp.Mode]expect{
+		// Without the host's processes the owner is unknown: nothing
+		// written, no TX hardware stamps.
+		tstamp.Auto: with(rxOnlyNextToOwner, func(e *expect) {
+			e.why = map[int]string{snd: "unknown (no host PID namespace", rsp: "takes no TX stamps"}
+		}),
+		tstamp.Hardware: {act: refusal, refuse: []string{"unknown (no host PID namespace: no PID 2 (kthreadd) in /proc; PID 1 is responder)", "hostPID: true"}},
 	}},
 	{name: "igb-i210", profile: nicfake.IGBI210, want: map[tstamp.Mode]expect{
 		tstamp.Auto: with(hwEverywhere, func(e *expect) { e.act, e.writes = writeAll, [3]int{1, 1, 1} }),

@@ -173,8 +173,8 @@ func (d Decision) String() string {
 //     filters only, no TX stamps): ActRefuse in Hardware mode, ActSoftware
 //     in Auto. Nothing is written, so a NIC that resets its link on every
 //     change (ENA) is not reset for stamps no metric could use.
-//   - A daemon owns the config (ptp4l, chronyd) and p.TakeOver is not
-//     given: no hardware TX stamps, whatever
+//   - A daemon owns the config (ptp4l, chronyd, or an owner rig could not
+//     look for) and p.TakeOver is not given: no hardware TX stamps, whatever
 //     the config — NICs such as igb, ixgbe and i40e hold one TX stamp at a
 //     time, and a probe's would make the daemon's time out. Hardware mode
 //     is refused; Auto decides for RX alone (TX stays software).
@@ -257,12 +257,19 @@ func hwstampCtlArgs(n Need) string {
 	return s
 }
 
+// OwnerUnknown begins NICState.Owner when rig could not look for the
+// daemons that own a config (no view of the host's processes).
+const OwnerUnknown = "unknown"
+
 // ownerFix is what a user can do about an owned config; owner is a text
 // such as "ptp4l (pid 812, -i ens1f0)".
 func ownerFix(owner string) string {
 	name := owner
 	if i := strings.IndexByte(owner, ' '); i > 0 {
 		name = owner[:i]
+	}
+	if name == OwnerUnknown {
+		return "run rig where it sees the host's processes (Kubernetes: hostPID: true, or through the host agent), or let rig take the NIC over (host option take-over-ptp: true, flag --take-over-ptp)"
 	}
 	return "measure on another interface, stop " + name + " for the run, or let rig take the NIC over (host option take-over-ptp: true, flag --take-over-ptp)"
 }

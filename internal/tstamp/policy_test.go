@@ -79,6 +79,8 @@ func TestDecide(t *testing.T) {
 	ownedOn.Owner = owned.Owner
 	ownedUnknown := unknown
 	ownedUnknown.Owner = owned.Owner
+	noPIDs := st(capsAll, on)
+	noPIDs.Owner = OwnerUnknown + " (no host PID namespace)"
 	mgmt := st(capsAll, off)
 	mgmt.Mgmt = true
 	tests := []struct {
@@ -116,6 +118,7 @@ func TestDecide(t *testing.T) {
 		{"ptp4l owns ALL, capture", ownedOn, Policy{Mode: Hardware, Need: NeedCapture}, ActKeep, HWTstampConfig{}, true, false, "no change"},
 		{"ptp4l owns ALL, take over", ownedOn, Policy{Mode: Hardware, Need: NeedProbe, TakeOver: true}, ActKeep, HWTstampConfig{}, true, true, "no change"},
 		{"ptp4l owns, config unknown", ownedUnknown, Policy{Mode: Auto, Need: NeedProbe}, ActUnknown, HWTstampConfig{}, true, false, "takes no TX stamps"},
+		{"owner unknown, auto", noPIDs, Policy{Mode: Auto, Need: NeedProbe}, ActKeep, HWTstampConfig{}, true, false, "unknown (no host PID namespace) owns"},
 		{"mgmt, auto", mgmt, Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "default route"},
 		{"mgmt, allowed", mgmt, Policy{Mode: Auto, Need: NeedProbe, AllowMgmt: true}, ActWrite, on, true, true, ""},
 	}
@@ -330,5 +333,16 @@ func TestTxProof(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { q.Sent(5); q.Stamped() }); n != 0 {
 		t.Fatalf("%v allocs", n)
+	}
+}
+
+// TestOwnerFix: an owner rig could not look for is fixed by letting rig
+// see the host's processes, a named one by stopping it.
+func TestOwnerFix(t *testing.T) {
+	if f := ownerFix(OwnerUnknown + " (no host PID namespace)"); !strings.Contains(f, "hostPID: true") {
+		t.Error(f)
+	}
+	if f := ownerFix("chronyd (pid 9, hwtimestamp * in /etc/chrony.conf)"); !strings.Contains(f, "stop chronyd for the run") {
+		t.Error(f)
 	}
 }

@@ -405,6 +405,7 @@ func planHWTstamp(env *Env, iface string, s Settings) (*hwtsPlan, error) {
 		return nil, err
 	}
 	p.st = st
+	p.want.Flags = st.Config.Flags & tstamp.FlagBondedPHC // a bond takes a change only with its flag
 	switch {
 	case !st.ConfigKnown:
 		return nil, fmt.Errorf("%s cannot report its timestamping config (%s), so it could not be put back: refusing to change it (%w)", iface, st.ConfigErr, errors.ErrUnsupported)

@@ -8,6 +8,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// FlagBondedPHC is HWTSTAMP_FLAG_BONDED_PHC_INDEX (HWTstampConfig.Flags):
+// a bond's SIOCGHWTSTAMP reply carries it — the config and the PHC are its
+// active slave's — and its SIOCSHWTSTAMP refuses a request without it
+// (EOPNOTSUPP; bond_hwtstamp_get/_set, Linux 5.17 and later).
+const FlagBondedPHC = 1
+
 // HWTstampConfig is struct hwtstamp_config, the per-device NIC timestamping
 // setting (SIOCGHWTSTAMP/SIOCSHWTSTAMP). It is shared by every process
 // using the device. Its JSON form is what the host-change journal stores.

@@ -169,6 +169,10 @@ func (d Decision) String() string {
 // and by validation (--dry-run). It never writes anything itself.
 //
 //   - Software and Off modes: ActNone.
+//   - A bond (its config carries FlagBondedPHC): ActRefuse in Hardware
+//     mode, ActSoftware in Auto. Its hardware stamps are the active
+//     slave's, on that slave's PHC, which changes on failover: a metric
+//     could subtract stamps of two clocks. The slave itself can be used.
 //   - A NIC whose capabilities cannot meet p.Need (no hardware stamps, PTP
 //     filters only, no TX stamps): ActRefuse in Hardware mode, ActSoftware
 //     in Auto. Nothing is written, so a NIC that resets its link on every
@@ -197,6 +201,10 @@ func Decide(st NICState, p Policy) Decision {
 			return Decision{Action: ActRefuse, Why: why, Fix: fix}
 		}
 		return Decision{Action: ActSoftware, Why: why + ": software stamps"}
+	}
+	if st.ConfigKnown && st.Config.Flags&FlagBondedPHC != 0 {
+		return no(name+" is a bond (its config answers with HWTSTAMP_FLAG_BONDED_PHC_INDEX): its hardware stamps come from the active slave's PHC, which changes on failover, so a metric could subtract stamps of two clocks",
+			"measure on the active slave itself (`ip -d link show "+name+"` and /proc/net/bonding/"+name+" name it), or use software stamps on the bond")
 	}
 	if miss := p.Need.lacks(st.Caps); miss != "" {
 		return no(fmt.Sprintf("%s cannot give rig's probes %s in hardware (%s; capabilities %s)", name, p.Need, miss, st.Caps),

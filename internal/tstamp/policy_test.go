@@ -81,6 +81,7 @@ func TestDecide(t *testing.T) {
 	ownedUnknown.Owner = owned.Owner
 	noPIDs := st(capsAll, on)
 	noPIDs.Owner = OwnerUnknown + " (no host PID namespace)"
+	bond := st(capsAll, HWTstampConfig{Flags: FlagBondedPHC, TxType: TxOn, RxFilter: FilterAll}) // the active slave's config
 	mgmt := st(capsAll, off)
 	mgmt.Mgmt = true
 	tests := []struct {
@@ -99,7 +100,6 @@ func TestDecide(t *testing.T) {
 		{"off: write", st(capsAll, off), Policy{Mode: Auto, Need: NeedProbe}, ActWrite, on, true, true, "→ tx_type=ON rx_filter=ALL"},
 		{"capture keeps tx", st(capsAll, off), Policy{Mode: Auto, Need: NeedCapture}, ActWrite, HWTstampConfig{TxType: TxOff, RxFilter: FilterAll}, true, false, ""},
 		{"capture keeps one-step tx", st(capsAll, HWTstampConfig{TxType: TxOneStepSync, RxFilter: FilterPTPv2Event}), Policy{Mode: Auto, Need: NeedCapture}, ActWrite, HWTstampConfig{TxType: TxOneStepSync, RxFilter: FilterAll}, true, false, ""},
-		{"flags kept", st(capsAll, HWTstampConfig{Flags: 1}), Policy{Mode: Auto, Need: NeedProbe}, ActWrite, HWTstampConfig{Flags: 1, TxType: TxOn, RxFilter: FilterAll}, true, true, ""},
 		{"ptp only, hardware", st(capsPTPOnly, off), Policy{Mode: Hardware, Need: NeedProbe}, ActRefuse, HWTstampConfig{}, false, false, "PTP/NTP messages only"},
 		{"ptp only, auto", st(capsPTPOnly, off), Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "software stamps"},
 		{"rx only NIC, probe, auto", st(capsRxOnly, off), Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "TX: no hardware TX stamps"},
@@ -119,6 +119,8 @@ func TestDecide(t *testing.T) {
 		{"ptp4l owns ALL, take over", ownedOn, Policy{Mode: Hardware, Need: NeedProbe, TakeOver: true}, ActKeep, HWTstampConfig{}, true, true, "no change"},
 		{"ptp4l owns, config unknown", ownedUnknown, Policy{Mode: Auto, Need: NeedProbe}, ActUnknown, HWTstampConfig{}, true, false, "takes no TX stamps"},
 		{"owner unknown, auto", noPIDs, Policy{Mode: Auto, Need: NeedProbe}, ActKeep, HWTstampConfig{}, true, false, "unknown (no host PID namespace) owns"},
+		{"bond, auto", bond, Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "is a bond"},
+		{"bond, capture, hardware", bond, Policy{Mode: Hardware, Need: NeedCapture}, ActRefuse, HWTstampConfig{}, false, false, "active slave's PHC, which changes on failover"},
 		{"mgmt, auto", mgmt, Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "default route"},
 		{"mgmt, allowed", mgmt, Policy{Mode: Auto, Need: NeedProbe, AllowMgmt: true}, ActWrite, on, true, true, ""},
 	}

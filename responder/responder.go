@@ -13,6 +13,7 @@
 package responder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -279,7 +280,7 @@ func (r *Responder) step() error {
 		r.yield.Gap(time.Duration(user - r.lastReq)) // the Yielder's cycle
 	}
 	r.lastReq = user
-	st.HW = r.hw.Recv(st.HW)
+	st.HW = r.hw.Recv(st.HW, st.SW)
 	seq := r.hdr.Seq
 	var rec *samples.Record
 	if seq < uint64(len(r.recs)) {
@@ -355,7 +356,8 @@ func (r *Responder) quiet() {
 }
 
 func (r *Responder) fileTx(ts tstamp.TxStamp) {
-	samples.ResponderTx.File(r.recs, ts.Key, ts.SW, r.hw.TxStamp(ts.HW))
+	hw := r.hw.TxStamp(ts.HW, cmp.Or(ts.SW, samples.ResponderTx.SWOf(r.recs, ts.Key)))
+	samples.ResponderTx.File(r.recs, ts.Key, ts.SW, hw)
 }
 
 // Thread returns the loop thread's CPU use over the last Run (nil when the

@@ -15,6 +15,7 @@
 package sender
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -503,7 +504,8 @@ func (s *Sender) drainErrqueue() { s.conn.DrainTx(s.onTx) }
 // fileTx files one TX stamp under its sequence; a stamp read long after
 // its request's due time is late: kept, and counted.
 func (s *Sender) fileTx(ts tstamp.TxStamp) {
-	if !samples.SenderTx.File(s.recs, ts.Key, ts.SW, s.hw.TxStamp(ts.HW)) {
+	hw := s.hw.TxStamp(ts.HW, cmp.Or(ts.SW, samples.SenderTx.SWOf(s.recs, ts.Key)))
+	if !samples.SenderTx.File(s.recs, ts.Key, ts.SW, hw) {
 		return
 	}
 	if time.Now().UnixNano()-s.recs[ts.Key].T[samples.Due] > int64(s.cfg.TxWait) {
@@ -579,7 +581,7 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) bool {
 	s.maxSeqs[id] = max(s.maxSeqs[id], seq)
 	// Late is judged in finish, once the TX stamps are in (ReplyLate).
 	r.T[samples.RxSW] = st.SW
-	r.T[samples.RxHW] = s.hw.Recv(st.HW)
+	r.T[samples.RxHW] = s.hw.Recv(st.HW, st.SW)
 	r.T[samples.RxUser] = user
 	s.received.Add(1)
 	return true

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,7 +71,8 @@ type expect struct {
 type variant struct {
 	name     string
 	profile  func() *nicfake.Profile
-	setup    func(h *nicfake.Host) error // before rig looks: ptp4l, a config set by hand
+	setup    func(h *nicfake.Host) error        // before rig looks: ptp4l, a config set by hand
+	wrap     func(n *nicfake.NIC) tstamp.Device // the sockets' view of the NIC (nil: the NIC)
 	takeOver bool
 	mgmt     bool // the capture NIC carries the default route
 	want     map[tstamp.Mode]expect
@@ -113,6 +115,28 @@ func inPod(h *nicfake.Host) error {
 	return h.AddProcess(1, "responder")
 }
 
+// compressedNIC plays mlx5 with RX CQE compression left on (a ptp_rx
+// profile, docs/hardware.md): a decompressed completion keeps its block's
+// first timestamp (en_rx.c mlx5e_decompress_cqe), so every received
+// packet of a block of 8 carries the block's first stamp.
+type compressedNIC struct {
+	*nicfake.NIC
+	n, title atomic.Int64
+}
+
+func compressed(n *nicfake.NIC) tstamp.Device { return &compressedNIC{NIC: n} }
+
+func (c *compressedNIC) StampRX(ifname string, sw int64) int64 {
+	hw := c.NIC.StampRX(ifname, sw)
+	if hw != 0 && c.n.Add(1)%8 == 1 {
+		c.title.Store(hw)
+	}
+	if hw == 0 {
+		return 0
+	}
+	return c.title.Load()
+}
+
 func preset(c tstamp.HWTstampConfig) func(h *nicfake.Host) error {
 	return func(h *nicfake.Host) error { h.NIC.SetConfig(c); return nil }
 }
@@ -136,6 +160,17 @@ var variants = []variant{
 		tstamp.Hardware: with(hwEverywhere, func(e *expect) {
 			e.act, e.writes, e.note, e.sched = writeAll, [3]int{1, 1, 1}, "before the qdisc", true
 		}),
+	}},
+	{name: "mlx5-cqe-compressed", profile: nicfake.MLX5, wrap: compressed, want: map[tstamp.Mode]expect{
+		// RX stamps that repeat their block's first one prove nothing:
+		// RX falls back to software everywhere, TX stays hardware.
+		tstamp.Auto: {act: writeAll, writes: [3]int{1, 1, 1}, turnaround: "capture sw", rtt: "sender sw",
+			hwCols: []string{"rep_tx_hw", "tx_hw"}, note: "carried no plausible ones"},
+		tstamp.Hardware: {act: writeAll, writes: [3]int{1, 1, 1}, roundErr: map[int][]string{
+			snd: {"RX hardware stamp never came", "no plausible ones"},
+			rsp: {"RX hardware stamp never came", "no plausible ones"},
+			cpt: {"RX hardware stamp never came", "no plausible ones"},
+		}},
 	}},
 	{name: "mlx5-already-on", profile: nicfake.MLX5, setup: preset(tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll}), want: map[tstamp.Mode]expect{
 		tstamp.Auto:     with(hwEverywhere, func(e *expect) { e.act = keepAll }),
@@ -236,7 +271,8 @@ type host struct {
 	env     *nicctl.Env
 	j       *journal.Journal
 	initial tstamp.HWTstampConfig
-	owner   string // the run's finding, passed to the probes' sockets
+	owner   string        // the run's finding, passed to the probes' sockets
+	dev     tstamp.Device // what the probes' sockets see of the NIC
 }
 
 func newHosts(t *testing.T, topo *netlab.Topology, v variant) [3]*host {
@@ -267,7 +303,10 @@ func newHosts(t *testing.T, topo *netlab.Topology, v variant) [3]*host {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { j.Close() })
-		hs[i] = &host{Host: h, env: env, j: j, initial: n.Config()}
+		hs[i] = &host{Host: h, env: env, j: j, initial: n.Config(), dev: n}
+		if v.wrap != nil {
+			hs[i].dev = v.wrap(n)
+		}
 	}
 	return hs
 }
@@ -498,7 +537,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 		defer wg.Done()
 		res.err[rsp] = topo.Do(netlab.Responder, func() error {
 			r, err := responder.New(responder.Config{Iface: topo.Responder.Interface, Group: group, CPU: -1, RunID: runID,
-				Timestamps: mode, Capacity: roundCount, TxWait: 200 * time.Millisecond, Arm: "a", Host: "rsp", Device: hs[rsp].NIC, Owner: hs[rsp].owner})
+				Timestamps: mode, Capacity: roundCount, TxWait: 200 * time.Millisecond, Arm: "a", Host: "rsp", Device: hs[rsp].dev, Owner: hs[rsp].owner})
 			if err != nil {
 				ready <- err
 				return err
@@ -514,7 +553,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 		defer wg.Done()
 		res.err[cpt] = topo.Do(netlab.Capture, func() error {
 			c, err := capture.New(capture.Config{Iface: topo.Capture.Interface, Ports: []uint16{group.Port()}, Group: group, RunID: runID,
-				Timestamps: mode, Capacity: roundCount, Arm: "a", Host: "cap", Device: hs[cpt].NIC})
+				Timestamps: mode, Capacity: roundCount, Arm: "a", Host: "cap", Device: hs[cpt].dev})
 			if err != nil {
 				ready <- err
 				return err
@@ -535,7 +574,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	}
 	res.err[snd] = topo.Do(netlab.Sender, func() error {
 		s, err := sender.New(sender.Config{Iface: topo.Sender.Interface, Group: group, Count: roundCount, Interval: time.Millisecond, RunID: runID, Port: group.Port(),
-			CPU: -1, Timestamps: mode, ReplyTimeout: 300 * time.Millisecond, TxWait: 200 * time.Millisecond, Arm: "a", Host: "snd", Device: hs[snd].NIC, Owner: hs[snd].owner})
+			CPU: -1, Timestamps: mode, ReplyTimeout: 300 * time.Millisecond, TxWait: 200 * time.Millisecond, Arm: "a", Host: "snd", Device: hs[snd].dev, Owner: hs[snd].owner})
 		if err != nil {
 			return err
 		}

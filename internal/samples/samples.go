@@ -352,6 +352,15 @@ func (c TxColumns) File(recs []Record, key uint32, sw, hw int64) bool {
 	return true
 }
 
+// SWOf is the software TX stamp filed under recs[key] so far (0: none, or
+// a key outside recs).
+func (c TxColumns) SWOf(recs []Record, key uint32) int64 {
+	if uint64(key) >= uint64(len(recs)) {
+		return 0
+	}
+	return recs[key].T[c.SW]
+}
+
 // TxWant is the set of TX stamps a sent datagram should get back.
 type TxWant uint8
 

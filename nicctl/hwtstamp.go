@@ -72,11 +72,17 @@ func (e *Env) device() tstamp.Device {
 // timestamping, without changing anything: its capabilities and current
 // config (through Env.TS), the daemons that own its config (ptp4l,
 // chronyd; TimestampOwner) and whether it carries the default
-// route. It needs no privilege.
+// route. It needs no privilege. A port the kernel does not use (ExaNIC
+// bypass_only) is an error wrapping errors.ErrUnsupported.
 func InspectTimestamping(env *Env, iface string) (tstamp.NICState, error) {
 	st, err := tstamp.ReadNIC(env.device(), iface)
 	if err != nil {
 		return st, err
+	}
+	if f, err := env.PrivFlags(iface); err != nil {
+		return st, err
+	} else if f[PrivBypassOnly] {
+		return st, bypassOnly(iface)
 	}
 	if st.Owner, err = TimestampOwner(env.FS, iface); err != nil {
 		return st, err

@@ -324,3 +324,23 @@ func TestOwnerUnknownInPod(t *testing.T) {
 		t.Errorf("owner %q, %v", owner, err)
 	}
 }
+
+// TestExaNICBypassOnly: an ExaNIC port in bypass-only mode fails the
+// check (the kernel gets no traffic there), one in kernel mode passes, and
+// a driver without that flag has no such line.
+func TestExaNICBypassOnly(t *testing.T) {
+	n := nicfake.New(nicfake.ExaNIC(), "exa0")
+	check := func(ts tstamp.Device) *Result {
+		return run(t, fx("vm"), Options{CPU: 1, Iface: "exa0", NIC: &nicctl.Env{FS: fx("vm"), TS: ts}}).Get("nic.bypass")
+	}
+	if g := check(n); g == nil || g.Severity != OK {
+		t.Fatalf("kernel mode: %+v", g)
+	}
+	n.SetPrivFlag(nicctl.PrivBypassOnly, true)
+	if g := check(n); g == nil || g.Severity != Fail || !strings.Contains(g.Fix, "ethtool --set-priv-flags exa0 bypass_only off") {
+		t.Fatalf("bypass-only: %+v", g)
+	}
+	if g := check(nicfake.New(nicfake.MLX5(), "exa0")); g != nil {
+		t.Fatalf("mlx5 has no bypass_only: %+v", g)
+	}
+}

@@ -66,6 +66,7 @@ func (x *runner) nic() {
 				"%s has no PTP hardware clock", ifc)
 		}
 		x.ena(ifc, c)
+		x.bypass(env, ifc)
 	}
 	host, why, err := hostinfo.HostPIDs(x.fs)
 	var owners []string
@@ -165,4 +166,21 @@ func (x *runner) cgroup() {
 	}
 	x.add("cgroup.whole_cores", Warn, `kubelet cpuManagerPolicyOptions: {full-pcpus-only: "true"} and a CPU request that is a multiple of the threads per core`,
 		"cpuset %s splits cores: CPU %s not owned, another pod may run on the sibling", list(cg.CPUSet), strings.Join(split, ", "))
+}
+
+// bypass says whether the kernel uses the port at all: an ExaNIC port in
+// bypass-only mode sends and receives nothing through it (the line is
+// there only for a driver with that private flag).
+func (x *runner) bypass(env *nicctl.Env, ifc string) {
+	f, err := env.PrivFlags(ifc)
+	on, has := f[nicctl.PrivBypassOnly]
+	switch {
+	case err != nil:
+		x.add("nic.bypass", Warn, "", "cannot read %s's private flags (ethtool --show-priv-flags): %v", ifc, err)
+	case on:
+		x.add("nic.bypass", Fail, "ethtool --set-priv-flags "+ifc+" "+nicctl.PrivBypassOnly+" off (firmware that is not a NIC sets it at probe: load NIC firmware)",
+			"%s is in ExaNIC bypass-only mode: the kernel sends and receives nothing on it, so rig's probes would wait for packets that never come", ifc)
+	case has:
+		x.add("nic.bypass", OK, "", "%s is not in bypass-only mode: the kernel sends and receives on it", ifc)
+	}
 }

@@ -61,6 +61,7 @@ type NIC struct {
 	links sync.WaitGroup // link changes still to come (ENA's reset)
 
 	cfg   atomic.Uint64  // current config, packed (tx_type<<32 | rx_filter)
+	priv  atomic.Uint32  // private flags, bit i = Profile.PrivFlags[i]
 	slots []atomic.Int64 // TX stamp slots: busy until this software-stamp time (ns)
 
 	stats   statSet

@@ -54,6 +54,9 @@ type Profile struct {
 	PHC      *PHCProfile
 	// Notes are limits worth knowing that the model does not play.
 	Notes []string
+	// PrivFlags are the driver's private flags (`ethtool
+	// --show-priv-flags`), all off at probe (NIC.SetPrivFlag).
+	PrivFlags []string
 }
 
 // Capability bits the profiles use. Since 6.12 the core adds
@@ -114,6 +117,9 @@ func ExaNIC() *Profile {
 		Queues: 1, FirstIRQ: 60,
 		PHC:   &PHCProfile{},
 		Notes: []string{"rig uses the kernel's socket path; the ExaNIC bypass APIs (libexanic, exasock) are not used and their stamps are not read"},
+		// exanic_priv_flags_str; bypass_only (exanic_netdev_get_priv_flags)
+		// takes the port away from the kernel: nicctl refuses it.
+		PrivFlags: []string{"bypass_only", "mirror_rx", "mirror_tx", "bridging"},
 	}
 }
 

@@ -397,10 +397,11 @@ func setTimestamping(fd int, g Granted, want, optional Flags) (Granted, error) {
 	}
 	got, err := getTimestamping(fd, opt)
 	if err != nil && errors.Is(err, unix.ENOPROTOOPT) {
-		// Kernels before 6.7 (and the 5.10/5.15/6.1/6.6 stable updates
-		// of January 2024) set SO_TIMESTAMPING_NEW but cannot read it
-		// back: read the old option, which shares the socket's flags, and
-		// failing that trust the value the kernel just accepted.
+		// Kernels before 6.7 set SO_TIMESTAMPING_NEW but cannot read it
+		// back — except the 5.10/5.15/6.1/6.6 stable updates from January
+		// 2024 on, which have the fix: read the old option, which shares
+		// the socket's flags, and failing that trust the value the kernel
+		// just accepted.
 		if got, err = getTimestamping(fd, unix.SO_TIMESTAMPING); err != nil {
 			got, err = want, nil
 			g.Fallbacks = append(g.Fallbacks, "flags cannot be read back (getsockopt ENOPROTOOPT): the value set is assumed")

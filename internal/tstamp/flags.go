@@ -244,11 +244,10 @@ type Options struct {
 // For UDP sockets it requests TX_SOFTWARE|RX_SOFTWARE|SOFTWARE|OPT_ID|
 // OPT_TSONLY|OPT_RX_FILTER (and TX_SCHED where the bound device's driver
 // gives no software TX stamp: softwareTX); for AF_PACKET sockets the RX
-// bits only. It uses
-// SO_TIMESTAMPING_NEW and falls back to SO_TIMESTAMPING when that option is
-// unknown (ENOPROTOOPT); optional bits the kernel rejects with EINVAL
-// (OPT_RX_FILTER, OPT_TX_SWHW, Options.Extra) are dropped one at a time.
-// Every downgrade is listed in Granted.Fallbacks.
+// bits only. It uses SO_TIMESTAMPING_NEW and falls back to SO_TIMESTAMPING
+// when that option is unknown (ENOPROTOOPT); optional bits the kernel
+// rejects with EINVAL (OPT_RX_FILTER, OPT_TX_SWHW, Options.Extra) are
+// dropped one at a time. Every downgrade is listed in Granted.Fallbacks.
 //
 // In Hardware and Auto mode the hardware bits (TX_HARDWARE|RX_HARDWARE|
 // RAW_HARDWARE, OPT_TX_SWHW) are requested only as far as the bound NIC's

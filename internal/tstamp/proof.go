@@ -27,7 +27,7 @@ const (
 // two packets may disagree on the time between the packets. The two run
 // on different clocks (PHC, CLOCK_REALTIME) whose offset is unknown, so
 // only differences compare; what remains is the jitter of the NIC-to-
-// stack delay (interrupt moderation, NAPI), far below this. A stamp
+// stack delay (interrupt moderation, NAPI), below this. A stamp
 // outside it belongs to another packet (a stale latched register) or is
 // garbage.
 const PlausibleSkew = time.Millisecond

@@ -712,3 +712,38 @@ func TestSocketsRefuseWhatTheNICLacks(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestProbeSaysSched: `rig nicctl probe` on mlx5 before 6.16 counts the
+// qdisc's stamps as its kernel TX stamps and says so, and the NIC's TX
+// stamps still come.
+func TestProbeSaysSched(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	err := topo.Do(netlab.Sender, func() error {
+		ifname := topo.Sender.Interface
+		n := nicfake.New(nicfake.MLX5Pre616(), ifname)
+		h, err := nicfake.NewHost(t.TempDir(), n, "eth0")
+		if err != nil {
+			return err
+		}
+		env := &nicctl.Env{FS: h.FS, TS: n, LinkTimeout: 5 * time.Second, LinkSettle: -1}
+		j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
+		if err != nil {
+			return err
+		}
+		defer j.Close()
+		defer j.Undo(context.Background())
+		r, err := nicctl.Probe(context.Background(), env, j, ifname, nicctl.ProbeOptions{Count: 8, Listen: 50 * time.Millisecond, TxWait: 200 * time.Millisecond})
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		r.WriteText(&b)
+		if !r.TxSched || r.TxSW != 8 || r.TxHW != 8 || !strings.Contains(b.String(), "kernel stamps (sched: before the qdisc") {
+			return fmt.Errorf("probe: sched %v, kernel %d, NIC %d of 8:\n%s", r.TxSched, r.TxSW, r.TxHW, b.String())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -40,7 +40,7 @@ var MetricDoc = map[string]string{
 // T[B]−T[A], minus T[D]−T[C] when Sub is set (network). Every stamp involved
 // must be non-zero or the record is "missing" for the metric.
 type Source struct {
-	Label   string // "capture sw", "responder hw", "sender sw→user"…
+	Label   string // "capture sw", "responder hw", "sender sw→user", "sender sw (sched)"…
 	Formula string // "cap_rep_sw − cap_req_sw"
 	A, B    samples.Stamp
 	Sub     bool
@@ -124,6 +124,9 @@ func pair(j *samples.Joined, who string, a, b samples.Stamp, sameSource bool) (S
 			return Source{}, false
 		}
 		label = who + " " + ca.Source + "→" + cb.Source
+	}
+	if p := ca.Point + cb.Point; p != "" {
+		label += " (" + p + ")" // a software TX stamp not taken at the NIC hand-off
 	}
 	all := func(samples.Clock) bool { return true }
 	sw := func(c samples.Clock) bool { return c.Source == "sw" }

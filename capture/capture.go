@@ -317,7 +317,7 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 		return
 	}
 	c.frames.Add(1)
-	st.HW = c.hw.Recv(st.HW)
+	st.HW = c.hw.Recv(st.HW, st.SW)
 	c.keepFrame(f, st.SW)
 	if (c.hw.RX() && st.HW == 0) || st.SW == 0 {
 		c.cnt.RxStampsMissing++

@@ -87,12 +87,12 @@ var dropCounter = regexp.MustCompile(`(?i)(drop|discard|overrun|over_run|miss|no
 
 // stampCounter matches the drivers' counters of lost or late hardware
 // stamps, in the drivers' own spelling: igb/ixgbe/ice/igc
-// tx_hwtstamp_{skipped,timeouts,flushed,discarded} and rx_hwtstamp_cleared,
-// mlx5's port-timestamping CQ counters ptp_cqN_{late_cqe,lost_cqe,err_cqe,
-// abort}, and ENA's PHC read counters phc_{cnt,exp,skp,err_dv,err_ts,
-// err_eb} (phc_cnt, the successful reads, is what the errors are a share
-// of).
-var stampCounter = regexp.MustCompile(`^(tx_hwtstamp_(skipped|timeouts|flushed|discarded)|rx_hwtstamp_cleared|ptp_cq\d+_(late_cqe|lost_cqe|err_cqe|abort)|phc_(cnt|exp|skp|err_dv|err_ts|err_eb))$`)
+// tx_hwtstamp_{skipped,timeouts,flushed,discarded} and rx_hwtstamp_cleared
+// (i40e: port.tx_hwtstamp_skipped …), mlx5's port-timestamping CQ counters
+// ptp_cqN_{late_cqe,lost_cqe,err_cqe,abort}, and ENA's PHC read counters
+// phc_{cnt,exp,skp,err_dv,err_ts,err_eb} (phc_cnt, the successful reads,
+// is what the errors are a share of).
+var stampCounter = regexp.MustCompile(`^(port\.)?(tx_hwtstamp_(skipped|timeouts|flushed|discarded)|rx_hwtstamp_cleared|ptp_cq\d+_(late_cqe|lost_cqe|err_cqe|abort)|phc_(cnt|exp|skp|err_dv|err_ts|err_eb))$`)
 
 // enaCounter matches ENA's counters of traffic the ENI's allowances
 // shaped or dropped ({bw_in,bw_out,pps,conntrack,linklocal}_allowance_exceeded)

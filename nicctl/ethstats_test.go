@@ -242,3 +242,18 @@ func TestNICStatsGuardVeth(t *testing.T) {
 		t.Errorf("veth had %d counters with one queue, want 10", before)
 	}
 }
+
+// TestNICStatsI40E: i40e spells its stamp-loss counters with a port.
+// prefix; they are watched like everyone else's.
+func TestNICStatsI40E(t *testing.T) {
+	s, err := NewNICStatsWith("eth9", nicfake.New(nicfake.I40E(), "eth9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, w := range []string{"port.tx_hwtstamp_skipped", "port.tx_hwtstamp_timeouts", "port.rx_hwtstamp_cleared"} {
+		if !slices.Contains(s.Names(), w) {
+			t.Errorf("%s not reported (names %v)", w, s.Names())
+		}
+	}
+}

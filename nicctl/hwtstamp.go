@@ -70,18 +70,22 @@ func (e *Env) device() tstamp.Device {
 // InspectTimestamping reads what rig needs to decide about iface's
 // timestamping, without changing anything: its capabilities and current
 // config (through Env.TS), the daemons that own its config (ptp4l,
-// chronyd; hostinfo.TimestampOwners) and whether it carries the default
-// route. It needs no privilege.
+// chronyd; TimestampOwner) and whether it carries the default
+// route. It needs no privilege. A port the kernel does not use (ExaNIC
+// bypass_only) is an error wrapping errors.ErrUnsupported.
 func InspectTimestamping(env *Env, iface string) (tstamp.NICState, error) {
 	st, err := tstamp.ReadNIC(env.device(), iface)
 	if err != nil {
 		return st, err
 	}
-	owners, err := hostinfo.TimestampOwners(env.FS, iface)
-	if err != nil {
-		return st, fmt.Errorf("looking for ptp4l/chronyd: %w", err)
+	if f, err := env.PrivFlags(iface); err != nil {
+		return st, err
+	} else if f[PrivBypassOnly] {
+		return st, bypassOnly(iface)
 	}
-	st.Owner = strings.Join(owners, "; ")
+	if st.Owner, err = TimestampOwner(env.FS, iface); err != nil {
+		return st, err
+	}
 	mg, err := ReadMgmt(env.FS)
 	if err != nil {
 		return st, fmt.Errorf("finding the management interface: %w", err)
@@ -485,6 +489,7 @@ func planHWTstamp(env *Env, iface string, s Settings) (*hwtsPlan, error) {
 		return nil, err
 	}
 	p.st = st
+	p.want.Flags = st.Config.Flags & tstamp.FlagBondedPHC // a bond takes a change only with its flag
 	switch {
 	case !st.ConfigKnown:
 		return nil, fmt.Errorf("%s cannot report its timestamping config (%s), so it could not be put back: refusing to change it (%w)", iface, st.ConfigErr, errors.ErrUnsupported)

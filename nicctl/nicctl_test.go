@@ -373,6 +373,19 @@ func TestSetHWTstampFirstAndRestored(t *testing.T) {
 	if err != nil || len(ts.sets) != 0 || !strings.Contains(chg[0].Note, "no change") {
 		t.Fatalf("all on a NIC already on: %+v %v (sets %v)", chg, err, ts.sets)
 	}
+	// A bond (its config carries HWTSTAMP_FLAG_BONDED_PHC_INDEX) takes a
+	// change only with that flag; "all" is refused, naming the slave fix.
+	bond := tstamp.HWTstampConfig{Flags: tstamp.FlagBondedPHC, TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll}
+	ts.cur, ts.sets, ts.grant = bond, nil, nil
+	if _, err := Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "off"}); err != nil || len(ts.sets) != 1 || ts.sets[0].Flags != tstamp.FlagBondedPHC {
+		t.Fatalf("off on a bond: %v (sets %v)", err, ts.sets)
+	}
+	if _, err := j.Undo(context.Background()); err != nil || ts.cur != bond {
+		t.Fatalf("bond not restored: %v %+v", err, ts.cur)
+	}
+	if _, err := Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "all"}); !errors.Is(err, ErrTimestamping) || !strings.Contains(err.Error(), "measure on the active slave") {
+		t.Fatalf("all on a bond: %v", err)
+	}
 	// A driver that cannot report its config: refused before anything changes.
 	env.TS = &fakeTS{caps: tsCapsAll, getErr: unix.EOPNOTSUPP}
 	_, err = Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "ptp", Channels: p32(4)})

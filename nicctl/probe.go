@@ -39,10 +39,13 @@ var ProbeGroup = netip.MustParseAddrPort("239.255.0.99:9")
 type ProbeReport struct {
 	Prepare TSResult `json:"prepare"`
 	// TX: datagrams sent, and how many came back from the error queue
-	// with a kernel (software) and a NIC (hardware) stamp.
-	TxSent int `json:"tx_sent"`
-	TxSW   int `json:"tx_sw"`
-	TxHW   int `json:"tx_hw"`
+	// with a kernel (software) and a NIC (hardware) stamp; TxSched: the
+	// kernel stamps are the qdisc's, the driver giving none
+	// (tstamp.Granted.TxSched).
+	TxSent  int  `json:"tx_sent"`
+	TxSW    int  `json:"tx_sw"`
+	TxHW    int  `json:"tx_hw"`
+	TxSched bool `json:"tx_sched,omitempty"`
 	// RX: frames received on the interface while listening, with stamps.
 	RxFrames   int   `json:"rx_frames"`
 	RxSW       int   `json:"rx_sw"`
@@ -119,9 +122,15 @@ func (r *ProbeReport) probeTX(env *Env, ifi *net.Interface, o ProbeOptions) erro
 		return err
 	}
 	defer c.Close()
-	if _, err := c.EnableTimestampingWith(tstamp.Auto, tstamp.Options{Device: env.TS}); err != nil {
+	owner := r.Prepare.State.Owner
+	if o.TakeOver {
+		owner = ""
+	}
+	g, err := c.EnableTimestampingWith(tstamp.Auto, tstamp.Options{Device: env.TS, Owner: owner})
+	if err != nil {
 		return err
 	}
+	r.TxSched = g.TxSched()
 	for _, set := range []func() error{
 		func() error { return c.SetMulticastInterface(ifi.Index) },
 		func() error { return c.SetMulticastLoop(false) },
@@ -239,7 +248,11 @@ func (r *ProbeReport) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "config before: %s; owner: %s; management interface: %v\n", cfg, owner, st.Mgmt)
 	fmt.Fprintf(w, "%s\n", r.Prepare)
-	fmt.Fprintf(w, "TX: %d datagrams sent to %s (TTL 1); kernel stamps %d/%d, NIC stamps %d/%d\n", r.TxSent, ProbeGroup, r.TxSW, r.TxSent, r.TxHW, r.TxSent)
+	kernel := "kernel stamps"
+	if r.TxSched {
+		kernel = "kernel stamps (sched: before the qdisc, the driver gives none at the hand-off)"
+	}
+	fmt.Fprintf(w, "TX: %d datagrams sent to %s (TTL 1); %s %d/%d, NIC stamps %d/%d\n", r.TxSent, ProbeGroup, kernel, r.TxSW, r.TxSent, r.TxHW, r.TxSent)
 	fmt.Fprintf(w, "RX: %d frames in %v; kernel stamps %d/%d, NIC stamps %d/%d\n", r.RxFrames, time.Duration(r.ListenedNS), r.RxSW, r.RxFrames, r.RxHW, r.RxFrames)
 	switch {
 	case r.PHC != nil:

@@ -87,6 +87,7 @@ func buildTree(t testing.TB, interrupts string, nics []fakeNIC) hostfs.FS {
 		"eth0\t00000000\t0100A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"+
 		"eth0\t0000A8C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n", 0o444)
 	write(t, root, "/sys/devices/virtual/net/eth0/operstate", "up\n", 0o444)
+	write(t, root, "/proc/2/comm", "kthreadd\n", 0o444) // the host's PID namespace
 	symlink(t, root, "/sys/class/net/eth0", "../../devices/virtual/net/eth0")
 	for _, n := range nics {
 		pci := "/sys/devices/pci0000:00/" + n.bdf

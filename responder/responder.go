@@ -13,6 +13,7 @@
 package responder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,8 +76,10 @@ type Config struct {
 	// the loop is about to wait for the first request.
 	Ready func()
 	// Device answers for the NIC (nil: the host's); tests pass driver
-	// profiles.
+	// profiles. Owner is who keeps the NIC's timestamping config
+	// (tstamp.Options.Owner): no hardware TX stamps are taken next to it.
 	Device tstamp.Device
+	Owner  string
 }
 
 // Responder answers requests and records their stamps.
@@ -146,7 +149,7 @@ func New(cfg Config) (*Responder, error) {
 	r.onTx = r.fileTx // made once: the error-queue drain must not allocate
 	r.txFiled = func() bool { return !r.txAwaited() }
 	fail := func(err error) (*Responder, error) { conn.Close(); return nil, err }
-	if r.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
+	if r.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device, Owner: cfg.Owner}); err != nil {
 		return fail(err)
 	}
 	r.hw = tstamp.NewHWProof(r.granted, cfg.TxWait, "the responder's UDP socket", "requests", "replies")
@@ -277,7 +280,7 @@ func (r *Responder) step() error {
 		r.yield.Gap(time.Duration(user - r.lastReq)) // the Yielder's cycle
 	}
 	r.lastReq = user
-	st.HW = r.hw.Recv(st.HW)
+	st.HW = r.hw.Recv(st.HW, st.SW)
 	seq := r.hdr.Seq
 	var rec *samples.Record
 	if seq < uint64(len(r.recs)) {
@@ -353,7 +356,8 @@ func (r *Responder) quiet() {
 }
 
 func (r *Responder) fileTx(ts tstamp.TxStamp) {
-	samples.ResponderTx.File(r.recs, ts.Key, ts.SW, r.hw.TxStamp(ts.HW))
+	hw := r.hw.TxStamp(ts.HW, cmp.Or(ts.SW, samples.ResponderTx.SWOf(r.recs, ts.Key)))
+	samples.ResponderTx.File(r.recs, ts.Key, ts.SW, hw)
 }
 
 // Thread returns the loop thread's CPU use over the last Run (nil when the

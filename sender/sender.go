@@ -15,6 +15,7 @@
 package sender
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,8 +76,10 @@ type Config struct {
 	TxWait time.Duration
 	Host   string
 	// Device answers for the NIC (nil: the host's); tests pass driver
-	// profiles.
+	// profiles. Owner is who keeps the NIC's timestamping config
+	// (tstamp.Options.Owner): no hardware TX stamps are taken next to it.
 	Device tstamp.Device
+	Owner  string
 }
 
 // MaxResponders bounds Config.Responders: one request stream's replies
@@ -209,7 +212,7 @@ func New(cfg Config) (*Sender, error) {
 	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
 	s.txFiled = func() bool { return !s.txAwaited() }
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
-	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
+	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device, Owner: cfg.Owner}); err != nil {
 		return fail(err)
 	}
 	s.hw = tstamp.NewHWProof(s.granted, cfg.TxWait, "the sender's UDP socket", "replies", "requests")
@@ -501,7 +504,8 @@ func (s *Sender) drainErrqueue() { s.conn.DrainTx(s.onTx) }
 // fileTx files one TX stamp under its sequence; a stamp read long after
 // its request's due time is late: kept, and counted.
 func (s *Sender) fileTx(ts tstamp.TxStamp) {
-	if !samples.SenderTx.File(s.recs, ts.Key, ts.SW, s.hw.TxStamp(ts.HW)) {
+	hw := s.hw.TxStamp(ts.HW, cmp.Or(ts.SW, samples.SenderTx.SWOf(s.recs, ts.Key)))
+	if !samples.SenderTx.File(s.recs, ts.Key, ts.SW, hw) {
 		return
 	}
 	if time.Now().UnixNano()-s.recs[ts.Key].T[samples.Due] > int64(s.cfg.TxWait) {
@@ -577,7 +581,7 @@ func (s *Sender) onReply(p []byte, st tstamp.Stamps, user int64) bool {
 	s.maxSeqs[id] = max(s.maxSeqs[id], seq)
 	// Late is judged in finish, once the TX stamps are in (ReplyLate).
 	r.T[samples.RxSW] = st.SW
-	r.T[samples.RxHW] = s.hw.Recv(st.HW)
+	r.T[samples.RxHW] = s.hw.Recv(st.HW, st.SW)
 	r.T[samples.RxUser] = user
 	s.received.Add(1)
 	return true

@@ -166,6 +166,22 @@ func shareKey(iface string) string {
 	return "nic-" + iface + "-" + strings.Trim(strings.TrimPrefix(ns, "net:"), "[]")
 }
 
+// nicOwner is who keeps the probe's NIC's timestamping config
+// (nicctl.TimestampOwner: ptp4l, chronyd, or unknown where the host's
+// processes cannot be seen) for the socket's own decision: it takes no
+// hardware TX stamps next to an owner, as the run's decision did. "" with
+// --take-over-ptp, and for software stamps (the NIC is not looked at).
+func nicOwner(pf probe.Common) (string, error) {
+	if pf.TakeOverPTP || pf.Timestamps == tstamp.Software || pf.Timestamps == tstamp.Off {
+		return "", nil
+	}
+	owner, err := nicctl.TimestampOwner(hostfs.Default(), pf.Iface)
+	if err != nil {
+		return "", setupError(err)
+	}
+	return owner, nil
+}
+
 // lockRunID is the host lock's run id of a probe given --run-id (its
 // canonical form), or "" (no --run-id) to hold the lock alone.
 func lockRunID(id uint64) string {

@@ -39,8 +39,12 @@ func runRespond(ctx context.Context, args []string) error {
 		return err
 	}
 	defer undo()
+	owner, err := nicOwner(f.Common)
+	if err != nil {
+		return err
+	}
 	var r *responder.Responder
-	r, err = responder.New(responder.Config{
+	r, err = responder.New(responder.Config{Owner: owner,
 		Iface: f.Iface, Group: f.Group, Listen: f.Unicast, ReplyTo: f.Reply, CPU: f.CPU, Poll: f.Poll.Mode, BusyPollUS: f.Poll.BusyPollUS,
 		Sched: f.Sched, Timestamps: f.Timestamps, RunID: f.RunID, ArmIndex: f.ArmIndex, Round: f.Round, Capacity: f.Capacity, TxWait: f.TxWait,
 		StopAfter: f.Count, Arm: f.Arm, ID: uint32(f.ID),

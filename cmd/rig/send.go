@@ -52,6 +52,9 @@ func runSend(ctx context.Context, args []string) error {
 		return err
 	}
 	defer undo()
+	if cfg.Owner, err = nicOwner(f.Common); err != nil {
+		return err
+	}
 	s, err := sender.New(cfg)
 	if err != nil {
 		if errors.Is(err, sender.ErrConfig) {

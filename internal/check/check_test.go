@@ -16,6 +16,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
+	"github.com/rig-project/rig/internal/nicfake"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -246,6 +247,23 @@ func TestNICCapabilities(t *testing.T) {
 	}
 }
 
+// TestNICSoftwareTX: the check says whether the driver stamps TX in
+// software at the hand-off (veth, mlx5 from 6.16) or rig falls back to the
+// qdisc's stamp (mlx5 before 6.16).
+func TestNICSoftwareTX(t *testing.T) {
+	for _, tt := range []struct {
+		p    *nicfake.Profile
+		sev  Severity
+		word string
+	}{{nicfake.MLX5(), OK, "hand-off"}, {nicfake.MLX5Pre616(), Warn, "labelled sched"}, {nicfake.Veth(), OK, "hand-off"}} {
+		r := run(t, fx("vm"), Options{CPU: 1, Iface: "x0", NIC: &nicctl.Env{FS: fx("vm"), TS: nicfake.New(tt.p, "x0")}})
+		expect(t, r, map[string]Severity{"nic.txsw": tt.sev})
+		if g := r.Get("nic.txsw"); g != nil && !strings.Contains(g.Observed, tt.word) {
+			t.Errorf("%s: %q does not say %q", tt.p.Name, g.Observed, tt.word)
+		}
+	}
+}
+
 func TestRealVMTree(t *testing.T) {
 	r := run(t, fx("vm"), Options{CPU: 1})
 	expect(t, r, map[string]Severity{"governor": Skip, "turbo": Skip, "cstates": OK, "clocksource": OK, "nohz_full": Warn,
@@ -336,5 +354,39 @@ func TestDefaultCPU(t *testing.T) {
 	write(t, h, "/proc/self/status", "Name:\trig\n")
 	if r := run(t, h, Options{CPU: -1}); r.CPU != 1 || !strings.Contains(r.CPUChoice, "the CPUs rig may use are unknown") {
 		t.Errorf("vm, no Cpus_allowed_list: CPU %d (%s)", r.CPU, r.CPUChoice)
+	}
+}
+
+// TestOwnerUnknownInPod: in a pod without the host's PID namespace (the
+// k8spod tree: PID 1 is the probe, no kthreadd) the owner of the NIC's
+// config cannot be looked for; the check says so and how to fix it.
+func TestOwnerUnknownInPod(t *testing.T) {
+	r := run(t, fx("k8spod"), Options{CPU: 2, Iface: "eth0", NIC: withTS(fx("k8spod"), fakeTS{ti: hwAll})})
+	expect(t, r, map[string]Severity{"nic.ptp4l": Warn})
+	if g := r.Get("nic.ptp4l"); !strings.HasPrefix(g.Observed, "cannot tell") || !strings.Contains(g.Observed, "PID 1 is responder") || !strings.Contains(g.Fix, "hostPID: true") {
+		t.Errorf("%+v", g)
+	}
+	if owner, err := nicctl.TimestampOwner(fx("k8spod"), "eth0"); err != nil || !strings.HasPrefix(owner, tstamp.OwnerUnknown+" (no host PID namespace") {
+		t.Errorf("owner %q, %v", owner, err)
+	}
+}
+
+// TestExaNICBypassOnly: an ExaNIC port in bypass-only mode fails the
+// check (the kernel gets no traffic there), one in kernel mode passes, and
+// a driver without that flag has no such line.
+func TestExaNICBypassOnly(t *testing.T) {
+	n := nicfake.New(nicfake.ExaNIC(), "exa0")
+	check := func(ts tstamp.Device) *Result {
+		return run(t, fx("vm"), Options{CPU: 1, Iface: "exa0", NIC: &nicctl.Env{FS: fx("vm"), TS: ts}}).Get("nic.bypass")
+	}
+	if g := check(n); g == nil || g.Severity != OK {
+		t.Fatalf("kernel mode: %+v", g)
+	}
+	n.SetPrivFlag(nicctl.PrivBypassOnly, true)
+	if g := check(n); g == nil || g.Severity != Fail || !strings.Contains(g.Fix, "ethtool --set-priv-flags exa0 bypass_only off") {
+		t.Fatalf("bypass-only: %+v", g)
+	}
+	if g := check(nicfake.New(nicfake.MLX5(), "exa0")); g != nil {
+		t.Fatalf("mlx5 has no bypass_only: %+v", g)
 	}
 }

@@ -15,7 +15,7 @@ import (
 func (x *runner) nic() {
 	ifc := x.o.Iface
 	if ifc == "" {
-		for _, id := range []string{"nic.hwts", "nic.phc", "nic.ptp4l"} {
+		for _, id := range []string{"nic.hwts", "nic.txsw", "nic.phc", "nic.ptp4l"} {
 			x.add(id, Skip, "", "no --iface given")
 		}
 		return
@@ -52,6 +52,12 @@ func (x *runner) nic() {
 			x.add("nic.hwts", Warn, "software stamps include the stack; for wire latency use a NIC/driver with HW stamps (ethtool -T "+ifc+")",
 				"software timestamps only (%s)", caps)
 		}
+		if c.SOF&tstamp.FlagTxSoftware != 0 {
+			x.add("nic.txsw", OK, "", "software TX stamps at the driver's hand-off to the NIC (software-transmit)")
+		} else {
+			x.add("nic.txsw", Warn, "for software TX stamps at the hand-off use a kernel whose driver gives them (mlx5: Linux 6.16 or later); hardware stamps are not affected",
+				"%s's driver gives no software TX stamps (no software-transmit in its capabilities; mlx5 before Linux 6.16): rig files the qdisc's stamp (sched-transmit) as the software TX stamp, labelled sched, which leaves the qdisc and the driver's transmit out of sw rtt and turnaround", ifc)
+		}
 		if c.HasPHC() {
 			x.add("nic.phc", OK, "", "PTP hardware clock /dev/ptp%d", c.PHCIndex)
 		} else {
@@ -59,11 +65,19 @@ func (x *runner) nic() {
 				"%s has no PTP hardware clock", ifc)
 		}
 		x.ena(ifc, c)
+		x.bypass(env, ifc)
 	}
-	owners, err := hostinfo.TimestampOwners(x.fs, ifc)
+	host, why, err := hostinfo.HostPIDs(x.fs)
+	var owners []string
+	if err == nil && host {
+		owners, err = hostinfo.TimestampOwners(x.fs, ifc)
+	}
 	switch {
 	case err != nil:
 		x.cannot("nic.ptp4l", Warn, "", "cannot scan /proc for ptp4l/chronyd: %v", err)
+	case !host:
+		x.cannot("nic.ptp4l", Warn, "run rig where it sees the host's processes: in Kubernetes give the pod hostPID: true, or run the check and the probes from the host agent",
+			"cannot tell whether ptp4l or chronyd owns %s's timestamping config: this process does not see the host's PID namespace (%s), so a node's ptp4l is invisible; rig treats the owner as unknown and neither changes the config nor takes hardware TX stamps", ifc, why)
 	case len(owners) > 0:
 		x.add("nic.ptp4l", Warn, "measure on another interface, stop it for the run, or allow the take-over (take-over-ptp: true / --take-over-ptp)",
 			"%s owns %s's hardware timestamp config (SIOCSHWTSTAMP): rig will not change it, and uses it only where it already stamps every packet", strings.Join(owners, "; "), ifc)
@@ -79,4 +93,21 @@ func (x *runner) nicEnv() *nicctl.Env {
 		x.o.NIC.TS = tstamp.HostDevice()
 	}
 	return x.o.NIC
+}
+
+// bypass says whether the kernel uses the port at all: an ExaNIC port in
+// bypass-only mode sends and receives nothing through it (the line is
+// there only for a driver with that private flag).
+func (x *runner) bypass(env *nicctl.Env, ifc string) {
+	f, err := env.PrivFlags(ifc)
+	on, has := f[nicctl.PrivBypassOnly]
+	switch {
+	case err != nil:
+		x.cannot("nic.bypass", Fail, "", "cannot read %s's private flags (ethtool --show-priv-flags): %v", ifc, err)
+	case on:
+		x.add("nic.bypass", Fail, "ethtool --set-priv-flags "+ifc+" "+nicctl.PrivBypassOnly+" off (firmware that is not a NIC sets it at probe: load NIC firmware)",
+			"%s is in ExaNIC bypass-only mode: the kernel sends and receives nothing on it, so rig's probes would wait for packets that never come", ifc)
+	case has:
+		x.add("nic.bypass", OK, "", "%s is not in bypass-only mode: the kernel sends and receives on it", ifc)
+	}
 }

@@ -145,3 +145,43 @@ exec "$@"
 		t.Errorf("after the fix: %+v", cm)
 	}
 }
+
+// TestRealPIDNamespace runs `rig check --iface lo` on this host and in a
+// PID namespace of its own (unshare -p -f --mount-proc: a process in a
+// container without the host's PID namespace). There ptp4l and chronyd
+// cannot be looked for: nic.ptp4l says it cannot tell and names the fix,
+// where on the host it names the owners it found or none.
+func TestRealPIDNamespace(t *testing.T) {
+	testbin.Integration(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare:", err)
+	}
+	rig := testbin.Rig(t)
+	check := func(argv ...string) *Result {
+		t.Helper()
+		cmd := exec.Command(argv[0], append(argv[1:], "check", "--iface", "lo", "--json", "--window", "10ms")...)
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("%v: %v", argv, err)
+		}
+		var r Report
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("%v: %v\n%s", argv, err, out)
+		}
+		if g := r.Get("nic.ptp4l"); g != nil {
+			return g
+		}
+		t.Fatalf("%v: no nic.ptp4l in %+v", argv, r.Results)
+		return nil
+	}
+	if g := check(rig); strings.HasPrefix(g.Observed, "cannot") {
+		t.Errorf("on the host: %+v", g)
+	}
+	g := check(unshare, "-p", "-f", "--mount-proc", rig)
+	if g.Severity != Warn || !strings.HasPrefix(g.Observed, "cannot tell whether ptp4l or chronyd owns lo's") ||
+		!strings.Contains(g.Observed, "kthreadd") || !strings.Contains(g.Fix, "hostPID: true") {
+		t.Errorf("in a PID namespace of its own: %+v", g)
+	}
+}

@@ -561,3 +561,18 @@ func write(t *testing.T, h hostfs.FS, p, v string) {
 		t.Fatal(err)
 	}
 }
+
+// TestHostPIDs: a host's /proc shows kthreadd as PID 2; a pod's (its own
+// PID namespace, PID 1 the probe) does not, and says what PID 1 is.
+func TestHostPIDs(t *testing.T) {
+	for _, tt := range []struct {
+		tree string
+		host bool
+		why  string
+	}{{"c7i", true, "kthreadd is PID 2"}, {"vm", true, "kthreadd is PID 2"}, {"k8spod", false, "no PID 2 (kthreadd) in /proc; PID 1 is responder"}} {
+		host, why, err := HostPIDs(fx(tt.tree))
+		if err != nil || host != tt.host || why != tt.why {
+			t.Errorf("%s: %v %q %v, want %v %q", tt.tree, host, why, err, tt.host, tt.why)
+		}
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,13 +61,20 @@ type expect struct {
 	note string
 	// why: a decision's reason holds it (a host index → words).
 	why map[int]string
+	// sched: the software TX columns hold the qdisc's stamps (a driver
+	// without software TX stamps), so software sources are labelled so.
+	sched bool
+	// noTxHW: the sender's and responder's sockets ask for no hardware TX
+	// stamps (a daemon owns the NIC's config).
+	noTxHW bool
 }
 
 // variant is one driver profile in one situation.
 type variant struct {
 	name     string
 	profile  func() *nicfake.Profile
-	setup    func(h *nicfake.Host) error // before rig looks: ptp4l, a config set by hand
+	setup    func(h *nicfake.Host) error        // before rig looks: ptp4l, a config set by hand
+	wrap     func(n *nicfake.NIC) tstamp.Device // the sockets' view of the NIC (nil: the NIC)
 	takeOver bool
 	mgmt     bool // the capture NIC carries the default route
 	want     map[tstamp.Mode]expect
@@ -82,6 +91,10 @@ var (
 	refusal  = [3]tstamp.Action{tstamp.ActRefuse}
 
 	hwEverywhere = expect{turnaround: "capture hw", rtt: "sender hw", hwCols: allHW}
+	// rxOnlyNextToOwner: a daemon owns a config that stamps every packet:
+	// kept, RX hardware, TX software on the sender and the responder.
+	rxOnlyNextToOwner = expect{act: keepAll, turnaround: "capture hw", rtt: "sender sw", noTxHW: true,
+		hwCols: []string{"cap_rep_hw", "cap_req_hw", "req_rx_hw", "rx_hw"}, why: map[int]string{snd: "takes no TX stamps", rsp: "takes no TX stamps"}}
 	swEverywhere = expect{act: swAll, turnaround: "capture sw", rtt: "sender sw", hwCols: noHW}
 )
 
@@ -92,6 +105,38 @@ func with(e expect, f func(*expect)) expect { f(&e); return e }
 
 func ptp4l(software bool) func(h *nicfake.Host) error {
 	return func(h *nicfake.Host) error { return h.StartPTP4L(812, software) }
+}
+
+// inPod plays rig in a pod without the host's PID namespace (PID 1 is the
+// probe, no kthreadd), on a NIC that stamps every packet already.
+func inPod(h *nicfake.Host) error {
+	h.NIC.SetConfig(tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll})
+	if err := os.RemoveAll(h.FS.Path("/proc/2")); err != nil {
+		return err
+	}
+	return h.AddProcess(1, "responder")
+}
+
+// compressedNIC plays mlx5 with RX CQE compression left on (a ptp_rx
+// profile, docs/hardware.md): a decompressed completion keeps its block's
+// first timestamp (en_rx.c mlx5e_decompress_cqe), so every received
+// packet of a block of 8 carries the block's first stamp.
+type compressedNIC struct {
+	*nicfake.NIC
+	n, title atomic.Int64
+}
+
+func compressed(n *nicfake.NIC) tstamp.Device { return &compressedNIC{NIC: n} }
+
+func (c *compressedNIC) StampRX(ifname string, sw int64) int64 {
+	hw := c.NIC.StampRX(ifname, sw)
+	if hw != 0 && c.n.Add(1)%8 == 1 {
+		c.title.Store(hw)
+	}
+	if hw == 0 {
+		return 0
+	}
+	return c.title.Load()
 }
 
 func preset(c tstamp.HWTstampConfig) func(h *nicfake.Host) error {
@@ -106,6 +151,28 @@ var variants = []variant{
 	{name: "mlx5", profile: nicfake.MLX5, want: map[tstamp.Mode]expect{
 		tstamp.Auto:     with(hwEverywhere, func(e *expect) { e.act, e.writes = writeAll, [3]int{1, 1, 1} }),
 		tstamp.Hardware: with(hwEverywhere, func(e *expect) { e.act, e.writes = writeAll, [3]int{1, 1, 1} }),
+	}},
+	{name: "mlx5-pre6.16", profile: nicfake.MLX5Pre616, want: map[tstamp.Mode]expect{
+		// No software SND stamp from the driver: the qdisc's stands in,
+		// labelled sched, and nothing waits for the SND stamps.
+		tstamp.Software: {turnaround: "capture sw", rtt: "sender sw (sched)", note: "before the qdisc", sched: true},
+		tstamp.Auto: with(hwEverywhere, func(e *expect) {
+			e.act, e.writes, e.note, e.sched = writeAll, [3]int{1, 1, 1}, "before the qdisc", true
+		}),
+		tstamp.Hardware: with(hwEverywhere, func(e *expect) {
+			e.act, e.writes, e.note, e.sched = writeAll, [3]int{1, 1, 1}, "before the qdisc", true
+		}),
+	}},
+	{name: "mlx5-cqe-compressed", profile: nicfake.MLX5, wrap: compressed, want: map[tstamp.Mode]expect{
+		// RX stamps that repeat their block's first one prove nothing:
+		// RX falls back to software everywhere, TX stays hardware.
+		tstamp.Auto: {act: writeAll, writes: [3]int{1, 1, 1}, turnaround: "capture sw", rtt: "sender sw",
+			hwCols: []string{"rep_tx_hw", "tx_hw"}, note: "carried no plausible ones"},
+		tstamp.Hardware: {act: writeAll, writes: [3]int{1, 1, 1}, roundErr: map[int][]string{
+			snd: {"RX hardware stamp never came", "no plausible ones"},
+			rsp: {"RX hardware stamp never came", "no plausible ones"},
+			cpt: {"RX hardware stamp never came", "no plausible ones"},
+		}},
 	}},
 	{name: "mlx5-already-on", profile: nicfake.MLX5, setup: preset(tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll}), want: map[tstamp.Mode]expect{
 		tstamp.Auto:     with(hwEverywhere, func(e *expect) { e.act = keepAll }),
@@ -161,9 +228,30 @@ var variants = []variant{
 		tstamp.Hardware: {act: refusal, refuse: []string{"no hardware RX stamps"}},
 	}},
 	{name: "mlx5+ptp4l", profile: nicfake.MLX5, setup: ptp4l(false), want: map[tstamp.Mode]expect{
-		// ptp4l asked for PTP_V2_L4_EVENT; mlx5 stamps everything: no change.
-		tstamp.Auto:     with(hwEverywhere, func(e *expect) { e.act = keepAll }),
+		// ptp4l asked for PTP_V2_L4_EVENT; mlx5 stamps everything: no
+		// change, RX hardware, and no TX hardware stamps next to ptp4l.
+		tstamp.Auto:     rxOnlyNextToOwner,
+		tstamp.Hardware: {act: refusal, refuse: []string{"ptp4l (pid 812", "takes no TX stamps", "take-over-ptp"}},
+	}},
+	{name: "mlx5+ptp4l-take-over", profile: nicfake.MLX5, setup: ptp4l(false), takeOver: true, want: map[tstamp.Mode]expect{
 		tstamp.Hardware: with(hwEverywhere, func(e *expect) { e.act = keepAll }),
+	}},
+	{name: "igb-i210+ptp4l", profile: nicfake.IGBI210, setup: ptp4l(false), want: map[tstamp.Mode]expect{
+		// igb upscales ptp4l's PTP filter to ALL: the config covers rig's
+		// probes, and the one TX-stamp slot stays ptp4l's.
+		tstamp.Auto:     rxOnlyNextToOwner,
+		tstamp.Hardware: {act: refusal, refuse: []string{"ptp4l (pid 812", "one TX stamp at a time", "take-over-ptp"}},
+	}},
+	{name: "mlx5-in-a-pod", profile: nicfake.MLX5, setup: inPod, want: map[tstamp.Mode]expect{
+		// Without the host's processes the owner is unknown: nothing
+		// written, no TX hardware stamps.
+		tstamp.Auto: with(rxOnlyNextToOwner, func(e *expect) {
+			e.why = map[int]string{snd: "unknown (no host PID namespace", rsp: "takes no TX stamps"}
+		}),
+		tstamp.Hardware: {act: refusal, refuse: []string{"unknown (no host PID namespace: no PID 2 (kthreadd) in /proc; PID 1 is responder)", "hostPID: true"}},
+	}},
+	{name: "igb-i210", profile: nicfake.IGBI210, want: map[tstamp.Mode]expect{
+		tstamp.Auto: with(hwEverywhere, func(e *expect) { e.act, e.writes = writeAll, [3]int{1, 1, 1} }),
 	}},
 	{name: "igb+ptp4l", profile: nicfake.IGB82576, setup: ptp4l(false), want: map[tstamp.Mode]expect{
 		tstamp.Auto:     swEverywhere,
@@ -185,6 +273,8 @@ type host struct {
 	env     *nicctl.Env
 	j       *journal.Journal
 	initial tstamp.HWTstampConfig
+	owner   string        // the run's finding, passed to the probes' sockets
+	dev     tstamp.Device // what the probes' sockets see of the NIC
 }
 
 func newHosts(t *testing.T, topo *netlab.Topology, v variant) [3]*host {
@@ -211,7 +301,10 @@ func newHosts(t *testing.T, topo *netlab.Topology, v variant) [3]*host {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { j.Close() })
-		hs[i] = &host{Host: h, env: env, j: j, initial: n.Config()}
+		hs[i] = &host{Host: h, env: env, j: j, initial: n.Config(), dev: n}
+		if v.wrap != nil {
+			hs[i].dev = v.wrap(n)
+		}
 	}
 	return hs
 }
@@ -230,7 +323,7 @@ func TestDriverProfiles(t *testing.T) {
 	}
 	topo := netlabtest.New(t, netlab.Options{})
 	for _, v := range variants {
-		for _, mode := range []tstamp.Mode{tstamp.Auto, tstamp.Hardware} {
+		for _, mode := range []tstamp.Mode{tstamp.Auto, tstamp.Hardware, tstamp.Software} {
 			want, ok := v.want[mode]
 			if !ok {
 				continue
@@ -260,6 +353,9 @@ func TestDriverProfiles(t *testing.T) {
 					}
 					if err != nil {
 						t.Fatalf("%s: %v", roleNames[i], err)
+					}
+					if !v.takeOver { // rig's probes pass no owner with --take-over-ptp
+						h.owner = res.State.Owner
 					}
 					if res.Decision.Action != want.act[i] {
 						t.Errorf("%s: %s, want %s", roleNames[i], res, want.act[i])
@@ -357,11 +453,20 @@ func checkRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mo
 	if want.note == "" && len(notes) > 0 {
 		t.Errorf("clock notes %q, want none", notes)
 	}
+	for i, col := range map[int]string{snd: "tx_hw", rsp: "rep_tx_hw"} {
+		granted := fmt.Sprint(r.headers[i].Settings["timestamps"])
+		asked := strings.Contains(granted, "TX_HARDWARE")
+		if !strings.Contains(granted, "mode=") || want.noTxHW && asked || slices.Contains(want.hwCols, col) && !asked {
+			t.Errorf("%s: TX hardware stamps asked %v (%s)", roleNames[i], asked, granted)
+		}
+	}
 	// Without the capture the turnaround is the responder's: hardware
 	// when both its columns are.
 	rspLabel := "responder sw"
 	if slices.Contains(want.hwCols, "req_rx_hw") && slices.Contains(want.hwCols, "rep_tx_hw") {
 		rspLabel = "responder hw"
+	} else if want.sched {
+		rspLabel += " (sched)"
 	}
 	for _, c := range []struct {
 		rep           *analysis.Report
@@ -380,14 +485,40 @@ func checkRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mo
 			t.Errorf("%s: %d samples of %d", metric, n, roundCount)
 		}
 	}
+	if want.sched { // every caption of a software TX source says sched
+		for _, rep := range []*analysis.Report{r.report, r.noCapture} {
+			var b strings.Builder
+			if err := analysis.WriteTablesMD(&b, rep); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range swSource.FindAllStringSubmatch(b.String(), -1) {
+				if m[1] == "" {
+					t.Errorf("a software source without its sched label in the tables:\n%s", b.String())
+					break
+				}
+			}
+		}
+	}
+	// Every TX stamp a probe waits for comes: none waited for in vain.
+	for i, n := range r.txMissing {
+		if n > roundCount/10 {
+			t.Errorf("%s: %d of %d requests lack a TX stamp it waited for", roleNames[i], n, roundCount)
+		}
+	}
 }
 
 const roundCount = 120
 
+// swSource finds the analysis labels of software sources that end in a TX
+// stamp (rtt, turnaround); group 1 is their sched label or the arrow of a
+// source ending in a user stamp.
+var swSource = regexp.MustCompile(`(?:sender|responder) sw( \(sched\)|→|)`)
+
 type roundResult struct {
-	err     [3]error
-	headers [3]samples.Header
-	report  *analysis.Report
+	err       [3]error
+	headers   [3]samples.Header
+	txMissing [2]uint64 // sender, responder: TX stamps waited for that never came
+	report    *analysis.Report
 	// noCapture is the same round analysed without the capture's file:
 	// the turnaround then comes from the responder's stamps.
 	noCapture *analysis.Report
@@ -410,7 +541,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 		defer wg.Done()
 		res.err[rsp] = topo.Do(netlab.Responder, func() error {
 			r, err := responder.New(responder.Config{Iface: topo.Responder.Interface, Group: group, CPU: -1, RunID: runID,
-				Timestamps: mode, Capacity: roundCount, TxWait: 200 * time.Millisecond, Arm: "a", Host: "rsp", Device: hs[rsp].NIC})
+				Timestamps: mode, Capacity: roundCount, TxWait: 200 * time.Millisecond, Arm: "a", Host: "rsp", Device: hs[rsp].dev, Owner: hs[rsp].owner})
 			if err != nil {
 				ready <- err
 				return err
@@ -418,7 +549,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 			defer r.Close()
 			ready <- nil
 			err = r.Run(ctx)
-			res.headers[rsp] = r.Header(0, 0)
+			res.headers[rsp], res.txMissing[rsp] = r.Header(0, 0), r.Counters().TxStampsMissing
 			return errors.Join(err, r.WriteFile(filepath.Join(dir, samples.FileName(samples.RoleResponder)), 0, 0))
 		})
 	}()
@@ -426,7 +557,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 		defer wg.Done()
 		res.err[cpt] = topo.Do(netlab.Capture, func() error {
 			c, err := capture.New(capture.Config{Iface: topo.Capture.Interface, Ports: []uint16{group.Port()}, Group: group, RunID: runID,
-				Timestamps: mode, Capacity: roundCount, Arm: "a", Host: "cap", Device: hs[cpt].NIC})
+				Timestamps: mode, Capacity: roundCount, Arm: "a", Host: "cap", Device: hs[cpt].dev})
 			if err != nil {
 				ready <- err
 				return err
@@ -447,13 +578,13 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	}
 	res.err[snd] = topo.Do(netlab.Sender, func() error {
 		s, err := sender.New(sender.Config{Iface: topo.Sender.Interface, Group: group, Count: roundCount, Interval: time.Millisecond, RunID: runID, Port: group.Port(),
-			CPU: -1, Timestamps: mode, ReplyTimeout: 300 * time.Millisecond, TxWait: 200 * time.Millisecond, Arm: "a", Host: "snd", Device: hs[snd].NIC})
+			CPU: -1, Timestamps: mode, ReplyTimeout: 300 * time.Millisecond, TxWait: 200 * time.Millisecond, Arm: "a", Host: "snd", Device: hs[snd].dev, Owner: hs[snd].owner})
 		if err != nil {
 			return err
 		}
 		defer s.Close()
 		err = s.Run(context.Background())
-		res.headers[snd] = s.Header()
+		res.headers[snd], res.txMissing[snd] = s.Header(), s.Counters().TxStampsMissing
 		return errors.Join(err, s.WriteFile(filepath.Join(dir, samples.FileName(samples.RoleSender))))
 	})
 	time.Sleep(100 * time.Millisecond) // the last replies reach the capture
@@ -635,5 +766,40 @@ func TestSocketsRefuseWhatTheNICLacks(t *testing.T) {
 	})
 	if err != nil {
 		t.Error(err)
+	}
+}
+
+// TestProbeSaysSched: `rig nicctl probe` on mlx5 before 6.16 counts the
+// qdisc's stamps as its kernel TX stamps and says so, and the NIC's TX
+// stamps still come.
+func TestProbeSaysSched(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	err := topo.Do(netlab.Sender, func() error {
+		ifname := topo.Sender.Interface
+		n := nicfake.New(nicfake.MLX5Pre616(), ifname)
+		h, err := nicfake.NewHost(t.TempDir(), n, "eth0")
+		if err != nil {
+			return err
+		}
+		env := &nicctl.Env{FS: h.FS, TS: n, LinkTimeout: 5 * time.Second, LinkSettle: -1}
+		j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
+		if err != nil {
+			return err
+		}
+		defer j.Close()
+		defer j.Undo(context.Background())
+		r, err := nicctl.Probe(context.Background(), env, j, ifname, nicctl.ProbeOptions{Count: 8, Listen: 50 * time.Millisecond, TxWait: 200 * time.Millisecond})
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		r.WriteText(&b)
+		if !r.TxSched || r.TxSW != 8 || r.TxHW != 8 || !strings.Contains(b.String(), "kernel stamps (sched: before the qdisc") {
+			return fmt.Errorf("probe: sched %v, kernel %d, NIC %d of 8:\n%s", r.TxSched, r.TxSW, r.TxHW, b.String())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

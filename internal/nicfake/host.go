@@ -19,8 +19,9 @@ type Host struct {
 	NIC *NIC
 }
 
-// NewHost builds a host root in dir with nic attached: an empty process
-// table and a routing table whose default route leaves through mgmtIface
+// NewHost builds a host root in dir with nic attached: a process table of
+// kthreadd alone (PID 2: the host's PID namespace, hostinfo.HostPIDs) and
+// a routing table whose default route leaves through mgmtIface
 // ("" for none; pass nic.Ifname to make the NIC the management interface).
 func NewHost(dir string, nic *NIC, mgmtIface string) (*Host, error) {
 	h := &Host{FS: hostfs.FS{Root: dir}, NIC: nic}
@@ -29,6 +30,9 @@ func NewHost(dir string, nic *NIC, mgmtIface string) (*Host, error) {
 		route += mgmtIface + "\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
 	}
 	if err := h.write("/proc/net/route", route); err != nil {
+		return nil, err
+	}
+	if err := h.AddProcess(2, "kthreadd"); err != nil {
 		return nil, err
 	}
 	if err := nic.Attach(dir); err != nil {

@@ -64,6 +64,7 @@ type NIC struct {
 	links sync.WaitGroup // link changes still to come (ENA's reset)
 
 	cfg   atomic.Uint64  // current config, packed (tx_type<<32 | rx_filter)
+	priv  atomic.Uint32  // private flags, bit i = Profile.PrivFlags[i]
 	slots []atomic.Int64 // TX stamp slots: busy until this software-stamp time (ns)
 
 	stats   statSet
@@ -262,6 +263,18 @@ func (n *NIC) StampTX(ifname string, sw int64) int64 {
 		return 0
 	}
 	return sw + PHCOffset + TxLag
+}
+
+// StampSWTX is the software (SND) TX stamp the driver gives a sent packet
+// whose veth stamp is sw: sw, or 0 when the profile's capabilities lack
+// TX_SOFTWARE (a driver that never calls skb_tx_timestamp, such as mlx5
+// before 6.16), so a profile suppresses what veth would have given. It
+// does not allocate.
+func (n *NIC) StampSWTX(ifname string, sw int64) int64 {
+	if ifname == n.Ifname && n.P.Caps.SOF&tstamp.FlagTxSoftware == 0 {
+		return 0
+	}
+	return sw
 }
 
 // takeSlot claims a TX-stamp slot free at sw.

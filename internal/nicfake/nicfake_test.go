@@ -3,6 +3,7 @@ package nicfake_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,25 @@ func TestSetHandlers(t *testing.T) {
 			{req: cfg(on, all), err: unix.ERANGE, stored: cfg(off, none)},
 			{req: cfg(on, v2l4), grant: cfg(on, v2), stored: cfg(on, v2)},
 		}},
+		{nicfake.IGBI210(), []step{ // every accepted filter becomes ALL
+			{req: cfg(on, v2l4), grant: cfg(on, all), stored: cfg(on, all)},
+			{req: cfg(on, v1s), grant: cfg(on, all), stored: cfg(on, all)},
+			{req: cfg(off, ntp), err: unix.ERANGE, stored: cfg(on, all)},
+			{req: cfg(on, some), err: unix.ERANGE, stored: cfg(on, all)},
+			{req: cfg(off, none), grant: cfg(off, none), stored: cfg(off, none)},
+		}},
+		{nicfake.IXGBEX550(), []step{
+			{req: cfg(on, v2l2), grant: cfg(on, all), stored: cfg(on, all)},
+			{req: cfg(on, ntp), grant: cfg(on, all), stored: cfg(on, all)},
+			{req: cfg(on, some), err: unix.ERANGE, stored: cfg(on, all)},
+		}},
+		{nicfake.I40E(), []step{ // PTP messages only
+			{req: cfg(on, all), err: unix.ERANGE, stored: cfg(off, none)},
+			{req: cfg(on, ntp), err: unix.ERANGE, stored: cfg(off, none)},
+			{req: cfg(on, v1s), grant: cfg(on, v1e), stored: cfg(on, v1e)},
+			{req: cfg(on, v2l2), grant: cfg(on, v2), stored: cfg(on, v2)},
+			{req: cfg(one, v2), err: unix.ERANGE, stored: cfg(on, v2)},
+		}},
 		{nicfake.ENA(), []step{
 			{req: cfg(one, all), err: unix.ERANGE, stored: cfg(off, none)},
 			{req: cfg(off, some), err: unix.ERANGE, stored: cfg(off, none)},
@@ -149,7 +169,8 @@ func TestSetHandlers(t *testing.T) {
 func TestDecideFromProfiles(t *testing.T) {
 	want := map[string][2]tstamp.Action{ // NeedProbe, NeedCapture in auto
 		"exanic": {tstamp.ActWrite, tstamp.ActWrite}, "mlx5": {tstamp.ActWrite, tstamp.ActWrite}, "ice": {tstamp.ActWrite, tstamp.ActWrite},
-		"igb-82576": {tstamp.ActSoftware, tstamp.ActSoftware}, "ixgbe-82599": {tstamp.ActSoftware, tstamp.ActSoftware},
+		"mlx5-pre6.16": {tstamp.ActWrite, tstamp.ActWrite}, "igb-i210": {tstamp.ActWrite, tstamp.ActWrite}, "ixgbe-x550": {tstamp.ActWrite, tstamp.ActWrite},
+		"igb-82576": {tstamp.ActSoftware, tstamp.ActSoftware}, "ixgbe-82599": {tstamp.ActSoftware, tstamp.ActSoftware}, "i40e": {tstamp.ActSoftware, tstamp.ActSoftware},
 		"ena": {tstamp.ActSoftware, tstamp.ActWrite}, "liquidio": {tstamp.ActSoftware, tstamp.ActSoftware},
 		"noget": {tstamp.ActUnknown, tstamp.ActUnknown}, "veth": {tstamp.ActSoftware, tstamp.ActSoftware}, "virtio_net": {tstamp.ActSoftware, tstamp.ActSoftware},
 	}
@@ -164,7 +185,7 @@ func TestDecideFromProfiles(t *testing.T) {
 			if d.Action != want[p.Name][i] {
 				t.Errorf("%s %s: %s, want %s", p.Name, need, d, want[p.Name][i])
 			}
-			if (p.Name == "igb-82576" || p.Name == "ixgbe-82599") && !strings.Contains(d.Why, "PTP/NTP messages only") {
+			if (p.Name == "igb-82576" || p.Name == "ixgbe-82599" || p.Name == "i40e") && !strings.Contains(d.Why, "PTP/NTP messages only") {
 				t.Errorf("%s: the reason must name the PTP-only filters: %s", p.Name, d.Why)
 			}
 		}
@@ -190,6 +211,13 @@ func TestStamper(t *testing.T) {
 	if got := n.StampTX("eth9", sw); got != sw+nicfake.PHCOffset+nicfake.TxLag {
 		t.Fatalf("TX stamp %d", got)
 	}
+	if n.StampSWTX("eth9", sw) != sw {
+		t.Fatal("mlx5 from 6.16 gives software TX stamps")
+	}
+	pre := nicfake.New(nicfake.MLX5Pre616(), "eth9")
+	if pre.StampSWTX("eth9", sw) != 0 || pre.StampSWTX("eth8", sw) != sw {
+		t.Fatal("mlx5 before 6.16 suppresses veth's software TX stamp, on its own interface only")
+	}
 	l := nicfake.New(nicfake.Liquidio(), "eth9")
 	if l.StampTX("eth9", sw) == 0 {
 		t.Fatal("liquidio stamps TX whatever tx_type says")
@@ -204,6 +232,7 @@ func TestStamper(t *testing.T) {
 		k += 1000_000
 		n.StampRX("eth9", sw+k)
 		n.StampTX("eth9", sw+k)
+		pre.StampSWTX("eth9", sw+k)
 		igb.StampTX("eth9", sw+k)
 	}); a != 0 {
 		t.Fatalf("Stamper allocates %v per packet", a)
@@ -392,5 +421,25 @@ func TestENAPHCLimit(t *testing.T) {
 	clock.Add(int64(time.Second)) // a second later the device answers again
 	if _, err := phc.Offset(); err != nil {
 		t.Fatalf("a second later: %v", err)
+	}
+}
+
+// TestProfilesNameTheirSource: every profile names the driver functions
+// it plays and the releases it holds for, one profile per name, and
+// docs/hardware.md lists each with the same releases.
+func TestProfilesNameTheirSource(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/hardware.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, p := range nicfake.Profiles() {
+		if len(p.Functions) == 0 || p.Versions == "" || seen[p.Name] {
+			t.Errorf("%s: functions %q, versions %q (or a second profile of that name)", p.Name, p.Functions, p.Versions)
+		}
+		seen[p.Name] = true
+		if row := "| `" + p.Name + "` | " + p.Versions + " |"; !strings.Contains(string(doc), row) {
+			t.Errorf("docs/hardware.md lacks the profile row %q", row)
+		}
 	}
 }

@@ -9,12 +9,17 @@ import (
 )
 
 // Profile is one driver's hardware-timestamping behaviour. Each profile
-// names, in its constructor's comment, the driver functions and the
-// version its behaviour was read from, and marks what the source does not
-// settle (numbers chosen for the model, not read).
+// names the driver functions it plays and the releases whose behaviour it
+// is (Functions, Versions: where the behaviour changed, each behaviour is
+// its own profile); its constructor's comment says what was read and
+// marks what the source does not settle (numbers chosen for the model).
 type Profile struct {
 	Name   string // short name used by tests: "mlx5", "igb-82576"
 	Driver string // ethtool -i driver
+	// Functions are the driver functions the profile plays; Versions the
+	// kernel (or out-of-tree driver) releases it holds for.
+	Functions []string
+	Versions  string
 	// Caps is what ETHTOOL_GET_TS_INFO reports (Ifname filled per NIC).
 	Caps tstamp.Caps
 	// Start is the config after the driver probed the device.
@@ -51,6 +56,9 @@ type Profile struct {
 	PHC               *PHCProfile
 	// Notes are limits worth knowing that the model does not play.
 	Notes []string
+	// PrivFlags are the driver's private flags (`ethtool
+	// --show-priv-flags`), all off at probe (NIC.SetPrivFlag).
+	PrivFlags []string
 }
 
 // Capability bits the profiles use. Since 6.12 the core adds
@@ -86,12 +94,13 @@ func txOnOff(t tstamp.TxType) bool { return t == tstamp.TxOff || t == tstamp.TxO
 // REG_PORT_TX_LAST_TIME read): no slot limit; a missed stamp is only
 // logged ("tx timestamping failed"), never counted. The driver has no
 // ethtool statistics. The PHC (exanic-ptp.c) has gettime64 but neither
-// gettimex64 nor getcrosststamp: only basic PTP_SYS_OFFSET works.
-// Unverified: the config at probe (assumed OFF/NONE: the booleans start
-// false).
+// gettimex64 nor getcrosststamp: only basic PTP_SYS_OFFSET works. The
+// config at probe is OFF/NONE: exanic_netdev_alloc takes its priv from
+// alloc_etherdev, which zeroes it, and never sets the two booleans.
 func ExaNIC() *Profile {
 	return &Profile{
 		Name: "exanic", Driver: "exanic",
+		Versions: "exanic-software 2.7.6", Functions: []string{"exanic_ioctl_set_hw_timestamp", "exanic_ioctl_get_hw_timestamp", "exanic_netdev_get_ts_info", "exanic_netdev_xmit"},
 		Caps:  tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 2, TxTypes: txOffOn, RxFilters: rxAll},
 		Start: off,
 		Set: func(cur, req tstamp.HWTstampConfig) Result {
@@ -110,6 +119,9 @@ func ExaNIC() *Profile {
 		Queues: 1, FirstIRQ: 60,
 		PHC:   &PHCProfile{},
 		Notes: []string{"rig uses the kernel's socket path; the ExaNIC bypass APIs (libexanic, exasock) are not used and their stamps are not read"},
+		// exanic_priv_flags_str; bypass_only (exanic_netdev_get_priv_flags)
+		// takes the port away from the kernel: nicctl refuses it.
+		PrivFlags: []string{"bypass_only", "mirror_rx", "mirror_tx", "bridging"},
 	}
 }
 
@@ -130,9 +142,14 @@ func ExaNIC() *Profile {
 // in which case non-PTP packets stay on compressed RQs. The model stamps
 // every packet exactly; the compression case is a note. Unverified: the
 // PHC's cross-timestamping (ConnectX-7 with PCIe PTM) — modelled without.
+// This is the driver from 6.16 on: the May 2025 patch "net/mlx5: support
+// software TX timestamp" added skb_tx_timestamp to the TX path
+// (mlx5e_tx_skb_update_ts_flags) and TX_SOFTWARE to ts_info. MLX5Pre616 is
+// the driver before it.
 func MLX5() *Profile {
 	return &Profile{
 		Name: "mlx5", Driver: "mlx5_core",
+		Versions: "Linux 6.16 and later", Functions: []string{"mlx5e_hwstamp_set", "mlx5e_ethtool_get_ts_info", "mlx5e_tx_skb_update_ts_flags", "mlx5e_decompress_cqe"},
 		Caps:  tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 1, TxTypes: txOffOn, RxFilters: rxAll},
 		Start: off,
 		Set: func(cur, req tstamp.HWTstampConfig) Result {
@@ -155,6 +172,25 @@ func MLX5() *Profile {
 	}
 }
 
+// MLX5Pre616 is mlx5 before 6.16: the same SIOCSHWTSTAMP handler, CQE
+// stamps and counters, but the TX path (mlx5e_txwqe_complete,
+// mlx5e_sq_xmit_mpwqe through mlx5e_tx_skb_update_hwts_flags) never calls
+// skb_tx_timestamp, so a socket gets no software SND stamp, and ts_info
+// has no TX_SOFTWARE: 6.12–6.15 report the hardware bits plus the core's
+// RX_SOFTWARE|SOFTWARE, which is what this profile shows. Unsettled:
+// earlier kernels' ts_info — the 4.x copies read start from
+// ethtool_op_get_ts_info and so list TX_SOFTWARE although no stamp comes;
+// a later 5.x/6.x copy lists the hardware bits only; which release
+// changed it was not found.
+func MLX5Pre616() *Profile {
+	p := MLX5()
+	p.Name = "mlx5-pre6.16"
+	p.Functions = []string{"mlx5e_hwstamp_set", "mlx5e_ethtool_get_ts_info", "mlx5e_tx_skb_update_hwts_flags", "mlx5e_decompress_cqe"}
+	p.Versions = "Linux before 6.16 (ts_info as 6.12–6.15 show it)"
+	p.Caps.SOF &^= tstamp.FlagTxSoftware
+	return p
+}
+
 // ICE is Intel E810 (drivers/net/ethernet/intel/ice/ice_ptp.c
 // ice_ptp_set_timestamp_mode / ice_ptp_get_ts_config as of the 6.x patches
 // that store the config per PF; ice_ptp.h INDEX_PER_PORT; ice_ethtool.c
@@ -171,6 +207,7 @@ func MLX5() *Profile {
 func ICE() *Profile {
 	return &Profile{
 		Name: "ice", Driver: "ice",
+		Versions: "Linux 6.x", Functions: []string{"ice_ptp_set_timestamp_mode", "ice_ptp_get_ts_config", "ice_get_ts_info", "ice_ptp_request_ts"},
 		Caps:  tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 3, TxTypes: txOffOn, RxFilters: rxAll},
 		Start: off,
 		Set: func(cur, req tstamp.HWTstampConfig) Result {
@@ -206,7 +243,8 @@ func ICE() *Profile {
 // PTP_V2 filter is stored as PTP_V2_EVENT, and ALL, PTP_V1_L4_EVENT,
 // NTP_ALL and SOME fail with ERANGE ("82576 cannot timestamp all
 // packets") leaving the config as it was. ts_info: tx OFF|ON, rx
-// NONE|V1_L4_SYNC|V1_L4_DELAY_REQ|V2_EVENT. One TX stamp at a time
+// NONE|V1_L4_SYNC|V1_L4_DELAY_REQ|V2_EVENT (igb_get_ts_info). One TX
+// stamp at a time
 // (__IGB_PTP_TX_IN_PROGRESS): a packet asking while it is held is sent
 // unstamped and counted in tx_hwtstamp_skipped; tx_hwtstamp_timeouts
 // (after IGB_PTP_TX_TIMEOUT, 15 s) and rx_hwtstamp_cleared (82576 RX
@@ -216,6 +254,7 @@ func ICE() *Profile {
 func IGB82576() *Profile {
 	return &Profile{
 		Name: "igb-82576", Driver: "igb",
+		Versions: "Linux 3.x–6.18", Functions: []string{"igb_ptp_set_timestamp_mode", "igb_get_ts_info", "igb_xmit_frame_ring", "igb_ptp_tx_work"},
 		Caps: tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 4, TxTypes: txOffOn,
 			RxFilters: 1<<tstamp.FilterNone | 1<<unix.HWTSTAMP_FILTER_PTP_V1_L4_SYNC | 1<<unix.HWTSTAMP_FILTER_PTP_V1_L4_DELAY_REQ | 1<<tstamp.FilterPTPv2Event},
 		Start:   off,
@@ -235,17 +274,134 @@ func IGB82576() *Profile {
 // ERANGE ("hardware does not support timestamping all packets"; only X550
 // and later take ALL) — one TX stamp at a time (__IXGBE_PTP_TX_IN_PROGRESS,
 // tx_hwtstamp_skipped), tx_hwtstamp_timeouts, rx_hwtstamp_cleared. The
-// 20 µs slot hold is a model figure. Unverified: ts_info's rx_filters for
-// 82599 — modelled as igb 82576's (the filters the handler accepts).
+// 20 µs slot hold is a model figure. ixgbe_get_ts_info lists exactly NONE,
+// PTP_V1_L4_SYNC, PTP_V1_L4_DELAY_REQ and PTP_V2_EVENT for 82599 and X540
+// (the 3.x copies listed every PTP_V2 filter). A stamp not read within
+// IXGBE_PTP_TX_TIMEOUT (HZ, 1 s, since "ixgbe: reduce PTP Tx timestamp
+// timeout to 1 second", 2019; 15 s before) counts in tx_hwtstamp_timeouts.
+// Not modelled: on ERANGE the driver also clears its RX-stamp flags while
+// its saved config keeps the old filter (rig never sends ALL here).
 func IXGBE82599() *Profile {
 	p := IGB82576()
 	p.Name, p.Driver = "ixgbe-82599", "ixgbe"
+	p.Functions = []string{"ixgbe_ptp_set_timestamp_mode", "ixgbe_get_ts_info", "ixgbe_xmit_frame_ring", "ixgbe_ptp_tx_hwtstamp_work"}
+	p.Versions = "Linux 4.x–6.18"
 	p.Caps.PHCIndex = 5
 	p.Set = ptpOnlySet(true)
 	p.Counters = []string{"rx_missed_errors", "rx_no_dma_resources", "tx_hwtstamp_timeouts", "tx_hwtstamp_skipped", "rx_hwtstamp_cleared"}
 	p.QueueCounters = []string{"rx_queue_%d_packets", "tx_queue_%d_packets"}
 	p.FirstIRQ = 100
 	return p
+}
+
+// IGBI210 is igb on 82580, I350, I354, I210 and I211
+// (igb_ptp_set_timestamp_mode, igb_get_ts_info, igb_ptp_tx_work; the same
+// copies as IGB82576): for mac types from 82580 on, any rx_filter but NONE
+// that the switch accepts — every PTP filter, PTP_V1_L4_EVENT, ALL — is
+// stored as ALL ("Per-packet timestamping only works if all packets are
+// timestamped"); SOME and NTP_ALL fall to the default, ERANGE. ts_info: tx
+// OFF|ON, rx NONE|ALL. So ptp4l on such a port leaves TX ON + ALL, which
+// covers rig's need. TX as on 82576: one stamp at a time
+// (__IGB_PTP_TX_IN_PROGRESS, tx_hwtstamp_skipped), read by igb_ptp_tx_work
+// after the time-sync interrupt; IGB_PTP_TX_TIMEOUT 15 s. The 20 µs hold
+// is a model figure.
+func IGBI210() *Profile {
+	p := IGB82576()
+	p.Name = "igb-i210"
+	p.Versions = "Linux 3.x–6.18"
+	p.Caps.RxFilters, p.Caps.PHCIndex = rxAll, 7
+	p.Set = allSet(false)
+	p.FirstIRQ = 130
+	return p
+}
+
+// IXGBEX550 is ixgbe on X550, X550EM and E610 (ixgbe_ptp_set_timestamp_mode
+// and ixgbe_get_ts_info, read in a 4.x copy and the 2025 E610 patch): the
+// filter switch takes PTP_V1_L4_EVENT, NTP_ALL and ALL as ALL, and the
+// per-MAC switch after it then turns every other accepted filter (PTP
+// V1/V2) into ALL too — "always timestamp all packets as long as any Rx
+// filter was configured" — so any filter but NONE is stored as ALL, as on
+// igb I210. SOME is ERANGE. ts_info: tx OFF|ON, rx NONE|ALL. One TX stamp
+// at a time (__IXGBE_PTP_TX_IN_PROGRESS, tx_hwtstamp_skipped); one not
+// read within IXGBE_PTP_TX_TIMEOUT (1 s since 2019) counts in
+// tx_hwtstamp_timeouts. Unsettled: NTP_ALL — an older copy sends it to
+// ERANGE; rig never asks for it.
+func IXGBEX550() *Profile {
+	p := IXGBE82599()
+	p.Name = "ixgbe-x550"
+	p.Versions = "Linux 4.x–6.18"
+	p.Caps.RxFilters, p.Caps.PHCIndex = rxAll, 8
+	p.Set = allSet(true)
+	p.FirstIRQ = 140
+	return p
+}
+
+// I40E is Intel X710/XL710/X722 on i40e (i40e_ptp.c
+// i40e_ptp_set_timestamp_mode, i40e_ptp_tx_hang; i40e_ethtool.c
+// i40e_get_ts_info and the port.* stats; i40e_txrx.c i40e_tsyn), on a port
+// whose firmware sets I40E_HW_PTP_L4_CAPABLE: tx_type OFF/ON (ERANGE
+// otherwise); every PTP_V1_L4 filter is stored as PTP_V1_L4_EVENT, every
+// PTP_V2 filter (L2 or L4) as PTP_V2_EVENT; ALL, NTP_ALL and SOME are
+// ERANGE — PTP messages only. ts_info: tx OFF|ON, rx NONE, the PTP_V2 L2
+// and L4 filters, PTP_V1_L4_SYNC and _DELAY_REQ. One TX stamp at a time:
+// i40e_tsyn takes __I40E_PTP_TX_IN_PROGRESS or counts
+// port.tx_hwtstamp_skipped; the stamp is read from the misc interrupt
+// (i40e_ptp_tx_hwtstamp), and one not read within a second is dropped by
+// i40e_ptp_tx_hang (port.tx_hwtstamp_timeouts). Only the PF that owns the
+// port's timesync registers has a PHC. The 10 µs hold (an interrupt, two
+// register reads) is a model figure.
+func I40E() *Profile {
+	return &Profile{
+		Name: "i40e", Driver: "i40e",
+		Versions: "Linux 4.x–6.18", Functions: []string{"i40e_ptp_set_timestamp_mode", "i40e_get_ts_info", "i40e_tsyn", "i40e_ptp_tx_hang"},
+		Caps: tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 9, TxTypes: txOffOn,
+			RxFilters: 1<<tstamp.FilterNone | 1<<unix.HWTSTAMP_FILTER_PTP_V1_L4_SYNC | 1<<unix.HWTSTAMP_FILTER_PTP_V1_L4_DELAY_REQ |
+				1<<tstamp.FilterPTPv2Event | 1<<tstamp.FilterPTPv2L4Event | 1<<unix.HWTSTAMP_FILTER_PTP_V2_SYNC | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L4_SYNC |
+				1<<unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L4_DELAY_REQ |
+				1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_SYNC | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_DELAY_REQ},
+		Start: off,
+		Set: func(cur, req tstamp.HWTstampConfig) Result {
+			if !txOnOff(req.TxType) {
+				return fail(cur, unix.ERANGE)
+			}
+			c := tstamp.HWTstampConfig{TxType: req.TxType}
+			switch {
+			case req.RxFilter == tstamp.FilterNone:
+			case req.RxFilter >= tstamp.FilterPTPv1L4Event && req.RxFilter <= unix.HWTSTAMP_FILTER_PTP_V1_L4_DELAY_REQ:
+				c.RxFilter = tstamp.FilterPTPv1L4Event
+			case req.RxFilter >= tstamp.FilterPTPv2L4Event && req.RxFilter <= unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ:
+				c.RxFilter = tstamp.FilterPTPv2Event
+			default: // ALL, SOME, NTP_ALL
+				return fail(cur, unix.ERANGE)
+			}
+			return ok(c)
+		},
+		TxSlots: 1, TxHold: 10 * time.Microsecond, SkipCounter: "port.tx_hwtstamp_skipped",
+		Counters:      []string{"port.rx_dropped", "port.tx_hwtstamp_timeouts", "port.rx_hwtstamp_cleared", "port.tx_hwtstamp_skipped"},
+		QueueCounters: []string{"tx-%d.tx_packets", "rx-%d.rx_packets"},
+		Queues:        2, FirstIRQ: 150,
+		PHC: &PHCProfile{Extended: true},
+	}
+}
+
+// allSet is the handler of the one-slot chips that stamp every packet
+// (igb 82580 and later, ixgbe X550 and later): any accepted filter is
+// stored as ALL; NTP_ALL is accepted only by ixgbe's.
+func allSet(ntpAll bool) func(cur, req tstamp.HWTstampConfig) Result {
+	return func(cur, req tstamp.HWTstampConfig) Result {
+		if !txOnOff(req.TxType) {
+			return fail(cur, unix.ERANGE)
+		}
+		c := tstamp.HWTstampConfig{TxType: req.TxType}
+		switch {
+		case req.RxFilter == tstamp.FilterNone:
+		case req.RxFilter == tstamp.FilterSome, req.RxFilter == tstamp.FilterNTPAll && !ntpAll:
+			return fail(cur, unix.ERANGE)
+		default:
+			c.RxFilter = tstamp.FilterAll
+		}
+		return ok(c)
+	}
 }
 
 // ptpOnlySet is the igb 82576 / ixgbe 82599 handler.
@@ -292,6 +448,7 @@ func ptpOnlySet(ixgbe bool) func(cur, req tstamp.HWTstampConfig) Result {
 func ENA() *Profile {
 	return &Profile{
 		Name: "ena", Driver: "ena",
+		Versions: "amzn-drivers 2.15–2.17", Functions: []string{"ena_set_timestamp_config_internal", "ena_configure_hw_timestamping", "ena_get_ts_info", "ena_phc_gettimex64"},
 		Caps:  tstamp.Caps{SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware | tstamp.FlagRxHardware, PHCIndex: 0, RxFilters: rxAll},
 		Start: off,
 		Set: func(cur, req tstamp.HWTstampConfig) Result {
@@ -378,6 +535,7 @@ func SlowLink(p *Profile) *Profile {
 func Liquidio() *Profile {
 	return &Profile{
 		Name: "liquidio", Driver: "liquidio",
+		Versions: "Linux 4.x–6.18 (before the ndo_hwtstamp conversion)", Functions: []string{"hwtstamp_ioctl", "liquidio_ioctl", "lio_get_ts_info"},
 		Caps: tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 6, TxTypes: txOffOn,
 			RxFilters: 1<<tstamp.FilterNone | 1<<unix.HWTSTAMP_FILTER_PTP_V1_L4_EVENT | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT | 1<<tstamp.FilterPTPv2L4Event},
 		Start:    off,
@@ -413,6 +571,7 @@ func Liquidio() *Profile {
 func NoGet() *Profile {
 	p := Liquidio()
 	p.Name = "noget"
+	p.Versions = "composite: liquidio's handler, a ts_info with ALL"
 	p.Caps.RxFilters |= 1 << tstamp.FilterAll
 	return p
 }
@@ -425,6 +584,7 @@ func NoGet() *Profile {
 func Veth() *Profile {
 	return &Profile{
 		Name: "veth", Driver: "veth",
+		Versions: "Linux 6.18", Functions: []string{"ethtool_op_get_ts_info", "veth_get_strings"},
 		Caps:     tstamp.Caps{SOF: sofSW, PHCIndex: -1},
 		Start:    off,
 		GetErr:   unix.EOPNOTSUPP,
@@ -440,6 +600,7 @@ func Veth() *Profile {
 func VirtioNet() *Profile {
 	p := Veth()
 	p.Name, p.Driver = "virtio_net", "virtio_net"
+	p.Functions = []string{"ethtool_op_get_ts_info", "virtnet_get_strings"}
 	p.Counters = nil
 	p.QueueCounters = []string{"rx_queue_%d_packets", "rx_queue_%d_drops", "tx_queue_%d_packets"}
 	return p
@@ -447,7 +608,7 @@ func VirtioNet() *Profile {
 
 // Profiles returns a fresh copy of every profile, in table order.
 func Profiles() []*Profile {
-	return []*Profile{ExaNIC(), MLX5(), ICE(), IGB82576(), IXGBE82599(), ENA(), Liquidio(), NoGet(), Veth(), VirtioNet()}
+	return []*Profile{ExaNIC(), MLX5(), MLX5Pre616(), ICE(), IGB82576(), IGBI210(), IXGBE82599(), IXGBEX550(), I40E(), ENA(), Liquidio(), NoGet(), Veth(), VirtioNet()}
 }
 
 // PTP4L is what linuxptp's ptp4l does to a NIC when it starts with

@@ -84,7 +84,8 @@ const (
 )
 
 // Ethtool answers SIOCETHTOOL for ifname as net/ethtool/ioctl.c does with
-// this driver's counters (nicctl.EthtoolIoctl): ETHTOOL_GSSET_INFO reports
+// this driver's counters (nicctl.EthtoolIoctl), and its private flags
+// (privFlagsIoctl): ETHTOOL_GSSET_INFO reports
 // the current count (or clears the ETH_SS_STATS bit when the driver has
 // no statistics); ETHTOOL_GSTRINGS and ETHTOOL_GSTATS write the driver's
 // *current* number of entries whatever count the caller passed, and set
@@ -101,6 +102,9 @@ func (n *NIC) Ethtool(ifname string, data []byte) error {
 	}
 	if len(data) < 4 {
 		return unix.EFAULT
+	}
+	if done, err := n.privFlagsIoctl(data); done {
+		return err
 	}
 	l := n.stats.cur.Load()
 	count := len(l.names)

@@ -63,7 +63,7 @@ func (c *Common) register(fs *flag.FlagSet, unicast, unicastUsage string) {
 	fs.IntVar(&c.Round, "round", d.Round, "round index carried in every packet")
 	fs.String("nic-timestamping", nicTimestamping(d.LeaveNIC), "enable: with --timestamps hardware|auto, switch the NIC's hardware stamping on where it is off (journaled, put back on exit; rig restore after a crash) | leave: never change the NIC's config (rig run's probes: the run set it up)")
 	fs.BoolVar(&c.AllowMgmt, "allow-mgmt", d.AllowMgmt, "let --nic-timestamping enable change the interface that carries the default route")
-	fs.BoolVar(&c.TakeOverPTP, "take-over-ptp", d.TakeOverPTP, "let --nic-timestamping enable change a config that ptp4l or chronyd owns")
+	fs.BoolVar(&c.TakeOverPTP, "take-over-ptp", d.TakeOverPTP, "let --nic-timestamping enable change a config that ptp4l or chronyd owns, and the socket take hardware TX stamps next to it")
 	fs.DurationVar(&c.MaxDuration, "max-duration", d.MaxDuration, "end by itself after this long even if nobody stops it, writing its file and exiting 1 (rig run passes the round's length plus slack; 0: no limit)")
 }
 

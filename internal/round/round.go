@@ -30,8 +30,10 @@ type Host struct {
 	Agent *agent.Client
 	Iface string
 	// AllowMgmt lets the arm's knobs change Iface although it carries the
-	// default route (the scenario host's allow-mgmt).
-	AllowMgmt bool
+	// default route (the scenario host's allow-mgmt); TakeOverPTP lets the
+	// probes take hardware TX stamps next to a ptp4l or chronyd that owns
+	// the NIC's config (the host's take-over-ptp, as the run's preparation).
+	AllowMgmt, TakeOverPTP bool
 	// VXLAN: a capture port that receives VXLAN-encapsulated mirror
 	// copies (rig capture --vxlan).
 	VXLAN bool
@@ -149,9 +151,9 @@ func (p proc) name(fanout bool) string {
 // common is the part of every probe's command line that the round sets:
 // the run prepared the NICs' timestamping once (the agents' timestamps
 // op), so the probes only use it. The agent adds --out.
-func (s Spec) common(iface string) probe.Common {
-	c := probe.Common{Iface: iface, Group: s.Group, Timestamps: s.Timestamps, RunID: s.RunID, Arm: s.Arm,
-		ArmIndex: s.ArmIndex, Round: s.Round, LeaveNIC: true, MaxDuration: s.maxDuration()}
+func (s Spec) common(h Host) probe.Common {
+	c := probe.Common{Iface: h.Iface, Group: s.Group, Timestamps: s.Timestamps, RunID: s.RunID, Arm: s.Arm,
+		ArmIndex: s.ArmIndex, Round: s.Round, LeaveNIC: true, TakeOverPTP: h.TakeOverPTP, MaxDuration: s.maxDuration()}
 	if s.To.IsValid() {
 		c.Group, c.Unicast = netip.AddrPort{}, s.To
 	}
@@ -163,7 +165,7 @@ func (s Spec) common(iface string) probe.Common {
 func (s Spec) respond(id int) probe.Respond {
 	o := s.responders()[id]
 	r := probe.DefaultRespond()
-	r.Common = s.common(o.Host.Iface)
+	r.Common = s.common(o.Host)
 	r.Reply, r.ID, r.CPU, r.Poll, r.Sched, r.Capacity = s.Reply, id, o.CPU, o.Poll, o.Sched, s.Count
 	return r
 }
@@ -172,7 +174,7 @@ func (s Spec) respond(id int) probe.Respond {
 // go to a group.
 func (s Spec) capture() probe.Capture {
 	c := probe.DefaultCapture()
-	c.Common = s.common(s.Capture.Iface)
+	c.Common = s.common(*s.Capture)
 	c.Capacity, c.VXLAN, c.Responders = s.Count, s.Capture.VXLAN, len(s.responders())
 	if s.Reply.IsValid() {
 		c.ReplyPort = int(s.Reply.Port())
@@ -184,7 +186,7 @@ func (s Spec) capture() probe.Capture {
 // lines only when someone reads them.
 func (s Spec) send() probe.Send {
 	c := probe.DefaultSend()
-	c.Common = s.common(s.Sender.Iface)
+	c.Common = s.common(s.Sender)
 	c.Count, c.Interval, c.Size, c.Warmup = s.Count, s.Interval, orInt(s.Size, wire.DefaultSize), s.Warmup
 	c.CPU, c.Spin, c.Poll, c.ReplyGroup = s.SenderCPU, s.Spin, s.SenderPoll, s.Reply
 	c.Responders = len(s.responders())

@@ -420,7 +420,7 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 		if err != nil {
 			return hs, err
 		}
-		rh := round.Host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt, VXLAN: h.Mirror == scenario.MirrorVXLAN}
+		rh := round.Host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt, TakeOverPTP: h.TakeOverPTP, VXLAN: h.Mirror == scenario.MirrorVXLAN}
 		if h.Has(scenario.RoleSender) {
 			hs.sender = rh
 		}

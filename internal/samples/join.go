@@ -581,10 +581,13 @@ func readFiles(names, problems []string) ([]*File, []string, error) {
 }
 
 // SourceLabel is the short source text of a clock: "hw:eth1:phc0", "sw",
-// "user".
+// "sw:sched" (a software TX stamp taken before the qdisc), "user".
 func (c Clock) SourceLabel() string {
-	if c.Source == "hw" {
+	switch {
+	case c.Source == "hw":
 		return fmt.Sprintf("hw:%s:phc%d", c.Iface, c.PHCIndex)
+	case c.Point != "":
+		return c.Source + ":" + c.Point
 	}
 	return c.Source
 }

@@ -180,6 +180,10 @@ type Clock struct {
 	// stamps are only comparable when both match.
 	Iface    string `json:"iface,omitempty"`
 	PHCIndex int    `json:"phc_index,omitempty"`
+	// Point is where a software TX stamp was taken: "" at the driver's
+	// hand-off to the NIC (SCM_TSTAMP_SND), "sched" before the qdisc
+	// (SCM_TSTAMP_SCHED), for a driver that gives no SND stamp.
+	Point string `json:"point,omitempty"`
 	// Note records a fallback or a limit (e.g. "rx_filter ALL not granted").
 	Note string `json:"note,omitempty"`
 }
@@ -346,6 +350,15 @@ func (c TxColumns) File(recs []Record, key uint32, sw, hw int64) bool {
 		r.T[c.HW] = hw
 	}
 	return true
+}
+
+// SWOf is the software TX stamp filed under recs[key] so far (0: none, or
+// a key outside recs).
+func (c TxColumns) SWOf(recs []Record, key uint32) int64 {
+	if uint64(key) >= uint64(len(recs)) {
+		return 0
+	}
+	return recs[key].T[c.SW]
 }
 
 // TxWant is the set of TX stamps a sent datagram should get back.

@@ -824,7 +824,7 @@ arms: [{name: a}]
 	}
 	// Without the take-over, ptp4l's config is refused in hardware mode.
 	s = load(t, strings.Replace(src, ", take-over-ptp: true", "", 1))
-	if err := Validate(s, facts); err == nil || !strings.Contains(err.Error(), "ptp4l (pid 7, -i ens5) owns that config, and rig does not change it") {
+	if err := Validate(s, facts); err == nil || !strings.Contains(err.Error(), "ptp4l (pid 7, -i ens5) owns ens5's timestamping config: rig does not change it") {
 		t.Fatalf("ptp4l without take-over: %v", err)
 	}
 }

@@ -92,6 +92,7 @@ type Conn struct {
 	perSendOK bool          // a keyed send succeeded: never switch to KeyCounter (SendTo only)
 	ring      [counterRing]atomic.Uint64
 	granted   Granted
+	sched     bool    // granted.TxSched(): the SCHED stamp is the software TX stamp
 	stamper   Stamper // set only by a Device that emulates a NIC (tests)
 }
 
@@ -216,7 +217,7 @@ func (c *Conn) EnableTimestampingWith(mode Mode, o Options) (Granted, error) {
 	if err != nil {
 		return g, err
 	}
-	c.granted = g
+	c.granted, c.sched = g, g.TxSched()
 	if g.Flags&FlagOptID != 0 {
 		c.keying.CompareAndSwap(uint32(KeyNone), uint32(KeyPerSend))
 	}
@@ -356,8 +357,11 @@ func (c *Conn) RecvErr() (TxStamp, error) {
 	if !ok {
 		return TxStamp{}, ErrNotTimestamp
 	}
-	if c.stamper != nil && ts.Kind == KindSnd && ts.HW == 0 && ts.SW != 0 && c.granted.HardwareTX() {
-		ts.HW = c.stamper.StampTX(c.granted.Ifname, ts.SW)
+	if c.stamper != nil && ts.Kind == KindSnd && ts.SW != 0 {
+		if ts.HW == 0 && c.granted.HardwareTX() {
+			ts.HW = c.stamper.StampTX(c.granted.Ifname, ts.SW)
+		}
+		ts.SW = c.stamper.StampSWTX(c.granted.Ifname, ts.SW)
 	}
 	if Keying(c.keying.Load()) == KeyCounter {
 		v := c.ring[ts.Key%counterRing].Load()
@@ -472,9 +476,10 @@ func (c *Conn) sendmsg() syscall.Errno {
 func ntohs(v uint16) uint16 { return htons(v) }
 
 // DrainTx reads the error queue until it is empty and calls f for every
-// transmit (SND) stamp; other entries (SCHED stamps, ICMP errors, keys the
-// counter mode cannot map back) are skipped. It does not allocate when f
-// is a function value made once, outside the hot path.
+// transmit (SND) stamp, and for every SCHED stamp where that is the
+// software TX stamp (Granted.TxSched); other entries (ICMP errors, keys
+// the counter mode cannot map back) are skipped. It does not allocate when
+// f is a function value made once, outside the hot path.
 func (c *Conn) DrainTx(f func(TxStamp)) { c.ReadTx(f, nil) }
 
 // ReadTx is DrainTx that stops as soon as filed reports true (checked
@@ -495,7 +500,10 @@ func (c *Conn) ReadTx(f func(TxStamp), filed func() bool) bool {
 		default:
 			return false
 		}
-		if ts.Kind == KindSnd {
+		if ts.Kind == KindSnd && c.sched {
+			ts.SW = 0 // the column holds one kind of stamp: the SCHED one
+		}
+		if ts.Kind == KindSnd || ts.Kind == KindSched && c.sched {
 			f(ts)
 		}
 	}

@@ -640,3 +640,52 @@ func TestReadTxStopsWhenFiled(t *testing.T) {
 		t.Fatalf("the stamps left after key 1: %v, want 1 2 3", got)
 	}
 }
+
+// TestSchedStandsInForSND: a socket on a device whose capabilities lack
+// TX_SOFTWARE (its driver gives no SND software stamp: mlx5 before 6.16)
+// also asks for TX_SCHED and files the qdisc's stamp as its software TX
+// stamp, never an SND entry's software part; with TX_SOFTWARE in the
+// capabilities it files the SND stamp only.
+func TestSchedStandsInForSND(t *testing.T) {
+	for _, tt := range []struct {
+		caps Caps
+		kind Kind
+	}{{capsPTPOnly, KindSched}, {capsSW, KindSnd}} {
+		c := listenLo(t)
+		g, err := c.EnableTimestampingWith(Software, Options{Device: &fakeDev{caps: tt.caps}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sched := tt.kind == KindSched
+		if g.TxSched() != sched || (g.Flags&FlagTxSched != 0) != sched || strings.Contains(strings.Join(g.Fallbacks, ";"), "labelled sched") != sched {
+			t.Fatalf("caps %s: granted %s", tt.caps, g)
+		}
+		to := localAddr(t, c)
+		warmUp(t, c, c, to)
+		buf := make([]byte, 64)
+		if err := c.SendTo(buf[:8], to, 42); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := c.Poll(2 * time.Second); err != nil || !ok {
+			t.Fatal("not readable", err)
+		}
+		if _, _, _, err := c.Recv(buf, 0); err != nil {
+			t.Fatal(err)
+		}
+		var filed []TxStamp // lo stamps on transmit: both entries are queued by now
+		c.DrainTx(func(ts TxStamp) { filed = append(filed, ts) })
+		sw := 0
+		for _, ts := range filed {
+			if ts.SW != 0 {
+				sw++
+				if ts.Kind != tt.kind || ts.Key != 42 {
+					t.Errorf("caps %s: software TX stamp from a %s entry, key %d", tt.caps, ts.Kind, ts.Key)
+				}
+			}
+		}
+		if sw != 1 {
+			t.Errorf("caps %s: %d software TX stamps filed (%+v), want 1 of %s", tt.caps, sw, filed, tt.kind)
+		}
+		c.Close()
+	}
+}

@@ -8,6 +8,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// FlagBondedPHC is HWTSTAMP_FLAG_BONDED_PHC_INDEX (HWTstampConfig.Flags):
+// a bond's SIOCGHWTSTAMP reply carries it — the config and the PHC are its
+// active slave's — and its SIOCSHWTSTAMP refuses a request without it
+// (EOPNOTSUPP; bond_hwtstamp_get/_set, Linux 5.17 and later).
+const FlagBondedPHC = 1
+
 // HWTstampConfig is struct hwtstamp_config, the per-device NIC timestamping
 // setting (SIOCGHWTSTAMP/SIOCSHWTSTAMP). It is shared by every process
 // using the device. Its JSON form is what the host-change journal stores.
@@ -174,16 +180,18 @@ func errName(err error) string {
 // it: on a real NIC the stamps come from the kernel. Driver profiles in
 // tests do, so the probes' real loops, proofs and labels see the hardware
 // stamps a driver would give (or not) on veth. StampRX and StampTX get the
-// packet's software stamp and return its hardware stamp, 0 for none; they
-// must not allocate.
+// packet's software stamp and return its hardware stamp, 0 for none;
+// StampSWTX returns the software SND stamp the driver would give (sw, or 0
+// for a driver without one). They must not allocate.
 type Stamper interface {
 	StampRX(ifname string, sw int64) int64
 	StampTX(ifname string, sw int64) int64
+	StampSWTX(ifname string, sw int64) int64
 }
 
-// stamperOf returns dev's Stamper when the socket asked for hardware stamps.
+// stamperOf returns dev's Stamper for a socket that asked for stamps.
 func stamperOf(dev Device, g Granted) Stamper {
-	if s, ok := dev.(Stamper); ok && (g.HardwareRX() || g.HardwareTX()) {
+	if s, ok := dev.(Stamper); ok && g.Mode != Off {
 		return s
 	}
 	return nil

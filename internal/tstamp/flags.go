@@ -168,6 +168,10 @@ type Granted struct {
 	New bool
 	// Ifname is the device the socket is bound to ("" when unbound).
 	Ifname string
+	// SWTx is the stamp filed as the software TX stamp: KindSnd, or
+	// KindSched where the bound device's driver gives no SND software
+	// stamp (softwareTX).
+	SWTx Kind
 	// NIC is what the bound device reported (capabilities and current
 	// config); Decision is what Decide made of it for this socket. Both
 	// are zero when the NIC was not consulted (software, off, unbound).
@@ -189,6 +193,11 @@ func (g Granted) HardwareTX() bool { return g.Flags&hwTxFlags == hwTxFlags && g.
 // Software reports whether kernel software stamps were granted (false in
 // mode Off).
 func (g Granted) Software() bool { return g.Flags&FlagSoftware != 0 }
+
+// TxSched reports whether the socket's software TX stamp is the qdisc's
+// (SCM_TSTAMP_SCHED, taken in __dev_queue_xmit) instead of the driver's
+// SND stamp: its device's driver gives none (softwareTX).
+func (g Granted) TxSched() bool { return g.SWTx == KindSched && g.Flags&FlagTxSched != 0 }
 
 // String is a one-line summary for logs and run manifests.
 func (g Granted) String() string {
@@ -222,16 +231,23 @@ type Options struct {
 	// Device answers for the NIC the socket is bound to (nil: HostDevice).
 	// Tests pass driver profiles.
 	Device Device
+	// Owner is who keeps that NIC's timestamping config (NICState.Owner:
+	// ptp4l, chronyd, or OwnerUnknown), as the caller found it — the
+	// socket cannot tell — or "" when none does or the user let rig take
+	// the NIC over. The socket's decision then takes no hardware TX stamps
+	// next to the owner, as the run's own decision did (Decide).
+	Owner string
 }
 
 // EnableWith asks the kernel for timestamps on fd according to mode.
 //
 // For UDP sockets it requests TX_SOFTWARE|RX_SOFTWARE|SOFTWARE|OPT_ID|
-// OPT_TSONLY|OPT_RX_FILTER; for AF_PACKET sockets the RX bits only. It uses
-// SO_TIMESTAMPING_NEW and falls back to SO_TIMESTAMPING when that option is
-// unknown (ENOPROTOOPT); optional bits the kernel rejects with EINVAL
-// (OPT_RX_FILTER, OPT_TX_SWHW, Options.Extra) are dropped one at a time.
-// Every downgrade is listed in Granted.Fallbacks.
+// OPT_TSONLY|OPT_RX_FILTER (and TX_SCHED where the bound device's driver
+// gives no software TX stamp: softwareTX); for AF_PACKET sockets the RX
+// bits only. It uses SO_TIMESTAMPING_NEW and falls back to SO_TIMESTAMPING
+// when that option is unknown (ENOPROTOOPT); optional bits the kernel
+// rejects with EINVAL (OPT_RX_FILTER, OPT_TX_SWHW, Options.Extra) are
+// dropped one at a time. Every downgrade is listed in Granted.Fallbacks.
 //
 // In Hardware and Auto mode the hardware bits (TX_HARDWARE|RX_HARDWARE|
 // RAW_HARDWARE, OPT_TX_SWHW) are requested only as far as the bound NIC's
@@ -268,26 +284,56 @@ func EnableWith(fd int, mode Mode, o Options) (Granted, error) {
 	g.Ifname = ifname
 	packet := family == unix.AF_PACKET
 	want := swRxFlags | FlagOptRxFilter
-	if !packet {
-		want |= swTxFlags | keyFlags
+	dev := o.Device
+	if dev == nil {
+		dev = HostDevice()
 	}
 	if mode != Software {
-		dev := o.Device
-		if dev == nil {
-			dev = HostDevice()
-		}
-		hw, err := hardwareFlags(dev, &g, packet)
+		hw, err := hardwareFlags(dev, &g, packet, o.Owner)
 		if err != nil {
 			return g, err
 		}
 		want |= hw
 	}
+	if !packet {
+		want |= softwareTX(dev, &g) | keyFlags
+	}
 	return setTimestamping(fd, g, want|o.Extra, optionalFlags|o.Extra)
 }
 
-// hardwareFlags decides the HW bits from the bound device's capabilities
-// and current config.
-func hardwareFlags(dev Device, g *Granted, packet bool) (Flags, error) {
+// softwareTX is the software TX stamp a UDP socket asks for: the driver's
+// SND stamp (TX_SOFTWARE, taken in skb_tx_timestamp at the hand-off to the
+// NIC). When the bound device's capabilities lack TX_SOFTWARE — its driver
+// never calls skb_tx_timestamp, as mlx5 before 6.16 — it also asks for the
+// qdisc's (TX_SCHED, taken in __dev_queue_xmit for every driver) and files
+// that one instead (Granted.SWTx), in the same column, labelled sched:
+// waiting for SND stamps there would wait for stamps that never come.
+// TX_SOFTWARE stays asked: it costs nothing where no stamp comes. An
+// unbound socket, or capabilities that cannot be read, keep the SND stamp
+// (the Fallbacks say why).
+func softwareTX(dev Device, g *Granted) Flags {
+	if g.Ifname == "" {
+		return swTxFlags
+	}
+	c := g.NIC.Caps
+	if g.NIC.Ifname == "" { // not read for the hardware decision
+		var err error
+		if c, err = dev.TSInfo(g.Ifname); err != nil {
+			g.Fallbacks = append(g.Fallbacks, fmt.Sprintf("%s: ETHTOOL_GET_TS_INFO: %v: software TX stamps asked as TX_SOFTWARE", g.Ifname, err))
+			return swTxFlags
+		}
+	}
+	if c.SOF&FlagTxSoftware != 0 {
+		return swTxFlags
+	}
+	g.SWTx = KindSched
+	g.Fallbacks = append(g.Fallbacks, g.Ifname+"'s driver gives no software TX stamp (no TX_SOFTWARE in its capabilities): the software TX stamp is the qdisc's (TX_SCHED), labelled sched")
+	return swTxFlags | FlagTxSched
+}
+
+// hardwareFlags decides the HW bits from the bound device's capabilities,
+// its current config and its owner.
+func hardwareFlags(dev Device, g *Granted, packet bool, owner string) (Flags, error) {
 	if g.Ifname == "" {
 		if g.Mode == Hardware {
 			return 0, fmt.Errorf("tstamp: hardware timestamps need a socket bound to a device (SO_BINDTODEVICE or an AF_PACKET ifindex), so the NIC can be checked: %w", errors.ErrUnsupported)
@@ -299,18 +345,17 @@ func hardwareFlags(dev Device, g *Granted, packet bool) (Flags, error) {
 	if err != nil {
 		return 0, err
 	}
+	st.Owner = owner
 	need := NeedProbe
 	if packet {
 		need = NeedCapture
 	}
 	d := Decide(st, Policy{Mode: g.Mode, Need: need, ReadOnly: true})
 	g.NIC, g.Decision = st, d
-	switch d.Action {
-	case ActRefuse:
+	switch {
+	case d.Action == ActRefuse:
 		return 0, fmt.Errorf("tstamp: timestamps hardware: %s; fix: %s: %w", d.Why, d.Fix, errors.ErrUnsupported)
-	case ActSoftware:
-		g.Fallbacks = append(g.Fallbacks, d.Why)
-	case ActUnknown:
+	case d.Action != ActKeep, need.TX && !d.TX: // software, unknown, or no TX stamps next to an owner
 		g.Fallbacks = append(g.Fallbacks, d.Why)
 	}
 	var f Flags
@@ -351,10 +396,11 @@ func setTimestamping(fd int, g Granted, want, optional Flags) (Granted, error) {
 	}
 	got, err := getTimestamping(fd, opt)
 	if err != nil && errors.Is(err, unix.ENOPROTOOPT) {
-		// Kernels before 6.7 (and the 5.10/5.15/6.1/6.6 stable updates
-		// of January 2024) set SO_TIMESTAMPING_NEW but cannot read it
-		// back: read the old option, which shares the socket's flags, and
-		// failing that trust the value the kernel just accepted.
+		// Kernels before 6.7 set SO_TIMESTAMPING_NEW but cannot read it
+		// back — except the 5.10/5.15/6.1/6.6 stable updates from January
+		// 2024 on, which have the fix: read the old option, which shares
+		// the socket's flags, and failing that trust the value the kernel
+		// just accepted.
 		if got, err = getTimestamping(fd, unix.SO_TIMESTAMPING); err != nil {
 			got, err = want, nil
 			g.Fallbacks = append(g.Fallbacks, "flags cannot be read back (getsockopt ENOPROTOOPT): the value set is assumed")

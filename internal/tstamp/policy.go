@@ -169,10 +169,19 @@ func (d Decision) String() string {
 // and by validation (--dry-run). It never writes anything itself.
 //
 //   - Software and Off modes: ActNone.
+//   - A bond (its config carries FlagBondedPHC): ActRefuse in Hardware
+//     mode, ActSoftware in Auto. Its hardware stamps are the active
+//     slave's, on that slave's PHC, which changes on failover: a metric
+//     could subtract stamps of two clocks. The slave itself can be used.
 //   - A NIC whose capabilities cannot meet p.Need (no hardware stamps, PTP
 //     filters only, no TX stamps): ActRefuse in Hardware mode, ActSoftware
 //     in Auto. Nothing is written, so a NIC that resets its link on every
 //     change (ENA) is not reset for stamps no metric could use.
+//   - A daemon owns the config (ptp4l, chronyd, or an owner rig could not
+//     look for) and p.TakeOver is not given: no hardware TX stamps, whatever
+//     the config — NICs such as igb, ixgbe and i40e hold one TX stamp at a
+//     time, and a probe's would make the daemon's time out. Hardware mode
+//     is refused; Auto decides for RX alone (TX stays software).
 //   - A config the driver cannot report: ActUnknown (never written: it
 //     could not be put back).
 //   - A config that already covers the need: ActKeep.
@@ -193,9 +202,26 @@ func Decide(st NICState, p Policy) Decision {
 		}
 		return Decision{Action: ActSoftware, Why: why + ": software stamps"}
 	}
+	if st.ConfigKnown && st.Config.Flags&FlagBondedPHC != 0 {
+		return no(name+" is a bond (its config answers with HWTSTAMP_FLAG_BONDED_PHC_INDEX): its hardware stamps come from the active slave's PHC, which changes on failover, so a metric could subtract stamps of two clocks",
+			"measure on the active slave itself (`ip -d link show "+name+"` and /proc/net/bonding/"+name+" name it), or use software stamps on the bond")
+	}
 	if miss := p.Need.lacks(st.Caps); miss != "" {
 		return no(fmt.Sprintf("%s cannot give rig's probes %s in hardware (%s; capabilities %s)", name, p.Need, miss, st.Caps),
 			"use timestamps: auto or software, or a NIC that stamps every packet (`rig nicctl probe "+name+"` shows what it grants)")
+	}
+	if p.Need.TX && st.Owner != "" && !p.TakeOver {
+		why := fmt.Sprintf("%s owns %s's timestamping config: rig does not change it, and takes no TX stamps next to it (NICs such as igb, ixgbe and i40e hold one TX stamp at a time, and the owner's would be skipped)", st.Owner, name)
+		if p.Mode == Hardware {
+			return Decision{Action: ActRefuse, Why: why, Fix: ownerFix(st.Owner)}
+		}
+		rx := p
+		rx.Need.TX = false
+		d := Decide(st, rx)
+		if d.RX {
+			d.Why += "; TX: software stamps: " + why
+		}
+		return d
 	}
 	if !st.ConfigKnown {
 		return Decision{Action: ActUnknown, RX: p.Need.RX, TX: p.Need.TX,
@@ -219,8 +245,7 @@ func Decide(st NICState, p Policy) Decision {
 		return no(change+", and rig is not to change it here",
 			"let rig enable it (leave out --nic-timestamping leave), or `rig nicctl set "+name+" --hwtstamp "+p.Need.nicctlMode()+"` first")
 	case st.Owner != "" && !p.TakeOver:
-		return no(fmt.Sprintf("%s; %s owns that config, and rig does not change it", change, st.Owner),
-			"measure on another interface, stop "+ownerName(st.Owner)+" for the run, or let rig take the NIC over (host option take-over-ptp: true, flag --take-over-ptp)")
+		return no(fmt.Sprintf("%s; %s owns that config, and rig does not change it", change, st.Owner), ownerFix(st.Owner))
 	case st.Mgmt && !p.AllowMgmt:
 		return no(change+"; it is the management interface (it carries the default route or the controller's connection), and rig does not change it",
 			"measure on a second NIC, or allow it (host option allow-mgmt: true, flag --allow-mgmt)")
@@ -249,11 +274,19 @@ func hwstampCtlArgs(n Need) string {
 	return s
 }
 
-// ownerName is the daemon's name from an Owner text such as
-// "ptp4l (pid 812, -i ens1f0)".
-func ownerName(owner string) string {
+// OwnerUnknown begins NICState.Owner when rig could not look for the
+// daemons that own a config (no view of the host's processes).
+const OwnerUnknown = "unknown"
+
+// ownerFix is what a user can do about an owned config; owner is a text
+// such as "ptp4l (pid 812, -i ens1f0)".
+func ownerFix(owner string) string {
+	name := owner
 	if i := strings.IndexByte(owner, ' '); i > 0 {
-		return owner[:i]
+		name = owner[:i]
 	}
-	return owner
+	if name == OwnerUnknown {
+		return "run rig where it sees the host's processes (Kubernetes: hostPID: true, or through the host agent), or let rig take the NIC over (host option take-over-ptp: true, flag --take-over-ptp)"
+	}
+	return "measure on another interface, stop " + name + " for the run, or let rig take the NIC over (host option take-over-ptp: true, flag --take-over-ptp)"
 }

@@ -75,6 +75,13 @@ func TestDecide(t *testing.T) {
 	unknown := NICState{Ifname: "eth9", Caps: capsAll, ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}
 	owned := st(capsAll, ptp)
 	owned.Owner = "ptp4l (pid 812, -i eth9)"
+	ownedOn := st(capsAll, on) // ptp4l on igb I210 or ixgbe X550: its PTP filter became ALL
+	ownedOn.Owner = owned.Owner
+	ownedUnknown := unknown
+	ownedUnknown.Owner = owned.Owner
+	noPIDs := st(capsAll, on)
+	noPIDs.Owner = OwnerUnknown + " (no host PID namespace)"
+	bond := st(capsAll, HWTstampConfig{Flags: FlagBondedPHC, TxType: TxOn, RxFilter: FilterAll}) // the active slave's config
 	mgmt := st(capsAll, off)
 	mgmt.Mgmt = true
 	tests := []struct {
@@ -93,7 +100,6 @@ func TestDecide(t *testing.T) {
 		{"off: write", st(capsAll, off), Policy{Mode: Auto, Need: NeedProbe}, ActWrite, on, true, true, "→ tx_type=ON rx_filter=ALL"},
 		{"capture keeps tx", st(capsAll, off), Policy{Mode: Auto, Need: NeedCapture}, ActWrite, HWTstampConfig{TxType: TxOff, RxFilter: FilterAll}, true, false, ""},
 		{"capture keeps one-step tx", st(capsAll, HWTstampConfig{TxType: TxOneStepSync, RxFilter: FilterPTPv2Event}), Policy{Mode: Auto, Need: NeedCapture}, ActWrite, HWTstampConfig{TxType: TxOneStepSync, RxFilter: FilterAll}, true, false, ""},
-		{"flags kept", st(capsAll, HWTstampConfig{Flags: 1}), Policy{Mode: Auto, Need: NeedProbe}, ActWrite, HWTstampConfig{Flags: 1, TxType: TxOn, RxFilter: FilterAll}, true, true, ""},
 		{"ptp only, hardware", st(capsPTPOnly, off), Policy{Mode: Hardware, Need: NeedProbe}, ActRefuse, HWTstampConfig{}, false, false, "PTP/NTP messages only"},
 		{"ptp only, auto", st(capsPTPOnly, off), Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "software stamps"},
 		{"rx only NIC, probe, auto", st(capsRxOnly, off), Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "TX: no hardware TX stamps"},
@@ -106,6 +112,15 @@ func TestDecide(t *testing.T) {
 		{"ptp4l owns, auto", owned, Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "ptp4l (pid 812"},
 		{"ptp4l owns, hardware", owned, Policy{Mode: Hardware, Need: NeedProbe}, ActRefuse, HWTstampConfig{}, false, false, "does not change it"},
 		{"ptp4l owns, take over", owned, Policy{Mode: Hardware, Need: NeedProbe, TakeOver: true}, ActWrite, on, true, true, ""},
+		{"ptp4l owns ALL, auto: RX only", ownedOn, Policy{Mode: Auto, Need: NeedProbe}, ActKeep, HWTstampConfig{}, true, false, "takes no TX stamps"},
+		{"ptp4l owns ALL, socket", ownedOn, Policy{Mode: Auto, Need: NeedProbe, ReadOnly: true}, ActKeep, HWTstampConfig{}, true, false, "takes no TX stamps"},
+		{"ptp4l owns ALL, hardware", ownedOn, Policy{Mode: Hardware, Need: NeedProbe}, ActRefuse, HWTstampConfig{}, false, false, "takes no TX stamps"},
+		{"ptp4l owns ALL, capture", ownedOn, Policy{Mode: Hardware, Need: NeedCapture}, ActKeep, HWTstampConfig{}, true, false, "no change"},
+		{"ptp4l owns ALL, take over", ownedOn, Policy{Mode: Hardware, Need: NeedProbe, TakeOver: true}, ActKeep, HWTstampConfig{}, true, true, "no change"},
+		{"ptp4l owns, config unknown", ownedUnknown, Policy{Mode: Auto, Need: NeedProbe}, ActUnknown, HWTstampConfig{}, true, false, "takes no TX stamps"},
+		{"owner unknown, auto", noPIDs, Policy{Mode: Auto, Need: NeedProbe}, ActKeep, HWTstampConfig{}, true, false, "unknown (no host PID namespace) owns"},
+		{"bond, auto", bond, Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "is a bond"},
+		{"bond, capture, hardware", bond, Policy{Mode: Hardware, Need: NeedCapture}, ActRefuse, HWTstampConfig{}, false, false, "active slave's PHC, which changes on failover"},
 		{"mgmt, auto", mgmt, Policy{Mode: Auto, Need: NeedProbe}, ActSoftware, HWTstampConfig{}, false, false, "default route"},
 		{"mgmt, allowed", mgmt, Policy{Mode: Auto, Need: NeedProbe, AllowMgmt: true}, ActWrite, on, true, true, ""},
 	}
@@ -120,6 +135,9 @@ func TestDecide(t *testing.T) {
 			}
 			if tt.act == ActRefuse && d.Fix == "" {
 				t.Fatal("a refusal without a fix")
+			}
+			if tt.st.Owner != "" && !tt.p.TakeOver && tt.act == ActRefuse && !strings.Contains(d.Fix, "take-over-ptp") {
+				t.Fatalf("fix %q does not name the take-over", d.Fix)
 			}
 			if (tt.act == ActSoftware || tt.act == ActRefuse) && d.Hardware() {
 				t.Fatal("refusal expects hardware stamps")
@@ -255,34 +273,90 @@ func TestEnableReadBackOldKernel(t *testing.T) {
 func TestRxProof(t *testing.T) {
 	var p RxProof
 	for i := 0; i < ProofWindow-1; i++ {
-		if s := p.Observe(0); s != ProofPending {
+		if s := p.Observe(0, 1); s != ProofPending {
 			t.Fatalf("packet %d: %s", i, s)
 		}
 	}
 	if p.Final() != ProofAbsent {
 		t.Fatal("a short round with no stamp is not absent at the end")
 	}
-	if s := p.Observe(0); s != ProofAbsent {
+	if s := p.Observe(0, 1); s != ProofAbsent {
 		t.Fatalf("after the window: %s", s)
 	}
-	if s := p.Observe(123); s != ProofAbsent {
+	if s := p.Observe(123, 1); s != ProofAbsent {
 		t.Fatal("a late stamp revived an absent verdict")
 	}
 	err := p.Err("requests", "the responder's socket on eth9")
-	if !errors.Is(err, ErrNoHardwareStamp) || !strings.Contains(err.Error(), "RX hardware stamp never came: the first 16 requests") {
+	if !errors.Is(err, ErrNoHardwareStamp) || !strings.Contains(err.Error(), "RX hardware stamp never came: the first 16 requests received on the responder's socket on eth9 carried none:") {
 		t.Fatalf("Err = %v", err)
 	}
+	const phc, ms = int64(37e9), int64(time.Millisecond) // PHC − CLOCK_REALTIME: any offset
 	var q RxProof
-	q.Observe(0)
-	if q.Observe(77) != ProofDelivered || q.Observe(0) != ProofDelivered || q.Final() != ProofDelivered {
-		t.Fatal("a stamp did not deliver")
+	q.Observe(0, 5*ms)
+	if q.Observe(phc+10*ms, 10*ms) != ProofPending || q.Final() != ProofDelivered {
+		t.Fatal("one stamp proves nothing yet; alone at the end of a round it is taken")
+	}
+	for i := int64(1); i < proofPairs; i++ { // 0.3 ms of jitter: plausible
+		if s := q.Observe(phc+(10+i)*ms+i%2*300_000, (10+i)*ms); s != ProofPending {
+			t.Fatalf("pair %d: %s", i, s)
+		}
+	}
+	if q.Observe(phc+20*ms, 20*ms) != ProofDelivered || q.Observe(0, 21*ms) != ProofDelivered || q.Final() != ProofDelivered {
+		t.Fatal("8 plausible pairs did not deliver")
 	}
 	var none RxProof
 	if none.Final() != ProofPending {
 		t.Fatal("no packets is no verdict")
 	}
-	if n := testing.AllocsPerRun(100, func() { q.Observe(1); none.Observe(0) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { q.Observe(1, 1); none.Observe(0, 0) }); n != 0 {
 		t.Fatalf("%v allocs", n)
+	}
+}
+
+// TestProofPlausible: a hardware stamp is proof only with another that
+// agrees with the packets' software stamps: a repeated stamp (a stale
+// register, a compressed completion) or one whose distance to the last
+// disagrees with the software stamps' by more than PlausibleSkew never
+// proves, and a window of them is absent, saying why.
+func TestProofPlausible(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	for _, tt := range []struct {
+		name string
+		hw   func(i int64) int64 // packet i's hardware stamp; its software stamp is i ms
+		want Proof
+	}{
+		{"repeated", func(int64) int64 { return 5e9 }, ProofAbsent},
+		{"2 ms off every ms", func(i int64) int64 { return 5e9 + 3*i*ms }, ProofAbsent},
+		{"0.5 ms jitter", func(i int64) int64 { return 5e9 + i*ms + i%2*ms/2 }, ProofDelivered},
+		{"sparse but agreeing", func(i int64) int64 { return i % 4 / 3 * (5e9 + i*ms) }, ProofDelivered},
+		{"blocks of 8 sharing a stamp", func(i int64) int64 { return 5e9 + (i-1)/8*8*ms }, ProofAbsent},
+	} {
+		var rx RxProof
+		tx := TxProof{Wait: time.Second}
+		for i := int64(1); i <= 2*ProofWindow; i++ {
+			rx.Observe(tt.hw(i), i*ms)
+			tx.Sent(i * ms)
+			if hw := tt.hw(i); hw != 0 {
+				tx.Stamped(hw, i*ms)
+			}
+		}
+		if got := rx.Final(); got != tt.want {
+			t.Errorf("%s: RX %s, want %s", tt.name, got, tt.want)
+		}
+		if got := tx.Final(); got != tt.want {
+			t.Errorf("%s: TX %s, want %s", tt.name, got, tt.want)
+		}
+		if tt.want == ProofAbsent && !strings.Contains(rx.Err("requests", "eth9").Error(), "carried no plausible ones (8 of 8 pairs") {
+			t.Errorf("%s: %v", tt.name, rx.Err("requests", "eth9"))
+		}
+	}
+	// Without software stamps (not known yet) distinct stamps are enough.
+	var tx TxProof
+	for i := int64(0); i <= proofPairs; i++ {
+		tx.Stamped(7e9+i*ms, 0)
+	}
+	if tx.State() != ProofDelivered {
+		t.Fatal("distinct TX stamps without software stamps")
 	}
 }
 
@@ -301,21 +375,23 @@ func TestTxProof(t *testing.T) {
 	if s := p.Sent(100 * ms); s != ProofAbsent {
 		t.Fatalf("after the wait: %s", s)
 	}
-	if !strings.Contains(p.Err("requests", "eth9").Error(), "TX hardware stamp never came: 18 requests") {
+	if !strings.Contains(p.Err("requests", "eth9").Error(), "TX hardware stamp never came: 18 requests sent on eth9, none stamped within") {
 		t.Fatal(p.Err("requests", "eth9"))
 	}
 	q := TxProof{Wait: time.Second}
 	q.Sent(0)
-	q.Stamped()
+	for i := int64(0); i <= proofPairs; i++ {
+		q.Stamped(9e9+i*ms, i*ms)
+	}
 	if q.Sent(2*int64(time.Second)) != ProofDelivered {
-		t.Fatal("a stamp did not deliver")
+		t.Fatal("agreeing stamps did not deliver")
 	}
 	r := TxProof{Wait: time.Second}
 	r.Sent(0)
 	if r.Final() != ProofAbsent {
 		t.Fatal("sends without a stamp are absent at the end")
 	}
-	if n := testing.AllocsPerRun(100, func() { q.Sent(5); q.Stamped() }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { q.Sent(5); q.Stamped(1, 1) }); n != 0 {
 		t.Fatalf("%v allocs", n)
 	}
 }
@@ -331,5 +407,16 @@ func TestReadOnlyFixNamesTheMode(t *testing.T) {
 	st.Caps = capsAll
 	if d := Decide(st, Policy{Mode: Hardware, Need: NeedProbe, ReadOnly: true}); !strings.Contains(d.Fix, "`rig nicctl set ens6 --hwtstamp all` first") {
 		t.Errorf("probe: %+v", d)
+	}
+}
+
+// TestOwnerFix: an owner rig could not look for is fixed by letting rig
+// see the host's processes, a named one by stopping it.
+func TestOwnerFix(t *testing.T) {
+	if f := ownerFix(OwnerUnknown + " (no host PID namespace)"); !strings.Contains(f, "hostPID: true") {
+		t.Error(f)
+	}
+	if f := ownerFix("chronyd (pid 9, hwtimestamp * in /etc/chrony.conf)"); !strings.Contains(f, "stop chronyd for the run") {
+		t.Error(f)
 	}
 }

@@ -11,7 +11,8 @@ isolated/   8 CPUs (4 cores x 2 threads), isolcpus/nohz_full/rcu_nocbs 2,6,
 irqbalance/ 4 CPUs, no isolation, irqbalance running, IRQs on CPU 1,
             acpi_idle with deep states, powersave, boost on, hpet, THP always
 k8spod/     Kubernetes pod (cgroup v2 namespace): cpuset 2-3 on an SMT host
-            (siblings 6,7 not owned), cpu.max quota, nr_throttled > 0
+            (siblings 6,7 not owned), cpu.max quota, nr_throttled > 0; its own
+            PID namespace (PID 1 is the probe, no kthreadd: no hostPID)
 k8spod-shared/  the same node's shared pool beside it: a Burstable pod's
             container, cpuset 0,2-4,6-7 (narrower than the node because the
             pinned pods own 1 and 5), no quota
@@ -71,7 +72,7 @@ def copy_vm():
     shutil.rmtree(root, ignore_errors=True)
     files = ['/proc/interrupts', '/proc/softirqs', '/proc/stat', '/proc/cmdline', '/proc/cpuinfo',
              '/proc/net/softnet_stat', '/proc/sys/kernel/osrelease', '/proc/version',
-             '/proc/self/cgroup', '/proc/self/status',
+             '/proc/self/cgroup', '/proc/self/status', '/proc/2/comm',
              '/sys/fs/cgroup/cpuset/cpuset.effective_cpus', '/sys/fs/cgroup/cpu/cpu.cfs_quota_us',
              '/sys/fs/cgroup/cpu/cpu.cfs_period_us', '/sys/fs/cgroup/cpu/cpu.stat',
              '/sys/fs/cgroup/unified/cgroup.controllers',
@@ -226,6 +227,7 @@ def isolated():
                 (130, '0', '0'), (131, '4-5', '4'), (140, '0', '0')])
     w(root, '/proc/irq/default_smp_affinity', '11\n')
     task(root, 1, 1, 'systemd', 0)
+    task(root, 2, 2, 'kthreadd', 0)  # the host's PID namespace: kernel threads are seen
     task(root, 900, 900, 'sshd', 4)
     task(root, 4242, 4242, 'rig', 0)
     task(root, 4242, 4250, 'rig-responder', 2, 'R')
@@ -270,6 +272,7 @@ def irqbalance():
         % (500 * (c + 1), c, c) for c in range(n)))
     irqs(root, [(0, '0', '0'), (1, '0-3', '1'), (27, '1', '1'), (28, '0-3', '1'), (29, '2', '2')])
     task(root, 1, 1, 'systemd', 0)
+    task(root, 2, 2, 'kthreadd', 0)  # the host's PID namespace: kernel threads are seen
     task(root, 812, 812, 'irqbalance', 3)
     w(root, '/proc/812/environ', 'PATH=/usr/bin\0IRQBALANCE_ARGS=\0')
     task(root, 950, 950, 'ptp4l', 0)
@@ -482,6 +485,7 @@ def aws(root, ncpu, siblings, core_of, kernel, arch, cpuinfo, idle_driver, state
     w(root, d + '/cpu.stat', 'usage_usec 1000\nuser_usec 600\nsystem_usec 400\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n')
     w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t0-%d\n' % (ncpu - 1))
     task(root, 1, 1, 'systemd', 0)
+    task(root, 2, 2, 'kthreadd', 0)  # the host's PID namespace: kernel threads are seen
     task(root, 1771, 1771, 'sshd', 1)
 
 def ec2(root, instance_type, ifaces):

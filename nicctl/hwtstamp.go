@@ -464,6 +464,7 @@ var HWTstampModes = map[string]HWTstampMode{
 type hwtsPlan struct {
 	mode HWTstampMode
 	req  TSRequest
+	want tstamp.HWTstampConfig // the config a mode without Need writes
 	st   tstamp.NICState
 }
 
@@ -488,7 +489,7 @@ func planHWTstamp(env *Env, iface string, s Settings) (*hwtsPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.st = st
+	p.st, p.want = st, m.Config
 	p.want.Flags = st.Config.Flags & tstamp.FlagBondedPHC // a bond takes a change only with its flag
 	switch {
 	case !st.ConfigKnown:
@@ -518,11 +519,11 @@ func (p *hwtsPlan) apply(ctx context.Context, env *Env, j *journal.Journal, ifac
 		return chg, err
 	}
 	chg.Previous = p.st.Config.String()
-	if p.st.Config == p.mode.Config {
+	if p.st.Config == p.want {
 		chg.Effective, chg.Note = chg.Previous, "already in force: no change"
 		return chg, nil
 	}
-	got, link, _, err := writeTimestamping(ctx, env, j, iface, p.mode.Config)
+	got, link, _, err := writeTimestamping(ctx, env, j, iface, p.want)
 	chg.Effective, chg.Note = got.String(), link
 	if err != nil {
 		chg.Err = err.Error()

@@ -484,14 +484,14 @@ func (x *runner) irqsOnCPU() {
 }
 
 func (x *runner) irqbalance() {
-	own, err := hostinfo.OwnPIDNamespace(x.fs)
+	host, why, err := hostinfo.HostPIDs(x.fs)
 	if err != nil {
 		x.cannot("irqbalance", Warn, "", "cannot tell whether rig sees the node's processes: %v", err)
 		return
 	}
-	if own {
+	if !host {
 		x.cannot("irqbalance", Warn, "run rig check on the node: from the host agent (kubectl exec -n rig <rig-host-agent pod> -- rig check --cpu N), or give this pod hostPID: true",
-			"cannot tell whether irqbalance runs: rig is in a PID namespace of its own (a pod without hostPID), and irqbalance runs on the node, among processes it cannot see")
+			"cannot tell whether irqbalance runs: rig is in a PID namespace of its own (%s; a pod without hostPID), and irqbalance runs on the node, among processes it cannot see", why)
 		return
 	}
 	st, err := nicctl.HostIRQBalance{FS: x.fs}.State(context.Background())

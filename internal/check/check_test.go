@@ -157,12 +157,8 @@ func TestBusyNamesOthers(t *testing.T) {
 	h := copyTree(t, "isolated")
 	me := strconv.Itoa(os.Getpid())
 	write(t, h, "/proc/"+me+"/task/"+me+"/stat", me+" (rig) R"+strings.Repeat(" 0", 35)+" 2 0\n")
-	write(t, h, "/proc/self/status", "Name:\trig\nNSpid:\t7\nCpus_allowed_list:\t0-7\n")
-	if err := os.MkdirAll(h.Path("/proc/self/ns"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_ = os.Remove(h.Path("/proc/self/ns/pid")) // the fixture tree has the host's
-	if err := os.Symlink("pid:[4026532175]", h.Path("/proc/self/ns/pid")); err != nil {
+	write(t, h, "/proc/self/status", "Name:\trig\nCpus_allowed_list:\t0-7\n")
+	if err := os.RemoveAll(h.Path("/proc/2")); err != nil { // a pod's /proc: no kthreadd
 		t.Fatal(err)
 	}
 	rq := func(ns uint64) string {

@@ -54,8 +54,8 @@ func newFake(t *testing.T, cpus int, siblings map[int]string) *fakeHost {
 		irq: make([]uint64, cpus), loc: make([]uint64, cpus), soft: make([]uint64, cpus), steal: make([]uint64, cpus),
 		runNS: make([]uint64, cpus), slices: make([]uint64, cpus), ticks: make([]uint64, cpus), inflight: make([]uint64, cpus)}
 	h.write("/sys/devices/system/cpu/online", fmt.Sprintf("0-%d\n", cpus-1))
-	h.write("/proc/self/status", fmt.Sprintf("Name:\trig\nNSpid:\t1\nCpus_allowed_list:\t0-%d\n", cpus-1))
-	h.pidNS("pid:[4026531836]")
+	h.write("/proc/self/status", fmt.Sprintf("Name:\trig\nCpus_allowed_list:\t0-%d\n", cpus-1))
+	h.hostPIDs(true)
 	for c := 0; c < cpus; c++ {
 		sib := siblings[c]
 		if sib == "" {
@@ -69,15 +69,13 @@ func newFake(t *testing.T, cpus int, siblings map[int]string) *fakeHost {
 	return h
 }
 
-// pidNS links /proc/self/ns/pid to ns.
-func (h *fakeHost) pidNS(ns string) {
+// hostPIDs makes /proc the host's (kthreadd is PID 2) or a container's
+// own (no PID 2).
+func (h *fakeHost) hostPIDs(host bool) {
 	h.t.Helper()
-	l := h.fs.Path("/proc/self/ns/pid")
-	os.Remove(l)
-	if err := os.MkdirAll(filepath.Dir(l), 0o755); err != nil {
-		h.t.Fatal(err)
-	}
-	if err := os.Symlink(ns, l); err != nil {
+	if host {
+		h.write("/proc/2/comm", "kthreadd\n")
+	} else if err := os.RemoveAll(h.fs.Path("/proc/2")); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -287,7 +285,7 @@ func TestChildPIDNamespace(t *testing.T) {
 	if len(r.Notes) != 1 || strings.Contains(r.Notes[0], "PID namespace") {
 		t.Fatalf("host PID namespace: notes %q", r.Notes)
 	}
-	h.pidNS("pid:[4026532175]")
+	h.hostPIDs(false)
 	r = h.rank(t, Options{}, func() { h.step(nil, nil, nil, nil, nil) })
 	if n := r.Notes[len(r.Notes)-1]; !strings.Contains(n, "only this PID namespace") || !strings.Contains(n, "hostPID: true") {
 		t.Fatalf("notes %q", r.Notes)

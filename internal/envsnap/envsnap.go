@@ -330,10 +330,10 @@ func (c *collector) daemons() {
 	ib, err := nicctl.HostIRQBalance{FS: c.fs}.State(c.ctx)
 	c.fail("irqbalance", err)
 	s.IRQBalance.BannedCPUs, s.IRQBalance.BannedFrom = ib.Banned(s.CPU.Isolated, s.CPU.NohzFull)
-	if own, err := hostinfo.OwnPIDNamespace(c.fs); err != nil {
+	if host, why, err := hostinfo.HostPIDs(c.fs); err != nil {
 		s.IRQBalance.CannotTell = "cannot tell whether rig sees the node's processes: " + err.Error()
-	} else if own {
-		s.IRQBalance.CannotTell = "rig is in a PID namespace of its own (a pod without hostPID): the node's processes are not visible"
+	} else if !host {
+		s.IRQBalance.CannotTell = "rig is in a PID namespace of its own (" + why + "; a pod without hostPID): the node's processes are not visible"
 	}
 	if ib.Running {
 		s.IRQBalance.Running, s.IRQBalance.PIDs = true, []int{ib.PID}

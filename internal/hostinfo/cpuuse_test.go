@@ -3,7 +3,6 @@ package hostinfo
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,39 +83,31 @@ func TestBusyRule(t *testing.T) {
 
 func abs(v float64) float64 { return max(v, -v) }
 
-// ProcShowsNode: the initial PID namespace, a container's own, and a
-// child namespace that reads the host's /proc (unshare -p without
-// --mount-proc).
-func TestProcShowsNode(t *testing.T) {
+// ThreadNamesNote: /proc with kthreadd as PID 2 shows the node (no note);
+// a container's own /proc (no PID 2, or another process there) gets the
+// note; an unreadable one "cannot tell". Each with the hostPID fix.
+func TestThreadNamesNote(t *testing.T) {
 	for _, c := range []struct {
-		self, nspid, init string
-		want              bool
-		note              string
-	}{
-		{"pid:[4026531836]", "4242", "", true, ""},
-		{"pid:[4026532175]", "1", "", false, "only this PID namespace"},
-		{"pid:[4026532175]", "11342\t1", "pid:[4026531836]", true, ""},
-		{"pid:[4026532175]", "11342\t1", "", false, "cannot tell"},
-	} {
+		comm string // /proc/2/comm; "" none, "/" a directory (unreadable)
+		note string
+	}{{"kthreadd", ""}, {"", "only this PID namespace"}, {"sleep", "only this PID namespace"}, {"/", "cannot tell"}} {
 		fs := hostfs.FS{Root: t.TempDir()}
-		link := func(p, to string) {
-			if err := os.MkdirAll(filepath.Dir(fs.Path(p)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(to, fs.Path(p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		link("/proc/self/ns/pid", c.self)
-		if c.init != "" {
-			link("/proc/1/ns/pid", c.init)
-		}
-		if err := os.WriteFile(fs.Path("/proc/self/status"), []byte("Name:\trig\nNSpid:\t"+c.nspid+"\n"), 0o644); err != nil {
+		if err := os.MkdirAll(fs.Path("/proc/2"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := ProcShowsNode(fs)
-		if n := ThreadNamesNote(fs); got != c.want || !strings.Contains(n, c.note) || (c.note == "") != (n == "") || c.note != "" && !strings.Contains(n, "hostPID: true") {
-			t.Errorf("%+v: %v %q", c, got, n)
+		switch c.comm {
+		case "":
+		case "/":
+			if err := os.Mkdir(fs.Path("/proc/2/comm"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if err := os.WriteFile(fs.Path("/proc/2/comm"), []byte(c.comm+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := ThreadNamesNote(fs); !strings.Contains(n, c.note) || (c.note == "") != (n == "") || c.note != "" && !strings.Contains(n, "hostPID: true") {
+			t.Errorf("%+v: %q", c, n)
 		}
 	}
 }

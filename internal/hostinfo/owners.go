@@ -3,9 +3,7 @@ package hostinfo
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/rig-project/rig/internal/hostfs"
@@ -38,32 +36,6 @@ func TimestampOwners(fs hostfs.FS, iface string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// HostPIDs reports whether fs's /proc shows the host's PID namespace, the
-// initial one, where ptp4l and chronyd run: kthreadd, which the kernel
-// starts as PID 2 of that namespace and of no other, is there. A process
-// in a container without the host's PID namespace (Kubernetes without
-// hostPID, docker without --pid=host, unshare -p --mount-proc) sees its
-// own processes in /proc and no kernel thread. why says what was seen.
-// (NSpid in /proc/self/status cannot tell: it lists the PID in the
-// namespaces from the one that mounted that /proc down, so a container
-// with its own /proc shows one field; and PID 1 is no sign either: a
-// host's may be systemd, init or a VM's agent.)
-func HostPIDs(fs hostfs.FS) (host bool, why string, err error) {
-	comm, err := fs.ReadString("/proc/2/comm")
-	switch {
-	case err == nil && comm == "kthreadd":
-		return true, "kthreadd is PID 2", nil
-	case err == nil:
-		return false, "PID 2 is " + comm + ", not kthreadd", nil
-	case !errors.Is(err, os.ErrNotExist):
-		return false, "", fmt.Errorf("reading /proc/2/comm: %w", err)
-	}
-	if init, err := fs.ReadString("/proc/1/comm"); err == nil {
-		return false, "no PID 2 (kthreadd) in /proc; PID 1 is " + init, nil
-	}
-	return false, "no PID 2 (kthreadd) in /proc", nil
 }
 
 func ownsBy(fs hostfs.FS, p Process, iface string) string {

@@ -118,33 +118,30 @@ func StatusField(b []byte, key string) (string, bool) {
 	return "", false
 }
 
-// initPIDNS is /proc/PID/ns/pid of a task in the initial PID namespace
-// (PROC_PID_INIT_INO, fixed since Linux 3.8).
-const initPIDNS = "pid:[4026531836]"
-
-// ProcShowsNode reports whether /proc lists every task of the node, that
-// is whether it is the initial PID namespace's. A container's (a pod
-// without hostPID) lists only its own processes. NSpid in status has one
-// pid per namespace from /proc's down to the task's: one means /proc is
-// the task's own.
-func ProcShowsNode(fs hostfs.FS) (bool, error) {
-	self, err := fs.Readlink("/proc/self/ns/pid")
-	if err != nil || self == initPIDNS {
-		return err == nil, err
+// HostPIDs reports whether fs's /proc shows the host's PID namespace, the
+// initial one, where ptp4l and chronyd run: kthreadd, which the kernel
+// starts as PID 2 of that namespace and of no other, is there. A process
+// in a container without the host's PID namespace (Kubernetes without
+// hostPID, docker without --pid=host, unshare -p --mount-proc) sees its
+// own processes in /proc and no kernel thread. why says what was seen.
+// (NSpid in /proc/self/status cannot tell: it lists the PID in the
+// namespaces from the one that mounted that /proc down, so a container
+// with its own /proc shows one field; and PID 1 is no sign either: a
+// host's may be systemd, init or a VM's agent.)
+func HostPIDs(fs hostfs.FS) (host bool, why string, err error) {
+	comm, err := fs.ReadString("/proc/2/comm")
+	switch {
+	case err == nil && comm == "kthreadd":
+		return true, "kthreadd is PID 2", nil
+	case err == nil:
+		return false, "PID 2 is " + comm + ", not kthreadd", nil
+	case !errors.Is(err, os.ErrNotExist):
+		return false, "", fmt.Errorf("reading /proc/2/comm: %w", err)
 	}
-	b, err := fs.ReadFile("/proc/self/status")
-	if err != nil {
-		return false, err
+	if init, err := fs.ReadString("/proc/1/comm"); err == nil {
+		return false, "no PID 2 (kthreadd) in /proc; PID 1 is " + init, nil
 	}
-	v, ok := StatusField(b, "NSpid")
-	if !ok {
-		return false, errors.New("/proc/self/status: no NSpid line (kernel before 4.1)")
-	}
-	if len(strings.Fields(v)) == 1 {
-		return false, nil
-	}
-	init, err := fs.Readlink("/proc/1/ns/pid")
-	return init == initPIDNS, err
+	return false, "no PID 2 (kthreadd) in /proc", nil
 }
 
 // ThreadNamesNote is what a list of threads named from /proc must say
@@ -152,7 +149,7 @@ func ProcShowsNode(fs hostfs.FS) (bool, error) {
 // this PID namespace are not named and how to name them.
 func ThreadNamesNote(fs hostfs.FS) string {
 	const how = "run rig in the host's PID namespace (pod spec hostPID: true, or kubectl exec into the rig-host-agent pod) to name them"
-	node, err := ProcShowsNode(fs)
+	node, _, err := HostPIDs(fs)
 	switch {
 	case err != nil:
 		return "cannot tell whether /proc shows every thread of the node (" + err.Error() + "): threads outside this PID namespace may not be named; " + how
@@ -344,23 +341,4 @@ func ReadCPUTimes(fs hostfs.FS) ([]CPUTimes, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CPU < out[j].CPU })
 	return out, nil
-}
-
-// initPIDNamespace is /proc/self/ns/pid in the initial PID namespace: the
-// kernel gives it a fixed inode (PROC_PID_INIT_INO, include/linux/proc_ns.h).
-const initPIDNamespace = "pid:[4026531836]"
-
-// OwnPIDNamespace says whether the process reading fs's /proc runs in a
-// PID namespace of its own (a pod without hostPID), where /proc lists the
-// pod's processes only. NSpid in /proc/self/status cannot say so: a pod's
-// /proc is mounted in the pod's namespace and shows that level alone.
-func OwnPIDNamespace(fs hostfs.FS) (bool, error) {
-	l, err := fs.Readlink("/proc/self/ns/pid")
-	if err != nil {
-		return false, err
-	}
-	if !strings.HasPrefix(l, "pid:[") {
-		return false, fmt.Errorf("/proc/self/ns/pid: %q is not pid:[INODE]", l)
-	}
-	return l != initPIDNamespace, nil
 }

@@ -93,7 +93,6 @@ def copy_vm():
         except OSError:
             continue
         w(root, f, data)
-    link(root, '/proc/self/ns/pid', os.readlink('/proc/self/ns/pid'))
     for n in glob.glob(cpu + '/cpu[0-9]*/node*'):
         os.makedirs(os.path.join(root, n.lstrip('/')), exist_ok=True)
     w(root, '/proc/sys/kernel/hostname', 'vm\n')
@@ -154,12 +153,7 @@ def task(root, pid, tid, comm, cpu, state='S'):
       'Name:\t%s\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t%d\n'
       'voluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t%d\n' % (comm, pid, tid, cpu, 100 + tid, tid % 7))
 
-# The initial PID namespace's /proc/self/ns/pid (PROC_PID_INIT_INO), and a
-# pod's own one (no hostPID).
-HOST_PIDNS, POD_PIDNS = 'pid:[4026531836]', 'pid:[4026532451]'
-
-def common(root, cmdline, clocksource, avail, thp, pidns=HOST_PIDNS):
-    link(root, '/proc/self/ns/pid', pidns)
+def common(root, cmdline, clocksource, avail, thp):
     w(root, '/proc/cmdline', cmdline + '\n')
     w(root, '/proc/sys/kernel/osrelease', '6.8.0-rig-fixture\n')
     w(root, '/proc/sys/kernel/hostname', os.path.basename(root) + '\n')
@@ -289,7 +283,7 @@ def k8s_node(root, cmdline):
     # An 8-CPU node (4 cores x 2 threads, siblings c and c+4) with the
     # ENA queue IRQ on CPU 2.
     n = 8
-    common(root, cmdline, 'tsc', 'tsc kvm-clock', 'madvise', POD_PIDNS)
+    common(root, cmdline, 'tsc', 'tsc kvm-clock', 'madvise')
     states = lambda c: [('POLL', 0, 0, 0, 0, 0), ('C1', 1, 1, 0, 500, 4000), ('C6', 100, 500, 0, 50, 200000)]
     cpu_tree(root, n, lambda c: '%d,%d' % (c % 4, c % 4 + 4), lambda c: c % 4, 'intel_idle', states)
     w(root, '/sys/devices/system/cpu/isolated', '\n')

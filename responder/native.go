@@ -98,7 +98,7 @@ func (n *Native) checkNAPI(ifi *net.Interface) error {
 func (n *Native) args(ifi *net.Interface, plan tstamp.Plan) []string {
 	c := n.cfg
 	itoa := strconv.Itoa
-	poll := probe.Poll{Mode: c.Poll}.String() // the mode's name: busy-poll's µs go apart
+	poll := c.Poll.String() // the mode's name: its µs and budget go apart
 	if c.Poll == probe.Block && c.BusyPollUS > 0 {
 		poll = "busy-poll"
 	}
@@ -190,6 +190,9 @@ func (n *Native) take(h *native.Handoff) {
 	for _, r := range byUser(samples.RepTxUser) {
 		n.hw.Sent(r.T[samples.RepTxUser])
 		r.T[samples.RepTxHW] = n.hw.TxStamp(r.T[samples.RepTxHW])
+	}
+	if n.cfg.BusyPollUS > 0 && h.NAPIID == 0 && h.Counters.Received > 0 {
+		n.notes = append(n.notes, "no request came through NAPI (SO_INCOMING_NAPI_ID 0): busy polling had no queue to poll")
 	}
 	n.hw.Finish()
 	n.cnt.TxStampsMissing = samples.ResponderTx.Awaiting(n.recs, samples.TxWanted(n.granted.Software(), n.hw.TX()))

@@ -45,8 +45,25 @@ func newResponder(prog string, cfg responder.Config) (respondEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range n.Notes() {
+	e := &nativeEngine{Native: n}
+	e.log()
+	return e, nil
+}
+
+// nativeEngine logs what the native engine noted, at setup and after Run.
+type nativeEngine struct {
+	*responder.Native
+	logged int
+}
+
+func (e *nativeEngine) log() {
+	for _, s := range e.Notes()[e.logged:] {
 		logf("rig respond: warning: %s", s)
 	}
-	return n, nil
+	e.logged = len(e.Notes())
+}
+
+func (e *nativeEngine) Run(ctx context.Context) error {
+	defer e.log()
+	return e.Native.Run(ctx)
 }

@@ -144,7 +144,8 @@ func Start(prog string, args []string, stderr io.Writer) (*Proc, Ready, error) {
 		return nil, Ready{}, fmt.Errorf("the native program's handoff file: %w", err)
 	}
 	os.Remove(p.out.Name()) // the open file is enough; nothing is left behind
-	p.cmd = exec.Command(prog, append(args, "--ready-fd", "3", "--out-fd", "4")...)
+	// The pipe first: whatever the program refuses then goes to it.
+	p.cmd = exec.Command(prog, append([]string{"--ready-fd", "3", "--out-fd", "4"}, args...)...)
 	p.cmd.ExtraFiles = []*os.File{w, p.out}
 	p.cmd.Stdout, p.cmd.Stderr = stderr, stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -18,7 +18,7 @@ export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static zsh \
 	$(NATIVE_DEBS) $(NATIVE_CROSS_DEBS)
 
-.PHONY: all build native native-test dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck fuzz fuzz-smoke bench bench-smoke gobench gobench-smoke demo man clean
+.PHONY: all build native native-test native-arm64 dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck fuzz fuzz-smoke bench bench-smoke gobench gobench-smoke demo man clean
 
 all: build
 
@@ -59,6 +59,14 @@ native-test: native
 	$(CC) $(NATIVE_CFLAGS) $(NATIVE_SAN) -o $(NATIVE_OUT)/rig-wire-check native/test/wirecheck.c native/wire.c
 	$(CC) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/seccomp-exec native/test/seccomp-exec.c
 	$(CC) $(NATIVE_CFLAGS) -shared -fPIC -o $(NATIVE_OUT)/librig-interpose.so native/test/interpose.c -ldl
+
+# native-arm64: the arm64 program and wire checker, cross-compiled, for
+# test-arm64 to run under qemu-user.
+native-arm64:
+	@./.ci/install-debs.sh $(NATIVE_CROSS_DEBS)
+	@mkdir -p $(NATIVE_OUT)
+	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-respond-native $(NATIVE_SRC)
+	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-wire-check native/test/wirecheck.c native/wire.c
 
 # dist: static (CGO_ENABLED=0) rig for linux/amd64 and linux/arm64 with the
 # version and commit stamped, the native engine's program for each beside
@@ -101,7 +109,8 @@ ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|
 
 # test-arm64: go vet for linux/arm64, every package's tests compiled for
 # it, ARM64_PKGS run under qemu-aarch64 (installed when missing; its
-# absence fails), and both dist binaries checked (~3 min).
+# absence fails), the arm64 native wire codec cross-checked under it, and
+# the dist binaries checked (~3 min).
 test-arm64:
 	GO=$(GO) ARM64_PKGS="$(ARM64_PKGS)" ARM64_SKIP='$(ARM64_SKIP)' ./.ci/test-arm64.sh
 

@@ -377,7 +377,7 @@ static int setup_socket(void)
 		sockfail("getsockopt(SO_RCVBUF)");
 	if (c.poll == P_BUSY_POLL || c.poll == P_PREFER_BUSY_POLL)
 		if (sopt_int(SOL_SOCKET, SO_BUSY_POLL, c.busy_poll_us) < 0)
-			sockfail("SO_BUSY_POLL (past net.core.busy_poll it needs CAP_NET_ADMIN)");
+			sockfail("SO_BUSY_POLL");
 	if (c.poll == P_PREFER_BUSY_POLL) {
 		if (sopt_int(SOL_SOCKET, SO_PREFER_BUSY_POLL, 1) < 0) {
 			if (errno == ENOPROTOOPT || errno == EINVAL)
@@ -385,7 +385,7 @@ static int setup_socket(void)
 			sockfail("SO_PREFER_BUSY_POLL");
 		}
 		if (sopt_int(SOL_SOCKET, SO_BUSY_POLL_BUDGET, c.budget) < 0)
-			sockfail("SO_BUSY_POLL_BUDGET (past the default of 8 it needs CAP_NET_ADMIN)");
+			sockfail("SO_BUSY_POLL_BUDGET");
 	}
 	if (c.poll == P_BLOCK || c.poll == P_BUSY_POLL || c.poll == P_PREFER_BUSY_POLL) {
 		/* Block waits inside recvmsg, as sockperf's server does; the

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -30,10 +32,16 @@ var (
 	wireErr  error
 )
 
+// startWireCheck starts the checker once per process: the one
+// testbin.Native builds, or $RIG_WIRE_CHECK (a command line: the arm64
+// build under qemu-user, in .ci/test-arm64.sh).
 func startWireCheck(t testing.TB) *wireCheck {
-	dir := testbin.Native(t)
+	argv := strings.Fields(os.Getenv("RIG_WIRE_CHECK"))
+	if len(argv) == 0 {
+		argv = []string{filepath.Join(testbin.Native(t), "rig-wire-check")}
+	}
 	wireOnce.Do(func() {
-		cmd := exec.Command(filepath.Join(dir, "rig-wire-check"))
+		cmd := exec.Command(argv[0], argv[1:]...)
 		in, err := cmd.StdinPipe()
 		if err != nil {
 			wireErr = err

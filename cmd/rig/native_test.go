@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +21,10 @@ import (
 	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/testbin"
+	"github.com/rig-project/rig/internal/wire"
 )
 
 // nativeRound runs rig respond (with extra flags, the native program found
@@ -28,6 +32,13 @@ import (
 // responder's sample file, its stderr and its exit code; it fails t unless
 // every request was answered.
 func nativeRound(t *testing.T, topo *netlab.Topology, dir string, count int, respond ...string) (*samples.File, string) {
+	t.Helper()
+	return nativeRoundAfter(t, topo, dir, count, nil, respond...)
+}
+
+// nativeRoundAfter is nativeRound that calls before once the responder
+// is ready, before rig send starts.
+func nativeRoundAfter(t *testing.T, topo *netlab.Topology, dir string, count int, before func(), respond ...string) (*samples.File, string) {
 	t.Helper()
 	rig := testbin.Rig(t)
 	out := filepath.Join(t.TempDir(), "responder.samples")
@@ -42,6 +53,9 @@ func nativeRound(t *testing.T, topo *netlab.Topology, dir string, count int, res
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	waitFor(t, &log, ": ready")
+	if before != nil {
+		before()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	snd, err := exec.CommandContext(ctx, "ip", "netns", "exec", topo.Netns(netlab.Sender), rig, "send", "--iface", topo.Sender.Interface,
@@ -105,6 +119,62 @@ func TestNativeEngine(t *testing.T) {
 				t.Errorf("%s: log\n%s", what, log)
 			}
 		}
+	}
+}
+
+// TestNativeCountsLikeGo: the native engine answers, ignores and counts
+// what reaches it as the Go engine does — other runs', arms' and rounds'
+// requests, replies, garbage, malformed packets, a duplicate, a sequence
+// past the capacity — and with --timestamps off takes no kernel stamps.
+func TestNativeCountsLikeGo(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	dir := testbin.Native(t)
+	const n = 100
+	inject := func() {
+		err := topo.Do(netlab.Sender, func() error {
+			c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(probe.DefaultGroup))
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			req := func(h wire.Header) []byte {
+				h.RunID, h.Type = cmp.Or(h.RunID, 0xa11ce), cmp.Or(h.Type, wire.Request)
+				return wire.Encode(make([]byte, 64), 64, &h)
+			}
+			short := req(wire.Header{Seq: 401})
+			for _, b := range [][]byte{[]byte("not rig"), req(wire.Header{RunID: 7}), req(wire.Header{Arm: 5}), req(wire.Header{Round: 2}),
+				req(wire.Header{Type: wire.Reply}), append(req(wire.Header{}), 0), short[:50], req(wire.Header{Seq: 400}), req(wire.Header{Seq: 400}),
+				req(wire.Header{Seq: 600})} {
+				if _, err := c.Write(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var feet []samples.Counters
+	for _, engine := range []string{"go", "native"} {
+		// The two injected requests that get a reply count to --count.
+		f, log := nativeRoundAfter(t, topo, dir, n, inject, "--engine", engine, "--capacity", "500", "--count", strconv.Itoa(n+2))
+		c := f.Footer.Counters
+		feet = append(feet, c)
+		if c.Foreign != 5 || c.Malformed != 2 || c.Duplicated != 1 || c.OutOfRange != 1 || c.Received != n+3 || c.Sent != n+2 || len(f.Records) != n+1 {
+			t.Errorf("%s engine: %d records, counters %+v\n%s", engine, len(f.Records), c, log)
+		}
+	}
+	if feet[0] != feet[1] {
+		t.Errorf("the engines counted differently:\ngo     %+v\nnative %+v", feet[0], feet[1])
+	}
+	f, log := nativeRound(t, topo, dir, n, "--engine", "native", "--timestamps", "off")
+	var own map[string]uint64
+	b, _ := json.Marshal(f.Header.Settings["loop_calls"])
+	json.Unmarshal(b, &own)
+	if r := f.Records[0]; len(f.Records) != n || r.T[samples.ReqRxSW] != 0 || r.T[samples.RepTxSW] != 0 || r.T[samples.RepTxUser] == 0 || own["tx_reads"] != 0 ||
+		f.Footer.Counters.TxStampsMissing != 0 || f.Header.Clocks["req_rx_sw"].Source != "" {
+		t.Errorf("--timestamps off: %d records, first %+v, calls %v, clocks %v\n%s", len(f.Records), r, own, f.Header.Clocks, log)
 	}
 }
 

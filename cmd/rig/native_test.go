@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,6 +176,61 @@ func TestNativeCountsLikeGo(t *testing.T) {
 	if r := f.Records[0]; len(f.Records) != n || r.T[samples.ReqRxSW] != 0 || r.T[samples.RepTxSW] != 0 || r.T[samples.RepTxUser] == 0 || own["tx_reads"] != 0 ||
 		f.Footer.Counters.TxStampsMissing != 0 || f.Header.Clocks["req_rx_sw"].Source != "" {
 		t.Errorf("--timestamps off: %d records, first %+v, calls %v, clocks %v\n%s", len(f.Records), r, own, f.Header.Clocks, log)
+	}
+}
+
+// TestNativeStop: SIGTERM to rig respond reaches the native loop, which
+// hands over what it answered (the file says it was interrupted) and
+// ends; a rig killed with SIGKILL takes the program with it.
+func TestNativeStop(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	dir := testbin.Native(t)
+	rig := testbin.Rig(t)
+	out := filepath.Join(t.TempDir(), "responder.samples")
+	start := func() (*exec.Cmd, *lockedBuffer, int) {
+		cmd := exec.Command("ip", "netns", "exec", topo.Netns(netlab.Responder), rig, "respond", "--iface", topo.Responder.Interface,
+			"--timestamps", "software", "--run-id", "a11ce", "--engine", "native", "--poll", "busy", "--out", out)
+		cmd.Env = append(os.Environ(), native.EnvDir+"="+dir)
+		log := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		waitFor(t, log, ": ready")
+		_, rest, _ := strings.Cut(log.String(), ", thread ")
+		tid, err := strconv.Atoi(strings.TrimRight(rest[:strings.IndexByte(rest, ')')], " "))
+		if err != nil {
+			t.Fatalf("no thread in %q", log)
+		}
+		return cmd, log, tid
+	}
+	gone := func(tid int) bool {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", tid)); os.IsNotExist(err) {
+				return true
+			}
+		}
+		return false
+	}
+	cmd, log, tid := start()
+	if b, err := exec.Command("ip", "netns", "exec", topo.Netns(netlab.Sender), rig, "send", "--iface", topo.Sender.Interface,
+		"--count", "50", "--timestamps", "software", "--run-id", "a11ce").CombinedOutput(); err != nil || !strings.Contains(string(b), "received 50  lost 0") {
+		t.Fatalf("rig send: %v\n%s", err, b)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM) // ip netns exec exec'd rig: this is rig
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("rig respond after SIGTERM: %v\n%s", err, log)
+	}
+	f, err := samples.ReadFile(out)
+	if err != nil || len(f.Records) != 50 || !strings.HasPrefix(f.Footer.Stopped, samples.StoppedInterrupted) || !gone(tid) {
+		t.Fatalf("after SIGTERM: %v, %d records, stopped %q, program gone %v\n%s", err, len(f.Records), f.Footer.Stopped, gone(tid), log)
+	}
+	cmd, log, tid = start()
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if !gone(tid) {
+		t.Errorf("rig-respond-native (thread %d) outlived a killed rig\n%s", tid, log)
 	}
 }
 

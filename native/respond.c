@@ -89,7 +89,7 @@ static struct cfg {
 	enum poll poll;
 	int busy_poll_us, budget;
 	uint32_t ts_flags, ts_optional;
-	int hw_tx, hw_window;
+	int hw_rx, hw_tx, hw_window, hw_fail;
 	int64_t tx_wait_ns;
 	int rcvbuf;
 	int ready_fd, out_fd;
@@ -98,7 +98,7 @@ static struct cfg {
 static int fd = -1, ep = -1;
 static struct uring ring;
 static volatile sig_atomic_t stop_signal;
-static int stop_count, failed;
+static int stop_count, stop_proof, failed;
 static char fail_msg[512];
 
 static struct rec *recs, *last;
@@ -113,7 +113,8 @@ static int per_send_ok;
 static uint64_t kring[COUNTER_RING];
 static int64_t hw_first;
 static uint64_t hw_sends;
-static int hw_tx_seen;
+static int hw_tx_seen, hw_rx_done, want_hw_rx;
+static uint64_t hw_rx_n;
 
 static uint8_t buf[2048];
 static union { uint8_t b[256]; struct cmsghdr align; } rx_oob, eq_oob, tx_oob;
@@ -205,6 +206,7 @@ static void args(int argc, char **argv)
 		{"round", 1, 0, 'o'}, {"cpu", 1, 0, 'c'}, {"fifo", 1, 0, 'f'}, {"poll", 1, 0, 'p'},
 		{"busy-poll-us", 1, 0, 'b'}, {"busy-poll-budget", 1, 0, 'B'}, {"ts-flags", 1, 0, 't'},
 		{"ts-optional", 1, 0, 'T'}, {"hw-tx", 1, 0, 'h'}, {"hw-window", 1, 0, 'w'}, {"capacity", 1, 0, 'C'},
+		{"hw-rx", 1, 0, 'H'}, {"hw-fail", 1, 0, 'F'},
 		{"count", 1, 0, 'n'}, {"tx-wait-ns", 1, 0, 'W'}, {"rcvbuf", 1, 0, 's'}, {"ready-fd", 1, 0, 'y'},
 		{"out-fd", 1, 0, 'O'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
 	};
@@ -246,6 +248,8 @@ static void args(int argc, char **argv)
 		case 'T': c.ts_optional = (uint32_t)num("ts-optional", v, UINT32_MAX); break;
 		case 'h': c.hw_tx = (int)num("hw-tx", v, 1); break;
 		case 'w': c.hw_window = (int)num("hw-window", v, 1 << 20); break;
+		case 'H': c.hw_rx = (int)num("hw-rx", v, 1); break;
+		case 'F': c.hw_fail = (int)num("hw-fail", v, 1); break;
 		case 'C': c.capacity = num("capacity", v, 1ull << 30); break;
 		case 'n': c.count = num("count", v, UINT64_MAX); break;
 		case 'W': c.tx_wait_ns = (int64_t)num("tx-wait-ns", v, INT64_MAX); break;
@@ -328,7 +332,9 @@ static void timestamping(void)
 	ts_granted = (uint32_t)got[0];
 	const uint32_t hw = SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
 	want_sw = (ts_granted & SOF_TIMESTAMPING_SOFTWARE) != 0;
+	const uint32_t hwrx = SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
 	want_hw = c.hw_tx && (ts_granted & hw) == hw;
+	want_hw_rx = c.hw_rx && (ts_granted & hwrx) == hwrx;
 	/* The software TX stamp is the SND one, or the qdisc's (SCHED) when
 	 * rig asked for that one instead. */
 	sw_kind = !(ts_granted & SOF_TIMESTAMPING_TX_SOFTWARE) && (ts_granted & SOF_TIMESTAMPING_TX_SCHED) ? SCM_TSTAMP_SCHED : SCM_TSTAMP_SND;
@@ -651,16 +657,38 @@ static int send_reply(size_t n, const struct sockaddr_in *dst, uint32_t key)
 	return send_once();
 }
 
-/* hw_sent stops awaiting hardware TX stamps that never come
- * (tstamp.TxProof: --hw-window sends, the first older than the wait). */
+/* The hardware-stamp proof, as far as the loop needs it (rig replays
+ * tstamp.HWProof over the records for the file): after --hw-window
+ * packets of a direction without one hardware stamp (TX: the first sent
+ * older than the wait), the loop stops awaiting that direction's stamps,
+ * and with --hw-fail (--timestamps hardware) stops. */
+static void hw_absent(void)
+{
+	if (c.hw_fail)
+		stop_proof = 1;
+}
+
 static void hw_sent(int64_t now)
 {
 	if (!want_hw || hw_tx_seen || !c.hw_window)
 		return;
 	if (hw_sends++ == 0)
 		hw_first = now;
-	if (hw_sends >= (uint64_t)c.hw_window && now - hw_first >= c.tx_wait_ns)
+	if (hw_sends >= (uint64_t)c.hw_window && now - hw_first >= c.tx_wait_ns) {
 		want_hw = 0;
+		hw_absent();
+	}
+}
+
+static void hw_received(int64_t hw)
+{
+	if (!want_hw_rx || hw_rx_done || !c.hw_window)
+		return;
+	if (hw || ++hw_rx_n >= (uint64_t)c.hw_window) {
+		hw_rx_done = 1;
+		if (!hw)
+			hw_absent();
+	}
 }
 
 /* ---- the loop ---- */
@@ -683,6 +711,9 @@ static void datagram(size_t n, int trunc, int from_ok, const uint8_t *oob, size_
 		return;
 	}
 	cnt[H_RECEIVED]++;
+	int64_t sw, hw;
+	rx_stamps(oob, ooblen, &sw, &hw);
+	hw_received(hw);
 	struct rec *r = NULL;
 	if (h.seq < c.capacity) {
 		r = &recs[h.seq];
@@ -691,7 +722,8 @@ static void datagram(size_t n, int trunc, int from_ok, const uint8_t *oob, size_
 			cnt[H_DUPLICATED]++;
 			return; /* answer each sequence once */
 		}
-		rx_stamps(oob, ooblen, &r->t[REQ_RX_SW], &r->t[REQ_RX_HW]);
+		r->t[REQ_RX_SW] = sw;
+		r->t[REQ_RX_HW] = hw;
 		r->t[REQ_RX_USER] = user;
 	} else {
 		cnt[H_OUT_OF_RANGE]++;
@@ -715,7 +747,7 @@ static void datagram(size_t n, int trunc, int from_ok, const uint8_t *oob, size_
 		stop_count = 1;
 }
 
-static int stopped(void) { return stop_signal || stop_count || failed; }
+static int stopped(void) { return stop_signal || stop_count || stop_proof || failed; }
 
 static void loop_socket(void)
 {

@@ -102,15 +102,13 @@ func (n *Native) args(ifi *net.Interface, plan tstamp.Plan) []string {
 	if c.Poll == probe.Block && c.BusyPollUS > 0 {
 		poll = "busy-poll"
 	}
-	hwTX := "0"
-	if plan.Granted.Decision.TX {
-		hwTX = "1" // the NIC is to stamp replies: await those stamps too
-	}
+	b := func(v bool) string { return map[bool]string{false: "0", true: "1"}[v] }
 	a := []string{"--iface", c.Iface, "--ifindex", itoa(ifi.Index), "--run-id", wire.FormatRunID(c.RunID),
 		"--arm-index", itoa(c.ArmIndex), "--round", itoa(c.Round), "--id", strconv.FormatUint(uint64(c.ID), 10),
 		"--cpu", itoa(c.CPU), "--fifo", itoa(c.Sched.Priority), "--poll", poll,
 		"--ts-flags", strconv.FormatUint(uint64(plan.Want), 10), "--ts-optional", strconv.FormatUint(uint64(plan.Optional), 10),
-		"--hw-tx", hwTX, "--hw-window", itoa(tstamp.ProofWindow), "--capacity", itoa(c.Capacity), "--count", itoa(c.StopAfter),
+		"--hw-rx", b(plan.Granted.Decision.RX), "--hw-tx", b(plan.Granted.Decision.TX), "--hw-window", itoa(tstamp.ProofWindow),
+		"--hw-fail", b(c.Timestamps == tstamp.Hardware), "--capacity", itoa(c.Capacity), "--count", itoa(c.StopAfter),
 		"--tx-wait-ns", strconv.FormatInt(int64(c.TxWait), 10), "--rcvbuf", itoa(tstamp.StallRcvBuf)}
 	if c.BusyPollUS > 0 {
 		a = append(a, "--busy-poll-us", itoa(c.BusyPollUS))

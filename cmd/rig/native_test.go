@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,12 +35,12 @@ import (
 // every request was answered.
 func nativeRound(t *testing.T, topo *netlab.Topology, dir string, count int, respond ...string) (*samples.File, string) {
 	t.Helper()
-	return nativeRoundAfter(t, topo, dir, count, nil, respond...)
+	return nativeRoundWith(t, topo, dir, count, nil, nil, respond...)
 }
 
-// nativeRoundAfter is nativeRound that calls before once the responder
-// is ready, before rig send starts.
-func nativeRoundAfter(t *testing.T, topo *netlab.Topology, dir string, count int, before func(), respond ...string) (*samples.File, string) {
+// nativeRoundWith is nativeRound that calls before once the responder is
+// ready, before rig send starts with the extra flags send.
+func nativeRoundWith(t *testing.T, topo *netlab.Topology, dir string, count int, before func(), send []string, respond ...string) (*samples.File, string) {
 	t.Helper()
 	rig := testbin.Rig(t)
 	out := filepath.Join(t.TempDir(), "responder.samples")
@@ -59,8 +60,8 @@ func nativeRoundAfter(t *testing.T, topo *netlab.Topology, dir string, count int
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	snd, err := exec.CommandContext(ctx, "ip", "netns", "exec", topo.Netns(netlab.Sender), rig, "send", "--iface", topo.Sender.Interface,
-		"--count", strconv.Itoa(count), "--timestamps", "software", "--run-id", runID).CombinedOutput()
+	snd, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", topo.Netns(netlab.Sender), rig, "send", "--iface", topo.Sender.Interface,
+		"--count", strconv.Itoa(count), "--timestamps", "software", "--run-id", runID}, send...)...).CombinedOutput()
 	if err != nil || !strings.Contains(string(snd), fmt.Sprintf("sent %d  received %d  lost 0", count, count)) {
 		t.Fatalf("rig send %v: %v\n%s\nrig respond:\n%s", respond, err, snd, &log)
 	}
@@ -126,7 +127,8 @@ func TestNativeEngine(t *testing.T) {
 // TestNativeCountsLikeGo: the native engine answers, ignores and counts
 // what reaches it as the Go engine does — other runs', arms' and rounds'
 // requests, replies, garbage, malformed packets, a duplicate, a sequence
-// past the capacity — and with --timestamps off takes no kernel stamps.
+// past the capacity —, takes unicast requests and replies to a group, and
+// with --timestamps off takes no kernel stamps.
 func TestNativeCountsLikeGo(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
 	dir := testbin.Native(t)
@@ -159,7 +161,7 @@ func TestNativeCountsLikeGo(t *testing.T) {
 	var feet []samples.Counters
 	for _, engine := range []string{"go", "native"} {
 		// The two injected requests that get a reply count to --count.
-		f, log := nativeRoundAfter(t, topo, dir, n, inject, "--engine", engine, "--capacity", "500", "--count", strconv.Itoa(n+2))
+		f, log := nativeRoundWith(t, topo, dir, n, inject, nil, "--engine", engine, "--capacity", "500", "--count", strconv.Itoa(n+2))
 		c := f.Footer.Counters
 		feet = append(feet, c)
 		if c.Foreign != 5 || c.Malformed != 2 || c.Duplicated != 1 || c.OutOfRange != 1 || c.Received != n+3 || c.Sent != n+2 || len(f.Records) != n+1 {
@@ -168,6 +170,14 @@ func TestNativeCountsLikeGo(t *testing.T) {
 	}
 	if feet[0] != feet[1] {
 		t.Errorf("the engines counted differently:\ngo     %+v\nnative %+v", feet[0], feet[1])
+	}
+	// Unicast requests, and replies to a group.
+	to := netip.AddrPortFrom(topo.Responder.Addr, 9400).String()
+	for _, c := range [][2][]string{{{"--listen", to}, {"--to", to}}, {{"--reply", "239.1.1.2:9001"}, {"--reply-group", "239.1.1.2:9001"}}} {
+		f, log := nativeRoundWith(t, topo, dir, n, nil, c[1], append([]string{"--engine", "native", "--poll", "epoll"}, c[0]...)...)
+		if len(f.Records) != n || f.Footer.Counters.Foreign != 0 || c[0][0] == "--listen" && f.Header.Requests() != "unicast to "+to {
+			t.Errorf("%v: %d records, %+v, requests %q\n%s", c, len(f.Records), f.Footer.Counters, f.Header.Requests(), log)
+		}
 	}
 	f, log := nativeRound(t, topo, dir, n, "--engine", "native", "--timestamps", "off")
 	var own map[string]uint64
@@ -253,16 +263,32 @@ func TestNativeRefusals(t *testing.T) {
 	if code != 2 || !strings.Contains(out, topo.Responder.Interface+" has no NAPI instance") || !strings.Contains(out, "gro on") {
 		t.Errorf("prefer-busy-poll without NAPI: exit %d\n%s", code, out)
 	}
-	seccomp := t.TempDir()
-	script := fmt.Sprintf("#!/bin/sh\nexec %s %d %d %s \"$@\"\n", filepath.Join(dir, "seccomp-exec"), unix.SYS_IO_URING_SETUP, unix.EPERM,
-		filepath.Join(dir, "rig-respond-native"))
-	if err := os.WriteFile(filepath.Join(seccomp, "rig-respond-native"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, poll := range []string{"io-uring", "io-uring-sqpoll"} {
-		code, out := respond(seccomp, poll)
-		if code != 2 || !strings.Contains(out, "poll "+poll+": a seccomp filter refuses io_uring_setup") {
-			t.Errorf("%s under seccomp: exit %d\n%s", poll, code, out)
+	// io_uring_setup fails (a seccomp filter makes it, as a container
+	// runtime's does); the program says why from what /proc shows: the
+	// filter, or kernel.io_uring_disabled (a file in a private mount
+	// namespace plays the sysctl: the host's stays as it is).
+	wrap := t.TempDir()
+	for _, c := range []struct{ disabled, want string }{
+		{"", "a seccomp filter refuses io_uring_setup"},
+		{"2", "io_uring is disabled on this host (kernel.io_uring_disabled = 2"},
+		{"1", "kernel.io_uring_disabled = 1 and this process is neither root nor in kernel.io_uring_group"},
+	} {
+		run := fmt.Sprintf("exec %s %d %d %s \"$@\"", filepath.Join(dir, "seccomp-exec"), unix.SYS_IO_URING_SETUP, unix.EPERM, filepath.Join(dir, "rig-respond-native"))
+		if c.disabled != "" {
+			fake := filepath.Join(wrap, "io_uring_disabled-"+c.disabled)
+			if err := os.WriteFile(fake, []byte(c.disabled+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			run = fmt.Sprintf("exec unshare -m sh -c 'mount --bind %s /proc/sys/kernel/io_uring_disabled && %s' sh \"$@\"", fake, run)
+		}
+		if err := os.WriteFile(filepath.Join(wrap, "rig-respond-native"), []byte("#!/bin/sh\n"+run+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, poll := range []string{"io-uring", "io-uring-sqpoll"} {
+			code, out := respond(wrap, poll)
+			if code != 2 || !strings.Contains(out, "poll "+poll+": "+c.want) {
+				t.Errorf("%s, io_uring_disabled %q: exit %d\n%s", poll, c.disabled, code, out)
+			}
 		}
 	}
 	// GRO gives a veth NAPI: the same backend runs, and its requests came

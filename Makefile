@@ -14,10 +14,12 @@ export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 
 # Debian packages the tests and the demo use; installed only when missing.
 # qemu-user-static runs the arm64 unit tests on an amd64 machine; zsh checks
-# the zsh completion script.
-DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static zsh
+# the zsh completion script; gcc builds the native engine, and the arm64
+# cross compiler its arm64 program for make dist.
+DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static zsh \
+	$(NATIVE_DEBS) $(NATIVE_CROSS_DEBS)
 
-.PHONY: all build dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean
+.PHONY: all build native native-test native-arm64 dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean
 
 all: build
 
@@ -27,17 +29,58 @@ VERSION   ?=
 LDFLAGS   := -X github.com/rig-project/rig/internal/version.commit=$(COMMIT)$(if $(VERSION), -X github.com/rig-project/rig/internal/version.Version=$(VERSION))
 DIST      ?= dist
 
-build:
+build: native
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rig
 
+# The native engine (native/, docs/probes.md#the-native-engine): C11 and
+# libc, built with the system C compiler (installed when missing), linked
+# dynamically so that a kernel-bypass stack can be preloaded in front of
+# libc. NATIVE_OUT is where it goes: beside bin/rig, where rig looks.
+NATIVE_OUT    ?= $(patsubst %/,%,$(dir $(BIN)))
+NATIVE_DEBS   := gcc libc6-dev
+NATIVE_CROSS_DEBS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+NATIVE_CFLAGS ?= -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -DRIG_COMMIT='"$(COMMIT)"'
+NATIVE_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+NATIVE_SRC    := native/respond.c native/wire.c native/handoff.c native/uring.c
+# The compilers of make dist: the system's for its own architecture.
+NATIVE_CC_amd64 ?= $(if $(filter x86_64,$(shell uname -m)),$(CC),x86_64-linux-gnu-gcc)
+NATIVE_CC_arm64 ?= $(if $(filter aarch64,$(shell uname -m)),$(CC),aarch64-linux-gnu-gcc)
+
+native:
+	@command -v $(CC) >/dev/null 2>&1 || ./.ci/install-debs.sh $(NATIVE_DEBS)
+	@mkdir -p $(NATIVE_OUT)
+	$(CC) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-respond-native $(NATIVE_SRC)
+
+# native-test: what the Go tests run besides the program (internal/testbin
+# builds it into a temporary NATIVE_OUT): the program under ASan and UBSan,
+# the wire checker (under both too), the seccomp helper and the interposer.
+native-test: native
+	@mkdir -p $(NATIVE_OUT)/san
+	$(CC) $(NATIVE_CFLAGS) $(NATIVE_SAN) -o $(NATIVE_OUT)/san/rig-respond-native $(NATIVE_SRC)
+	$(CC) $(NATIVE_CFLAGS) $(NATIVE_SAN) -o $(NATIVE_OUT)/rig-wire-check native/test/wirecheck.c native/wire.c
+	$(CC) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/seccomp-exec native/test/seccomp-exec.c
+	$(CC) $(NATIVE_CFLAGS) -shared -fPIC -o $(NATIVE_OUT)/librig-interpose.so native/test/interpose.c -ldl
+
+# native-arm64: the arm64 program and wire checker, cross-compiled, for
+# test-arm64 to run under qemu-user.
+native-arm64:
+	@./.ci/install-debs.sh $(NATIVE_CROSS_DEBS)
+	@mkdir -p $(NATIVE_OUT)
+	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-respond-native $(NATIVE_SRC)
+	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-wire-check native/test/wirecheck.c native/wire.c
+
 # dist: static (CGO_ENABLED=0) rig for linux/amd64 and linux/arm64 with the
-# version and commit stamped, and their SHA256SUMS, in $(DIST)/.
+# version and commit stamped, the native engine's program for each beside
+# it (dynamically linked), and their SHA256SUMS, in $(DIST)/.
 dist:
+	@./.ci/install-debs.sh $(NATIVE_DEBS) $(NATIVE_CROSS_DEBS)
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	for a in amd64 arm64; do \
 		GOOS=linux GOARCH=$$a CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(DIST)/rig-linux-$$a ./cmd/rig || exit 1; \
 	done
-	cd $(DIST) && sha256sum rig-linux-amd64 rig-linux-arm64 > SHA256SUMS
+	$(NATIVE_CC_amd64) $(NATIVE_CFLAGS) -o $(DIST)/rig-respond-native-linux-amd64 $(NATIVE_SRC)
+	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(DIST)/rig-respond-native-linux-arm64 $(NATIVE_SRC)
+	cd $(DIST) && sha256sum rig-linux-amd64 rig-linux-arm64 rig-respond-native-linux-amd64 rig-respond-native-linux-arm64 > SHA256SUMS
 
 # deps: Go modules plus the Debian packages the integration tests need.
 deps:
@@ -67,7 +110,8 @@ ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|
 
 # test-arm64: go vet for linux/arm64, every package's tests compiled for
 # it, ARM64_PKGS run under qemu-aarch64 (installed when missing; its
-# absence fails), and both dist binaries checked (~3 min).
+# absence fails), the arm64 native wire codec cross-checked under it, and
+# the dist binaries checked (~3 min).
 test-arm64:
 	GO=$(GO) ARM64_PKGS="$(ARM64_PKGS)" ARM64_SKIP='$(ARM64_SKIP)' ./.ci/test-arm64.sh
 

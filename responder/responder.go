@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -49,6 +50,7 @@ type Config struct {
 	CPU        int // CPU to pin the loop to; -1 = no pinning
 	Poll       probe.PollMode
 	BusyPollUS int // SO_BUSY_POLL (µs): the blocking recvmsg busy-polls first
+	PollBudget int // SO_BUSY_POLL_BUDGET of poll prefer-busy-poll (native engine)
 	Sched      cpusched.Sched
 	Timestamps tstamp.Mode
 	// RunID, ArmIndex and Round: only requests of this run, arm and round
@@ -112,32 +114,12 @@ type Responder struct {
 // the group on Iface, timestamping enabled per Config.Timestamps. Errors
 // name the interface or the missing privilege.
 func New(cfg Config) (*Responder, error) {
-	if cfg.Capacity <= 0 {
-		cfg.Capacity = 100_000
-	}
-	if cfg.TxWait <= 0 {
-		cfg.TxWait = 500 * time.Millisecond
-	}
-	if err := probe.CheckDest(cfg.Group, cfg.Listen); err != nil {
-		return nil, err
-	}
-	if cfg.RunID == 0 {
-		return nil, wire.ErrNoRunID
-	}
-	if cfg.CPU >= 0 {
-		if err := cpusched.CheckCPU(hostfs.Default(), cfg.CPU); err != nil {
-			return nil, err
-		}
-	}
-	ifi, err := net.InterfaceByName(cfg.Iface)
+	ifi, err := prepare(&cfg)
 	if err != nil {
-		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)
+		return nil, err
 	}
 	laddr := netip.AddrPortFrom(netip.IPv4Unspecified(), cfg.Group.Port())
 	if cfg.Listen.IsValid() {
-		if err := onIface(cfg.Iface, cfg.Listen.Addr()); err != nil {
-			return nil, err
-		}
 		laddr = cfg.Listen
 	}
 	conn, err := tstamp.ListenUDP(laddr,
@@ -174,6 +156,39 @@ func New(cfg Config) (*Responder, error) {
 		}
 	}
 	return r, nil
+}
+
+// prepare fills cfg's defaults and checks it as both engines need it:
+// where requests come from, the run id, the CPU, the interface (returned)
+// and a unicast address on it.
+func prepare(cfg *Config) (*net.Interface, error) {
+	if cfg.Capacity <= 0 {
+		cfg.Capacity = 100_000
+	}
+	if cfg.TxWait <= 0 {
+		cfg.TxWait = 500 * time.Millisecond
+	}
+	if err := probe.CheckDest(cfg.Group, cfg.Listen); err != nil {
+		return nil, err
+	}
+	if cfg.RunID == 0 {
+		return nil, wire.ErrNoRunID
+	}
+	if cfg.CPU >= 0 {
+		if err := cpusched.CheckCPU(hostfs.Default(), cfg.CPU); err != nil {
+			return nil, err
+		}
+	}
+	ifi, err := net.InterfaceByName(cfg.Iface)
+	if err != nil {
+		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)
+	}
+	if cfg.Listen.IsValid() {
+		if err := onIface(cfg.Iface, cfg.Listen.Addr()); err != nil {
+			return nil, err
+		}
+	}
+	return ifi, nil
 }
 
 // Granted reports the timestamping the kernel granted.
@@ -382,26 +397,35 @@ func (r *Responder) Records() []samples.Record {
 
 // Header describes the responder's sample file.
 func (r *Responder) Header(arm, round int) samples.Header {
+	return header(r.cfg, r.granted, r.hw, r.started, arm, round, map[string]any{
+		"rcvbuf_bytes": r.rcvbuf, "tx_keying": r.conn.Keying().String(), "phc": r.phc,
+	})
+}
+
+// header is the sample header of a responder of cfg, either engine's;
+// more are the engine's own settings.
+func header(cfg Config, g tstamp.Granted, hw *tstamp.HWProof, started time.Time, arm, round int, more map[string]any) samples.Header {
+	settings := map[string]any{
+		"cpu": cfg.CPU, "poll": cfg.Poll.String(), "busy_poll_us": cfg.BusyPollUS,
+		"sched": cfg.Sched.String(), "timestamps": g.String(), "hardware_stamps": hw.String(),
+	}
+	maps.Copy(settings, more)
 	h := samples.Header{
 		WireVersion: wire.Version,
 		RigVersion:  version.String(),
 		Role:        samples.RoleResponder,
-		RunID:       wire.FormatRunID(r.runID),
-		Arm:         r.cfg.Arm,
+		RunID:       wire.FormatRunID(cfg.RunID),
+		Arm:         cfg.Arm,
 		ArmIndex:    arm,
 		Round:       round,
-		Host:        r.cfg.Host,
-		Iface:       r.cfg.Iface,
-		ResponderID: r.cfg.ID,
-		Clocks:      probe.Clocks(r.granted, r.hw, r.cfg.Iface, "req_rx", "rep_tx"),
-		Settings: map[string]any{
-			"cpu": r.cfg.CPU, "poll": r.cfg.Poll.String(), "rcvbuf_bytes": r.rcvbuf, "busy_poll_us": r.cfg.BusyPollUS,
-			"sched": r.cfg.Sched.String(), "timestamps": r.granted.String(),
-			"tx_keying": r.conn.Keying().String(), "phc": r.phc, "hardware_stamps": r.hw.String(),
-		},
-		StartedAt: r.started.UTC().Format(time.RFC3339Nano),
+		Host:        cfg.Host,
+		Iface:       cfg.Iface,
+		ResponderID: cfg.ID,
+		Clocks:      probe.Clocks(g, hw, cfg.Iface, "req_rx", "rep_tx"),
+		Settings:    settings,
+		StartedAt:   started.UTC().Format(time.RFC3339Nano),
 	}
-	h.SetRequests(r.cfg.Group, r.cfg.Listen)
+	h.SetRequests(cfg.Group, cfg.Listen)
 	return h
 }
 

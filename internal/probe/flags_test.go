@@ -146,6 +146,9 @@ func TestRespondRoundTrip(t *testing.T) {
 		"Count":    func(r *Respond) { r.Count = 10 },
 		"Capacity": func(r *Respond) { r.Capacity = 3000 },
 		"TxWait":   func(r *Respond) { r.TxWait = time.Second },
+		"Engine": func(r *Respond) {
+			r.Engine, r.Poll = EngineNative, Poll{Mode: PreferBusyPoll, BusyPollUS: 50, Budget: 16}
+		},
 	}))
 }
 
@@ -238,6 +241,8 @@ func TestParseErrors(t *testing.T) {
 		{"respond", []string{"--iface", "lo", "--run-id", "1", "--reply", "10.0.0.1:9000"}, `--reply "10.0.0.1:9000": want unicast or an IPv4 multicast group:port such as 239.1.1.2:9001`},
 		{"respond", []string{"--iface", "lo", "--run-id", "1", "--poll", "spin"}, `poll mode "spin": want block, busy or busy-poll:µs`},
 		{"respond", []string{"--iface", "lo", "--run-id", "1", "--sched", "fifo:0"}, `sched "fifo:0": the FIFO priority must be 1..99 (e.g. fifo:50)`},
+		{"respond", []string{"--iface", "lo", "--run-id", "1", "--poll", "io-uring"}, `poll mode "io-uring" needs --engine native: the Go engine waits by block, busy or busy-poll:µs`},
+		{"respond", []string{"--iface", "lo", "--run-id", "1", "--engine", "c"}, `--engine: engine "c": want go or native`},
 		{"send", []string{"--iface", "lo", "--sched", "rr:1"}, `sched "rr:1": want other or fifo:N (N 1..99)`},
 		{"send", []string{"--iface", "lo", "--poll", "busy-poll:50"}, `--poll "busy-poll:50": want block or busy`},
 		{"send", []string{"--iface", "lo", "--poll", "spin"}, `--poll "spin": want block or busy`},

@@ -22,6 +22,9 @@ func (m PollMode) String() string {
 	if m == Busy {
 		return "busy"
 	}
+	if s, ok := nativeModes[m]; ok {
+		return s
+	}
 	return "block"
 }
 
@@ -33,6 +36,8 @@ type Poll struct {
 	// BusyPollUS > 0 (Block only): the kernel polls the device queue this
 	// many µs inside recvmsg before sleeping (SO_BUSY_POLL).
 	BusyPollUS int
+	// Budget is PreferBusyPoll's SO_BUSY_POLL_BUDGET (0 for the others).
+	Budget int
 }
 
 // ParsePoll parses "block", "busy" or "busy-poll:µs" (µs in 1..1000000);
@@ -56,9 +61,12 @@ func ParsePoll(s string) (Poll, error) {
 	return Poll{}, fmt.Errorf("poll mode %q: want block, busy or busy-poll:µs", s)
 }
 
-// String is the form ParsePoll reads: "block", "busy" or "busy-poll:µs".
+// String is the form ParsePoll reads: "block", "busy" or "busy-poll:µs"
+// (and ParseEnginePoll the native engine's modes).
 func (p Poll) String() string {
 	switch {
+	case p.nativeString() != "":
+		return p.nativeString()
 	case p.Mode == Busy:
 		return "busy"
 	case p.BusyPollUS > 0:

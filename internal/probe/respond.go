@@ -24,6 +24,7 @@ type Respond struct {
 	Count    int            // --count: stop after answering this many (0: until stopped)
 	Capacity int            // --capacity: sequences recorded
 	TxWait   time.Duration  // --tx-wait
+	Engine   Engine         // --engine
 }
 
 // DefaultRespond is rig respond's command line with every flag at its
@@ -40,11 +41,12 @@ func (r *Respond) Register(fs *flag.FlagSet) {
 	fs.String("reply", replyText(d.Reply), "where replies go: unicast (back to the sender) or a multicast group:port")
 	fs.IntVar(&r.ID, "id", d.ID, fmt.Sprintf("responder id carried in every reply: give each responder of one request stream its own (0..%d)", MaxResponderID))
 	fs.IntVar(&r.CPU, "cpu", d.CPU, "CPU to pin the responder loop to (-1: no pinning)")
-	fs.String("poll", d.Poll.String(), "block (sleep in recvmsg) | busy (spin, one CPU at 100%) | busy-poll:µs (SO_BUSY_POLL)")
+	fs.String("poll", d.Poll.String(), "block (sleep in recvmsg) | busy (spin, one CPU at 100%) | busy-poll:µs (SO_BUSY_POLL); --engine native also: prefer-busy-poll:µs[:budget] | epoll | io-uring | io-uring-sqpoll")
 	fs.String("sched", d.Sched.String(), "scheduling policy of the loop: other | fifo:N (needs CAP_SYS_NICE)")
 	fs.IntVar(&r.Count, "count", d.Count, "stop after answering this many requests (0: until Ctrl-C)")
 	fs.IntVar(&r.Capacity, "capacity", d.Capacity, "sequences recorded (0..capacity-1); more are answered but not recorded")
 	fs.DurationVar(&r.TxWait, "tx-wait", d.TxWait, "how long to wait for the last replies' TX stamps")
+	fs.String("engine", d.Engine.String(), "go (rig's own loop) | native (rig-respond-native, beside rig: a C loop no runtime interrupts, which kernel-bypass stacks can accelerate; more --poll backends)")
 }
 
 // Parse completes r from fs, the FlagSet Register defined the flags on,
@@ -64,7 +66,10 @@ func (r *Respond) Parse(fs *flag.FlagSet) error {
 	if r.Reply, err = parseReply(text(fs, "reply")); err != nil {
 		return err
 	}
-	if r.Poll, err = ParsePoll(text(fs, "poll")); err != nil {
+	if r.Engine, err = ParseEngine(text(fs, "engine")); err != nil {
+		return fmt.Errorf("--engine: %w", err)
+	}
+	if r.Poll, err = ParseEnginePoll(text(fs, "poll"), r.Engine); err != nil {
 		return err
 	}
 	r.Sched, err = cpusched.ParseSched(text(fs, "sched"))
@@ -84,6 +89,9 @@ func (r Respond) Args() []string {
 	a.int("count", r.Count)
 	a.int("capacity", r.Capacity)
 	a.dur("tx-wait", r.TxWait)
+	if r.Engine != EngineGo {
+		a.str("engine", r.Engine.String())
+	}
 	return a
 }
 

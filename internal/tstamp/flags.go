@@ -3,6 +3,7 @@ package tstamp
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -264,23 +265,40 @@ type Options struct {
 // enabling can arrive without SW stamps. Warm up (or count unstamped
 // packets) instead of failing on them.
 func EnableWith(fd int, mode Mode, o Options) (Granted, error) {
-	if o.Extra&(hwTxFlags|hwRxFlags) != 0 {
-		return Granted{}, fmt.Errorf("tstamp: extra flags %s: hardware bits are chosen by the mode", o.Extra&(hwTxFlags|hwRxFlags))
-	}
-	if mode > Off {
-		return Granted{}, fmt.Errorf("tstamp: invalid mode %d", mode)
-	}
-	g := Granted{Mode: mode}
-	if mode == Off {
-		if o.Extra != 0 {
-			return g, fmt.Errorf("tstamp: extra flags %s with mode off: off asks for no stamps", o.Extra)
-		}
-		return g, nil
+	if err := checkOptions(mode, o); err != nil || mode == Off {
+		return Granted{Mode: mode}, err
 	}
 	family, ifname, err := socketDevice(fd)
 	if err != nil {
-		return g, err
+		return Granted{Mode: mode}, err
 	}
+	p, err := PlanFor(family, ifname, mode, o)
+	if err != nil {
+		return p.Granted, err
+	}
+	return setTimestamping(fd, p)
+}
+
+// Plan is what EnableWith asks the kernel for on one socket, decided
+// before any setsockopt: the bits to set (Want), those the kernel may
+// refuse (Optional), and the grant so far (mode, device, the NIC's state
+// and the decision on it, fallbacks). A program that sets the flags on its
+// own socket (the native engine) asks for Want and reports what the kernel
+// did to Settle, so the decision stays here.
+type Plan struct {
+	Granted        Granted
+	Want, Optional Flags
+}
+
+// PlanFor is EnableWith's decision for a socket of family (unix.AF_INET or
+// unix.AF_PACKET) bound to ifname ("" when unbound), with EnableWith's
+// error contract. Mode Off plans nothing.
+func PlanFor(family int, ifname string, mode Mode, o Options) (Plan, error) {
+	p := Plan{Granted: Granted{Mode: mode}}
+	if err := checkOptions(mode, o); err != nil || mode == Off {
+		return p, err
+	}
+	g := &p.Granted
 	g.Ifname = ifname
 	packet := family == unix.AF_PACKET
 	want := swRxFlags | FlagOptRxFilter
@@ -289,16 +307,54 @@ func EnableWith(fd int, mode Mode, o Options) (Granted, error) {
 		dev = HostDevice()
 	}
 	if mode != Software {
-		hw, err := hardwareFlags(dev, &g, packet, o.Owner)
+		hw, err := hardwareFlags(dev, g, packet, o.Owner)
 		if err != nil {
-			return g, err
+			return p, err
 		}
 		want |= hw
 	}
 	if !packet {
-		want |= softwareTX(dev, &g) | keyFlags
+		want |= softwareTX(dev, g) | keyFlags
 	}
-	return setTimestamping(fd, g, want|o.Extra, optionalFlags|o.Extra)
+	p.Want, p.Optional = want|o.Extra, optionalFlags|o.Extra
+	return p, nil
+}
+
+func checkOptions(mode Mode, o Options) error {
+	switch {
+	case o.Extra&(hwTxFlags|hwRxFlags) != 0:
+		return fmt.Errorf("tstamp: extra flags %s: hardware bits are chosen by the mode", o.Extra&(hwTxFlags|hwRxFlags))
+	case mode > Off:
+		return fmt.Errorf("tstamp: invalid mode %d", mode)
+	case mode == Off && o.Extra != 0:
+		return fmt.Errorf("tstamp: extra flags %s with mode off: off asks for no stamps", o.Extra)
+	}
+	return nil
+}
+
+// SetResult is what setting a Plan's flags on a socket gave.
+type SetResult struct {
+	Old     bool  // SO_TIMESTAMPING_NEW was unknown: the old option holds the flags
+	Dropped Flags // optional bits the kernel refused (EINVAL) and that were dropped
+	Assumed bool  // the flags could not be read back: Flags is the value set
+	Flags   Flags // what the kernel holds
+}
+
+// Settle is the grant once the plan's flags were set as r says.
+func (p Plan) Settle(r SetResult) Granted {
+	g := p.Granted
+	g.Fallbacks = slices.Clone(g.Fallbacks)
+	g.Requested, g.New, g.Flags = p.Want, !r.Old, r.Flags
+	if r.Old {
+		g.Fallbacks = append(g.Fallbacks, "SO_TIMESTAMPING_NEW unknown (kernel < 5.1): using SO_TIMESTAMPING")
+	}
+	for d := r.Dropped; d != 0; d &^= highestBit(d) {
+		g.Fallbacks = append(g.Fallbacks, highestBit(d).String()+" rejected (EINVAL): retried without it")
+	}
+	if r.Assumed {
+		g.Fallbacks = append(g.Fallbacks, "flags cannot be read back (getsockopt ENOPROTOOPT): the value set is assumed")
+	}
+	return g
 }
 
 // softwareTX is the software TX stamp a UDP socket asks for: the driver's
@@ -371,11 +427,11 @@ func hardwareFlags(dev Device, g *Granted, packet bool, owner string) (Flags, er
 // setsockoptInt is a seam for tests that play an older kernel.
 var setsockoptInt = unix.SetsockoptInt
 
-// setTimestamping sets want (NEW option first) and reads the result back.
-func setTimestamping(fd int, g Granted, want, optional Flags) (Granted, error) {
-	g.Requested = want
-	opt := unix.SO_TIMESTAMPING_NEW
-	g.New = true
+// setTimestamping sets the plan's flags (NEW option first) and reads the
+// result back.
+func setTimestamping(fd int, p Plan) (Granted, error) {
+	var r SetResult
+	want, opt := p.Want, unix.SO_TIMESTAMPING_NEW
 	for {
 		err := setsockoptInt(fd, unix.SOL_SOCKET, opt, int(want))
 		if err == nil {
@@ -383,16 +439,15 @@ func setTimestamping(fd int, g Granted, want, optional Flags) (Granted, error) {
 		}
 		switch {
 		case opt == unix.SO_TIMESTAMPING_NEW && errors.Is(err, unix.ENOPROTOOPT):
-			opt, g.New = unix.SO_TIMESTAMPING, false
-			g.Fallbacks = append(g.Fallbacks, "SO_TIMESTAMPING_NEW unknown (kernel < 5.1): using SO_TIMESTAMPING")
+			opt, r.Old = unix.SO_TIMESTAMPING, true
 			continue
-		case errors.Is(err, unix.EINVAL) && want&optional != 0:
-			bit := highestBit(want & optional)
+		case errors.Is(err, unix.EINVAL) && want&p.Optional != 0:
+			bit := highestBit(want & p.Optional)
 			want &^= bit
-			g.Fallbacks = append(g.Fallbacks, bit.String()+" rejected (EINVAL): retried without it")
+			r.Dropped |= bit
 			continue
 		}
-		return g, fmt.Errorf("tstamp: setsockopt(%s, %s): %w", optName(opt), want, err)
+		return p.Settle(r), fmt.Errorf("tstamp: setsockopt(%s, %s): %w", optName(opt), want, err)
 	}
 	got, err := getTimestamping(fd, opt)
 	if err != nil && errors.Is(err, unix.ENOPROTOOPT) {
@@ -402,15 +457,11 @@ func setTimestamping(fd int, g Granted, want, optional Flags) (Granted, error) {
 		// the socket's flags, and failing that trust the value the kernel
 		// just accepted.
 		if got, err = getTimestamping(fd, unix.SO_TIMESTAMPING); err != nil {
-			got, err = want, nil
-			g.Fallbacks = append(g.Fallbacks, "flags cannot be read back (getsockopt ENOPROTOOPT): the value set is assumed")
+			got, err, r.Assumed = want, nil, true
 		}
 	}
-	if err != nil {
-		return g, err
-	}
-	g.Flags = got
-	return g, nil
+	r.Flags = got
+	return p.Settle(r), err
 }
 
 func highestBit(f Flags) Flags {

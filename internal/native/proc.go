@@ -1,0 +1,240 @@
+package native
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rig-project/rig/internal/tstamp"
+)
+
+// EnvDir names a directory to find the native programs in instead of the
+// one rig's own executable is in.
+const EnvDir = "RIG_NATIVE_DIR"
+
+// Find returns the path of the native program name: in $RIG_NATIVE_DIR
+// when set, else beside rig's executable, as name or as make dist names
+// it (name-linux-GOARCH). Missing, the error says how to build it and
+// wraps os.ErrNotExist.
+func Find(name string) (string, error) {
+	dir := os.Getenv(EnvDir)
+	if dir == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("%s: where is rig's own executable? %w (set %s to the program's directory)", name, err, EnvDir)
+		}
+		dir = filepath.Dir(exe)
+	}
+	return find(dir, name)
+}
+
+func find(dir, name string) (string, error) {
+	var tried []string
+	for _, n := range []string{name, name + "-linux-" + runtime.GOARCH} {
+		p := filepath.Join(dir, n)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	return "", fmt.Errorf("the native engine's program is missing (no executable %s): build it with `make build` (needs a C compiler: apt-get install gcc), copy it from `make dist` beside rig, or set %s to its directory: %w",
+		strings.Join(tried, " or "), EnvDir, os.ErrNotExist)
+}
+
+// Ready is what the native responder reports once its socket is set up and
+// its loop starts: its thread, and what the kernel made of the socket's
+// timestamping flags (tstamp.SetResult), receive buffer and mlockall.
+type Ready struct {
+	TID       int
+	TS        tstamp.SetResult
+	RcvBuf    int
+	MlockAll  syscall.Errno // 0: the program's memory is locked
+	Remainder string        // fields this rig does not know, as given
+}
+
+// readyKeys are the fields a ready line must carry.
+var readyKeys = []string{"tid", "ts_flags", "ts_old", "ts_dropped", "ts_assumed", "rcvbuf", "mlockall"}
+
+// ParseReady parses a ready line: "ready" then space-separated key=value
+// fields, values in C's notation (0x… hex). Every field of readyKeys is
+// required; others are kept in Remainder.
+func ParseReady(line string) (Ready, error) {
+	fields := strings.Fields(line)
+	if len(fields) == 0 || fields[0] != "ready" {
+		return Ready{}, fmt.Errorf("native: %q is not a ready line", line)
+	}
+	v := map[string]uint64{}
+	var rest []string
+	for _, f := range fields[1:] {
+		k, val, ok := strings.Cut(f, "=")
+		if !ok {
+			return Ready{}, fmt.Errorf("native: ready line field %q is not key=value", f)
+		}
+		if !slices.Contains(readyKeys, k) {
+			rest = append(rest, f)
+			continue
+		}
+		if _, dup := v[k]; dup {
+			return Ready{}, fmt.Errorf("native: ready line gives %s twice", k)
+		}
+		n, err := strconv.ParseUint(val, 0, 32)
+		if err != nil {
+			return Ready{}, fmt.Errorf("native: ready line %s=%q: want a number up to 2^32-1", k, val)
+		}
+		v[k] = n
+	}
+	for _, k := range readyKeys {
+		if _, ok := v[k]; !ok {
+			return Ready{}, fmt.Errorf("native: ready line lacks %s: %q", k, line)
+		}
+	}
+	for _, k := range []string{"ts_old", "ts_assumed"} {
+		if v[k] > 1 {
+			return Ready{}, fmt.Errorf("native: ready line %s=%d: want 0 or 1", k, v[k])
+		}
+	}
+	return Ready{TID: int(v["tid"]), RcvBuf: int(v["rcvbuf"]), MlockAll: syscall.Errno(v["mlockall"]), Remainder: strings.Join(rest, " "),
+		TS: tstamp.SetResult{Flags: tstamp.Flags(v["ts_flags"]), Old: v["ts_old"] == 1, Dropped: tstamp.Flags(v["ts_dropped"]), Assumed: v["ts_assumed"] == 1}}, nil
+}
+
+// Refusal is a program's "refused" line, or the caller's refusal to start
+// it: bad input, a missing privilege or a backend this host cannot run. It
+// matches errors.ErrUnsupported (rig's exit status 2).
+type Refusal struct{ Msg string }
+
+func (r *Refusal) Error() string { return r.Msg }
+func (r *Refusal) Unwrap() error { return errors.ErrUnsupported }
+
+// maxLine bounds a line from the program.
+const maxLine = 64 << 10
+
+// Proc is a running native program.
+type Proc struct {
+	name  string
+	cmd   *exec.Cmd
+	lines *bufio.Reader // the ready pipe
+	pipe  *os.File
+	out   *os.File // the handoff, an unlinked temporary file
+	exit  chan error
+}
+
+// Start runs prog with args and --ready-fd and --out-fd, its output going
+// to stderr, and waits for its first line. The program dies with rig
+// (PR_SET_PDEATHSIG). A refused line is a *Refusal.
+func Start(prog string, args []string, stderr io.Writer) (*Proc, Ready, error) {
+	p := &Proc{name: filepath.Base(prog), exit: make(chan error, 1)}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, Ready{}, err
+	}
+	p.pipe, p.lines = r, bufio.NewReaderSize(io.LimitReader(r, 16*maxLine), maxLine)
+	if p.out, err = os.CreateTemp("", "rig-native-*.handoff"); err != nil {
+		r.Close()
+		w.Close()
+		return nil, Ready{}, fmt.Errorf("the native program's handoff file: %w", err)
+	}
+	os.Remove(p.out.Name()) // the open file is enough; nothing is left behind
+	// The pipe first: whatever the program refuses then goes to it.
+	p.cmd = exec.Command(prog, append([]string{"--ready-fd", "3", "--out-fd", "4"}, args...)...)
+	p.cmd.ExtraFiles = []*os.File{w, p.out}
+	p.cmd.Stdout, p.cmd.Stderr = stderr, stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = p.cmd.Start()
+	w.Close()
+	if err != nil {
+		p.close()
+		return nil, Ready{}, fmt.Errorf("starting %s: %w", prog, err)
+	}
+	go func() { p.exit <- p.cmd.Wait() }()
+	line, err := p.lines.ReadString('\n')
+	if err != nil {
+		werr := <-p.exit
+		p.close()
+		return nil, Ready{}, fmt.Errorf("%s ended before it was ready (%v; its messages are above)", p.name, werr)
+	}
+	line = strings.TrimSuffix(line, "\n")
+	var rd Ready
+	if err = lineErr(p.name, line); err == nil {
+		rd, err = ParseReady(line)
+	}
+	if err != nil {
+		p.Close()
+		return nil, Ready{}, err
+	}
+	return p, rd, nil
+}
+
+// lineErr is the error a refused or failed line reports (nil for others).
+func lineErr(name, line string) error {
+	if msg, ok := strings.CutPrefix(line, "refused "); ok {
+		return &Refusal{msg}
+	}
+	if msg, ok := strings.CutPrefix(line, "failed "); ok {
+		return fmt.Errorf("%s: %s", name, msg)
+	}
+	return nil
+}
+
+// Wait waits for the program to end, sending it SIGTERM when ctx is done
+// first, and reads its handoff. A program that failed after it wrote its
+// handoff returns both.
+func (p *Proc) Wait(ctx context.Context) (*Handoff, error) {
+	var err error
+	select {
+	case err = <-p.exit:
+	case <-ctx.Done():
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		err = <-p.exit
+	}
+	p.exit <- err // for Close
+	var failed error
+	for {
+		line, rerr := p.lines.ReadString('\n')
+		if e := lineErr(p.name, strings.TrimSuffix(line, "\n")); e != nil && failed == nil {
+			failed = e
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	var h *Handoff
+	var herr error
+	if _, herr = p.out.Seek(0, io.SeekStart); herr == nil {
+		h, herr = ReadHandoff(p.out)
+	}
+	switch {
+	case failed != nil:
+		return h, failed
+	case err != nil:
+		return h, fmt.Errorf("%s: %v (its messages are above)", p.name, err)
+	case herr != nil:
+		return nil, fmt.Errorf("%s: %w", p.name, herr)
+	}
+	return h, nil
+}
+
+// Close kills the program if it still runs and releases what Start opened.
+func (p *Proc) Close() {
+	select {
+	case err := <-p.exit:
+		p.exit <- err
+	default:
+		_ = p.cmd.Process.Kill()
+	}
+	p.close()
+}
+
+func (p *Proc) close() {
+	p.pipe.Close()
+	p.out.Close()
+}

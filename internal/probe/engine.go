@@ -1,0 +1,118 @@
+package probe
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Engine is what runs a probe's measuring loop: rig's own Go code, or the
+// native program beside rig (docs/probes.md#the-native-engine), which no
+// language runtime interrupts and which a kernel-bypass stack preloaded in
+// front of libc can accelerate.
+type Engine int
+
+const (
+	EngineGo Engine = iota
+	EngineNative
+)
+
+func (e Engine) String() string {
+	if e == EngineNative {
+		return "native"
+	}
+	return "go"
+}
+
+// ParseEngine parses "go" or "native"; "" is go.
+func ParseEngine(s string) (Engine, error) {
+	switch s {
+	case "", "go":
+		return EngineGo, nil
+	case "native":
+		return EngineNative, nil
+	}
+	return 0, fmt.Errorf("engine %q: want go or native", s)
+}
+
+// The poll modes only the native engine has.
+const (
+	// PreferBusyPoll blocks in recvmsg, which first busy-polls the NIC's
+	// queue for BusyPollUS with SO_PREFER_BUSY_POLL and SO_BUSY_POLL_BUDGET
+	// set (Budget): the kernel defers the NIC's interrupts to the polling.
+	PreferBusyPoll PollMode = iota + Busy + 1
+	// Epoll waits in epoll_wait, then reads without blocking.
+	Epoll
+	// IOUring keeps a recvmsg in an io_uring and waits in io_uring_enter.
+	IOUring
+	// IOUringSQPoll has a kernel thread take the ring's submissions and
+	// spins on its completions: no system call per request.
+	IOUringSQPoll
+)
+
+// DefaultBudget is prefer-busy-poll's SO_BUSY_POLL_BUDGET when not given:
+// NAPI_POLL_WEIGHT, what a NAPI poll gets from the softirq.
+const DefaultBudget = 64
+
+var nativeModes = map[PollMode]string{PreferBusyPoll: "prefer-busy-poll", Epoll: "epoll", IOUring: "io-uring", IOUringSQPoll: "io-uring-sqpoll"}
+
+// nativeString is the text of a native-only poll ("" for the others).
+func (p Poll) nativeString() string {
+	if p.Mode != PreferBusyPoll {
+		return nativeModes[p.Mode]
+	}
+	s := "prefer-busy-poll:" + strconv.Itoa(p.BusyPollUS)
+	if p.Budget != DefaultBudget {
+		s += ":" + strconv.Itoa(p.Budget)
+	}
+	return s
+}
+
+// ParseEnginePoll parses a poll mode for engine e: ParsePoll's for both,
+// and for the native engine also "prefer-busy-poll:µs[:budget]", "epoll",
+// "io-uring" and "io-uring-sqpoll". The Go engine refuses those, saying so.
+func ParseEnginePoll(s string, e Engine) (Poll, error) {
+	p, err := ParsePoll(s)
+	if err == nil {
+		return p, nil
+	}
+	np, nerr, native := parseNativePoll(s)
+	switch {
+	case !native:
+		return Poll{}, err
+	case nerr != nil:
+		return Poll{}, nerr
+	case e != EngineNative:
+		return Poll{}, fmt.Errorf("poll mode %q needs --engine native: the Go engine waits by block, busy or busy-poll:µs", s)
+	}
+	return np, nil
+}
+
+// parseNativePoll parses a native-only mode; native reports whether s
+// names one at all.
+func parseNativePoll(s string) (p Poll, err error, native bool) {
+	for m, name := range nativeModes {
+		if s == name && m != PreferBusyPoll {
+			return Poll{Mode: m}, nil, true
+		}
+	}
+	if !strings.HasPrefix(s, "prefer-busy-poll") {
+		return Poll{}, nil, false
+	}
+	bad := fmt.Errorf("poll mode %q: prefer-busy-poll needs a time in µs, 1..1000000, and may add a budget, 1..65535 (e.g. prefer-busy-poll:50 or prefer-busy-poll:50:64)", s)
+	rest, ok := strings.CutPrefix(s, "prefer-busy-poll:")
+	if !ok {
+		return Poll{}, bad, true
+	}
+	us, budget, two := strings.Cut(rest, ":")
+	p = Poll{Mode: PreferBusyPoll, Budget: DefaultBudget}
+	if p.BusyPollUS, err = strconv.Atoi(us); err != nil || p.BusyPollUS < 1 || p.BusyPollUS > 1_000_000 {
+		return Poll{}, bad, true
+	}
+	if two {
+		if p.Budget, err = strconv.Atoi(budget); err != nil || p.Budget < 1 || p.Budget > 65535 {
+			return Poll{}, bad, true
+		}
+	}
+	return p, nil, true
+}

@@ -1,0 +1,62 @@
+package probe
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEnginePoll: the native engine's backends parse only with --engine
+// native, the Go engine saying why it refuses them; each prints back to
+// the text it came from; ParsePoll's modes parse for both engines.
+func TestEnginePoll(t *testing.T) {
+	for in, want := range map[string]Poll{
+		"prefer-busy-poll:50":    {Mode: PreferBusyPoll, BusyPollUS: 50, Budget: DefaultBudget},
+		"prefer-busy-poll:50:16": {Mode: PreferBusyPoll, BusyPollUS: 50, Budget: 16},
+		"epoll":                  {Mode: Epoll},
+		"io-uring":               {Mode: IOUring},
+		"io-uring-sqpoll":        {Mode: IOUringSQPoll},
+		"busy-poll:20":           {Mode: Block, BusyPollUS: 20},
+		"busy":                   {Mode: Busy},
+	} {
+		p, err := ParseEnginePoll(in, EngineNative)
+		if err != nil || p != want || p.String() != in {
+			t.Errorf("native %q = %+v (%q), %v; want %+v", in, p, p.String(), err, want)
+		}
+		_, err = ParseEnginePoll(in, EngineGo)
+		if native := p.Mode > Busy; native != (err != nil) || native && !strings.Contains(err.Error(), "needs --engine native") {
+			t.Errorf("go %q: %v", in, err)
+		}
+	}
+	for _, bad := range []string{"prefer-busy-poll", "prefer-busy-poll:0", "prefer-busy-poll:50:0", "prefer-busy-poll:50:x", "prefer-busy-poll:50:16:1"} {
+		if _, err := ParseEnginePoll(bad, EngineNative); err == nil || !strings.Contains(err.Error(), "prefer-busy-poll") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if _, err := ParseEnginePoll("spin", EngineNative); err == nil || err.Error() != `poll mode "spin": want block, busy or busy-poll:µs` {
+		t.Errorf("spin: %v", err)
+	}
+	if _, err := ParseEngine("c"); err == nil || !strings.Contains(err.Error(), "go or native") {
+		t.Errorf("engine c: %v", err)
+	}
+}
+
+// FuzzParseEnginePoll: whatever the native engine accepts prints back to
+// a text it reads as the same mode; the Go engine accepts only ParsePoll's.
+func FuzzParseEnginePoll(f *testing.F) {
+	for _, s := range []string{"epoll", "io-uring", "prefer-busy-poll:50", "prefer-busy-poll:50:64", "prefer-busy-poll:1:1", "busy"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseEnginePoll(s, EngineNative)
+		if err != nil {
+			return
+		}
+		q, err := ParseEnginePoll(p.String(), EngineNative)
+		if err != nil || q != p {
+			t.Fatalf("%q = %+v; its String %q reads as %+v, %v", s, p, p.String(), q, err)
+		}
+		if _, err := ParseEnginePoll(s, EngineGo); (err == nil) != (p.Mode <= Busy) {
+			t.Fatalf("%q: the Go engine says %v", s, err)
+		}
+	})
+}

@@ -1,0 +1,64 @@
+/* The handoff: what the native responder hands rig after its loop
+ * (docs/formats.md#the-native-handoff). Little endian:
+ *
+ *	"RIGNATV\n"          8 bytes magic
+ *	u32 version          HANDOFF_VERSION
+ *	u32 n                header fields that follow (H_NFIELDS in this version)
+ *	n × u64              the header (rig.h's H_* order)
+ *	records × 64 bytes   u64 seq, u64 flags, 6 × i64 stamps (REQ_RX_HW..REP_TX_HW)
+ *
+ * Only answered sequences are written, in increasing order. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rig.h"
+
+static unsigned char out[1 << 16];
+static size_t used;
+
+static int flush(int fd)
+{
+	size_t off = 0;
+	while (off < used) {
+		ssize_t n = write(fd, out + off, used - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	used = 0;
+	return 0;
+}
+
+static int put(int fd, uint64_t v)
+{
+	if (used + 8 > sizeof out && flush(fd) < 0)
+		return -1;
+	for (int i = 0; i < 8; i++)
+		out[used++] = (unsigned char)(v >> (8 * i));
+	return 0;
+}
+
+int handoff_write(int fd, const uint64_t h[H_NFIELDS], const struct rec *recs, uint64_t capacity)
+{
+	memcpy(out, "RIGNATV\n", 8);
+	used = 8;
+	if (put(fd, (uint64_t)H_NFIELDS << 32 | HANDOFF_VERSION) < 0)
+		return -1;
+	for (int i = 0; i < H_NFIELDS; i++)
+		if (put(fd, h[i]) < 0)
+			return -1;
+	for (uint64_t seq = 0; seq < capacity; seq++) {
+		const struct rec *r = &recs[seq];
+		if (r->t[REQ_RX_USER] == 0)
+			continue;
+		if (put(fd, seq) < 0 || put(fd, r->flags) < 0)
+			return -1;
+		for (int i = 0; i < NSTAMPS; i++)
+			if (put(fd, (uint64_t)r->t[i]) < 0)
+				return -1;
+	}
+	return flush(fd);
+}

@@ -1,0 +1,246 @@
+package responder
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/native"
+	"github.com/rig-project/rig/internal/probe"
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/internal/wire"
+	"github.com/rig-project/rig/nicctl"
+)
+
+// NativeProgram is the native engine's responder program (native/respond.c).
+const NativeProgram = "rig-respond-native"
+
+// Native is a responder whose loop runs in the native program
+// (docs/probes.md#the-native-engine). rig decides here what New decides —
+// the request address, the socket's timestamping flags (tstamp.PlanFor),
+// the CPU — and the program opens the socket through libc, answers as
+// Responder does and hands its records back; Run turns them into the same
+// records, counters and sample file.
+type Native struct {
+	cfg     Config
+	prog    string
+	proc    *native.Proc
+	ready   native.Ready
+	granted tstamp.Granted
+	hw      *tstamp.HWProof
+	h       *native.Handoff
+	recs    []samples.Record
+	cnt     samples.Counters
+	phc     *tstamp.PHCRecord
+	started time.Time
+	stopped string
+	notes   []string
+}
+
+// NewNative checks cfg as New does, decides the socket's timestamping
+// and starts prog (native.Find(NativeProgram)), which returns once the
+// program's socket is set up. A backend the host cannot run is refused
+// with the reason (*native.Refusal).
+func NewNative(cfg Config, prog string) (*Native, error) {
+	ifi, err := prepare(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := tstamp.PlanFor(unix.AF_INET, cfg.Iface, cfg.Timestamps, tstamp.Options{Device: cfg.Device})
+	if err != nil {
+		return nil, err
+	}
+	n := &Native{cfg: cfg, prog: prog}
+	if cfg.Poll == probe.PreferBusyPoll {
+		if err := n.checkNAPI(ifi); err != nil {
+			return nil, err
+		}
+	}
+	if n.proc, n.ready, err = native.Start(prog, n.args(ifi, plan), os.Stderr); err != nil {
+		return nil, err
+	}
+	n.granted = plan.Granted
+	if plan.Want != 0 {
+		n.granted = plan.Settle(n.ready.TS)
+	}
+	if n.ready.MlockAll != 0 {
+		n.notes = append(n.notes, "mlockall failed ("+n.ready.MlockAll.Error()+"): the loop's pages may fault (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)")
+	}
+	n.hw = tstamp.NewHWProof(n.granted, cfg.TxWait, "the responder's UDP socket", "requests", "replies")
+	return n, nil
+}
+
+// checkNAPI refuses prefer-busy-poll on an interface whose packets do not
+// come through NAPI: there is no queue to poll. Where the kernel cannot
+// tell, it notes so and goes on.
+func (n *Native) checkNAPI(ifi *net.Interface) error {
+	ids, err := nicctl.NAPIs(ifi.Index)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		n.notes = append(n.notes, "cannot tell whether "+ifi.Name+" has NAPI ("+err.Error()+"): prefer-busy-poll may poll nothing; the sample header's napi_id says whether any request came through NAPI")
+	case err != nil:
+		return err
+	case len(ids) == 0:
+		return &native.Refusal{Msg: "--poll prefer-busy-poll: " + ifi.Name + " has no NAPI instance (netdev netlink napi-get lists none): busy polling has no queue to poll (a veth gets one with GRO on: ethtool -K " + ifi.Name + " gro on)"}
+	}
+	return nil
+}
+
+// args is the program's command line (native/respond.c).
+func (n *Native) args(ifi *net.Interface, plan tstamp.Plan) []string {
+	c := n.cfg
+	itoa := strconv.Itoa
+	poll := c.Poll.String() // the mode's name: its µs and budget go apart
+	if c.Poll == probe.Block && c.BusyPollUS > 0 {
+		poll = "busy-poll"
+	}
+	b := func(v bool) string { return map[bool]string{false: "0", true: "1"}[v] }
+	a := []string{"--iface", c.Iface, "--ifindex", itoa(ifi.Index), "--run-id", wire.FormatRunID(c.RunID),
+		"--arm-index", itoa(c.ArmIndex), "--round", itoa(c.Round), "--id", strconv.FormatUint(uint64(c.ID), 10),
+		"--cpu", itoa(c.CPU), "--fifo", itoa(c.Sched.Priority), "--poll", poll,
+		"--ts-flags", strconv.FormatUint(uint64(plan.Want), 10), "--ts-optional", strconv.FormatUint(uint64(plan.Optional), 10),
+		"--hw-rx", b(plan.Granted.Decision.RX), "--hw-tx", b(plan.Granted.Decision.TX), "--hw-window", itoa(tstamp.ProofWindow),
+		"--hw-fail", b(c.Timestamps == tstamp.Hardware), "--tx-sw", strings.ToLower(plan.Granted.SWTx.String()), "--capacity", itoa(c.Capacity), "--count", itoa(c.StopAfter),
+		"--tx-wait-ns", strconv.FormatInt(int64(c.TxWait), 10), "--rcvbuf", itoa(tstamp.StallRcvBuf)}
+	if c.BusyPollUS > 0 {
+		a = append(a, "--busy-poll-us", itoa(c.BusyPollUS))
+	}
+	if c.Poll == probe.PreferBusyPoll {
+		a = append(a, "--busy-poll-budget", itoa(c.PollBudget))
+	}
+	if c.Group.IsValid() {
+		a = append(a, "--group", c.Group.String())
+	} else {
+		a = append(a, "--listen", c.Listen.String())
+	}
+	if c.ReplyTo.IsValid() {
+		a = append(a, "--reply", c.ReplyTo.String())
+	}
+	return a
+}
+
+// Granted reports the timestamping the kernel granted the program's socket.
+func (n *Native) Granted() tstamp.Granted { return n.granted }
+
+// ThreadID is the program's loop thread.
+func (n *Native) ThreadID() int { return n.ready.TID }
+
+// Notes are what the setup could not check or do, for the log.
+func (n *Native) Notes() []string { return n.notes }
+
+// Run lets the loop run until ctx is done (then it sends the program
+// SIGTERM) or the program stops by itself, and takes its handoff.
+func (n *Native) Run(ctx context.Context) error {
+	if n.phc = n.granted.PHC(); n.phc != nil {
+		n.phc.Take()
+		defer n.phc.Take()
+	}
+	n.started = time.Now()
+	if n.cfg.Ready != nil {
+		n.cfg.Ready()
+	}
+	h, err := n.proc.Wait(ctx)
+	if h != nil {
+		n.take(h)
+	}
+	if err == nil {
+		err = n.hw.Err()
+	}
+	switch {
+	case err != nil:
+		n.stopped = samples.StoppedFailed + err.Error()
+	case ctx.Err() != nil:
+		n.stopped = samples.StoppedInterrupted + context.Cause(ctx).Error()
+	}
+	return err
+}
+
+// take files the handoff: the records get the responder id, and their
+// hardware stamps go through the proof in the order the loop met them, as
+// Responder's loop puts them (a direction proven absent records none).
+func (n *Native) take(h *native.Handoff) {
+	n.h, n.cnt, n.recs = h, h.Counters, h.Records
+	n.started = time.Unix(0, h.LoopStart)
+	byUser := func(s samples.Stamp) []*samples.Record {
+		var out []*samples.Record
+		for i := range n.recs {
+			if n.recs[i].T[s] != 0 {
+				out = append(out, &n.recs[i])
+			}
+		}
+		slices.SortFunc(out, func(a, b *samples.Record) int { return cmp.Compare(a.T[s], b.T[s]) })
+		return out
+	}
+	for i := range n.recs {
+		n.recs[i].Responder = n.cfg.ID
+	}
+	for _, r := range byUser(samples.ReqRxUser) {
+		r.T[samples.ReqRxHW] = n.hw.Recv(r.T[samples.ReqRxHW], r.T[samples.ReqRxSW])
+	}
+	for _, r := range byUser(samples.RepTxUser) {
+		n.hw.Sent(r.T[samples.RepTxUser])
+		r.T[samples.RepTxHW] = n.hw.TxStamp(r.T[samples.RepTxHW], r.T[samples.RepTxSW])
+	}
+	if n.cfg.BusyPollUS > 0 && h.NAPIID == 0 && h.Counters.Received > 0 {
+		n.notes = append(n.notes, "no request came through NAPI (SO_INCOMING_NAPI_ID 0): busy polling had no queue to poll")
+	}
+	n.hw.Finish()
+	n.cnt.TxStampsMissing = samples.ResponderTx.Awaiting(n.recs, samples.TxWanted(n.granted.Software(), n.hw.TX()))
+}
+
+// Thread returns the loop thread's CPU use (nil when the program could not
+// read it).
+func (n *Native) Thread() *samples.ThreadUsage {
+	if n.h == nil {
+		return nil
+	}
+	return n.h.Thread
+}
+
+// Counters returns the counts of the last Run.
+func (n *Native) Counters() samples.Counters { return n.cnt }
+
+// Records returns the records of the sequences that were answered.
+func (n *Native) Records() []samples.Record { return n.recs }
+
+// Header describes the sample file: Responder's, with the engine's own
+// settings.
+func (n *Native) Header(arm, round int) samples.Header {
+	more := map[string]any{"engine": probe.EngineNative.String(), "native_program": n.prog, "rcvbuf_bytes": n.ready.RcvBuf, "phc": n.phc}
+	if n.cfg.Poll == probe.PreferBusyPoll {
+		more["busy_poll_budget"] = n.cfg.PollBudget
+	}
+	more["mlockall"] = "ok"
+	if n.ready.MlockAll != 0 {
+		more["mlockall"] = n.ready.MlockAll.Error()
+	}
+	if n.h != nil {
+		more["tx_keying"], more["napi_id"], more["loop_calls"] = n.h.Keying.String(), n.h.NAPIID, n.h.Calls
+	}
+	if len(n.notes) > 0 {
+		more["notes"] = n.notes
+	}
+	return header(n.cfg, n.granted, n.hw, n.started, arm, round, more)
+}
+
+// WriteFile writes the responder's sample file for one round.
+func (n *Native) WriteFile(path string, arm, round int) error {
+	return samples.WriteFile(path, n.Header(arm, round), n.recs, samples.Footer{Thread: n.Thread(),
+		Counters: n.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: n.stopped,
+	})
+}
+
+// Close stops the program if it still runs.
+func (n *Native) Close() error {
+	n.proc.Close()
+	return nil
+}

@@ -120,3 +120,25 @@ func TestReportForgedStamps(t *testing.T) {
 		t.Fatalf("rtt round 0 %+v min %d ns: want the forged record counted as overflow, never a sample", rs.Counts, *rs.MinNS)
 	}
 }
+
+// TestSamplesDanglingSymlink: a round whose responder.samples is a symlink
+// to a file that is gone is not a round without a responder: rig samples
+// names the file and why, and exits 1, for responder 0's file and for
+// another responder's.
+func TestSamplesDanglingSymlink(t *testing.T) {
+	for _, name := range []string{samples.FileName(samples.RoleResponder), samples.ResponderFileName(1)} {
+		dir := t.TempDir()
+		copyTree(t, testRound, dir)
+		link, gone := filepath.Join(dir, name), filepath.Join(t.TempDir(), "moved.samples")
+		if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(gone, link); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := rigIn(t, "samples", dir)
+		if code != 1 || out != "" || !strings.Contains(errs, link+" is a symlink to "+gone+", which cannot be read") {
+			t.Errorf("rig samples with %s dangling: exit %d, stdout %d bytes, stderr:\n%s", name, code, len(out), errs)
+		}
+	}
+}

@@ -109,10 +109,14 @@ func labDown(ctx context.Context, args []string) error {
 		fmt.Printf("lab %s: not present, nothing to remove\n", n)
 		return nil
 	}
+	ns, files := netlab.Present(n)
 	if err := netlab.Down(n); err != nil {
 		return err
 	}
-	fmt.Printf("lab %s: removed namespaces %s and %s\n", n, strings.Join(netlab.Namespaces(n), " "), netlab.Path(n))
+	if len(ns) > 0 { // a build killed before its first namespace has none
+		files = append([]string{namespaceList(ns)}, files...)
+	}
+	fmt.Printf("lab %s: removed %s\n", n, strings.Join(files, " and "))
 	return nil
 }
 

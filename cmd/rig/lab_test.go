@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/owner"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/testbin"
 )
@@ -186,5 +189,40 @@ func TestLabUpResponders(t *testing.T) {
 		if err := <-p.done; err != nil {
 			t.Errorf("%s: %v\n%s", p.line, err, p.out)
 		}
+	}
+}
+
+// TestLabRemovalNamesWhatExisted: rig lab down and the stale-lab removal
+// of rig restore and rig run name the namespaces the lab had, not every
+// name a lab may use (-r1 … -r8 of a lab with one responder).
+func TestLabRemovalNamesWhatExisted(t *testing.T) {
+	testbin.Integration(t)
+	t.Setenv(netlab.EnvDir, t.TempDir())
+	up := func(o netlab.Options) *netlab.Topology {
+		name := netlab.UniqueName("cli")
+		t.Cleanup(func() { netlab.Down(name) })
+		topo, err := netlab.Up(context.Background(), name, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return topo
+	}
+	topo := up(netlab.Options{})
+	code, stdout, stderr := rigIn(t, "lab", "down", topo.Name)
+	want := fmt.Sprintf("lab %s: removed namespaces %s and %s\n", topo.Name, strings.Join(topo.Namespaces(), " "), netlab.Path(topo.Name))
+	if code != 0 || stdout != want {
+		t.Errorf("rig lab down: exit %d\n%s%s, want\n%s", code, stdout, stderr, want)
+	}
+	self := owner.Self()
+	self.Start++ // the same pid started at another time: an owner that no longer runs
+	topo = up(netlab.Options{Responders: 2, Owner: &self})
+	var b strings.Builder
+	if _, err := removeStale(&b, "rig restore"); err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(b.String(), "removed lab "+topo.Name+" (namespaces ")
+	got, _, _ := strings.Cut(rest, ")")
+	if want := topo.Namespaces(); !slices.Equal(slices.Sorted(slices.Values(strings.Fields(got))), slices.Sorted(slices.Values(want))) {
+		t.Errorf("stale lab removal:\n%s\nwant the namespaces %q", b.String(), want)
 	}
 }

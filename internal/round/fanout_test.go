@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,14 +98,25 @@ func TestFanoutResponderKilled(t *testing.T) {
 	var log bytes.Buffer
 	spec := fanoutSpec(t, topo, &log, "239.7.7.13:9106", count)
 	victim := topo.More[0].Netns
-	killed := make(chan error, 1)
+	answered := udpSent(t, victim)
+	killed, ended := make(chan error, 1), make(chan struct{})
 	go func() {
-		time.Sleep(time.Second) // the round runs 2 s once every process is ready
+		// Once the victim has answered some requests: the round runs 2 s
+		// from then, however late it started.
+		for answered() < 50 {
+			select {
+			case <-ended:
+				killed <- fmt.Errorf("the round ended before responder 1 answered 50 requests (it sent %d datagrams)", answered())
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
 		killed <- killResponder(victim)
 	}()
 	res, err := Run(context.Background(), spec)
+	close(ended)
 	if kerr := <-killed; kerr != nil {
-		t.Fatal(kerr)
+		t.Fatalf("%v\nlog:\n%s", kerr, log.String())
 	}
 	if err == nil || !strings.Contains(err.Error(), "responder 1") || strings.Contains(err.Error(), "responder 0") {
 		t.Fatalf("round error %v: want responder 1 named, and only it\nlog:\n%s", err, log.String())
@@ -123,6 +136,41 @@ func TestFanoutResponderKilled(t *testing.T) {
 		if r == samples.RoleResponder {
 			t.Error("the killed responder's join has a responder file")
 		}
+	}
+}
+
+// udpSent returns a function that says how many UDP datagrams namespace
+// ns has sent (its /proc/net/snmp Udp OutDatagrams): in a responder's
+// namespace of the test's own lab, the replies of its rig respond.
+func udpSent(t *testing.T, ns string) func() int {
+	var f *os.File
+	if err := netlab.Do(ns, func() (err error) {
+		f, err = os.Open("/proc/thread-self/net/snmp") // bound to ns from here on
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	buf := make([]byte, 16<<10)
+	return func() int {
+		n, err := f.ReadAt(buf, 0)
+		if err != nil && err != io.EOF {
+			t.Errorf("%s: %v", f.Name(), err)
+			return 0
+		}
+		var head []string
+		for _, l := range strings.Split(string(buf[:n]), "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == "Udp:" {
+				if head == nil {
+					head = f
+				} else if i := slices.Index(head, "OutDatagrams"); i > 0 && i < len(f) {
+					v, _ := strconv.Atoi(f[i])
+					return v
+				}
+			}
+		}
+		t.Errorf("%s: no Udp OutDatagrams in\n%s", f.Name(), buf[:n])
+		return 0
 	}
 }
 

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,20 +96,23 @@ func TestFanoutResponderKilled(t *testing.T) {
 	var log bytes.Buffer
 	spec := fanoutSpec(t, topo, &log, "239.7.7.13:9106", count)
 	victim := topo.More[0].Netns
-	answered := udpSent(t, victim)
 	killed, ended := make(chan error, 1), make(chan struct{})
 	go func() {
-		// Once the victim has answered some requests: the round runs 2 s
-		// from then, however late it started.
-		for answered() < 50 {
+		// Once the victim has sent 50 replies: the round runs 2 s from
+		// then, however late it started.
+		pid, err := responderPID(victim)
+		for n := 0; err == nil && n < 50; n, err = netlabtest.UDPSent(pid) {
 			select {
 			case <-ended:
-				killed <- fmt.Errorf("the round ended before responder 1 answered 50 requests (it sent %d datagrams)", answered())
+				killed <- fmt.Errorf("the round ended before responder 1 sent 50 replies (%d)", n)
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
-		killed <- killResponder(victim)
+		if err == nil {
+			err = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		killed <- err
 	}()
 	res, err := Run(context.Background(), spec)
 	close(ended)
@@ -139,57 +140,22 @@ func TestFanoutResponderKilled(t *testing.T) {
 	}
 }
 
-// udpSent returns a function that says how many UDP datagrams namespace
-// ns has sent (its /proc/net/snmp Udp OutDatagrams): in a responder's
-// namespace of the test's own lab, the replies of its rig respond.
-func udpSent(t *testing.T, ns string) func() int {
-	var f *os.File
-	if err := netlab.Do(ns, func() (err error) {
-		f, err = os.Open("/proc/thread-self/net/snmp") // bound to ns from here on
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	buf := make([]byte, 16<<10)
-	return func() int {
-		n, err := f.ReadAt(buf, 0)
-		if err != nil && err != io.EOF {
-			t.Errorf("%s: %v", f.Name(), err)
-			return 0
-		}
-		var head []string
-		for _, l := range strings.Split(string(buf[:n]), "\n") {
-			if f := strings.Fields(l); len(f) > 0 && f[0] == "Udp:" {
-				if head == nil {
-					head = f
-				} else if i := slices.Index(head, "OutDatagrams"); i > 0 && i < len(f) {
-					v, _ := strconv.Atoi(f[i])
-					return v
-				}
-			}
-		}
-		t.Errorf("%s: no Udp OutDatagrams in\n%s", f.Name(), buf[:n])
-		return 0
-	}
-}
-
-// killResponder sends SIGKILL to the rig respond process in namespace ns
-// (the test's own lab: nothing else runs there).
-func killResponder(ns string) error {
-	for range 100 {
+// responderPID is the pid of the rig respond process in namespace ns (the
+// test's own lab: nothing else runs there), once it runs.
+func responderPID(ns string) (int, error) {
+	for range 200 {
 		out, err := exec.Command("ip", "netns", "pids", ns).Output()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for _, f := range strings.Fields(string(out)) {
 			pid, _ := strconv.Atoi(f)
 			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 			if bytes.Contains(cmd, []byte("\x00respond\x00")) {
-				return syscall.Kill(pid, syscall.SIGKILL)
+				return pid, nil
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling for the process to appear
 	}
-	return fmt.Errorf("no rig respond in netns %s", ns)
+	return 0, fmt.Errorf("no rig respond in netns %s within 10 s", ns)
 }

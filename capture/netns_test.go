@@ -132,7 +132,7 @@ func inject(t *testing.T, topo *netlab.Topology, sport uint16, dst netip.AddrPor
 				return err
 			}
 			if i%200 == 199 {
-				time.Sleep(2 * time.Millisecond) // do not overrun the veth backlog
+				time.Sleep(2 * time.Millisecond) // pacing, not waiting: 200 at once fit the veth backlog
 			}
 		}
 		return nil

@@ -145,7 +145,7 @@ func TestPrepareTimestamping(t *testing.T) {
 				write(t, fs.Root, irqFile(irq, "smp_affinity_list"), "0-3\n", 0o644)
 			}
 			go func() {
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // the link's time down under test (≥ 130 ms with the settle)
 				os.WriteFile(filepath.Join(fs.Root, dev+"operstate"), []byte("up\n"), 0o644)
 			}()
 		}}

@@ -148,7 +148,7 @@ var matrix = []row{
 		run: func(x *h) {
 			p := x.rigRun(scenario)
 			x.waitRun(p, "a round of the knobs arm", 60*time.Second, x.inRound)
-			time.Sleep(300 * time.Millisecond)
+			x.waitRun(p, "100 requests of the round", 60*time.Second, x.sent(100))
 			x.signal(p, syscall.SIGKILL)
 			killedRun(x, p)
 		},

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -458,6 +459,7 @@ func FuzzRoundFile(f *testing.F) {
 	snd, _, _ := genRound(genSpec{Arms: []string{"a"}, Count: 30, Warmup: 2, Seed: 1}, 0, 0)
 	snd[3].T[samples.RxSW] = -5
 	snd[4].T[samples.TxSW] = 1 << 62
+	snd[5].T[samples.TxSW], snd[5].T[samples.RxSW] = math.MaxInt64, -math.MaxInt64
 	h := samples.Header{Role: samples.RoleSender, RunID: "00000000000000aa", Warmup: 2, Clocks: clockMap(samples.TxSW, samples.RxSW)}
 	if err := samples.Write(&seed, h, snd, samples.Footer{}); err != nil {
 		f.Fatal(err)

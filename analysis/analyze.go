@@ -102,7 +102,7 @@ func rules(w int) Rules {
 		Undersampled: fmt.Sprintf("a percentile is undersampled when fewer than %d samples lie at or above its rank: n − ceil(q/100·n) + 1 < %d (p99.9 needs n ≥ 9 000, p99.99 n ≥ 90 000)", MinTail, MinTail),
 		Population: "after warm-up each request is not_sent (the sender never sent it), lost (no reply; for sequences the sender file lacks, the capture's view: request without reply), late (a reply more than the reply timeout after its send, judged from tx_sw else tx_user to rx_sw else rx_user) or answered; " +
 			"lateness covers every sent request (lost and late included: a stalled send is charged), rtt_from_due every reply (late included), every other metric the answered requests; " +
-			"within its population a request lacking the metric's stamps is missing, and a negative value (impossible on one clock: a forged or misfiled packet) is negative, a problem and never a sample: n + missing + negative = the population",
+			"within its population a request lacking the metric's stamps is missing, a difference of stamps on one clock below 0 (a forged or misfiled packet) is negative, and one beyond int64 (stamps no clock gives: a forged or damaged file) is overflow, each a problem and never a sample: n + missing + negative + overflow = the population",
 		Incomplete: "a round is left out of every statistic, comparison, plot and histogram (and listed as a problem with its counts) when a sample file it needs is missing (sender, responder, and capture when the run has one), the sender stopped early (its footer's stopped), or the responder or capture failed; " +
 			"the responder and capture run until stopped, so their \"interrupted\" is their normal end",
 		Verdict: fmt.Sprintf("real difference when the round ranges [min–max] do not overlap and (for percentiles) the 95 %% interval envelopes do not overlap, and the rule's false-positive rate for identical arms is below %.0f %%: "+
@@ -198,6 +198,7 @@ type Counts struct {
 	Reordered  int `json:"reordered"`
 	Missing    int `json:"missing"`
 	Negative   int `json:"negative"`
+	Overflow   int `json:"overflow"`
 }
 
 // RoundStats are the exact statistics of one round.
@@ -549,6 +550,10 @@ func (rep *Report) chooseSources(arm string, ar *ArmReport, accs map[string]map[
 				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %s (%s, %s): %d negative values, impossible on one clock (a forged or misfiled packet); counted as negative, never samples",
 					arm, rs.Round, m, best.src.Label, best.src.Formula, rs.Negative))
 			}
+			if rs.Overflow > 0 {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %s (%s, %s): %d overflowing values, beyond int64: stamps no clock gives (a forged or damaged file); counted as overflow, never samples",
+					arm, rs.Round, m, best.src.Label, best.src.Formula, rs.Overflow))
+			}
 		}
 		ar.Metrics[m] = &MetricReport{
 			Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock, Note: best.src.Note, fallback: best.src.Fallback,
@@ -636,11 +641,6 @@ func population(m string) uint8 {
 	}
 	return answered
 }
-
-// signed says whether a metric may be negative: network is a difference of
-// two clocks' intervals; every other metric subtracts a stamp from a later
-// one on the same clock.
-func signed(m string) bool { return m == Network }
 
 // afterWarmup returns the records with sequence ≥ w (records are sorted).
 func afterWarmup(recs []samples.Record, w int) []samples.Record {
@@ -795,17 +795,20 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 		for pos, src := range candidates(m, j) {
 			vals = vals[:0]
 			top = top[:0]
-			negative := 0
+			c := base
 			for i := range recs {
 				if class[i]&pop == 0 {
 					continue
 				}
-				v, ok := src.Value(&recs[i])
-				if !ok {
+				v, got := src.Value(&recs[i])
+				switch got {
+				case valMissing:
 					continue
-				}
-				if v < 0 && !signed(m) {
-					negative++
+				case valNegative:
+					c.Negative++
+					continue
+				case valOverflow:
+					c.Overflow++
 					continue
 				}
 				vals = append(vals, v)
@@ -813,7 +816,7 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 					top = keepLargest(top, WorstSample{Round: k, Seq: recs[i].Seq, ValueNS: v, AtNS: int64(i)}, WorstSamples)
 				}
 			}
-			if len(vals)+negative == 0 && members > 0 {
+			if len(vals)+c.Negative+c.Overflow == 0 && members > 0 {
 				// The header lists the clocks but no record has the stamps
 				// (e.g. hardware RX granted, TX not): the source does not
 				// exist in this round.
@@ -835,10 +838,8 @@ func analyzeRound(j *samples.Joined, k, w int, accs map[string]map[string]*acc, 
 					a.dropped++
 				}
 			}
-			c := base
 			c.N = len(vals)
-			c.Negative = negative
-			c.Missing = members - len(vals) - negative
+			c.Missing = members - len(vals) - c.Negative - c.Overflow
 			sortInt64(vals, scratch[:len(vals)])
 			st := computeSorted(vals)
 			if m == Headline {
@@ -886,8 +887,8 @@ func thin(recs []samples.Record, class []uint8, pop uint8, src *Source, k, maxPo
 		if class[i]&pop == 0 {
 			continue
 		}
-		v, ok := src.Value(&recs[i])
-		if !ok || v < 0 { // the headline is never signed: a negative value is not a sample
+		v, got := src.Value(&recs[i])
+		if got != valSample {
 			continue
 		}
 		if v > p99 || n%sr.Stride == 0 {
@@ -905,7 +906,7 @@ func warmup(sr *ScatterRound, warm []samples.Record, hasSender, hasCapture bool,
 		if classify(&warm[i], hasSender, hasCapture)&pop == 0 {
 			continue
 		}
-		if v, ok := src.Value(&warm[i]); ok && v >= 0 {
+		if v, got := src.Value(&warm[i]); got == valSample {
 			sr.WarmSeq = append(sr.WarmSeq, warm[i].Seq)
 			sr.WarmNS = append(sr.WarmNS, v)
 		}
@@ -945,6 +946,7 @@ func summarize(rounds []RoundStats) Summary {
 		s.Lost += r.Lost
 		s.Late += r.Late
 		s.Negative += r.Negative
+		s.Overflow += r.Overflow
 		s.NotSent += r.NotSent
 		s.Duplicated += r.Duplicated
 		s.Reordered += r.Reordered

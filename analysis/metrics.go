@@ -57,21 +57,48 @@ type Source struct {
 	Fallback string
 }
 
-// Value returns the metric value of r and whether r carries every stamp.
-func (s *Source) Value(r *samples.Record) (int64, bool) {
-	a, b := r.T[s.A], r.T[s.B]
-	if a == 0 || b == 0 {
-		return 0, false
+// What one record gives a source: a sample, or why not.
+const (
+	valSample   uint8 = iota
+	valMissing        // a stamp the source needs was not taken
+	valNegative       // a difference on one clock below 0: a forged or misfiled packet
+	valOverflow       // a difference beyond int64 (samples.Sub): stamps no clock gives
+)
+
+// Value returns the metric value of r and what r gives (valSample …
+// valOverflow). Each difference is of stamps on one clock, so it cannot be
+// negative; network's difference of two of them may be.
+func (s *Source) Value(r *samples.Record) (int64, uint8) {
+	if s.Sub && (r.T[s.C] == 0 || r.T[s.D] == 0) {
+		return 0, valMissing
 	}
-	v := b - a
-	if s.Sub {
-		c, d := r.T[s.C], r.T[s.D]
-		if c == 0 || d == 0 {
-			return 0, false
-		}
-		v -= d - c
+	v, got := span(r, s.A, s.B)
+	if got != valSample || !s.Sub {
+		return v, got
 	}
-	return v, true
+	u, got := span(r, s.C, s.D)
+	if got != valSample {
+		return 0, got
+	}
+	if v, ok := samples.Sub(v, u); ok {
+		return v, valSample
+	}
+	return 0, valOverflow
+}
+
+// span is T[b] − T[a] of r and what it gives.
+func span(r *samples.Record, a, b samples.Stamp) (int64, uint8) {
+	if r.T[a] == 0 || r.T[b] == 0 {
+		return 0, valMissing
+	}
+	v, ok := samples.Sub(r.T[b], r.T[a])
+	switch {
+	case !ok:
+		return 0, valOverflow
+	case v < 0:
+		return v, valNegative
+	}
+	return v, valSample
 }
 
 // userStamps are taken with clock_gettime(CLOCK_REALTIME) by the programs

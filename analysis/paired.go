@@ -169,9 +169,9 @@ func differences(ja, jb *samples.Joined, label string, w int) ([]int64, error) {
 		case ra[i].Seq > rb[k].Seq:
 			k++
 		default:
-			va, oka := sa.Value(&ra[i])
-			vb, okb := sb.Value(&rb[k])
-			if oka && okb && va >= 0 && vb >= 0 {
+			va, ga := sa.Value(&ra[i])
+			vb, gb := sb.Value(&rb[k])
+			if ga == valSample && gb == valSample {
 				out = append(out, vb-va)
 			}
 			i++

@@ -277,7 +277,7 @@ func TestHotPathAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(20, func() {
 		vals = vals[:0]
 		for i := range j.Records {
-			if v, ok := src.Value(&j.Records[i]); ok {
+			if v, got := src.Value(&j.Records[i]); got == valSample {
 				vals = append(vals, v)
 			}
 		}
@@ -301,4 +301,52 @@ func BenchmarkSortInt64(b *testing.B) {
 		copy(v, raw)
 		sortInt64(v, buf)
 	}
+}
+
+// FuzzValue checks a metric value against exact arithmetic for any four
+// stamps: a one-clock difference below 0 is negative, one or the network
+// difference beyond int64 is overflow, never a sample (2^63−1 and
+// −(2^63−1) once gave an rtt of 2 ns).
+func FuzzValue(f *testing.F) {
+	f.Add(int64(math.MaxInt64), -int64(math.MaxInt64), int64(1), int64(2))
+	f.Add(int64(1), int64(5), int64(math.MinInt64), int64(math.MaxInt64))
+	f.Add(int64(math.MinInt64), int64(-1), int64(1), int64(math.MaxInt64))
+	f.Add(int64(10), int64(3), int64(0), int64(4))
+	rtt := Source{A: samples.TxHW, B: samples.RxHW}
+	net := Source{A: samples.TxHW, B: samples.RxHW, Sub: true, C: samples.ReqRxHW, D: samples.RepTxHW}
+	f.Fuzz(func(t *testing.T, a, b, c, d int64) {
+		var r samples.Record
+		r.T[samples.TxHW], r.T[samples.RxHW], r.T[samples.ReqRxHW], r.T[samples.RepTxHW] = a, b, c, d
+		diff := func(b, a int64) *big.Int { return new(big.Int).Sub(big.NewInt(b), big.NewInt(a)) }
+		want := func(ds ...*big.Int) (int64, uint8) {
+			for _, d := range ds { // the first impossible difference decides
+				if !d.IsInt64() {
+					return 0, valOverflow
+				}
+				if d.Sign() < 0 {
+					return 0, valNegative
+				}
+			}
+			if len(ds) == 1 {
+				return ds[0].Int64(), valSample
+			}
+			n := new(big.Int).Sub(ds[0], ds[1])
+			if !n.IsInt64() {
+				return 0, valOverflow
+			}
+			return n.Int64(), valSample
+		}
+		check := func(s *Source, ds ...*big.Int) {
+			wv, wg := want(ds...)
+			if a == 0 || b == 0 || s.Sub && (c == 0 || d == 0) {
+				wv, wg = 0, valMissing
+			}
+			v, got := s.Value(&r)
+			if got != wg || got == valSample && v != wv {
+				t.Fatalf("stamps %d %d %d %d, sub %v: value %d (%d), want %d (%d)", a, b, c, d, s.Sub, v, got, wv, wg)
+			}
+		}
+		check(&rtt, diff(b, a))
+		check(&net, diff(b, a), diff(d, c))
+	})
 }

@@ -296,7 +296,7 @@ func metricTable(r *Report, m string) table {
 		"per round exact nearest-rank sorted[ceil(q/100·n)−1] after warm-up W=%d (first %d samples of each round excluded); "+
 		"worst = max after warm-up; p99.9 95 %% CI = envelope of the rounds' order-statistic intervals (\"open\" = not enough samples on that side); "+
 		"source = the one clock used (formula in report.json); "+
-		"n, lost, late, dup, reord, missing are totals over the rounds used (%s); missing adds the negative values, never samples, when there are any; † = undersampled in at least one round.",
+		"n, lost, late, dup, reord, missing are totals over the rounds used (%s); missing adds the negative and overflowing values, never samples, when there are any; † = undersampled in at least one round.",
 		capitalize(MetricDoc[m]), w, w, populationDoc(m)) + requestsCaption(r)
 	t.Head = []string{"arm", "source", "rounds", "n", "median", "p99", "p99.9", "p99.9 95 % CI", fmt.Sprintf("worst (excl. first %d)", w), "lost", "late", "dup", "reord", "missing"}
 	for _, a := range r.Arms {
@@ -339,10 +339,14 @@ func populationDoc(m string) string {
 }
 
 func missingCell(c Counts) string {
+	s := strconv.Itoa(c.Missing)
 	if c.Negative > 0 {
-		return fmt.Sprintf("%d + %d negative", c.Missing, c.Negative)
+		s += fmt.Sprintf(" + %d negative", c.Negative)
 	}
-	return strconv.Itoa(c.Missing)
+	if c.Overflow > 0 {
+		s += fmt.Sprintf(" + %d overflow", c.Overflow)
+	}
+	return s
 }
 
 func writeMetricTable(b *strings.Builder, r *Report, m string) {
@@ -426,7 +430,7 @@ func writeProblemsMD(b *strings.Builder, r *Report) {
 var CSVHeader = []string{"run", "arm", "metric", "source", "clock", "round", "warmup",
 	"n", "lost", "not_sent", "duplicated", "reordered", "missing",
 	"min_ns", "median_ns", "p90_ns", "p99_ns", "p999_ns", "p9999_ns", "worst_ns",
-	"p999_ci_low_ns", "p999_ci_high_ns", "undersampled", "late", "negative"}
+	"p999_ci_low_ns", "p999_ci_high_ns", "undersampled", "late", "negative", "overflow"}
 
 // WriteTablesCSV writes tables.csv: one row per arm × metric × round.
 func WriteTablesCSV(w io.Writer, r *Report) error {
@@ -461,7 +465,7 @@ func WriteTablesCSV(w io.Writer, r *Report) error {
 					strconv.Itoa(rs.N), strconv.Itoa(rs.Lost), strconv.Itoa(rs.NotSent), strconv.Itoa(rs.Duplicated),
 					strconv.Itoa(rs.Reordered), strconv.Itoa(rs.Missing),
 					ns(rs.MinNS), ns(rs.MedianNS), ns(rs.P90NS), ns(rs.P99NS), ns(rs.P999NS), ns(rs.P9999NS), ns(rs.WorstNS),
-					ns(lo), ns(hi), strings.Join(under, " "), strconv.Itoa(rs.Late), strconv.Itoa(rs.Negative)}
+					ns(lo), ns(hi), strings.Join(under, " "), strconv.Itoa(rs.Late), strconv.Itoa(rs.Negative), strconv.Itoa(rs.Overflow)}
 				if err := cw.Write(row); err != nil {
 					return err
 				}

@@ -263,6 +263,10 @@ func (c *Capture) loop() error {
 			return err // timestamps: hardware, and the NIC's stamps do not come
 		}
 	}
+	// What is queued arrived before the stop: it is the round's too.
+	if err := c.drain(); err != nil {
+		return err
+	}
 	return c.finish()
 }
 

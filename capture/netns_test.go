@@ -2,7 +2,6 @@ package capture
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/netip"
 	"testing"
@@ -55,12 +54,13 @@ func burst(t *testing.T, topo *netlab.Topology, group netip.AddrPort, runID uint
 	}
 }
 
-// drainFor runs the capture for d.
-func drainFor(t *testing.T, c *Capture, d time.Duration) {
+// drainQueued runs the capture stopped from the start: it reads what is
+// queued (a capture reads its queue once more when it stops) and finishes.
+func drainQueued(t *testing.T, c *Capture) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	if err := c.Run(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -88,7 +88,7 @@ func TestCaptureBurst(t *testing.T) {
 
 	c := openCapture(t, topo, Config{Group: group, RunID: 0x51, Capacity: count})
 	burst(t, topo, group, 0x51, count)
-	drainFor(t, c, 300*time.Millisecond)
+	drainQueued(t, c)
 	frames := c.Frames()
 	if got := requestsSeen(c); got != count || c.cnt.KernelDrops != 0 {
 		t.Fatalf("burst of %d: captured %d requests, kernel dropped %d (receive buffer %d bytes)", count, got, c.cnt.KernelDrops, c.rcvbuf)
@@ -103,7 +103,7 @@ func TestCaptureBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	burst(t, topo, group, 0x52, count)
-	drainFor(t, small, 300*time.Millisecond)
+	drainQueued(t, small)
 	if small.cnt.KernelDrops == 0 || small.Frames()+int(small.cnt.KernelDrops) != frames {
 		t.Fatalf("small buffer: %d frames + %d dropped, want > 0 dropped and %d in all", small.Frames(), small.cnt.KernelDrops, frames)
 	}
@@ -132,7 +132,7 @@ func inject(t *testing.T, topo *netlab.Topology, sport uint16, dst netip.AddrPor
 				return err
 			}
 			if i%200 == 199 {
-				time.Sleep(2 * time.Millisecond) // do not overrun the veth backlog
+				time.Sleep(2 * time.Millisecond) // pacing, not waiting: 200 at once fit the veth backlog
 			}
 		}
 		return nil
@@ -158,11 +158,14 @@ func TestStraysOnTheWire(t *testing.T) {
 	group := netip.MustParseAddrPort("239.8.9.2:9410")
 	const run, arm, round, count = 0x77, 1, 2, 500
 
-	c := openCapture(t, topo, Config{Group: group, RunID: run, ArmIndex: arm, Round: round, Capacity: count})
+	ready := make(chan struct{}, 2)
+	c := openCapture(t, topo, Config{Group: group, RunID: run, ArmIndex: arm, Round: round, Capacity: count,
+		Ready: func() { ready <- struct{}{} }})
 	var r *responder.Responder
 	err := topo.Do(netlab.Responder, func() (err error) {
 		r, err = responder.New(responder.Config{Iface: topo.Responder.Interface, Group: group, CPU: -1,
-			Timestamps: tstamp.Software, RunID: run, ArmIndex: arm, Round: round, Capacity: count})
+			Timestamps: tstamp.Software, RunID: run, ArmIndex: arm, Round: round, Capacity: count,
+			Ready: func() { ready <- struct{}{} }})
 		return err
 	})
 	if err != nil {
@@ -174,7 +177,13 @@ func TestStraysOnTheWire(t *testing.T) {
 	done := make(chan error, 2)
 	go func() { done <- r.Run(ctx) }()
 	go func() { done <- c.Run(ctx) }()
-	time.Sleep(100 * time.Millisecond)
+	for range 2 {
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("ended before it was ready: %v", err)
+		}
+	}
 
 	// Before the sender: one request of another run (a responder without
 	// a run id adopted it), then the strays and the forgeries.
@@ -209,7 +218,11 @@ func TestStraysOnTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// The capture has the copies of every request and reply (the strays
+	// before them are read by then: one queue, in order).
+	for deadline := time.Now().Add(10 * time.Second); c.Frames() < 2*count && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	cancel()
 	for i := 0; i < 2; i++ {
 		if err := <-done; err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/testbin"
 )
@@ -40,6 +42,26 @@ func findProc(parts ...string) int {
 		}
 	}
 	return 0
+}
+
+// waitSending waits until the rig send of group that runs once round0 (a
+// glob) names a file — the next round's — has sent n requests (its
+// namespace's UDP datagrams since it was found); the test fails after 90 s,
+// with log.
+func waitSending(t *testing.T, round0, group string, n int, log fmt.Stringer) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for sent, base := 0, -1; base < 0 || sent < base+n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the round after %s did not send %d requests:\n%s", round0, n, log)
+		}
+		m, _ := filepath.Glob(round0)
+		if pid := findProc("send", group); len(m) > 0 && pid != 0 {
+			if sent, _ = netlabtest.UDPSent(pid); base < 0 {
+				base = sent
+			}
+		}
+	}
 }
 
 // TestRoundsCutShort runs a scenario twice on the emulated topology: once
@@ -86,19 +108,8 @@ arms:
 				t.Fatal(err)
 			}
 			defer cmd.Process.Kill()
-			// Cut round 1 about 1.5 s into its 3 s.
-			deadline := time.Now().Add(90 * time.Second)
-			for {
-				m, _ := filepath.Glob(filepath.Join(results, "cut*", "arms", "base", "round-0", "sender.samples"))
-				if len(m) == 1 && findProc("send", c.group) != 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("round 1 did not start:\n%s", stderr.String())
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			time.Sleep(1500 * time.Millisecond)
+			// Cut round 1 once 300 of its 3000 requests are out.
+			waitSending(t, filepath.Join(results, "cut*", "arms", "base", "round-0", "sender.samples"), c.group, 300, &stderr)
 			c.cut(t, cmd, c.group)
 			if err := cmd.Wait(); err == nil {
 				t.Errorf("rig run exit 0 after its round was cut:\n%s", stderr.String())

@@ -153,21 +153,13 @@ arms:
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	// Once round 0 is on disk and round 1 has started, kill the sender
-	// pod's agent.
-	deadline := time.Now().Add(90 * time.Second)
-	var pid int
-	for pid == 0 {
-		m, _ := filepath.Glob(filepath.Join(results, "kill-*", "arms", "loaded", "round-0", "sender.samples"))
-		if len(m) > 0 {
-			pid = agentPID(rig, "snd")
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("round 0 never finished:\n%s", stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	// Once round 0 is on disk and round 1 has sent 200 requests, kill the
+	// sender pod's agent.
+	waitSending(t, filepath.Join(results, "kill-*", "arms", "loaded", "round-0", "sender.samples"), "239.58.0.1:7580", 200, &stderr)
+	pid := agentPID(rig, "snd")
+	if pid == 0 {
+		t.Fatalf("no agent of host snd:\n%s", stderr.String())
 	}
-	time.Sleep(500 * time.Millisecond) // into round 1
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/owner"
+	"github.com/rig-project/rig/internal/wire"
 )
 
 func init() {
@@ -90,7 +91,7 @@ func labUp(ctx context.Context, args []string) error {
 		state = "already up since " + topo.CreatedAt.Format(time.RFC3339)
 	}
 	printLab(os.Stdout, topo, state)
-	printLabUsage(os.Stdout, topo)
+	printLabUsage(os.Stdout, topo, wire.NewRunID())
 	return nil
 }
 
@@ -108,10 +109,14 @@ func labDown(ctx context.Context, args []string) error {
 		fmt.Printf("lab %s: not present, nothing to remove\n", n)
 		return nil
 	}
+	ns, files := netlab.Present(n)
 	if err := netlab.Down(n); err != nil {
 		return err
 	}
-	fmt.Printf("lab %s: removed namespaces %s and %s\n", n, strings.Join(netlab.Namespaces(n), " "), netlab.Path(n))
+	if len(ns) > 0 { // a build killed before its first namespace has none
+		files = append([]string{namespaceList(ns)}, files...)
+	}
+	fmt.Printf("lab %s: removed %s\n", n, strings.Join(files, " and "))
 	return nil
 }
 
@@ -142,7 +147,7 @@ func labShow(ctx context.Context, args []string) error {
 	if cerr != nil {
 		return cerr
 	}
-	printLabUsage(os.Stdout, topo)
+	printLabUsage(os.Stdout, topo, wire.NewRunID())
 	return nil
 }
 
@@ -191,16 +196,19 @@ func printLab(w io.Writer, t *netlab.Topology, state string) {
 	tw.Flush()
 }
 
-func printLabUsage(w io.Writer, t *netlab.Topology) {
+// printLabUsage prints the probes' command lines for lab t, all with
+// runID: rig respond and rig capture accept only the run they are given.
+func printLabUsage(w io.Writer, t *netlab.Topology, runID uint64) {
 	ex := func(r netlab.Role) string { return strings.Join(t.Exec(r), " ") }
-	fmt.Fprintf(w, "\nuse it (start responder and capture first; multicast is routed out of the lab veth):\n")
-	fanout := ""
+	fmt.Fprintf(w, "\nuse it (start responder and capture first; multicast is routed out of the lab veth; any run id will do, the same for all three):\n")
+	run := " --run-id " + wire.FormatRunID(runID)
+	fanout := run
 	for i, h := range t.ResponderHosts() {
 		id := ""
 		if t.Responders() > 1 {
-			id, fanout = fmt.Sprintf(" --id %d", i), fmt.Sprintf(" --responders %d", t.Responders())
+			id, fanout = fmt.Sprintf(" --id %d", i), run+fmt.Sprintf(" --responders %d", t.Responders())
 		}
-		fmt.Fprintf(w, "  %s rig respond --iface %s%s &    # %v\n", ex(h.Role), h.Interface, id, h.Addr)
+		fmt.Fprintf(w, "  %s rig respond --iface %s%s%s &    # %v\n", ex(h.Role), h.Interface, run, id, h.Addr)
 	}
 	vx := ""
 	if t.VXLAN != nil {

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 )
 
 type fixedProgress struct{}
@@ -19,8 +18,8 @@ func TestProgressQuietWithoutTerminal(t *testing.T) {
 	if isTerminal(os.Stderr) {
 		t.Skip("stderr is a terminal")
 	}
+	// A goroutine startProgress started is in the stacks when it returns.
 	stop := startProgress(context.Background(), fixedProgress{}, 10, false)
-	time.Sleep(20 * time.Millisecond)
 	if n := progressGoroutines(); n != 0 {
 		t.Errorf("%d progress goroutines running: want none started", n)
 	}

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/samples"
 )
 
 // copyTree copies the committed analysis test run so --write can modify it.
@@ -81,6 +85,60 @@ func TestReportCompareExitCodes(t *testing.T) {
 	for _, f := range []string{"tables.md", "tables.csv", "report.json", "report.md", "report.html", "hist.hlog", "plots/percentiles-turnaround.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("--write: %v", err)
+		}
+	}
+}
+
+// TestReportForgedStamps: a sample file with valid CRCs and stamps no clock
+// gives (tx_sw = 2^63−1, rx_sw = −(2^63−1): rx_sw − tx_sw overflows int64
+// to 2 ns) is a problem counted and shown, never an rtt sample, and
+// `rig report` exits 3.
+func TestReportForgedStamps(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	copyTree(t, testRun, dir)
+	p := filepath.Join(dir, "arms", "base", "round-0", samples.FileName(samples.RoleSender))
+	f, err := samples.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := f.Header.Warmup
+	r := &f.Records[w+3]
+	r.T[samples.TxSW], r.T[samples.RxSW] = math.MaxInt64, -math.MaxInt64
+	if err := samples.WriteFile(p, f.Header, f.Records, *f.Footer); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := rigIn(t, "report", dir, "--format", "json")
+	if code != 3 || !strings.Contains(errs, "round 0: rtt (sender sw, rx_sw − tx_sw): 1 overflowing values, beyond int64") {
+		t.Fatalf("rig report: exit %d, stderr:\n%s", code, errs)
+	}
+	var rep analysis.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	rtt := rep.Arm("base").Metrics[analysis.RTT]
+	if rs := rtt.Rounds[0]; rs.Overflow != 1 || *rs.MinNS < 1000 || rtt.Summary.Overflow != 1 {
+		t.Fatalf("rtt round 0 %+v min %d ns: want the forged record counted as overflow, never a sample", rs.Counts, *rs.MinNS)
+	}
+}
+
+// TestSamplesDanglingSymlink: a round whose responder.samples is a symlink
+// to a file that is gone is not a round without a responder: rig samples
+// names the file and why, and exits 1, for responder 0's file and for
+// another responder's.
+func TestSamplesDanglingSymlink(t *testing.T) {
+	for _, name := range []string{samples.FileName(samples.RoleResponder), samples.ResponderFileName(1)} {
+		dir := t.TempDir()
+		copyTree(t, testRound, dir)
+		link, gone := filepath.Join(dir, name), filepath.Join(t.TempDir(), "moved.samples")
+		if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(gone, link); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := rigIn(t, "samples", dir)
+		if code != 1 || out != "" || !strings.Contains(errs, link+" is a symlink to "+gone+", which cannot be read") {
+			t.Errorf("rig samples with %s dangling: exit %d, stdout %d bytes, stderr:\n%s", name, code, len(out), errs)
 		}
 	}
 }

@@ -21,12 +21,19 @@ func removeStale(w io.Writer, who string) (int, error) {
 		if l.Topology != nil {
 			o, what = l.Topology.Owner, "lab"
 		}
-		fmt.Fprintf(w, "%s: removed %s %s (namespaces %s) left by %s, which no longer runs\n",
-			who, what, l.Name, strings.Join(netlab.Namespaces(l.Name), " "), o)
+		fmt.Fprintf(w, "%s: removed %s %s (%s) left by %s, which no longer runs\n", who, what, l.Name, namespaceList(l.Netns), o)
 	}
 	dirs, derr := agent.RemoveStaleWorkDirs("")
 	for _, d := range dirs {
 		fmt.Fprintf(w, "%s: removed agent work directory %s left by %s, which no longer runs\n", who, d.Path, d.Owner)
 	}
 	return len(labs) + len(dirs), errors.Join(lerr, derr)
+}
+
+// namespaceList names the namespaces a lab had.
+func namespaceList(ns []string) string {
+	if len(ns) == 0 {
+		return "no namespace"
+	}
+	return "namespaces " + strings.Join(ns, " ")
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,18 +50,26 @@ func TestSenderStall(t *testing.T) {
 
 	snd := command(append(topo.Exec(netlab.Sender), rig, "send", "--iface", topo.Sender.Interface,
 		"--group", group, "--run-id", run, "--count", "3000", "--interval", "1ms", "--reply-timeout", "500ms",
-		"--out", filepath.Join(dir, "sender.samples"))...)
-	var out, sndErr bytes.Buffer
-	snd.Stdout, snd.Stderr = &out, &sndErr
+		"--progress-lines", "--out", filepath.Join(dir, "sender.samples"))...)
+	var out bytes.Buffer
+	sndErr := &lockedBuffer{}
+	snd.Stdout, snd.Stderr = &out, sndErr
 	if err := snd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer snd.Process.Kill()
-	time.Sleep(time.Second)
+	// Mid-round: its first progress line (a second in, of three) counts
+	// replies.
+	answered := regexp.MustCompile(`(?m)^progress [0-9]+ [1-9]`)
+	for deadline := time.Now().Add(30 * time.Second); !answered.MatchString(sndErr.String()); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rig send: no progress line with replies within 30 s:\n%s", sndErr)
+		}
+	}
 	if err := snd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(800 * time.Millisecond)
+	time.Sleep(800 * time.Millisecond) // the stall under test
 	if err := snd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,14 @@ func TestUnicastByHand(t *testing.T) {
 	if err := rsp.Wait(); err != nil {
 		t.Errorf("rig respond: %v\n%s", err, rspOut)
 	}
-	time.Sleep(200 * time.Millisecond)    // the last reply's copy
+	// Every request's and reply's copy has reached the capture port (it
+	// reads what is queued when it stops).
+	for n, deadline := 0, time.Now().Add(30*time.Second); n < 2*count; time.Sleep(5 * time.Millisecond) {
+		var err error
+		if n, err = netlabtest.RxPackets(capt.Process.Pid, topo.Capture.Interface); err != nil || time.Now().After(deadline) {
+			t.Fatalf("capture port: %d of %d copies (%v)\n%s", n, 2*count, err, capOut)
+		}
+	}
 	_ = capt.Process.Signal(os.Interrupt) // ip netns exec exec'd rig: this is rig
 	if err := capt.Wait(); err != nil {
 		t.Errorf("rig capture: %v\n%s", err, capOut)

@@ -184,6 +184,14 @@ func (c *Client) handleLine(line []byte) {
 	}
 }
 
+// Gone reports whether the agent's stream has ended (it exited or was
+// killed): what it changed on its host stays until rig restore there.
+func (c *Client) Gone() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readErr != nil
+}
+
 // RemoteError is an error reported by the agent.
 type RemoteError struct {
 	Host, Op, Msg string

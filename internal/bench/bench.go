@@ -506,15 +506,28 @@ type figures struct {
 // responderRecv is a responder file's req_rx_user − req_rx_sw of the
 // requests from warmup on (the sender's: the responder's file does not
 // know it).
-func responderRecv(f *samples.File, warmup uint64) []int64 {
+func responderRecv(f *samples.File, warmup uint64) ([]int64, error) {
 	var v []int64
+	var bad error
 	for i := range f.Records {
 		r := &f.Records[i]
 		if r.Seq >= warmup && r.T[samples.ReqRxUser] != 0 && r.T[samples.ReqRxSW] != 0 {
-			v = append(v, r.T[samples.ReqRxUser]-r.T[samples.ReqRxSW])
+			v = append(v, elapsed(r, samples.ReqRxSW, samples.ReqRxUser, &bad))
 		}
 	}
-	return v
+	return v, bad
+}
+
+// elapsed is T[b] − T[a] of r, two stamps on one clock. One below 0 or
+// beyond int64 (samples.Sub) no clock gives: it sets *bad, if not set yet,
+// and the caller's figures are not used.
+func elapsed(r *samples.Record, a, b samples.Stamp, bad *error) int64 {
+	d, ok := samples.Sub(r.T[b], r.T[a])
+	if (!ok || d < 0) && *bad == nil {
+		*bad = fmt.Errorf("seq %d: %s − %s (%d − %d) is below 0 or beyond int64: no clock gives that (a damaged file or a clock step)",
+			r.Seq, b, a, r.T[b], r.T[a])
+	}
+	return d
 }
 
 // rigFigures extracts the figures of a sender file.
@@ -531,8 +544,9 @@ func responderRecv(f *samples.File, warmup uint64) []int64 {
 //     (sockperf sends only then);
 //   - wake: requests whose due time was still ahead when the previous one
 //     left, so the sender had to wait for them (cyclictest's rule).
-func rigFigures(f *samples.File) figures {
+func rigFigures(f *samples.File) (figures, error) {
 	var g figures
+	var bad error
 	w := uint64(f.Header.Warmup)
 	var prevTx, prevRx int64 // tx_user and rx_user of the last request sent, warm-up included
 	sentAny := false
@@ -548,27 +562,28 @@ func rigFigures(f *samples.File) figures {
 		if r.Seq < w {
 			continue
 		}
-		g.late = append(g.late, tx-r.T[samples.Due])
+		late := elapsed(r, samples.Due, samples.TxUser, &bad)
+		g.late = append(g.late, late)
 		if waited {
-			g.wake = append(g.wake, tx-r.T[samples.Due])
+			g.wake = append(g.wake, late)
 		}
 		if r.Flags&(samples.FlagLate|samples.FlagDuplicate) != 0 || r.T[samples.RxUser] == 0 {
 			g.lost++
 			continue
 		}
-		rtt := r.T[samples.RxUser] - tx
+		rtt := elapsed(r, samples.TxUser, samples.RxUser, &bad)
 		g.user = append(g.user, rtt)
 		if settled {
 			g.closed = append(g.closed, rtt)
 		}
 		if r.T[samples.RxSW] != 0 && r.T[samples.TxSW] != 0 {
-			g.sw = append(g.sw, r.T[samples.RxSW]-r.T[samples.TxSW])
+			g.sw = append(g.sw, elapsed(r, samples.TxSW, samples.RxSW, &bad))
 		}
 		if r.T[samples.RxSW] != 0 {
-			g.recv = append(g.recv, r.T[samples.RxUser]-r.T[samples.RxSW])
+			g.recv = append(g.recv, elapsed(r, samples.RxSW, samples.RxUser, &bad))
 		}
 	}
-	return g
+	return g, bad
 }
 
 func (c *Cyclictest) add(o *Cyclictest) {

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -260,7 +261,10 @@ func TestRigFiguresWakeups(t *testing.T) {
 	}
 	f.Records[8].Flags |= samples.FlagNotSent // never sent: neither late nor a wake-up
 	f.Records[8].T[samples.TxUser] = 0
-	g := rigFigures(f)
+	g, err := rigFigures(f)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if want := tx[1:8]; !slices.Equal(g.late, want) {
 		t.Errorf("late %v, want every sent request after warm-up %v", g.late, want)
 	}
@@ -299,11 +303,29 @@ func TestRecvFigures(t *testing.T) {
 	f.Records[2].T[samples.RxSW] = 0                                    // no kernel stamp
 	f.Records[3].T[samples.RxSW], f.Records[3].T[samples.RxUser] = 0, 0 // unanswered
 	rsp.Records[4].T[samples.ReqRxSW] = 0
-	if g, want := rigFigures(f), []int64{100_001, 100_004}; !slices.Equal(g.recv, want) {
-		t.Errorf("sender recv %v, want %v", g.recv, want)
+	if g, err := rigFigures(f); err != nil || !slices.Equal(g.recv, []int64{100_001, 100_004}) {
+		t.Errorf("sender recv %v (%v), want [100001 100004]", g.recv, err)
 	}
-	if got, want := responderRecv(rsp, 1), []int64{40_001, 40_002, 40_003}; !slices.Equal(got, want) {
-		t.Errorf("responder recv %v, want %v", got, want)
+	if got, err := responderRecv(rsp, 1); err != nil || !slices.Equal(got, []int64{40_001, 40_002, 40_003}) {
+		t.Errorf("responder recv %v (%v), want [40001 40002 40003]", got, err)
+	}
+	// Stamps no clock gives (valid CRCs, forged values): rx_sw − tx_sw
+	// overflows int64 to 2 ns, rx_user − rx_sw is below 0. Neither is a
+	// figure: the bench says which request and stops.
+	r := &f.Records[1]
+	tx, rx := r.T[samples.TxSW], r.T[samples.RxSW]
+	r.T[samples.TxSW], r.T[samples.RxSW] = math.MaxInt64, -math.MaxInt64
+	if _, err := rigFigures(f); err == nil || !strings.Contains(err.Error(), "seq 1: rx_sw − tx_sw") {
+		t.Errorf("overflowing stamps of seq 1: %v", err)
+	}
+	r.T[samples.TxSW], r.T[samples.RxSW] = tx, r.T[samples.RxUser]+1
+	if _, err := rigFigures(f); err == nil || !strings.Contains(err.Error(), "seq 1: rx_user − rx_sw") {
+		t.Errorf("rx_sw after rx_user in seq 1: %v", err)
+	}
+	r.T[samples.RxSW] = rx
+	rsp.Records[2].T[samples.ReqRxSW] = math.MinInt64
+	if _, err := responderRecv(rsp, 1); err == nil || !strings.Contains(err.Error(), "seq 2: req_rx_user − req_rx_sw") {
+		t.Errorf("forged stamps of seq 2: %v", err)
 	}
 }
 

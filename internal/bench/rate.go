@@ -49,10 +49,13 @@ func (b *runner) rate(ctx context.Context) error {
 		return fmt.Errorf("rate: rig sender file has no footer (truncated)")
 	}
 	c := f.Footer.Counters
-	late := rigFigures(f).late
+	g, err := rigFigures(f)
+	if err != nil {
+		return fmt.Errorf("rate: rig sender file: %w", err)
+	}
 	r := &RateResult{Interval: cfg.RateInterval, Duration: cfg.RateTime, Poll: cfg.RatePoll,
 		Sent: c.Sent, Received: c.Received, Lost: c.Lost, Duplicated: c.Duplicated,
-		TxMissing: c.TxStampsMissing, SendErrors: c.SendErrors, Lateness: summarize(late)}
+		TxMissing: c.TxStampsMissing, SendErrors: c.SendErrors, Lateness: summarize(g.late)}
 	fmt.Fprintf(cfg.Log, "bench: rate: sockperf --mps=max for %v\n", cfg.MaxRateTime)
 	sp, err := b.sockperf(ctx, filepath.Join(cfg.Dir, "rate", "sockperf-max"), true, "max", cfg.MaxRateTime)
 	if err != nil {

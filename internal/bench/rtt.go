@@ -136,7 +136,10 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 			if err != nil {
 				return err
 			}
-			g := rigFigures(f)
+			g, err := rigFigures(f)
+			if err != nil {
+				return fmt.Errorf("rig round (%s, round %d, timestamps off): sender file: %w", poll, k, err)
+			}
 			pl.off.add(k, g.closed)
 			pl.lostOff += g.lost
 			return nil
@@ -158,8 +161,15 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 			if rsp.Footer != nil {
 				pl.rigRsp.add(rsp.Footer.Thread)
 			}
-			pl.recvRsp.add(k, responderRecv(rsp, uint64(f.Header.Warmup)))
-			g := rigFigures(f)
+			recv, err := responderRecv(rsp, uint64(f.Header.Warmup))
+			if err != nil {
+				return fmt.Errorf("rig round (%s, round %d): responder file: %w", poll, k, err)
+			}
+			pl.recvRsp.add(k, recv)
+			g, err := rigFigures(f)
+			if err != nil {
+				return fmt.Errorf("rig round (%s, round %d): sender file: %w", poll, k, err)
+			}
 			pl.user.add(k, g.user)
 			pl.closed.add(k, g.closed)
 			pl.sw.add(k, g.sw)

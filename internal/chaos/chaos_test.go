@@ -148,7 +148,7 @@ var matrix = []row{
 		run: func(x *h) {
 			p := x.rigRun(scenario)
 			x.waitRun(p, "a round of the knobs arm", 60*time.Second, x.inRound)
-			time.Sleep(300 * time.Millisecond)
+			x.waitRun(p, "100 requests of the round", 60*time.Second, x.sent(100))
 			x.signal(p, syscall.SIGKILL)
 			killedRun(x, p)
 		},
@@ -183,7 +183,7 @@ var matrix = []row{
 	},
 	{
 		fault:    "SIGKILL of the responder host's agent during a round (busy responder)",
-		expected: "its probe ends ≤ 10 s (CPU free); run exits 1 naming rig restore; rig restore puts the knob back; nothing left",
+		expected: "its probe ends ≤ 10 s (CPU free); run exits 1 printing rig restore (here: the lab goes with the run); rig restore puts the knob back; nothing left",
 		run: func(x *h) {
 			p := x.rigRun(scenario)
 			x.waitRun(p, "a round of the knobs arm", 60*time.Second, x.inRound)
@@ -206,8 +206,9 @@ var matrix = []row{
 			code := p.wait(60 * time.Second)
 			out := p.out.String()
 			x.observe("rig run exit %d", code)
-			if code != 1 || !strings.Contains(out, "rig restore") {
-				x.failf("want exit 1 naming rig restore, got %d:\n%s", code, lastLines(out, 8))
+			// The run's lab goes with the run: the host is put back from here.
+			if code != 1 || !strings.Contains(out, "run `"+x.rig+" restore`") {
+				x.failf("want exit 1 printing `%s restore`, got %d:\n%s", x.rig, code, lastLines(out, 8))
 			}
 			x.restore(false)
 			x.clean("after rig restore")
@@ -360,6 +361,41 @@ var matrix = []row{
 				x.observe("channels back to 4")
 			}
 			x.clean("after the run")
+		},
+	},
+	{
+		fault:    "SIGKILL of the responder host's agent (via ip netns exec) while the arm holds channels 2",
+		expected: "run exits 1 printing ip netns exec NS rig restore; that command, run as printed, puts channels back to 4; nothing left",
+		run: func(x *h) {
+			topo, yaml := nicLab(x)
+			a := x.rigRun(yaml)
+			x.waitRun(a, "the arm's channels 2", 60*time.Second, func() bool { return channels(x, topo) == 2 })
+			agents := x.rigProcs("agent", "rsp")
+			if len(agents) != 1 {
+				x.failf("responder agent %v: want one", agents)
+				return
+			}
+			syscall.Kill(agents[0], syscall.SIGKILL)
+			code := a.wait(60 * time.Second)
+			out := a.out.String()
+			want := "ip netns exec " + topo.Responder.Netns + " " + x.rig + " restore"
+			x.observe("run: exit %d", code)
+			if code != 1 || !strings.Contains(out, "run `"+want+"`") {
+				x.failf("want exit 1 printing `%s`, got %d:\n%s", want, code, lastLines(out, 8))
+				return
+			}
+			f := strings.Fields(want)
+			restore := exec.Command(f[0], f[1:]...)
+			restore.Env = x.env()
+			if rout, err := restore.CombinedOutput(); err != nil {
+				x.failf("%s: %v\n%s", want, err, rout)
+			}
+			if c := channels(x, topo); c != 4 {
+				x.failf("channels %d after the printed restore, want 4", c)
+			} else {
+				x.observe("the printed restore put channels back to 4")
+			}
+			x.clean("after the printed restore")
 		},
 	},
 	{

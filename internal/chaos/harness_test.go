@@ -20,6 +20,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -308,6 +309,26 @@ func (x *h) inRound() bool {
 	return len(x.knobs()) > 0 && len(x.rigProcs("respond")) > 0 && len(x.rigProcs("send")) > 0
 }
 
+// sent returns a condition: the round's rig send has sent n requests (its
+// namespace's UDP datagrams, counted from the first call).
+func (x *h) sent(n int) func() bool {
+	base := -1
+	return func() bool {
+		pids := x.rigProcs("send")
+		if len(pids) != 1 {
+			return false
+		}
+		c, err := netlabtest.UDPSent(pids[0])
+		if err != nil {
+			return false
+		}
+		if base < 0 {
+			base = c
+		}
+		return c >= base+n
+	}
+}
+
 func netnsList() []string {
 	ents, _ := os.ReadDir("/run/netns")
 	var out []string
@@ -441,7 +462,9 @@ func (x *h) sweep() {
 	for _, pid := range x.rigProcs() {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); len(x.rigProcs()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if len(x.leftovers()) == 0 {
 		return
 	}

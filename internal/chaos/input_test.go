@@ -276,7 +276,7 @@ func (x *h) inject(topo *netlab.Topology, sport uint16, dst netip.AddrPort, payl
 			}
 			n++
 			if i%100 == 99 {
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond) // pacing, not waiting: 100 at once fit the veth backlog
 			}
 		}
 		return nil

@@ -39,16 +39,19 @@ func TestRunLocked(t *testing.T) {
 		t.Error("the loop ran on the caller's thread")
 	}
 
-	// ctx ends: stop is called, RunLocked waits for the loop.
+	// ctx ends while the loop runs: stop is called, RunLocked waits for
+	// the loop.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	var stop atomic.Bool
 	var ended atomic.Bool
-	time.AfterFunc(20*time.Millisecond, func() { cancel(errors.New("SIGTERM")) })
+	running := make(chan struct{})
+	go func() { <-running; cancel(errors.New("SIGTERM")) }()
 	stopped, err = RunLocked(ctx, Thread{CPU: -1}, func() error {
+		close(running)
 		for !stop.Load() {
 			time.Sleep(time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond) // collecting what is in flight
+		time.Sleep(20 * time.Millisecond) // the loop's own end takes a while (collecting what is in flight): waited for
 		ended.Store(true)
 		return nil
 	}, func() { stop.Store(true) })

@@ -35,7 +35,7 @@ func TestMeter(t *testing.T) {
 	}
 	m = StartMeter()
 	for i := 0; i < 10; i++ {
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // the workload measured: sleeps
 	}
 	sleep := m.Stop()
 	if sleep == nil || sleep.Voluntary < 10 || sleep.CPUNS > sleep.WallNS/2 {

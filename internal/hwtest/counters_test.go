@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,8 +40,23 @@ func TestStampLossCountersInReport(t *testing.T) {
 	if names := st.Names(); !slices.Contains(names, "tx_hwtstamp_skipped") || !slices.Contains(names, "rx_hwtstamp_cleared") {
 		t.Fatalf("counters sampled: %v", names)
 	}
+	// The sampler's reads: done once two of them saw the skipped count
+	// differ (the counter moved within the sampled window).
+	skippedAt := slices.Index(st.Names(), "tx_hwtstamp_skipped")
+	var last atomic.Int64
+	last.Store(-1)
+	moved, once := make(chan struct{}), sync.Once{}
+	read := func(dst []uint64) error {
+		err := st.Read(dst)
+		if v := int64(dst[skippedAt]); err == nil {
+			if p := last.Swap(v); p >= 0 && p != v {
+				once.Do(func() { close(moved) })
+			}
+		}
+		return err
+	}
 	s, err := telemetry.New(telemetry.Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{1}, PinCPU: 0, Interval: 10 * time.Millisecond,
-		ThreadScanEvery: -1, NICStats: st.Read, NICStatNames: st.Names()})
+		ThreadScanEvery: -1, NICStats: read, NICStatNames: st.Names()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,10 +72,14 @@ func TestStampLossCountersInReport(t *testing.T) {
 			for i := int64(0); i < 10; i++ {
 				n.StampTX("eth9", base+i*2000)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the traffic's pattern: a burst every 5 ms
 		}
 	}()
-	time.Sleep(150 * time.Millisecond)
+	select {
+	case <-moved:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the telemetry never sampled tx_hwtstamp_skipped moving")
+	}
 	stop.Store(true)
 	<-done
 	res, err := s.Stop()

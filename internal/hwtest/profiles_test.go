@@ -536,6 +536,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	defer cancel()
 	var wg sync.WaitGroup
 	ready := make(chan error, 2)
+	var capt *capture.Capture // set before its ready
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -563,6 +564,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 				return err
 			}
 			defer c.Close()
+			capt = c
 			ready <- nil
 			err = c.Run(ctx)
 			res.headers[cpt] = c.Header(0, 0)
@@ -585,9 +587,15 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 		defer s.Close()
 		err = s.Run(context.Background())
 		res.headers[snd], res.txMissing[snd] = s.Header(), s.Counters().TxStampsMissing
+		// Every request the sender sent and every reply it got passed the
+		// mirrored switch ports: the capture has their copies when it has
+		// as many rig frames (it reads what is queued when it stops).
+		c := s.Counters()
+		for deadline := time.Now().Add(10 * time.Second); capt.Frames() < int(c.Sent+c.Received) && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
 		return errors.Join(err, s.WriteFile(filepath.Join(dir, samples.FileName(samples.RoleSender))))
 	})
-	time.Sleep(100 * time.Millisecond) // the last replies reach the capture
 	cancel()
 	wg.Wait()
 	if res.err != [3]error{} {

@@ -2,6 +2,8 @@ package load_test
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +20,14 @@ func TestStartStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
-	if !p.Running() || !load.Alive() {
-		t.Fatal("stress-ng not running")
+	// Its worker runs (a member of its group besides it): Stop must end both.
+	for deadline := time.Now().Add(30 * time.Second); !worker(p.Pid()); time.Sleep(10 * time.Millisecond) {
+		if !p.Running() || time.Now().After(deadline) {
+			t.Fatalf("stress-ng (running %v) started no worker:\n%s", p.Running(), p.Output())
+		}
+	}
+	if !load.Alive() {
+		t.Fatal("stress-ng not seen running")
 	}
 	if err := p.Stop(context.Background(), 3*time.Second); err != nil {
 		t.Fatal(err)
@@ -31,6 +38,21 @@ func TestStartStop(t *testing.T) {
 	if !strings.Contains(strings.Join(p.Argv, " "), "--taskset 0 --timeout 30s --metrics-brief") {
 		t.Errorf("argv %v", p.Argv)
 	}
+}
+
+// worker reports whether a process other than pgid runs in process group
+// pgid (/proc/PID/stat's fifth field).
+func worker(pgid int) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := strings.LastIndexByte(string(b), ')'); err == nil && i > 0 && e.Name() != strconv.Itoa(pgid) {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 2 && f[2] == strconv.Itoa(pgid) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func TestRejects(t *testing.T) {

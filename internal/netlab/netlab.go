@@ -670,6 +670,8 @@ type Listed struct {
 	// owner was killed while building it, or is building it now); its
 	// namespaces may exist without a description.
 	Building *owner.Process
+	// Netns are the namespaces RemoveStale removed (those that existed).
+	Netns []string
 }
 
 // Stale reports a lab whose owner no longer runs.

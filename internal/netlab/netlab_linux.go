@@ -122,6 +122,7 @@ func RemoveStale() ([]Listed, error) {
 		if !l.Stale() {
 			continue
 		}
+		l.Netns, _ = Present(l.Name)
 		if err := Down(l.Name); err != nil {
 			errs = append(errs, err)
 			continue
@@ -134,20 +135,28 @@ func RemoveStale() ([]Listed, error) {
 // Exists reports whether any part of lab name is present: a namespace,
 // the description file or the record of an unfinished build.
 func Exists(name string) bool {
+	ns, files := Present(name)
+	return len(ns)+len(files) > 0
+}
+
+// Present lists the parts of lab name that exist now: its namespaces (of
+// Namespaces(name), every name it may use) and its files (the description,
+// the record of an unfinished build).
+func Present(name string) (netns, files []string) {
 	if ValidateName(name) != nil {
-		return false
-	}
-	for _, p := range []string{Path(name), buildingPath(name)} {
-		if _, err := os.Lstat(p); err == nil {
-			return true
-		}
+		return nil, nil
 	}
 	for _, ns := range Namespaces(name) {
 		if _, err := os.Lstat(filepath.Join(netnsDir, ns)); err == nil {
-			return true
+			netns = append(netns, ns)
 		}
 	}
-	return false
+	for _, p := range []string{Path(name), buildingPath(name)} {
+		if _, err := os.Lstat(p); err == nil {
+			files = append(files, p)
+		}
+	}
+	return netns, files
 }
 
 func down(name string) error {

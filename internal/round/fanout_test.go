@@ -120,14 +120,28 @@ func TestFanoutResponderKilled(t *testing.T) {
 	var log bytes.Buffer
 	spec := fanoutSpec(t, topo, &log, "239.7.7.13:9106", count)
 	victim := topo.More[0].Netns
-	killed := make(chan error, 1)
+	killed, ended := make(chan error, 1), make(chan struct{})
 	go func() {
-		time.Sleep(time.Second) // the round runs 2 s once every process is ready
-		killed <- killResponder(victim)
+		// Once the victim has sent 50 replies: the round runs 2 s from
+		// then, however late it started.
+		pid, err := responderPID(victim)
+		for n := 0; err == nil && n < 50; n, err = netlabtest.UDPSent(pid) {
+			select {
+			case <-ended:
+				killed <- fmt.Errorf("the round ended before responder 1 sent 50 replies (%d)", n)
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		if err == nil {
+			err = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		killed <- err
 	}()
 	res, err := Run(context.Background(), spec)
+	close(ended)
 	if kerr := <-killed; kerr != nil {
-		t.Fatal(kerr)
+		t.Fatalf("%v\nlog:\n%s", kerr, log.String())
 	}
 	if err == nil || !strings.Contains(err.Error(), "responder 1") || strings.Contains(err.Error(), "responder 0") {
 		t.Fatalf("round error %v: want responder 1 named, and only it\nlog:\n%s", err, log.String())
@@ -150,22 +164,22 @@ func TestFanoutResponderKilled(t *testing.T) {
 	}
 }
 
-// killResponder sends SIGKILL to the rig respond process in namespace ns
-// (the test's own lab: nothing else runs there).
-func killResponder(ns string) error {
-	for range 100 {
+// responderPID is the pid of the rig respond process in namespace ns (the
+// test's own lab: nothing else runs there), once it runs.
+func responderPID(ns string) (int, error) {
+	for range 200 {
 		out, err := exec.Command("ip", "netns", "pids", ns).Output()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for _, f := range strings.Fields(string(out)) {
 			pid, _ := strconv.Atoi(f)
 			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 			if bytes.Contains(cmd, []byte("\x00respond\x00")) {
-				return syscall.Kill(pid, syscall.SIGKILL)
+				return pid, nil
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling for the process to appear
 	}
-	return fmt.Errorf("no rig respond in netns %s", ns)
+	return 0, fmt.Errorf("no rig respond in netns %s within 10 s", ns)
 }

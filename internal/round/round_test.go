@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -24,7 +25,7 @@ import (
 
 // agents returns a function that starts one rig agent per role in topo,
 // closed when the test ends.
-func agents(t *testing.T, topo *netlab.Topology, log *bytes.Buffer) func(netlab.Role) *agent.Client {
+func agents(t *testing.T, topo *netlab.Topology, log io.Writer) func(netlab.Role) *agent.Client {
 	rig := testbin.Rig(t)
 	return func(r netlab.Role) *agent.Client {
 		c, err := agent.DialRig(context.Background(), string(r), topo.Exec(r), rig, nil, log)
@@ -36,6 +37,26 @@ func agents(t *testing.T, topo *netlab.Topology, log *bytes.Buffer) func(netlab.
 	}
 }
 
+// readyLog is a log that counts the "ready" lines of the processes.
+type readyLog struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	ready atomic.Int64
+}
+
+func (l *readyLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ready.Add(int64(bytes.Count(p, []byte(": ready "))))
+	return l.b.Write(p)
+}
+
+func (l *readyLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // TestLead: the sender starts Lead after the responder is ready, and a
 // cancellation during the lead stops the responder and returns at once.
 func TestLead(t *testing.T) {
@@ -43,7 +64,7 @@ func TestLead(t *testing.T) {
 		t.Skip("integration test")
 	}
 	topo := netlabtest.New(t, netlab.Options{})
-	var log bytes.Buffer
+	var log readyLog
 	ag := agents(t, topo, &log)
 	spec := Spec{
 		Dir:       t.TempDir(),
@@ -76,7 +97,13 @@ func TestLead(t *testing.T) {
 
 	spec.Dir, spec.Lead, spec.Round = t.TempDir(), time.Minute, 1
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
+	defer cancel()
+	go func(before int64) { // once the responder is ready: in the lead
+		for log.ready.Load() == before && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}(log.ready.Load())
 	begin := time.Now()
 	res, err = Run(ctx, spec)
 	if !errors.Is(err, context.Canceled) {
@@ -201,7 +228,7 @@ func TestInstrumentOnEmulatedTopology(t *testing.T) {
 				if _, err := c.Write([]byte("not a rig packet, just noise on the group")); err == nil {
 					foreignSent.Add(1)
 				}
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // the noise: spread over the round
 			}
 			return nil
 		})

@@ -82,3 +82,37 @@ func TestManifestKeysOneCasing(t *testing.T) {
 		t.Errorf("only %d keys walked: the manifest is not what this test thinks", n)
 	}
 }
+
+// TestRestoreCommand: the command a run prints to put a host back after its
+// agent died runs rig restore where that host's journal is, for every via:
+// this machine, ssh, a network namespace (only there can a namespace's NIC
+// be put back), kubectl exec, and ssh from a namespace.
+func TestRestoreCommand(t *testing.T) {
+	s, err := scenario.Parse("via.yaml", []byte(`name: via
+hosts:
+  a: {via: local, roles: [sender], iface: eth1}
+  b: {via: ssh -p 2222 root@rsp, roles: [responder], iface: eth2}
+  c: {via: ip netns exec lab-cap, roles: [capture], iface: cap0}
+  d: {via: kubectl exec -i -n rig rig-responder --, roles: [responder], iface: eth0}
+  e: {via: ip netns exec lab-snd ssh root@10.0.0.2, roles: [responder], iface: eth3}
+traffic: {group: 239.1.1.1:5000}
+arms:
+  - name: a
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Rig: "/opt/rig/bin/rig", RemoteRig: "/usr/local/bin/rig"}
+	want := map[string]string{
+		"a": "/opt/rig/bin/rig restore",
+		"b": "ssh -p 2222 root@rsp /usr/local/bin/rig restore",
+		"c": "ip netns exec lab-cap /opt/rig/bin/rig restore",
+		"d": "kubectl exec -i -n rig rig-responder -- /usr/local/bin/rig restore",
+		"e": "ip netns exec lab-snd ssh root@10.0.0.2 /usr/local/bin/rig restore",
+	}
+	for _, h := range s.Hosts {
+		if got := restoreCommand(h.Command, agentRig(o, h)); got != want[h.Name] {
+			t.Errorf("host %s (via %s): %q, want %q", h.Name, h.Via, got, want[h.Name])
+		}
+	}
+}

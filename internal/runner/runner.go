@@ -11,6 +11,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,6 +90,9 @@ type hosts struct {
 	others  []round.Host
 	capture *round.Host
 	lab     string // emulated lab name to remove at the end
+	// restore is, by host name, the command that runs rig restore where
+	// the host's journal is (restoreCommand).
+	restore map[string]string
 }
 
 func (hs *hosts) close() error {
@@ -245,16 +249,27 @@ func armIndexOf(s *scenario.Scenario, name string) int {
 	return -1
 }
 
+// restoreCommand is the command that runs rig restore on a host reached by
+// prefix (none for this machine; ssh HOST, ip netns exec NS, kubectl exec
+// -i POD --, as the scenario's via) whose agent is the binary rig.
+func restoreCommand(prefix []string, rig string) string {
+	return strings.Join(append(slices.Clone(prefix), rig, "restore"), " ")
+}
+
 // applyOn applies knobs k of arm on responder host h and returns the
 // function that takes them back (nil when the apply failed: the agent
 // takes back what a failed apply did itself).
-func applyOn(ctx context.Context, o Options, arm string, h round.Host, k scenario.Knobs, length time.Duration) (func() error, error) {
+func (hs *hosts) applyOn(ctx context.Context, o Options, arm string, h round.Host, k scenario.Knobs, length time.Duration) (func() error, error) {
 	rsp := h.Agent
 	report, err := rsp.Apply(ctx, arm, k, h.Iface, h.AllowMgmt, length)
 	for _, line := range report {
 		fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, line)
 	}
-	if err != nil {
+	// An agent that answers took back what it did; one that died could not.
+	hint := fmt.Sprintf("to put host %s back, run `%s`", rsp.Name, hs.restore[rsp.Name])
+	if err != nil && rsp.Gone() {
+		return nil, fmt.Errorf("applying knobs on host %s: %w (%s)", rsp.Name, err, hint)
+	} else if err != nil {
 		return nil, fmt.Errorf("applying knobs on host %s: %w", rsp.Name, err)
 	}
 	return func() error {
@@ -263,7 +278,7 @@ func applyOn(ctx context.Context, o Options, arm string, h round.Host, k scenari
 			fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, line)
 		}
 		if uerr != nil {
-			return fmt.Errorf("taking back the knobs: %w (run `rig restore` on host %s)", uerr, rsp.Name)
+			return fmt.Errorf("taking back the knobs: %w (%s)", uerr, hint)
 		}
 		return nil
 	}, nil
@@ -291,7 +306,7 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 	if err != nil {
 		return err
 	}
-	undo, err := applyOn(ctx, o, arm.Name, hs.responder, k, length)
+	undo, err := hs.applyOn(ctx, o, arm.Name, hs.responder, k, length)
 	if err != nil {
 		return err
 	}
@@ -299,7 +314,7 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 	var others []round.Other
 	for i, h := range hs.others {
 		ok := s.KnobsFor(arm, s.Responders[i+1])
-		undo, err := applyOn(ctx, o, arm.Name, h, ok, length)
+		undo, err := hs.applyOn(ctx, o, arm.Name, h, ok, length)
 		if err != nil {
 			return err
 		}
@@ -357,13 +372,17 @@ func replyString(t scenario.Traffic) string {
 // setupHosts reaches the hosts: it builds the emulated topology when the
 // scenario asks for it, and starts one agent per host.
 func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, error) {
-	hs := &hosts{agents: map[string]*agent.Client{}}
+	hs := &hosts{agents: map[string]*agent.Client{}, restore: map[string]string{}}
 	dial := func(name string, prefix []string, rig string) (*agent.Client, error) {
 		c, err := agent.DialRun(ctx, name, prefix, rig, o.RunID, []string{journal.EnvDir + "=" + o.StateDir}, o.Log)
 		if err != nil {
 			return nil, err
 		}
 		hs.agents[name] = c
+		if hs.lab != "" {
+			prefix = nil // the run's lab goes with the run: its hosts are put back from here
+		}
+		hs.restore[name] = restoreCommand(prefix, rig)
 		fmt.Fprintf(o.Log, "rig run: host %s: agent pid %d on %s (%s)\n", name, c.Hello.PID, c.Hello.Host, c.Hello.Rig)
 		return c, nil
 	}
@@ -409,14 +428,7 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 		}
 	}
 	for _, h := range s.Hosts {
-		rig := o.Rig
-		if !h.Local() && !IsNetns(h) {
-			rig = o.RemoteRig
-			if rig == "" {
-				rig = "rig"
-			}
-		}
-		c, err := dial(h.Name, h.Command, rig)
+		c, err := dial(h.Name, h.Command, agentRig(o, h))
 		if err != nil {
 			return hs, err
 		}
@@ -490,6 +502,15 @@ func prepareTimestamping(ctx context.Context, o Options, s *scenario.Scenario, h
 		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// agentRig is the rig binary that runs host h's agent: this one on this
+// machine and its namespaces, RemoteRig on hosts reached by ssh or kubectl.
+func agentRig(o Options, h scenario.Host) string {
+	if h.Local() || IsNetns(h) {
+		return o.Rig
+	}
+	return cmp.Or(o.RemoteRig, "rig")
 }
 
 // IsNetns reports a host reached with `ip netns exec NS`: a network

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -546,7 +547,9 @@ func roundFiles(path string) (names []string, more int, err error) {
 	}
 	for _, r := range []Role{RoleSender, RoleResponder, RoleCapture} {
 		p := filepath.Join(path, FileName(r))
-		if _, err := os.Stat(p); err == nil {
+		if ok, err := present(p); err != nil {
+			return nil, 0, err
+		} else if ok {
 			names = append(names, p)
 		}
 	}
@@ -555,12 +558,31 @@ func roundFiles(path string) (names []string, more int, err error) {
 		return nil, 0, err
 	}
 	slices.Sort(others)
+	for _, p := range others {
+		if _, err := present(p); err != nil {
+			return nil, 0, err
+		}
+	}
 	names = append(names, others...)
 	if len(names) == 0 {
 		return nil, 0, fmt.Errorf("%s: no sample files (want %s, %s or %s)", path,
 			FileName(RoleSender), FileName(RoleResponder), FileName(RoleCapture))
 	}
 	return names, len(others), nil
+}
+
+// present reports whether a round has sample file p: false when nothing
+// has that name, an error when something that cannot be read does (a
+// dangling symlink): never a role silently absent.
+func present(p string) (bool, error) {
+	_, err := os.Stat(p)
+	if target, lerr := os.Readlink(p); err != nil && lerr == nil {
+		return false, fmt.Errorf("%s is a symlink to %s, which cannot be read (%w): fix or remove the link", p, target, err)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // readFiles reads the sample files names whole; a truncated file still

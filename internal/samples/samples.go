@@ -113,7 +113,16 @@ func ReplyLate(r *Record, timeout int64) bool {
 	if rx == 0 {
 		rx = r.T[RxUser]
 	}
-	return tx != 0 && rx != 0 && rx-tx > timeout
+	d, ok := Sub(rx, tx)
+	return tx != 0 && rx != 0 && ok && d > timeout
+}
+
+// Sub is the one difference of two stamps, b − a, and whether it fits in
+// an int64: stamps that overflow it (2^63−1 and −(2^63−1) give 2) come from
+// no clock, only from a forged or damaged file, and give no value.
+func Sub(b, a int64) (int64, bool) {
+	d := b - a
+	return d, (d <= b) == (a >= 0)
 }
 
 // Record is one request as seen by one role, or joined across roles; with

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 func init() { runtime.LockOSThread() }
 
 func helper() {
-	done := make(chan int)
+	done := make(chan [2]int)
 	go func() {
 		// A goroutine locked to its thread that exits ends that thread:
 		// a child forked from it directly would get its signal now.
@@ -41,12 +41,17 @@ func helper() {
 			fmt.Println("error", err)
 			os.Exit(1)
 		}
-		done <- cmd.Process.Pid
+		done <- [2]int{cmd.Process.Pid, syscall.Gettid()}
 	}()
-	pid := <-done
-	time.Sleep(100 * time.Millisecond) // let the locked thread end
-	fmt.Println(pid)
-	time.Sleep(time.Hour)
+	r := <-done
+	for { // the locked thread has ended (a death signal tied to it is sent by then)
+		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", r[1])); os.IsNotExist(err) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println(r[0])
+	time.Sleep(time.Hour) // until the test kills it (select{} would be a deadlock)
 }
 
 func alive(pid int) bool {
@@ -78,6 +83,8 @@ func TestChildDiesWithParent(t *testing.T) {
 		t.Fatalf("helper said %q: %v %v", line, err, perr)
 	}
 	defer syscall.Kill(pid, syscall.SIGKILL)
+	// A negative: a SIGKILL sent when the thread ended would have ended the
+	// child within this window.
 	time.Sleep(200 * time.Millisecond)
 	if !alive(pid) {
 		t.Fatal("child died when the thread that asked for it ended: its death signal is tied to that thread")

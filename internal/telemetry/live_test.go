@@ -25,7 +25,11 @@ func TestSamplerNeverOnMeasuredCPU(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs 2 CPUs")
 	}
-	s, err := New(Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{1}, PinCPU: 0, Interval: 10 * time.Millisecond, ThreadScanEvery: -1})
+	// Its NIC-counter hook, called once a sample, says how far it got.
+	var calls atomic.Int64
+	count := func(dst []uint64) error { dst[0] = uint64(calls.Add(1)); return nil }
+	s, err := New(Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{1}, PinCPU: 0, Interval: 10 * time.Millisecond, ThreadScanEvery: -1,
+		NICStats: count, NICStatNames: []string{"samples"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +41,9 @@ func TestSamplerNeverOnMeasuredCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); calls.Load() < 3 && time.Now().Before(deadline); { // two samples done
+		time.Sleep(5 * time.Millisecond)
+	}
 	r, err := s.Stop()
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +83,7 @@ func TestStressNGSeen(t *testing.T) {
 		}
 		tidc <- unix.Gettid()
 		for !stop.Load() {
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the workload: a voluntary switch every 1 ms
 		}
 	}()
 	tid := <-tidc

@@ -2,10 +2,13 @@ package tstamp
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +26,21 @@ func listen(t *testing.T, o UDPOptions) *Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// inSyscall waits until thread tid of this process is blocked in system
+// call nr (/proc/self/task/TID/syscall), 10 s at most.
+func inSyscall(tid, nr int) error {
+	p, want := fmt.Sprintf("/proc/self/task/%d/syscall", tid), strconv.Itoa(nr)+" "
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(p)
+		if err != nil || strings.HasPrefix(string(b), want) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("thread %d is not in system call %d after 10 s: %s", tid, nr, b)
+		}
+	}
 }
 
 func localAddr(t *testing.T, c *Conn) netip.AddrPort {
@@ -277,12 +295,16 @@ func TestCloseWakesBlockedRecv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
+	done, tid := make(chan error, 1), make(chan int, 1)
 	go func() {
+		runtime.LockOSThread() // its thread is the one blocked in recvmsg
+		tid <- unix.Gettid()
 		_, _, _, err := c.Recv(make([]byte, 16), 0)
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	if err := inSyscall(<-tid, unix.SYS_RECVMSG); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +496,7 @@ func TestBusySpinLockedThread(t *testing.T) {
 		if err := tx.SendTo([]byte("spin"), to, uint32(i)); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the traffic: the receiver spins between packets
 	}
 	if stamped := <-got; stamped != count {
 		t.Fatalf("spinning receiver got %d stamped packets, want %d", stamped, count)
@@ -515,8 +537,10 @@ func TestCloseDuringUse(t *testing.T) {
 	}
 	to := localAddr(t, c)
 	done := make(chan error, 3)
-	loop := func(f func() error) {
+	var calls [3]atomic.Int64
+	loop := func(i int, f func() error) {
 		for {
+			calls[i].Add(1)
 			if err := f(); errors.Is(err, ErrClosed) {
 				done <- nil
 				return
@@ -527,10 +551,14 @@ func TestCloseDuringUse(t *testing.T) {
 		}
 	}
 	buf := make([]byte, 64)
-	go loop(func() error { return c.SendTo(buf[:8], to, 1) })
-	go loop(func() error { _, _, _, err := c.Recv(buf, 0); return err })
-	go loop(func() error { _, err := c.RecvErr(); return err })
-	time.Sleep(20 * time.Millisecond)
+	go loop(0, func() error { return c.SendTo(buf[:8], to, 1) })
+	go loop(1, func() error { _, _, _, err := c.Recv(buf, 0); return err })
+	go loop(2, func() error { _, err := c.RecvErr(); return err })
+	for i := range calls { // all three under way
+		for calls[i].Load() < 100 {
+			runtime.Gosched()
+		}
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -566,12 +594,22 @@ func TestPollUntil(t *testing.T) {
 	}
 	// Data before a far deadline wakes it; the timer stays armed for it.
 	far := time.Now().Add(5 * time.Second)
+	runtime.LockOSThread() // this thread is the one that waits in ppoll
+	defer runtime.UnlockOSThread()
+	waiter, to := unix.Gettid(), localAddr(t, rx)
+	sent := make(chan error, 1)
 	go func() {
-		time.Sleep(10 * time.Millisecond)
-		tx.SendTo([]byte("x"), localAddr(t, rx), 0)
+		err := inSyscall(waiter, unix.SYS_PPOLL)
+		if err == nil {
+			err = tx.SendTo([]byte("x"), to, 0)
+		}
+		sent <- err
 	}()
 	if r, err := rx.PollUntil(far); err != nil || r&ReadyData == 0 {
 		t.Fatalf("PollUntil with a datagram = %v, %v; want ReadyData", r, err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
 	}
 	if time.Until(far) < 4*time.Second {
 		t.Fatal("data did not wake PollUntil early")

@@ -217,19 +217,28 @@ type captured struct {
 	st       Stamps
 }
 
-// readCapture returns every frame that arrives within d.
-func readCapture(t *testing.T, c *PacketConn, d time.Duration) []captured {
+// readCapture returns the frames queued; with until set it first waits
+// (10 s at most) for the frame until accepts, and returns it and what is
+// queued behind it. A frame is queued on B's veth before B's socket has
+// it, and frames queue in order.
+func readCapture(t *testing.T, c *PacketConn, until func(captured) bool) []captured {
 	t.Helper()
 	var out []captured
 	buf := make([]byte, 2048)
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		ok, err := c.Poll(20 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		wait := time.Duration(0)
+		if until != nil {
+			wait = time.Until(deadline)
+		}
+		ok, err := c.Poll(max(wait, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
+		if !ok && (until == nil || time.Now().After(deadline)) {
+			return out
+		}
 		if !ok {
-			continue
+			continue // EINTR
 		}
 		n, pt, st, err := c.RecvPacket(buf)
 		if err != nil {
@@ -240,8 +249,10 @@ func readCapture(t *testing.T, c *PacketConn, d time.Duration) []captured {
 			t.Fatalf("filter let a non-UDP/IPv4 frame through: % x", buf[:min(n, 40)])
 		}
 		out = append(out, captured{pt, src, dst, seq, st})
+		if until != nil && until(out[len(out)-1]) {
+			until = nil
+		}
 	}
-	return out
 }
 
 // warmUpNS waits until B's responder socket sees RX SW stamps (the kernel
@@ -266,7 +277,7 @@ func warmUpNS(t *testing.T, s *nsSockets, to netip.AddrPort) {
 		}
 		drainErr(s.tx)
 		if st.SW != 0 {
-			readCapture(t, s.cap, 50*time.Millisecond) // drop warm-up frames
+			readCapture(t, s.cap, nil) // drop the warm-up frames
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -359,8 +370,9 @@ func TestNetnsMulticastStamps(t *testing.T) {
 		}
 	}
 	// Capture on B's veth: each request as multicast, each reply as outgoing,
-	// both SW-stamped, reply after request.
-	frames := readCapture(t, s.cap, 300*time.Millisecond)
+	// both SW-stamped, reply after request (all queued: the sender has the
+	// replies).
+	frames := readCapture(t, s.cap, nil)
 	req, rep := map[uint32]captured{}, map[uint32]captured{}
 	for _, f := range frames {
 		switch {
@@ -399,7 +411,7 @@ func TestNetnsBPFDropsOtherPort(t *testing.T) {
 	if err := s.tx.SendTo(seqPayload(3), netip.AddrPortFrom(probeGroup, probePort), 3); err != nil {
 		t.Fatal(err)
 	}
-	frames := readCapture(t, s.cap, 300*time.Millisecond)
+	frames := readCapture(t, s.cap, func(f captured) bool { return f.seq == 3 })
 	if pk, drops, err := s.cap.Stats(); err != nil || pk == 0 || drops != 0 {
 		t.Fatalf("capture stats: packets %d drops %d, %v", pk, drops, err)
 	}

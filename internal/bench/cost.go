@@ -184,7 +184,7 @@ func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Clien
 		return nil, err
 	}
 	go func() {
-		spec.Sender.Agent, spec.Responder.Agent, spec.RunID = snd, rsp, runID
+		spec.SendOn, spec.RespondOn[0], spec.Send.RunID = snd, rsp, runID
 		done <- b.runRound(ctx, spec)
 	}()
 	match := func(cmd string) func(hostinfo.Process) bool {

@@ -82,11 +82,9 @@ const MaxAllocsPerRT = 0.001
 
 // allocShort and allocLong are the allocation rounds' lengths in counting
 // rounds (CostTime). Their difference must hold well over 1/MaxAllocsPerRT
-// requests per allocation the ends of a round vary by: measured here, a
-// round's count moves by up to 7 from one run to the next whatever its
-// length (15 in 2 500 requests, then 8 in 5 000), so rounds of 2.5 s and
-// 5 s (a difference of 2 500 requests: 2.5 allocations at the bound)
-// decided the goal by that noise, both ways.
+// requests per allocation the ends of a round vary by, whatever its
+// length; closer rounds decided the goal by that noise, both ways
+// (docs/bench.md#work-per-round-trip---parts-cost).
 const (
 	allocShort = 0.5
 	allocLong  = 4

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -37,7 +38,7 @@ func TestSamplerNeverOnMeasuredCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	tid := s.ThreadID()
-	allowed, err := hostinfo.CPUsAllowed(hostfs.FS{Root: "/"}, "self/task/"+itoa(tid))
+	allowed, err := hostinfo.CPUsAllowed(hostfs.FS{Root: "/"}, "self/task/"+strconv.Itoa(tid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestStressNGSeen(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "stress-ng", "--cpu", "1", "--cpu-method", "fft", "--taskset", itoa(cpu), "-t", "3s", "--metrics-brief").CombinedOutput()
+	out, err := exec.CommandContext(ctx, "stress-ng", "--cpu", "1", "--cpu-method", "fft", "--taskset", strconv.Itoa(cpu), "-t", "3s", "--metrics-brief").CombinedOutput()
 	r, serr := s.Stop()
 	if err != nil {
 		t.Fatalf("stress-ng: %v\n%s", err, out)

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -505,5 +504,3 @@ func trim(b []byte) []byte {
 	}
 	return b
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

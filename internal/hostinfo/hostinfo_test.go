@@ -15,7 +15,8 @@ import (
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 )
 
-func fx(name string) hostfs.FS { return hostfs.FS{Root: "testdata/" + name} }
+// fx is a fixture host tree, read in place.
+var fx = hostfstest.Fixture
 
 var trees = []string{"vm", "isolated", "irqbalance", "k8spod", "eks-al2-pinned", "c7i", "c8g", "c7i-ubuntu", "c8g-ubuntu"}
 

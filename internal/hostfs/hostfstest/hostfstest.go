@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rig-project/rig/internal/hostfs"
 )
 
 // IdleStates is what IdleRoot gives every CPU: POLL, C1 and C6.
@@ -162,6 +164,11 @@ func Disabled(t testing.TB, root string, cpu, k int) string {
 	}
 	return string(b)
 }
+
+// Fixture is the fixture host tree name of internal/hostinfo/testdata
+// (trees built from real hosts' files), read in place, for a test of a
+// package beside internal/hostinfo; CopyTree makes a copy to change.
+func Fixture(name string) hostfs.FS { return hostfs.FS{Root: "../hostinfo/testdata/" + name} }
 
 // CopyTree copies the fixture host tree src (symlinks kept as links, files
 // writable) to a temporary directory removed after the test, so a test can

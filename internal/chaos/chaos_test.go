@@ -14,6 +14,7 @@ import (
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/testbin"
 )
 
 // row is one fault of the matrix. run injects it and checks the outcome
@@ -195,10 +196,10 @@ var matrix = []row{
 			}
 			syscall.Kill(agents[0], syscall.SIGKILL)
 			start := time.Now()
-			for alive(probes[0]) && time.Since(start) < 10*time.Second {
+			for testbin.Alive(probes[0]) && time.Since(start) < 10*time.Second {
 				time.Sleep(10 * time.Millisecond)
 			}
-			if alive(probes[0]) {
+			if testbin.Alive(probes[0]) {
 				x.failf("rig respond (pid %d) still runs 10 s after its agent was killed", probes[0])
 			} else {
 				x.observe("probe gone %.2f s after its agent", time.Since(start).Seconds())

@@ -297,11 +297,6 @@ func zombie(stat []byte) bool {
 	return i > 0 && len(stat) > i+2 && stat[i+2] == 'Z'
 }
 
-func alive(pid int) bool {
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	return err == nil && !zombie(st)
-}
-
 // inRound reports the middle of a round of the knobs arm: its knob in
 // force, the responder ready and the sender (started once the responder
 // and capture are ready) sending.

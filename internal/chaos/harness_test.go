@@ -285,7 +285,8 @@ func (x *h) stressNG() []int {
 	procs, _ := hostinfo.FindProcesses(hostfs.FS{Root: "/"}, "stress-ng")
 	var out []int
 	for _, p := range procs {
-		if v, ok, _ := hostinfo.ProcessEnv(hostfs.FS{Root: "/"}, p.PID, "TMPDIR"); ok && v == x.tmp {
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID))
+		if slices.Contains(strings.Split(string(env), "\x00"), "TMPDIR="+x.tmp) {
 			out = append(out, p.PID)
 		}
 	}

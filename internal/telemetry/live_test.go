@@ -37,7 +37,9 @@ func TestSamplerNeverOnMeasuredCPU(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	tid := s.ThreadID()
+	s.mu.Lock()
+	tid := s.tid // the sampler's thread
+	s.mu.Unlock()
 	allowed, err := hostinfo.CPUsAllowed(hostfs.FS{Root: "/"}, "self/task/"+strconv.Itoa(tid))
 	if err != nil {
 		t.Fatal(err)

@@ -120,7 +120,7 @@ func (s Spec) common(c probe.Common) probe.Common {
 func (s Spec) respond(id int) probe.Respond {
 	r := s.Respond[id]
 	r.Common = s.common(r.Common)
-	r.ID, r.Reply, r.Capacity = id, s.Send.ReplyGroup, s.Send.Count
+	r.ID, r.Reply, r.Capacity, r.Count = id, s.Send.ReplyGroup, s.Send.Count, 0
 	return r
 }
 

@@ -164,7 +164,6 @@ type fakeEthtool struct {
 	sets      []string
 }
 
-
 var errUnsup = func(op, iface string) error { return &ethtoolnl.Error{Op: op, Iface: iface, Err: unix.EOPNOTSUPP} }
 
 func (f *fakeEthtool) Coalesce(_ context.Context, i string) (ethtoolnl.Coalesce, error) {

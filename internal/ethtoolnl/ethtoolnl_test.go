@@ -66,7 +66,6 @@ func dial(t *testing.T, cmd uint8, flags netlink.HeaderFlags, want []byte, reply
 	return c
 }
 
-
 func TestChannels(t *testing.T) {
 	ctx := context.Background()
 	reply := cat(hdr, u32attr(unix.ETHTOOL_A_CHANNELS_RX_MAX, 4), u32attr(unix.ETHTOOL_A_CHANNELS_TX_MAX, 4),

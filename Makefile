@@ -82,9 +82,15 @@ dist:
 	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(DIST)/rig-respond-native-linux-arm64 $(NATIVE_SRC)
 	cd $(DIST) && sha256sum rig-linux-amd64 rig-linux-arm64 rig-respond-native-linux-amd64 rig-respond-native-linux-arm64 > SHA256SUMS
 
+# deploy/kubernetes is a module of its own (its manifest tests alone need
+# the Kubernetes API types, kept out of rig's go.mod): test, unit and lint
+# run it after PKGS.
+K8S       := deploy/kubernetes
+
 # deps: Go modules plus the Debian packages the integration tests need.
 deps:
 	$(GO) mod download
+	cd $(K8S) && $(GO) mod download
 	@./.ci/install-debs.sh $(DEB_PKGS)
 
 # test: the whole suite as CI runs it: lint, unit + integration tests under
@@ -94,6 +100,7 @@ deps:
 # left, no lab left), so they must not overlap.
 test: deps lint
 	$(GO) test -race -p 1 -count=1 -timeout 40m $(PKGS)
+	cd $(K8S) && $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-arm64
 
@@ -129,6 +136,7 @@ chaos:
 # namespace appeared or stress-ng ran.
 unit:
 	$(GO) test -short -count=1 $(PKGS)
+	cd $(K8S) && $(GO) test -short -count=1 ./...
 
 unit-check:
 	./.ci/unit-starts-nothing.sh $(PKGS)
@@ -141,10 +149,12 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	cd $(K8S) && $(GO) vet ./...
 
 staticcheck:
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	staticcheck $(PKGS)
+	cd $(K8S) && staticcheck ./...
 
 # fuzz runs every Fuzz target for FUZZTIME each.
 fuzz:

@@ -961,12 +961,12 @@ func summarize(rounds []RoundStats) Summary {
 	for _, q := range Percentiles {
 		qs := q.Percent()
 		env := CIEnvelope{Q: qs}
-		under, lowOpen, highOpen, any := false, false, false, false
+		under, lowOpen, highOpen, counted := false, false, false, false
 		for i := range rounds {
 			if rounds[i].N == 0 {
 				continue
 			}
-			any = true
+			counted = true
 			for _, p := range rounds[i].Percentiles {
 				if p.Q != qs {
 					continue
@@ -984,7 +984,7 @@ func summarize(rounds []RoundStats) Summary {
 				}
 			}
 		}
-		if !any {
+		if !counted {
 			continue
 		}
 		if under {

@@ -209,7 +209,7 @@ func freqTable(r *Report) table {
 			fmt.Sprintf("Cell: median of the rounds' averages [min–max], MHz. A comparison whose arms' frequencies differ by more than %.0f %% says so next to its verdict. ", FreqDiffPct) +
 			"Ran under: the first round's power state (governor, EPP, limits, turbo, intel_pstate perf limits, idle states disabled, tuned profile)." + requestsCaption(r),
 		Head: []string{"arm", "source", "rounds measured", "MHz", "busy", "ran under", "note"}}
-	any := false
+	measured := false
 	for _, a := range r.Arms {
 		f := a.Freq
 		if a.Skipped != "" {
@@ -219,7 +219,7 @@ func freqTable(r *Report) table {
 			t.Rows = append(t.Rows, []string{a.Name, "—", "0", "—", "—", "—", "no frequency in the rounds' telemetry (the responder was not pinned, or an older rig)"})
 			continue
 		}
-		any = true
+		measured = true
 		n, mhz, busy, notes := 0, "—", "—", []string{}
 		var b []float64
 		for _, rf := range f.Rounds {
@@ -244,7 +244,7 @@ func freqTable(r *Report) table {
 		}
 		t.Rows = append(t.Rows, []string{a.Name, f.Source, fmt.Sprintf("%d/%d", n, len(f.Rounds)), mhz, busy, orDash(f.RanUnder), orDash(strings.Join(notes, "; "))})
 	}
-	if !any {
+	if !measured {
 		t.Rows = nil // no telemetry with a frequency at all: no table
 	}
 	return t

@@ -26,6 +26,21 @@ import (
 	"github.com/rig-project/rig/nicctl"
 )
 
+// leaves returns every runnable command in the order rig -h lists them.
+func leaves() []leaf {
+	var l []leaf
+	for _, n := range commandNames() {
+		c := commands[n]
+		if c.subs == nil {
+			l = append(l, leaf{n, c})
+		}
+		for _, s := range c.subs {
+			l = append(l, leaf{n + " " + s.name, s})
+		}
+	}
+	return l
+}
+
 // rigIn runs `rig ARGS...` in this process as main does, with its stdout
 // and stderr captured. Tests that use it do not run in parallel.
 func rigIn(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -82,11 +82,9 @@ const MaxAllocsPerRT = 0.001
 
 // allocShort and allocLong are the allocation rounds' lengths in counting
 // rounds (CostTime). Their difference must hold well over 1/MaxAllocsPerRT
-// requests per allocation the ends of a round vary by: measured here, a
-// round's count moves by up to 7 from one run to the next whatever its
-// length (15 in 2 500 requests, then 8 in 5 000), so rounds of 2.5 s and
-// 5 s (a difference of 2 500 requests: 2.5 allocations at the bound)
-// decided the goal by that noise, both ways.
+// requests per allocation the ends of a round vary by, whatever its
+// length; closer rounds decided the goal by that noise, both ways
+// (docs/bench.md#work-per-round-trip---parts-cost).
 const (
 	allocShort = 0.5
 	allocLong  = 4
@@ -184,7 +182,7 @@ func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Clien
 		return nil, err
 	}
 	go func() {
-		spec.Sender.Agent, spec.Responder.Agent, spec.RunID = snd, rsp, runID
+		spec.SendOn, spec.RespondOn[0], spec.Send.RunID = snd, rsp, runID
 		done <- b.runRound(ctx, spec)
 	}()
 	match := func(cmd string) func(hostinfo.Process) bool {

@@ -454,20 +454,20 @@ func (x *runner) irqsOnCPU() {
 	}
 	var hits, nums, unread []string
 	for _, n := range irqs {
-		name := names[itoa(n)]
+		name := names[strconv.Itoa(n)]
 		if name == "" {
 			continue // no handler: never fires
 		}
 		a, err := hostinfo.ReadIRQAffinity(x.fs, n)
 		if err != nil {
-			unread = append(unread, itoa(n))
+			unread = append(unread, strconv.Itoa(n))
 			continue
 		}
 		if !slices.Contains(a.Targets(), cpu) {
 			continue
 		}
-		hits = append(hits, fmt.Sprintf("%d %s (%d so far)", n, name, counts[itoa(n)]))
-		nums = append(nums, itoa(n))
+		hits = append(hits, fmt.Sprintf("%d %s (%d so far)", n, name, counts[strconv.Itoa(n)]))
+		nums = append(nums, strconv.Itoa(n))
 	}
 	if len(hits) == 0 && len(unread) > 0 {
 		x.cannot("irqs.on_cpu", Warn, "", "cannot read the affinity of IRQ %s (/proc/irq/N/smp_affinity_list)", strings.Join(unread, ", "))
@@ -751,5 +751,3 @@ func (x *runner) thp() {
 	}
 	x.add("thp", OK, "", "THP enabled=%s", e)
 }
-
-func itoa(n int) string { return fmt.Sprint(n) }

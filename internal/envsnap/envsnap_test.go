@@ -10,11 +10,13 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/power/powertest"
 )
 
-func fx(name string) hostfs.FS { return hostfs.FS{Root: "../hostinfo/testdata/" + name} }
+// fx is a fixture host tree, read in place.
+var fx = hostfstest.Fixture
 
 func noenv(string) string { return "" }
 

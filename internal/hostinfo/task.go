@@ -16,27 +16,11 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 )
 
-// TaskStat is what rig uses from /proc/PID/task/TID/stat.
-type TaskStat struct {
-	PID   int    // the TID for a task file
-	Comm  string // without the parentheses
-	State byte
-	// CPU is field 39 "processor": the CPU the task last ran on.
-	CPU int
-}
-
-// ParseTaskStat parses a /proc/PID/stat or /proc/PID/task/TID/stat line.
-func ParseTaskStat(b []byte) (TaskStat, error) {
-	pid, comm, state, cpu, ok := ParseTaskStatFields(b)
-	if !ok {
-		return TaskStat{}, fmt.Errorf("stat %q: want \"pid (comm) state ...\" with at least 39 fields", clip(b))
-	}
-	return TaskStat{PID: pid, Comm: string(comm), State: state, CPU: cpu}, nil
-}
-
-// ParseTaskStatFields is the allocation-free form of ParseTaskStat; comm
-// aliases b. The comm may contain spaces and ')', so the fields after it
-// are found from the last ')'.
+// ParseTaskStatFields parses a /proc/PID/stat or /proc/PID/task/TID/stat
+// line without allocating: the pid (the TID for a task file), the comm
+// without its parentheses (aliasing b), the state, and field 39
+// "processor", the CPU the task last ran on. The comm may contain spaces
+// and ')', so the fields after it are found from the last ')'.
 func ParseTaskStatFields(b []byte) (pid int, comm []byte, state byte, cpu int, ok bool) {
 	open := bytes.IndexByte(b, '(')
 	close := bytes.LastIndexByte(b, ')')
@@ -242,21 +226,6 @@ func FindProcesses(fs hostfs.FS, names ...string) ([]Process, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out, nil
-}
-
-// ProcessEnv returns one variable of /proc/PID/environ (root only on most
-// hosts; errors wrap os.ErrPermission then).
-func ProcessEnv(fs hostfs.FS, pid int, key string) (string, bool, error) {
-	b, err := fs.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		return "", false, err
-	}
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if k, v, ok := bytes.Cut(kv, []byte("=")); ok && string(k) == key {
-			return string(v), true, nil
-		}
-	}
-	return "", false, nil
 }
 
 // IRQAffinity is the configured and effective affinity of one IRQ.

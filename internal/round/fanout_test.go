@@ -29,18 +29,9 @@ import (
 // fanoutSpec is a round of one multicast request stream answered by every
 // responder of topo, with a capture.
 func fanoutSpec(t *testing.T, topo *netlab.Topology, log *bytes.Buffer, group string, count int) Spec {
-	ag := agents(t, topo, log)
-	s := Spec{
-		Dir:       t.TempDir(),
-		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
-		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
-		Capture:   &Host{Agent: ag(netlab.Capture), Iface: topo.Capture.Interface},
-		Group:     netip.MustParseAddrPort(group), Count: count, Interval: time.Millisecond,
-		Timestamps: tstamp.Software, Arm: "fanout", ResponderCPU: -1, SenderCPU: -1,
-	}
-	for _, h := range topo.More {
-		s.Others = append(s.Others, Other{Host: Host{Agent: ag(h.Role), Iface: h.Interface}, CPU: -1})
-	}
+	s := labSpec(t, topo, agents(t, topo, log), true)
+	s.Send.Group, s.Send.Count, s.Send.Interval = netip.MustParseAddrPort(group), count, time.Millisecond
+	s.Send.Timestamps, s.Send.Arm = tstamp.Software, "fanout"
 	return s
 }
 

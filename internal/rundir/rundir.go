@@ -188,7 +188,8 @@ func WriteAtomic(path string, write func(io.Writer) error) error {
 	// After a successful rename the name is gone and Remove fails: nothing
 	// to clean up then.
 	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
+	// CreateTemp makes the file 0600; a run directory is for every reader.
+	if err := errors.Join(tmp.Chmod(0o644), write(tmp)); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
@@ -95,7 +94,7 @@ func TestRunFanoutDemo(t *testing.T) {
 					t.Errorf("tables.md lacks %q", want)
 				}
 			}
-			if load.Alive() {
+			if testbin.StressNGRuns() {
 				t.Error("stress-ng still running after the run")
 			}
 			if err := journal.CheckPending(state); err != nil {

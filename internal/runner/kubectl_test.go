@@ -21,7 +21,6 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/rundir"
@@ -161,7 +160,7 @@ arms:
 	if err := journal.CheckPending(filepath.Join(dir, "controller-state")); err != nil {
 		t.Errorf("controller journal: %v", err)
 	}
-	if load.Alive() {
+	if testbin.StressNGRuns() {
 		t.Error("stress-ng left running in the responder pod")
 	}
 }
@@ -332,7 +331,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 					t.Errorf("env of pod host %s: %v %.200s", h, err, env)
 				}
 			}
-			if load.Alive() {
+			if testbin.StressNGRuns() {
 				t.Error("stress-ng left running in the shared pod")
 			}
 			for pod, st := range state {

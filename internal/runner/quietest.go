@@ -18,7 +18,7 @@ import (
 // runs on the winner. The ranking is kept as cpu-rank.json in the round
 // directory (dir "" keeps nothing: the preflight's ranking). Knobs without
 // quietest come back as they are.
-func pinQuietest(ctx context.Context, o Options, rsp *agent.Client, k scenario.Knobs, dir string) (scenario.Knobs, *cpurank.Ranking, error) {
+func (r *run) pinQuietest(ctx context.Context, rsp *agent.Client, k scenario.Knobs, dir string) (scenario.Knobs, *cpurank.Ranking, error) {
 	q := k.Responder.Quietest
 	if q == nil {
 		return k, nil, nil
@@ -27,7 +27,7 @@ func pinQuietest(ctx context.Context, o Options, rsp *agent.Client, k scenario.K
 	if err != nil {
 		return k, nil, fmt.Errorf("ranking the CPUs for responder.cpu: quietest on host %s: %w", rsp.Name, err)
 	}
-	fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, rk.Summary())
+	fmt.Fprintf(r.o.Log, "  [%s] %s\n", rsp.Name, rk.Summary())
 	if dir != "" {
 		b, err := json.MarshalIndent(rk, "", "  ")
 		if err != nil {

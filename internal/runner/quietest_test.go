@@ -31,7 +31,7 @@ func TestQuietestPinsTheUnloadedCPU(t *testing.T) {
 	testbin.Integration(t)
 	testbin.StressNG(t)
 	t.Cleanup(func() {
-		if load.Alive() {
+		if testbin.StressNGRuns() {
 			t.Error("stress-ng left running")
 		}
 	})

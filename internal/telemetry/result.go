@@ -3,6 +3,7 @@ package telemetry
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/teldata"
@@ -44,7 +45,7 @@ func (s *Sampler) result() *teldata.Result {
 	addTable("softirq", s.softR.IDs(), func(int) string { return "" }, s.soft, s.softR.Len())
 	for k, f := range s.idle {
 		k, ni := k, len(s.idle)
-		id := "state" + itoa(f.state)
+		id := "state" + strconv.Itoa(f.state)
 		all = append(all, source{teldata.Source{CPU: f.cpu, Kind: "idle_usage", ID: id, Name: f.name}, func(i int) uint64 { return s.idleU[i*ni+k] }},
 			source{teldata.Source{CPU: f.cpu, Kind: "idle_time_us", ID: id, Name: f.name}, func(i int) uint64 { return s.idleT[i*ni+k] }})
 	}

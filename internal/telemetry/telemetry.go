@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -285,13 +284,6 @@ func (s *Sampler) close() {
 	}
 }
 
-// ThreadID is the OS thread the sampler runs on (0 before Start).
-func (s *Sampler) ThreadID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tid
-}
-
 // pin pins the calling thread to PinCPU; unpinned when it is negative.
 func (s *Sampler) pin() error {
 	if s.cfg.PinCPU < 0 {
@@ -505,5 +497,3 @@ func trim(b []byte) []byte {
 	}
 	return b
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

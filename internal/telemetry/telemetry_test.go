@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -230,7 +231,7 @@ func TestThreadScanSchedstat(t *testing.T) {
 func TestBusyAndThreadsNote(t *testing.T) {
 	h := copyTree(t, "isolated")
 	rq := func(ns int) string {
-		return "version 15\ntimestamp 1\ncpu2 0 0 9 1 9 9 " + itoa(ns) + " 0 9\ncpu6 0 0 0 0 0 0 0 0 0\n"
+		return "version 15\ntimestamp 1\ncpu2 0 0 9 1 9 9 " + strconv.Itoa(ns) + " 0 9\ncpu6 0 0 0 0 0 0 0 0 0\n"
 	}
 	if err := os.WriteFile(h.Path("/proc/schedstat"), []byte(rq(0)), 0o644); err != nil {
 		t.Fatal(err)

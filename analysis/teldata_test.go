@@ -81,8 +81,8 @@ func TestReadRoundFreq(t *testing.T) {
 	}
 	in := teldata.Result{CPUs: []int{3},
 		Freq: &teldata.FreqResult{CPU: 3, Source: teldata.FreqAPERF, Rule: teldata.RuleAPERFTSC, MHz: 2999.5, Samples: 2, TSCMHz: 2400.4, BusyPct: 40},
-		Power: &teldata.PowerState{CPU: 3, Freq: &hostinfo.Freq{Driver: "intel_pstate", Governor: "performance", MinKHz: 800000, MaxKHz: 3600000, EPP: "performance"},
-			Turbo: &hostinfo.Turbo{Enabled: false, Source: hostinfo.IntelPstateDir + "/no_turbo", MinPerfPct: 30, MaxPerfPct: 90},
+		Power: &teldata.PowerState{CPU: 3, Freq: &rundir.Freq{Driver: "intel_pstate", Governor: "performance", MinKHz: 800000, MaxKHz: 3600000, EPP: "performance"},
+			Turbo: &rundir.Turbo{Enabled: false, Source: hostinfo.IntelPstateDir + "/no_turbo", MinPerfPct: 30, MaxPerfPct: 90},
 			Idle:  []string{"POLL", "C6 (disabled)"}, Tuned: "Current active profile: latency-performance"}}
 	_, pw, _ := readRoundFreq(TelemetryRound{K: 4, Dir: telemetryDir(t, in)})
 	if want := "intel_pstate performance, EPP performance, limits 800–3600 MHz; turbo off, perf 30–90 %; idle states off: C6; tuned latency-performance"; describePower(pw) != want {

@@ -334,7 +334,7 @@ func TestTelemetryBusyAndNames(t *testing.T) {
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}
-		m["cpu_busy"] = []hostinfo.CPUBusy{{CPU: 1, WindowNS: 1e9, RunNS: share * 1e9, Share: share, Source: hostinfo.BusyStat}}
+		m["cpu_busy"] = []rundir.CPUBusy{{CPU: 1, WindowNS: 1e9, RunNS: share * 1e9, Share: share, Source: hostinfo.BusyStat}}
 		if k == 1 {
 			m["threads_note"] = "/proc shows only this PID namespace"
 		}

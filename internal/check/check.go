@@ -27,6 +27,7 @@ import (
 	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/nicctl"
 )
 
@@ -195,10 +196,10 @@ type runner struct {
 	isolErr  error
 	nohz     []int
 	nohzErr  error
-	cmd      *hostinfo.Cmdline
+	cmd      *rundir.Cmdline
 	cmdErr   error
 	topoErr  error // the responder CPU's topology: its SMT siblings
-	cg       *hostinfo.Cgroup
+	cg       *rundir.Cgroup
 	cgErr    error
 	inK8s    bool
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -47,23 +48,23 @@ type Options struct {
 // provide (no cpufreq in a VM, no nohz_full support) are empty and named in
 // Absent; read failures are in Errors. Neither stops the snapshot.
 type Snapshot struct {
-	Taken         time.Time         `json:"taken"`
-	Hostname      string            `json:"hostname"`
-	Kernel        string            `json:"kernel"`
-	KernelVersion string            `json:"kernel_version"`
-	Rig           RigBuild          `json:"rig"`
-	Cmdline       *hostinfo.Cmdline `json:"cmdline,omitempty"`
-	CPU           CPU               `json:"cpu"`
-	Power         Power             `json:"power"`
-	Clocksource   string            `json:"clocksource"`
-	Clocksources  []string          `json:"clocksources_available,omitempty"`
-	THP           THP               `json:"thp"`
-	IRQs          []IRQ             `json:"irqs,omitempty"`
-	IRQBalance    IRQBalance        `json:"irqbalance"`
+	Taken         time.Time       `json:"taken"`
+	Hostname      string          `json:"hostname"`
+	Kernel        string          `json:"kernel"`
+	KernelVersion string          `json:"kernel_version"`
+	Rig           RigBuild        `json:"rig"`
+	Cmdline       *rundir.Cmdline `json:"cmdline,omitempty"`
+	CPU           CPU             `json:"cpu"`
+	Power         Power           `json:"power"`
+	Clocksource   string          `json:"clocksource"`
+	Clocksources  []string        `json:"clocksources_available,omitempty"`
+	THP           THP             `json:"thp"`
+	IRQs          []IRQ           `json:"irqs,omitempty"`
+	IRQBalance    IRQBalance      `json:"irqbalance"`
 	// PTP lists running ptp4l, phc2sys and ts2phc processes.
-	PTP          []hostinfo.Process `json:"ptp_daemons"`
-	InKubernetes bool               `json:"in_kubernetes"`
-	Cgroup       *hostinfo.Cgroup   `json:"cgroup,omitempty"`
+	PTP          []rundir.Process `json:"ptp_daemons"`
+	InKubernetes bool             `json:"in_kubernetes"`
+	Cgroup       *rundir.Cgroup   `json:"cgroup,omitempty"`
 	// NIC maps interface name to what NICFacts returned.
 	NIC    map[string]any `json:"nic,omitempty"`
 	Absent []string       `json:"absent,omitempty"`
@@ -71,7 +72,7 @@ type Snapshot struct {
 
 	// DMI is what the firmware calls the machine: on EC2 "Amazon EC2"
 	// and the instance type (product_name).
-	DMI hostinfo.DMI `json:"dmi"`
+	DMI rundir.DMI `json:"dmi"`
 }
 
 // RigBuild identifies the binary that took the snapshot.
@@ -82,42 +83,42 @@ type RigBuild struct {
 
 // CPU is the processor layout and isolation.
 type CPU struct {
-	Model    string                 `json:"model"`
-	Online   []int                  `json:"online"`
-	Packages int                    `json:"packages"`
-	Cores    int                    `json:"cores"`
-	SMT      bool                   `json:"smt"` // some core has more than one thread
-	NUMA     []int                  `json:"numa_nodes"`
-	Topology []hostinfo.CPUTopology `json:"topology"`
-	Isolated []int                  `json:"isolated"`
-	NohzFull []int                  `json:"nohz_full"`
+	Model    string               `json:"model"`
+	Online   []int                `json:"online"`
+	Packages int                  `json:"packages"`
+	Cores    int                  `json:"cores"`
+	SMT      bool                 `json:"smt"` // some core has more than one thread
+	NUMA     []int                `json:"numa_nodes"`
+	Topology []rundir.CPUTopology `json:"topology"`
+	Isolated []int                `json:"isolated"`
+	NohzFull []int                `json:"nohz_full"`
 	// RcuNocbs is only visible on the command line.
-	RcuNocbs hostinfo.CPUSpec `json:"rcu_nocbs"`
+	RcuNocbs rundir.CPUSpec `json:"rcu_nocbs"`
 }
 
 // Power is cpuidle, cpufreq (per CPU: driver, governor, limits, energy-
 // performance preference), turbo with intel_pstate's min/max perf, and
 // the tuned profile.
 type Power struct {
-	IdleDriver   string          `json:"idle_driver"`
-	IdleGovernor string          `json:"idle_governor"`
-	Idle         []CPUIdle       `json:"idle,omitempty"`
-	Freq         []CPUFreq       `json:"freq,omitempty"`
-	Turbo        *hostinfo.Turbo `json:"turbo,omitempty"`
+	IdleDriver   string        `json:"idle_driver"`
+	IdleGovernor string        `json:"idle_governor"`
+	Idle         []CPUIdle     `json:"idle,omitempty"`
+	Freq         []CPUFreq     `json:"freq,omitempty"`
+	Turbo        *rundir.Turbo `json:"turbo,omitempty"`
 	// Tuned is `tuned-adm active`; nil when tuned is not installed.
-	Tuned *power.TunedState `json:"tuned,omitempty"`
+	Tuned *rundir.TunedState `json:"tuned,omitempty"`
 }
 
 // CPUIdle is the idle states of one CPU.
 type CPUIdle struct {
-	CPU    int                  `json:"cpu"`
-	States []hostinfo.IdleState `json:"states"`
+	CPU    int                `json:"cpu"`
+	States []rundir.IdleState `json:"states"`
 }
 
 // CPUFreq is the cpufreq policy of one CPU.
 type CPUFreq struct {
 	CPU int `json:"cpu"`
-	hostinfo.Freq
+	rundir.Freq
 }
 
 // THP is the transparent huge page setting.

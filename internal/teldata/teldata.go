@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // Result is one round's telemetry, written as telemetry.json. Times are
@@ -46,9 +46,9 @@ type Result struct {
 	ThreadsNote string `json:"threads_note,omitempty"`
 	// Busy is each measured CPU's busy time from the first sample to the
 	// last: every task of the node, named in Threads or not.
-	Busy            []hostinfo.CPUBusy `json:"cpu_busy,omitempty"`
-	IRQAffinity     []IRQWatch         `json:"irq_affinity,omitempty"`
-	AffinityChanges []AffinityChange   `json:"affinity_changes,omitempty"`
+	Busy            []rundir.CPUBusy `json:"cpu_busy,omitempty"`
+	IRQAffinity     []IRQWatch       `json:"irq_affinity,omitempty"`
+	AffinityChanges []AffinityChange `json:"affinity_changes,omitempty"`
 	// Notes say what could not be watched (e.g. no cpuidle on a CPU).
 	Notes []string `json:"notes,omitempty"`
 	// Freq is the responder CPU's measured frequency over the round (nil
@@ -239,9 +239,9 @@ type FreqResult struct {
 // under. The telemetry of every round records it, so that an arm that
 // set a tuned profile is still explained by the values the profile set.
 type PowerState struct {
-	CPU   int             `json:"cpu"`
-	Freq  *hostinfo.Freq  `json:"cpufreq,omitempty"` // nil: no cpufreq on the CPU
-	Turbo *hostinfo.Turbo `json:"turbo,omitempty"`   // nil: no turbo control
+	CPU   int           `json:"cpu"`
+	Freq  *rundir.Freq  `json:"cpufreq,omitempty"` // nil: no cpufreq on the CPU
+	Turbo *rundir.Turbo `json:"turbo,omitempty"`   // nil: no turbo control
 	// Idle lists the CPU's idle states in index order, "C6 (disabled)"
 	// for the ones turned off.
 	Idle []string `json:"idle,omitempty"`

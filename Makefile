@@ -105,7 +105,7 @@ test: deps lint
 # getrusage of a thread qemu-user emulates counts qemu's switches).
 ARM64_PKGS ?= ./analysis/... ./internal/bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
 	./internal/envsnap ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
-	./internal/samples ./internal/scenario ./internal/teldata ./internal/telemetry ./internal/wire ./nicctl
+	./internal/rundir ./internal/samples ./internal/scenario ./internal/telemetry ./internal/wire ./nicctl
 ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestReadFacts|TestMeter)$$
 
 # test-arm64: go vet for linux/arm64, every package's tests compiled for

@@ -11,12 +11,11 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/rundir"
-	"github.com/rig-project/rig/internal/teldata"
 )
 
 // The responder CPU's measured frequency, per round and per arm, from the
-// "freq" and "power" sections of telemetry.json (teldata.FreqResult and
-// teldata.PowerState).
+// "freq" and "power" sections of telemetry.json (rundir.FreqResult and
+// rundir.PowerState).
 
 // FreqDiffPct is how far two arms' frequencies may differ before a
 // comparison says that part of its difference may be frequency.
@@ -52,7 +51,7 @@ type RoundFreq struct {
 // readRoundFreq reads the frequency and power sections of one round's
 // telemetry.json; ok is false when the file is missing or carries neither
 // (an older rig, or a responder that was not pinned).
-func readRoundFreq(rd TelemetryRound) (rf RoundFreq, pw *teldata.PowerState, ok bool) {
+func readRoundFreq(rd TelemetryRound) (rf RoundFreq, pw *rundir.PowerState, ok bool) {
 	k := rd.K
 	b, err := rundir.ReadRegular(rd.TelemetryPath()) // a FIFO must not hang the report
 	if errors.Is(err, os.ErrNotExist) {
@@ -60,40 +59,40 @@ func readRoundFreq(rd TelemetryRound) (rf RoundFreq, pw *teldata.PowerState, ok 
 	}
 	rf.Round = k
 	if err != nil {
-		rf.Source, rf.Note = teldata.FreqNone, err.Error()
+		rf.Source, rf.Note = rundir.FreqNone, err.Error()
 		return rf, nil, true
 	}
 	var v struct {
-		Error string              `json:"error"`
-		Freq  *teldata.FreqResult `json:"freq"`
-		Power *teldata.PowerState `json:"power"`
+		Error string             `json:"error"`
+		Freq  *rundir.FreqResult `json:"freq"`
+		Power *rundir.PowerState `json:"power"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
-		rf.Source, rf.Note = teldata.FreqNone, "telemetry.json damaged: "+err.Error()
+		rf.Source, rf.Note = rundir.FreqNone, "telemetry.json damaged: "+err.Error()
 		return rf, nil, true
 	}
 	switch {
 	case v.Error != "":
-		rf.Source, rf.Note = teldata.FreqNone, "telemetry could not run: "+v.Error
+		rf.Source, rf.Note = rundir.FreqNone, "telemetry could not run: "+v.Error
 		return rf, nil, true
 	case v.Freq == nil:
 		return rf, v.Power, false
 	}
 	f := v.Freq
 	rf.Source, rf.Note = f.Source, f.Note
-	if f.Source != teldata.FreqNone && f.MHz > 0 && !math.IsInf(f.MHz, 0) && !math.IsNaN(f.MHz) {
+	if f.Source != rundir.FreqNone && f.MHz > 0 && !math.IsInf(f.MHz, 0) && !math.IsNaN(f.MHz) {
 		rf.MHz = ptr(f.MHz)
 		if f.BusyPct > 0 {
 			rf.BusyPct = ptr(f.BusyPct)
 		}
 		switch {
-		case f.Rule == teldata.RuleAPERFTSC:
+		case f.Rule == rundir.RuleAPERFTSC:
 			rf.Note = fmt.Sprintf("ΔAPERF/ΔMPERF × TSC %.0f MHz", f.TSCMHz)
-		case f.Source == teldata.FreqAPERF: // an older rig's rule
+		case f.Source == rundir.FreqAPERF: // an older rig's rule
 			rf.Note = fmt.Sprintf("ΔAPERF/ΔMPERF × base %.0f MHz (%s)", f.BaseMHz, f.BaseFrom)
 		}
-	} else if f.Source != teldata.FreqNone {
-		rf.Source, rf.Note = teldata.FreqNone, fmt.Sprintf("%s gave no value: %s", f.Source, f.Note)
+	} else if f.Source != rundir.FreqNone {
+		rf.Source, rf.Note = rundir.FreqNone, fmt.Sprintf("%s gave no value: %s", f.Source, f.Note)
 	}
 	return rf, v.Power, true
 }
@@ -134,7 +133,7 @@ func armFreq(rounds []TelemetryRound) *ArmFreq {
 }
 
 // describePower is the power state in a few words.
-func describePower(p *teldata.PowerState) string {
+func describePower(p *rundir.PowerState) string {
 	var parts []string
 	if f := p.Freq; f != nil {
 		s := fmt.Sprintf("%s %s", f.Driver, f.Governor)

@@ -22,7 +22,6 @@ import (
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/teldata"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -68,7 +67,7 @@ func TestFanout(t *testing.T) {
 	}
 	for id := range uint32(n) {
 		b, err := os.ReadFile(filepath.Join(res.Dir, rundir.TelemetryFile(id)))
-		var tel teldata.Result
+		var tel rundir.TelemetryResult
 		if err == nil {
 			err = json.Unmarshal(b, &tel)
 		}

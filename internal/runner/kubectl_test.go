@@ -27,7 +27,6 @@ import (
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/scenario"
-	"github.com/rig-project/rig/internal/teldata"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -294,7 +293,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 				// pod's cpuset; pinned, its CPU (no sibling here).
 				for id, cpu := range []int{pinnedCPU, 1 - pinnedCPU} {
 					b, err := os.ReadFile(filepath.Join(rd, rundir.TelemetryFile(uint32(id))))
-					var tel teldata.Result
+					var tel rundir.TelemetryResult
 					if err == nil {
 						err = json.Unmarshal(b, &tel)
 					}

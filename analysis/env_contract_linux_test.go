@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rig-project/rig/internal/envsnap"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -18,7 +18,7 @@ import (
 // summary shows under the names envsnap and nicctl write. It runs where
 // those packages build.
 func TestEnvContract(t *testing.T) {
-	s := envsnap.Snapshot{Hostname: "rsp1", Kernel: "6.8.0-rt", Clocksource: "tsc",
+	s := rundir.Snapshot{Hostname: "rsp1", Kernel: "6.8.0-rt", Clocksource: "tsc",
 		NIC: map[string]any{
 			"ens1f0": &nicctl.Info{Device: nicctl.Device{Iface: "ens1f0", Driver: "mlx5_core"}, SpeedMbps: 25000,
 				DrvInfo: &nicctl.DrvInfo{Driver: "mlx5_core"}, Timestamping: &tstamp.NICState{Caps: tstamp.Caps{PHCIndex: 2}}},

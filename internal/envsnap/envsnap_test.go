@@ -12,6 +12,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/power/powertest"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 func fx(name string) hostfs.FS { return hostfs.FS{Root: "../hostinfo/testdata/" + name} }
@@ -50,7 +51,7 @@ func TestIsolatedHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Snapshot
+	var back rundir.Snapshot
 	if err := json.Unmarshal(b, &back); err != nil || back.CPU.Cores != 4 {
 		t.Fatal(err)
 	}

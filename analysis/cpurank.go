@@ -14,7 +14,7 @@ import (
 
 // CPU ranking: the rounds of an arm with responder.cpu: quietest carry
 // cpu-rank.json, written by the responder host's agent from
-// internal/cpurank.Ranking before the round. Like telemetry.json it is
+// internal/rundir.Ranking before the round. Like telemetry.json it is
 // decoded with local structs (cpurank uses golang.org/x/sys);
 // TestCPURankContract checks both agree.
 

@@ -13,13 +13,13 @@ import (
 	"github.com/rig-project/rig/internal/rundir"
 )
 
-// TestCPURankContract checks that the local mirror of cpurank.Ranking
+// TestCPURankContract checks that the local mirror of rundir.Ranking
 // reads every field the summary uses under the names cpurank writes, and
 // that the summary shows the choice and the evidence per round.
 func TestCPURankContract(t *testing.T) {
-	in := cpurank.Ranking{Format: cpurank.Format, Candidates: []int{0, 1}, From: "the list 0-1", Chosen: 1, WindowNS: 1e9, Scans: 5,
+	in := rundir.Ranking{Format: rundir.RankingFormat, Candidates: []int{0, 1}, From: "the list 0-1", Chosen: 1, WindowNS: 1e9, Scans: 5,
 		RankerCPUs: []int{2}, CtxSource: "ctx", RunSource: "run", Rule: cpurank.Rule, Notes: []string{"n"},
-		CPUs: []cpurank.CPU{
+		CPUs: []rundir.RankedCPU{
 			{CPU: 1, Rank: 1, Cost: 20, Own: 10, Siblings: []int{3}, IRQs: 1, ArchIRQs: 2, Softirqs: 3, CtxSwitches: 4, RunUS: 5, Runnable: 0.5, StealPct: 0.1, TopIRQs: []string{"LOC 2/s"}},
 			{CPU: 0, Rank: 2, Cost: 900000, Own: 900000, IRQs: 10, RunUS: 899000, Runnable: 1, TopThreads: []string{"stress-ng-cpu[9] 899.0 ms"}},
 		}}

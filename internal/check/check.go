@@ -90,9 +90,9 @@ type Report struct {
 	Siblings  []int  `json:"smt_siblings,omitempty"`
 	Iface     string `json:"iface,omitempty"`
 	// Ranking is the measurement that chose CPU (Options.Rank).
-	Ranking *cpurank.Ranking `json:"ranking,omitempty"`
-	Results []Result         `json:"results"`
-	Worst   Severity         `json:"worst"`
+	Ranking *rundir.Ranking `json:"ranking,omitempty"`
+	Results []Result        `json:"results"`
+	Worst   Severity        `json:"worst"`
 }
 
 // ExitCode maps the worst severity to 0, 3 or 4.

@@ -99,7 +99,7 @@ const (
 	ArmsDir      = "arms"
 	Telemetry    = "telemetry.json"
 	// CPURank is a round's CPU ranking (responder.cpu: quietest): which
-	// CPU the responder was pinned to and the evidence (cpurank.Ranking).
+	// CPU the responder was pinned to and the evidence (Ranking).
 	CPURank = "cpu-rank.json"
 )
 

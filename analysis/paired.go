@@ -36,7 +36,6 @@ type Paired struct {
 	// sample counts.
 	Rounds  []PairedRound `json:"rounds"`
 	Verdict string        `json:"verdict"`
-	diffs   []int64       // pooled, sorted: for the distribution plot
 }
 
 // PairedRound is one round of a paired comparison.
@@ -56,13 +55,12 @@ type pairedSide struct {
 }
 
 // comparePaired builds the paired comparison of every arm analysed with
-// several responders: responder 0 against each other one.
-func comparePaired(in *Input, rep *Report, w int) ([]Paired, []string) {
+// several responders: responder 0 against each other one, with each
+// one's pooled differences (sorted, for the distribution plot).
+func comparePaired(in *Input, rep *Report, w int) (out []Paired, diffs [][]int64, problems []string) {
 	if len(in.Responders) < 2 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var out []Paired
-	var problems []string
 	byArm := map[string][]pairedSide{}
 	var arms []string
 	for i := range in.Arms {
@@ -78,28 +76,29 @@ func comparePaired(in *Input, rep *Report, w int) ([]Paired, []string) {
 	for _, arm := range arms {
 		sides := byArm[arm]
 		for _, b := range sides[1:] {
-			p, err := pair2(arm, sides[0], b, w)
+			p, d, err := pair2(arm, sides[0], b, w)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("paired %s: %s vs %s: %v", arm, sides[0].in.Responder, b.in.Responder, err))
 			}
-			out = append(out, p)
+			out, diffs = append(out, p), append(diffs, d)
 		}
 	}
-	return out, problems
+	return out, diffs, problems
 }
 
-// pair2 computes the paired comparison of sides a and b of one arm.
-func pair2(arm string, a, b pairedSide, w int) (Paired, error) {
+// pair2 computes the paired comparison of sides a and b of one arm and
+// its pooled differences, sorted.
+func pair2(arm string, a, b pairedSide, w int) (Paired, []int64, error) {
 	p := Paired{Arm: arm, A: a.in.Responder, B: b.in.Responder, Rounds: []PairedRound{}, Verdict: VerdictNoData}
 	ma, mb := a.rep.Metrics[Turnaround], b.rep.Metrics[Turnaround]
 	if ma == nil || mb == nil {
-		return p, nil
+		return p, nil, nil
 	}
 	p.Source = ma.Source
 	if ma.Source != mb.Source {
 		p.Source = ma.Source + " / " + mb.Source
 		p.Verdict = VerdictClocks
-		return p, nil
+		return p, nil, nil
 	}
 	var all []int64
 	for _, k := range a.rep.Rounds {
@@ -108,15 +107,15 @@ func pair2(arm string, a, b pairedSide, w int) (Paired, error) {
 		}
 		ja, err := loadRound(a.in, k)
 		if err != nil {
-			return p, err
+			return p, nil, err
 		}
 		jb, err := loadRound(b.in, k)
 		if err != nil {
-			return p, err
+			return p, nil, err
 		}
 		d, err := differences(ja, jb, ma.Source, w)
 		if err != nil {
-			return p, fmt.Errorf("round %d: %w", k, err)
+			return p, nil, fmt.Errorf("round %d: %w", k, err)
 		}
 		if len(d) == 0 {
 			continue
@@ -127,9 +126,8 @@ func pair2(arm string, a, b pairedSide, w int) (Paired, error) {
 		p.Rounds = append(p.Rounds, PairedRound{Round: k, N: st.N, MedianNS: med})
 	}
 	p.Stats = Compute(all) // sorts all
-	p.diffs = all
 	p.Verdict = pairedVerdict(&p)
-	return p, nil
+	return p, all, nil
 }
 
 func loadRound(a *InputArm, k int) (*samples.Joined, error) {
@@ -253,7 +251,11 @@ func pairedPlot(r *Report) (Plot, bool, error) {
 	p.Add(plotter.NewGrid())
 	drawn := false
 	for i, pc := range r.Paired {
-		n := len(pc.diffs)
+		var diffs []int64
+		if i < len(r.side.paired) {
+			diffs = r.side.paired[i]
+		}
+		n := len(diffs)
 		if n < 2 {
 			continue
 		}
@@ -261,9 +263,9 @@ func pairedPlot(r *Report) (Plot, bool, error) {
 		step := max(1, n/1000)
 		var xy plotter.XYs
 		for k := 0; k < n; k += step {
-			xy = append(xy, plotter.XY{X: float64(pc.diffs[k]) / 1e3, Y: float64(k+1) / float64(n)})
+			xy = append(xy, plotter.XY{X: float64(diffs[k]) / 1e3, Y: float64(k+1) / float64(n)})
 		}
-		xy = append(xy, plotter.XY{X: float64(pc.diffs[n-1]) / 1e3, Y: 1})
+		xy = append(xy, plotter.XY{X: float64(diffs[n-1]) / 1e3, Y: 1})
 		l, err := plotter.NewLine(xy)
 		if err != nil {
 			return pl, false, err

@@ -60,7 +60,7 @@ func Plots(r *Report) ([]Plot, error) {
 		out = append(out, p)
 	}
 	rounds := map[int]bool{}
-	for _, sc := range r.scatter {
+	for _, sc := range r.side.scatter {
 		for _, s := range sc {
 			rounds[s.Round] = true
 		}
@@ -185,7 +185,7 @@ func percentilePlot(r *Report, m string) (Plot, error) {
 	}
 	var lines []line
 	for i, a := range r.Arms {
-		h := r.hists[a.Name+"/"+m]
+		h := r.side.hists[a.Name+"/"+m]
 		mr := a.Metrics[m]
 		if h == nil || mr == nil || h.TotalCount() == 0 {
 			continue
@@ -266,9 +266,9 @@ func scatterPlot(r *Report, k int) (Plot, error) {
 	maxSeq := 0.0
 	for i, a := range r.Arms {
 		var sr *ScatterRound
-		for j := range r.scatter[a.Name] {
-			if r.scatter[a.Name][j].Round == k {
-				sr = &r.scatter[a.Name][j]
+		for j := range r.side.scatter[a.Name] {
+			if r.side.scatter[a.Name][j].Round == k {
+				sr = &r.side.scatter[a.Name][j]
 			}
 		}
 		if sr == nil || len(sr.Seq)+len(sr.WarmSeq) == 0 {

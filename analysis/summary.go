@@ -137,12 +137,14 @@ func cpuSetting(v any) string {
 	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
-// buildSummary fills r.Summary once the arms are analysed and compared.
-func (r *Report) buildSummary(in *Input, facts map[string]*armFacts) {
-	s := RunSummary{TimestampsRequested: in.Timestamps, Hosts: append([]HostFacts{}, in.Hosts...), Arms: []ArmFacts{}, ClockFallbacks: []string{}}
+// buildSummary fills the report's Summary once the arms are analysed and
+// compared.
+func (z *analyzer) buildSummary() {
+	r := z.rep
+	s := RunSummary{TimestampsRequested: z.in.Timestamps, Hosts: append([]HostFacts{}, z.in.Hosts...), Arms: []ArmFacts{}, ClockFallbacks: []string{}}
 	for _, a := range r.Arms {
 		af := ArmFacts{Name: a.Name, Skipped: a.Skipped, RoundsUsed: len(a.Rounds), RoundsOnDisk: len(a.Accounting), Roles: map[string]RoleFacts{}}
-		if f := facts[a.Name]; f != nil {
+		if f := z.facts[a.Name]; f != nil {
 			af.Roles = f.roles()
 		}
 		if mr := a.Metrics[r.Headline]; mr != nil {
@@ -150,14 +152,15 @@ func (r *Report) buildSummary(in *Input, facts map[string]*armFacts) {
 		}
 		s.Arms = append(s.Arms, af)
 	}
-	s.ClockFallbacks = r.clockFallbacks(in.Timestamps)
+	s.ClockFallbacks = z.clockFallbacks()
 	r.Summary = s
 	r.Summary.Verdicts = r.verdicts(r.Headline)
 }
 
 // clockFallbacks groups the clock notes by text: each note once, with the
 // arms and metrics (and their sources) it touches.
-func (r *Report) clockFallbacks(requested string) []string {
+func (z *analyzer) clockFallbacks() []string {
+	r, requested := z.rep, z.in.Timestamps
 	out := []string{}
 	var notes []string
 	where := map[string][]string{}
@@ -165,11 +168,11 @@ func (r *Report) clockFallbacks(requested string) []string {
 		var ms []string
 		byNote := map[string][]string{}
 		for _, m := range MetricNames {
-			mr := a.Metrics[m]
-			if mr == nil || mr.fallback == "" {
+			mr, fallback := a.Metrics[m], z.fallback[a.Name+"/"+m]
+			if mr == nil || fallback == "" {
 				continue
 			}
-			n := strings.TrimSuffix(mr.fallback, ".")
+			n := strings.TrimSuffix(fallback, ".")
 			if !slices.Contains(notes, n) {
 				notes = append(notes, n)
 			}
@@ -211,7 +214,7 @@ func (r *Report) verdicts(m string) []ArmVerdict {
 		case a.Skipped != "":
 			v.Verdict, v.Sentence = SummarySkipped, fmt.Sprintf("%s: skipped — %s.", a.Name, strings.TrimSuffix(a.Skipped, "."))
 		case mr == nil:
-			why := r.notComputed[a.Name+"/"+m]
+			why := r.side.notComputed[a.Name+"/"+m]
 			if why == "" {
 				why = "no round was analysed"
 			}

@@ -111,38 +111,54 @@ func WriteTablesMD(w io.Writer, r *Report) error {
 	fmt.Fprintf(b, "Baseline arm: %s. Headline metric: %s.\n\n", orDash(r.Baseline), r.Headline)
 	writeStatusMD(b, r)
 	writeRulesMD(b, r)
-	for _, m := range r.metricsPresent() {
-		writeMetricTable(b, r, m)
+	for _, s := range r.sections() {
+		s.md(b)
 	}
-	ct := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
-	ct.Caption += requestsCaption(r)
-	ct.md(b)
-	if len(r.Paired) > 0 {
-		pt := pairedTable(r)
-		pt.md(b)
-	}
-	if ft := freqTable(r); len(ft.Rows) > 0 {
-		ft.md(b)
-	}
-	t := roundsTable(r)
-	t.md(b)
-	writeThreadsMD(b, r)
 	writeProblemsMD(b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// writeThreadsMD lists, per arm and round, how much of the round the
+// section is one table of the report files: tables.md, report.md and
+// report.html show the same sections in the same order.
+type section struct {
+	table
+	// always: shown without rows too (its caption says why it has none).
+	always bool
+	// detail: a per-round table of the end (frequency, rounds, threads);
+	// report.html shows the other metrics' plots before the first one.
+	detail bool
+}
+
+// sections are the tables of every report file, in order; a table
+// without rows is left out unless it is always shown. A new table is a
+// function and a line here.
+func (r *Report) sections() []section {
+	var all []section
+	for _, m := range r.metricsPresent() {
+		all = append(all, section{table: metricTable(r, m)})
+	}
+	all = append(all,
+		section{table: baselineTable(r), always: true},
+		section{table: pairedTable(r)},
+		section{table: freqTable(r), detail: true},
+		section{table: roundsTable(r), always: true, detail: true},
+		section{table: threadsTable(r), detail: true},
+	)
+	return slices.DeleteFunc(all, func(s section) bool { return !s.always && len(s.Rows) == 0 })
+}
+
+// baselineTable compares every arm with the baseline arm.
+func baselineTable(r *Report) table {
+	t := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
+	t.Caption += requestsCaption(r)
+	return t
+}
+
+// threadsTable lists, per arm and round, how much of the round the
 // measuring threads ran and how often they lost their CPU: an isolated
 // CPU shows (almost) no preemptions, a shared one shows who took it in the
 // telemetry section.
-func writeThreadsMD(b *strings.Builder, r *Report) {
-	t := threadsTable(r)
-	if len(t.Rows) > 0 {
-		t.md(b)
-	}
-}
-
 func threadsTable(r *Report) table {
 	t := table{Title: "Measuring threads",
 		Caption: "Source: getrusage(RUSAGE_THREAD) of the sender's pacing thread and the responder's loop over each round (the sample files' footers), warm-up included. " +
@@ -347,11 +363,6 @@ func missingCell(c Counts) string {
 		s += fmt.Sprintf(" + %d overflow", c.Overflow)
 	}
 	return s
-}
-
-func writeMetricTable(b *strings.Builder, r *Report, m string) {
-	t := metricTable(r, m)
-	t.md(b)
 }
 
 func mdEsc(s string) string { return strings.ReplaceAll(s, "|", "\\|") }

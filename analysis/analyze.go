@@ -12,7 +12,10 @@
 // Each metric is computed from stamps of one clock only; the source is chosen
 // per arm as the best one every round's clocks provide.
 //
-// The package is pure Go: it builds and runs on any OS.
+// Analyze computes a Report, the document report.json holds; the files
+// named render_*.go turn it into the report files, every table from one
+// ordered list of sections. The package is pure Go: it builds and runs on
+// any OS.
 package analysis
 
 import (

@@ -4,11 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-
 	"github.com/rig-project/rig/internal/samples"
 )
 
@@ -198,90 +193,4 @@ func pairedVerdict(p *Paired) string {
 		return VerdictReal
 	}
 	return VerdictNoise
-}
-
-// pairedTable is the paired comparison's table: one row per arm and pair
-// of responders.
-func pairedTable(r *Report) table {
-	t := table{Title: "Paired comparison of responders (same requests)"}
-	t.Caption = "d = turnaround(B) − turnaround(A) per request, µs: value [95 % interval] of the pooled rounds; rounds: each round's median of d. Rule: " + PairedRule + "."
-	t.Head = []string{"arm", "A", "B", "source", "n", "median d", "p99 d", "p99.9 d", "rounds' median d", "verdict"}
-	for _, p := range r.Paired {
-		q := func(q Quantile) string {
-			s := p.Stats.Percentile(q)
-			if s == nil {
-				return "—"
-			}
-			side := func(v *int64) string {
-				if v == nil {
-					return "open"
-				}
-				return FormatUS(*v)
-			}
-			c := fmt.Sprintf("%s [%s, %s]", FormatUS(s.ValueNS), side(s.CILowNS), side(s.CIHighNS))
-			if s.Undersampled {
-				c += " (undersampled)"
-			}
-			return c
-		}
-		var rounds string
-		for i, rd := range p.Rounds {
-			if i > 0 {
-				rounds += ", "
-			}
-			rounds += FormatUS(rd.MedianNS)
-		}
-		t.Rows = append(t.Rows, []string{p.Arm, p.A, p.B, p.Source, fmt.Sprint(p.Stats.N), q(P50), q(P99), q(P999), orDash(rounds), p.Verdict})
-	}
-	return t
-}
-
-// pairedPlot draws the distribution of every paired comparison's
-// differences: one line per arm and pair of responders, the fraction of
-// requests whose d is at most x.
-func pairedPlot(r *Report) (Plot, bool, error) {
-	pl := Plot{Name: "paired-" + Turnaround, Title: "paired difference of responders' turnaround", Metric: Turnaround}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("d = turnaround(B) − turnaround(A), same requests, after warm-up W=%d", r.Rules.Warmup)
-	p.X.Label.Text = "d (µs)"
-	p.Y.Label.Text = "fraction of requests with difference ≤ d"
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Add(plotter.NewGrid())
-	drawn := false
-	for i, pc := range r.Paired {
-		var diffs []int64
-		if i < len(r.side.paired) {
-			diffs = r.side.paired[i]
-		}
-		n := len(diffs)
-		if n < 2 {
-			continue
-		}
-		// Every k-th sample, and the last: at most ~1000 points a line.
-		step := max(1, n/1000)
-		var xy plotter.XYs
-		for k := 0; k < n; k += step {
-			xy = append(xy, plotter.XY{X: float64(diffs[k]) / 1e3, Y: float64(k+1) / float64(n)})
-		}
-		xy = append(xy, plotter.XY{X: float64(diffs[n-1]) / 1e3, Y: 1})
-		l, err := plotter.NewLine(xy)
-		if err != nil {
-			return pl, false, err
-		}
-		l.Color = plotutil.Color(i)
-		l.Width = vg.Points(1.5)
-		l.Dashes = plotutil.Dashes(i)
-		p.Add(l)
-		med, _ := pc.Stats.Value(P50)
-		p.Legend.Add(fmt.Sprintf("%s: %s − %s, %s, n=%d, median %s µs: %s", pc.Arm, pc.B, pc.A, pc.Source, n, FormatUS(med), pc.Verdict), l)
-		drawn = true
-	}
-	pl.Caption = "Cumulative distribution of the per-request difference d = turnaround(B) − turnaround(A) of two responders answering the same requests (fan-out), one line per arm and pair; " +
-		"a line right of 0 at its middle means B took longer on most requests. Rule: " + PairedRule + "."
-	if !drawn {
-		return pl, false, nil
-	}
-	return pl, true, render(p, &pl)
 }

@@ -144,7 +144,7 @@ func TestTimestampsOff(t *testing.T) {
 	if err != nil {
 		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
 	}
-	j, err := samples.JoinDir(res.Dir)
+	j, err := samples.JoinDir(res.Dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestInstrumentOnEmulatedTopology(t *testing.T) {
 	if err != nil {
 		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
 	}
-	j, err := samples.JoinDir(res.Dir)
+	j, err := samples.JoinDir(res.Dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ arms:
 	}
 	for _, arm := range []string{"cpu0", "quietest"} {
 		for r := 0; r < 2; r++ {
-			j, err := samples.JoinDir(rundir.RoundDir(res.Dir, arm, r))
+			j, err := samples.JoinDir(rundir.RoundDir(res.Dir, arm, r), 0)
 			if err != nil {
 				t.Fatalf("arm %s round %d: %v", arm, r, err)
 			}
@@ -279,11 +279,14 @@ func TestShippedKubernetesScenario(t *testing.T) {
 			}
 			for _, arm := range arms {
 				rd := rundir.RoundDir(res.Dir, arm, 0)
-				js, err := samples.JoinDirAll(rd)
-				if err != nil || len(js) != 2 {
-					t.Fatalf("arm %s: %v, %d responders", arm, err, len(js))
-				}
-				for id, j := range js {
+				for id := range 2 {
+					j, err := samples.JoinDir(rd, uint32(id))
+					if err != nil {
+						t.Fatalf("arm %s: %v", arm, err)
+					}
+					if j.Responders != 2 {
+						t.Fatalf("arm %s: %d responders", arm, j.Responders)
+					}
 					snd, rsp := j.Counters[samples.RoleSender], j.Counters[samples.RoleResponder]
 					if snd.Sent != 300 || snd.Received != 300 || rsp.Received != 300 {
 						t.Errorf("arm %s, %s: sender %+v, responder %+v: want every request answered", arm, s.Responders[id], snd, rsp)

@@ -40,7 +40,7 @@ func BenchmarkJoinDir(b *testing.B) {
 	writeBenchRound(b, dir, n)
 	b.ReportAllocs()
 	for b.Loop() {
-		j, err := JoinDir(dir)
+		j, err := JoinDir(dir, 0)
 		if err != nil || len(j.Records) != n {
 			b.Fatalf("%v, %d records", err, len(j.Records))
 		}

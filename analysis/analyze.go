@@ -397,12 +397,9 @@ type analyzer struct {
 	rep  *Report
 	w    int // the warm-up: negative until a header names it
 	bufs roundBufs
-	// facts are where each arm's programs ran, tel the telemetry index
-	// of the arms analysed, fallback each chosen source's clock fallback
-	// (arm/metric → Source.Fallback).
-	facts    map[string]*armFacts
-	tel      []*TelemetryArm
-	fallback map[string]string
+	// fallback is the clock fallback of each chosen source that has one
+	// (Source.Fallback).
+	fallback map[*MetricReport]string
 }
 
 // Analyze computes the report of in. Rounds that cannot be read become
@@ -423,7 +420,7 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 		side: side{startMs: msTime(in.StartedAt), endMs: msTime(in.EndedAt),
 			hists: map[string]*hdrhistogram.Histogram{}, scatter: map[string][]ScatterRound{}, notComputed: map[string]string{}},
 	}
-	z := &analyzer{in: in, opt: opt, rep: rep, w: in.Warmup, facts: map[string]*armFacts{}, fallback: map[string]string{}}
+	z := analyzer{in: in, opt: opt, rep: rep, w: in.Warmup}
 	if rep.Interrupted != "" {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("the run was interrupted (%s): the rounds it cut short are left out, the rounds it never ran are absent", rep.Interrupted))
 	}
@@ -433,16 +430,21 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 		}
 		z.w = opt.Warmup
 	}
+	facts := map[string]*armFacts{} // where each arm's programs ran
+	var tel []*TelemetryArm
 	for _, a := range in.Arms {
 		ar := &ArmReport{Name: a.Name, Skipped: a.Skipped, Rounds: []int{}, Metrics: map[string]*MetricReport{}, Accounting: []RoundAccount{}}
 		rep.Arms = append(rep.Arms, ar)
-		if a.Skipped == "" {
-			z.arm(a, ar)
+		if a.Skipped != "" {
+			continue
 		}
+		af, ta := &armFacts{}, &TelemetryArm{Arm: a.Name, Metric: Headline}
+		facts[a.Name], tel = af, append(tel, ta)
+		z.arm(a, ar, af, ta)
 	}
 	z.w = max(z.w, 0)
 	if rep.TelemetryFiles > 0 && opt.Telemetry != nil {
-		for _, ta := range z.tel {
+		for _, ta := range tel {
 			if len(ta.Rounds) == 0 {
 				continue
 			}
@@ -463,20 +465,16 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 	var pp []string
 	rep.Paired, rep.side.paired, pp = comparePaired(in, rep, z.w)
 	rep.Problems = append(rep.Problems, pp...)
-	z.buildSummary()
+	z.buildSummary(facts)
 	return rep, nil
 }
 
 // arm reads arm a's rounds into ar (accounting, rounds used, threads,
-// requests), the facts the summary states and the telemetry index, then
-// picks each metric's source (chooseSources). The warm-up stays negative
-// until a header names it; the next arm inherits it.
-func (z *analyzer) arm(a InputArm, ar *ArmReport) {
+// requests), af (the facts the summary states) and ta (the telemetry
+// index), then picks each metric's source (chooseSources). The warm-up
+// stays negative until a header names it; the next arm inherits it.
+func (z *analyzer) arm(a InputArm, ar *ArmReport, af *armFacts, ta *TelemetryArm) {
 	rep, in := z.rep, z.in
-	af := &armFacts{}
-	z.facts[a.Name] = af
-	ta := &TelemetryArm{Arm: a.Name, Metric: Headline}
-	z.tel = append(z.tel, ta)
 	accs := map[string]map[string]*acc{} // metric → label → acc
 	for _, rd := range a.Rounds {
 		j, err := rd.Load()
@@ -572,11 +570,17 @@ func (z *analyzer) chooseSources(ar *ArmReport, accs map[string]map[string]*acc,
 					arm, rs.Round, m, best.src.Label, best.src.Formula, rs.Overflow))
 			}
 		}
-		ar.Metrics[m] = &MetricReport{
+		mr := &MetricReport{
 			Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock, Note: best.src.Note,
 			Rounds: best.rounds, Summary: summarize(best.rounds), HistDropped: best.dropped,
 		}
-		z.fallback[arm+"/"+m] = best.src.Fallback
+		ar.Metrics[m] = mr
+		if best.src.Fallback != "" {
+			if z.fallback == nil {
+				z.fallback = map[*MetricReport]string{}
+			}
+			z.fallback[mr] = best.src.Fallback
+		}
 		rep.side.hists[arm+"/"+m] = best.hist
 		if m == Headline {
 			rep.side.scatter[arm] = best.scatter

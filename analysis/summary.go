@@ -138,12 +138,12 @@ func cpuSetting(v any) string {
 
 // buildSummary fills the report's Summary once the arms are analysed and
 // compared.
-func (z *analyzer) buildSummary() {
+func (z *analyzer) buildSummary(facts map[string]*armFacts) {
 	r := z.rep
 	s := RunSummary{TimestampsRequested: z.in.Timestamps, Hosts: append([]HostFacts{}, z.in.Hosts...), Arms: []ArmFacts{}, ClockFallbacks: []string{}}
 	for _, a := range r.Arms {
 		af := ArmFacts{Name: a.Name, Skipped: a.Skipped, RoundsUsed: len(a.Rounds), RoundsOnDisk: len(a.Accounting), Roles: map[string]RoleFacts{}}
-		if f := z.facts[a.Name]; f != nil {
+		if f := facts[a.Name]; f != nil {
 			af.Roles = f.roles()
 		}
 		if mr := a.Metrics[r.Headline]; mr != nil {
@@ -167,7 +167,8 @@ func (z *analyzer) clockFallbacks() []string {
 		var ms []string
 		byNote := map[string][]string{}
 		for _, m := range MetricNames {
-			mr, fallback := a.Metrics[m], z.fallback[a.Name+"/"+m]
+			mr := a.Metrics[m]
+			fallback := z.fallback[mr]
 			if mr == nil || fallback == "" {
 				continue
 			}

@@ -382,7 +382,7 @@ func TestHostRootOneFlag(t *testing.T) {
 // JSON object with every counter and the metrics' round statistics, the
 // same numbers as the text form.
 func TestSendSummaryJSON(t *testing.T) {
-	j, err := samples.JoinDir(testRound)
+	j, err := samples.JoinDir(testRound, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/wire"
 )
@@ -185,8 +186,8 @@ func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Clien
 		spec.SendOn, spec.RespondOn[0], spec.Send.RunID = snd, rsp, runID
 		done <- b.runRound(ctx, spec)
 	}()
-	match := func(cmd string) func(hostinfo.Process) bool {
-		return func(p hostinfo.Process) bool {
+	match := func(cmd string) func(rundir.Process) bool {
+		return func(p rundir.Process) bool {
 			return len(p.Cmdline) > 2 && p.Cmdline[1] == cmd && slices.Contains(p.Cmdline, id)
 		}
 	}
@@ -260,8 +261,8 @@ func (b *runner) costSockperf(ctx context.Context, mode string) ([]CostRow, erro
 		_, err := b.sockperf(ctx, dir, mode == "busy", "1000", b.cfg.CostTime)
 		done <- err
 	}()
-	match := func(cmd string) func(hostinfo.Process) bool {
-		return func(p hostinfo.Process) bool {
+	match := func(cmd string) func(rundir.Process) bool {
+		return func(p rundir.Process) bool {
 			return len(p.Cmdline) > 1 && p.Cmdline[1] == cmd && slices.Contains(p.Cmdline, sockperfGroup) && slices.Contains(p.Cmdline, sockperfPort)
 		}
 	}
@@ -276,7 +277,7 @@ func (b *runner) costSockperf(ctx context.Context, mode string) ([]CostRow, erro
 // countTool finds the tool's sender and responder processes (comm), waits
 // until the sender has run for settle, and counts both over the window.
 // done ends the wait early when the round failed.
-func (b *runner) countTool(ctx context.Context, comm string, isSender, isResponder func(hostinfo.Process) bool, settle time.Duration, done chan error) ([]CostRow, error) {
+func (b *runner) countTool(ctx context.Context, comm string, isSender, isResponder func(rundir.Process) bool, settle time.Duration, done chan error) ([]CostRow, error) {
 	fs := hostfs.Default()
 	var snd, rsp int
 	deadline := time.Now().Add(30 * time.Second)

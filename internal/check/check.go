@@ -27,6 +27,7 @@ import (
 	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/nicctl"
 )
 
@@ -89,9 +90,9 @@ type Report struct {
 	Siblings  []int  `json:"smt_siblings,omitempty"`
 	Iface     string `json:"iface,omitempty"`
 	// Ranking is the measurement that chose CPU (Options.Rank).
-	Ranking *cpurank.Ranking `json:"ranking,omitempty"`
-	Results []Result         `json:"results"`
-	Worst   Severity         `json:"worst"`
+	Ranking *rundir.Ranking `json:"ranking,omitempty"`
+	Results []Result        `json:"results"`
+	Worst   Severity        `json:"worst"`
 }
 
 // ExitCode maps the worst severity to 0, 3 or 4.
@@ -195,10 +196,10 @@ type runner struct {
 	isolErr  error
 	nohz     []int
 	nohzErr  error
-	cmd      *hostinfo.Cmdline
+	cmd      *rundir.Cmdline
 	cmdErr   error
 	topoErr  error // the responder CPU's topology: its SMT siblings
-	cg       *hostinfo.Cgroup
+	cg       *rundir.Cgroup
 	cgErr    error
 	inK8s    bool
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/power/powertest"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // fx is a fixture host tree, read in place.
@@ -52,7 +53,7 @@ func TestIsolatedHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Snapshot
+	var back rundir.Snapshot
 	if err := json.Unmarshal(b, &back); err != nil || back.CPU.Cores != 4 {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // fx is a fixture host tree, read in place.
@@ -374,8 +375,8 @@ func TestCgroupV1Container(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Version != 1 || c.Dir != "/sys/fs/cgroup/cpu,cpuacct" || !strings.HasPrefix(c.Path, "/kubepods/pod3c2f5e0a") || !c.ReadOnly ||
-		!reflect.DeepEqual(c.CPUSet, []int{1, 5}) || c.CPUMax != (CPUMax{200000, 100000}) ||
-		c.Stat != (CPUStat{NrPeriods: 5120, NrThrottled: 37, ThrottledUS: 912000}) || len(c.Missing) != 0 {
+		!reflect.DeepEqual(c.CPUSet, []int{1, 5}) || c.CPUMax != (rundir.CPUMax{QuotaUS: 200000, PeriodUS: 100000}) ||
+		c.Stat != (rundir.CPUStat{NrPeriods: 5120, NrThrottled: 37, ThrottledUS: 912000}) || len(c.Missing) != 0 {
 		t.Fatalf("pinned: %+v", c)
 	}
 	s, err := ReadCgroup(fx("eks-al2-shared"), "self")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // ParseTaskStatFields parses a /proc/PID/stat or /proc/PID/task/TID/stat
@@ -188,21 +189,14 @@ func ProcessCPUsAllowed(fs hostfs.FS, pid string) ([]int, error) {
 	return slices.Compact(all), nil
 }
 
-// Process is a running process found by name.
-type Process struct {
-	PID     int      `json:"pid"`
-	Comm    string   `json:"comm"`
-	Cmdline []string `json:"cmdline,omitempty"`
-}
-
 // FindProcesses returns the processes whose comm is one of names, ordered
 // by PID. Processes that exit during the scan are skipped.
-func FindProcesses(fs hostfs.FS, names ...string) ([]Process, error) {
+func FindProcesses(fs hostfs.FS, names ...string) ([]rundir.Process, error) {
 	ents, err := fs.ReadDir("/proc")
 	if err != nil {
 		return nil, err
 	}
-	var out []Process
+	var out []rundir.Process
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -214,7 +208,7 @@ func FindProcesses(fs hostfs.FS, names ...string) ([]Process, error) {
 		}
 		for _, n := range names {
 			if comm == n {
-				p := Process{PID: pid, Comm: comm}
+				p := rundir.Process{PID: pid, Comm: comm}
 				if cl, err := fs.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil {
 					for _, a := range bytes.Split(bytes.TrimRight(cl, "\x00"), []byte{0}) {
 						p.Cmdline = append(p.Cmdline, string(a))

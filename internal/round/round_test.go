@@ -154,7 +154,7 @@ func TestTimestampsOff(t *testing.T) {
 	if err != nil {
 		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
 	}
-	j, err := samples.JoinDir(res.Dir)
+	j, err := samples.JoinDir(res.Dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestInstrumentOnEmulatedTopology(t *testing.T) {
 	if err != nil {
 		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
 	}
-	j, err := samples.JoinDir(res.Dir)
+	j, err := samples.JoinDir(res.Dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

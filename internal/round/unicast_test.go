@@ -35,7 +35,7 @@ func TestUnicastVXLANRound(t *testing.T) {
 	if err != nil {
 		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
 	}
-	j, err := samples.JoinDir(res.Dir)
+	j, err := samples.JoinDir(res.Dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

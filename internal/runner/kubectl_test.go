@@ -26,7 +26,6 @@ import (
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/scenario"
-	"github.com/rig-project/rig/internal/teldata"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -121,7 +120,7 @@ arms:
 	}
 	for _, arm := range []string{"cpu0", "quietest"} {
 		for r := 0; r < 2; r++ {
-			j, err := samples.JoinDir(rundir.RoundDir(res.Dir, arm, r))
+			j, err := samples.JoinDir(rundir.RoundDir(res.Dir, arm, r), 0)
 			if err != nil {
 				t.Fatalf("arm %s round %d: %v", arm, r, err)
 			}
@@ -279,11 +278,14 @@ func TestShippedKubernetesScenario(t *testing.T) {
 			}
 			for _, arm := range arms {
 				rd := rundir.RoundDir(res.Dir, arm, 0)
-				js, err := samples.JoinDirAll(rd)
-				if err != nil || len(js) != 2 {
-					t.Fatalf("arm %s: %v, %d responders", arm, err, len(js))
-				}
-				for id, j := range js {
+				for id := range 2 {
+					j, err := samples.JoinDir(rd, uint32(id))
+					if err != nil {
+						t.Fatalf("arm %s: %v", arm, err)
+					}
+					if j.Responders != 2 {
+						t.Fatalf("arm %s: %d responders", arm, j.Responders)
+					}
 					snd, rsp := j.Counters[samples.RoleSender], j.Counters[samples.RoleResponder]
 					if snd.Sent != 300 || snd.Received != 300 || rsp.Received != 300 {
 						t.Errorf("arm %s, %s: sender %+v, responder %+v: want every request answered", arm, s.Responders[id], snd, rsp)
@@ -293,7 +295,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 				// pod's cpuset; pinned, its CPU (no sibling here).
 				for id, cpu := range []int{pinnedCPU, 1 - pinnedCPU} {
 					b, err := os.ReadFile(filepath.Join(rd, rundir.TelemetryFile(uint32(id))))
-					var tel teldata.Result
+					var tel rundir.TelemetryResult
 					if err == nil {
 						err = json.Unmarshal(b, &tel)
 					}

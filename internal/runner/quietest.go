@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/rig-project/rig/internal/agent"
-	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/scenario"
 )
@@ -18,7 +17,7 @@ import (
 // runs on the winner. The ranking is kept as cpu-rank.json in the round
 // directory (dir "" keeps nothing: the preflight's ranking). Knobs without
 // quietest come back as they are.
-func (r *run) pinQuietest(ctx context.Context, rsp *agent.Client, k scenario.Knobs, dir string) (scenario.Knobs, *cpurank.Ranking, error) {
+func (r *run) pinQuietest(ctx context.Context, rsp *agent.Client, k scenario.Knobs, dir string) (scenario.Knobs, *rundir.Ranking, error) {
 	q := k.Responder.Quietest
 	if q == nil {
 		return k, nil, nil

@@ -98,7 +98,7 @@ func TestRunThreeArms(t *testing.T) {
 	}
 	for _, a := range []string{"cpu0", "cpu1", "cpu0-stress1"} {
 		for r := 0; r < 2; r++ {
-			j, err := samples.JoinDir(rundir.RoundDir(res.Dir, a, r))
+			j, err := samples.JoinDir(rundir.RoundDir(res.Dir, a, r), 0)
 			if err != nil {
 				t.Fatalf("arm %s round %d: %v", a, r, err)
 			}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -112,7 +112,7 @@ func TestStressNGSeen(t *testing.T) {
 	if serr != nil {
 		t.Fatal(serr)
 	}
-	var stress []teldata.ThreadSeen
+	var stress []rundir.ThreadSeen
 	for _, th := range r.Threads {
 		if strings.HasPrefix(th.Comm, "stress-ng") {
 			stress = append(stress, th)

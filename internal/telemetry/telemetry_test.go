@@ -13,7 +13,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // copyTree copies a fixture tree so a test can move its counters.
@@ -150,7 +150,7 @@ func TestSampleAllocs(t *testing.T) {
 		t.Fatal(s.firstErr)
 	}
 	r := s.result()
-	if r.Freq == nil || r.Freq.Source != teldata.FreqCurFreq || r.Freq.Samples != 101 { // AllocsPerRun warms up once
+	if r.Freq == nil || r.Freq.Source != rundir.FreqCurFreq || r.Freq.Samples != 101 { // AllocsPerRun warms up once
 		t.Fatalf("frequency samples: %+v", r.Freq)
 	}
 	if len(r.Sources) != 1 || r.Sources[0].Label() != "nic rx_dropped" {
@@ -215,7 +215,7 @@ func TestThreadScanSchedstat(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts.scan(1)
-	got := map[string]teldata.ThreadSeen{}
+	got := map[string]rundir.ThreadSeen{}
 	for _, th := range ts.threads {
 		got[th.Comm] = th
 	}

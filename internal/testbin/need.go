@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rig-project/rig/internal/cpurank"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // Integration is the one gate of the tests that build network namespaces,
@@ -44,7 +44,7 @@ func StressNG(t testing.TB) {
 // CPU the test keeps unloaded) saw it run other work most of the time: the
 // machine is busy elsewhere (other builds on a shared development
 // machine), the ranking was right to see it, and the test proves nothing.
-func BusyElsewhere(t testing.TB, r *cpurank.Ranking, free int) {
+func BusyElsewhere(t testing.TB, r *rundir.Ranking, free int) {
 	t.Helper()
 	if c := r.Get(free); c != nil && c.RunUS > 500_000 {
 		t.Skipf("CPU %d, which the test keeps free, ran %.0f µs/s of other threads (%v): the machine is busy elsewhere", free, c.RunUS, c.TopThreads)

@@ -8,6 +8,7 @@ BENCHBIN  ?= bin/rigbench
 PKGS      ?= ./...
 FUZZTIME  ?= 30s
 STATICCHECK_VERSION ?= v0.8.2
+DEADCODE_VERSION ?= v0.52.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 # The scripts under .ci/ call go too: put the toolchain found above on PATH.
 export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
@@ -19,7 +20,7 @@ export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static zsh \
 	$(NATIVE_DEBS) $(NATIVE_CROSS_DEBS)
 
-.PHONY: all build native native-test native-arm64 dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck portable fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean
+.PHONY: all build native native-test native-arm64 dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck portable deadcode doors fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean
 
 all: build
 
@@ -141,7 +142,7 @@ unit:
 unit-check:
 	./.ci/unit-starts-nothing.sh $(PKGS)
 
-lint: fmt-check vet staticcheck portable
+lint: fmt-check vet staticcheck portable deadcode
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -161,6 +162,23 @@ staticcheck:
 portable:
 	GOOS=windows $(GO) build ./analysis ./internal/samples ./internal/wire ./internal/rundir
 	GOOS=darwin $(GO) build ./analysis ./internal/samples ./internal/wire ./internal/rundir
+
+# deadcode: no production function is reachable only from tests (a seam a
+# fake needs is reachable from the real constructor, or lives in _test.go).
+deadcode:
+	@command -v deadcode >/dev/null 2>&1 || $(GO) install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION)
+	@out=$$(deadcode ./cmd/rig ./cmd/rigbench); \
+	if [ -n "$$out" ]; then echo "reachable only from tests (delete, or move to a _test.go):"; echo "$$out"; exit 1; fi
+
+# doors: only the packages that are a door to the kernel import x/sys/unix
+# (as cilium/ebpf keeps one): the rest reach a syscall through them, so
+# every ioctl, socket option and sysfs write has one owner and one fake.
+DOORS := internal/tstamp internal/ethtoolnl internal/cpusched internal/hostinfo internal/journal \
+	internal/netlab internal/facts internal/nicfake nicctl internal/hostctl
+doors:
+	@bad=$$($(GO) list -f '{{.ImportPath}} {{join .Imports " "}}' $(PKGS) | grep ' golang.org/x/sys/unix' | cut -d' ' -f1 | \
+		grep -v -x -E '$(subst $(eval) ,|,$(addprefix github.com/rig-project/rig/,$(DOORS)))'); \
+	if [ -n "$$bad" ]; then echo "x/sys/unix imported outside the kernel doors ($(DOORS)):"; echo "$$bad"; exit 1; fi
 
 # fuzz runs every Fuzz target for FUZZTIME each.
 fuzz:

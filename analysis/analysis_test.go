@@ -473,7 +473,7 @@ func FuzzRoundFile(f *testing.F) {
 			if sf == nil {
 				return nil, err
 			}
-			return samples.Join(sf)
+			return samples.JoinResponder(0, sf)
 		}
 		in := &Input{Run: "fuzz", Warmup: -1, Baseline: "a", Arms: []InputArm{
 			{Name: "a", Rounds: []InputRound{{K: 0, Load: load}}},

@@ -47,10 +47,6 @@ type Joined struct {
 	Problems   []string             // per-file problems (truncation) that did not stop the join
 }
 
-// Join merges the files of one round by sequence number: responder 0's
-// join (JoinResponder).
-func Join(files ...*File) (*Joined, error) { return JoinResponder(0, files...) }
-
 // JoinResponder merges responder id's records of one round by sequence
 // number: the sender's and the capture's records of that responder, and
 // that responder's own file (the other responders' files are left out).

@@ -380,12 +380,12 @@ func TestDuplicateRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Join(f); err == nil || !strings.Contains(err.Error(), "sequence 0 twice") {
+	if _, err := JoinResponder(0, f); err == nil || !strings.Contains(err.Error(), "sequence 0 twice") {
 		t.Fatalf("join of a file with every record twice: %v", err)
 	}
 	// The same sequence in two roles' files is the join's purpose.
 	rh := Header{Role: RoleResponder, RunID: h.RunID, Round: h.Round}
-	if _, err := Join(&File{Header: h, Records: recs}, &File{Header: rh, Records: recs}); err != nil {
+	if _, err := JoinResponder(0, &File{Header: h, Records: recs}, &File{Header: rh, Records: recs}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -480,17 +480,17 @@ func TestJoinMerge(t *testing.T) {
 			t.Fatalf("%s: records %+v", name, j.Records)
 		}
 	}
-	j, err := Join(&File{Header: h, Records: recs}, &File{Header: rh, Records: rr})
+	j, err := JoinResponder(0, &File{Header: h, Records: recs}, &File{Header: rh, Records: rr})
 	check("sorted", j, err)
 	if !slices.Equal(recs, snd) || !slices.Equal(rr, rsp) {
 		t.Fatal("Join changed its input files")
 	}
 	slices.Reverse(rr)
-	j, err = Join(&File{Header: h, Records: recs}, &File{Header: rh, Records: rr})
+	j, err = JoinResponder(0, &File{Header: h, Records: recs}, &File{Header: rh, Records: rr})
 	check("out of order", j, err)
 	// Twice in a file, in order: damage, whatever the path.
 	dup := append(slices.Clone(recs[:2]), recs[1:]...)
-	if _, err := Join(&File{Header: h, Records: dup}); err == nil || !strings.Contains(err.Error(), "sequence 1 twice") {
+	if _, err := JoinResponder(0, &File{Header: h, Records: dup}); err == nil || !strings.Contains(err.Error(), "sequence 1 twice") {
 		t.Fatalf("sequence twice in order: %v", err)
 	}
 

@@ -15,6 +15,7 @@ require (
 	github.com/vishvananda/netns v0.0.5
 	golang.org/x/net v0.55.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.43.0
 	gonum.org/v1/plot v0.17.0
 )
 

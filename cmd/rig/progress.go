@@ -8,7 +8,7 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/rig-project/rig/internal/probe"
 )
@@ -70,8 +70,5 @@ func startProgress(ctx context.Context, src progressSource, total int, lines boo
 	return func() { close(done); <-finished }
 }
 
-// isTerminal reports whether f is a terminal (TCGETS succeeds).
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

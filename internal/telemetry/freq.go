@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/rundir"
 )
@@ -95,16 +93,15 @@ func (fm *freqMeter) readMSR(end bool) {
 	if fm.msr == nil {
 		return
 	}
-	var ts unix.Timespec
 	tsc, e0 := fm.msr.Read(hostinfo.MSRTSC)
-	e1 := unix.ClockGettime(unix.CLOCK_MONOTONIC_RAW, &ts)
+	ns, e1 := hostinfo.MonotonicRaw()
 	m, e2 := fm.msr.Read(hostinfo.MSRMPERF)
 	a, e3 := fm.msr.Read(hostinfo.MSRAPERF)
 	i := 0
 	if end {
 		i = 1
 	}
-	fm.ends[i] = msrSample{aperf: a, mperf: m, tsc: tsc, ns: ts.Nano(), ok: e0 == nil && e1 == nil && e2 == nil && e3 == nil}
+	fm.ends[i] = msrSample{aperf: a, mperf: m, tsc: tsc, ns: ns, ok: e0 == nil && e1 == nil && e2 == nil && e3 == nil}
 }
 
 // sampleCur reads scaling_cur_freq for sample i. It does not allocate.

@@ -53,6 +53,9 @@ func (r TSResult) String() string {
 	if r.Link != "" {
 		s += "; " + r.Link
 	}
+	for _, n := range r.State.Notes {
+		s += "; " + n
+	}
 	return s
 }
 
@@ -82,6 +85,8 @@ func InspectTimestamping(env *Env, iface string) (tstamp.NICState, error) {
 		return st, err
 	} else if f[PrivBypassOnly] {
 		return st, bypassOnly(iface)
+	} else if f[PrivCQECompress] {
+		st.Notes = append(st.Notes, cqeCompressNote(iface))
 	}
 	if st.Owner, err = TimestampOwner(env.FS, iface); err != nil {
 		return st, err

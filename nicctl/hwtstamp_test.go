@@ -253,3 +253,37 @@ func TestFailedWriteStillWaitsForTheLink(t *testing.T) {
 		t.Fatalf("%v, config %s", err, n.Config())
 	}
 }
+
+// mlx5 with RX CQE compression on reopens its channels when RX stamping is
+// turned on or off (the carrier off and on inside the ioctl): rig waits for
+// the link both ways and says what the flag means for its stamps. With the
+// flag off (the default on a fast PCIe link) nothing bounces and nothing
+// is said.
+func TestMLX5CQECompressReopens(t *testing.T) {
+	for _, compress := range []bool{true, false} {
+		n := nicfake.New(nicfake.MLX5(), "ens1f0np0")
+		n.SetPrivFlag(PrivCQECompress, compress)
+		h, err := nicfake.NewHost(t.TempDir(), n, "eno1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := &Env{FS: h.FS, TS: n, LinkSettle: time.Millisecond}
+		j, _ := openJournal(t, env)
+		r, err := PrepareTimestamping(context.Background(), env, j, "ens1f0np0", TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedProbe})
+		if err != nil || !r.Hardware() {
+			t.Fatalf("compress %v: %v %v", compress, r, err)
+		}
+		bounced := strings.Contains(r.Link, "link bounced (carrier_changes +2)")
+		noted := strings.Contains(r.String(), "rx_cqe_compress is on: RX stamping on or off reopens ens1f0np0's channels")
+		if bounced != compress || noted != compress {
+			t.Fatalf("compress %v: bounced %v, noted %v: %s", compress, bounced, noted, r)
+		}
+		if _, err := j.Undo(context.Background()); err != nil || n.Config() != (tstamp.HWTstampConfig{}) {
+			t.Fatalf("compress %v: undo %v, config %s", compress, err, n.Config())
+		}
+		calls := n.Sets()
+		if len(calls) != 2 || calls[0].Bounced != compress || calls[1].Bounced != compress {
+			t.Fatalf("compress %v: calls %+v", compress, calls)
+		}
+	}
+}

@@ -19,6 +19,20 @@ const ethSSPrivFlags = 2
 // not a NIC, a PTP grandmaster or a devkit.
 const PrivBypassOnly = "bypass_only"
 
+// PrivCQECompress is mlx5's RX CQE compression (en_ethtool.c
+// set_pflag_rx_cqe_compress). While it is on, turning RX stamping on or
+// off reopens the channels (mlx5e_hwstamp_config_ptp_rx: the carrier
+// drops and comes back inside the ioctl), and only PTP packets go to the
+// uncompressed PTP queue: rig's UDP stays on compressed queues, where the
+// packets of one compressed block carry its first packet's stamp
+// (mlx5e_decompress_cqe copies no timestamp).
+const PrivCQECompress = "rx_cqe_compress"
+
+// cqeCompressNote says what PrivCQECompress on means for rig's stamps.
+func cqeCompressNote(iface string) string {
+	return "private flag " + PrivCQECompress + " is on: RX stamping on or off reopens " + iface + "'s channels (the link bounces), and rig's packets that complete together share one hardware RX stamp (a compressed block's first): fix: ethtool --set-priv-flags " + iface + " " + PrivCQECompress + " off"
+}
+
 // PrivFlags reads iface's private flags (`ethtool --show-priv-flags`:
 // ETHTOOL_GSSET_INFO and ETHTOOL_GSTRINGS for ETH_SS_PRIV_FLAGS, then
 // ETHTOOL_GPFLAGS) through the Env's timestamping device when it answers

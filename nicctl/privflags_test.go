@@ -24,7 +24,7 @@ func TestPrivFlags(t *testing.T) {
 	if f, err = env.PrivFlags("exa0"); err != nil || !f[PrivBypassOnly] || !f["mirror_rx"] || f["bridging"] {
 		t.Fatalf("exanic, bypass_only and mirror_rx set: %v %v", f, err)
 	}
-	if f, err := (&Env{TS: nicfake.New(nicfake.MLX5(), "eth9")}).PrivFlags("eth9"); err != nil || len(f) != 0 {
+	if f, err := (&Env{TS: nicfake.New(nicfake.Veth(), "eth9")}).PrivFlags("eth9"); err != nil || len(f) != 0 {
 		t.Fatalf("a driver without private flags: %v %v", f, err)
 	}
 }

@@ -203,7 +203,9 @@ func (n *NIC) SetHWTstamp(ifname string, cfg *tstamp.HWTstampConfig) error {
 	case n.P.Set == nil:
 		r = Result{Stored: n.Config(), Err: unix.EOPNOTSUPP} // no ndo_hwtstamp_set, no ioctl: veth, virtio_net
 	default:
-		r = n.P.Set(n.Config(), req)
+		cur := n.Config()
+		r = n.P.Set(cur, req)
+		r.Bounce = r.Bounce || r.Err == 0 && n.P.Reopen != nil && n.P.Reopen(cur, r.Stored, n.privOn)
 	}
 	n.store(r.Stored)
 	call := SetCall{Req: req, Bounced: r.Bounce}

@@ -30,6 +30,16 @@ func (n *NIC) SetPrivFlag(name string, on bool) bool {
 	return false
 }
 
+// privOn reports whether private flag name is set.
+func (n *NIC) privOn(name string) bool {
+	for i, f := range n.P.PrivFlags {
+		if f == name {
+			return n.priv.Load()&(1<<i) != 0
+		}
+	}
+	return false
+}
+
 // privFlagsIoctl answers the SIOCETHTOOL requests for private flags as
 // net/ethtool/ioctl.c does with the driver's get_sset_count, get_strings
 // and get_priv_flags: ETHTOOL_GSSET_INFO for ETH_SS_PRIV_FLAGS alone (the

@@ -59,6 +59,10 @@ type Profile struct {
 	// PrivFlags are the driver's private flags (`ethtool
 	// --show-priv-flags`), all off at probe (NIC.SetPrivFlag).
 	PrivFlags []string
+	// Reopen reports whether a granted SIOCSHWTSTAMP from cur to next
+	// reopened the channels (carrier off and on inside the ioctl, as a
+	// Result with Bounce), given the private flags in force.
+	Reopen func(cur, next tstamp.HWTstampConfig, flag func(string) bool) bool
 }
 
 // Capability bits the profiles use. Since 6.12 the core adds
@@ -146,6 +150,14 @@ func ExaNIC() *Profile {
 // software TX timestamp" added skb_tx_timestamp to the TX path
 // (mlx5e_tx_skb_update_ts_flags) and TX_SOFTWARE to ts_info. MLX5Pre616 is
 // the driver before it.
+// The private flags are en_ethtool.c's mlx5e_priv_flags. With
+// rx_cqe_compress on (the admin default on a slow PCIe link,
+// mlx5e_build_nic_params, or set by the user), turning RX stamping on or
+// off changes params.ptp_rx (mlx5e_hwstamp_config_ptp_rx, since 5.13),
+// which mlx5e_safe_switch_params applies by opening new channels:
+// mlx5e_switch_priv_channels turns the carrier off and back on inside the
+// ioctl. The PTP RQ then takes PTP packets only; rig's UDP stays on the
+// compressed RQs.
 func MLX5() *Profile {
 	return &Profile{
 		Name: "mlx5", Driver: "mlx5_core",
@@ -169,6 +181,10 @@ func MLX5() *Profile {
 		PHC: &PHCProfile{Extended: true},
 		Notes: []string{"with RX CQE compression left on (ptp_rx profiles), non-PTP packets can carry their compression block's first stamp: `ethtool --set-priv-flags IF rx_cqe_compress off`",
 			"ptp_cq* counters exist only with the port-timestamping SQ (priv flag tx_port_ts)"},
+		PrivFlags: []string{"rx_cqe_moder", "tx_cqe_moder", "rx_cqe_compress", "rx_striding_rq", "rx_no_csum_complete", "xdp_tx_mpwqe", "skb_tx_mpwqe", "tx_port_ts"},
+		Reopen: func(cur, next tstamp.HWTstampConfig, flag func(string) bool) bool {
+			return flag("rx_cqe_compress") && (cur.RxFilter == tstamp.FilterNone) != (next.RxFilter == tstamp.FilterNone)
+		},
 	}
 }
 

@@ -116,6 +116,9 @@ type NICState struct {
 	// of least metric, the controller's connection). Callers fill it
 	// (nicctl.ReadMgmt).
 	Mgmt bool `json:"mgmt,omitempty"`
+	// Notes say what the driver's own settings mean for rig's stamps
+	// (callers fill them: nicctl, from the private flags).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ReadNIC reads ifname's capabilities and current config through dev. A

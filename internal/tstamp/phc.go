@@ -72,8 +72,14 @@ func OpenPHCPath(path string) (*PHC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tstamp: open PHC: %w", err)
 	}
-	return &PHC{f: f, dev: phcIoctl{int(f.Fd())}, Samples: 5}, nil
+	p := NewPHCWith(phcIoctl{int(f.Fd())})
+	p.f = f
+	return p, nil
 }
+
+// NewPHCWith returns a PHC over any PHCDevice: the host's ioctl, or a
+// driver profile in tests (Now and Close need OpenPHC's device file).
+func NewPHCWith(dev PHCDevice) *PHC { return &PHC{dev: dev, Samples: 5} }
 
 // Close closes the device.
 func (p *PHC) Close() error {

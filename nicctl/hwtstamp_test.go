@@ -287,3 +287,28 @@ func TestMLX5CQECompressReopens(t *testing.T) {
 		}
 	}
 }
+
+// bnxt_en before 6.8 closes and reopens a running port when it sets the
+// ALL filter, as rig's stamping asks: the link wait covers it. From 6.8
+// the filter is set without a reset.
+func TestBNXTResetBefore68(t *testing.T) {
+	for _, p := range []*nicfake.Profile{nicfake.BNXTPre68(), nicfake.BNXT()} {
+		n := nicfake.New(p, "ens2f0np0")
+		h, err := nicfake.NewHost(t.TempDir(), n, "eno1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := &Env{FS: h.FS, TS: n, LinkSettle: time.Millisecond}
+		j, _ := openJournal(t, env)
+		r, err := PrepareTimestamping(context.Background(), env, j, "ens2f0np0", TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedProbe})
+		if err != nil || !r.Hardware() || r.Granted == nil || r.Granted.RxFilter != tstamp.FilterAll {
+			t.Fatalf("%s: %v %v", p.Name, r, err)
+		}
+		if bounced := strings.Contains(r.Link, "link bounced (carrier_changes +2)"); bounced != (p.Name == "bnxt-pre6.8") {
+			t.Errorf("%s: bounced %v: %s", p.Name, bounced, r)
+		}
+		if _, err := j.Undo(context.Background()); err != nil || n.Config() != (tstamp.HWTstampConfig{}) {
+			t.Fatalf("%s: undo %v, config %s", p.Name, err, n.Config())
+		}
+	}
+}

@@ -171,7 +171,7 @@ func TestDecideFromProfiles(t *testing.T) {
 		"exanic": {tstamp.ActWrite, tstamp.ActWrite}, "mlx5": {tstamp.ActWrite, tstamp.ActWrite}, "ice": {tstamp.ActWrite, tstamp.ActWrite},
 		"mlx5-pre6.16": {tstamp.ActWrite, tstamp.ActWrite}, "igb-i210": {tstamp.ActWrite, tstamp.ActWrite}, "ixgbe-x550": {tstamp.ActWrite, tstamp.ActWrite},
 		"igb-82576": {tstamp.ActSoftware, tstamp.ActSoftware}, "ixgbe-82599": {tstamp.ActSoftware, tstamp.ActSoftware}, "i40e": {tstamp.ActSoftware, tstamp.ActSoftware},
-		"ena": {tstamp.ActSoftware, tstamp.ActWrite}, "liquidio": {tstamp.ActSoftware, tstamp.ActSoftware},
+		"ena": {tstamp.ActSoftware, tstamp.ActWrite}, "bnxt": {tstamp.ActWrite, tstamp.ActWrite}, "bnxt-pre6.8": {tstamp.ActWrite, tstamp.ActWrite}, "liquidio": {tstamp.ActSoftware, tstamp.ActSoftware},
 		"noget": {tstamp.ActUnknown, tstamp.ActUnknown}, "veth": {tstamp.ActSoftware, tstamp.ActSoftware}, "virtio_net": {tstamp.ActSoftware, tstamp.ActSoftware},
 	}
 	for _, p := range nicfake.Profiles() {

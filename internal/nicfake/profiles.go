@@ -400,6 +400,76 @@ func I40E() *Profile {
 	}
 }
 
+// BNXT is Broadcom NetXtreme-E (P5 and later) on bnxt_en, from 6.8 — after
+// "bnxt_en: Skip nic close/open when configuring tstamp filters" — on
+// firmware that stamps every RX packet (BNXT_FW_CAP_RX_ALL_PKT_TS):
+// bnxt_ptp.c bnxt_hwtstamp_set, bnxt_hwrm_ptp_cfg,
+// bnxt_ptp_cfg_tstamp_filters; bnxt_ethtool.c bnxt_get_ts_info. tx_type
+// OFF/ON (ERANGE otherwise); NONE and ALL as asked; the PTP_V2 EVENT,
+// SYNC and DELAY_REQ families (any layer) stored as PTP_V2_EVENT,
+// PTP_V2_SYNC, PTP_V2_DELAY_REQ; anything else ERANGE. ts_info lists ALL
+// only with that firmware capability (without it, ALL is EOPNOTSUPP: not
+// modelled). TX stamps: BNXT_MAX_TX_TS outstanding, 4 since 6.11 ("Increase
+// the max total outstanding PTP TX packets to 4"), 1 before; a packet over
+// the limit goes out unstamped. Unsettled: which `ethtool -S` counter, if
+// any, counts it (the driver reports TX stamp losses through ethtool's
+// timestamping statistics) — this model has none; the 20 µs hold is a
+// model figure.
+func BNXT() *Profile {
+	return &Profile{
+		Name: "bnxt", Driver: "bnxt_en",
+		Versions: "Linux 6.11 and later", Functions: []string{"bnxt_hwtstamp_set", "bnxt_hwrm_ptp_cfg", "bnxt_ptp_cfg_tstamp_filters", "bnxt_get_ts_info"},
+		Caps: tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 10, TxTypes: txOffOn,
+			RxFilters: rxAll | 1<<tstamp.FilterPTPv2Event | 1<<tstamp.FilterPTPv2L4Event | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT |
+				1<<unix.HWTSTAMP_FILTER_PTP_V2_SYNC | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L4_SYNC | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_SYNC |
+				1<<unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L4_DELAY_REQ | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_DELAY_REQ},
+		Start: off,
+		Set: func(cur, req tstamp.HWTstampConfig) Result {
+			if !txOnOff(req.TxType) {
+				return fail(cur, unix.ERANGE)
+			}
+			c := tstamp.HWTstampConfig{TxType: req.TxType}
+			switch req.RxFilter {
+			case tstamp.FilterNone, tstamp.FilterAll:
+				c.RxFilter = req.RxFilter
+			case tstamp.FilterPTPv2Event, tstamp.FilterPTPv2L4Event, unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT:
+				c.RxFilter = tstamp.FilterPTPv2Event
+			case unix.HWTSTAMP_FILTER_PTP_V2_SYNC, unix.HWTSTAMP_FILTER_PTP_V2_L4_SYNC, unix.HWTSTAMP_FILTER_PTP_V2_L2_SYNC:
+				c.RxFilter = unix.HWTSTAMP_FILTER_PTP_V2_SYNC
+			case unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ, unix.HWTSTAMP_FILTER_PTP_V2_L4_DELAY_REQ, unix.HWTSTAMP_FILTER_PTP_V2_L2_DELAY_REQ:
+				c.RxFilter = unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ
+			default:
+				return fail(cur, unix.ERANGE)
+			}
+			return ok(c)
+		},
+		TxSlots: 4, TxHold: 20 * time.Microsecond,
+		Counters:      []string{"rx_total_discard_pkts", "tx_total_discard_pkts"},
+		QueueCounters: []string{"[%d]: rx_ucast_packets", "[%d]: tx_ucast_packets"},
+		Queues:        2, FirstIRQ: 160,
+		PHC: &PHCProfile{Extended: true},
+	}
+}
+
+// BNXTPre68 is bnxt_en from "Enable packet timestamping for all RX
+// packets" (6.0) to 6.7: bnxt_hwrm_ptp_cfg closed and reopened a running
+// NIC (bnxt_close_nic, bnxt_open_nic: carrier off and on inside the ioctl)
+// whenever the filter it set was ALL, so turning rig's stamping on resets
+// the port; one TX stamp outstanding (BNXT_MAX_TX_TS 1). 6.8–6.10 (no
+// reset, one slot) is not a profile of its own.
+func BNXTPre68() *Profile {
+	p := BNXT()
+	p.Name, p.Versions = "bnxt-pre6.8", "Linux 6.0–6.7"
+	p.TxSlots = 1
+	set := p.Set
+	p.Set = func(cur, req tstamp.HWTstampConfig) Result {
+		r := set(cur, req)
+		r.Bounce = r.Err == 0 && r.Stored.RxFilter == tstamp.FilterAll
+		return r
+	}
+	return p
+}
+
 // allSet is the handler of the one-slot chips that stamp every packet
 // (igb 82580 and later, ixgbe X550 and later): any accepted filter is
 // stored as ALL; NTP_ALL is accepted only by ixgbe's.
@@ -624,7 +694,7 @@ func VirtioNet() *Profile {
 
 // Profiles returns a fresh copy of every profile, in table order.
 func Profiles() []*Profile {
-	return []*Profile{ExaNIC(), MLX5(), MLX5Pre616(), ICE(), IGB82576(), IGBI210(), IXGBE82599(), IXGBEX550(), I40E(), ENA(), Liquidio(), NoGet(), Veth(), VirtioNet()}
+	return []*Profile{ExaNIC(), MLX5(), MLX5Pre616(), ICE(), IGB82576(), IGBI210(), IXGBE82599(), IXGBEX550(), I40E(), BNXT(), BNXTPre68(), ENA(), Liquidio(), NoGet(), Veth(), VirtioNet()}
 }
 
 // PTP4L is what linuxptp's ptp4l does to a NIC when it starts with

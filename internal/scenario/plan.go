@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -123,6 +124,9 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 	}
 	for _, u := range o.Unchecked {
 		ew.printf("  note: facts of host %s were not checked (it is remote; the runner checks it before changing anything)\n", u)
+	}
+	if pods := s.kubectlHosts(); len(pods) > 1 && slices.ContainsFunc(s.Arms, func(a Arm) bool { return a.Request == RequestMulticast }) {
+		ew.printf("  note: hosts %s are reached by kubectl (pods): multicast requests must cross the cluster network from node to node, which EKS, AKS and GKE do not carry without a multicast domain (EKS: a Transit Gateway multicast domain, docs/aws.md); where it does not, no request arrives: run scenarios/k8s-pinned-unicast.yaml and k8s-shared-unicast.yaml and rig compare the two (docs/kubernetes.md#the-network)\n", strings.Join(pods, ", "))
 	}
 	for _, h := range s.Hosts {
 		if h.Mirror == MirrorVXLAN {
@@ -385,4 +389,16 @@ func (e *errWriter) printf(format string, a ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, a...)
 	}
+}
+
+// kubectlHosts names the hosts reached by kubectl exec: pods, which may
+// be on different nodes.
+func (s *Scenario) kubectlHosts() []string {
+	var pods []string
+	for _, h := range s.Hosts {
+		if len(h.Command) > 0 && filepath.Base(h.Command[0]) == "kubectl" {
+			pods = append(pods, h.Name)
+		}
+	}
+	return pods
 }

@@ -40,7 +40,7 @@ func bigHost() *StaticFacts {
 		Isolated: []int{1, 2, 3},
 		NohzFull: []int{1, 2, 3},
 		Ifaces:   []string{"lo", "eth0", "eth1", "eth2", "ens1f0", "exanic0", "exanic1", "ens6"},
-		Addrs:    map[string][]netip.Addr{"ens6": {netip.MustParseAddr("10.0.1.20")}},
+		Addrs:    map[string][]netip.Addr{"ens6": {netip.MustParseAddr("10.0.1.20")}, "eth0": {netip.MustParseAddr("10.0.0.10")}},
 		StressNG: true,
 		NICs:     map[string]tstamp.NICState{"eth1": hwNIC(), "eth2": hwNIC(), "ens1f0": hwNIC(), "exanic0": hwNIC(), "exanic1": hwNIC()},
 		Idle:     []string{"POLL", "C1", "C1E", "C6"},
@@ -894,5 +894,27 @@ arms:
 	err = Validate(s, facts)
 	if err == nil || !strings.Contains(err.Error(), "t.yaml:9:") || !strings.Contains(err.Error(), "40") {
 		t.Errorf("responder b's CPU 40 on a 26-CPU host: %v", err)
+	}
+}
+
+// Pods on different nodes get multicast requests only where the cluster
+// network carries multicast (not EKS, AKS or GKE without a multicast
+// domain): the dry run of the multicast Kubernetes scenario says so and
+// names the unicast pair; the unicast scenarios do not need the note.
+func TestDryRunWarnsKubernetesMulticast(t *testing.T) {
+	for file, want := range map[string]bool{"k8s-pinned-vs-shared.yaml": true, "k8s-pinned-unicast.yaml": false, "k8s-shared-unicast.yaml": false, "demo.yaml": false} {
+		s, err := Load("../../scenarios/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := WriteDryRun(&out, s, s.Plan(), DryRunOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(out.String(), "are reached by kubectl (pods): multicast requests must cross the cluster network from node to node") &&
+			strings.Contains(out.String(), "run scenarios/k8s-pinned-unicast.yaml and k8s-shared-unicast.yaml and rig compare the two")
+		if got != want {
+			t.Errorf("%s: note %v, want %v:\n%s", file, got, want, out.String())
+		}
 	}
 }

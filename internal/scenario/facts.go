@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/internal/cpulist"
-	"github.com/rig-project/rig/internal/cstate"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
@@ -177,7 +176,7 @@ func (f *Facts) readWritable(fs hostfs.FS) error {
 	if err := unix.Statfs("/sys", &st); err != nil {
 		return fmt.Errorf("statfs /sys: %w", err)
 	}
-	sysfs, dma := st.Flags&unix.ST_RDONLY == 0, fs.Exists(cstate.DMALatencyPath)
+	sysfs, dma := st.Flags&unix.ST_RDONLY == 0, fs.Exists(hostinfo.DMALatencyPath)
 	f.SysfsWritable, f.CPUDMALatency = &sysfs, &dma
 	irqs, err := hostinfo.ListIRQs(fs)
 	if err != nil {
@@ -742,14 +741,14 @@ func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone 
 				"leave cstate out on this host (an AWS Graviton guest has no cpuidle driver); to poll instead of idling, boot it with idle=poll and compare hosts, not arms")
 		case err != nil:
 			return skip, &HostError{hf.name, err}
-		case cs.Poll && !cstate.HasPoll(names):
+		case cs.Poll && !hostinfo.HasPoll(names):
 			hint := fmt.Sprintf("to keep CPU %d in %s, its shallowest state, write disable: [%s] and name the arm so; to poll, boot the host with idle=poll; or leave cstate out", icpu, names[0], strings.Join(names[1:], ", "))
 			if len(names) == 1 {
 				hint = fmt.Sprintf("%s is its only state, so it idles there already: leave cstate out, or boot the host with idle=poll to poll", names[0])
 			}
 			v.c.val(v.field(i, "cstate.poll"), fmt.Sprintf("CPU %d on host %s has no POLL idle state (states: %s; arm64 has none): poll would disable them all and the CPU would still idle in %s", icpu, hf.name, strings.Join(names, ", "), names[0]), hint)
-		case cs.MaxLatencyUS != nil && *cs.MaxLatencyUS == 0 && !cstate.HasPoll(names):
-			if n := fmt.Sprintf("cstate max-latency-us 0 on host %s: %s", hf.name, cstate.ZeroLatencyEffect(names)); !slices.Contains(a.Notes, n) {
+		case cs.MaxLatencyUS != nil && *cs.MaxLatencyUS == 0 && !hostinfo.HasPoll(names):
+			if n := fmt.Sprintf("cstate max-latency-us 0 on host %s: %s", hf.name, hostinfo.ZeroLatencyEffect(names)); !slices.Contains(a.Notes, n) {
 				a.Notes = append(a.Notes, n)
 			}
 		default:

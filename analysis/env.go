@@ -44,7 +44,7 @@ type NICFacts struct {
 }
 
 // envFile is the part of env/<host>.json (internal/envsnap.Snapshot, with
-// nicctl.Info per interface) the summary shows. analysis does not import
+// facts.Info per interface) the summary shows. analysis does not import
 // envsnap (it reads /proc and /sys through x/sys); TestEnvContract (Linux)
 // checks these names against both packages.
 type envFile struct {

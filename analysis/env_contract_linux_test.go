@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/envsnap"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // TestEnvContract checks that envFile (env.go) reads the fields the
@@ -20,9 +20,9 @@ import (
 func TestEnvContract(t *testing.T) {
 	s := envsnap.Snapshot{Hostname: "rsp1", Kernel: "6.8.0-rt", Clocksource: "tsc",
 		NIC: map[string]any{
-			"ens1f0": &nicctl.Info{Device: nicctl.Device{Iface: "ens1f0", Driver: "mlx5_core"}, SpeedMbps: 25000,
-				DrvInfo: &nicctl.DrvInfo{Driver: "mlx5_core"}, Timestamping: &tstamp.NICState{Caps: tstamp.Caps{PHCIndex: 2}}},
-			"veth0": &nicctl.Info{Device: nicctl.Device{Iface: "veth0"}, DrvInfo: &nicctl.DrvInfo{Driver: "veth"},
+			"ens1f0": &facts.Info{Device: facts.Device{Iface: "ens1f0", Driver: "mlx5_core"}, SpeedMbps: 25000,
+				DrvInfo: &facts.DrvInfo{Driver: "mlx5_core"}, Timestamping: &tstamp.NICState{Caps: tstamp.Caps{PHCIndex: 2}}},
+			"veth0": &facts.Info{Device: facts.Device{Iface: "veth0"}, DrvInfo: &facts.DrvInfo{Driver: "veth"},
 				Timestamping: &tstamp.NICState{Caps: tstamp.Caps{PHCIndex: -1}}},
 		}}
 	s.CPU.Model, s.CPU.Online, s.CPU.SMT, s.CPU.Isolated, s.CPU.NohzFull = "Xeon", []int{0, 1, 2, 3}, true, []int{2, 3}, []int{3}

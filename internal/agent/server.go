@@ -290,7 +290,7 @@ func (s *Server) openJournal() error {
 	if s.j != nil {
 		return nil
 	}
-	s.nic = &nicctl.Env{FS: s.FS, IRQBalance: nicctl.HostIRQBalance{FS: s.FS}}
+	s.nic = nicctl.NewEnv(s.FS)
 	j, err := journal.Open(s.StateDir, hostctl.Handlers(s.nic))
 	if err != nil {
 		return err

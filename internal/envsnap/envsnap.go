@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
@@ -22,13 +23,13 @@ import (
 	"github.com/rig-project/rig/nicctl"
 )
 
-// NICFacts fills Snapshot.NIC for each of Options.Ifaces: nicctl.Show over
+// NICFacts fills Snapshot.NIC for each of Options.Ifaces: facts.Show over
 // the host's kernel (ethtool, ioctls, irqbalance below fs). Tests replace it
 // with one over fakes, since a fixture tree has no kernel behind it.
 var NICFacts = func(ctx context.Context, fs hostfs.FS, iface string) (any, error) {
-	env := &nicctl.Env{FS: fs, IRQBalance: nicctl.HostIRQBalance{FS: fs}}
+	env := &facts.NIC{FS: fs}
 	defer env.Close()
-	return nicctl.Show(ctx, env, iface)
+	return facts.Show(ctx, env, iface)
 }
 
 // Options selects optional parts of the snapshot.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/power"
@@ -27,7 +28,7 @@ func TestPowerArm(t *testing.T) {
 	before := powertest.Snapshot(t, fs.Root)
 	dir := powertest.FakeTuned(t, "balanced", true, fs.Root)
 	t.Setenv(power.EnvTunedAdm, filepath.Join(dir, "tuned-adm"))
-	j, err := journal.Open(t.TempDir(), Handlers(&nicctl.Env{FS: fs}))
+	j, err := journal.Open(t.TempDir(), Handlers(&nicctl.Env{NIC: facts.NIC{FS: fs}}))
 	if err != nil {
 		t.Fatal(err)
 	}

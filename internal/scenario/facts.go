@@ -14,11 +14,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // Facts is what validation needs to know about one host, read once: by
@@ -46,7 +46,7 @@ type Facts struct {
 	// IdleStates lists each CPU's cpuidle state names in index order.
 	IdleStates map[int][]string `json:"idle_states"`
 	// MgmtIfaces are the management interfaces rig does not change
-	// unless told to (nicctl.ReadMgmt), MgmtWhy says why each is one;
+	// unless told to (facts.ReadMgmt), MgmtWhy says why each is one;
 	// nil (an older agent) means unknown.
 	MgmtIfaces []string          `json:"mgmt_ifaces"`
 	MgmtWhy    map[string]string `json:"mgmt_why,omitempty"`
@@ -134,7 +134,7 @@ func ReadFacts(fs hostfs.FS) (*Facts, error) {
 	}
 	// Never nil when known: nil says "unknown" (no route table here, or
 	// an older agent).
-	switch mg, err := nicctl.ReadMgmt(fs); {
+	switch mg, err := facts.ReadMgmt(fs); {
 	case err == nil:
 		f.MgmtIfaces, f.MgmtWhy = mg.Ifaces(), mg.Why
 	case !errors.Is(err, os.ErrNotExist):
@@ -152,12 +152,12 @@ func (f *Facts) readNIC(fs hostfs.FS, iface string) {
 		f.noTimestamping(iface, "cannot ask a fake host root")
 		return
 	}
-	if st, err := nicctl.InspectTimestamping(&nicctl.Env{FS: fs}, iface); err == nil {
+	if st, err := (&facts.NIC{FS: fs}).Timestamping(iface); err == nil {
 		f.Timestamping[iface] = st
 	} else {
 		f.noTimestamping(iface, err.Error())
 	}
-	if as, err := nicctl.IPv4Addrs(iface); err == nil {
+	if as, err := facts.IPv4Addrs(iface); err == nil {
 		if f.Addrs == nil {
 			f.Addrs = map[string][]netip.Addr{}
 		}
@@ -230,7 +230,7 @@ func (f *Facts) threadSiblings(cpu int) ([]int, error) {
 	return nil, fmt.Errorf("cpu%d/topology: %w", cpu, os.ErrNotExist)
 }
 
-// timestamping is iface's timestamping (nicctl.InspectTimestamping): an
+// timestamping is iface's timestamping (facts.NIC.Timestamping): an
 // error wrapping os.ErrNotExist for an interface the host does not have,
 // errors.ErrUnsupported for one that could not be asked.
 func (f *Facts) timestamping(iface string) (tstamp.NICState, error) {

@@ -123,7 +123,7 @@ func (sf *StaticFacts) facts() *Facts {
 				ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}
 		}
 		st.Ifname, st.Caps.Ifname = i, i
-		st.Mgmt = st.Mgmt || slices.Contains(sf.Mgmt, i) // as nicctl.InspectTimestamping fills it
+		st.Mgmt = st.Mgmt || slices.Contains(sf.Mgmt, i) // as facts.NIC.Timestamping fills it
 		f.Timestamping[i] = st
 	}
 	for i, as := range sf.Addrs {

@@ -110,11 +110,11 @@ type NICState struct {
 	ConfigErr   string         `json:"config_error,omitempty"`
 	// Owner names a daemon that keeps this device's timestamping config
 	// for itself ("ptp4l (pid 812)"); "" when none. The kernel cannot tell:
-	// callers fill it from the process table (nicctl does).
+	// callers fill it from the process table (facts does).
 	Owner string `json:"owner,omitempty"`
 	// Mgmt is true when it is a management interface (the default route
 	// of least metric, the controller's connection). Callers fill it
-	// (nicctl.ReadMgmt).
+	// (facts.ReadMgmt).
 	Mgmt bool `json:"mgmt,omitempty"`
 }
 

@@ -20,7 +20,6 @@ import (
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/version"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // NICFacts fills Snapshot.NIC for each of Options.Ifaces: facts.Show over
@@ -328,7 +327,7 @@ func (c *collector) irqs() {
 
 func (c *collector) daemons() {
 	s := c.s
-	ib, err := nicctl.HostIRQBalance{FS: c.fs}.State(c.ctx)
+	ib, err := facts.ReadIRQBalance(c.fs)
 	c.fail("irqbalance", err)
 	s.IRQBalance.BannedCPUs, s.IRQBalance.BannedFrom = ib.Banned(s.CPU.Isolated, s.CPU.NohzFull)
 	if host, why, err := hostinfo.HostPIDs(c.fs); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/scenario"
 )
@@ -12,7 +13,7 @@ import (
 // unicastTo is where the unicast arms' requests go: the responder host's
 // address on the interface it answers on, from its agent's facts (for an
 // emulated run, the lab's veth). Invalid when no arm sends unicast.
-func unicastTo(s *scenario.Scenario, hs *hosts, facts map[string]*scenario.Facts) (netip.Addr, error) {
+func unicastTo(s *scenario.Scenario, hs *hosts, byHost map[string]*facts.Facts) (netip.Addr, error) {
 	if !s.Unicast() {
 		return netip.Addr{}, nil
 	}
@@ -21,7 +22,7 @@ func unicastTo(s *scenario.Scenario, hs *hosts, facts map[string]*scenario.Facts
 	if h := s.HostWith(scenario.RoleResponder); h != nil {
 		want = h.Address
 	}
-	a, err := scenario.UnicastAddr(facts[name], name, hs.responder.Iface, want)
+	a, err := scenario.UnicastAddr(byHost[name], name, hs.responder.Iface, want)
 	var ue *scenario.UnicastError
 	if errors.As(err, &ue) {
 		return a, fmt.Errorf("%v; nothing was changed (fix: %s)", ue, ue.Fix())

@@ -28,6 +28,7 @@ import (
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
@@ -522,16 +523,16 @@ func IsNetns(h scenario.Host) bool {
 // validate checks the scenario against the facts each agent reports,
 // before anything on any host changes. File problems come back as
 // scenario.ErrorList (bad input).
-func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) (map[string]*scenario.Facts, error) {
-	facts := map[string]*scenario.Facts{}
+func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) (map[string]*facts.Facts, error) {
+	byHost := map[string]*facts.Facts{}
 	for name, c := range hs.agents {
 		f, err := c.Facts(ctx)
 		if err != nil {
 			return nil, err
 		}
-		facts[name] = f
+		byHost[name] = f
 	}
-	return facts, scenario.Validate(s, facts)
+	return byHost, scenario.Validate(s, byHost)
 }
 
 func manifest(s *scenario.Scenario, p scenario.Plan, o Options, start time.Time) *rundir.Manifest {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
@@ -95,13 +96,18 @@ type StaticFacts struct {
 	PowerFacts *power.Facts
 }
 
-// hostOf is what tests hand to factsFor: a *StaticFacts or a *Facts.
-type hostOf interface{ facts() *Facts }
+// hostOf is what tests hand to factsFor: a *StaticFacts or a *facts.Facts.
+type hostOf any
 
-func (f *Facts) facts() *Facts { return f }
+func factsOfHost(h hostOf) *facts.Facts {
+	if sf, ok := h.(*StaticFacts); ok {
+		return sf.facts()
+	}
+	return h.(*facts.Facts)
+}
 
-func (sf *StaticFacts) facts() *Facts {
-	f := &Facts{Online: sf.Online, Siblings: map[int][]int{}, Isolated: sf.Isolated, NohzFull: sf.NohzFull, Ifaces: sf.Ifaces,
+func (sf *StaticFacts) facts() *facts.Facts {
+	f := &facts.Facts{Online: sf.Online, Siblings: map[int][]int{}, Isolated: sf.Isolated, NohzFull: sf.NohzFull, Ifaces: sf.Ifaces,
 		StressNG: sf.StressNG, Timestamping: map[string]tstamp.NICState{}, IdleStates: map[int][]string{},
 		MgmtIfaces: append([]string{}, sf.Mgmt...), Addrs: map[string][]netip.Addr{}, Power: &power.Facts{}}
 	for _, c := range sf.Online {
@@ -137,9 +143,9 @@ func (sf *StaticFacts) facts() *Facts {
 
 // tree reads the facts of a fake host root, as `rig run --dry-run` reads
 // this machine.
-func tree(t *testing.T, fs hostfs.FS) *Facts {
+func tree(t *testing.T, fs hostfs.FS) *facts.Facts {
 	t.Helper()
-	f, err := ReadFacts(fs)
+	f, err := facts.Read(fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,25 +153,25 @@ func tree(t *testing.T, fs hostfs.FS) *Facts {
 }
 
 // treeWithStressNG is tree with stress-ng installed.
-func treeWithStressNG(t *testing.T, fs hostfs.FS) *Facts {
+func treeWithStressNG(t *testing.T, fs hostfs.FS) *facts.Facts {
 	f := tree(t, fs)
 	f.StressNG = true
 	return f
 }
 
-func factsFor(s *Scenario, f hostOf) map[string]*Facts {
-	m := map[string]*Facts{}
+func factsFor(s *Scenario, f hostOf) map[string]*facts.Facts {
+	m := map[string]*facts.Facts{}
 	for _, h := range s.Hosts {
-		m[h.Name] = f.facts()
+		m[h.Name] = factsOfHost(f)
 	}
 	return m
 }
 
 // factsOf converts a test's map of hosts.
-func factsOf(hosts map[string]hostOf) map[string]*Facts {
-	m := map[string]*Facts{}
+func factsOf(hosts map[string]hostOf) map[string]*facts.Facts {
+	m := map[string]*facts.Facts{}
 	for n, h := range hosts {
-		m[n] = h.facts()
+		m[n] = factsOfHost(h)
 	}
 	return m
 }
@@ -527,31 +533,6 @@ arms:
 	}
 }
 
-func TestReadFacts(t *testing.T) {
-	f := tree(t, hostfs.Default())
-	if len(f.Online) == 0 {
-		t.Fatalf("online CPUs: %v", f.Online)
-	}
-	if sib, err := f.threadSiblings(f.Online[0]); err != nil || !slices.Contains(sib, f.Online[0]) {
-		t.Errorf("siblings of %d: %v %v", f.Online[0], sib, err)
-	}
-	if !slices.Contains(f.Ifaces, "lo") {
-		t.Errorf("interfaces: %v", f.Ifaces)
-	}
-	if st, err := f.timestamping("lo"); err != nil || st.Caps.HardwareRX() || st.ConfigKnown {
-		t.Errorf("lo timestamping: %+v %v", st, err)
-	}
-	// A fake root has no kernel to ask: not "none", but "cannot say".
-	fake := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c7i"})
-	if _, err := fake.timestamping(fake.Ifaces[0]); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "cannot ask a fake host root") {
-		t.Errorf("HW stamps on a fake root: %v", err)
-	}
-	// An empty root is not a host: reading fails, naming what is missing.
-	if _, err := ReadFacts(hostfs.FS{Root: t.TempDir()}); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("empty root: %v", err)
-	}
-}
-
 func FuzzLoad(f *testing.F) {
 	for _, g := range []string{"../../scenarios/*.yaml", "testdata/bad/*.yaml"} {
 		files, _ := filepath.Glob(g)
@@ -720,10 +701,10 @@ arms:
 	unread.TimestampingErr = map[string]string{"eth0": "SIOCGHWTSTAMP: EPERM"}
 	var list ErrorList
 	var he *HostError
-	if err := Validate(s, map[string]*Facts{"rsp": unread}); errors.As(err, &list) || !errors.As(err, &he) || !errors.Is(err, errors.ErrUnsupported) {
+	if err := Validate(s, map[string]*facts.Facts{"rsp": unread}); errors.As(err, &list) || !errors.As(err, &he) || !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("unreadable NIC on a host: %v", err)
 	}
-	if tp := s.TimestampPlans(map[string]*Facts{"rsp": unread}); len(tp) != 1 || !strings.Contains(tp[0].String(), "not checked: timestamping of eth0: SIOCGHWTSTAMP: EPERM") {
+	if tp := s.TimestampPlans(map[string]*facts.Facts{"rsp": unread}); len(tp) != 1 || !strings.Contains(tp[0].String(), "not checked: timestamping of eth0: SIOCGHWTSTAMP: EPERM") {
 		t.Errorf("plan of an unreadable NIC: %v", tp)
 	}
 	// Facts that contradict themselves (a CPU without its siblings) are
@@ -734,7 +715,7 @@ arms:
 	if err := Validate(smt, factsFor(smt, broken)); errors.As(err, &list) || !errors.As(err, &he) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("facts without CPU 1's siblings: %v", err)
 	}
-	if u := s.Unchecked(map[string]*Facts{"rsp": smallHost().facts()}); !slices.Equal(u, []string{"snd"}) {
+	if u := s.Unchecked(map[string]*facts.Facts{"rsp": smallHost().facts()}); !slices.Equal(u, []string{"snd"}) {
 		t.Errorf("unchecked: %v", u)
 	}
 }

@@ -210,8 +210,8 @@ func (e *UnicastError) Fix() string {
 // want when it is one of iface's IPv4 addresses, else iface's only one.
 // A *UnicastError says why there is none; an error wrapping
 // os.ErrNotExist or errors.ErrUnsupported means the facts cannot say.
-func UnicastAddr(f *Facts, host, iface string, want netip.Addr) (netip.Addr, error) {
-	as, err := f.addresses(iface)
+func UnicastAddr(f *facts.Facts, host, iface string, want netip.Addr) (netip.Addr, error) {
+	as, err := f.AddrsOf(iface)
 	if err != nil {
 		return netip.Addr{}, err
 	}

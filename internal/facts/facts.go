@@ -1,0 +1,283 @@
+package facts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/tstamp"
+)
+
+// Facts is what validation needs to know about one host, read once: by
+// Read on this machine, or by the host's agent, which sends it as
+// JSON. Validation reads the struct; where a field may be absent (an older
+// agent, a host without the facility) the lookups below say so with an
+// error wrapping os.ErrNotExist.
+type Facts struct {
+	// Timestamping is each interface's timestamping state (capabilities,
+	// current config, owner, management), for the validation of
+	// `timestamps:` and the dry-run plan; an interface missing here could
+	// not be asked (TimestampingErr says why).
+	Timestamping map[string]tstamp.NICState `json:"timestamping,omitempty"`
+	// TimestampingErr says, per interface, why its timestamping could not
+	// be read (a fake host root has no kernel to ask).
+	TimestampingErr map[string]string `json:"timestamping_errors,omitempty"`
+	Online          []int             `json:"online"`
+	// Siblings lists the SMT siblings of every online CPU, the CPU
+	// included.
+	Siblings map[int][]int `json:"siblings"`
+	Isolated []int         `json:"isolated"`
+	NohzFull []int         `json:"nohz_full"`
+	Ifaces   []string      `json:"ifaces"`
+	StressNG bool          `json:"stress_ng"`
+	// IdleStates lists each CPU's cpuidle state names in index order.
+	IdleStates map[int][]string `json:"idle_states"`
+	// MgmtIfaces are the management interfaces rig does not change
+	// unless told to (ReadMgmt), MgmtWhy says why each is one;
+	// nil (an older agent) means unknown.
+	MgmtIfaces []string          `json:"mgmt_ifaces"`
+	MgmtWhy    map[string]string `json:"mgmt_why,omitempty"`
+	// Addrs are each interface's IPv4 addresses, sorted (where unicast
+	// requests can go); nil (an older agent, a fake root) means unknown.
+	Addrs map[string][]netip.Addr `json:"addrs"`
+	// Missing names facilities the host lacks (isolated, nohz_full,
+	// cpuidle, net).
+	Missing []string `json:"missing,omitempty"`
+	// Power is the frequency control (cpufreq, turbo, tuned:
+	// power.ReadFacts); nil from an agent that does not report it, which
+	// then cannot take power knobs.
+	Power *power.Facts `json:"power,omitempty"`
+	// What the node knobs need of the host, which a pod lacks: /sys
+	// mounted writable (statfs without ST_RDONLY: cpuidle, cpufreq,
+	// tuned), a writable /proc/irq (access W_OK on an
+	// smp_affinity_list), and /dev/cpu_dma_latency. nil: not known (an
+	// older agent, a fake host root, a host without numbered IRQs).
+	SysfsWritable   *bool `json:"sysfs_writable,omitempty"`
+	ProcIRQWritable *bool `json:"proc_irq_writable,omitempty"`
+	CPUDMALatency   *bool `json:"cpu_dma_latency,omitempty"`
+}
+
+// Read reads the facts of the machine below fs (the interfaces of
+// this network namespace). A facility the host lacks is named in Missing;
+// an interface whose timestamping or addresses cannot be asked (a fake
+// root) is left out of those maps. Other read failures are errors.
+func Read(fs hostfs.FS) (*Facts, error) {
+	f := &Facts{Siblings: map[int][]int{}, Timestamping: map[string]tstamp.NICState{}, IdleStates: map[int][]string{}}
+	var err error
+	if f.Online, err = hostinfo.OnlineCPUs(fs); err != nil {
+		return nil, err
+	}
+	missing := func(what string, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			f.Missing = append(f.Missing, what)
+			return nil
+		}
+		return err
+	}
+	if f.Isolated, err = hostinfo.IsolatedCPUs(fs); missing("isolated", err) != nil {
+		return nil, err
+	}
+	if f.NohzFull, err = hostinfo.NohzFullCPUs(fs); missing("nohz_full", err) != nil {
+		return nil, err
+	}
+	for _, c := range f.Online {
+		if f.Siblings[c], err = hostinfo.ThreadSiblings(fs, c); err != nil {
+			return nil, err
+		}
+		st, err := hostinfo.ReadIdleStates(fs, c)
+		switch {
+		case err == nil:
+			for _, s := range st {
+				f.IdleStates[c] = append(f.IdleStates[c], s.Name)
+			}
+		case !slices.Contains(f.Missing, "cpuidle"):
+			if missing("cpuidle", err) != nil {
+				return nil, err
+			}
+		}
+	}
+	// A host root without /sys/class/net (a fake tree made for an
+	// emulated run, whose lab makes its own interfaces) has none.
+	ents, err := fs.ReadDir("/sys/class/net")
+	if missing("net", err) != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		f.Ifaces = append(f.Ifaces, e.Name())
+	}
+	for _, i := range f.Ifaces {
+		f.readNIC(fs, i)
+	}
+	if f.StressNG, err = hasStressNG(); err != nil {
+		return nil, err
+	}
+	pf, err := power.ReadFacts(context.Background(), fs, power.HostTuned(fs))
+	if err != nil {
+		return nil, fmt.Errorf("power facts: %w", err)
+	}
+	f.Power = &pf
+	if err := f.readWritable(fs); err != nil {
+		return nil, err
+	}
+	// Never nil when known: nil says "unknown" (no route table here, or
+	// an older agent).
+	switch mg, err := ReadMgmt(fs); {
+	case err == nil:
+		f.MgmtIfaces, f.MgmtWhy = mg.Ifaces(), mg.Why
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	return f, nil
+}
+
+// readNIC asks the kernel (ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP, RTM_GETADDR,
+// the process table) about iface. A fake fs has no kernel behind it, and
+// an interface may be gone since the listing: what cannot be asked is left
+// out, with the reason for timestamping.
+func (f *Facts) readNIC(fs hostfs.FS, iface string) {
+	if !fs.IsReal() {
+		f.noTimestamping(iface, "cannot ask a fake host root")
+		return
+	}
+	if st, err := (&NIC{FS: fs}).Timestamping(iface); err == nil {
+		f.Timestamping[iface] = st
+	} else {
+		f.noTimestamping(iface, err.Error())
+	}
+	if as, err := IPv4Addrs(iface); err == nil {
+		if f.Addrs == nil {
+			f.Addrs = map[string][]netip.Addr{}
+		}
+		f.Addrs[iface] = append([]netip.Addr{}, as...)
+	}
+}
+
+// readWritable asks, without writing anything, whether this host lets
+// rig change node knobs: a pod's /sys and /proc/irq are mounted read-only
+// and its /dev has no cpu_dma_latency. A fake host root is not asked.
+func (f *Facts) readWritable(fs hostfs.FS) error {
+	if !fs.IsReal() {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys", &st); err != nil {
+		return fmt.Errorf("statfs /sys: %w", err)
+	}
+	sysfs, dma := st.Flags&unix.ST_RDONLY == 0, fs.Exists(hostinfo.DMALatencyPath)
+	f.SysfsWritable, f.CPUDMALatency = &sysfs, &dma
+	irqs, err := hostinfo.ListIRQs(fs)
+	if err != nil {
+		return err
+	}
+	for _, n := range irqs {
+		p := fmt.Sprintf("/proc/irq/%d/smp_affinity_list", n)
+		if !fs.Exists(p) {
+			continue
+		}
+		err := unix.Access(p, unix.W_OK)
+		w := err == nil
+		if err != nil && !errors.Is(err, unix.EROFS) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("access %s: %w", p, err)
+		}
+		f.ProcIRQWritable = &w
+		break
+	}
+	return nil
+}
+
+func (f *Facts) noTimestamping(iface, why string) {
+	if f.TimestampingErr == nil {
+		f.TimestampingErr = map[string]string{}
+	}
+	f.TimestampingErr[iface] = why
+}
+
+// hasStressNG looks stress-ng up in $PATH: only meaningful for the live
+// host, whatever the host root.
+func hasStressNG() (bool, error) {
+	_, err := exec.LookPath("stress-ng")
+	if errors.Is(err, exec.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (f *Facts) lacks(what string) error {
+	if slices.Contains(f.Missing, what) {
+		return fmt.Errorf("%s: %w", what, os.ErrNotExist)
+	}
+	return nil
+}
+
+// SiblingsOf lists the SMT siblings of cpu, cpu included.
+func (f *Facts) SiblingsOf(cpu int) ([]int, error) {
+	if s, ok := f.Siblings[cpu]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("cpu%d/topology: %w", cpu, os.ErrNotExist)
+}
+
+// TimestampingOf is iface's timestamping (NIC.Timestamping): an error
+// wrapping os.ErrNotExist for an interface the host does not have,
+// errors.ErrUnsupported for one that could not be asked.
+func (f *Facts) TimestampingOf(iface string) (tstamp.NICState, error) {
+	if !slices.Contains(f.Ifaces, iface) {
+		return tstamp.NICState{}, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	}
+	st, ok := f.Timestamping[iface]
+	if !ok {
+		why := f.TimestampingErr[iface]
+		if why == "" {
+			why = "the host's agent could not read it"
+		}
+		return st, fmt.Errorf("timestamping of %s: %s: %w", iface, why, errors.ErrUnsupported)
+	}
+	return st, nil
+}
+
+// Management lists the management interfaces.
+func (f *Facts) Management() ([]string, error) {
+	if f.MgmtIfaces == nil {
+		return nil, fmt.Errorf("default routes: the host does not report them: %w", os.ErrNotExist)
+	}
+	return f.MgmtIfaces, nil
+}
+
+// AddrsOf lists iface's IPv4 addresses, sorted.
+func (f *Facts) AddrsOf(iface string) ([]netip.Addr, error) {
+	switch {
+	case !slices.Contains(f.Ifaces, iface):
+		return nil, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	case f.Addrs == nil:
+		return nil, fmt.Errorf("addresses: not read (a fake host root, or an older rig on the host): %w", os.ErrNotExist)
+	}
+	return f.Addrs[iface], nil
+}
+
+// PowerFacts is the host's frequency control.
+func (f *Facts) PowerFacts() (power.Facts, error) {
+	if f.Power == nil {
+		return power.Facts{}, fmt.Errorf("the host does not report the frequency control (an older rig): %w", os.ErrNotExist)
+	}
+	return *f.Power, nil
+}
+
+// IdleStatesOf lists the cpuidle state names of cpu in index order.
+func (f *Facts) IdleStatesOf(cpu int) ([]string, error) {
+	if err := f.lacks("cpuidle"); err != nil {
+		return nil, err
+	}
+	if s, ok := f.IdleStates[cpu]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
+}

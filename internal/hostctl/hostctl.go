@@ -185,8 +185,7 @@ func (ap *Applied) nic(ctx context.Context, k scenario.Knobs) error {
 	if k.IRQ != nil {
 		s.IRQCPUs, s.HoldIRQBalance, any = k.IRQ.CPUs, true, true
 	}
-	c := k.NIC.Coalesce
-	s.Coalesce = ethtoolnl.Coalesce{RxUsecs: c.RxUsecs, TxUsecs: c.TxUsecs, RxFrames: c.RxFrames, AdaptiveRx: c.AdaptiveRx, AdaptiveTx: c.AdaptiveTx}
+	s.Coalesce = k.NIC.Coalesce
 	if s.Coalesce != (ethtoolnl.Coalesce{}) {
 		any = true
 	}

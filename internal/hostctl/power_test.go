@@ -35,7 +35,7 @@ func TestPowerArm(t *testing.T) {
 	defer j.Close()
 	h := &Host{FS: fs, Journal: j}
 	k := scenario.Knobs{Responder: scenario.Responder{CPU: ptr(2)}, Tuned: ptr("network-latency"),
-		Power:  &scenario.Power{Governor: ptr("performance"), Turbo: ptr(false)},
+		Power:  &power.Settings{Governor: "performance", Turbo: ptr(false)},
 		CState: &scenario.CState{Disable: []string{"C1E", "C6"}}}
 	ap, err := Apply(context.Background(), h, Arm{Name: "runtime", Knobs: k})
 	if err != nil {

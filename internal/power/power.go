@@ -27,19 +27,22 @@ import (
 	"github.com/rig-project/rig/internal/hostinfo"
 )
 
-// Settings are the frequency knobs of one arm. A nil pointer or "" leaves
-// the host's value.
+// Settings are the frequency knobs of one arm (a scenario's power:, in
+// the snake_case JSON of its knobs). A nil pointer or "" leaves the
+// host's value.
 type Settings struct {
 	// CPUs whose cpufreq policy the governor and frequency limits change
 	// (the responder CPU unless the scenario says otherwise). A policy
 	// shared by several CPUs changes for all of them.
-	CPUs     []int
-	Governor string
+	CPUs     []int  `json:"cpus"`
+	Governor string `json:"governor,omitempty"`
 	// Turbo, MinPerfPct and MaxPerfPct are global: every CPU.
-	Turbo                  *bool
-	MinPerfPct, MaxPerfPct *int
+	Turbo      *bool `json:"turbo"`
+	MinPerfPct *int  `json:"min_perf_pct"`
+	MaxPerfPct *int  `json:"max_perf_pct"`
 	// MinFreqKHz and MaxFreqKHz are scaling_min_freq and scaling_max_freq.
-	MinFreqKHz, MaxFreqKHz *int64
+	MinFreqKHz *int64 `json:"min_freq_khz"`
+	MaxFreqKHz *int64 `json:"max_freq_khz"`
 }
 
 // IsZero reports settings that change nothing.

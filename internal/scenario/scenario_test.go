@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -469,6 +470,38 @@ arms:
 	}
 	if s.Arms[1].Knobs.Responder.Sched != nil {
 		t.Error("arm b as written got the default sched")
+	}
+}
+
+// TestCoalesceTxFrames: nic.coalesce takes tx-frames as `rig nicctl set
+// --tx-frames` does: merged from defaults, printed by the dry run, carried
+// to the agent as ethtoolnl's tx_frames, and a bad value is refused at its
+// line and column.
+func TestCoalesceTxFrames(t *testing.T) {
+	const src = `name: t
+hosts: {h: {via: local, roles: [sender, responder], iface: eth0}}
+traffic: {group: "239.1.1.1:5000"}
+defaults:
+  nic: {coalesce: {tx-frames: 8}}
+arms:
+  - name: a
+  - name: b
+    nic: {coalesce: {tx-frames: %s, rx-usecs: 0}}
+`
+	s := load(t, strings.Replace(src, "%s", "16", 1))
+	a, b := s.Arms[0].Effective.NIC.Coalesce, s.Arms[1].Effective.NIC.Coalesce
+	if a.TxFrames == nil || *a.TxFrames != 8 || b.TxFrames == nil || *b.TxFrames != 16 || *b.RxUsecs != 0 {
+		t.Fatalf("a %+v b %+v", a, b)
+	}
+	var out bytes.Buffer
+	if err := WriteDryRun(&out, s, s.Plan(), DryRunOptions{}); err != nil || !strings.Contains(out.String(), "coalescing: ethtool -C eth0 rx-usecs 0 tx-frames 16") {
+		t.Fatalf("dry run: %v\n%s", err, out.String())
+	}
+	if j, err := json.Marshal(s.Arms[1].Effective); err != nil || !strings.Contains(string(j), `"tx_frames":16`) {
+		t.Fatalf("knobs JSON: %s %v", j, err)
+	}
+	if _, err := Parse("t.yaml", []byte(strings.Replace(src, "%s", "-1", 1))); err == nil || !strings.Contains(err.Error(), "t.yaml:9:33:") || !strings.Contains(err.Error(), "tx-frames") {
+		t.Fatalf("tx-frames -1: %v", err)
 	}
 }
 

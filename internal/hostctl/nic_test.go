@@ -32,7 +32,9 @@ func (m *moderation) SetCoalesce(_ context.Context, _ string, c ethtoolnl.Coales
 func (m *moderation) Rings(context.Context, string) (ethtoolnl.Rings, error) {
 	return ethtoolnl.Rings{}, errors.ErrUnsupported
 }
-func (m *moderation) SetRings(context.Context, string, ethtoolnl.Rings) error { return errors.ErrUnsupported }
+func (m *moderation) SetRings(context.Context, string, ethtoolnl.Rings) error {
+	return errors.ErrUnsupported
+}
 func (m *moderation) Channels(context.Context, string) (ethtoolnl.Channels, error) {
 	return ethtoolnl.Channels{}, errors.ErrUnsupported
 }

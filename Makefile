@@ -19,7 +19,7 @@ export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static zsh \
 	$(NATIVE_DEBS) $(NATIVE_CROSS_DEBS)
 
-.PHONY: all build native native-test native-arm64 dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean
+.PHONY: all build native native-test native-arm64 dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck portable fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean
 
 all: build
 
@@ -104,7 +104,7 @@ test: deps lint
 # binary built for the host) or a thread's own CPU accounting (TestMeter:
 # getrusage of a thread qemu-user emulates counts qemu's switches).
 ARM64_PKGS ?= ./analysis/... ./internal/bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
-	./internal/envsnap ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
+	./internal/envsnap ./internal/facts ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
 	./internal/samples ./internal/scenario ./internal/teldata ./internal/telemetry ./internal/wire ./nicctl
 ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestReadFacts|TestMeter)$$
 
@@ -133,7 +133,13 @@ unit:
 unit-check:
 	./.ci/unit-starts-nothing.sh $(PKGS)
 
-lint: fmt-check vet staticcheck
+lint: fmt-check vet staticcheck portable
+
+# portable: the scenario format and its validation (rig run --dry-run's
+# package) build off Linux: reading a host is Linux's, the rules are not.
+portable:
+	GOOS=darwin $(GO) build ./internal/scenario
+	GOOS=windows $(GO) build ./internal/scenario
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -9,4 +9,8 @@
 // ones that only read (check, envsnap, the scenario's validation) need
 // none of them. All /proc and /sys access goes through hostfs, all ethtool
 // access through ethtoolnl.Client, timestamping through tstamp.Device.
+//
+// The readers are Linux's (files built for linux only): elsewhere the
+// package is Facts and AddrList, what a scenario's validation reads, so
+// `rig run --dry-run`'s package builds on any OS.
 package facts

@@ -1,4 +1,4 @@
-package telemetry
+package telemetry_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/telemetry"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -28,7 +30,7 @@ func TestSamplerNeverOnMeasuredCPU(t *testing.T) {
 	// Its NIC-counter hook, called once a sample, says how far it got.
 	var calls atomic.Int64
 	count := func(dst []uint64) error { dst[0] = uint64(calls.Add(1)); return nil }
-	s, err := New(Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{1}, PinCPU: 0, Interval: 10 * time.Millisecond, ThreadScanEvery: -1,
+	s, err := telemetry.New(telemetry.Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{1}, PinCPU: 0, Interval: 10 * time.Millisecond, ThreadScanEvery: -1,
 		NICStats: count, NICStatNames: []string{"samples"}})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +39,7 @@ func TestSamplerNeverOnMeasuredCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	tid := s.ThreadID()
-	allowed, err := hostinfo.CPUsAllowed(hostfs.FS{Root: "/"}, "self/task/"+itoa(tid))
+	allowed, err := hostinfo.CPUsAllowed(hostfs.FS{Root: "/"}, "self/task/"+strconv.Itoa(tid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +93,7 @@ func TestStressNGSeen(t *testing.T) {
 	if tid < 0 {
 		t.Fatal("could not pin the fake responder to CPU 1")
 	}
-	s, err := New(Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{cpu}, PinCPU: 0, PID: os.Getpid(), TID: tid,
+	s, err := telemetry.New(telemetry.Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{cpu}, PinCPU: 0, PID: os.Getpid(), TID: tid,
 		Interval: 100 * time.Millisecond, ThreadScanEvery: 2, MaxSamples: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +103,7 @@ func TestStressNGSeen(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "stress-ng", "--cpu", "1", "--cpu-method", "fft", "--taskset", itoa(cpu), "-t", "3s", "--metrics-brief").CombinedOutput()
+	out, err := exec.CommandContext(ctx, "stress-ng", "--cpu", "1", "--cpu-method", "fft", "--taskset", strconv.Itoa(cpu), "-t", "3s", "--metrics-brief").CombinedOutput()
 	r, serr := s.Stop()
 	if err != nil {
 		t.Fatalf("stress-ng: %v\n%s", err, out)
@@ -147,7 +149,7 @@ func TestRealBusyCountsShortLived(t *testing.T) {
 	}
 	const cpu = 1
 	sp := testbin.Spin(t, cpu, false, testbin.ShortLived)
-	s, err := New(Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{cpu}, PinCPU: 0, Interval: 50 * time.Millisecond, ThreadScanEvery: 5, MaxSamples: 1000})
+	s, err := telemetry.New(telemetry.Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{cpu}, PinCPU: 0, Interval: 50 * time.Millisecond, ThreadScanEvery: 5, MaxSamples: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ BENCHBIN  ?= bin/rigbench
 PKGS      ?= ./...
 FUZZTIME  ?= 30s
 STATICCHECK_VERSION ?= v0.8.2
+DEADCODE_VERSION ?= v0.52.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 # The scripts under .ci/ call go too: put the toolchain found above on PATH.
 export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
@@ -19,7 +20,7 @@ export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static zsh \
 	$(NATIVE_DEBS) $(NATIVE_CROSS_DEBS)
 
-.PHONY: all build native native-test native-arm64 dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck portable fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean
+.PHONY: all build native native-test native-arm64 dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck portable deadcode doors fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean
 
 all: build
 
@@ -82,9 +83,15 @@ dist:
 	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(DIST)/rig-respond-native-linux-arm64 $(NATIVE_SRC)
 	cd $(DIST) && sha256sum rig-linux-amd64 rig-linux-arm64 rig-respond-native-linux-amd64 rig-respond-native-linux-arm64 > SHA256SUMS
 
+# deploy/kubernetes is a module of its own (its manifest tests alone need
+# the Kubernetes API types, kept out of rig's go.mod): test, unit and lint
+# run it after PKGS.
+K8S       := deploy/kubernetes
+
 # deps: Go modules plus the Debian packages the integration tests need.
 deps:
 	$(GO) mod download
+	cd $(K8S) && $(GO) mod download
 	@./.ci/install-debs.sh $(DEB_PKGS)
 
 # test: the whole suite as CI runs it: lint, unit + integration tests under
@@ -94,6 +101,7 @@ deps:
 # left, no lab left), so they must not overlap.
 test: deps lint
 	$(GO) test -race -p 1 -count=1 -timeout 40m $(PKGS)
+	cd $(K8S) && $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-arm64
 
@@ -105,7 +113,7 @@ test: deps lint
 # getrusage of a thread qemu-user emulates counts qemu's switches).
 ARM64_PKGS ?= ./analysis/... ./internal/bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
 	./internal/envsnap ./internal/facts ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
-	./internal/samples ./internal/scenario ./internal/teldata ./internal/telemetry ./internal/wire ./nicctl
+	./internal/rundir ./internal/samples ./internal/scenario ./internal/telemetry ./internal/wire ./nicctl
 ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestReadFacts|TestMeter)$$
 
 # test-arm64: go vet for linux/arm64, every package's tests compiled for
@@ -129,17 +137,12 @@ chaos:
 # namespace appeared or stress-ng ran.
 unit:
 	$(GO) test -short -count=1 $(PKGS)
+	cd $(K8S) && $(GO) test -short -count=1 ./...
 
 unit-check:
 	./.ci/unit-starts-nothing.sh $(PKGS)
 
-lint: fmt-check vet staticcheck portable
-
-# portable: the scenario format and its validation (rig run --dry-run's
-# package) build off Linux: reading a host is Linux's, the rules are not.
-portable:
-	GOOS=darwin $(GO) build ./internal/scenario
-	GOOS=windows $(GO) build ./internal/scenario
+lint: fmt-check vet staticcheck portable deadcode
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -147,10 +150,37 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	cd $(K8S) && $(GO) vet ./...
 
 staticcheck:
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	staticcheck $(PKGS)
+	cd $(K8S) && staticcheck ./...
+
+# portable: the analysis and the formats it reads read no host, and the
+# scenario format's validation only reads one on Linux, so they build for
+# any OS (rig report, rig run --dry-run on a laptop).
+PORTABLE  := ./analysis ./internal/samples ./internal/wire ./internal/rundir ./internal/scenario
+portable:
+	GOOS=windows $(GO) build $(PORTABLE)
+	GOOS=darwin $(GO) build $(PORTABLE)
+
+# deadcode: no production function is reachable only from tests (a seam a
+# fake needs is reachable from the real constructor, or lives in _test.go).
+deadcode:
+	@command -v deadcode >/dev/null 2>&1 || $(GO) install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION)
+	@out=$$(deadcode ./cmd/rig ./cmd/rigbench); \
+	if [ -n "$$out" ]; then echo "reachable only from tests (delete, or move to a _test.go):"; echo "$$out"; exit 1; fi
+
+# doors: only the packages that are a door to the kernel import x/sys/unix
+# (as cilium/ebpf keeps one): the rest reach a syscall through them, so
+# every ioctl, socket option and sysfs write has one owner and one fake.
+DOORS := internal/tstamp internal/ethtoolnl internal/cpusched internal/hostinfo internal/journal \
+	internal/netlab internal/facts internal/nicfake nicctl internal/hostctl
+doors:
+	@bad=$$($(GO) list -f '{{.ImportPath}} {{join .Imports " "}}' $(PKGS) | grep ' golang.org/x/sys/unix' | cut -d' ' -f1 | \
+		grep -v -x -E '$(subst $(eval) ,|,$(addprefix github.com/rig-project/rig/,$(DOORS)))'); \
+	if [ -n "$$bad" ]; then echo "x/sys/unix imported outside the kernel doors ($(DOORS)):"; echo "$$bad"; exit 1; fi
 
 # fuzz runs every Fuzz target for FUZZTIME each.
 fuzz:

@@ -473,7 +473,7 @@ func FuzzRoundFile(f *testing.F) {
 			if sf == nil {
 				return nil, err
 			}
-			return samples.Join(sf)
+			return samples.JoinResponder(0, sf)
 		}
 		in := &Input{Run: "fuzz", Warmup: -1, Baseline: "a", Arms: []InputArm{
 			{Name: "a", Rounds: []InputRound{{K: 0, Load: load}}},
@@ -560,7 +560,8 @@ func TestFallbackNoteInCaption(t *testing.T) {
 		t.Fatalf("turnaround %+v", mr)
 	}
 	var b strings.Builder
-	writeMetricTable(&b, rep, Turnaround)
+	mt := metricTable(rep, Turnaround)
+	mt.md(&b)
 	if !strings.Contains(b.String(), "Arm a, source capture sw: "+note) {
 		t.Fatalf("caption lacks the note:\n%s", b.String())
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/telemetry"
 )
 
@@ -71,61 +71,6 @@ type Options struct {
 	NoPin bool
 }
 
-// Ranking is the outcome of Rank: the candidates best first, with the
-// evidence of each. It is the JSON of cpu-rank.json in a run directory.
-type Ranking struct {
-	Format string `json:"format"` // "rig-cpu-rank"
-	// Candidates as ranked; From says where they came from.
-	Candidates []int  `json:"candidates"`
-	From       string `json:"from"`
-	Chosen     int    `json:"chosen"`
-	WindowNS   int64  `json:"window_ns"`
-	StartNS    int64  `json:"start_ns"` // CLOCK_REALTIME of the host
-	EndNS      int64  `json:"end_ns"`
-	Scans      int    `json:"scans"`
-	// RankerCPUs are the CPUs the measuring thread ran on (pinned outside
-	// the candidates when it could be).
-	RankerCPUs []int `json:"ranker_cpus"`
-	// CtxSource and RunSource say how context switches and other
-	// threads' run time were counted.
-	CtxSource string   `json:"ctx_source"`
-	RunSource string   `json:"run_source"`
-	Rule      string   `json:"rule"`
-	CPUs      []CPU    `json:"cpus"` // best first
-	Notes     []string `json:"notes,omitempty"`
-}
-
-// CPU is one candidate's measurements over the window, per second.
-type CPU struct {
-	CPU  int `json:"cpu"`
-	Rank int `json:"rank"` // 1 = quietest
-	// Cost is the rank cost (own + SMT siblings'), Own this CPU's alone,
-	// both in µs per second.
-	Cost     float64 `json:"cost_us_per_s"`
-	Own      float64 `json:"own_us_per_s"`
-	Siblings []int   `json:"smt_siblings,omitempty"`
-	// Device interrupts (numbered /proc/interrupts rows: steerable),
-	// other interrupts (LOC, RES, CAL, TLB, ...: not steerable), softirqs.
-	IRQs     float64 `json:"irqs_per_s"`
-	ArchIRQs float64 `json:"arch_irqs_per_s"`
-	Softirqs float64 `json:"softirqs_per_s"`
-	// CtxSwitches are timeslices begun there (context switches onto it).
-	CtxSwitches float64 `json:"ctx_switches_per_s"`
-	// RunUS is the run time of threads other than the ranker's, µs per s.
-	RunUS float64 `json:"other_run_us_per_s"`
-	// Runnable is the mean number of other threads seen runnable (state R)
-	// there per scan (threads /proc shows).
-	Runnable float64 `json:"runnable"`
-	StealPct float64 `json:"steal_pct"`
-	BusyPct  float64 `json:"busy_pct"` // every task's, the ranker's included
-	// Top names the busiest interrupt rows and threads there.
-	TopIRQs    []string `json:"top_irqs,omitempty"`
-	TopThreads []string `json:"top_threads,omitempty"`
-}
-
-// Format of cpu-rank.json.
-const Format = "rig-cpu-rank"
-
 // Error is bad input (candidates that cannot be ranked here).
 type Error struct{ Msg string }
 
@@ -134,7 +79,7 @@ func (e *Error) Error() string { return e.Msg }
 // Rank watches the candidates over the window and ranks them. It returns
 // an *Error for candidates that do not exist or may not be used here; a
 // procfs read that fails is an error as well (nothing to rank by).
-func Rank(ctx context.Context, fs hostfs.FS, o Options) (*Ranking, error) {
+func Rank(ctx context.Context, fs hostfs.FS, o Options) (*rundir.Ranking, error) {
 	if o.Window <= 0 {
 		o.Window = DefaultWindow
 	}
@@ -156,7 +101,7 @@ func Rank(ctx context.Context, fs hostfs.FS, o Options) (*Ranking, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rank CPUs: %w", err)
 	}
-	r := &Ranking{Format: Format, Rule: Rule, WindowNS: int64(o.Window), Scans: o.Scans}
+	r := &rundir.Ranking{Format: rundir.RankingFormat, Rule: Rule, WindowNS: int64(o.Window), Scans: o.Scans}
 	if o.CPUs == nil {
 		r.From = "the CPUs rig may run on (Cpus_allowed_list " + cpulist.Format(allowed) + ")"
 		for _, c := range allowed {
@@ -263,7 +208,7 @@ func tally(per map[int]*perCPU, self int, prev, cur map[int]telemetry.Task) {
 // counters at its ends and a thread scan at each of its samples. nominal
 // says the window is the given one rather than the time measured (a
 // test's Sleep moved the counters of a fake tree).
-func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, pin int, r *Ranking) error {
+func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, pin int, r *rundir.Ranking) error {
 	// The siblings of every candidate are measured too: they add to its
 	// rank cost.
 	watch := slices.Clone(r.Candidates)
@@ -330,11 +275,11 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, pin int
 	r.StartNS, r.EndNS = res.Start, res.Start+el.Nanoseconds()
 	secs := el.Seconds()
 	scans := o.Scans - 1
-	own := map[int]CPU{}
+	own := map[int]rundir.RankedCPU{}
 	sources := map[string][]int{}
 	rq := true
 	for _, c := range watch {
-		x := CPU{CPU: c, Siblings: without(sibs[c], c)}
+		x := rundir.RankedCPU{CPU: c, Siblings: without(sibs[c], c)}
 		x.IRQs, x.ArchIRQs, x.Softirqs, x.TopIRQs = rates(res.Sources, c, secs)
 		busy, _ := hostinfo.Busy(a, b, c, el)
 		sources[busy.Source] = append(sources[busy.Source], c)
@@ -352,7 +297,7 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, pin int
 		x.Own = x.RunUS + busy.Steal*1e6 + EventCostUS*(x.IRQs+x.ArchIRQs+x.Softirqs+x.CtxSwitches)
 		own[c] = x
 	}
-	r.sources(a.SchedErr, rq, haveSched, sources)
+	setSources(r, a.SchedErr, rq, haveSched, sources)
 	if res.ThreadsNote != "" {
 		r.Notes = append(r.Notes, res.ThreadsNote)
 	}
@@ -364,7 +309,7 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, pin int
 		}
 		r.CPUs = append(r.CPUs, x)
 	}
-	slices.SortFunc(r.CPUs, func(p, q CPU) int {
+	slices.SortFunc(r.CPUs, func(p, q rundir.RankedCPU) int {
 		return cmp.Or(cmp.Compare(round1(p.Cost), round1(q.Cost)), cmp.Compare(round1(p.Own), round1(q.Own)), cmp.Compare(p.CPU, q.CPU))
 	})
 	for i := range r.CPUs {
@@ -392,7 +337,7 @@ func without(l []int, c int) []int {
 // rates are cpu's device interrupts (numbered /proc/interrupts rows),
 // other interrupts and softirqs per second over the sampler's window,
 // with the busiest interrupt rows.
-func rates(srcs []teldata.Source, cpu int, secs float64) (dev, arch, soft float64, top []string) {
+func rates(srcs []rundir.TelemetrySource, cpu int, secs float64) (dev, arch, soft float64, top []string) {
 	type src struct {
 		name string
 		rate float64
@@ -422,10 +367,10 @@ func rates(srcs []teldata.Source, cpu int, secs float64) (dev, arch, soft float6
 	return dev, arch, soft, top
 }
 
-// sources says where the run time and context switches came from: the
+// setSources says where the run time and context switches came from: the
 // node-wide counters per CPU (hostinfo.Busy's rule), less the ranker's
 // own threads, which the threads' schedstat gives.
-func (r *Ranking) sources(schedErr error, rq, haveSched bool, by map[string][]int) {
+func setSources(r *rundir.Ranking, schedErr error, rq, haveSched bool, by map[string][]int) {
 	less := ", less the ranker's own threads (their schedstat)"
 	if !haveSched {
 		less = "; the ranker's own threads are included (no per-thread schedstat: CONFIG_SCHED_INFO is off)"

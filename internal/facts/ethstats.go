@@ -123,7 +123,7 @@ func NewNICStats(iface string) (*NICStats, error) {
 	}
 	h := &hostEthtool{fd: fd}
 	copy(h.ifr.name[:], iface)
-	s, err := newNICStats(iface, h)
+	s, err := NewNICStatsWith(iface, h)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -132,7 +132,8 @@ func NewNICStats(iface string) (*NICStats, error) {
 	return s, nil
 }
 
-// NewNICStatsWith is NewNICStats through ioc (driver profiles in tests).
+// NewNICStatsWith is NewNICStats through ioc: the host's ethtool ioctl,
+// or a driver profile in tests.
 func NewNICStatsWith(iface string, ioc EthtoolIoctl) (*NICStats, error) {
 	if err := checkIfname(iface); err != nil {
 		return nil, err

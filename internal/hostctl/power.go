@@ -10,6 +10,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // KindTuned is the journal kind of a tuned profile switch. Target is
@@ -79,7 +80,7 @@ func tunedChange(t power.Tuned, profile string) journal.Change {
 }
 
 // recorded is the active profile as the journal keeps it.
-func recorded(s power.TunedState) string {
+func recorded(s rundir.TunedState) string {
 	if s.Auto && s.Active != "" {
 		return power.AutoProfile + s.Active
 	}

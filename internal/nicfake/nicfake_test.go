@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -308,7 +307,7 @@ func TestENAReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	irq := n.IRQs()[0]
-	if err := h.FS.WriteFile("/proc/irq/"+itoa(irq)+"/smp_affinity_list", "1\n"); err != nil {
+	if err := h.FS.WriteFile("/proc/irq/"+strconv.Itoa(irq)+"/smp_affinity_list", "1\n"); err != nil {
 		t.Fatal(err)
 	}
 	c := cfg(off, all)
@@ -321,7 +320,7 @@ func TestENAReset(t *testing.T) {
 	down, _ := n.Counter("interface_down")
 	up, _ := n.Counter("interface_up")
 	aff, _ := h.Affinity(irq)
-	hint, _ := h.FS.ReadString("/proc/irq/" + itoa(irq) + "/affinity_hint")
+	hint, _ := h.FS.ReadString("/proc/irq/" + strconv.Itoa(irq) + "/affinity_hint")
 	if st != "up" || cc != 2 || carrier != 1 || down != 1 || up != 1 || aff != "1" || hint != "0-1" || n.Wait() != nil {
 		t.Fatalf("after the reset: operstate %q carrier_changes %d carrier %d interface_down %d interface_up %d affinity %q hint %q",
 			st, cc, carrier, down, up, aff, hint)
@@ -343,7 +342,7 @@ func TestSlowLink(t *testing.T) {
 		st, _ := h.Operstate()
 		cc, _ := h.FS.ReadInt("/sys/class/net/ens6/carrier_changes")
 		carrier, _ := h.FS.ReadInt("/sys/class/net/ens6/carrier")
-		return st + " " + itoa(int(carrier)) + " " + itoa(int(cc))
+		return st + " " + strconv.Itoa(int(carrier)) + " " + strconv.Itoa(int(cc))
 	}
 	c := cfg(off, all)
 	if err := n.SetHWTstamp("ens6", &c); err != nil {
@@ -355,72 +354,6 @@ func TestSlowLink(t *testing.T) {
 			t.Fatalf("at %v: operstate, carrier, carrier_changes %q, want %q", time.Duration(i)*500*time.Millisecond, got, want)
 		}
 		n.Clock.Sleep(ctx, 500*time.Millisecond)
-	}
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }
-
-// TestPHCMethods: tstamp's offset fall-through against the drivers' clock
-// ioctls: ENA and mlx5 EXTENDED (no cross-timestamp), ExaNIC basic only.
-func TestPHCMethods(t *testing.T) {
-	for _, tt := range []struct {
-		p      *nicfake.Profile
-		method string
-		why    string
-	}{
-		{nicfake.ENA(), tstamp.MethodExtended, "no cross-timestamping"},
-		{nicfake.MLX5(), tstamp.MethodExtended, "no cross-timestamping"},
-		{nicfake.ExaNIC(), tstamp.MethodBasic, tstamp.MethodExtended + ": EOPNOTSUPP"},
-	} {
-		n := nicfake.New(tt.p, "eth9")
-		o, err := tstamp.NewPHCWith(n.PHC()).Offset()
-		if err != nil {
-			t.Fatalf("%s: %v", tt.p.Name, err)
-		}
-		if o.Method != tt.method || !strings.Contains(o.Fallback, tt.why) {
-			t.Errorf("%s: %+v, want %s after %q", tt.p.Name, o, tt.method, tt.why)
-		}
-		if d := o.Offset - nicfake.PHCOffset; d < -int64(time.Millisecond) || d > int64(time.Millisecond) {
-			t.Errorf("%s: offset %d, want about %d", tt.p.Name, o.Offset, nicfake.PHCOffset)
-		}
-	}
-}
-
-// TestENAPHCLimit: ENA answers 125 device reads a second; the next fails
-// with EBUSY and blocks the clock (reads skipped, phc_skp), and the failure
-// is counted in phc_err_ts when the block ends.
-func TestENAPHCLimit(t *testing.T) {
-	n := nicfake.New(nicfake.ENA(), "ens5")
-	var clock atomic.Int64
-	clock.Store(1_700_000_000_000_000_000)
-	n.PHC().SetClock(func() int64 { return clock.Add(1000) }) // 1 µs a read
-	phc := tstamp.NewPHCWith(n.PHC())                         // 5 samples a call: 5 device reads
-	okCalls := 0
-	var err error
-	for i := 0; i < 30 && err == nil; i++ {
-		if _, err = phc.Offset(); err == nil {
-			okCalls++
-		}
-	}
-	if okCalls != 25 || !errors.Is(err, unix.EBUSY) {
-		t.Fatalf("%d offsets before %v; want 25, then EBUSY", okCalls, err)
-	}
-	if _, err := phc.Offset(); !errors.Is(err, unix.EBUSY) {
-		t.Fatalf("during the block: %v", err)
-	}
-	cnt, _ := n.Counter("phc_cnt")
-	skp, _ := n.Counter("phc_skp")
-	if cnt != 125 || skp != 1 {
-		t.Fatalf("phc_cnt %d phc_skp %d, want 125 and 1", cnt, skp)
-	}
-	clock.Add(2 * int64(time.Millisecond)) // past the 1000 µs block, still within the second
-	_, err = phc.Offset()
-	if e, _ := n.Counter("phc_err_ts"); e != 1 || !errors.Is(err, unix.EBUSY) {
-		t.Fatalf("after the block: phc_err_ts %d, %v; want 1 and EBUSY (still over the limit)", e, err)
-	}
-	clock.Add(int64(time.Second)) // a second later the device answers again
-	if _, err := phc.Offset(); err != nil {
-		t.Fatalf("a second later: %v", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // AutoProfile prefixes a recorded profile that tuned chose in its auto
@@ -21,32 +22,15 @@ const AutoProfile = "auto_profile:"
 // ErrNoTuned is wrapped when tuned-adm is not installed.
 var ErrNoTuned = errors.New("tuned is not installed (no tuned-adm)")
 
-// TunedState is what `tuned-adm list` and `tuned-adm active` say.
-type TunedState struct {
-	// Active is the active profile ("" = none); several names separated by
-	// a space when profiles are merged.
-	Active string `json:"active"`
-	// Running is false when tuned-adm reports that the daemon does not
-	// run (the profile is only preset).
-	Running bool `json:"running"`
-	// Auto is profile_mode auto: tuned picked the profile (tuned-adm
-	// auto_profile) rather than an admin.
-	Auto     bool     `json:"auto,omitempty"`
-	Profiles []string `json:"profiles,omitempty"`
-	// Output is tuned-adm active's text, as printed, for the record.
-	Output string `json:"output,omitempty"`
-	Err    string `json:"error,omitempty"`
-}
-
 // Tuned is the tuned-adm seam: TunedAdm runs the real one; tests run a
 // fake tuned-adm script through it.
 type Tuned interface {
 	// State lists the profiles and the active one; an error wrapping
 	// ErrNoTuned when tuned is not installed.
-	State(ctx context.Context) (TunedState, error)
+	State(ctx context.Context) (rundir.TunedState, error)
 	// Active returns the active profile ("" = none), whether the daemon
 	// runs and the profile_mode.
-	Active(ctx context.Context) (TunedState, error)
+	Active(ctx context.Context) (rundir.TunedState, error)
 	// Switch activates profile (tuned-adm profile), lets tuned pick one
 	// for AutoProfile+name (tuned-adm auto_profile), or turns tuning off
 	// for "" (tuned-adm off), and waits for tuned to finish.
@@ -72,10 +56,10 @@ func HostTuned(fs hostfs.FS) Tuned {
 
 type noTuned struct{}
 
-func (noTuned) State(context.Context) (TunedState, error) {
-	return TunedState{}, fmt.Errorf("%w: a fake host root uses tuned only through $%s", ErrNoTuned, EnvTunedAdm)
+func (noTuned) State(context.Context) (rundir.TunedState, error) {
+	return rundir.TunedState{}, fmt.Errorf("%w: a fake host root uses tuned only through $%s", ErrNoTuned, EnvTunedAdm)
 }
-func (n noTuned) Active(ctx context.Context) (TunedState, error) { return n.State(ctx) }
+func (n noTuned) Active(ctx context.Context) (rundir.TunedState, error) { return n.State(ctx) }
 func (n noTuned) Switch(ctx context.Context, _ string) error {
 	_, err := n.State(ctx)
 	return err
@@ -117,7 +101,7 @@ func (t TunedAdm) run(ctx context.Context, args ...string) (stdout string, err e
 	return out.String(), nil
 }
 
-func (t TunedAdm) State(ctx context.Context) (TunedState, error) {
+func (t TunedAdm) State(ctx context.Context) (rundir.TunedState, error) {
 	out, err := t.run(ctx, "list")
 	st, perr := ParseTunedAdm(out)
 	if perr != nil {
@@ -130,7 +114,7 @@ func (t TunedAdm) State(ctx context.Context) (TunedState, error) {
 	return st, err
 }
 
-func (t TunedAdm) Active(ctx context.Context) (TunedState, error) {
+func (t TunedAdm) Active(ctx context.Context) (rundir.TunedState, error) {
 	out, err := t.run(ctx, "active")
 	st, perr := ParseTunedAdm(out)
 	if perr != nil {
@@ -174,8 +158,8 @@ func (t TunedAdm) Switch(ctx context.Context, profile string) error {
 // "manual"). "No current active profile." means none; "It seems that tuned daemon is
 // not running ..." with "Preset profile: X" means X is set but not in
 // force. Text with none of these lines is an error.
-func ParseTunedAdm(out string) (TunedState, error) {
-	st := TunedState{Output: strings.TrimSpace(out), Running: true}
+func ParseTunedAdm(out string) (rundir.TunedState, error) {
+	st := rundir.TunedState{Output: strings.TrimSpace(out), Running: true}
 	known := false
 	inList := false
 	for _, line := range strings.Split(out, "\n") {
@@ -216,7 +200,7 @@ func clip(s string) string {
 }
 
 // hasProfile reports whether every name of a (merged) profile exists.
-func (s TunedState) hasProfile(p string) (missing string) {
+func hasProfile(s rundir.TunedState, p string) (missing string) {
 	for _, n := range strings.Fields(p) {
 		if !slices.Contains(s.Profiles, n) {
 			return n

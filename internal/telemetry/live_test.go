@@ -1,4 +1,4 @@
-package telemetry_test
+package telemetry
 
 import (
 	"context"
@@ -16,8 +16,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/teldata"
-	"github.com/rig-project/rig/internal/telemetry"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -30,7 +29,7 @@ func TestSamplerNeverOnMeasuredCPU(t *testing.T) {
 	// Its NIC-counter hook, called once a sample, says how far it got.
 	var calls atomic.Int64
 	count := func(dst []uint64) error { dst[0] = uint64(calls.Add(1)); return nil }
-	s, err := telemetry.New(telemetry.Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{1}, PinCPU: 0, Interval: 10 * time.Millisecond, ThreadScanEvery: -1,
+	s, err := New(Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{1}, PinCPU: 0, Interval: 10 * time.Millisecond, ThreadScanEvery: -1,
 		NICStats: count, NICStatNames: []string{"samples"}})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +37,9 @@ func TestSamplerNeverOnMeasuredCPU(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	tid := s.ThreadID()
+	s.mu.Lock()
+	tid := s.tid // the sampler's thread
+	s.mu.Unlock()
 	allowed, err := hostinfo.CPUsAllowed(hostfs.FS{Root: "/"}, "self/task/"+strconv.Itoa(tid))
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +94,7 @@ func TestStressNGSeen(t *testing.T) {
 	if tid < 0 {
 		t.Fatal("could not pin the fake responder to CPU 1")
 	}
-	s, err := telemetry.New(telemetry.Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{cpu}, PinCPU: 0, PID: os.Getpid(), TID: tid,
+	s, err := New(Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{cpu}, PinCPU: 0, PID: os.Getpid(), TID: tid,
 		Interval: 100 * time.Millisecond, ThreadScanEvery: 2, MaxSamples: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestStressNGSeen(t *testing.T) {
 	if serr != nil {
 		t.Fatal(serr)
 	}
-	var stress []teldata.ThreadSeen
+	var stress []rundir.ThreadSeen
 	for _, th := range r.Threads {
 		if strings.HasPrefix(th.Comm, "stress-ng") {
 			stress = append(stress, th)
@@ -149,7 +150,7 @@ func TestRealBusyCountsShortLived(t *testing.T) {
 	}
 	const cpu = 1
 	sp := testbin.Spin(t, cpu, false, testbin.ShortLived)
-	s, err := telemetry.New(telemetry.Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{cpu}, PinCPU: 0, Interval: 50 * time.Millisecond, ThreadScanEvery: 5, MaxSamples: 1000})
+	s, err := New(Config{FS: hostfs.FS{Root: "/"}, CPUs: []int{cpu}, PinCPU: 0, Interval: 50 * time.Millisecond, ThreadScanEvery: 5, MaxSamples: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

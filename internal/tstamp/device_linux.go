@@ -1,10 +1,6 @@
 package tstamp
 
-import (
-	"fmt"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // HostDevice returns the kernel's Device for the calling thread's network
 // namespace. Each call opens and closes one short-lived socket.
@@ -52,17 +48,6 @@ func (hostDevice) SetHWTstamp(ifname string, cfg *HWTstampConfig) error {
 		cfg.Flags, cfg.TxType, cfg.RxFilter = v.Flags, TxType(v.Tx_type), RxFilter(v.Rx_filter)
 		return nil
 	})
-}
-
-// Capabilities reads the timestamping capabilities of ifname in the calling
-// thread's network namespace. It needs no privilege. A missing interface
-// wraps os.ErrNotExist.
-func Capabilities(ifname string) (Caps, error) {
-	c, err := HostDevice().TSInfo(ifname)
-	if err != nil {
-		return Caps{}, fmt.Errorf("tstamp: %q: ETHTOOL_GET_TS_INFO: %w", ifname, wrapNoDev(err))
-	}
-	return c, nil
 }
 
 func capsOf(ifname string, ti *unix.EthtoolTsInfo) Caps {

@@ -77,10 +77,6 @@ func OpenPHCPath(path string) (*PHC, error) {
 	return &PHC{f: f, dev: phcIoctl{int(f.Fd())}, Samples: 5}, nil
 }
 
-// NewPHCWith returns a PHC over any PHCDevice (driver profiles in tests);
-// Now and Close are not available on it.
-func NewPHCWith(dev PHCDevice) *PHC { return &PHC{dev: dev, Samples: 5} }
-
 // Close closes the device.
 func (p *PHC) Close() error {
 	if p.f == nil {

@@ -112,7 +112,7 @@ test: deps lint
 # binary built for the host) or a thread's own CPU accounting (TestMeter:
 # getrusage of a thread qemu-user emulates counts qemu's switches).
 ARM64_PKGS ?= ./analysis/... ./internal/bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
-	./internal/envsnap ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
+	./internal/envsnap ./internal/facts ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
 	./internal/rundir ./internal/samples ./internal/scenario ./internal/telemetry ./internal/wire ./nicctl
 ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestReadFacts|TestMeter)$$
 
@@ -157,11 +157,13 @@ staticcheck:
 	staticcheck $(PKGS)
 	cd $(K8S) && staticcheck ./...
 
-# portable: the analysis and the formats it reads read no host, so they
-# build for any OS (rig report on a laptop).
+# portable: the analysis and the formats it reads read no host, and the
+# scenario format's validation only reads one on Linux, so they build for
+# any OS (rig report, rig run --dry-run on a laptop).
+PORTABLE  := ./analysis ./internal/samples ./internal/wire ./internal/rundir ./internal/scenario
 portable:
-	GOOS=windows $(GO) build ./analysis ./internal/samples ./internal/wire ./internal/rundir
-	GOOS=darwin $(GO) build ./analysis ./internal/samples ./internal/wire ./internal/rundir
+	GOOS=windows $(GO) build $(PORTABLE)
+	GOOS=darwin $(GO) build $(PORTABLE)
 
 # deadcode: no production function is reachable only from tests (a seam a
 # fake needs is reachable from the real constructor, or lives in _test.go).

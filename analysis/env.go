@@ -43,7 +43,7 @@ type NICFacts struct {
 	PHCIndex *int `json:"phc_index"`
 }
 
-// envNIC is what the summary shows of a NIC's facts (nicctl.Info, which
+// envNIC is what the summary shows of a NIC's facts (facts.Info, which
 // reads the host and is not imported here); TestReportReadsNICs
 // (internal/envsnap) checks these names against a snapshot's.
 type envNIC struct {

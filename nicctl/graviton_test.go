@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 )
@@ -31,11 +32,11 @@ func TestDiscoverIRQsGraviton(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := FindDevice(fs, "ens5")
+			d, err := facts.FindDevice(fs, "ens5")
 			if err != nil {
 				t.Fatal(err)
 			}
-			irqs, err := DiscoverIRQs(fs, d, in)
+			irqs, err := facts.DiscoverIRQs(fs, d, in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,9 +46,9 @@ func TestDiscoverIRQsGraviton(t *testing.T) {
 			}
 			var want []wantIRQ
 			for q, n := range g.irqs[1:] {
-				want = append(want, wantIRQ{n, IRQTxRx, q})
+				want = append(want, wantIRQ{n, facts.IRQTxRx, q})
 			}
-			want = append(want, wantIRQ{g.irqs[0], IRQMisc, -1})
+			want = append(want, wantIRQ{g.irqs[0], facts.IRQMisc, -1})
 			if !slices.Equal(got, want) {
 				t.Fatalf("got %v\nwant %v", got, want)
 			}
@@ -113,14 +114,14 @@ func TestShowENA(t *testing.T) {
 	env.Stats = func(string) (map[string]uint64, error) {
 		return map[string]uint64{"ena_srd_mode": 1, "ena_srd_tx_pkts": 7, "rx_drops": 0}, nil
 	}
-	in, err := Show(context.Background(), env, "ens5")
+	in, err := facts.Show(context.Background(), &env.NIC, "ens5")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := in.ENA
 	if e == nil || !e.OutOfTree || e.Version != "2.15.0g" || !e.AtLeast(2, 15, 0) || e.AtLeast(2, 16, 0) || e.SrcVersion == "" ||
 		e.PHCEnable == nil || *e.PHCEnable || e.PHCErrorBoundNS != nil || e.LargeLLQ == nil || !*e.LargeLLQ ||
-		e.HWTimestamping == nil || *e.HWTimestamping != (ENATimestamping{RXSupported: true}) ||
+		e.HWTimestamping == nil || *e.HWTimestamping != (facts.ENATimestamping{RXSupported: true}) ||
 		e.LLQ != "on" || *e.LLQHeaderBytes != 224 || !e.ExpressOn() || e.UDPOverSRD() || e.SRD["ena_srd_tx_pkts"] != 7 || len(e.SRD) != 1 || e.Errors != nil {
 		t.Fatalf("ENA facts: %+v", e)
 	}
@@ -128,18 +129,7 @@ func TestShowENA(t *testing.T) {
 		t.Fatalf("IRQs %+v mgmt %v", in.IRQs, in.Mgmt)
 	}
 	// Not an ENA: no ENA section.
-	if in, err := Show(context.Background(), newEnv(buildTree(t, "mixed", mixedNICs), &fakeEthtool{}), "ens3f0np0"); err != nil || in.ENA != nil {
+	if in, err := facts.Show(context.Background(), &newEnv(buildTree(t, "mixed", mixedNICs), &fakeEthtool{}).NIC, "ens3f0np0"); err != nil || in.ENA != nil {
 		t.Fatalf("mlx5: %v %+v", err, in.ENA)
 	}
-}
-
-func FuzzENATimestamping(f *testing.F) {
-	f.Add("HW TX support: 0\nHW RX support: 1\nTX configuration: 0\nRX configuration: 0\n")
-	f.Add("HW TX support: 1\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		ts, err := parseENATimestamping(s)
-		if err == nil && strings.Count(s, ":") < 4 {
-			t.Fatalf("accepted %q as %+v", s, ts)
-		}
-	})
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -63,46 +64,10 @@ func (r TSResult) String() string {
 // preparation (to be proven by the first packets).
 func (r TSResult) Hardware() bool { return r.Decision.Hardware() }
 
-func (e *Env) device() tstamp.Device {
-	if e.TS != nil {
-		return e.TS
-	}
-	return tstamp.HostDevice()
-}
-
-// InspectTimestamping reads what rig needs to decide about iface's
-// timestamping, without changing anything: its capabilities and current
-// config (through Env.TS), the daemons that own its config (ptp4l,
-// chronyd; TimestampOwner) and whether it carries the default
-// route. It needs no privilege. A port the kernel does not use (ExaNIC
-// bypass_only) is an error wrapping errors.ErrUnsupported.
-func InspectTimestamping(env *Env, iface string) (tstamp.NICState, error) {
-	st, err := tstamp.ReadNIC(env.device(), iface)
-	if err != nil {
-		return st, err
-	}
-	if f, err := env.PrivFlags(iface); err != nil {
-		return st, err
-	} else if f[PrivBypassOnly] {
-		return st, bypassOnly(iface)
-	} else if f[PrivCQECompress] {
-		st.Notes = append(st.Notes, cqeCompressNote(iface))
-	}
-	if st.Owner, err = TimestampOwner(env.FS, iface); err != nil {
-		return st, err
-	}
-	mg, err := ReadMgmt(env.FS)
-	if err != nil {
-		return st, fmt.Errorf("finding the management interface: %w", err)
-	}
-	st.Mgmt = mg.Why[iface] != ""
-	return st, nil
-}
-
 // PlanTimestamping is PrepareTimestamping without the change: what it
 // would do (for --dry-run and validation).
 func PlanTimestamping(env *Env, iface string, req TSRequest) (TSResult, error) {
-	st, err := InspectTimestamping(env, iface)
+	st, err := env.Timestamping(iface)
 	if err != nil {
 		return TSResult{State: st}, err
 	}
@@ -203,7 +168,7 @@ func writeTimestamping(ctx context.Context, env *Env, j *journal.Journal, iface 
 	}
 	before := env.linkSnapshot(iface)
 	aff := env.queueAffinity(iface)
-	r, err := j.Apply(ctx, hwtstampChange(env.device(), iface, string(val)))
+	r, err := j.Apply(ctx, hwtstampChange(env.TSDevice(), iface, string(val)))
 	// Whether or not the config changed: a write that fails after the
 	// driver reset the interface (ENA) leaves the config as it was and a
 	// link that bounced.
@@ -257,7 +222,7 @@ func hwtstampChange(dev tstamp.Device, iface, value string) journal.Change {
 // other numbers. nil when they cannot be read (a virtual device without
 // IRQs, a fake tree without /proc/interrupts).
 func (e *Env) queueAffinity(iface string) map[string]string {
-	d, err := FindDevice(e.FS, iface)
+	d, err := facts.FindDevice(e.FS, iface)
 	if err != nil {
 		return nil
 	}
@@ -265,7 +230,7 @@ func (e *Env) queueAffinity(iface string) map[string]string {
 	if err != nil {
 		return nil
 	}
-	irqs, err := DiscoverIRQs(e.FS, d, ints)
+	irqs, err := facts.DiscoverIRQs(e.FS, d, ints)
 	if err != nil {
 		return nil
 	}
@@ -288,15 +253,15 @@ func (e *Env) keepAffinity(iface string, before map[string]string) string {
 	}
 	now := e.queueAffinity(iface)
 	var fixed, failed []string
-	d, _ := FindDevice(e.FS, iface)
+	d, _ := facts.FindDevice(e.FS, iface)
 	ints, _ := hostinfo.ReadInterrupts(e.FS)
-	irqs, _ := DiscoverIRQs(e.FS, d, ints)
+	irqs, _ := facts.DiscoverIRQs(e.FS, d, ints)
 	for _, q := range irqs {
 		want, ok := before[q.Name]
 		if !ok || now[q.Name] == want {
 			continue
 		}
-		if err := e.files().WriteFile(irqFile(q.Number, "smp_affinity_list"), want); err != nil {
+		if err := e.files().WriteFile(facts.IRQFile(q.Number, "smp_affinity_list"), want); err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", q.Name, err))
 			continue
 		}
@@ -490,7 +455,7 @@ func planHWTstamp(env *Env, iface string, s Settings) (*hwtsPlan, error) {
 		}
 		return p, nil
 	}
-	st, err := InspectTimestamping(env, iface)
+	st, err := env.Timestamping(iface)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/nicfake"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -135,7 +136,7 @@ func TestPrepareTimestamping(t *testing.T) {
 		env.LinkSettle, env.Clock = 30*time.Millisecond, clk
 		// The user's IRQ placement before rig: each queue on CPU 1.
 		for irq := 25; irq <= 28; irq++ {
-			write(t, fs.Root, irqFile(irq, "smp_affinity_list"), "1\n", 0o644)
+			write(t, fs.Root, facts.IRQFile(irq, "smp_affinity_list"), "1\n", 0o644)
 		}
 		carrier := func(on bool) {
 			n, _ := fs.ReadInt(dev + "carrier_changes")
@@ -149,7 +150,7 @@ func TestPrepareTimestamping(t *testing.T) {
 			// affinity.
 			carrier(false)
 			for irq := 25; irq <= 28; irq++ {
-				write(t, fs.Root, irqFile(irq, "smp_affinity_list"), "0-3\n", 0o644)
+				write(t, fs.Root, facts.IRQFile(irq, "smp_affinity_list"), "0-3\n", 0o644)
 			}
 			clk.AfterFunc(100*time.Millisecond, func() { carrier(true) })
 		}}
@@ -163,7 +164,7 @@ func TestPrepareTimestamping(t *testing.T) {
 		affinity := func() string {
 			var a []string
 			for irq := 25; irq <= 28; irq++ {
-				v, _ := fs.ReadString(irqFile(irq, "smp_affinity_list"))
+				v, _ := fs.ReadString(facts.IRQFile(irq, "smp_affinity_list"))
 				a = append(a, v)
 			}
 			return strings.Join(a, ",")
@@ -243,7 +244,7 @@ func TestFailedWriteStillWaitsForTheLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &Env{FS: h.FS, TS: n, LinkSettle: time.Millisecond}
+	env := &Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkSettle: time.Millisecond}
 	j, _ := openJournal(t, env)
 	chg, err := Set(context.Background(), env, j, "ens6", Settings{HWTstamp: "ptp"})
 	if !errors.Is(err, unix.EOPNOTSUPP) || len(chg) != 1 || !strings.Contains(chg[0].Note, "link bounced (carrier_changes +2)") {
@@ -262,12 +263,12 @@ func TestFailedWriteStillWaitsForTheLink(t *testing.T) {
 func TestMLX5CQECompressReopens(t *testing.T) {
 	for _, compress := range []bool{true, false} {
 		n := nicfake.New(nicfake.MLX5(), "ens1f0np0")
-		n.SetPrivFlag(PrivCQECompress, compress)
+		n.SetPrivFlag(facts.PrivCQECompress, compress)
 		h, err := nicfake.NewHost(t.TempDir(), n, "eno1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := &Env{FS: h.FS, TS: n, LinkSettle: time.Millisecond}
+		env := &Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkSettle: time.Millisecond}
 		j, _ := openJournal(t, env)
 		r, err := PrepareTimestamping(context.Background(), env, j, "ens1f0np0", TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedProbe})
 		if err != nil || !r.Hardware() {
@@ -298,7 +299,7 @@ func TestBNXTResetBefore68(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := &Env{FS: h.FS, TS: n, LinkSettle: time.Millisecond}
+		env := &Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkSettle: time.Millisecond}
 		j, _ := openJournal(t, env)
 		r, err := PrepareTimestamping(context.Background(), env, j, "ens2f0np0", TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedProbe})
 		if err != nil || !r.Hardware() || r.Granted == nil || r.Granted.RxFilter != tstamp.FilterAll {

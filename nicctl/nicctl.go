@@ -1,8 +1,8 @@
-// Package nicctl reads and changes a NIC's queues, rings, interrupt
-// moderation, IRQ affinity and hardware timestamping config, and
-// irqbalance, through the host-change journal so every change is put back;
-// it also proves what a NIC really stamps (rig nicctl probe) and reads its
-// drop counters (ethtool -S).
+// Package nicctl changes a NIC's queues, rings, interrupt moderation, IRQ
+// affinity and hardware timestamping config, and holds irqbalance, through
+// the host-change journal so every change is put back; it also proves what
+// a NIC really stamps (rig nicctl probe). What it reads of a NIC (rig nicctl
+// show, the drop counters) is package facts'.
 //
 // All /proc and /sys access goes through hostfs (fake trees in tests); all
 // ethtool access goes through ethtoolnl.Client; all irqbalance control
@@ -17,16 +17,15 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // Journal kinds nicctl writes (besides journal.KindSysfs for IRQ affinity).
@@ -38,22 +37,14 @@ const (
 	KindHWTstamp   = "hwtstamp"
 )
 
-// Env is what nicctl works through.
+// Env is what nicctl works through: the readers' access to the NIC
+// (facts.NIC) and what changing it needs besides.
 type Env struct {
-	FS hostfs.FS
+	facts.NIC
 	// Files reads and writes /proc/irq files; nil means FS. Tests wrap FS
 	// to make writes fail the way a managed IRQ's do.
-	Files journal.ReadWriter
-	// Ethtool is opened on first use by DialEthtool (nil: ethtoolnl.Dial).
-	DialEthtool func() (ethtoolnl.Client, error)
-	IRQBalance  IRQBalancer
-	// Link reads link state and mode (nil: HostLink).
-	Link LinkReader
-	// Ioctl does ETHTOOL_GDRVINFO (nil: HostIoctl).
-	Ioctl DeviceIoctl
-	// TS is the timestamping surface of the devices (nil:
-	// tstamp.HostDevice); tests use driver profiles.
-	TS tstamp.Device
+	Files      journal.ReadWriter
+	IRQBalance IRQBalancer
 	// LinkTimeout bounds the wait for the link after a change that can
 	// reset the interface (0: DefaultLinkTimeout); LinkSettle is the extra
 	// wait once it bounced (0: DefaultLinkSettle, < 0: none).
@@ -61,12 +52,12 @@ type Env struct {
 	// Clock is what that wait reads and sleeps on (nil: the wall clock;
 	// tests step a virtual one).
 	Clock Clock
-	// Stats reads every `ethtool -S` counter (nil: ReadStats).
-	Stats func(iface string) (map[string]uint64, error)
+}
 
-	once    sync.Once
-	client  ethtoolnl.Client
-	dialErr error
+// NewEnv is the host's Env below fs: its kernel, and irqbalance found
+// through fs's /proc and controlled with systemctl.
+func NewEnv(fs hostfs.FS) *Env {
+	return &Env{NIC: facts.NIC{FS: fs}, IRQBalance: HostIRQBalance{FS: fs}}
 }
 
 func (e *Env) files() journal.ReadWriter {
@@ -74,143 +65,6 @@ func (e *Env) files() journal.ReadWriter {
 		return e.Files
 	}
 	return e.FS
-}
-
-func (e *Env) ethtool() (ethtoolnl.Client, error) {
-	e.once.Do(func() {
-		dial := e.DialEthtool
-		if dial == nil {
-			dial = func() (ethtoolnl.Client, error) { return ethtoolnl.Dial() }
-		}
-		// A failed dial returns a typed nil inside the interface: keep
-		// client nil so Close does not call through it.
-		if c, err := dial(); err != nil {
-			e.dialErr = err
-		} else {
-			e.client = c
-		}
-	})
-	return e.client, e.dialErr
-}
-
-func (e *Env) ioctl() DeviceIoctl {
-	if e.Ioctl != nil {
-		return e.Ioctl
-	}
-	return HostIoctl()
-}
-
-// Close closes the ethtool client if one was opened.
-func (e *Env) Close() error {
-	if e.client != nil {
-		return e.client.Close()
-	}
-	return nil
-}
-
-// Info is everything `rig nicctl show` reports about one interface.
-type Info struct {
-	Device
-	OperState string `json:"operstate"`
-	SpeedMbps int64  `json:"speed_mbps,omitempty"`
-	MTU       int64  `json:"mtu"`
-	// Mgmt says why rig treats it as a management interface ("": it
-	// does not; ReadMgmt); DefaultRoute is true when it has a default
-	// route, whatever its metric.
-	Mgmt         string              `json:"management,omitempty"`
-	DefaultRoute bool                `json:"carries_default_route"`
-	Link         *Link               `json:"link,omitempty"`
-	DrvInfo      *DrvInfo            `json:"drvinfo,omitempty"`
-	Channels     *ethtoolnl.Channels `json:"channels,omitempty"`
-	Rings        *ethtoolnl.Rings    `json:"rings,omitempty"`
-	Coalesce     *ethtoolnl.Coalesce `json:"coalesce,omitempty"`
-	// Timestamping is the capability report, the current config and its
-	// owner (InspectTimestamping).
-	Timestamping *tstamp.NICState  `json:"timestamping,omitempty"`
-	Errors       map[string]string `json:"errors,omitempty"` // per section: why it is missing
-	CPUs         []int             `json:"irq_count_cpus"`   // CPU of each IRQ count column
-	IRQs         []IRQ             `json:"irqs"`
-	IRQBalance   *IRQBalanceState  `json:"irqbalance,omitempty"`
-	// ENA is the Amazon ENA driver's own facts (driver ena only).
-	ENA *ENA `json:"ena,omitempty"`
-}
-
-// Show reads everything about iface. Missing parts (a driver without
-// coalescing, a virtual device without IRQs) are reported in Info.Errors,
-// not as an error; an unknown interface is an error matching ErrNoDevice.
-func Show(ctx context.Context, env *Env, iface string) (*Info, error) {
-	d, err := FindDevice(env.FS, iface)
-	if err != nil {
-		return nil, err
-	}
-	in := &Info{Device: d, Errors: map[string]string{}}
-	base := "/sys/class/net/" + iface + "/"
-	in.OperState, _ = env.FS.ReadString(base + "operstate")
-	in.SpeedMbps, _ = env.FS.ReadInt(base + "speed") // EINVAL when the link is down
-	in.MTU, _ = env.FS.ReadInt(base + "mtu")
-	if mg, err := ReadMgmt(env.FS); err == nil {
-		in.Mgmt, in.DefaultRoute = mg.Why[iface], mg.HasDefault(iface)
-	}
-	linkRead := env.Link
-	if linkRead == nil {
-		linkRead = HostLink
-	}
-	if v, err := linkRead(iface); err != nil {
-		in.Errors["link"] = err.Error()
-	} else {
-		in.Link = &v
-	}
-	if v, err := env.ioctl().DrvInfo(iface); err != nil {
-		in.Errors["drvinfo"] = err.Error()
-	} else {
-		in.DrvInfo = &v
-	}
-	if v, err := InspectTimestamping(env, iface); err != nil {
-		in.Errors["timestamping"] = err.Error()
-	} else {
-		in.Timestamping = &v
-	}
-	if c, err := env.ethtool(); err != nil {
-		in.Errors["ethtool"] = err.Error()
-	} else {
-		if v, err := c.Channels(ctx, iface); err != nil {
-			in.Errors["channels"] = err.Error()
-		} else {
-			in.Channels = &v
-		}
-		if v, err := c.Rings(ctx, iface); err != nil {
-			in.Errors["rings"] = err.Error()
-		} else {
-			in.Rings = &v
-		}
-		if v, err := c.Coalesce(ctx, iface); err != nil {
-			in.Errors["coalesce"] = err.Error()
-		} else {
-			in.Coalesce = &v
-		}
-	}
-	ints, err := hostinfo.ReadInterrupts(env.FS)
-	if err != nil {
-		return nil, err
-	}
-	in.CPUs = ints.CPUs
-	if in.IRQs, err = DiscoverIRQs(env.FS, d, ints); err != nil {
-		return nil, err
-	}
-	if d.Driver == "ena" {
-		in.ENA = ReadENA(ctx, env, d)
-	}
-	if env.IRQBalance != nil {
-		if st, err := env.IRQBalance.State(ctx); err != nil {
-			in.Errors["irqbalance"] = err.Error()
-		} else {
-			in.IRQBalance = &st
-		}
-	}
-	if len(in.Errors) == 0 {
-		in.Errors = nil
-	}
-	return in, nil
 }
 
 // Settings are the changes of `rig nicctl set`. Nil/empty fields are left
@@ -294,7 +148,7 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 
 // setPlan is what Set will change, validated before the first change.
 type setPlan struct {
-	dev   Device
+	dev   facts.Device
 	c     ethtoolnl.Client // nil when no ethtool step is planned
 	steps []ethtoolStep    // in order: channels, rings, coalesce
 	ts    *hwtsPlan
@@ -310,13 +164,13 @@ type ethtoolStep struct {
 // unless allowed, the CPUs exist, the driver takes each value) and decides
 // the timestamping change, all before anything changes.
 func plan(ctx context.Context, env *Env, iface string, s Settings) (*setPlan, error) {
-	d, err := FindDevice(env.FS, iface)
+	d, err := facts.FindDevice(env.FS, iface)
 	if err != nil {
 		return nil, &UsageError{err}
 	}
 	p := &setPlan{dev: d}
 	if !s.AllowMgmt {
-		mg, err := ReadMgmt(env.FS)
+		mg, err := facts.ReadMgmt(env.FS)
 		if err != nil {
 			return nil, fmt.Errorf("finding the management interface: %w", err)
 		}
@@ -329,7 +183,7 @@ func plan(ctx context.Context, env *Env, iface string, s Settings) (*setPlan, er
 	}
 	coalesce := s.Coalesce != (ethtoolnl.Coalesce{})
 	if s.Channels != nil || s.RxRing != nil || s.TxRing != nil || coalesce {
-		if p.c, err = env.ethtool(); err != nil {
+		if p.c, err = env.Ethtool(); err != nil {
 			return nil, err
 		}
 	}
@@ -391,13 +245,13 @@ func (p *setPlan) ethtool(ctx context.Context, env *Env, j *journal.Journal, ifa
 // from s.IRQCPUPerQueue) through j, appending a line per IRQ to out.
 // Kernel-managed IRQs are left alone and named; with
 // s.RequireIRQAffinity they make it fail.
-func setIRQAffinity(ctx context.Context, env *Env, j *journal.Journal, iface string, d Device, s Settings, out []Change) ([]Change, error) {
+func setIRQAffinity(ctx context.Context, env *Env, j *journal.Journal, iface string, d facts.Device, s Settings, out []Change) ([]Change, error) {
 	// Channel changes re-create the queue IRQs: discover after them.
 	ints, err := hostinfo.ReadInterrupts(env.FS)
 	if err != nil {
 		return out, err
 	}
-	irqs, err := DiscoverIRQs(env.FS, d, ints)
+	irqs, err := facts.DiscoverIRQs(env.FS, d, ints)
 	if err != nil {
 		return out, err
 	}
@@ -406,7 +260,7 @@ func setIRQAffinity(ctx context.Context, env *Env, j *journal.Journal, iface str
 			out = append(out, *chg)
 		}
 	}
-	var queues []IRQ
+	var queues []facts.IRQ
 	for _, q := range irqs {
 		if q.IsQueue() {
 			queues = append(queues, q)
@@ -462,16 +316,16 @@ func irqbalanceExposes(ctx context.Context, env *Env, want []int) *Change {
 // setQueueAffinity writes want to q's smp_affinity_list through j. An IRQ
 // the kernel manages (or refuses with EIO/EPERM) is left alone: why names
 // it and err is nil; err is another failure, which stops Set.
-func setQueueAffinity(ctx context.Context, env *Env, j *journal.Journal, q IRQ, want []int) (chg Change, why string, err error) {
+func setQueueAffinity(ctx context.Context, env *Env, j *journal.Journal, q facts.IRQ, want []int) (chg Change, why string, err error) {
 	list := cpulist.Format(want)
 	chg = Change{What: fmt.Sprintf("irq %d (%s)", q.Number, q.Name), Previous: q.Affinity, Requested: list}
 	if q.Managed {
 		chg.Effective, chg.Note = q.Affinity, "kernel-managed ("+q.ManagedWhy+"): left alone"
 		return chg, fmt.Sprintf("IRQ %d (%s)", q.Number, q.ManagedWhy), nil
 	}
-	res, err := j.Apply(ctx, journal.SysfsChange(env.files(), env.FS.Root, irqFile(q.Number, "smp_affinity_list"), list))
+	res, err := j.Apply(ctx, journal.SysfsChange(env.files(), env.FS.Root, facts.IRQFile(q.Number, "smp_affinity_list"), list))
 	chg.Previous, chg.Effective = strings.TrimSpace(res.Previous), strings.TrimSpace(res.Effective)
-	if eff, e := env.FS.ReadString(irqFile(q.Number, "effective_affinity_list")); e == nil {
+	if eff, e := env.FS.ReadString(facts.IRQFile(q.Number, "effective_affinity_list")); e == nil {
 		chg.Note = "effective_affinity_list " + eff
 	}
 	if err != nil {
@@ -726,7 +580,7 @@ func Handlers(env *Env) journal.Handlers {
 		if e.NetNS != "" && myNS != "" && e.NetNS != myNS {
 			return "", fmt.Errorf("%s was changed in network namespace %s, this process is in %s: run `ip netns exec NAME rig restore` in that namespace", e.Target, e.NetNS, myNS)
 		}
-		c, err := env.ethtool()
+		c, err := env.Ethtool()
 		if err != nil {
 			return "", err
 		}
@@ -739,7 +593,7 @@ func Handlers(env *Env) journal.Handlers {
 		if e.NetNS != "" && myNS != "" && e.NetNS != myNS {
 			return "", fmt.Errorf("%s was changed in network namespace %s, this process is in %s: run `ip netns exec NAME rig restore` in that namespace", e.Target, e.NetNS, myNS)
 		}
-		c := hwtstampChange(env.device(), e.Target, e.Previous)
+		c := hwtstampChange(env.TSDevice(), e.Target, e.Previous)
 		before := env.linkSnapshot(e.Target)
 		aff := env.queueAffinity(e.Target)
 		if err := c.Write(ctx, e.Previous); err != nil {

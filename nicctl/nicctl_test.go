@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
@@ -37,22 +38,22 @@ func TestDiscoverIRQsPerDriver(t *testing.T) {
 		driver, bdf string
 		want        []wantIRQ
 	}{
-		"ens5": {"ena", "0000:00:05.0", []wantIRQ{{25, IRQTxRx, 0}, {26, IRQTxRx, 1}, {27, IRQTxRx, 2}, {28, IRQTxRx, 3}, {24, IRQMisc, -1}}},
-		"ens3f0np0": {"mlx5_core", "0000:3b:00.0", []wantIRQ{{61, IRQTxRx, 0}, {62, IRQTxRx, 1}, {63, IRQTxRx, 2}, {64, IRQTxRx, 3}, {60, IRQMisc, -1},
-			{65, IRQNone, -1}}}, // in msi_irqs, no rule: still listed
-		"ens1f0": {"ice", "0000:5e:00.0", []wantIRQ{{91, IRQTxRx, 0}, {92, IRQTxRx, 1}, {93, IRQTxRx, 2}, {94, IRQTxRx, 3}, {90, IRQMisc, -1}}},
-		"eth1":   {"virtio_net", "0000:00:03.0", []wantIRQ{{121, IRQRx, 0}, {122, IRQTx, 0}, {123, IRQRx, 1}, {124, IRQTx, 1}, {120, IRQMisc, -1}}},
+		"ens5": {"ena", "0000:00:05.0", []wantIRQ{{25, facts.IRQTxRx, 0}, {26, facts.IRQTxRx, 1}, {27, facts.IRQTxRx, 2}, {28, facts.IRQTxRx, 3}, {24, facts.IRQMisc, -1}}},
+		"ens3f0np0": {"mlx5_core", "0000:3b:00.0", []wantIRQ{{61, facts.IRQTxRx, 0}, {62, facts.IRQTxRx, 1}, {63, facts.IRQTxRx, 2}, {64, facts.IRQTxRx, 3}, {60, facts.IRQMisc, -1},
+			{65, facts.IRQNone, -1}}}, // in msi_irqs, no rule: still listed
+		"ens1f0": {"ice", "0000:5e:00.0", []wantIRQ{{91, facts.IRQTxRx, 0}, {92, facts.IRQTxRx, 1}, {93, facts.IRQTxRx, 2}, {94, facts.IRQTxRx, 3}, {90, facts.IRQMisc, -1}}},
+		"eth1":   {"virtio_net", "0000:00:03.0", []wantIRQ{{121, facts.IRQRx, 0}, {122, facts.IRQTx, 0}, {123, facts.IRQRx, 1}, {124, facts.IRQTx, 1}, {120, facts.IRQMisc, -1}}},
 	}
 	for iface, c := range cases {
 		t.Run(iface, func(t *testing.T) {
-			d, err := FindDevice(fs, iface)
+			d, err := facts.FindDevice(fs, iface)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d.Driver != c.driver || d.BDF != c.bdf {
 				t.Fatalf("device %+v", d)
 			}
-			irqs, err := DiscoverIRQs(fs, d, in)
+			irqs, err := facts.DiscoverIRQs(fs, d, in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,10 +69,10 @@ func TestDiscoverIRQsPerDriver(t *testing.T) {
 			}
 		})
 	}
-	if _, err := FindDevice(fs, "nope0"); !errors.Is(err, ErrNoDevice) {
+	if _, err := facts.FindDevice(fs, "nope0"); !errors.Is(err, facts.ErrNoDevice) {
 		t.Fatalf("unknown iface: %v", err)
 	}
-	if _, err := FindDevice(fs, "../etc"); err == nil {
+	if _, err := facts.FindDevice(fs, "../etc"); err == nil {
 		t.Fatal("path in interface name accepted")
 	}
 }
@@ -92,7 +93,7 @@ func (m managedFS) WriteFile(p, v string) error {
 }
 
 func newEnv(fs hostfs.FS, et ethtoolnl.Client) *Env {
-	return &Env{FS: fs, Ioctl: &fakeIoctl{}, Link: func(string) (Link, error) { return Link{Up: true, SpeedMbps: 100000, Duplex: "full"}, nil }, DialEthtool: func() (ethtoolnl.Client, error) { return et, nil }, IRQBalance: HostIRQBalance{FS: fs, Run: func(context.Context, string, ...string) error { return errors.New("no systemctl in tests") }}}
+	return &Env{NIC: facts.NIC{FS: fs, Ioctl: &fakeIoctl{}, Link: func(string) (facts.Link, error) { return facts.Link{Up: true, SpeedMbps: 100000, Duplex: "full"}, nil }, DialEthtool: func() (ethtoolnl.Client, error) { return et, nil }}, IRQBalance: HostIRQBalance{FS: fs, Run: func(context.Context, string, ...string) error { return errors.New("no systemctl in tests") }}}
 }
 
 func openJournal(t *testing.T, env *Env) (*journal.Journal, string) {
@@ -244,7 +245,7 @@ func TestShowFakeTree(t *testing.T) {
 	write(t, fs.Root, "/proc/4242/environ", "PATH=/bin\x00IRQBALANCE_BANNED_CPUS=0000000c\x00", 0o444)
 	write(t, fs.Root, "/proc/1/comm", "systemd\n", 0o444)
 	env := newEnv(fs, &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: new(uint32(4)), Combined: new(uint32(4))}})
-	in, err := Show(context.Background(), env, "ens3f0np0")
+	in, err := facts.Show(context.Background(), &env.NIC, "ens3f0np0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,8 +270,8 @@ type recIRQBalance struct {
 	calls   []string
 }
 
-func (r *recIRQBalance) State(context.Context) (IRQBalanceState, error) {
-	return IRQBalanceState{Running: r.running, Systemd: true}, nil
+func (r *recIRQBalance) State(context.Context) (facts.IRQBalanceState, error) {
+	return facts.IRQBalanceState{Running: r.running, Systemd: true}, nil
 }
 func (r *recIRQBalance) Stop(context.Context) error {
 	r.calls = append(r.calls, "stop")
@@ -403,7 +404,7 @@ func TestSetHWTstampRX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &Env{FS: h.FS, TS: n, LinkSettle: time.Millisecond, Clock: nicfake.NewClock()}
+	env := &Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkSettle: time.Millisecond, Clock: nicfake.NewClock()}
 	j, _ := openJournal(t, env)
 	ctx := context.Background()
 	if _, err := Set(ctx, env, j, "ens6", Settings{HWTstamp: "all"}); !errors.Is(err, ErrTimestamping) || !strings.Contains(err.Error(), "TX: no hardware TX stamps") || len(n.Sets()) != 0 {

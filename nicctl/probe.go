@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -78,12 +79,12 @@ func Probe(ctx context.Context, env *Env, j *journal.Journal, iface string, o Pr
 	}
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
-		return nil, &UsageError{fmt.Errorf("interface %q: %w (list them with `ip link`)", iface, ErrNoDevice)}
+		return nil, &UsageError{fmt.Errorf("interface %q: %w (list them with `ip link`)", iface, facts.ErrNoDevice)}
 	}
 	r := &ProbeReport{}
 	// Switch on whatever the NIC can stamp (an RX-only NIC gets RX), in
 	// auto: the probe reports what arrives, and judges the mode after.
-	st, err := tstamp.ReadNIC(env.device(), iface)
+	st, err := tstamp.ReadNIC(env.TSDevice(), iface)
 	if err != nil {
 		return r, err
 	}

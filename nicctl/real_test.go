@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/testbin"
 )
@@ -50,9 +51,9 @@ func TestRealShowEth0(t *testing.T) {
 	if _, err := os.Stat("/sys/class/net/eth0"); err != nil {
 		t.Skip("no eth0 on this machine")
 	}
-	env := &Env{FS: hostfs.FS{Root: "/"}, IRQBalance: HostIRQBalance{FS: hostfs.FS{Root: "/"}}}
+	env := &Env{NIC: facts.NIC{FS: hostfs.FS{Root: "/"}}, IRQBalance: HostIRQBalance{FS: hostfs.FS{Root: "/"}}}
 	defer env.Close()
-	in, err := Show(context.Background(), env, "eth0")
+	in, err := facts.Show(context.Background(), &env.NIC, "eth0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestRealVethChannels(t *testing.T) {
 		if err != nil {
 			t.Fatalf("show: %v\n%s", err, out)
 		}
-		var in Info
+		var in facts.Info
 		if err := json.Unmarshal([]byte(out), &in); err != nil || in.Channels == nil || in.Channels.Rx == nil {
 			t.Fatalf("show json: %v\n%s", err, out)
 		}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -230,8 +231,8 @@ func (f *fakeEthtool) Close() error { return nil }
 // fakeIoctl answers ETHTOOL_GDRVINFO.
 type fakeIoctl struct{}
 
-func (f *fakeIoctl) DrvInfo(iface string) (DrvInfo, error) {
-	return DrvInfo{Driver: "fake", Firmware: "1.2.3", BusInfo: "0000:00:05.0"}, nil
+func (f *fakeIoctl) DrvInfo(iface string) (facts.DrvInfo, error) {
+	return facts.DrvInfo{Driver: "fake", Firmware: "1.2.3", BusInfo: "0000:00:05.0"}, nil
 }
 
 // fakeTS is a NIC's timestamping surface: caps, a current config, and how

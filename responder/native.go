@@ -13,12 +13,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/wire"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // NativeProgram is the native engine's responder program (native/respond.c).
@@ -83,7 +83,7 @@ func NewNative(cfg Config, prog string) (*Native, error) {
 // come through NAPI: there is no queue to poll. Where the kernel cannot
 // tell, it notes so and goes on.
 func (n *Native) checkNAPI(ifi *net.Interface) error {
-	ids, err := nicctl.NAPIs(ifi.Index)
+	ids, err := facts.NAPIs(ifi.Index)
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
 		n.notes = append(n.notes, "cannot tell whether "+ifi.Name+" has NAPI ("+err.Error()+"): prefer-busy-poll may poll nothing; the sample header's napi_id says whether any request came through NAPI")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/clidoc"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/samples"
@@ -267,7 +268,7 @@ func TestExitCode(t *testing.T) {
 	}{
 		{nil, 0}, {flag.ErrHelp, 0}, {errors.New("boom"), 1}, {fmt.Errorf("x: %w", os.ErrNotExist), 1},
 		{usagef("bad"), 2}, {fmt.Errorf("wrapped: %w", usagef("bad")), 2},
-		{fmt.Errorf("x: %w", os.ErrPermission), 2}, {fmt.Errorf("x: %w", nicctl.ErrNoDevice), 2},
+		{fmt.Errorf("x: %w", os.ErrPermission), 2}, {fmt.Errorf("x: %w", facts.ErrNoDevice), 2},
 		{fmt.Errorf("x: %w", nicctl.ErrTimestamping), 2}, {&nicctl.UsageError{}, 2},
 		{scenario.ErrorList{}, 2}, {&journal.PendingError{}, 2},
 		{checkExit(4), 4}, {problemsError{1}, 3},

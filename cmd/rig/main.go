@@ -14,6 +14,7 @@ import (
 
 	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/cpurank"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/nicctl"
@@ -227,7 +228,7 @@ func exitCode(err error) int {
 }
 
 // usageErrors are the package error values that mean bad input.
-var usageErrors = []error{os.ErrPermission, nicctl.ErrNoDevice, nicctl.ErrTimestamping, sender.ErrConfig}
+var usageErrors = []error{os.ErrPermission, facts.ErrNoDevice, nicctl.ErrTimestamping, sender.ErrConfig}
 
 func isUsage(err error) bool {
 	var (

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -25,10 +26,6 @@ func init() {
 		{name: "set", summary: "change them, hold the change, then put everything back (--keep: until rig restore)", run: nicctlSet},
 		{name: "probe", summary: "switch hardware stamping on, send and watch a few datagrams: which stamps really come back", run: nicctlProbe},
 	}})
-}
-
-func nicctlEnv(fs hostfs.FS) *nicctl.Env {
-	return &nicctl.Env{FS: fs, IRQBalance: nicctl.HostIRQBalance{FS: fs}}
 }
 
 // parseIface parses the flags and the one interface name, which may come
@@ -54,9 +51,9 @@ func nicctlShow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	env := nicctlEnv(*root)
+	env := nicctl.NewEnv(*root)
 	defer env.Close()
-	in, err := nicctl.Show(ctx, env, iface)
+	in, err := facts.Show(ctx, &env.NIC, iface)
 	if err != nil {
 		return err
 	}
@@ -171,7 +168,7 @@ func nicctlSet(ctx context.Context, args []string) error {
 	s.Coalesce = ethtoolnl.Coalesce{RxUsecs: rxUsecs.v, TxUsecs: txUsecs.v, RxFrames: rxFrames.v, TxFrames: txFrames.v, AdaptiveRx: adaptive.v, AdaptiveTx: adaptiveTx.v}
 	s.RxRing, s.TxRing, s.Channels = rxRing.v, txRing.v, channels.v
 
-	env := nicctlEnv(*root)
+	env := nicctl.NewEnv(*root)
 	defer env.Close()
 	// Held until the change is undone (or, with --keep, until exit: the
 	// pending journal then stops every other changer).
@@ -232,7 +229,7 @@ func nicctlProbe(ctx context.Context, args []string) error {
 	if *listen <= 0 || *count <= 0 || *count > 1000 {
 		return usagef("--listen must be positive and --count 1..1000")
 	}
-	env := nicctlEnv(hostfs.Default())
+	env := nicctl.NewEnv(hostfs.Default())
 	defer env.Close()
 	lock, err := journal.LockHost(journal.Dir(), journal.Self(""))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/probe"
@@ -32,7 +33,7 @@ import (
 // config another probe switched on holds it too, and whichever leaves last
 // puts back every probe's change, newest first.
 func prepareNIC(ctx context.Context, who string, pf probe.Common, need tstamp.Need) (undo func(), err error) {
-	return prepareNICWith(ctx, who, pf, need, &nicctl.Env{FS: hostfs.Default()}, "probe-"+strconv.Itoa(os.Getpid()))
+	return prepareNICWith(ctx, who, pf, need, &nicctl.Env{NIC: facts.NIC{FS: hostfs.Default()}}, "probe-"+strconv.Itoa(os.Getpid()))
 }
 
 // prepareNICWith is prepareNIC on env with the journal lane named lane
@@ -167,7 +168,7 @@ func shareKey(iface string) string {
 }
 
 // nicOwner is who keeps the probe's NIC's timestamping config
-// (nicctl.TimestampOwner: ptp4l, chronyd, or unknown where the host's
+// (facts.TimestampOwner: ptp4l, chronyd, or unknown where the host's
 // processes cannot be seen) for the socket's own decision: it takes no
 // hardware TX stamps next to an owner, as the run's decision did. "" with
 // --take-over-ptp, and for software stamps (the NIC is not looked at).
@@ -175,7 +176,7 @@ func nicOwner(pf probe.Common) (string, error) {
 	if pf.TakeOverPTP || pf.Timestamps == tstamp.Software || pf.Timestamps == tstamp.Off {
 		return "", nil
 	}
-	owner, err := nicctl.TimestampOwner(hostfs.Default(), pf.Iface)
+	owner, err := facts.TimestampOwner(hostfs.Default(), pf.Iface)
 	if err != nil {
 		return "", setupError(err)
 	}

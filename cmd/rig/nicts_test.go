@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/nicfake"
@@ -38,7 +39,7 @@ func TestProbesShareTheNIC(t *testing.T) {
 			dir := t.TempDir()
 			t.Setenv(journal.EnvDir, dir)
 			n := nicfake.New(nicfake.MLX5(), "lo")
-			env := &nicctl.Env{FS: hostfs.Default(), TS: n, Clock: nicfake.NewClock()}
+			env := &nicctl.Env{NIC: facts.NIC{FS: hostfs.Default(), TS: n}, Clock: nicfake.NewClock()}
 			pf := probe.Common{Iface: "lo", Timestamps: tstamp.Auto, RunID: 0x5eed, AllowMgmt: true}
 			var undo [2]func()
 			for i, lane := range []string{"probe-a", "probe-b"} {

@@ -99,7 +99,7 @@ func TestPowerKill9ThenRestore(t *testing.T) {
 		t.Fatalf("hello %q %v", line, err)
 	}
 	knobs, _ := json.Marshal(scenario.Knobs{Responder: scenario.Responder{CPU: ptrTo(1)}, Tuned: ptrTo("network-latency"),
-		Power: &scenario.Power{Governor: ptrTo("performance"), Turbo: ptrTo(false), MaxFreqKHz: ptrTo[int64](3100000)}})
+		Power: &power.Settings{Governor: "performance", Turbo: ptrTo(false), MaxFreqKHz: ptrTo[int64](3100000)}})
 	args, _ := json.Marshal(agent.ApplyArgs{Arm: "runtime", Knobs: knobs, LengthNS: int64(time.Minute)})
 	req, _ := json.Marshal(agent.Request{ID: 1, Op: agent.OpApply, Args: args})
 	if _, err := stdin.Write(append(req, '\n')); err != nil {

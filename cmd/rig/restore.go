@@ -8,6 +8,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostctl"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/nicctl"
 )
 
 func init() {
@@ -53,7 +54,7 @@ func runRestore(ctx context.Context, args []string) error {
 		fmt.Printf("nothing to discard: no pending journal in %s\n", dir)
 		return nil
 	}
-	env := nicctlEnv(*root)
+	env := nicctl.NewEnv(*root)
 	defer env.Close()
 	n := 0
 	for _, d := range lanes {

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/runner"
 	"github.com/rig-project/rig/internal/scenario"
@@ -43,7 +44,7 @@ func runCmd(ctx context.Context, args []string) error {
 // facts of an agent started in that namespace, as rig run does; remote
 // hosts are not reached. Problems in the file are usage errors (exit 2).
 func dryRun(ctx context.Context, w io.Writer, path string, root hostfs.FS) error {
-	s, facts, err := loadAndValidate(path, root, func(h scenario.Host) (*scenario.Facts, error) {
+	s, byHost, err := loadAndValidate(path, root, func(h scenario.Host) (*facts.Facts, error) {
 		return netnsFacts(ctx, h)
 	})
 	if err != nil {
@@ -52,15 +53,15 @@ func dryRun(ctx context.Context, w io.Writer, path string, root hostfs.FS) error
 	var localFS *hostfs.FS
 	// CPU facts of the responder (idle states, siblings) are this machine's
 	// for every host but a remote one.
-	if h := s.HostWith(scenario.RoleResponder); h != nil && facts[h.Name] != nil && (s.Emulate != "" || h.Local() || runner.IsNetns(*h)) {
+	if h := s.HostWith(scenario.RoleResponder); h != nil && byHost[h.Name] != nil && (s.Emulate != "" || h.Local() || runner.IsNetns(*h)) {
 		localFS = &root
 	}
-	return scenario.WriteDryRun(w, s, s.Plan(), scenario.DryRunOptions{Local: localFS, Unchecked: s.Unchecked(facts), Timestamping: s.TimestampPlans(facts)})
+	return scenario.WriteDryRun(w, s, s.Plan(), scenario.DryRunOptions{Local: localFS, Unchecked: s.Unchecked(byHost), Timestamping: s.TimestampPlans(byHost)})
 }
 
 // netnsFacts asks an agent started in the host's network namespace for
 // its facts: its interfaces are those of the namespace, not this one's.
-func netnsFacts(ctx context.Context, h scenario.Host) (*scenario.Facts, error) {
+func netnsFacts(ctx context.Context, h scenario.Host) (*facts.Facts, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -80,32 +81,32 @@ func netnsFacts(ctx context.Context, h scenario.Host) (*scenario.Facts, error) {
 // it, or not at all when netns is nil (`rig run` checks every host again
 // through its agent before anything changes). Problems in the file are
 // usage errors (exit 2).
-func loadAndValidate(path string, root hostfs.FS, netns func(scenario.Host) (*scenario.Facts, error)) (*scenario.Scenario, map[string]*scenario.Facts, error) {
+func loadAndValidate(path string, root hostfs.FS, netns func(scenario.Host) (*facts.Facts, error)) (*scenario.Scenario, map[string]*facts.Facts, error) {
 	s, err := scenario.Load(path)
 	if err != nil {
 		return nil, nil, usageError{err} // unreadable or malformed: the file is bad input
 	}
-	facts := map[string]*scenario.Facts{}
-	var local *scenario.Facts // read once, for the first host on this machine
+	byHost := map[string]*facts.Facts{}
+	var local *facts.Facts // read once, for the first host on this machine
 	for _, h := range s.Hosts {
 		switch {
 		case s.Emulate != "" || h.Local():
 			if local == nil {
-				if local, err = scenario.ReadFacts(root); err != nil {
+				if local, err = facts.Read(root); err != nil {
 					return nil, nil, fmt.Errorf("run: %w", &scenario.HostError{Host: h.Name, Err: err})
 				}
 			}
-			facts[h.Name] = local
+			byHost[h.Name] = local
 		case netns != nil && runner.IsNetns(h):
 			f, err := netns(h)
 			if err != nil {
 				return nil, nil, fmt.Errorf("host %s: %w", h.Name, err)
 			}
-			facts[h.Name] = f
+			byHost[h.Name] = f
 		}
 	}
-	if err := scenario.Validate(s, facts); err != nil {
+	if err := scenario.Validate(s, byHost); err != nil {
 		return nil, nil, err // a scenario.ErrorList when the file is at fault: exit 2
 	}
-	return s, facts, nil
+	return s, byHost, nil
 }

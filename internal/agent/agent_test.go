@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
-	"github.com/rig-project/rig/internal/scenario"
 )
 
 func TestHandshakeRefusesOtherVersion(t *testing.T) {
@@ -120,7 +120,7 @@ func TestServerRunsOnlyRigOperations(t *testing.T) {
 	}
 	send(Request{ID: 9, Op: OpFacts})
 	r := recv()
-	var f scenario.Facts
+	var f facts.Facts
 	if !r.OK || json.Unmarshal(r.Result, &f) != nil || len(f.Online) != 2 || len(f.Ifaces) != 1 {
 		t.Fatalf("facts: %+v", r)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/nicctl"
@@ -243,8 +244,8 @@ func (c *Client) call(ctx context.Context, op string, args, result any) error {
 }
 
 // Facts reads the host's facts for validation.
-func (c *Client) Facts(ctx context.Context) (*scenario.Facts, error) {
-	var f scenario.Facts
+func (c *Client) Facts(ctx context.Context) (*facts.Facts, error) {
+	var f facts.Facts
 	return &f, c.call(ctx, OpFacts, nil, &f)
 }
 

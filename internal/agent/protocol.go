@@ -30,7 +30,7 @@ import (
 // would misread bumps Version.
 const (
 	Proto   = "rig-agent"
-	Version = 3 // 2: timestamps op; facts carry timestamping states. 3: knobs in snake_case, host facts as one struct (scenario.Facts), several responders (respond --id, send/capture --responders)
+	Version = 3 // 2: timestamps op; facts carry timestamping states. 3: knobs in snake_case, host facts as one struct (facts.Facts), several responders (respond --id, send/capture --responders)
 )
 
 // Hello is the agent's first line.
@@ -71,7 +71,7 @@ type Event struct {
 
 // Operations.
 const (
-	OpFacts = "facts" // → scenario.Facts
+	OpFacts = "facts" // → facts.Facts
 	OpEnv   = "env"   // EnvArgs → envsnap.Snapshot
 	OpApply = "apply" // ApplyArgs → ApplyResult
 	OpUndo  = "undo"  // → ApplyResult

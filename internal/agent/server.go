@@ -19,6 +19,7 @@ import (
 	"github.com/rig-project/rig/internal/check"
 	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/envsnap"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostctl"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
@@ -175,7 +176,7 @@ func (s *Server) send(v any) error {
 func (s *Server) handle(ctx context.Context, req Request) (any, error) {
 	switch req.Op {
 	case OpFacts:
-		return scenario.ReadFacts(s.FS)
+		return facts.Read(s.FS)
 	case OpEnv:
 		var a EnvArgs
 		if err := decode(req.Args, &a); err != nil {
@@ -290,7 +291,7 @@ func (s *Server) openJournal() error {
 	if s.j != nil {
 		return nil
 	}
-	s.nic = &nicctl.Env{FS: s.FS, IRQBalance: nicctl.HostIRQBalance{FS: s.FS}}
+	s.nic = nicctl.NewEnv(s.FS)
 	j, err := journal.Open(s.StateDir, hostctl.Handlers(s.nic))
 	if err != nil {
 		return err

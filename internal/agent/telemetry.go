@@ -11,11 +11,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/telemetry"
-	"github.com/rig-project/rig/nicctl"
 )
 
 var threadRE = regexp.MustCompile(`thread (\d+)\)`)
@@ -24,7 +24,7 @@ var threadRE = regexp.MustCompile(`thread (\d+)\)`)
 // other than the ones it measures.
 type procTelemetry struct {
 	s     *telemetry.Sampler
-	stats *nicctl.NICStats
+	stats *facts.NICStats
 	err   error
 }
 
@@ -68,7 +68,7 @@ func startTelemetry(fs hostfs.FS, a *TelemetryArgs, pid int, readyLine string) *
 	// The NIC's drop and ring-overrun counters (ethtool -S), where the
 	// driver has them; without them the sampler still runs.
 	if a.Iface != "" {
-		if st, err := nicctl.NewNICStats(a.Iface); err == nil && len(st.Names()) > 0 {
+		if st, err := facts.NewNICStats(a.Iface); err == nil && len(st.Names()) > 0 {
 			pt.stats = st
 			cfg.NICStats, cfg.NICStatNames = st.Read, st.Names()
 		}
@@ -134,7 +134,7 @@ func queueIRQs(fs hostfs.FS, iface string) []int {
 	if iface == "" {
 		return nil
 	}
-	d, err := nicctl.FindDevice(fs, iface)
+	d, err := facts.FindDevice(fs, iface)
 	if err != nil {
 		return nil
 	}
@@ -142,7 +142,7 @@ func queueIRQs(fs hostfs.FS, iface string) []int {
 	if err != nil {
 		return nil
 	}
-	irqs, err := nicctl.DiscoverIRQs(fs, d, in)
+	irqs, err := facts.DiscoverIRQs(fs, d, in)
 	if err != nil {
 		return nil
 	}

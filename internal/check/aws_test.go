@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // The cstates fix text follows the host's architecture and cpuidle driver:
@@ -74,12 +74,12 @@ func TestSMTPerHost(t *testing.T) {
 }
 
 type fakeDrv struct {
-	nicctl.DeviceIoctl // only DrvInfo is called
-	version            string
+	facts.DeviceIoctl // only DrvInfo is called
+	version           string
 }
 
-func (f fakeDrv) DrvInfo(string) (nicctl.DrvInfo, error) {
-	return nicctl.DrvInfo{Driver: "ena", Version: f.version, BusInfo: "0000:00:05.0"}, nil
+func (f fakeDrv) DrvInfo(string) (facts.DrvInfo, error) {
+	return facts.DrvInfo{Driver: "ena", Version: f.version, BusInfo: "0000:00:05.0"}, nil
 }
 
 type fakeRings struct {
@@ -90,10 +90,8 @@ type fakeRings struct {
 func (f fakeRings) Rings(context.Context, string) (ethtoolnl.Rings, error) { return f.r, nil }
 func (f fakeRings) Close() error                                           { return nil }
 
-func enaEnv(h hostfs.FS, version string, r ethtoolnl.Rings, stats map[string]uint64) *nicctl.Env {
-	return &nicctl.Env{FS: h, Ioctl: fakeDrv{version: version},
-		DialEthtool: func() (ethtoolnl.Client, error) { return fakeRings{r: r}, nil },
-		Stats:       func(string) (map[string]uint64, error) { return stats, nil }}
+func enaEnv(h hostfs.FS, version string, r ethtoolnl.Rings, stats map[string]uint64) *facts.NIC {
+	return &facts.NIC{FS: h, Ioctl: fakeDrv{version: version}, DialEthtool: func() (ethtoolnl.Client, error) { return fakeRings{r: r}, nil }, Stats: func(string) (map[string]uint64, error) { return stats, nil }}
 }
 
 // The ENA lines of rig check on a c7i (amzn-drivers 2.15.0g: RX-only
@@ -109,7 +107,7 @@ func TestENAChecks(t *testing.T) {
 	}
 	for _, c := range []struct {
 		tree  string
-		env   *nicctl.Env
+		env   *facts.NIC
 		wants map[string]want
 	}{
 		{"c7i", enaEnv(fx("c7i"), "2.15.0g", ethtoolnl.Rings{TxPush: &yes, TxPushBufLen: &hdr}, map[string]uint64{"ena_srd_mode": 0, "ena_srd_tx_pkts": 0}), map[string]want{
@@ -168,7 +166,7 @@ func TestENAChecks(t *testing.T) {
 		t.Errorf("TX-capable device: %+v", h)
 	}
 	// Not an ENA: no ENA lines.
-	r := run(t, fx("c7i"), Options{CPU: 3, Iface: "lo", NIC: &nicctl.Env{FS: fx("c7i"), TS: swOnly}})
+	r := run(t, fx("c7i"), Options{CPU: 3, Iface: "lo", NIC: &facts.NIC{FS: fx("c7i"), TS: swOnly}})
 	for _, res := range r.Results {
 		if strings.HasPrefix(res.ID, "nic.ena") {
 			t.Errorf("ENA line for lo: %+v", res)

@@ -25,10 +25,10 @@ import (
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/cpurank"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/rundir"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // Severity orders results; the worst decides the exit code.
@@ -171,7 +171,7 @@ type Options struct {
 	Multicast bool
 	// NIC reads the NIC's timestamping (its TS device) and driver facts
 	// (ENA); nil means the host's, through FS.
-	NIC *nicctl.Env
+	NIC *facts.NIC
 	// Getenv reads the environment (Kubernetes detection); nil: os.Getenv.
 	Getenv func(string) string
 	// BusyWindow is how long CPU use is measured; 0 means 250 ms.
@@ -224,7 +224,7 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 		o.BusyPct = 10
 	}
 	if o.NIC == nil {
-		o.NIC = &nicctl.Env{FS: fs}
+		o.NIC = &facts.NIC{FS: fs}
 		defer o.NIC.Close()
 	}
 	x := &runner{ctx: ctx, fs: fs, o: o, r: &Report{CPU: o.CPU, Iface: o.Iface}}
@@ -495,7 +495,7 @@ func (x *runner) irqbalance() {
 			"cannot tell whether irqbalance runs: rig is in a PID namespace of its own (%s; a pod without hostPID), and irqbalance runs on the node, among processes it cannot see", why)
 		return
 	}
-	st, err := nicctl.HostIRQBalance{FS: x.fs}.State(context.Background())
+	st, err := facts.ReadIRQBalance(x.fs)
 	if err != nil {
 		x.cannot("irqbalance", Warn, "", "cannot scan /proc: %v", err)
 		return

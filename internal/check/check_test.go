@@ -14,11 +14,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/nicfake"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // fx is a fixture host tree, read in place.
@@ -60,7 +60,7 @@ var hwAll = tstamp.Caps{SOF: tstamp.FlagTxHardware | tstamp.FlagRxHardware | tst
 	TxTypes: 3, RxFilters: 1<<0 | 1<<1, PHCIndex: 0}
 
 // withTS gives the checks a NIC whose timestamping is ts.
-func withTS(h hostfs.FS, ts fakeTS) *nicctl.Env { return &nicctl.Env{FS: h, TS: ts} }
+func withTS(h hostfs.FS, ts fakeTS) *facts.NIC { return &facts.NIC{FS: h, TS: ts} }
 
 func k8s(k string) string {
 	if k == "KUBERNETES_SERVICE_HOST" {
@@ -253,7 +253,7 @@ func TestNICSoftwareTX(t *testing.T) {
 		sev  Severity
 		word string
 	}{{nicfake.MLX5(), OK, "hand-off"}, {nicfake.MLX5Pre616(), Warn, "labelled sched"}, {nicfake.Veth(), OK, "hand-off"}} {
-		r := run(t, fx("vm"), Options{CPU: 1, Iface: "x0", NIC: &nicctl.Env{FS: fx("vm"), TS: nicfake.New(tt.p, "x0")}})
+		r := run(t, fx("vm"), Options{CPU: 1, Iface: "x0", NIC: &facts.NIC{FS: fx("vm"), TS: nicfake.New(tt.p, "x0")}})
 		expect(t, r, map[string]Severity{"nic.txsw": tt.sev})
 		if g := r.Get("nic.txsw"); g != nil && !strings.Contains(g.Observed, tt.word) {
 			t.Errorf("%s: %q does not say %q", tt.p.Name, g.Observed, tt.word)
@@ -363,7 +363,7 @@ func TestOwnerUnknownInPod(t *testing.T) {
 	if g := r.Get("nic.ptp4l"); !strings.HasPrefix(g.Observed, "cannot tell") || !strings.Contains(g.Observed, "PID 1 is responder") || !strings.Contains(g.Fix, "hostPID: true") {
 		t.Errorf("%+v", g)
 	}
-	if owner, err := nicctl.TimestampOwner(fx("k8spod"), "eth0"); err != nil || !strings.HasPrefix(owner, tstamp.OwnerUnknown+" (no host PID namespace") {
+	if owner, err := facts.TimestampOwner(fx("k8spod"), "eth0"); err != nil || !strings.HasPrefix(owner, tstamp.OwnerUnknown+" (no host PID namespace") {
 		t.Errorf("owner %q, %v", owner, err)
 	}
 }
@@ -374,12 +374,12 @@ func TestOwnerUnknownInPod(t *testing.T) {
 func TestExaNICBypassOnly(t *testing.T) {
 	n := nicfake.New(nicfake.ExaNIC(), "exa0")
 	check := func(ts tstamp.Device) *Result {
-		return run(t, fx("vm"), Options{CPU: 1, Iface: "exa0", NIC: &nicctl.Env{FS: fx("vm"), TS: ts}}).Get("nic.bypass")
+		return run(t, fx("vm"), Options{CPU: 1, Iface: "exa0", NIC: &facts.NIC{FS: fx("vm"), TS: ts}}).Get("nic.bypass")
 	}
 	if g := check(n); g == nil || g.Severity != OK {
 		t.Fatalf("kernel mode: %+v", g)
 	}
-	n.SetPrivFlag(nicctl.PrivBypassOnly, true)
+	n.SetPrivFlag(facts.PrivBypassOnly, true)
 	if g := check(n); g == nil || g.Severity != Fail || !strings.Contains(g.Fix, "ethtool --set-priv-flags exa0 bypass_only off") {
 		t.Fatalf("bypass-only: %+v", g)
 	}

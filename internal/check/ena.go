@@ -6,20 +6,20 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // ena adds the Amazon ENA checks: which driver, what its packet stamps
 // are (RX only), the PHC, LLQ and ENA Express. The facts come from
-// nicctl.ReadENA; the fixes are the exact commands.
+// facts.ReadENA; the fixes are the exact commands.
 func (x *runner) ena(ifc string, c tstamp.Caps) {
 	env := x.nicEnv()
-	d, err := nicctl.FindDevice(env.FS, ifc)
+	d, err := facts.FindDevice(env.FS, ifc)
 	if err != nil || d.Driver != "ena" {
 		return
 	}
-	e := nicctl.ReadENA(context.Background(), env, d)
+	e := facts.ReadENA(context.Background(), env, d)
 	build := "for packet timestamps, build amzn-drivers ≥ 2.15.0 (github.com/amzn/amzn-drivers, kernel/linux/ena) and install it with DKMS, then reboot (reloading ena on a single-ENI host cuts the connection)"
 	switch {
 	case !e.OutOfTree:

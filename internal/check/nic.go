@@ -7,9 +7,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/nicctl"
 )
 
 func (x *runner) nic() {
@@ -88,7 +88,7 @@ func (x *runner) nic() {
 
 // nicEnv is the NIC access of the checks (Options.NIC; Run makes the
 // host's when none is given).
-func (x *runner) nicEnv() *nicctl.Env {
+func (x *runner) nicEnv() *facts.NIC {
 	if x.o.NIC.TS == nil {
 		x.o.NIC.TS = tstamp.HostDevice()
 	}
@@ -98,14 +98,14 @@ func (x *runner) nicEnv() *nicctl.Env {
 // bypass says whether the kernel uses the port at all: an ExaNIC port in
 // bypass-only mode sends and receives nothing through it (the line is
 // there only for a driver with that private flag).
-func (x *runner) bypass(env *nicctl.Env, ifc string) {
+func (x *runner) bypass(env *facts.NIC, ifc string) {
 	f, err := env.PrivFlags(ifc)
-	on, has := f[nicctl.PrivBypassOnly]
+	on, has := f[facts.PrivBypassOnly]
 	switch {
 	case err != nil:
 		x.cannot("nic.bypass", Fail, "", "cannot read %s's private flags (ethtool --show-priv-flags): %v", ifc, err)
 	case on:
-		x.add("nic.bypass", Fail, "ethtool --set-priv-flags "+ifc+" "+nicctl.PrivBypassOnly+" off (firmware that is not a NIC sets it at probe: load NIC firmware)",
+		x.add("nic.bypass", Fail, "ethtool --set-priv-flags "+ifc+" "+facts.PrivBypassOnly+" off (firmware that is not a NIC sets it at probe: load NIC firmware)",
 			"%s is in ExaNIC bypass-only mode: the kernel sends and receives nothing on it, so rig's probes would wait for packets that never come", ifc)
 	case has:
 		x.add("nic.bypass", OK, "", "%s is not in bypass-only mode: the kernel sends and receives on it", ifc)

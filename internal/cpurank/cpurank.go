@@ -4,13 +4,14 @@
 // one documented cost, so a responder can be pinned where the least else
 // happens, with the evidence kept beside the result.
 //
-// Everything is read from procfs through hostinfo's parsers (one per file):
-// /proc/interrupts and /proc/softirqs (per-CPU counters), /proc/schedstat
-// and /proc/stat (every task's run time and timeslices per CPU, steal: the
-// whole node's, in a container too), and every thread's stat (state, last
-// CPU) and schedstat, which name the threads and the ranker's own run time.
-// No IPI is sent to the measured CPUs: the counters are read remotely, from
-// a thread pinned outside the candidates when the process may run elsewhere.
+// The window is a telemetry sampler's, the one reader of per-CPU counters
+// over time, pinned to a CPU outside the candidates when the process may
+// run elsewhere (no IPI is sent to the measured CPUs: the counters are read
+// remotely): /proc/interrupts and /proc/softirqs (per-CPU counters),
+// /proc/schedstat and /proc/stat (every task's run time and timeslices per
+// CPU, steal: the whole node's, in a container too), and a scan of every
+// thread's stat (state, last CPU) and schedstat at each sample, which name
+// the threads and the ranker's own run time.
 package cpurank
 
 import (
@@ -19,18 +20,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/telemetry"
 )
 
 // Defaults of Options.
@@ -142,43 +141,18 @@ func Rank(ctx context.Context, fs hostfs.FS, o Options) (*rundir.Ranking, error)
 			housekeeping = append(housekeeping, c)
 		}
 	}
+	// The sampler runs on a housekeeping CPU; where there is none (or
+	// with NoPin), unpinned.
+	pin := -1
+	r.RankerCPUs = allowed
 	if o.NoPin || len(housekeeping) == 0 {
-		r.RankerCPUs = allowed
 		if !o.NoPin {
 			r.Notes = append(r.Notes, fmt.Sprintf("rig may run only on the candidates (%s): the ranker's own reads ran there too (its threads are not counted; its wake-ups are)", cpulist.Format(allowed)))
 		}
-		if err := measure(ctx, fs, o, nominal, r); err != nil {
-			return nil, err
-		}
-		return r, nil
+	} else {
+		pin, r.RankerCPUs = housekeeping[0], housekeeping[:1]
 	}
-	// The measurement on a thread pinned to the housekeeping CPUs. The
-	// thread's affinity is put back before it is unlocked; if that fails
-	// it stays locked and the thread ends with the goroutine (the main
-	// thread, which Go never ends, would keep the pinning otherwise).
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		var orig, set unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &orig); err != nil {
-			done <- fmt.Errorf("rank CPUs: read the ranker's affinity: %w", err)
-			return
-		}
-		for _, c := range housekeeping {
-			set.Set(c)
-		}
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			done <- fmt.Errorf("rank CPUs: pin the ranker to %s: %w", cpulist.Format(housekeeping), err)
-			return
-		}
-		r.RankerCPUs = housekeeping
-		err := measure(ctx, fs, o, nominal, r)
-		if unix.SchedSetaffinity(0, &orig) == nil {
-			runtime.UnlockOSThread()
-		}
-		done <- err
-	}()
-	if err := <-done; err != nil {
+	if err := measure(ctx, fs, o, nominal, pin, r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -195,74 +169,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// counters is one read of the per-CPU counter files.
-type counters struct {
-	irq, soft *hostinfo.CounterTable
-	use       hostinfo.CPUUse
-}
-
-func readCounters(fs hostfs.FS) (counters, error) {
-	var c counters
-	var err error
-	if c.irq, err = hostinfo.ReadInterrupts(fs); err != nil {
-		return c, err
-	}
-	if c.soft, err = hostinfo.ReadSoftirqs(fs); err != nil {
-		return c, err
-	}
-	c.use, err = hostinfo.ReadCPUUse(fs)
-	return c, err
-}
-
-// task is one thread as a scan saw it.
-type task struct {
-	pid   int
-	comm  string
-	state byte
-	cpu   int
-	sched hostinfo.TaskSchedstat
-	ok    bool // schedstat read
-}
-
-// scan reads every thread's stat and schedstat. Threads that exit during
-// the scan are skipped.
-func scan(fs hostfs.FS) (map[int]task, bool) {
-	out := map[int]task{}
-	haveSched := false
-	procs, err := fs.ReadDir("/proc")
-	if err != nil {
-		return out, false
-	}
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		dir := "/proc/" + p.Name() + "/task/"
-		tasks, err := fs.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, t := range tasks {
-			b, err := fs.ReadFile(dir + t.Name() + "/stat")
-			if err != nil {
-				continue
-			}
-			tid, comm, state, cpu, ok := hostinfo.ParseTaskStatFields(b)
-			if !ok {
-				continue
-			}
-			tk := task{pid: pid, comm: string(comm), state: state, cpu: cpu}
-			if sb, err := fs.ReadFile(dir + t.Name() + "/schedstat"); err == nil {
-				tk.sched, tk.ok = hostinfo.ParseTaskSchedstat(sb)
-				haveSched = haveSched || tk.ok
-			}
-			out[tid] = tk
-		}
-	}
-	return out, haveSched
-}
-
 type perCPU struct {
 	ctx       uint64 // other threads' timeslices (the scan's)
 	own, mine uint64 // the ranker's run ns, timeslices
@@ -271,10 +177,38 @@ type perCPU struct {
 	sightings map[string]int    // runnable sightings when run time is unknown
 }
 
-// measure takes the two counter reads and the thread scans; nominal says
-// the window is the given one rather than the time measured (a test's
-// Sleep moved the counters of a fake tree).
-func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *rundir.Ranking) error {
+// tally adds what the threads on the watched CPUs did since the previous
+// scan. A thread seen for the first time has no delta: its run before
+// this scan is not known to fall in the window.
+func tally(per map[int]*perCPU, self int, prev, cur map[int]telemetry.Task) {
+	for tid, t := range cur {
+		p := per[t.CPU]
+		var run, slices uint64
+		if was, ok := prev[tid]; ok && t.SchedOK && was.SchedOK && t.Sched.Slices >= was.Sched.Slices && t.Sched.RunNS >= was.Sched.RunNS {
+			run, slices = t.Sched.RunNS-was.Sched.RunNS, t.Sched.Slices-was.Sched.Slices
+		}
+		if t.PID == self {
+			p.own, p.mine = p.own+run, p.mine+slices
+			continue
+		}
+		name := fmt.Sprintf("%s[%d]", t.Comm, tid)
+		if t.State == 'R' {
+			p.runnable++
+			p.sightings[name]++
+		}
+		p.ctx += slices
+		if run > 0 {
+			p.byThread[name] += run
+		}
+	}
+}
+
+// measure watches the candidates and their siblings through a telemetry
+// sampler pinned to pin (-1: unpinned) over the window: the per-CPU
+// counters at its ends and a thread scan at each of its samples. nominal
+// says the window is the given one rather than the time measured (a
+// test's Sleep moved the counters of a fake tree).
+func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, pin int, r *rundir.Ranking) error {
 	// The siblings of every candidate are measured too: they add to its
 	// rank cost.
 	watch := slices.Clone(r.Candidates)
@@ -294,55 +228,51 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *rund
 	for _, c := range watch {
 		per[c] = &perCPU{byThread: map[string]uint64{}, sightings: map[string]int{}}
 	}
-	start := time.Now()
-	a, err := readCounters(fs)
-	if err != nil {
-		return fmt.Errorf("rank CPUs: %w", err)
+	var prev map[int]telemetry.Task
+	haveSched := true
+	scanned := func(_ int, tasks []telemetry.Task) {
+		cur, hs := map[int]telemetry.Task{}, false
+		for _, t := range tasks {
+			cur[t.TID], hs = t, hs || t.SchedOK
+		}
+		if prev != nil {
+			tally(per, o.Self, prev, cur)
+		}
+		// A scan that found no thread on the watched CPUs says nothing
+		// of schedstat.
+		prev, haveSched = cur, haveSched && (hs || len(tasks) == 0)
 	}
-	prev, haveSched := scan(fs)
 	step := o.Window / time.Duration(o.Scans-1)
-	for i := 1; i < o.Scans; i++ {
-		if err := o.Sleep(ctx, step); err != nil {
-			return err
+	steps := 0
+	var waitErr error
+	wait := func() error {
+		if steps++; steps == o.Scans {
+			return errWindowDone
 		}
-		cur, hs := scan(fs)
-		haveSched = haveSched && hs
-		for tid, t := range cur {
-			p := per[t.cpu]
-			if p == nil {
-				continue
-			}
-			// A thread seen for the first time has no delta: its run
-			// before this scan is not known to fall in the window.
-			var run, slices uint64
-			if was, ok := prev[tid]; ok && t.ok && was.ok && t.sched.Slices >= was.sched.Slices && t.sched.RunNS >= was.sched.RunNS {
-				run, slices = t.sched.RunNS-was.sched.RunNS, t.sched.Slices-was.sched.Slices
-			}
-			if t.pid == o.Self {
-				p.own, p.mine = p.own+run, p.mine+slices
-				continue
-			}
-			name := fmt.Sprintf("%s[%d]", t.comm, tid)
-			if t.state == 'R' {
-				p.runnable++
-				p.sightings[name]++
-			}
-			p.ctx += slices
-			if run > 0 {
-				p.byThread[name] += run
-			}
-		}
-		prev = cur
+		waitErr = o.Sleep(ctx, step)
+		return waitErr
 	}
-	b, err := readCounters(fs)
+	s, err := telemetry.New(telemetry.Config{FS: fs, CPUs: watch, PinCPU: pin, Interval: max(step, time.Millisecond), MaxSamples: o.Scans,
+		ThreadScanEvery: 1, Scanned: scanned, Wait: wait})
+	if err == nil {
+		err = s.Start()
+	}
 	if err != nil {
 		return fmt.Errorf("rank CPUs: %w", err)
 	}
-	el := time.Since(start)
+	res, err := s.Stop()
+	if err = errors.Join(waitErr, err); err != nil {
+		return fmt.Errorf("rank CPUs: %w", err)
+	}
+	a, b, err := s.CPUUse()
+	if err != nil {
+		return fmt.Errorf("rank CPUs: %w", err)
+	}
+	el := time.Duration(res.End - res.Start)
 	if nominal {
 		el = o.Window
 	}
-	r.StartNS, r.EndNS = start.UnixNano(), start.Add(el).UnixNano()
+	r.StartNS, r.EndNS = res.Start, res.Start+el.Nanoseconds()
 	secs := el.Seconds()
 	scans := o.Scans - 1
 	own := map[int]rundir.RankedCPU{}
@@ -350,9 +280,8 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *rund
 	rq := true
 	for _, c := range watch {
 		x := rundir.RankedCPU{CPU: c, Siblings: without(sibs[c], c)}
-		x.IRQs, x.ArchIRQs, x.TopIRQs = irqRates(a.irq, b.irq, c, secs)
-		x.Softirqs = softRate(a.soft, b.soft, c, secs)
-		busy, _ := hostinfo.Busy(a.use, b.use, c, el)
+		x.IRQs, x.ArchIRQs, x.Softirqs, x.TopIRQs = rates(res.Sources, c, secs)
+		busy, _ := hostinfo.Busy(a, b, c, el)
 		sources[busy.Source] = append(sources[busy.Source], c)
 		x.BusyPct, x.StealPct = 100*busy.Share, 100*busy.Steal
 		p := per[c]
@@ -368,9 +297,9 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *rund
 		x.Own = x.RunUS + busy.Steal*1e6 + EventCostUS*(x.IRQs+x.ArchIRQs+x.Softirqs+x.CtxSwitches)
 		own[c] = x
 	}
-	setSources(r, a.use.SchedErr, rq, haveSched, sources)
-	if n := hostinfo.ThreadNamesNote(fs); n != "" {
-		r.Notes = append(r.Notes, n)
+	setSources(r, a.SchedErr, rq, haveSched, sources)
+	if res.ThreadsNote != "" {
+		r.Notes = append(r.Notes, res.ThreadsNote)
 	}
 	for _, c := range r.Candidates {
 		x := own[c]
@@ -390,6 +319,8 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *rund
 	return nil
 }
 
+var errWindowDone = errors.New("the window is over")
+
 // round1 compares costs to 0.1 µs/s: below that two CPUs are equal.
 func round1(v float64) int64 { return int64(v*10 + 0.5) }
 
@@ -403,51 +334,37 @@ func without(l []int, c int) []int {
 	return out
 }
 
-func irqRates(a, b *hostinfo.CounterTable, cpu int, secs float64) (dev, arch float64, top []string) {
+// rates are cpu's device interrupts (numbered /proc/interrupts rows),
+// other interrupts and softirqs per second over the sampler's window,
+// with the busiest interrupt rows.
+func rates(srcs []rundir.TelemetrySource, cpu int, secs float64) (dev, arch, soft float64, top []string) {
 	type src struct {
 		name string
 		rate float64
 	}
-	var srcs []src
-	for _, rb := range b.Rows {
-		nb, ok := b.Count(rb.ID, cpu)
-		if !ok {
+	var irqs []src
+	for _, s := range srcs {
+		if s.CPU != cpu {
 			continue
 		}
-		na, _ := a.Count(rb.ID, cpu)
-		if nb < na {
-			continue // the row was freed and reused
-		}
-		rate := float64(nb-na) / secs
-		if rate == 0 {
-			continue
-		}
-		name := rb.ID
-		if rb.IsDevice() {
+		rate := float64(s.Total) / secs
+		switch _, err := strconv.Atoi(s.ID); {
+		case s.Kind == "softirq":
+			soft += rate
+		case s.Kind != "irq":
+		case err == nil: // a numbered row: a device IRQ
 			dev += rate
-			name = rb.ID + " " + rb.Name
-		} else {
+			irqs = append(irqs, src{s.ID + " " + s.Name, rate})
+		default:
 			arch += rate
-		}
-		srcs = append(srcs, src{name, rate})
-	}
-	slices.SortStableFunc(srcs, func(p, q src) int { return cmp.Compare(q.rate, p.rate) })
-	for i := 0; i < len(srcs) && i < 3; i++ {
-		top = append(top, fmt.Sprintf("%s %.0f/s", srcs[i].name, srcs[i].rate))
-	}
-	return dev, arch, top
-}
-
-func softRate(a, b *hostinfo.CounterTable, cpu int, secs float64) float64 {
-	var sum float64
-	for _, rb := range b.Rows {
-		nb, ok := b.Count(rb.ID, cpu)
-		na, _ := a.Count(rb.ID, cpu)
-		if ok && nb >= na {
-			sum += float64(nb-na) / secs
+			irqs = append(irqs, src{s.ID, rate})
 		}
 	}
-	return sum
+	slices.SortStableFunc(irqs, func(p, q src) int { return cmp.Compare(q.rate, p.rate) })
+	for i := 0; i < len(irqs) && i < 3; i++ {
+		top = append(top, fmt.Sprintf("%s %.0f/s", irqs[i].name, irqs[i].rate))
+	}
+	return dev, arch, soft, top
 }
 
 // setSources says where the run time and context switches came from: the

@@ -56,6 +56,7 @@ func newFake(t *testing.T, cpus int, siblings map[int]string) *fakeHost {
 		runNS: make([]uint64, cpus), slices: make([]uint64, cpus), ticks: make([]uint64, cpus), inflight: make([]uint64, cpus)}
 	h.write("/sys/devices/system/cpu/online", fmt.Sprintf("0-%d\n", cpus-1))
 	h.write("/proc/self/status", fmt.Sprintf("Name:\trig\nCpus_allowed_list:\t0-%d\n", cpus-1))
+	h.write("/proc/net/softnet_stat", strings.Repeat("00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n", cpus))
 	h.hostPIDs(true)
 	for c := 0; c < cpus; c++ {
 		sib := siblings[c]
@@ -365,6 +366,18 @@ func TestNoSchedstat(t *testing.T) {
 	}
 	if r.CPUs[1].TopThreads[0] != "busy[100] ×4" {
 		t.Errorf("runnable sightings: %v", r.CPUs[1].TopThreads)
+	}
+}
+
+// The sampler scans only the watched CPUs' threads: a quiet candidate
+// (no thread there) does not make schedstat look missing.
+func TestQuietCandidateKeepsSchedstat(t *testing.T) {
+	h := newFake(t, 2, nil)
+	h.tasks = []*fakeTask{{pid: 100, tid: 100, comm: "busy", cpu: 0, state: 'R', runStep: 1000, sliceStep: 1}}
+	h.flush()
+	r := h.rank(t, Options{CPUs: []int{1}}, func() { h.step(nil, nil, nil, nil, nil) })
+	if strings.Contains(r.RunSource+r.CtxSource, "CONFIG_SCHED_INFO") {
+		t.Fatalf("%q %q", r.RunSource, r.CtxSource)
 	}
 }
 

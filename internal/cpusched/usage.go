@@ -4,8 +4,6 @@ import (
 	"runtime"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-project/rig/internal/samples"
 )
 
@@ -50,14 +48,4 @@ func (m Meter) Stop() *samples.ThreadUsage {
 	allocs := n
 	return &samples.ThreadUsage{WallNS: time.Since(m.start).Nanoseconds(), CPUNS: u.CPUNS - m.at.CPUNS,
 		Voluntary: u.Voluntary - m.at.Voluntary, Involuntary: u.Involuntary - m.at.Involuntary, HeapAllocs: &allocs}
-}
-
-// threadUsage reads the calling thread's totals so far (WallNS unset). It
-// does not allocate.
-func threadUsage() (samples.ThreadUsage, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
-		return samples.ThreadUsage{}, err
-	}
-	return samples.ThreadUsage{CPUNS: ru.Utime.Nano() + ru.Stime.Nano(), Voluntary: ru.Nvcsw, Involuntary: ru.Nivcsw}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostinfo"
 )
 
 // idleTree is a CPU 1 with the named states (exit latencies 0, 1, 150 µs
@@ -77,7 +78,7 @@ func TestZeroLatencyEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if d := h.Describe(); d != DMALatencyPath+" held at 20 µs" {
+	if d := h.Describe(); d != hostinfo.DMALatencyPath+" held at 20 µs" {
 		t.Errorf("%q", d)
 	}
 }

@@ -26,29 +26,6 @@ import (
 	"github.com/rig-project/rig/internal/rundir"
 )
 
-// DMALatencyPath is the global PM QoS device.
-const DMALatencyPath = "/dev/cpu_dma_latency"
-
-// PollState is the name of x86's polling idle state.
-const PollState = "POLL"
-
-// HasPoll reports whether a CPU with these idle states can poll.
-func HasPoll(names []string) bool {
-	return slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, PollState) })
-}
-
-// ZeroLatencyEffect says what a 0 µs latency limit leaves a CPU with these
-// idle states (in index order; none: no cpuidle driver).
-func ZeroLatencyEffect(names []string) string {
-	switch {
-	case HasPoll(names):
-		return "POLL only (the CPU polls in the idle loop)"
-	case len(names) > 0:
-		return fmt.Sprintf("shallowest state only (%s): the CPU has no POLL state", names[0])
-	}
-	return "no effect: no cpuidle driver, the idle loop ignores PM QoS"
-}
-
 // Holder keeps a PM QoS latency request alive while it is open.
 type Holder struct {
 	f      *os.File
@@ -63,15 +40,15 @@ func HoldMaxLatency(fs hostfs.FS, us int) (*Holder, error) {
 	if us < 0 {
 		return nil, fmt.Errorf("cstate: max latency %d µs must be ≥ 0", us)
 	}
-	f, err := os.OpenFile(fs.Path(DMALatencyPath), os.O_WRONLY, 0)
+	f, err := os.OpenFile(fs.Path(hostinfo.DMALatencyPath), os.O_WRONLY, 0)
 	if err != nil {
-		return nil, fmt.Errorf("cstate: open %s (needs root): %w", DMALatencyPath, err)
+		return nil, fmt.Errorf("cstate: open %s (needs root): %w", hostinfo.DMALatencyPath, err)
 	}
 	var b [4]byte
 	binary.NativeEndian.PutUint32(b[:], uint32(us))
 	if _, err := f.Write(b[:]); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("cstate: write %d to %s: %w", us, DMALatencyPath, err)
+		return nil, fmt.Errorf("cstate: write %d to %s: %w", us, hostinfo.DMALatencyPath, err)
 	}
 	h := &Holder{f: f, us: int32(us)}
 	if us == 0 {
@@ -83,7 +60,7 @@ func HoldMaxLatency(fs hostfs.FS, us int) (*Holder, error) {
 				names = append(names, s.Name)
 			}
 		}
-		h.effect = ZeroLatencyEffect(names)
+		h.effect = hostinfo.ZeroLatencyEffect(names)
 	}
 	return h, nil
 }
@@ -94,9 +71,9 @@ func (h *Holder) Close() error { return h.f.Close() }
 // Describe says what the request is, for the run manifest.
 func (h *Holder) Describe() string {
 	if h.effect != "" {
-		return fmt.Sprintf("%s held at %d µs: %s", DMALatencyPath, h.us, h.effect)
+		return fmt.Sprintf("%s held at %d µs: %s", hostinfo.DMALatencyPath, h.us, h.effect)
 	}
-	return fmt.Sprintf("%s held at %d µs", DMALatencyPath, h.us)
+	return fmt.Sprintf("%s held at %d µs", hostinfo.DMALatencyPath, h.us)
 }
 
 // DisableChanges returns the journal changes that disable the named idle
@@ -122,7 +99,7 @@ func DisableChanges(fs hostfs.FS, cpu int, names []string, allButPoll bool) ([]j
 		out = append(out, journal.SysfsChange(fs, fs.Root, hostinfo.IdleStatePath(cpu, s.Index)+"/disable", "1\n"))
 	}
 	if allButPoll {
-		if !HasPoll(have) && len(have) > 0 {
+		if !hostinfo.HasPoll(have) && len(have) > 0 {
 			return nil, fmt.Errorf("cstate: CPU %d has no POLL idle state (states: %s): poll would disable them all and the CPU would still idle in %s, its shallowest: %w",
 				cpu, strings.Join(have, ", "), have[0], errors.ErrUnsupported)
 		}

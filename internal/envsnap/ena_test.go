@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
-	"github.com/rig-project/rig/nicctl"
 )
 
 type fakeRings struct {
@@ -27,24 +27,22 @@ func (f fakeRings) Coalesce(context.Context, string) (ethtoolnl.Coalesce, error)
 	return ethtoolnl.Coalesce{}, errors.ErrUnsupported
 }
 
-type fakeDrv struct{ nicctl.DeviceIoctl }
+type fakeDrv struct{ facts.DeviceIoctl }
 
-func (fakeDrv) DrvInfo(string) (nicctl.DrvInfo, error) {
-	return nicctl.DrvInfo{Driver: "ena", Version: "2.15.0g"}, nil
+func (fakeDrv) DrvInfo(string) (facts.DrvInfo, error) {
+	return facts.DrvInfo{Driver: "ena", Version: "2.15.0g"}, nil
 }
 
 // The snapshot of an AWS host records the ENA driver (version, out of
-// tree), the LLQ mode and ENA Express, as nicctl reads them (fake c7i).
+// tree), the LLQ mode and ENA Express, as facts reads them (fake c7i).
 func TestSnapshotRecordsENA(t *testing.T) {
 	defer func(f func(context.Context, hostfs.FS, string) (any, error)) { NICFacts = f }(NICFacts)
 	on, hdr := true, uint32(224)
 	NICFacts = func(ctx context.Context, fs hostfs.FS, iface string) (any, error) {
-		env := &nicctl.Env{FS: fs, Ioctl: fakeDrv{}, Link: func(string) (nicctl.Link, error) { return nicctl.Link{}, errors.ErrUnsupported },
-			DialEthtool: func() (ethtoolnl.Client, error) {
-				return fakeRings{r: ethtoolnl.Rings{TxPush: &on, TxPushBufLen: &hdr}}, nil
-			},
-			Stats: func(string) (map[string]uint64, error) { return map[string]uint64{"ena_srd_mode": 3}, nil }}
-		return nicctl.Show(ctx, env, iface)
+		env := &facts.NIC{FS: fs, Ioctl: fakeDrv{}, Link: func(string) (facts.Link, error) { return facts.Link{}, errors.ErrUnsupported }, DialEthtool: func() (ethtoolnl.Client, error) {
+			return fakeRings{r: ethtoolnl.Rings{TxPush: &on, TxPushBufLen: &hdr}}, nil
+		}, Stats: func(string) (map[string]uint64, error) { return map[string]uint64{"ena_srd_mode": 3}, nil }}
+		return facts.Show(ctx, env, iface)
 	}
 	s := Take(context.Background(), fx("c7i"), Options{Getenv: noenv, Ifaces: []string{"ens5"}})
 	b, err := json.Marshal(s)

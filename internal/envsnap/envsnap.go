@@ -15,21 +15,21 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/version"
-	"github.com/rig-project/rig/nicctl"
 )
 
-// NICFacts fills Snapshot.NIC for each of Options.Ifaces: nicctl.Show over
+// NICFacts fills Snapshot.NIC for each of Options.Ifaces: facts.Show over
 // the host's kernel (ethtool, ioctls, irqbalance below fs). Tests replace it
 // with one over fakes, since a fixture tree has no kernel behind it.
 var NICFacts = func(ctx context.Context, fs hostfs.FS, iface string) (any, error) {
-	env := &nicctl.Env{FS: fs, IRQBalance: nicctl.HostIRQBalance{FS: fs}}
+	env := &facts.NIC{FS: fs}
 	defer env.Close()
-	return nicctl.Show(ctx, env, iface)
+	return facts.Show(ctx, env, iface)
 }
 
 // Options selects optional parts of the snapshot.
@@ -223,7 +223,7 @@ func (c *collector) irqs() {
 
 func (c *collector) daemons() {
 	s := c.s
-	ib, err := nicctl.HostIRQBalance{FS: c.fs}.State(c.ctx)
+	ib, err := facts.ReadIRQBalance(c.fs)
 	c.fail("irqbalance", err)
 	s.IRQBalance.BannedCPUs, s.IRQBalance.BannedFrom = ib.Banned(s.CPU.Isolated, s.CPU.NohzFull)
 	if host, why, err := hostinfo.HostPIDs(c.fs); err != nil {

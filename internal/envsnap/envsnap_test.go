@@ -102,10 +102,10 @@ func TestRealVMAndNICHook(t *testing.T) {
 	if len(s.CPU.Online) != 2 || s.Power.IdleDriver != "haltpoll" || s.Clocksource != "tsc" {
 		t.Fatalf("%+v", s)
 	}
-	// The default hook asks nicctl, which finds no eth0 in the fixture's
+	// The default hook asks facts.Show, which finds no eth0 in the fixture's
 	// /sys/class/net: the snapshot says so instead of omitting it.
 	if len(s.Errors) != 1 || !strings.Contains(s.Errors[0], "nic eth0: interface eth0: no such network interface") || s.NIC["eth0"] != nil {
-		t.Fatalf("a NIC nicctl cannot read must be reported: %v", s.Errors)
+		t.Fatalf("a NIC facts.Show cannot read must be reported: %v", s.Errors)
 	}
 	defer func(f func(context.Context, hostfs.FS, string) (any, error)) { NICFacts = f }(NICFacts)
 	NICFacts = func(ctx context.Context, fs hostfs.FS, iface string) (any, error) {

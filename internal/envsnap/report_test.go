@@ -7,24 +7,24 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // TestReportReadsNICs: the report reads a host's snapshot as the runner
-// writes it, NICs included: the analysis does not import nicctl (it reads
-// the host), so this checks the names it reads a nicctl.Info by.
+// writes it, NICs included: the analysis does not import facts (it reads
+// the host), so this checks the names it reads a facts.Info by.
 func TestReportReadsNICs(t *testing.T) {
 	defer func(f func(context.Context, hostfs.FS, string) (any, error)) { NICFacts = f }(NICFacts)
 	NICFacts = func(_ context.Context, _ hostfs.FS, iface string) (any, error) {
 		if iface == "veth0" {
-			return &nicctl.Info{Device: nicctl.Device{Iface: "veth0"}, DrvInfo: &nicctl.DrvInfo{Driver: "veth"},
+			return &facts.Info{Device: facts.Device{Iface: "veth0"}, DrvInfo: &facts.DrvInfo{Driver: "veth"},
 				Timestamping: &tstamp.NICState{Caps: tstamp.Caps{PHCIndex: -1}}}, nil
 		}
-		return &nicctl.Info{Device: nicctl.Device{Iface: iface, Driver: "mlx5_core"}, SpeedMbps: 25000,
-			DrvInfo: &nicctl.DrvInfo{Driver: "mlx5_core"}, Timestamping: &tstamp.NICState{Caps: tstamp.Caps{PHCIndex: 2}}}, nil
+		return &facts.Info{Device: facts.Device{Iface: iface, Driver: "mlx5_core"}, SpeedMbps: 25000,
+			DrvInfo: &facts.DrvInfo{Driver: "mlx5_core"}, Timestamping: &tstamp.NICState{Caps: tstamp.Caps{PHCIndex: 2}}}, nil
 	}
 	s := Take(context.Background(), fx("isolated"), Options{Getenv: noenv, Ifaces: []string{"ens1f0", "veth0"}})
 	run := t.TempDir()

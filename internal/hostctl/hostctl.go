@@ -149,7 +149,7 @@ func (ap *Applied) power(ctx context.Context, k scenario.Knobs) error {
 		if t == nil {
 			t = power.HostTuned(h.FS)
 		}
-		r, err := h.Journal.Apply(ctx, power.TunedChange(t, profile))
+		r, err := h.Journal.Apply(ctx, tunedChange(t, profile))
 		if err != nil {
 			return fmt.Errorf("tuned profile %s: %w", profile, err)
 		}
@@ -158,7 +158,7 @@ func (ap *Applied) power(ctx context.Context, k scenario.Knobs) error {
 			return fmt.Errorf("tuned profile %s: tuned-adm active says %q afterwards", profile, r.Effective)
 		}
 	}
-	report, err := power.Apply(ctx, h.Journal, h.FS, s)
+	report, err := applyPower(ctx, h.Journal, h.FS, s)
 	ap.Report = append(ap.Report, report...)
 	return err
 }
@@ -175,9 +175,7 @@ func orNone(s string) string {
 // tuned profile's.
 func Handlers(env *nicctl.Env) journal.Handlers {
 	h := nicctl.Handlers(env)
-	for k, f := range power.Handlers(power.HostTuned(env.FS)) {
-		h[k] = f
-	}
+	h[KindTuned] = tunedUndo(power.HostTuned(env.FS))
 	return h
 }
 
@@ -187,8 +185,7 @@ func (ap *Applied) nic(ctx context.Context, k scenario.Knobs) error {
 	if k.IRQ != nil {
 		s.IRQCPUs, s.HoldIRQBalance, change = k.IRQ.CPUs, true, true
 	}
-	c := k.NIC.Coalesce
-	s.Coalesce = ethtoolnl.Coalesce{RxUsecs: c.RxUsecs, TxUsecs: c.TxUsecs, RxFrames: c.RxFrames, AdaptiveRx: c.AdaptiveRx, AdaptiveTx: c.AdaptiveTx}
+	s.Coalesce = k.NIC.Coalesce
 	if s.Coalesce != (ethtoolnl.Coalesce{}) {
 		change = true
 	}

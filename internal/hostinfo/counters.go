@@ -47,10 +47,6 @@ type CounterRow struct {
 	Actions                       []string
 }
 
-// IsDevice reports whether the row is a numbered (device) IRQ, the kind
-// whose affinity lives in /proc/irq/ID.
-func (r *CounterRow) IsDevice() bool { return r.IRQ >= 0 }
-
 // Row returns the row with the given ID, or nil.
 func (t *CounterTable) Row(id string) *CounterRow {
 	for i := range t.Rows {
@@ -84,11 +80,6 @@ func (t *CounterTable) Count(id string, cpu int) (uint64, bool) {
 // ReadInterrupts reads and parses /proc/interrupts.
 func ReadInterrupts(fs hostfs.FS) (*CounterTable, error) {
 	return readTable(fs, "/proc/interrupts")
-}
-
-// ReadSoftirqs reads and parses /proc/softirqs.
-func ReadSoftirqs(fs hostfs.FS) (*CounterTable, error) {
-	return readTable(fs, "/proc/softirqs")
 }
 
 func readTable(fs hostfs.FS, p string) (*CounterTable, error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -204,6 +205,29 @@ func readIdleState(fs hostfs.FS, d string, k int) (rundir.IdleState, error) {
 	}
 	s.Disabled = v != 0
 	return s, nil
+}
+
+// DMALatencyPath is the global PM QoS device.
+const DMALatencyPath = "/dev/cpu_dma_latency"
+
+// PollState is the name of x86's polling idle state.
+const PollState = "POLL"
+
+// HasPoll reports whether a CPU with these idle states can poll.
+func HasPoll(names []string) bool {
+	return slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, PollState) })
+}
+
+// ZeroLatencyEffect says what a 0 µs latency limit leaves a CPU with these
+// idle states (in index order; none: no cpuidle driver).
+func ZeroLatencyEffect(names []string) string {
+	switch {
+	case HasPoll(names):
+		return "POLL only (the CPU polls in the idle loop)"
+	case len(names) > 0:
+		return fmt.Sprintf("shallowest state only (%s): the CPU has no POLL state", names[0])
+	}
+	return "no effect: no cpuidle driver, the idle loop ignores PM QoS"
 }
 
 // IdleDriver returns the cpuidle driver and governor ("none" when cpuidle

@@ -30,14 +30,14 @@ func TestInterruptsRealVM(t *testing.T) {
 		t.Fatalf("CPUs = %v", tab.CPUs)
 	}
 	r := tab.Row("41")
-	if r == nil || r.Name != "virtio3-rx" || !r.IsDevice() {
+	if r == nil || r.Name != "virtio3-rx" || r.IRQ < 0 {
 		t.Fatalf("row 41 = %+v", r)
 	}
 	if r.Desc != "PCI-MSIX-0000:00:04.0 1-edge virtio3-rx" {
 		t.Fatalf("desc %q", r.Desc)
 	}
 	loc := tab.Row("LOC")
-	if loc == nil || loc.Name != "Local timer interrupts" || loc.IsDevice() || loc.Counts[0] == 0 {
+	if loc == nil || loc.Name != "Local timer interrupts" || loc.IRQ >= 0 || loc.Counts[0] == 0 {
 		t.Fatalf("LOC = %+v", loc)
 	}
 	// ERR has a single column; the second must be zero-padded, not shifted.
@@ -106,7 +106,7 @@ func TestInterruptsLayouts(t *testing.T) {
 		}
 		for _, w := range ws {
 			r := tab.Row(w.id)
-			if r == nil || !r.IsDevice() || r.Chip != w.chip || r.HWIRQ != w.hwirq || r.Trigger != w.trigger || r.Handler != w.handler ||
+			if r == nil || r.IRQ < 0 || r.Chip != w.chip || r.HWIRQ != w.hwirq || r.Trigger != w.trigger || r.Handler != w.handler ||
 				!reflect.DeepEqual(r.Actions, w.actions) || r.Name != strings.Join(w.actions, ", ") || len(r.Counts) != len(tab.CPUs) {
 				t.Errorf("%s IRQ %s = %+v, want %+v", file, w.id, r, w)
 			}
@@ -115,7 +115,7 @@ func TestInterruptsLayouts(t *testing.T) {
 	// Arch rows keep their description; one-count rows are zero-padded.
 	b, _ := os.ReadFile("testdata/c8g/proc/interrupts")
 	tab, _ := ParseCounterTable(b)
-	if r := tab.Row("IPI0"); r == nil || r.IsDevice() || r.Name != "Rescheduling interrupts" || r.Counts[7] != 4000 {
+	if r := tab.Row("IPI0"); r == nil || r.IRQ >= 0 || r.Name != "Rescheduling interrupts" || r.Counts[7] != 4000 {
 		t.Fatalf("IPI0 = %+v", r)
 	}
 	if r := tab.Row("Err"); r == nil || len(r.Counts) != 8 || r.Desc != "" {
@@ -124,7 +124,7 @@ func TestInterruptsLayouts(t *testing.T) {
 	b, _ = os.ReadFile("testdata/c7i/proc/interrupts")
 	tab, _ = ParseCounterTable(b)
 	for _, id := range []string{"NMI", "LOC", "MCP", "HYP", "PIW", "ERR", "MIS"} {
-		if r := tab.Row(id); r == nil || r.IsDevice() || len(r.Counts) != 8 {
+		if r := tab.Row(id); r == nil || r.IRQ >= 0 || len(r.Counts) != 8 {
 			t.Errorf("%s = %+v", id, r)
 		}
 	}
@@ -150,7 +150,7 @@ func TestCounterTableErrors(t *testing.T) {
 // (it allocates and drops unknown softirq types).
 func TestSoftirqsMatchProcfs(t *testing.T) {
 	for _, tree := range trees {
-		tab, err := ReadSoftirqs(fx(tree))
+		tab, err := readTable(fx(tree), "/proc/softirqs")
 		if err != nil {
 			t.Fatal(tree, err)
 		}

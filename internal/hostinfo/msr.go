@@ -3,8 +3,7 @@ package hostinfo
 import (
 	"encoding/binary"
 	"fmt"
-
-	"golang.org/x/sys/unix"
+	"io"
 
 	"github.com/rig-project/rig/internal/hostfs"
 )
@@ -43,20 +42,15 @@ func OpenMSR(fs hostfs.FS, cpu int) (*MSR, error) {
 
 // Read returns register reg. It does not allocate.
 func (m *MSR) Read(reg int64) (uint64, error) {
-	for {
-		k, err := unix.Pread(m.f.fd, m.buf[:], reg)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			// EIO: the CPU has no such register (a VM that hides it).
-			return 0, fmt.Errorf("read MSR %#x from %s: %w", reg, m.f.Path, err)
-		}
-		if k != len(m.buf) {
-			return 0, fmt.Errorf("read MSR %#x from %s: %d of 8 bytes", reg, m.f.Path, k)
-		}
-		return binary.LittleEndian.Uint64(m.buf[:]), nil
+	k, err := m.f.f.ReadAt(m.buf[:], reg)
+	if k != len(m.buf) && err == io.EOF {
+		return 0, fmt.Errorf("read MSR %#x from %s: %d of 8 bytes", reg, m.f.Path, k)
 	}
+	if err != nil {
+		// EIO: the CPU has no such register (a VM that hides it).
+		return 0, fmt.Errorf("read MSR %#x from %s: %w", reg, m.f.Path, errno(err))
+	}
+	return binary.LittleEndian.Uint64(m.buf[:]), nil
 }
 
 // Close closes the device.

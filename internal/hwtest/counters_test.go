@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/nicfake"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/telemetry"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // TestStampLossCountersInReport: the responder's telemetry samples the
@@ -32,7 +32,7 @@ func TestStampLossCountersInReport(t *testing.T) {
 	}
 	n := nicfake.New(nicfake.IGB82576(), "eth9")
 	n.SetConfig(tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterPTPv2Event})
-	st, err := nicctl.NewNICStatsWith("eth9", n)
+	st, err := facts.NewNICStatsWith("eth9", n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/capture"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
@@ -295,7 +296,7 @@ func newHosts(t *testing.T, topo *netlab.Topology, v variant) [3]*host {
 				t.Fatal(err)
 			}
 		}
-		env := &nicctl.Env{FS: h.FS, TS: n, LinkTimeout: 5 * time.Second, LinkSettle: 10 * time.Millisecond}
+		env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 10 * time.Millisecond}
 		j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
 		if err != nil {
 			t.Fatal(err)
@@ -640,7 +641,7 @@ func TestENAPrepareWaitsForLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := nicfake.NewClock()
-	env := &nicctl.Env{FS: h.FS, TS: n, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
+	env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
 	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
 	if err != nil {
 		t.Fatal(err)
@@ -676,7 +677,7 @@ func TestSlowLinkPrepareWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &nicctl.Env{FS: h.FS, TS: n, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
+	env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
 	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
 	if err != nil {
 		t.Fatal(err)
@@ -706,7 +707,7 @@ func TestENAAdminFailureSettles(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := nicfake.NewClock()
-	env := &nicctl.Env{FS: h.FS, TS: n, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
+	env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
 	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
 	if err != nil {
 		t.Fatal(err)
@@ -789,7 +790,7 @@ func TestProbeSaysSched(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		env := &nicctl.Env{FS: h.FS, TS: n, LinkTimeout: 5 * time.Second, LinkSettle: -1}
+		env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: -1}
 		j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
 		if err != nil {
 			return err

@@ -5,7 +5,7 @@
 // (ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP, SIOCSHWTSTAMP with the core's
 // validation in front), tstamp.Stamper (the hardware stamps a socket on a
 // veth would have carried), tstamp.PHCDevice (the PTP clock ioctls) and
-// nicctl.EthtoolIoctl (`ethtool -S`, byte for byte) — and keeps the files a
+// facts.EthtoolIoctl (`ethtool -S`, byte for byte) — and keeps the files a
 // driver changes (/sys/class/net/IF/{operstate,carrier,carrier_changes},
 // /proc/irq/N/...) in a fake host root.
 //

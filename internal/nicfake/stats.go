@@ -84,7 +84,7 @@ const (
 )
 
 // Ethtool answers SIOCETHTOOL for ifname as net/ethtool/ioctl.c does with
-// this driver's counters (nicctl.EthtoolIoctl), and its private flags
+// this driver's counters (facts.EthtoolIoctl), and its private flags
 // (privFlagsIoctl): ETHTOOL_GSSET_INFO reports
 // the current count (or clears the ETH_SS_STATS bit when the driver has
 // no statistics); ETHTOOL_GSTRINGS and ETHTOOL_GSTATS write the driver's
@@ -94,7 +94,7 @@ const (
 // caller's non-zero count is not the current one. Where the entries do not
 // fit in data the copy stops at the end of data and the call fails with
 // EFAULT, which is what the kernel's copy_to_user does when the caller's
-// buffer ends at an inaccessible page (nicctl guards its buffers so). It
+// buffer ends at an inaccessible page (facts guards its buffers so). It
 // does not allocate.
 func (n *NIC) Ethtool(ifname string, data []byte) error {
 	if ifname != n.Ifname {

@@ -1,20 +1,17 @@
 package power
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/journal"
 )
 
-// Change is one sysfs write Apply makes.
+// Change is one sysfs write that puts a setting in force.
 type Change struct {
 	Path  string // host path
 	Value string // without the newline
@@ -22,8 +19,8 @@ type Change struct {
 }
 
 // Plan lists the sysfs writes that put s in force on the host behind fs,
-// in the order Apply makes them, so that undoing them in reverse puts
-// every file back. A turbo write changes other files too: intel_pstate's
+// in the order to make them, so that undoing them in reverse puts every
+// file back. A turbo write changes other files too: intel_pstate's
 // no_turbo 1 squashes min_perf_pct (to the base frequency's share of the
 // turbo one, never raised again) and, like amd-pstate's boost 0, clamps
 // every policy's scaling_min/max_freq to the base frequency until turbo
@@ -128,42 +125,6 @@ func limitPair(minPath, maxPath string, newMin, newMax *int64, curMax int64) []C
 		}
 	}
 	return out
-}
-
-// Apply makes the changes of Plan(fs, s) through j, each read back: a
-// value the kernel did not take as written (clamped, snapped to a table,
-// refused) is an error naming what it kept. On error the changes made so
-// far stay journaled: the caller's undo takes them back. report says what
-// each write did.
-func Apply(ctx context.Context, j *journal.Journal, fs hostfs.FS, s Settings) (report []string, err error) {
-	changes, err := Plan(fs, s)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range changes {
-		r, err := j.Apply(ctx, journal.SysfsChange(fs, fs.Root, c.Path, c.Value+"\n"))
-		prev, eff := strings.TrimSpace(r.Previous), strings.TrimSpace(r.Effective)
-		if err != nil {
-			return report, fmt.Errorf("power: %s: %s: %w%s", c.What, c.Path, err, refusalHint(c, err))
-		}
-		report = append(report, fmt.Sprintf("power: %s: %s %s → %s", c.What, strings.TrimPrefix(c.Path, "/sys/devices/system/cpu/"), prev, eff))
-		if eff != c.Value {
-			return report, fmt.Errorf("power: %s: %s reads %q after writing %q: the kernel did not take the value (a limit clamps it, or another setting overrides it)", c.What, c.Path, eff, c.Value)
-		}
-	}
-	return report, nil
-}
-
-func refusalHint(c Change, err error) string {
-	switch {
-	case errors.Is(err, syscall.EPERM) && strings.HasSuffix(c.Path, "no_turbo"):
-		return " (intel_pstate refuses turbo on when the BIOS disabled it or the CPU has none)"
-	case errors.Is(err, syscall.EBUSY) && strings.HasSuffix(c.Path, "scaling_governor"):
-		return " (the policy is busy; another tool may hold it)"
-	case errors.Is(err, syscall.EINVAL) && strings.HasSuffix(c.Path, "boost"):
-		return " (the driver has no boost range on this CPU)"
-	}
-	return ""
 }
 
 func ptr64(p *int) *int64 {

@@ -1,12 +1,13 @@
-// Package power sets the CPU frequency knobs of one arm on the responder
-// host and takes them back: the cpufreq governor and frequency limits of
-// chosen CPUs' policies, turbo (intel_pstate's no_turbo, or cpufreq's
-// boost), intel_pstate's global performance limits, and a tuned profile.
+// Package power is what rig knows of a host's CPU frequency control: the
+// knobs of one arm (Settings: the cpufreq governor and frequency limits of
+// chosen CPUs' policies, turbo — intel_pstate's no_turbo, or cpufreq's
+// boost — intel_pstate's global performance limits, and a tuned profile),
+// the host's facts (ReadFacts), the rule of what a host can take
+// (Validate) and the sysfs writes that put settings in force (Plan).
 //
-// Every change goes through the journal: sysfs files as journal.KindSysfs
-// (undone by the sysfs handler every rig command registers), the tuned
-// profile as KindTuned (Handlers). Nothing changes a host that its facts
-// (ReadFacts) say it cannot take: Validate refuses it first, with the
+// It reads and plans; it changes nothing itself. hostctl makes the writes
+// and the tuned switch through the journal. Nothing changes a host that
+// its facts say it cannot take: Validate refuses it first, with the
 // reason, so a VM without cpufreq or a fixed-frequency AWS Graviton never
 // gets a write.
 //
@@ -27,19 +28,22 @@ import (
 	"github.com/rig-project/rig/internal/rundir"
 )
 
-// Settings are the frequency knobs of one arm. A nil pointer or "" leaves
-// the host's value.
+// Settings are the frequency knobs of one arm (a scenario's power:, in
+// the snake_case JSON of its knobs). A nil pointer or "" leaves the
+// host's value.
 type Settings struct {
 	// CPUs whose cpufreq policy the governor and frequency limits change
 	// (the responder CPU unless the scenario says otherwise). A policy
 	// shared by several CPUs changes for all of them.
-	CPUs     []int
-	Governor string
+	CPUs     []int  `json:"cpus"`
+	Governor string `json:"governor,omitempty"`
 	// Turbo, MinPerfPct and MaxPerfPct are global: every CPU.
-	Turbo                  *bool
-	MinPerfPct, MaxPerfPct *int
+	Turbo      *bool `json:"turbo"`
+	MinPerfPct *int  `json:"min_perf_pct"`
+	MaxPerfPct *int  `json:"max_perf_pct"`
 	// MinFreqKHz and MaxFreqKHz are scaling_min_freq and scaling_max_freq.
-	MinFreqKHz, MaxFreqKHz *int64
+	MinFreqKHz *int64 `json:"min_freq_khz"`
+	MaxFreqKHz *int64 `json:"max_freq_khz"`
 }
 
 // IsZero reports settings that change nothing.

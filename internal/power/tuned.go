@@ -12,18 +12,8 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/hostfs"
-	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/rundir"
 )
-
-// KindTuned is the journal kind of a tuned profile switch. Target is
-// "tuned"; Previous is the profile that was active ("" = none: undo turns
-// tuning off), AutoProfile and the profile when tuned had picked it itself
-// (profile_mode auto: undo runs tuned-adm auto_profile, as tuned-adm
-// profile would leave the host in manual mode). The profile's own changes
-// (sysfs, PM QoS, IRQs) belong to tuned, which takes them back when the
-// profile changes again.
-const KindTuned = "tuned-profile"
 
 // AutoProfile prefixes a recorded profile that tuned chose in its auto
 // profile_mode.
@@ -207,60 +197,6 @@ func clip(s string) string {
 		return s[:200] + "…"
 	}
 	return s
-}
-
-// TunedChange is the journal change that activates profile through t.
-// Its value is the profile; reading it back runs `tuned-adm active` and
-// `tuned-adm profile_mode` (a profile tuned picked reads as AutoProfile
-// and the profile).
-func TunedChange(t Tuned, profile string) journal.Change {
-	return journal.Change{
-		Kind: KindTuned, Target: "tuned", Value: profile,
-		Read: func(ctx context.Context) (string, error) {
-			st, err := t.Active(ctx)
-			if err != nil {
-				return "", err
-			}
-			if !st.Running {
-				return "", fmt.Errorf("tuned does not run (profile %q is only preset): start it (systemctl start tuned)", st.Active)
-			}
-			return recorded(st), nil
-		},
-		Write: func(ctx context.Context, v string) error { return t.Switch(ctx, v) },
-	}
-}
-
-// recorded is the active profile as the journal keeps it.
-func recorded(s rundir.TunedState) string {
-	if s.Auto && s.Active != "" {
-		return AutoProfile + s.Active
-	}
-	return s.Active
-}
-
-// TunedUndo is the undo handler of KindTuned: it switches back to the
-// previous profile (tuned-adm off when there was none, tuned-adm
-// auto_profile when tuned had picked it).
-func TunedUndo(t Tuned) journal.UndoFunc {
-	return func(ctx context.Context, e journal.Entry) (string, error) {
-		if err := t.Switch(ctx, e.Previous); err != nil {
-			return "", err
-		}
-		st, err := t.Active(ctx)
-		if err != nil {
-			return "", err
-		}
-		if got := recorded(st); got != e.Previous {
-			return got, fmt.Errorf("tuned-adm active and profile_mode say %q after switching back to %q", got, e.Previous)
-		}
-		return recorded(st), nil
-	}
-}
-
-// Handlers are the undo handlers of the kinds this package journals
-// besides journal.KindSysfs (which every rig command registers).
-func Handlers(t Tuned) journal.Handlers {
-	return journal.Handlers{KindTuned: TunedUndo(t)}
 }
 
 // hasProfile reports whether every name of a (merged) profile exists.

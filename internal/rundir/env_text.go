@@ -115,7 +115,7 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 		}
 	}
 	for ifc, f := range s.NIC {
-		// nicctl.Info prints itself (driver, ENA facts, queues, IRQs).
+		// facts.Info prints itself (driver, ENA facts, queues, IRQs).
 		if t, ok := f.(interface{ WriteText(io.Writer) }); ok {
 			p("nic "+ifc, "")
 			t.WriteText(&b)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/scenario"
 )
@@ -12,7 +13,7 @@ import (
 // unicastTo is where the unicast arms' requests go: the responder host's
 // address on the interface it answers on, from its agent's facts (for an
 // emulated run, the lab's veth). Invalid when no arm sends unicast.
-func (r *run) unicastTo(facts map[string]*scenario.Facts) (netip.Addr, error) {
+func (r *run) unicastTo(byHost map[string]*facts.Facts) (netip.Addr, error) {
 	s := r.s
 	if !s.Unicast() {
 		return netip.Addr{}, nil
@@ -23,7 +24,7 @@ func (r *run) unicastTo(facts map[string]*scenario.Facts) (netip.Addr, error) {
 	if h := s.HostWith(scenario.RoleResponder); h != nil {
 		want = h.Address
 	}
-	a, err := scenario.UnicastAddr(facts[name], name, rsp.Iface, want)
+	a, err := scenario.UnicastAddr(byHost[name], name, rsp.Iface, want)
 	var ue *scenario.UnicastError
 	if errors.As(err, &ue) {
 		return a, fmt.Errorf("%v; nothing was changed (fix: %s)", ue, ue.Fix())

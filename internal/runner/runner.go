@@ -28,6 +28,7 @@ import (
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
@@ -199,11 +200,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // hosts' environment, and prepares the NICs' timestamping. The run
 // directory exists (r.dir) once the checks passed.
 func (r *run) prepare(ctx context.Context) error {
-	facts, err := r.validate(ctx)
+	byHost, err := r.validate(ctx)
 	if err != nil {
 		return err
 	}
-	if r.to, err = r.unicastTo(facts); err != nil {
+	if r.to, err = r.unicastTo(byHost); err != nil {
 		return err
 	}
 	r.plan = r.s.Plan()
@@ -566,16 +567,16 @@ func IsNetns(h scenario.Host) bool {
 // validate checks the scenario against the facts each agent reports,
 // before anything on any host changes. File problems come back as
 // scenario.ErrorList (bad input).
-func (r *run) validate(ctx context.Context) (map[string]*scenario.Facts, error) {
-	facts := map[string]*scenario.Facts{}
+func (r *run) validate(ctx context.Context) (map[string]*facts.Facts, error) {
+	byHost := map[string]*facts.Facts{}
 	for name, c := range r.hs.agents {
 		f, err := c.Facts(ctx)
 		if err != nil {
 			return nil, err
 		}
-		facts[name] = f
+		byHost[name] = f
 	}
-	return facts, scenario.Validate(r.s, facts)
+	return byHost, scenario.Validate(r.s, byHost)
 }
 
 // manifest is the run's manifest as it starts.

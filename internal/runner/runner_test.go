@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
@@ -61,11 +62,11 @@ func TestRunThreeArms(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := hostfs.Default()
-	local, err := scenario.ReadFacts(fs)
+	local, err := facts.Read(fs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := scenario.Validate(s, map[string]*scenario.Facts{"sender": local, "responder": local}); err != nil {
+	if err := scenario.Validate(s, map[string]*facts.Facts{"sender": local, "responder": local}); err != nil {
 		t.Fatal(err)
 	}
 	runLabs := func() (n int) {

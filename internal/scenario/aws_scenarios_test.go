@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -19,7 +20,7 @@ import (
 // tree (c7i or c8g), plus what a tree cannot hold: the ENIs' IPv4
 // addresses (RTM_GETADDR), their timestamping as ETHTOOL_GET_TS_INFO
 // reports it, and stress-ng installed.
-func ec2Host(t *testing.T, fs hostfs.FS, addrs map[string][]netip.Addr, nic tstamp.NICState) *Facts {
+func ec2Host(t *testing.T, fs hostfs.FS, addrs map[string][]netip.Addr, nic tstamp.NICState) *facts.Facts {
 	f := treeWithStressNG(t, fs)
 	f.Addrs = map[string][]netip.Addr{}
 	f.TimestampingErr = nil
@@ -126,7 +127,7 @@ func TestAWSScenariosDryRun(t *testing.T) {
 			}
 			launched, boot := prepared(t, c.tree, ""), prepared(t, c.tree, c.isolate)
 			dry := func(root hostfs.FS) string {
-				facts := map[string]*Facts{
+				facts := map[string]*facts.Facts{
 					"snd": ec2Host(t, launched, addrs("10.32.16.10"), c.nic),
 					"rsp": ec2Host(t, root, addrs("10.32.16.20"), c.nic),
 				}
@@ -189,7 +190,7 @@ func TestAWSScenariosDryRun(t *testing.T) {
 		}
 	}
 	want := fmt.Sprintf("aws-c8g.yaml:%d:12: interface ens6 does not exist on host rsp", line)
-	if err := Validate(s, map[string]*Facts{"snd": one, "rsp": one}); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `did you mean "ens5"?`) {
+	if err := Validate(s, map[string]*facts.Facts{"snd": one, "rsp": one}); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `did you mean "ens5"?`) {
 		t.Fatalf("single ENI: %v", err)
 	}
 }

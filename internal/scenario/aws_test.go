@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 )
 
@@ -71,14 +72,6 @@ func TestMgmtInterfaceRefused(t *testing.T) {
 	}
 }
 
-// ReadFacts reads the default route of a fake c8g (single ENI: ens5).
-func TestReadFactsMgmt(t *testing.T) {
-	mg, err := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c8g"}).mgmtInterfaces()
-	if err != nil || len(mg) != 1 || mg[0] != "ens5" {
-		t.Fatalf("mgmt %v %v", mg, err)
-	}
-}
-
 // arm64Idle is an arm64 host with a cpuidle driver (cpuidle-psci): WFI and
 // one deeper state on 4 CPUs, one thread per core.
 func arm64Idle(t *testing.T) hostfs.FS {
@@ -116,14 +109,14 @@ func TestCStateArm64(t *testing.T) {
 	c8g := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c8g"})
 	c7i := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c7i"})
 	psci := tree(t, arm64Idle(t))
-	facts := func(f *Facts) map[string]*Facts {
-		return map[string]*Facts{EmulatedSender: f, EmulatedResponder: f}
+	both := func(f *facts.Facts) map[string]*facts.Facts {
+		return map[string]*facts.Facts{EmulatedSender: f, EmulatedResponder: f}
 	}
 	poll := "  - name: poll\n    responder: {cpu: 1}\n    cstate: {poll: true}\n"
 	qos := "  - name: qos0\n    cstate: {max-latency-us: 0}\n"
 	for _, c := range []struct {
 		name  string
-		f     *Facts
+		f     *facts.Facts
 		arms  string
 		err   []string // all in the first error; none: valid
 		notes []string
@@ -136,7 +129,7 @@ func TestCStateArm64(t *testing.T) {
 		{"c8g qos0", c8g, qos, []string{"CPU 0 on host responder has no cpuidle states"}, nil},
 	} {
 		s := emulated(t, c.arms)
-		err := Validate(s, facts(c.f))
+		err := Validate(s, both(c.f))
 		if c.err == nil {
 			if err != nil {
 				t.Errorf("%s: %v", c.name, err)
@@ -159,7 +152,7 @@ func TestCStateArm64(t *testing.T) {
 	}
 	// The dry run prints the relabelled effect under the arm.
 	s := emulated(t, qos)
-	if err := Validate(s, facts(psci)); err != nil {
+	if err := Validate(s, both(psci)); err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
@@ -182,7 +175,7 @@ func TestSMTSiblingSkippedWithoutSMT(t *testing.T) {
 	} {
 		f := treeWithStressNG(t, hostfs.FS{Root: "../hostinfo/testdata/" + tree})
 		s := emulated(t, arms)
-		if err := Validate(s, map[string]*Facts{EmulatedSender: f, EmulatedResponder: f}); err != nil {
+		if err := Validate(s, map[string]*facts.Facts{EmulatedSender: f, EmulatedResponder: f}); err != nil {
 			t.Fatalf("%s: %v", tree, err)
 		}
 		if s.Arms[0].Skip != "" || s.Arms[1].Skip != skip {

@@ -118,10 +118,10 @@ func (c *checker) scenario(r *rawScenario) *Scenario {
 			}
 			seen[a.Name] = p
 		}
-		a.Knobs = c.knobs(p, ra.knobs())
+		a.Knobs = c.knobs(p, &ra.Knobs)
 		a.Request = c.armRequest(p, ra.Request, s.Traffic.Request)
 		a.Effective = merge(s.Defaults, a.Knobs)
-		a.PerResponder = c.perResponder(p, ra.Responders, s.Responders)
+		a.PerResponder = c.perResponder(p, ra.Knobs.Responders, s.Responders)
 		if len(s.Responders) > 1 {
 			for _, h := range s.Responders {
 				c.effective(p, s.KnobsFor(a, h))
@@ -583,7 +583,7 @@ func (c *checker) effective(p string, e Knobs) {
 		c.key(p+".cstate", "cstate disable/poll acts on the responder CPU, and responder.cpu is not set", "set responder.cpu in the arm or in defaults, or use max-latency-us (all CPUs)")
 	}
 	if pw := e.Power; pw != nil {
-		if pw.CPUs == nil && e.Responder.CPU == nil && (pw.Governor != nil || pw.MinFreqKHz != nil || pw.MaxFreqKHz != nil) {
+		if pw.CPUs == nil && e.Responder.CPU == nil && pw.PerCPU() {
 			if e.Responder.Quietest != nil {
 				c.key(p+".power", "power governor/min-freq/max-freq act on the responder CPU's cpufreq policy, and responder.cpu: quietest picks that CPU only when the round starts", "set power.cpus (e.g. the quietest candidates), or give responder.cpu a number")
 			} else {

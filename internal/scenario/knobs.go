@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/probe"
 )
 
@@ -45,15 +47,16 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 		np := p + ".nic"
 		if co := n.Coalesce; co != nil {
 			cp := np + ".coalesce"
-			k.NIC.Coalesce = Coalesce{
+			k.NIC.Coalesce = ethtoolnl.Coalesce{
 				RxUsecs:    c.u32(cp+".rx-usecs", co.RxUsecs, 1_000_000, "rx-usecs"),
 				TxUsecs:    c.u32(cp+".tx-usecs", co.TxUsecs, 1_000_000, "tx-usecs"),
 				RxFrames:   c.u32(cp+".rx-frames", co.RxFrames, 1_000_000, "rx-frames"),
+				TxFrames:   c.u32(cp+".tx-frames", co.TxFrames, 1_000_000, "tx-frames"),
 				AdaptiveRx: co.AdaptiveRx,
 				AdaptiveTx: co.AdaptiveTx,
 			}
 			if *co == (rawCoalesce{}) {
-				c.key(cp, "coalesce sets nothing", "set one of rx-usecs, tx-usecs, rx-frames, adaptive-rx, adaptive-tx, or delete it")
+				c.key(cp, "coalesce sets nothing", "set one of rx-usecs, tx-usecs, rx-frames, tx-frames, adaptive-rx, adaptive-tx, or delete it")
 			}
 		}
 		if rg := n.Ring; rg != nil {
@@ -194,8 +197,8 @@ func (c *checker) cstate(cp string, cs *rawCState) *CState {
 }
 
 // power checks the power knobs of one arm (or defaults) in the file.
-func (c *checker) power(pp string, r *rawPower) *Power {
-	out := &Power{MinPerfPct: r.MinPerfPct, MaxPerfPct: r.MaxPerfPct}
+func (c *checker) power(pp string, r *rawPower) *power.Settings {
+	out := &power.Settings{MinPerfPct: r.MinPerfPct, MaxPerfPct: r.MaxPerfPct}
 	if r.CPUs != nil {
 		if l, ok := c.cpuList(pp+".cpus", r.CPUs); ok {
 			out.CPUs = l
@@ -205,7 +208,7 @@ func (c *checker) power(pp string, r *rawPower) *Power {
 		if g := strings.TrimSpace(*r.Governor); g == "" || strings.ContainsAny(g, " /\t\n") {
 			c.val(pp+".governor", fmt.Sprintf("governor %q is not a governor name", *r.Governor), "e.g. performance, powersave, schedutil (scaling_available_governors lists the host's)")
 		} else {
-			out.Governor = &g
+			out.Governor = g
 		}
 	}
 	if r.Turbo != nil {
@@ -349,6 +352,7 @@ func merge(d, a Knobs) Knobs {
 	over(&ec.RxUsecs, ac.RxUsecs)
 	over(&ec.TxUsecs, ac.TxUsecs)
 	over(&ec.RxFrames, ac.RxFrames)
+	over(&ec.TxFrames, ac.TxFrames)
 	over(&ec.AdaptiveRx, ac.AdaptiveRx)
 	over(&ec.AdaptiveTx, ac.AdaptiveTx)
 	over(&e.NIC.Ring.RX, a.NIC.Ring.RX)
@@ -377,7 +381,7 @@ func over[T any](dst **T, src *T) {
 
 // mergePower merges the arm's power knobs over the defaults' field by
 // field.
-func mergePower(d, a *Power) *Power {
+func mergePower(d, a *power.Settings) *power.Settings {
 	switch {
 	case a == nil:
 		return d
@@ -385,7 +389,9 @@ func mergePower(d, a *Power) *Power {
 		return a
 	}
 	e := *d
-	over(&e.Governor, a.Governor)
+	if a.Governor != "" {
+		e.Governor = a.Governor
+	}
 	over(&e.Turbo, a.Turbo)
 	over(&e.MinPerfPct, a.MinPerfPct)
 	over(&e.MaxPerfPct, a.MaxPerfPct)

@@ -65,25 +65,12 @@ type rawKnobs struct {
 	Responders map[string]*rawKnobs `yaml:"responders"`
 }
 
-// rawArm is a name and the knobs of rawKnobs (not embedded: the decoder
-// cannot set an unexported embedded struct).
+// rawArm is a name and the knobs of rawKnobs, inline (a named field: the
+// decoder cannot set an unexported embedded struct).
 type rawArm struct {
-	Name       *string              `yaml:"name"`
-	Request    *string              `yaml:"request"`
-	Responder  *rawResponder        `yaml:"responder"`
-	IRQ        *rawIRQ              `yaml:"irq"`
-	NIC        *rawNIC              `yaml:"nic"`
-	CState     *rawCState           `yaml:"cstate"`
-	Load       *rawLoad             `yaml:"load"`
-	SMTSibling *rawSMT              `yaml:"smt-sibling"`
-	Power      *rawPower            `yaml:"power"`
-	Tuned      *string              `yaml:"tuned"`
-	Requires   []string             `yaml:"requires"`
-	Responders map[string]*rawKnobs `yaml:"responders"`
-}
-
-func (a *rawArm) knobs() *rawKnobs {
-	return &rawKnobs{a.Responder, a.IRQ, a.NIC, a.CState, a.Load, a.SMTSibling, a.Power, a.Tuned, a.Requires, a.Responders}
+	Name    *string  `yaml:"name"`
+	Request *string  `yaml:"request"`
+	Knobs   rawKnobs `yaml:",inline"`
 }
 
 type rawResponder struct {
@@ -106,6 +93,7 @@ type rawCoalesce struct {
 	RxUsecs    *int  `yaml:"rx-usecs"`
 	TxUsecs    *int  `yaml:"tx-usecs"`
 	RxFrames   *int  `yaml:"rx-frames"`
+	TxFrames   *int  `yaml:"tx-frames"`
 	AdaptiveRx *bool `yaml:"adaptive-rx"`
 	AdaptiveTx *bool `yaml:"adaptive-tx"`
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
@@ -251,7 +252,7 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 	if e.IRQ != nil {
 		out = append(out, fmt.Sprintf("IRQs of %s queues → CPUs %s (/proc/irq/N/smp_affinity_list; irqbalance held)%s", iface, cpulist.Format(e.IRQ.CPUs), from(k.IRQ != nil)))
 	}
-	if c := e.NIC.Coalesce; c != (Coalesce{}) {
+	if c := e.NIC.Coalesce; c != (ethtoolnl.Coalesce{}) {
 		var parts []string
 		for _, f := range []struct {
 			n string
@@ -264,12 +265,12 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		for _, f := range []struct {
 			n string
 			v *uint32
-		}{{"rx-usecs", c.RxUsecs}, {"tx-usecs", c.TxUsecs}, {"rx-frames", c.RxFrames}} {
+		}{{"rx-usecs", c.RxUsecs}, {"tx-usecs", c.TxUsecs}, {"rx-frames", c.RxFrames}, {"tx-frames", c.TxFrames}} {
 			if f.v != nil {
 				parts = append(parts, fmt.Sprintf("%s %d", f.n, *f.v))
 			}
 		}
-		out = append(out, fmt.Sprintf("coalescing: ethtool -C %s %s%s", iface, strings.Join(parts, " "), from(k.NIC.Coalesce != (Coalesce{}))))
+		out = append(out, fmt.Sprintf("coalescing: ethtool -C %s %s%s", iface, strings.Join(parts, " "), from(k.NIC.Coalesce != (ethtoolnl.Coalesce{}))))
 	}
 	if g := e.NIC.Ring; g != (Ring{}) {
 		var parts []string
@@ -317,7 +318,7 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		}
 		out = append(out, fmt.Sprintf("smt-sibling load: stress-ng %s on %s%s", strings.Join(sm.StressNG, " "), sib, from(k.SMTSibling != nil)))
 	}
-	if r.CPU != nil && local != nil && (e.Power == nil || e.Power.Governor == nil) {
+	if r.CPU != nil && local != nil && (e.Power == nil || e.Power.Governor == "") {
 		if f, err := hostinfo.ReadFreq(*local, *r.CPU); err == nil {
 			out = append(out, fmt.Sprintf("(unchanged) cpufreq governor of CPU %d: %s", *r.CPU, f.Governor))
 		}

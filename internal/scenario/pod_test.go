@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 )
 
@@ -54,7 +55,7 @@ arms:
 		f := treeWithStressNG(t, hostfs.FS{Root: "../hostinfo/testdata/isolated"})
 		f.SysfsWritable, f.ProcIRQWritable, f.CPUDMALatency = c.sysfs, c.irq, c.dma
 		f.Ifaces = []string{"ens5"}
-		err := Validate(s, map[string]*Facts{"snd": f, "rsp": f})
+		err := Validate(s, map[string]*facts.Facts{"snd": f, "rsp": f})
 		var list ErrorList
 		errors.As(err, &list)
 		var mine []string

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/power/powertest"
 )
 
@@ -112,7 +113,7 @@ arms:
     power: {max-freq: 3100000kHz}
 `)
 	a, b, c := s.Arms[0].Effective, s.Arms[1].Effective, s.Arms[2].Effective
-	if a.Power.Turbo == nil || *a.Power.Turbo || *a.Power.MinPerfPct != 100 || a.TunedProfile() != "network-latency" || a.Power.Governor != nil {
+	if a.Power.Turbo == nil || *a.Power.Turbo || *a.Power.MinPerfPct != 100 || a.TunedProfile() != "network-latency" || a.Power.Governor != "" {
 		t.Errorf("a: %+v", a.Power)
 	}
 	bs := b.PowerSettings()
@@ -123,7 +124,7 @@ arms:
 		t.Errorf("c: %+v %q", c.Power, c.TunedProfile())
 	}
 	// The responder CPU is the default target.
-	if got := (&Power{Governor: ptrTo("performance")}).Settings(ptrTo(7)); len(got.CPUs) != 1 || got.CPUs[0] != 7 {
+	if got := (Knobs{Power: &power.Settings{Governor: "performance"}, Responder: Responder{CPU: ptrTo(7)}}).PowerSettings(); len(got.CPUs) != 1 || got.CPUs[0] != 7 {
 		t.Errorf("default CPUs %v", got.CPUs)
 	}
 	for in, want := range map[string]int64{"2.6GHz": 2600000, "2600 MHz": 2600000, "800000kHz": 800000, "3.1 ghz": 3100000, "1.5GHz": 1500000} {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/probe"
 )
@@ -231,15 +232,15 @@ type Arm struct {
 // The JSON names (manifest.json's knobs, the agent's apply operation) are
 // snake_case like every other key rig writes.
 type Knobs struct {
-	Responder  Responder     `json:"responder"`
-	IRQ        *IRQ          `json:"irq"`
-	NIC        NIC           `json:"nic"`
-	CState     *CState       `json:"cstate"`
-	Load       *StressLoad   `json:"load"`
-	SMTSibling *SMTSibling   `json:"smt_sibling"`
-	Power      *Power        `json:"power"`
-	Tuned      *string       `json:"tuned"` // a tuned profile (tuned-adm profile), applied first
-	Requires   []Requirement `json:"requires"`
+	Responder  Responder       `json:"responder"`
+	IRQ        *IRQ            `json:"irq"`
+	NIC        NIC             `json:"nic"`
+	CState     *CState         `json:"cstate"`
+	Load       *StressLoad     `json:"load"`
+	SMTSibling *SMTSibling     `json:"smt_sibling"`
+	Power      *power.Settings `json:"power"` // the CPU frequency (cpufreq, turbo, intel_pstate limits)
+	Tuned      *string         `json:"tuned"` // a tuned profile (tuned-adm profile), applied first
+	Requires   []Requirement   `json:"requires"`
 }
 
 // Responder says where and how the responder runs. CPU and Quietest are
@@ -270,18 +271,9 @@ type IRQ struct {
 
 // NIC holds the ethtool settings of the responder NIC.
 type NIC struct {
-	Coalesce Coalesce `json:"coalesce"`
-	Ring     Ring     `json:"ring"`
-	Channels *uint32  `json:"channels"` // combined channels
-}
-
-// Coalesce is interrupt moderation (ethtool -C).
-type Coalesce struct {
-	RxUsecs    *uint32 `json:"rx_usecs"`
-	TxUsecs    *uint32 `json:"tx_usecs"`
-	RxFrames   *uint32 `json:"rx_frames"`
-	AdaptiveRx *bool   `json:"adaptive_rx"`
-	AdaptiveTx *bool   `json:"adaptive_tx"`
+	Coalesce ethtoolnl.Coalesce `json:"coalesce"` // interrupt moderation (ethtool -C)
+	Ring     Ring               `json:"ring"`
+	Channels *uint32            `json:"channels"` // combined channels
 }
 
 // Ring is the ring sizes (ethtool -G).
@@ -308,39 +300,18 @@ type SMTSibling struct {
 	StressNG []string `json:"stress_ng"`
 }
 
-// Power sets the CPU frequency of the responder host (cpufreq, turbo,
-// intel_pstate limits); a nil field leaves the host's value.
-type Power struct {
-	// CPUs whose cpufreq policy Governor, MinFreqKHz and MaxFreqKHz
-	// change; nil: the responder CPU. Turbo and the perf limits are
-	// global.
-	CPUs       []int   `json:"cpus"`
-	Governor   *string `json:"governor"`
-	Turbo      *bool   `json:"turbo"`
-	MinPerfPct *int    `json:"min_perf_pct"` // intel_pstate min_perf_pct
-	MaxPerfPct *int    `json:"max_perf_pct"` // intel_pstate max_perf_pct
-	MinFreqKHz *int64  `json:"min_freq_khz"`
-	MaxFreqKHz *int64  `json:"max_freq_khz"`
-}
-
-// Settings are the power knobs for the host, with the CPUs resolved
-// (the responder CPU when Power.CPUs is nil).
-func (p *Power) Settings(responderCPU *int) power.Settings {
-	if p == nil {
+// PowerSettings are the arm's power knobs for the host, with the CPUs
+// resolved: the responder CPU when power.cpus is not given.
+func (k Knobs) PowerSettings() power.Settings {
+	if k.Power == nil {
 		return power.Settings{}
 	}
-	s := power.Settings{CPUs: p.CPUs, Turbo: p.Turbo, MinPerfPct: p.MinPerfPct, MaxPerfPct: p.MaxPerfPct, MinFreqKHz: p.MinFreqKHz, MaxFreqKHz: p.MaxFreqKHz}
-	if p.Governor != nil {
-		s.Governor = *p.Governor
-	}
-	if s.CPUs == nil && responderCPU != nil {
-		s.CPUs = []int{*responderCPU}
+	s := *k.Power
+	if s.CPUs == nil && k.Responder.CPU != nil {
+		s.CPUs = []int{*k.Responder.CPU}
 	}
 	return s
 }
-
-// PowerSettings are the arm's power knobs for the host.
-func (k Knobs) PowerSettings() power.Settings { return k.Power.Settings(k.Responder.CPU) }
 
 // TunedProfile is the arm's tuned profile, "" for none.
 func (k Knobs) TunedProfile() string {

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
@@ -96,13 +98,18 @@ type StaticFacts struct {
 	PowerFacts *power.Facts
 }
 
-// hostOf is what tests hand to factsFor: a *StaticFacts or a *Facts.
-type hostOf interface{ facts() *Facts }
+// hostOf is what tests hand to factsFor: a *StaticFacts or a *facts.Facts.
+type hostOf any
 
-func (f *Facts) facts() *Facts { return f }
+func factsOfHost(h hostOf) *facts.Facts {
+	if sf, ok := h.(*StaticFacts); ok {
+		return sf.facts()
+	}
+	return h.(*facts.Facts)
+}
 
-func (sf *StaticFacts) facts() *Facts {
-	f := &Facts{Online: sf.Online, Siblings: map[int][]int{}, Isolated: sf.Isolated, NohzFull: sf.NohzFull, Ifaces: sf.Ifaces,
+func (sf *StaticFacts) facts() *facts.Facts {
+	f := &facts.Facts{Online: sf.Online, Siblings: map[int][]int{}, Isolated: sf.Isolated, NohzFull: sf.NohzFull, Ifaces: sf.Ifaces,
 		StressNG: sf.StressNG, Timestamping: map[string]tstamp.NICState{}, IdleStates: map[int][]string{},
 		MgmtIfaces: append([]string{}, sf.Mgmt...), Addrs: map[string][]netip.Addr{}, Power: &power.Facts{}}
 	for _, c := range sf.Online {
@@ -124,7 +131,7 @@ func (sf *StaticFacts) facts() *Facts {
 				ConfigErr: "SIOCGHWTSTAMP: EOPNOTSUPP"}
 		}
 		st.Ifname, st.Caps.Ifname = i, i
-		st.Mgmt = st.Mgmt || slices.Contains(sf.Mgmt, i) // as nicctl.InspectTimestamping fills it
+		st.Mgmt = st.Mgmt || slices.Contains(sf.Mgmt, i) // as facts.NIC.Timestamping fills it
 		f.Timestamping[i] = st
 	}
 	for i, as := range sf.Addrs {
@@ -138,9 +145,9 @@ func (sf *StaticFacts) facts() *Facts {
 
 // tree reads the facts of a fake host root, as `rig run --dry-run` reads
 // this machine.
-func tree(t *testing.T, fs hostfs.FS) *Facts {
+func tree(t *testing.T, fs hostfs.FS) *facts.Facts {
 	t.Helper()
-	f, err := ReadFacts(fs)
+	f, err := facts.Read(fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,25 +155,25 @@ func tree(t *testing.T, fs hostfs.FS) *Facts {
 }
 
 // treeWithStressNG is tree with stress-ng installed.
-func treeWithStressNG(t *testing.T, fs hostfs.FS) *Facts {
+func treeWithStressNG(t *testing.T, fs hostfs.FS) *facts.Facts {
 	f := tree(t, fs)
 	f.StressNG = true
 	return f
 }
 
-func factsFor(s *Scenario, f hostOf) map[string]*Facts {
-	m := map[string]*Facts{}
+func factsFor(s *Scenario, f hostOf) map[string]*facts.Facts {
+	m := map[string]*facts.Facts{}
 	for _, h := range s.Hosts {
-		m[h.Name] = f.facts()
+		m[h.Name] = factsOfHost(f)
 	}
 	return m
 }
 
 // factsOf converts a test's map of hosts.
-func factsOf(hosts map[string]hostOf) map[string]*Facts {
-	m := map[string]*Facts{}
+func factsOf(hosts map[string]hostOf) map[string]*facts.Facts {
+	m := map[string]*facts.Facts{}
 	for n, h := range hosts {
-		m[n] = h.facts()
+		m[n] = factsOfHost(h)
 	}
 	return m
 }
@@ -467,6 +474,38 @@ arms:
 	}
 }
 
+// TestCoalesceTxFrames: nic.coalesce takes tx-frames as `rig nicctl set
+// --tx-frames` does: merged from defaults, printed by the dry run, carried
+// to the agent as ethtoolnl's tx_frames, and a bad value is refused at its
+// line and column.
+func TestCoalesceTxFrames(t *testing.T) {
+	const src = `name: t
+hosts: {h: {via: local, roles: [sender, responder], iface: eth0}}
+traffic: {group: "239.1.1.1:5000"}
+defaults:
+  nic: {coalesce: {tx-frames: 8}}
+arms:
+  - name: a
+  - name: b
+    nic: {coalesce: {tx-frames: %s, rx-usecs: 0}}
+`
+	s := load(t, strings.Replace(src, "%s", "16", 1))
+	a, b := s.Arms[0].Effective.NIC.Coalesce, s.Arms[1].Effective.NIC.Coalesce
+	if a.TxFrames == nil || *a.TxFrames != 8 || b.TxFrames == nil || *b.TxFrames != 16 || *b.RxUsecs != 0 {
+		t.Fatalf("a %+v b %+v", a, b)
+	}
+	var out bytes.Buffer
+	if err := WriteDryRun(&out, s, s.Plan(), DryRunOptions{}); err != nil || !strings.Contains(out.String(), "coalescing: ethtool -C eth0 rx-usecs 0 tx-frames 16") {
+		t.Fatalf("dry run: %v\n%s", err, out.String())
+	}
+	if j, err := json.Marshal(s.Arms[1].Effective); err != nil || !strings.Contains(string(j), `"tx_frames":16`) {
+		t.Fatalf("knobs JSON: %s %v", j, err)
+	}
+	if _, err := Parse("t.yaml", []byte(strings.Replace(src, "%s", "-1", 1))); err == nil || !strings.Contains(err.Error(), "t.yaml:9:33:") || !strings.Contains(err.Error(), "tx-frames") {
+		t.Fatalf("tx-frames -1: %v", err)
+	}
+}
+
 func TestCPUListForms(t *testing.T) {
 	for _, v := range []string{`"0-2,5"`, `[0, 1, 2, 5]`, `[5, 2, 1, 0, 2]`} {
 		s := load(t, `name: t
@@ -525,31 +564,6 @@ arms:
 	}
 	if strings.Contains(out.String(), "(POLL)") {
 		t.Errorf("dry run disables POLL:\n%s", out.String())
-	}
-}
-
-func TestReadFacts(t *testing.T) {
-	f := tree(t, hostfs.Default())
-	if len(f.Online) == 0 {
-		t.Fatalf("online CPUs: %v", f.Online)
-	}
-	if sib, err := f.threadSiblings(f.Online[0]); err != nil || !slices.Contains(sib, f.Online[0]) {
-		t.Errorf("siblings of %d: %v %v", f.Online[0], sib, err)
-	}
-	if !slices.Contains(f.Ifaces, "lo") {
-		t.Errorf("interfaces: %v", f.Ifaces)
-	}
-	if st, err := f.timestamping("lo"); err != nil || st.Caps.HardwareRX() || st.ConfigKnown {
-		t.Errorf("lo timestamping: %+v %v", st, err)
-	}
-	// A fake root has no kernel to ask: not "none", but "cannot say".
-	fake := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c7i"})
-	if _, err := fake.timestamping(fake.Ifaces[0]); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "cannot ask a fake host root") {
-		t.Errorf("HW stamps on a fake root: %v", err)
-	}
-	// An empty root is not a host: reading fails, naming what is missing.
-	if _, err := ReadFacts(hostfs.FS{Root: t.TempDir()}); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("empty root: %v", err)
 	}
 }
 
@@ -721,10 +735,10 @@ arms:
 	unread.TimestampingErr = map[string]string{"eth0": "SIOCGHWTSTAMP: EPERM"}
 	var list ErrorList
 	var he *HostError
-	if err := Validate(s, map[string]*Facts{"rsp": unread}); errors.As(err, &list) || !errors.As(err, &he) || !errors.Is(err, errors.ErrUnsupported) {
+	if err := Validate(s, map[string]*facts.Facts{"rsp": unread}); errors.As(err, &list) || !errors.As(err, &he) || !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("unreadable NIC on a host: %v", err)
 	}
-	if tp := s.TimestampPlans(map[string]*Facts{"rsp": unread}); len(tp) != 1 || !strings.Contains(tp[0].String(), "not checked: timestamping of eth0: SIOCGHWTSTAMP: EPERM") {
+	if tp := s.TimestampPlans(map[string]*facts.Facts{"rsp": unread}); len(tp) != 1 || !strings.Contains(tp[0].String(), "not checked: timestamping of eth0: SIOCGHWTSTAMP: EPERM") {
 		t.Errorf("plan of an unreadable NIC: %v", tp)
 	}
 	// Facts that contradict themselves (a CPU without its siblings) are
@@ -735,7 +749,7 @@ arms:
 	if err := Validate(smt, factsFor(smt, broken)); errors.As(err, &list) || !errors.As(err, &he) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("facts without CPU 1's siblings: %v", err)
 	}
-	if u := s.Unchecked(map[string]*Facts{"rsp": smallHost().facts()}); !slices.Equal(u, []string{"snd"}) {
+	if u := s.Unchecked(map[string]*facts.Facts{"rsp": smallHost().facts()}); !slices.Equal(u, []string{"snd"}) {
 		t.Errorf("unchecked: %v", u)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"os"
 	"slices"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/probe"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // RequestMode is how requests reach the responder.
@@ -188,18 +188,18 @@ type UnicastError struct {
 func (e *UnicastError) Error() string {
 	switch {
 	case e.Want.IsValid():
-		return fmt.Sprintf("address %s is not on %s of host %s (its IPv4 addresses: %s)", e.Want, e.Iface, e.Host, nicctl.AddrList(e.Addrs))
+		return fmt.Sprintf("address %s is not on %s of host %s (its IPv4 addresses: %s)", e.Want, e.Iface, e.Host, facts.AddrList(e.Addrs))
 	case len(e.Addrs) == 0:
 		return fmt.Sprintf("unicast requests go to the responder's address on %s, and %s on host %s has no IPv4 address", e.Iface, e.Iface, e.Host)
 	}
-	return fmt.Sprintf("unicast requests go to the responder's address on %s, and %s on host %s has several (%s): rig does not guess", e.Iface, e.Iface, e.Host, nicctl.AddrList(e.Addrs))
+	return fmt.Sprintf("unicast requests go to the responder's address on %s, and %s on host %s has several (%s): rig does not guess", e.Iface, e.Iface, e.Host, facts.AddrList(e.Addrs))
 }
 
 // Fix says what to do about it.
 func (e *UnicastError) Fix() string {
 	switch {
 	case e.Want.IsValid() && len(e.Addrs) > 0:
-		return fmt.Sprintf("write one of %s in address:, or delete it", nicctl.AddrList(e.Addrs))
+		return fmt.Sprintf("write one of %s in address:, or delete it", facts.AddrList(e.Addrs))
 	case len(e.Addrs) == 0:
 		return fmt.Sprintf("measure on an interface with an address (hosts.%s.iface), give %s one (ip addr add ADDR/LEN dev %s), or send multicast", e.Host, e.Iface, e.Iface)
 	}
@@ -210,8 +210,8 @@ func (e *UnicastError) Fix() string {
 // want when it is one of iface's IPv4 addresses, else iface's only one.
 // A *UnicastError says why there is none; an error wrapping
 // os.ErrNotExist or errors.ErrUnsupported means the facts cannot say.
-func UnicastAddr(f *Facts, host, iface string, want netip.Addr) (netip.Addr, error) {
-	as, err := f.addresses(iface)
+func UnicastAddr(f *facts.Facts, host, iface string, want netip.Addr) (netip.Addr, error) {
+	as, err := f.AddrsOf(iface)
 	if err != nil {
 		return netip.Addr{}, err
 	}

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 )
 
@@ -163,7 +163,7 @@ func TestUnicastResolved(t *testing.T) {
 	s = load(t, strings.Replace(unicastSrc, "%s", "", 1))
 	fake := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c7i"})
 	fake.Ifaces = append(fake.Ifaces, "eth1") // a fake host root that also has eth1
-	if err := Validate(s, map[string]*Facts{"snd": hostWithAddrs().facts(), "rsp": fake}); err != nil {
+	if err := Validate(s, map[string]*facts.Facts{"snd": hostWithAddrs().facts(), "rsp": fake}); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
@@ -209,22 +209,5 @@ func TestUnicastAddr(t *testing.T) {
 	}
 	if _, err := UnicastAddr(f, "rsp", "eth9", netip.Addr{}); err == nil || errors.As(err, &ue) {
 		t.Fatalf("unknown interface: %v", err)
-	}
-}
-
-// ReadFacts asks the kernel for addresses (lo has 127.0.0.1); a fake
-// host root cannot say.
-func TestReadFactsAddresses(t *testing.T) {
-	local := tree(t, hostfs.Default())
-	as, err := local.addresses("lo")
-	if err != nil || len(as) == 0 || as[0] != netip.MustParseAddr("127.0.0.1") {
-		t.Fatalf("lo: %v %v", as, err)
-	}
-	if _, err := local.addresses("nosuch0"); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("unknown interface: %v", err)
-	}
-	fake := tree(t, hostfs.FS{Root: "../hostinfo/testdata/c7i"})
-	if _, err := fake.addresses(fake.Ifaces[0]); !errors.Is(err, os.ErrNotExist) || fake.Addrs != nil {
-		t.Errorf("fake root: %v %v", err, fake.Addrs)
 	}
 }

@@ -74,6 +74,14 @@ type Config struct {
 	// turbo, tuned profile, idle states), read by the caller before
 	// sampling starts (tuned-adm is slow); kept as Result.Power.
 	Power *rundir.PowerState
+	// Scanned, when set, gets every thread each thread scan found on the
+	// watched CPUs, on the sampler's thread (cpurank's tallies).
+	Scanned func(sample int, tasks []Task)
+	// Wait, when set, paces the samples instead of a ticker of Interval:
+	// the sampler calls it before each sample after the first and ends
+	// (its last reads taken; Stop returns then) when it returns an error.
+	// A ranking's window waits so, and its tests move a fake tree in it.
+	Wait func() error
 }
 
 // Sampler is one round's telemetry. Use New, Start, Stop.
@@ -181,7 +189,7 @@ func New(cfg Config) (*Sampler, error) {
 	s.nic = make([]uint64, m*len(cfg.NICStatNames))
 	s.drift = make([]rundir.AffinityChange, 0, 64)
 	if cfg.ThreadScanEvery > 0 {
-		s.scanner = newThreadScanner(cfg.FS, cfg.CPUs)
+		s.scanner = newThreadScanner(cfg.FS, cfg.CPUs, cfg.Scanned)
 	}
 	if cfg.MeasureFreq {
 		s.openFreq(cfg.FreqCPU)
@@ -311,11 +319,24 @@ func (s *Sampler) Start() error {
 }
 
 func (s *Sampler) run(ready chan<- error) {
-	// Never unlocked: the thread exits with the goroutine, so its
-	// affinity does not leak into the Go runtime's thread pool.
+	// The thread's affinity is put back before it is unlocked; if that
+	// fails it stays locked and exits with the goroutine, so the pinning
+	// never leaks into the Go runtime's thread pool.
 	runtime.LockOSThread()
-	if err := s.pin(); err != nil {
+	var orig unix.CPUSet
+	err := unix.SchedGetaffinity(0, &orig)
+	if err != nil {
+		err = fmt.Errorf("telemetry: read the sampler's affinity: %w", err)
+	} else {
+		err = s.pin()
+	}
+	defer func() {
+		if unix.SchedSetaffinity(0, &orig) == nil {
+			runtime.UnlockOSThread()
+		}
 		close(s.done)
+	}()
+	if err != nil {
 		ready <- err
 		return
 	}
@@ -330,17 +351,24 @@ func (s *Sampler) run(ready chan<- error) {
 		s.freq.readMSR(false)
 	}
 	ready <- nil
+	defer func() {
+		s.readUse(1)
+		if s.freq != nil {
+			s.freq.readMSR(true)
+		}
+	}()
+	for s.cfg.Wait != nil {
+		if s.cfg.Wait() != nil {
+			return
+		}
+		s.sample()
+	}
 	for {
 		select {
 		case <-tick.C:
 			s.sample()
 		case <-s.stop:
 			s.sample()
-			s.readUse(1)
-			if s.freq != nil {
-				s.freq.readMSR(true)
-			}
-			close(s.done)
 			return
 		}
 	}
@@ -430,6 +458,12 @@ func (s *Sampler) sample() {
 		s.scanner.scan(i)
 	}
 	s.n++
+}
+
+// CPUUse is the per-CPU busy counters at the first and the last sample,
+// after Stop; err says why they could not be read.
+func (s *Sampler) CPUUse() (first, last hostinfo.CPUUse, err error) {
+	return s.use[0], s.use[1], s.useErr
 }
 
 // readUse reads the per-CPU busy counters, the whole node's.

@@ -193,7 +193,7 @@ func BenchmarkSampleLive(b *testing.B) {
 }
 
 func BenchmarkThreadScanLive(b *testing.B) {
-	ts := newThreadScanner(hostfs.FS{Root: "/"}, []int{0})
+	ts := newThreadScanner(hostfs.FS{Root: "/"}, []int{0}, nil)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		ts.scan(i)
@@ -209,7 +209,7 @@ func TestThreadScanSchedstat(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ts := newThreadScanner(h, []int{2, 6})
+	ts := newThreadScanner(h, []int{2, 6}, nil)
 	ts.scan(0) // baseline: only the running responder (state R) counts
 	if err := os.WriteFile(h.Path("/proc/30/task/30/schedstat"), []byte("5000 0 12\n"), 0o644); err != nil {
 		t.Fatal(err)

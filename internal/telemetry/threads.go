@@ -30,18 +30,33 @@ type threadScanner struct {
 	runNS   map[int]uint64
 	hits    []threadHit
 	noSched bool
+	scanned func(sample int, tasks []Task)
 }
 
 type threadHit struct{ sample, thread int32 }
 
-func newThreadScanner(fs hostfs.FS, cpus []int) *threadScanner {
-	return &threadScanner{fs: fs, cpus: cpus, byTID: map[int]int{}, slices: map[int]uint64{}, runNS: map[int]uint64{}}
+func newThreadScanner(fs hostfs.FS, cpus []int, scanned func(int, []Task)) *threadScanner {
+	return &threadScanner{fs: fs, cpus: cpus, byTID: map[int]int{}, slices: map[int]uint64{}, runNS: map[int]uint64{}, scanned: scanned}
 }
 
-func (ts *threadScanner) scan(sample int) {
+// Task is one thread a scan found on a watched CPU: its state and last
+// CPU (stat) and, when SchedOK, its run time and timeslices (schedstat).
+type Task struct {
+	PID, TID int
+	Comm     string
+	State    byte
+	CPU      int
+	Sched    hostinfo.TaskSchedstat
+	SchedOK  bool
+}
+
+// tasks reads the stat of every thread, and the schedstat of those whose
+// last CPU is watched. Threads that exit during the scan are skipped.
+func (ts *threadScanner) tasks() []Task {
+	var out []Task
 	procs, err := ts.fs.ReadDir("/proc")
 	if err != nil {
-		return
+		return nil
 	}
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
@@ -62,47 +77,65 @@ func (ts *threadScanner) scan(sample int) {
 			if !ok || !slices.Contains(ts.cpus, cpu) {
 				continue
 			}
-			ran, runNS := ts.ran(dir+"/"+t.Name()+"/schedstat", tid, state)
-			if !ran {
-				continue
+			tk := Task{PID: pid, TID: tid, Comm: string(comm), State: state, CPU: cpu}
+			if !ts.noSched {
+				if b, err := ts.fs.ReadFile(dir + "/" + t.Name() + "/schedstat"); err == nil {
+					tk.Sched, tk.SchedOK = hostinfo.ParseTaskSchedstat(b)
+				}
 			}
-			k, ok := ts.byTID[tid]
-			if !ok || ts.threads[k].Comm != string(comm) {
-				k = len(ts.threads)
-				ts.threads = append(ts.threads, rundir.ThreadSeen{TID: tid, PID: pid, Comm: string(comm)})
-				ts.byTID[tid] = k
-			}
-			th := &ts.threads[k]
-			th.CPU = cpu
-			th.Scans++
-			th.RunNS += runNS
-			ts.hits = append(ts.hits, threadHit{int32(sample), int32(k)})
+			out = append(out, tk)
 		}
+	}
+	return out
+}
+
+// scan records the threads that ran on the watched CPUs since the
+// previous scan, and hands every thread there to Config.Scanned. Without
+// schedstat (no thread of a scan has one: CONFIG_SCHED_INFO off) every
+// sighting counts from then on.
+func (ts *threadScanner) scan(sample int) {
+	tasks := ts.tasks()
+	if !ts.noSched && len(tasks) > 0 && !slices.ContainsFunc(tasks, func(t Task) bool { return t.SchedOK }) {
+		ts.noSched = true
+	}
+	for _, t := range tasks {
+		ran, runNS := ts.ran(t)
+		if !ran {
+			continue
+		}
+		k, ok := ts.byTID[t.TID]
+		if !ok || ts.threads[k].Comm != t.Comm {
+			k = len(ts.threads)
+			ts.threads = append(ts.threads, rundir.ThreadSeen{TID: t.TID, PID: t.PID, Comm: t.Comm})
+			ts.byTID[t.TID] = k
+		}
+		th := &ts.threads[k]
+		th.CPU = t.CPU
+		th.Scans++
+		th.RunNS += runNS
+		ts.hits = append(ts.hits, threadHit{int32(sample), int32(k)})
+	}
+	if ts.scanned != nil {
+		ts.scanned(sample, tasks)
 	}
 }
 
 // ran reports whether the task ran since the previous scan, and for how
-// long. The first sighting only counts if the task is running now.
-func (ts *threadScanner) ran(p string, tid int, state byte) (bool, uint64) {
+// long. The first sighting, or one without schedstat, only counts if the
+// task is running now.
+func (ts *threadScanner) ran(t Task) (bool, uint64) {
 	if ts.noSched {
 		return true, 0
 	}
-	b, err := ts.fs.ReadFile(p)
-	if err != nil {
-		ts.noSched = true
-		return true, 0
+	if !t.SchedOK {
+		return t.State == 'R', 0
 	}
-	st, ok := hostinfo.ParseTaskSchedstat(b)
-	if !ok {
-		ts.noSched = true
-		return true, 0
-	}
-	run, n := st.RunNS, st.Slices
-	prev, seen := ts.slices[tid]
-	prevRun := ts.runNS[tid]
-	ts.slices[tid], ts.runNS[tid] = n, run
+	run, n := t.Sched.RunNS, t.Sched.Slices
+	prev, seen := ts.slices[t.TID]
+	prevRun := ts.runNS[t.TID]
+	ts.slices[t.TID], ts.runNS[t.TID] = n, run
 	if !seen {
-		return state == 'R', 0
+		return t.State == 'R', 0
 	}
 	if n == prev {
 		return false, 0

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
 var errNotExist = os.ErrNotExist
@@ -52,30 +50,20 @@ func (c Caps) String() string {
 		c.Ifname, c.SOF, uint32(c.SOF), phc, c.TxTypesString(), c.RxFiltersString())
 }
 
-func capsOf(ifname string, ti *unix.EthtoolTsInfo) Caps {
-	return Caps{
-		Ifname:    ifname,
-		SOF:       Flags(ti.So_timestamping),
-		PHCIndex:  int(ti.Phc_index),
-		TxTypes:   ti.Tx_types,
-		RxFilters: ti.Rx_filters,
-	}
-}
-
 // TxTypesString lists the tx_types bitmap, e.g. "OFF|ON".
 func (c Caps) TxTypesString() string { return bitNames(c.TxTypes, txTypeNames[:]) }
 
 // RxFiltersString lists the rx_filters bitmap, e.g. "NONE|ALL".
 func (c Caps) RxFiltersString() string { return bitNames(c.RxFilters, rxFilterNames[:]) }
 
-// TxType is a HWTSTAMP_TX_* value.
+// TxType is a HWTSTAMP_TX_* value (include/uapi/linux/net_tstamp.h).
 type TxType int32
 
 const (
-	TxOff         TxType = unix.HWTSTAMP_TX_OFF
-	TxOn          TxType = unix.HWTSTAMP_TX_ON
-	TxOneStepSync TxType = unix.HWTSTAMP_TX_ONESTEP_SYNC
-	TxOneStepP2P  TxType = unix.HWTSTAMP_TX_ONESTEP_P2P
+	TxOff         TxType = 0
+	TxOn          TxType = 1
+	TxOneStepSync TxType = 2
+	TxOneStepP2P  TxType = 3
 )
 
 var txTypeNames = [...]string{"OFF", "ON", "ONESTEP_SYNC", "ONESTEP_P2P"}
@@ -87,17 +75,17 @@ func (t TxType) String() string {
 	return "TxType(" + strconv.Itoa(int(t)) + ")"
 }
 
-// RxFilter is a HWTSTAMP_FILTER_* value.
+// RxFilter is a HWTSTAMP_FILTER_* value (include/uapi/linux/net_tstamp.h).
 type RxFilter int32
 
 const (
-	FilterNone         RxFilter = unix.HWTSTAMP_FILTER_NONE
-	FilterAll          RxFilter = unix.HWTSTAMP_FILTER_ALL
-	FilterSome         RxFilter = unix.HWTSTAMP_FILTER_SOME // only ever returned: "at least what you asked"
-	FilterPTPv1L4Event RxFilter = unix.HWTSTAMP_FILTER_PTP_V1_L4_EVENT
-	FilterPTPv2L4Event RxFilter = unix.HWTSTAMP_FILTER_PTP_V2_L4_EVENT
-	FilterPTPv2Event   RxFilter = unix.HWTSTAMP_FILTER_PTP_V2_EVENT
-	FilterNTPAll       RxFilter = unix.HWTSTAMP_FILTER_NTP_ALL
+	FilterNone         RxFilter = 0
+	FilterAll          RxFilter = 1
+	FilterSome         RxFilter = 2 // only ever returned: "at least what you asked"
+	FilterPTPv1L4Event RxFilter = 3
+	FilterPTPv2L4Event RxFilter = 6
+	FilterPTPv2Event   RxFilter = 12
+	FilterNTPAll       RxFilter = 15
 )
 
 var rxFilterNames = [...]string{

@@ -1,8 +1,8 @@
+//go:build linux
+
 package tstamp
 
 import (
-	"strconv"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -21,30 +21,6 @@ const (
 // SW is CLOCK_REALTIME, HW is raw PHC time.
 type Stamps struct {
 	SW, HW int64
-}
-
-// Kind says at which point a TX stamp was taken (SCM_TSTAMP_*, ee_info).
-type Kind uint8
-
-const (
-	KindSnd        Kind = unix.SCM_TSTAMP_SND   // handed to the NIC (SW) / left the NIC (HW)
-	KindSched      Kind = unix.SCM_TSTAMP_SCHED // entered the qdisc (SW only)
-	KindAck        Kind = unix.SCM_TSTAMP_ACK   // TCP only
-	KindCompletion Kind = 3                     // driver saw the TX completion (~6.15)
-)
-
-func (k Kind) String() string {
-	switch k {
-	case KindSnd:
-		return "SND"
-	case KindSched:
-		return "SCHED"
-	case KindAck:
-		return "ACK"
-	case KindCompletion:
-		return "COMPLETION"
-	}
-	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // TxStamp is one TX timestamp read from a socket's error queue.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // FlagBondedPHC is HWTSTAMP_FLAG_BONDED_PHC_INDEX (HWTstampConfig.Flags):
@@ -36,8 +36,8 @@ func (c HWTstampConfig) String() string {
 // the seam between rig and a NIC driver: HostDevice talks to the kernel,
 // tests use driver profiles that answer as the real drivers do.
 //
-// Errors are the raw errno values (unix.ERANGE, unix.EOPNOTSUPP, …) so
-// callers can classify them; a missing interface is unix.ENODEV.
+// Errors are the raw errno values (ERANGE, EOPNOTSUPP, …) so
+// callers can classify them; a missing interface is ENODEV.
 type Device interface {
 	// TSInfo is ETHTOOL_GET_TS_INFO: the driver's capability report.
 	TSInfo(ifname string) (Caps, error)
@@ -48,54 +48,6 @@ type Device interface {
 	// driver granted back into cfg (a PTP filter upscaled to ALL, or
 	// FILTER_SOME); on error nothing was changed.
 	SetHWTstamp(ifname string, cfg *HWTstampConfig) error
-}
-
-// HostDevice returns the kernel's Device for the calling thread's network
-// namespace. Each call opens and closes one short-lived socket.
-func HostDevice() Device { return hostDevice{} }
-
-type hostDevice struct{}
-
-func withSocket(f func(fd int) error) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return f(fd)
-}
-
-func (hostDevice) TSInfo(ifname string) (c Caps, err error) {
-	err = withSocket(func(fd int) error {
-		ti, err := unix.IoctlGetEthtoolTsInfo(fd, ifname)
-		if err == nil {
-			c = capsOf(ifname, ti)
-		}
-		return err
-	})
-	return c, err
-}
-
-func (hostDevice) GetHWTstamp(ifname string) (c HWTstampConfig, err error) {
-	err = withSocket(func(fd int) error {
-		v, err := unix.IoctlGetHwTstamp(fd, ifname)
-		if err == nil {
-			c = HWTstampConfig{Flags: v.Flags, TxType: TxType(v.Tx_type), RxFilter: RxFilter(v.Rx_filter)}
-		}
-		return err
-	})
-	return c, err
-}
-
-func (hostDevice) SetHWTstamp(ifname string, cfg *HWTstampConfig) error {
-	return withSocket(func(fd int) error {
-		v := unix.HwTstampConfig{Flags: cfg.Flags, Tx_type: int32(cfg.TxType), Rx_filter: int32(cfg.RxFilter)}
-		if err := unix.IoctlSetHwTstamp(fd, ifname, &v); err != nil {
-			return err
-		}
-		cfg.Flags, cfg.TxType, cfg.RxFilter = v.Flags, TxType(v.Tx_type), RxFilter(v.Rx_filter)
-		return nil
-	})
 }
 
 // NICState is what rig knows of one interface's timestamping before it
@@ -110,11 +62,11 @@ type NICState struct {
 	ConfigErr   string         `json:"config_error,omitempty"`
 	// Owner names a daemon that keeps this device's timestamping config
 	// for itself ("ptp4l (pid 812)"); "" when none. The kernel cannot tell:
-	// callers fill it from the process table (nicctl does).
+	// callers fill it from the process table (facts does).
 	Owner string `json:"owner,omitempty"`
 	// Mgmt is true when it is a management interface (the default route
 	// of least metric, the controller's connection). Callers fill it
-	// (nicctl.ReadMgmt).
+	// (facts.ReadMgmt).
 	Mgmt bool `json:"mgmt,omitempty"`
 	// Notes say what the driver's own settings mean for rig's stamps
 	// (callers fill them: nicctl, from the private flags).
@@ -146,7 +98,7 @@ func ReadNIC(dev Device, ifname string) (NICState, error) {
 // notSupported reports the errors a driver gives for an ioctl it does not
 // implement.
 func notSupported(err error) bool {
-	return errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTTY)
+	return errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTTY)
 }
 
 // ClassifySetErr wraps an error of SIOCSHWTSTAMP for ifname by its meaning:
@@ -155,27 +107,35 @@ func notSupported(err error) bool {
 // os.ErrPermission and names CAP_NET_ADMIN, ENODEV wraps os.ErrNotExist.
 func ClassifySetErr(ifname string, cfg HWTstampConfig, err error) error {
 	switch {
-	case errors.Is(err, unix.ERANGE):
+	case errors.Is(err, syscall.ERANGE):
 		return fmt.Errorf("tstamp: SIOCSHWTSTAMP %s %s: the driver cannot stamp those packets: %w (%w)", ifname, cfg, err, errors.ErrUnsupported)
 	case notSupported(err):
 		return fmt.Errorf("tstamp: SIOCSHWTSTAMP %s %s: the driver does not support it: %w (%w)", ifname, cfg, err, errors.ErrUnsupported)
-	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
 		return fmt.Errorf("tstamp: SIOCSHWTSTAMP %s needs CAP_NET_ADMIN in the interface's network namespace (run as root): %w (%w)", ifname, err, os.ErrPermission)
 	}
 	return fmt.Errorf("tstamp: SIOCSHWTSTAMP %s %s: %w", ifname, cfg, wrapNoDev(err))
 }
 
 func errName(err error) string {
-	var e unix.Errno
+	var e syscall.Errno
 	if errors.As(err, &e) {
-		if e == unix.EOPNOTSUPP {
+		if e == syscall.EOPNOTSUPP {
 			return "EOPNOTSUPP" // same number as ENOTSUP on Linux; the name drivers use
 		}
-		if n := unix.ErrnoName(e); n != "" {
+		if n := errnoName(e); n != "" {
 			return n
 		}
 	}
 	return err.Error()
+}
+
+// wrapNoDev makes ENODEV/ENXIO also match os.ErrNotExist.
+func wrapNoDev(err error) error {
+	if errors.Is(err, syscall.ENODEV) || errors.Is(err, syscall.ENXIO) {
+		return fmt.Errorf("%w (%w)", err, errNotExist)
+	}
+	return err
 }
 
 // Stamper emulates a NIC's hardware stamping on the packets of a socket

@@ -1,3 +1,5 @@
+//go:build linux
+
 package tstamp
 
 import (
@@ -72,14 +74,8 @@ func OpenPHCPath(path string) (*PHC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tstamp: open PHC: %w", err)
 	}
-	p := NewPHCWith(phcIoctl{int(f.Fd())})
-	p.f = f
-	return p, nil
+	return &PHC{f: f, dev: phcIoctl{int(f.Fd())}, Samples: 5}, nil
 }
-
-// NewPHCWith returns a PHC over any PHCDevice: the host's ioctl, or a
-// driver profile in tests (Now and Close need OpenPHC's device file).
-func NewPHCWith(dev PHCDevice) *PHC { return &PHC{dev: dev, Samples: 5} }
 
 // Close closes the device.
 func (p *PHC) Close() error {

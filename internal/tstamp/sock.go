@@ -1,3 +1,5 @@
+//go:build linux
+
 package tstamp
 
 import (
@@ -380,14 +382,6 @@ func ifnameOf(fd, ifindex int) (string, error) {
 		return "", fmt.Errorf("tstamp: ifindex %d: SIOCGIFNAME: %w", ifindex, wrapNoDev(err))
 	}
 	return ifr.Name(), nil
-}
-
-// wrapNoDev makes ENODEV/ENXIO also match os.ErrNotExist.
-func wrapNoDev(err error) error {
-	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO) {
-		return fmt.Errorf("%w (%w)", err, errNotExist)
-	}
-	return err
 }
 
 // htons converts to network byte order on any host.

@@ -1,4 +1,6 @@
-package nicctl
+//go:build linux
+
+package facts
 
 import (
 	"fmt"

@@ -1,13 +1,26 @@
-package nicctl
+package facts
 
 import (
-	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
 )
+
+func write(t testing.TB, root, p, content string, mode os.FileMode) {
+	t.Helper()
+	full := filepath.Join(root, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(full, mode)
+}
 
 // TestIRQBalanceBanned: the banned CPUs come from the environment (the
 // list over the deprecated mask), else from irqbalance's default, and an
@@ -28,7 +41,7 @@ func TestIRQBalanceBanned(t *testing.T) {
 			fs := hostfs.FS{Root: t.TempDir()}
 			write(t, fs.Root, "/proc/77/comm", "irqbalance\n", 0o444)
 			write(t, fs.Root, "/proc/77/environ", c.environ, 0o444)
-			st, err := HostIRQBalance{FS: fs}.State(context.Background())
+			st, err := ReadIRQBalance(fs)
 			if err != nil || !st.Running || st.PID != 77 || st.Systemd {
 				t.Fatalf("state %+v, %v", st, err)
 			}
@@ -38,7 +51,7 @@ func TestIRQBalanceBanned(t *testing.T) {
 			}
 		})
 	}
-	st, err := HostIRQBalance{FS: hostfs.FS{Root: t.TempDir()}}.State(context.Background())
+	st, err := ReadIRQBalance(hostfs.FS{Root: t.TempDir()})
 	if err == nil || st.Running {
 		t.Fatalf("no /proc: %+v, %v (want an error)", st, err)
 	}

@@ -1,4 +1,4 @@
-package nicctl
+package facts
 
 import (
 	"encoding/binary"

@@ -1,4 +1,6 @@
-package nicctl
+//go:build linux
+
+package facts
 
 import (
 	"context"
@@ -79,7 +81,7 @@ func (e *ENA) AtLeast(major, minor, patch int) bool {
 // ReadENA reads the ENA facts of device d from sysfs, ethtool -i, the
 // ethtool rings (TX push) and ethtool -S. It never fails: a source that
 // cannot be read is named in Errors.
-func ReadENA(ctx context.Context, env *Env, d Device) *ENA {
+func ReadENA(ctx context.Context, env *NIC, d Device) *ENA {
 	e := &ENA{Errors: map[string]string{}}
 	fs := env.FS
 	if v, err := env.ioctl().DrvInfo(d.Iface); err != nil {
@@ -117,7 +119,7 @@ func ReadENA(ctx context.Context, env *Env, d Device) *ENA {
 			}
 		}
 	}
-	if c, err := env.ethtool(); err != nil {
+	if c, err := env.Ethtool(); err != nil {
 		e.Errors["rings"] = err.Error()
 	} else if r, err := c.Rings(ctx, d.Iface); err != nil {
 		e.Errors["rings"] = err.Error()

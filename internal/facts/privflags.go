@@ -1,4 +1,6 @@
-package nicctl
+//go:build linux
+
+package facts
 
 import (
 	"encoding/binary"
@@ -35,11 +37,11 @@ func cqeCompressNote(iface string) string {
 
 // PrivFlags reads iface's private flags (`ethtool --show-priv-flags`:
 // ETHTOOL_GSSET_INFO and ETHTOOL_GSTRINGS for ETH_SS_PRIV_FLAGS, then
-// ETHTOOL_GPFLAGS) through the Env's timestamping device when it answers
-// SIOCETHTOOL too (driver profiles), the host's when the Env has none. A
+// ETHTOOL_GPFLAGS) through the NIC's timestamping device when it answers
+// SIOCETHTOOL too (driver profiles), the host's when the NIC has none. A
 // driver without private flags gives an empty map; a test device that
 // does not answer SIOCETHTOOL, nil.
-func (e *Env) PrivFlags(iface string) (map[string]bool, error) {
+func (e *NIC) PrivFlags(iface string) (map[string]bool, error) {
 	var ioc EthtoolIoctl = hostEthtoolOnce{}
 	if e.TS != nil {
 		d, ok := e.TS.(EthtoolIoctl)

@@ -1,4 +1,6 @@
-package nicctl
+//go:build linux
+
+package facts
 
 import (
 	"errors"
@@ -218,16 +220,17 @@ func DiscoverIRQs(fs hostfs.FS, d Device, in *hostinfo.CounterTable) ([]IRQ, err
 	return out, nil
 }
 
-func irqFile(n int, name string) string { return "/proc/irq/" + strconv.Itoa(n) + "/" + name }
+// IRQFile is the path of a file of IRQ n under /proc/irq.
+func IRQFile(n int, name string) string { return "/proc/irq/" + strconv.Itoa(n) + "/" + name }
 
 func readAffinity(fs hostfs.FS, irq *IRQ) error {
-	p := irqFile(irq.Number, "smp_affinity_list")
+	p := IRQFile(irq.Number, "smp_affinity_list")
 	a, err := fs.ReadString(p)
 	if err != nil {
 		return fmt.Errorf("IRQ %d: %w", irq.Number, err)
 	}
 	irq.Affinity = a
-	irq.Effective, _ = fs.ReadString(irqFile(irq.Number, "effective_affinity_list"))
+	irq.Effective, _ = fs.ReadString(IRQFile(irq.Number, "effective_affinity_list"))
 	// Newer kernels make a managed IRQ's affinity files read-only; debugfs,
 	// when mounted, says so explicitly. Older kernels only tell on write
 	// (EIO, or EPERM from ~6.12), which Set reports per IRQ.

@@ -1,291 +1,20 @@
 package scenario
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-project/rig/internal/cpulist"
-	"github.com/rig-project/rig/internal/cstate"
-	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/nicctl"
 )
-
-// Facts is what validation needs to know about one host, read once: by
-// ReadFacts on this machine, or by the host's agent, which sends it as
-// JSON. Validation reads the struct; where a field may be absent (an older
-// agent, a host without the facility) the lookups below say so with an
-// error wrapping os.ErrNotExist.
-type Facts struct {
-	// Timestamping is each interface's timestamping state (capabilities,
-	// current config, owner, management), for the validation of
-	// `timestamps:` and the dry-run plan; an interface missing here could
-	// not be asked (TimestampingErr says why).
-	Timestamping map[string]tstamp.NICState `json:"timestamping,omitempty"`
-	// TimestampingErr says, per interface, why its timestamping could not
-	// be read (a fake host root has no kernel to ask).
-	TimestampingErr map[string]string `json:"timestamping_errors,omitempty"`
-	Online          []int             `json:"online"`
-	// Siblings lists the SMT siblings of every online CPU, the CPU
-	// included.
-	Siblings map[int][]int `json:"siblings"`
-	Isolated []int         `json:"isolated"`
-	NohzFull []int         `json:"nohz_full"`
-	Ifaces   []string      `json:"ifaces"`
-	StressNG bool          `json:"stress_ng"`
-	// IdleStates lists each CPU's cpuidle state names in index order.
-	IdleStates map[int][]string `json:"idle_states"`
-	// MgmtIfaces are the management interfaces rig does not change
-	// unless told to (nicctl.ReadMgmt), MgmtWhy says why each is one;
-	// nil (an older agent) means unknown.
-	MgmtIfaces []string          `json:"mgmt_ifaces"`
-	MgmtWhy    map[string]string `json:"mgmt_why,omitempty"`
-	// Addrs are each interface's IPv4 addresses, sorted (where unicast
-	// requests can go); nil (an older agent, a fake root) means unknown.
-	Addrs map[string][]netip.Addr `json:"addrs"`
-	// Missing names facilities the host lacks (isolated, nohz_full,
-	// cpuidle, net).
-	Missing []string `json:"missing,omitempty"`
-	// Power is the frequency control (cpufreq, turbo, tuned:
-	// power.ReadFacts); nil from an agent that does not report it, which
-	// then cannot take power knobs.
-	Power *power.Facts `json:"power,omitempty"`
-	// What the node knobs need of the host, which a pod lacks: /sys
-	// mounted writable (statfs without ST_RDONLY: cpuidle, cpufreq,
-	// tuned), a writable /proc/irq (access W_OK on an
-	// smp_affinity_list), and /dev/cpu_dma_latency. nil: not known (an
-	// older agent, a fake host root, a host without numbered IRQs).
-	SysfsWritable   *bool `json:"sysfs_writable,omitempty"`
-	ProcIRQWritable *bool `json:"proc_irq_writable,omitempty"`
-	CPUDMALatency   *bool `json:"cpu_dma_latency,omitempty"`
-}
-
-// ReadFacts reads the facts of the machine below fs (the interfaces of
-// this network namespace). A facility the host lacks is named in Missing;
-// an interface whose timestamping or addresses cannot be asked (a fake
-// root) is left out of those maps. Other read failures are errors.
-func ReadFacts(fs hostfs.FS) (*Facts, error) {
-	f := &Facts{Siblings: map[int][]int{}, Timestamping: map[string]tstamp.NICState{}, IdleStates: map[int][]string{}}
-	var err error
-	if f.Online, err = hostinfo.OnlineCPUs(fs); err != nil {
-		return nil, err
-	}
-	missing := func(what string, err error) error {
-		if errors.Is(err, os.ErrNotExist) {
-			f.Missing = append(f.Missing, what)
-			return nil
-		}
-		return err
-	}
-	if f.Isolated, err = hostinfo.IsolatedCPUs(fs); missing("isolated", err) != nil {
-		return nil, err
-	}
-	if f.NohzFull, err = hostinfo.NohzFullCPUs(fs); missing("nohz_full", err) != nil {
-		return nil, err
-	}
-	for _, c := range f.Online {
-		if f.Siblings[c], err = hostinfo.ThreadSiblings(fs, c); err != nil {
-			return nil, err
-		}
-		st, err := hostinfo.ReadIdleStates(fs, c)
-		switch {
-		case err == nil:
-			for _, s := range st {
-				f.IdleStates[c] = append(f.IdleStates[c], s.Name)
-			}
-		case !slices.Contains(f.Missing, "cpuidle"):
-			if missing("cpuidle", err) != nil {
-				return nil, err
-			}
-		}
-	}
-	// A host root without /sys/class/net (a fake tree made for an
-	// emulated run, whose lab makes its own interfaces) has none.
-	ents, err := fs.ReadDir("/sys/class/net")
-	if missing("net", err) != nil {
-		return nil, err
-	}
-	for _, e := range ents {
-		f.Ifaces = append(f.Ifaces, e.Name())
-	}
-	for _, i := range f.Ifaces {
-		f.readNIC(fs, i)
-	}
-	if f.StressNG, err = hasStressNG(); err != nil {
-		return nil, err
-	}
-	pf, err := power.ReadFacts(context.Background(), fs, power.HostTuned(fs))
-	if err != nil {
-		return nil, fmt.Errorf("power facts: %w", err)
-	}
-	f.Power = &pf
-	if err := f.readWritable(fs); err != nil {
-		return nil, err
-	}
-	// Never nil when known: nil says "unknown" (no route table here, or
-	// an older agent).
-	switch mg, err := nicctl.ReadMgmt(fs); {
-	case err == nil:
-		f.MgmtIfaces, f.MgmtWhy = mg.Ifaces(), mg.Why
-	case !errors.Is(err, os.ErrNotExist):
-		return nil, err
-	}
-	return f, nil
-}
-
-// readNIC asks the kernel (ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP, RTM_GETADDR,
-// the process table) about iface. A fake fs has no kernel behind it, and
-// an interface may be gone since the listing: what cannot be asked is left
-// out, with the reason for timestamping.
-func (f *Facts) readNIC(fs hostfs.FS, iface string) {
-	if !fs.IsReal() {
-		f.noTimestamping(iface, "cannot ask a fake host root")
-		return
-	}
-	if st, err := nicctl.InspectTimestamping(&nicctl.Env{FS: fs}, iface); err == nil {
-		f.Timestamping[iface] = st
-	} else {
-		f.noTimestamping(iface, err.Error())
-	}
-	if as, err := nicctl.IPv4Addrs(iface); err == nil {
-		if f.Addrs == nil {
-			f.Addrs = map[string][]netip.Addr{}
-		}
-		f.Addrs[iface] = append([]netip.Addr{}, as...)
-	}
-}
-
-// readWritable asks, without writing anything, whether this host lets
-// rig change node knobs: a pod's /sys and /proc/irq are mounted read-only
-// and its /dev has no cpu_dma_latency. A fake host root is not asked.
-func (f *Facts) readWritable(fs hostfs.FS) error {
-	if !fs.IsReal() {
-		return nil
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs("/sys", &st); err != nil {
-		return fmt.Errorf("statfs /sys: %w", err)
-	}
-	sysfs, dma := st.Flags&unix.ST_RDONLY == 0, fs.Exists(cstate.DMALatencyPath)
-	f.SysfsWritable, f.CPUDMALatency = &sysfs, &dma
-	irqs, err := hostinfo.ListIRQs(fs)
-	if err != nil {
-		return err
-	}
-	for _, n := range irqs {
-		p := fmt.Sprintf("/proc/irq/%d/smp_affinity_list", n)
-		if !fs.Exists(p) {
-			continue
-		}
-		err := unix.Access(p, unix.W_OK)
-		w := err == nil
-		if err != nil && !errors.Is(err, unix.EROFS) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
-			return fmt.Errorf("access %s: %w", p, err)
-		}
-		f.ProcIRQWritable = &w
-		break
-	}
-	return nil
-}
-
-func (f *Facts) noTimestamping(iface, why string) {
-	if f.TimestampingErr == nil {
-		f.TimestampingErr = map[string]string{}
-	}
-	f.TimestampingErr[iface] = why
-}
-
-// hasStressNG looks stress-ng up in $PATH: only meaningful for the live
-// host, whatever the host root.
-func hasStressNG() (bool, error) {
-	_, err := exec.LookPath("stress-ng")
-	if errors.Is(err, exec.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-func (f *Facts) lacks(what string) error {
-	if slices.Contains(f.Missing, what) {
-		return fmt.Errorf("%s: %w", what, os.ErrNotExist)
-	}
-	return nil
-}
-
-// threadSiblings lists the SMT siblings of cpu, cpu included.
-func (f *Facts) threadSiblings(cpu int) ([]int, error) {
-	if s, ok := f.Siblings[cpu]; ok {
-		return s, nil
-	}
-	return nil, fmt.Errorf("cpu%d/topology: %w", cpu, os.ErrNotExist)
-}
-
-// timestamping is iface's timestamping (nicctl.InspectTimestamping): an
-// error wrapping os.ErrNotExist for an interface the host does not have,
-// errors.ErrUnsupported for one that could not be asked.
-func (f *Facts) timestamping(iface string) (tstamp.NICState, error) {
-	if !slices.Contains(f.Ifaces, iface) {
-		return tstamp.NICState{}, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
-	}
-	st, ok := f.Timestamping[iface]
-	if !ok {
-		why := f.TimestampingErr[iface]
-		if why == "" {
-			why = "the host's agent could not read it"
-		}
-		return st, fmt.Errorf("timestamping of %s: %s: %w", iface, why, errors.ErrUnsupported)
-	}
-	return st, nil
-}
-
-// mgmtInterfaces lists the management interfaces.
-func (f *Facts) mgmtInterfaces() ([]string, error) {
-	if f.MgmtIfaces == nil {
-		return nil, fmt.Errorf("default routes: the host does not report them: %w", os.ErrNotExist)
-	}
-	return f.MgmtIfaces, nil
-}
-
-// addresses lists iface's IPv4 addresses, sorted.
-func (f *Facts) addresses(iface string) ([]netip.Addr, error) {
-	switch {
-	case !slices.Contains(f.Ifaces, iface):
-		return nil, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
-	case f.Addrs == nil:
-		return nil, fmt.Errorf("addresses: not read (a fake host root, or an older rig on the host): %w", os.ErrNotExist)
-	}
-	return f.Addrs[iface], nil
-}
-
-// powerFacts is the host's frequency control.
-func (f *Facts) powerFacts() (power.Facts, error) {
-	if f.Power == nil {
-		return power.Facts{}, fmt.Errorf("the host does not report the frequency control (an older rig): %w", os.ErrNotExist)
-	}
-	return *f.Power, nil
-}
-
-// idleStates lists the cpuidle state names of cpu in index order.
-func (f *Facts) idleStates(cpu int) ([]string, error) {
-	if err := f.lacks("cpuidle"); err != nil {
-		return nil, err
-	}
-	if s, ok := f.IdleStates[cpu]; ok {
-		return s, nil
-	}
-	return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
-}
 
 // HostError is a failure to read a host's facts (not a problem in the file).
 type HostError struct {
@@ -303,13 +32,13 @@ func (e *HostError) Unwrap() error { return e.Err }
 //
 // Problems in the file against the facts come back as an ErrorList, each
 // pointing at the field at fault; a failure to read facts is a *HostError.
-func Validate(s *Scenario, facts map[string]*Facts) error {
+func Validate(s *Scenario, byHost map[string]*facts.Facts) error {
 	v := &validator{s: s, c: &checker{x: s.pos}}
 	for i := range s.Arms {
 		s.Arms[i].Skip, s.Arms[i].Notes = "", nil
 	}
 	s.RequestAddr = netip.Addr{}
-	if err := v.run(facts); err != nil {
+	if err := v.run(byHost); err != nil {
 		return err
 	}
 	if len(v.c.errs) > 0 {
@@ -319,10 +48,10 @@ func Validate(s *Scenario, facts map[string]*Facts) error {
 }
 
 // Unchecked lists the hosts of s that facts does not cover.
-func (s *Scenario) Unchecked(facts map[string]*Facts) []string {
+func (s *Scenario) Unchecked(byHost map[string]*facts.Facts) []string {
 	var out []string
 	for _, h := range s.Hosts {
-		if facts[h.Name] == nil {
+		if byHost[h.Name] == nil {
 			out = append(out, h.Name)
 		}
 	}
@@ -337,14 +66,14 @@ type validator struct {
 // hostFacts is one host's facts as validation reads them.
 type hostFacts struct {
 	name     string
-	f        *Facts
+	f        *facts.Facts
 	online   []int
 	isolated []int
 	nohz     []int
 	ifaces   []string // none for an emulated topology: the lab makes its own
 }
 
-func (v *validator) load(name string, f *Facts) *hostFacts {
+func (v *validator) load(name string, f *facts.Facts) *hostFacts {
 	h := &hostFacts{name: name, f: f, online: f.Online, isolated: f.Isolated, nohz: f.NohzFull}
 	if v.s.Emulate == "" {
 		h.ifaces = f.Ifaces
@@ -359,11 +88,11 @@ func listOrNone(l []int) string {
 	return cpulist.Format(l)
 }
 
-func (v *validator) run(facts map[string]*Facts) error {
+func (v *validator) run(byHost map[string]*facts.Facts) error {
 	s, c := v.s, v.c
 	hosts := map[string]*hostFacts{}
 	for _, h := range s.Hosts {
-		f := facts[h.Name]
+		f := byHost[h.Name]
 		if f == nil {
 			continue
 		}
@@ -536,7 +265,7 @@ func (v *validator) power(i int, hf *hostFacts) error {
 	if s.IsZero() && tuned == "" {
 		return nil
 	}
-	f, err := hf.f.powerFacts()
+	f, err := hf.f.PowerFacts()
 	if errors.Is(err, os.ErrNotExist) {
 		p := v.field(i, "power")
 		if s.IsZero() {
@@ -591,7 +320,7 @@ func (v *validator) mgmt(rsp *Host, hf *hostFacts) error {
 	if len(sites) == 0 {
 		return nil
 	}
-	mg, err := hf.f.mgmtInterfaces()
+	mg, err := hf.f.Management()
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -698,7 +427,7 @@ func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone 
 	var siblings []int
 	noSMT := ""
 	if cpu >= 0 && (e.SMTSibling != nil || slices.Contains(e.Requires, RequireSMT)) {
-		sib, err := hf.f.threadSiblings(cpu)
+		sib, err := hf.f.SiblingsOf(cpu)
 		if err != nil {
 			return skip, &HostError{hf.name, err}
 		}
@@ -735,21 +464,21 @@ func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone 
 		icpu = hf.online[0]
 	}
 	if cs := e.CState; cs != nil && icpu >= 0 && !cstateDone {
-		names, err := hf.f.idleStates(icpu)
+		names, err := hf.f.IdleStatesOf(icpu)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			v.c.key(v.field(i, "cstate"), fmt.Sprintf("CPU %d on host %s has no cpuidle states: it idles in the kernel's default state (HLT on x86, WFI on arm64), which ignores PM QoS and has nothing to disable, so this arm would change nothing", icpu, hf.name),
 				"leave cstate out on this host (an AWS Graviton guest has no cpuidle driver); to poll instead of idling, boot it with idle=poll and compare hosts, not arms")
 		case err != nil:
 			return skip, &HostError{hf.name, err}
-		case cs.Poll && !cstate.HasPoll(names):
+		case cs.Poll && !hostinfo.HasPoll(names):
 			hint := fmt.Sprintf("to keep CPU %d in %s, its shallowest state, write disable: [%s] and name the arm so; to poll, boot the host with idle=poll; or leave cstate out", icpu, names[0], strings.Join(names[1:], ", "))
 			if len(names) == 1 {
 				hint = fmt.Sprintf("%s is its only state, so it idles there already: leave cstate out, or boot the host with idle=poll to poll", names[0])
 			}
 			v.c.val(v.field(i, "cstate.poll"), fmt.Sprintf("CPU %d on host %s has no POLL idle state (states: %s; arm64 has none): poll would disable them all and the CPU would still idle in %s", icpu, hf.name, strings.Join(names, ", "), names[0]), hint)
-		case cs.MaxLatencyUS != nil && *cs.MaxLatencyUS == 0 && !cstate.HasPoll(names):
-			if n := fmt.Sprintf("cstate max-latency-us 0 on host %s: %s", hf.name, cstate.ZeroLatencyEffect(names)); !slices.Contains(a.Notes, n) {
+		case cs.MaxLatencyUS != nil && *cs.MaxLatencyUS == 0 && !hostinfo.HasPoll(names):
+			if n := fmt.Sprintf("cstate max-latency-us 0 on host %s: %s", hf.name, hostinfo.ZeroLatencyEffect(names)); !slices.Contains(a.Notes, n) {
 				a.Notes = append(a.Notes, n)
 			}
 		default:
@@ -797,9 +526,9 @@ func needOf(h Host) tstamp.Need {
 	return n
 }
 
-func planTimestamping(h Host, f *Facts, mode TimestampMode) TimestampPlan {
+func planTimestamping(h Host, f *facts.Facts, mode TimestampMode) TimestampPlan {
 	tp := TimestampPlan{Host: h.Name, Iface: h.Iface, Need: needOf(h)}
-	st, err := f.timestamping(h.Iface)
+	st, err := f.TimestampingOf(h.Iface)
 	if err != nil {
 		tp.Err = err
 		return tp
@@ -817,10 +546,10 @@ func planTimestamping(h Host, f *Facts, mode TimestampMode) TimestampPlan {
 // the timestamping of each host's NIC (hosts without facts or iface are
 // left out). The runner decides again on each host, through its agent,
 // when the run starts.
-func (s *Scenario) TimestampPlans(facts map[string]*Facts) []TimestampPlan {
+func (s *Scenario) TimestampPlans(byHost map[string]*facts.Facts) []TimestampPlan {
 	var out []TimestampPlan
 	for _, h := range s.Hosts {
-		if f := facts[h.Name]; f != nil && h.Iface != "" && s.Emulate == "" {
+		if f := byHost[h.Name]; f != nil && h.Iface != "" && s.Emulate == "" {
 			out = append(out, planTimestamping(h, f, s.Timestamps))
 		}
 	}
@@ -828,13 +557,13 @@ func (s *Scenario) TimestampPlans(facts map[string]*Facts) []TimestampPlan {
 }
 
 func (s *Scenario) timestampPlans(hosts map[string]*hostFacts) []TimestampPlan {
-	facts := map[string]*Facts{}
+	byHost := map[string]*facts.Facts{}
 	for n, hf := range hosts {
 		if h := s.host(n); h != nil && slices.Contains(hf.ifaces, h.Iface) {
-			facts[n] = hf.f
+			byHost[n] = hf.f
 		}
 	}
-	return s.TimestampPlans(facts)
+	return s.TimestampPlans(byHost)
 }
 
 func (s *Scenario) host(name string) *Host {

@@ -1,0 +1,69 @@
+package cpusched
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-project/rig/internal/samples"
+)
+
+// PinThread binds the calling OS thread to one CPU. The caller must have
+// called runtime.LockOSThread.
+func PinThread(cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin thread to CPU %d: %w", cpu, err)
+	}
+	return nil
+}
+
+// Apply sets the calling thread's scheduling policy. SCHED_FIFO needs
+// CAP_SYS_NICE (or an RLIMIT_RTPRIO allowance); the error says so.
+func Apply(s Sched) error {
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr}
+	switch s.Policy {
+	case Other:
+		attr.Policy = unix.SCHED_NORMAL
+	case FIFO:
+		attr.Policy = unix.SCHED_FIFO
+		attr.Priority = uint32(s.Priority)
+	}
+	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("set scheduling policy %s: needs CAP_SYS_NICE (run as root or grant it): %w", s, os.ErrPermission)
+		}
+		return fmt.Errorf("set scheduling policy %s: %w", s, err)
+	}
+	return nil
+}
+
+// Tid returns the calling thread's id (for telemetry of the thread).
+func Tid() int { return unix.Gettid() }
+
+// SetTimerSlack sets the calling thread's timer slack (PR_SET_TIMERSLACK).
+// SCHED_OTHER threads default to 50 µs: the kernel may fire their sleeps
+// that late to batch wake-ups, which a pacing thread cannot afford.
+func SetTimerSlack(d time.Duration) error {
+	if d < 1 {
+		d = 1 // 0 would mean "back to the default"
+	}
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(d), 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_TIMERSLACK: %w", err)
+	}
+	return nil
+}
+
+// threadUsage reads the calling thread's totals so far (WallNS unset). It
+// does not allocate.
+func threadUsage() (samples.ThreadUsage, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		return samples.ThreadUsage{}, err
+	}
+	return samples.ThreadUsage{CPUNS: ru.Utime.Nano() + ru.Stime.Nano(), Voluntary: ru.Nvcsw, Involuntary: ru.Nivcsw}, nil
+}

@@ -1,0 +1,132 @@
+package facts
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+
+	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/tstamp"
+)
+
+// Facts is what validation needs to know about one host, read once: by
+// Read on this machine, or by the host's agent, which sends it as
+// JSON. Validation reads the struct; where a field may be absent (an older
+// agent, a host without the facility) the lookups below say so with an
+// error wrapping os.ErrNotExist.
+type Facts struct {
+	// Timestamping is each interface's timestamping state (capabilities,
+	// current config, owner, management), for the validation of
+	// `timestamps:` and the dry-run plan; an interface missing here could
+	// not be asked (TimestampingErr says why).
+	Timestamping map[string]tstamp.NICState `json:"timestamping,omitempty"`
+	// TimestampingErr says, per interface, why its timestamping could not
+	// be read (a fake host root has no kernel to ask).
+	TimestampingErr map[string]string `json:"timestamping_errors,omitempty"`
+	Online          []int             `json:"online"`
+	// Siblings lists the SMT siblings of every online CPU, the CPU
+	// included.
+	Siblings map[int][]int `json:"siblings"`
+	Isolated []int         `json:"isolated"`
+	NohzFull []int         `json:"nohz_full"`
+	Ifaces   []string      `json:"ifaces"`
+	StressNG bool          `json:"stress_ng"`
+	// IdleStates lists each CPU's cpuidle state names in index order.
+	IdleStates map[int][]string `json:"idle_states"`
+	// MgmtIfaces are the management interfaces rig does not change
+	// unless told to (ReadMgmt), MgmtWhy says why each is one;
+	// nil (an older agent) means unknown.
+	MgmtIfaces []string          `json:"mgmt_ifaces"`
+	MgmtWhy    map[string]string `json:"mgmt_why,omitempty"`
+	// Addrs are each interface's IPv4 addresses, sorted (where unicast
+	// requests can go); nil (an older agent, a fake root) means unknown.
+	Addrs map[string][]netip.Addr `json:"addrs"`
+	// Missing names facilities the host lacks (isolated, nohz_full,
+	// cpuidle, net).
+	Missing []string `json:"missing,omitempty"`
+	// Power is the frequency control (cpufreq, turbo, tuned:
+	// power.ReadFacts); nil from an agent that does not report it, which
+	// then cannot take power knobs.
+	Power *power.Facts `json:"power,omitempty"`
+	// What the node knobs need of the host, which a pod lacks: /sys
+	// mounted writable (statfs without ST_RDONLY: cpuidle, cpufreq,
+	// tuned), a writable /proc/irq (access W_OK on an
+	// smp_affinity_list), and /dev/cpu_dma_latency. nil: not known (an
+	// older agent, a fake host root, a host without numbered IRQs).
+	SysfsWritable   *bool `json:"sysfs_writable,omitempty"`
+	ProcIRQWritable *bool `json:"proc_irq_writable,omitempty"`
+	CPUDMALatency   *bool `json:"cpu_dma_latency,omitempty"`
+}
+
+func (f *Facts) lacks(what string) error {
+	if slices.Contains(f.Missing, what) {
+		return fmt.Errorf("%s: %w", what, os.ErrNotExist)
+	}
+	return nil
+}
+
+// SiblingsOf lists the SMT siblings of cpu, cpu included.
+func (f *Facts) SiblingsOf(cpu int) ([]int, error) {
+	if s, ok := f.Siblings[cpu]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("cpu%d/topology: %w", cpu, os.ErrNotExist)
+}
+
+// TimestampingOf is iface's timestamping (NIC.Timestamping): an error
+// wrapping os.ErrNotExist for an interface the host does not have,
+// errors.ErrUnsupported for one that could not be asked.
+func (f *Facts) TimestampingOf(iface string) (tstamp.NICState, error) {
+	if !slices.Contains(f.Ifaces, iface) {
+		return tstamp.NICState{}, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	}
+	st, ok := f.Timestamping[iface]
+	if !ok {
+		why := f.TimestampingErr[iface]
+		if why == "" {
+			why = "the host's agent could not read it"
+		}
+		return st, fmt.Errorf("timestamping of %s: %s: %w", iface, why, errors.ErrUnsupported)
+	}
+	return st, nil
+}
+
+// Management lists the management interfaces.
+func (f *Facts) Management() ([]string, error) {
+	if f.MgmtIfaces == nil {
+		return nil, fmt.Errorf("default routes: the host does not report them: %w", os.ErrNotExist)
+	}
+	return f.MgmtIfaces, nil
+}
+
+// AddrsOf lists iface's IPv4 addresses, sorted.
+func (f *Facts) AddrsOf(iface string) ([]netip.Addr, error) {
+	switch {
+	case !slices.Contains(f.Ifaces, iface):
+		return nil, fmt.Errorf("interface %s: %w", iface, os.ErrNotExist)
+	case f.Addrs == nil:
+		return nil, fmt.Errorf("addresses: not read (a fake host root, or an older rig on the host): %w", os.ErrNotExist)
+	}
+	return f.Addrs[iface], nil
+}
+
+// PowerFacts is the host's frequency control.
+func (f *Facts) PowerFacts() (power.Facts, error) {
+	if f.Power == nil {
+		return power.Facts{}, fmt.Errorf("the host does not report the frequency control (an older rig): %w", os.ErrNotExist)
+	}
+	return *f.Power, nil
+}
+
+// IdleStatesOf lists the cpuidle state names of cpu in index order.
+func (f *Facts) IdleStatesOf(cpu int) ([]string, error) {
+	if err := f.lacks("cpuidle"); err != nil {
+		return nil, err
+	}
+	if s, ok := f.IdleStates[cpu]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
+}

@@ -1,0 +1,81 @@
+package hostctl
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/nicctl"
+)
+
+// moderation is a driver's interrupt moderation, every field reported.
+type moderation struct{ cur ethtoolnl.Coalesce }
+
+func (m *moderation) Coalesce(context.Context, string) (ethtoolnl.Coalesce, error) { return m.cur, nil }
+func (m *moderation) SetCoalesce(_ context.Context, _ string, c ethtoolnl.Coalesce) error {
+	for _, f := range []struct{ dst, v **uint32 }{
+		{&m.cur.RxUsecs, &c.RxUsecs}, {&m.cur.TxUsecs, &c.TxUsecs}, {&m.cur.RxFrames, &c.RxFrames}, {&m.cur.TxFrames, &c.TxFrames},
+	} {
+		if *f.v != nil {
+			*f.dst = ptr(**f.v)
+		}
+	}
+	return nil
+}
+func (m *moderation) Rings(context.Context, string) (ethtoolnl.Rings, error) {
+	return ethtoolnl.Rings{}, errors.ErrUnsupported
+}
+func (m *moderation) SetRings(context.Context, string, ethtoolnl.Rings) error {
+	return errors.ErrUnsupported
+}
+func (m *moderation) Channels(context.Context, string) (ethtoolnl.Channels, error) {
+	return ethtoolnl.Channels{}, errors.ErrUnsupported
+}
+func (m *moderation) SetChannels(context.Context, string, ethtoolnl.Channels) error {
+	return errors.ErrUnsupported
+}
+func (m *moderation) Close() error { return nil }
+
+// TestNICKnobsPassThrough: an arm's nic.coalesce reaches the driver as
+// the scenario holds it, tx-frames included (`rig nicctl set
+// --tx-frames`'s knob), and the undo puts every field back.
+func TestNICKnobsPassThrough(t *testing.T) {
+	root := t.TempDir()
+	for p, v := range map[string]string{"sys/class/net/eth9/operstate": "up\n", "proc/net/route": "Iface\tDestination\tGateway\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := hostfs.FS{Root: root}
+	m := &moderation{cur: ethtoolnl.Coalesce{RxUsecs: ptr[uint32](50), TxUsecs: ptr[uint32](50), RxFrames: ptr[uint32](32), TxFrames: ptr[uint32](32)}}
+	env := &nicctl.Env{NIC: facts.NIC{FS: fs, DialEthtool: func() (ethtoolnl.Client, error) { return m, nil }}}
+	j, err := journal.Open(t.TempDir(), Handlers(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	k := scenario.Knobs{NIC: scenario.NIC{Coalesce: ethtoolnl.Coalesce{RxUsecs: ptr[uint32](0), TxFrames: ptr[uint32](8)}}}
+	ap, err := Apply(context.Background(), &Host{FS: fs, NIC: env, Journal: j, Iface: "eth9"}, Arm{Name: "c", Knobs: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *m.cur.RxUsecs != 0 || *m.cur.TxFrames != 8 || *m.cur.TxUsecs != 50 || *m.cur.RxFrames != 32 {
+		t.Fatalf("applied %+v, report %q", m.cur, ap.Report)
+	}
+	if err := ap.Undo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if *m.cur.RxUsecs != 50 || *m.cur.TxFrames != 32 {
+		t.Fatalf("undone %+v", m.cur)
+	}
+}

@@ -3,9 +3,8 @@ package check
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostinfo"
@@ -23,9 +22,9 @@ func (x *runner) nic() {
 	env := x.nicEnv()
 	st, err := tstamp.ReadNIC(env.TS, ifc)
 	switch {
-	case errors.Is(err, unix.ENODEV):
+	case errors.Is(err, os.ErrNotExist):
 		x.add("nic.hwts", Fail, "pass an existing interface (ip -br link)", "interface %s does not exist", ifc)
-	case errors.Is(err, unix.EOPNOTSUPP):
+	case errors.Is(err, errors.ErrUnsupported):
 		x.add("nic.hwts", Warn, "use a NIC/driver that reports timestamping (ethtool -T "+ifc+")", "%s reports no timestamping capability (EOPNOTSUPP)", ifc)
 	case err != nil:
 		x.cannot("nic.hwts", Warn, "", "cannot read timestamping capability of %s: %v", ifc, err)

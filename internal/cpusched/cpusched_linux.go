@@ -22,6 +22,21 @@ func PinThread(cpu int) error {
 	return nil
 }
 
+// PinThreadFor binds the calling OS thread to cpu for a while: unpin puts
+// its affinity back and reports whether it could, and only then may the
+// caller unlock the thread (a pinned thread must not return to the Go
+// runtime's pool).
+func PinThreadFor(cpu int) (unpin func() bool, err error) {
+	var orig unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &orig); err != nil {
+		return nil, fmt.Errorf("read the thread's affinity: %w", err)
+	}
+	if err := PinThread(cpu); err != nil {
+		return nil, err
+	}
+	return func() bool { return unix.SchedSetaffinity(0, &orig) == nil }, nil
+}
+
 // Apply sets the calling thread's scheduling policy. SCHED_FIFO needs
 // CAP_SYS_NICE (or an RLIMIT_RTPRIO allowance); the error says so.
 func Apply(s Sched) error {

@@ -16,6 +16,7 @@ import (
 var errLinux = fmt.Errorf("cpusched: Linux only: %w", errors.ErrUnsupported)
 
 func PinThread(int) error                       { return errLinux }
+func PinThreadFor(int) (func() bool, error)     { return nil, errLinux }
 func Apply(Sched) error                         { return errLinux }
 func Tid() int                                  { return 0 }
 func SetTimerSlack(time.Duration) error         { return errLinux }

@@ -22,8 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/rundir"
@@ -292,19 +291,6 @@ func (s *Sampler) close() {
 	}
 }
 
-// pin pins the calling thread to PinCPU; unpinned when it is negative.
-func (s *Sampler) pin() error {
-	if s.cfg.PinCPU < 0 {
-		return nil
-	}
-	var set unix.CPUSet
-	set.Set(s.cfg.PinCPU)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("telemetry: pin sampler to CPU %d: %w", s.cfg.PinCPU, err)
-	}
-	return nil
-}
-
 // Start starts sampling on a new OS thread pinned to PinCPU and takes the
 // first sample. It returns the error of sched_setaffinity (e.g. EINVAL when
 // PinCPU is outside the process's cpuset).
@@ -323,15 +309,18 @@ func (s *Sampler) run(ready chan<- error) {
 	// fails it stays locked and exits with the goroutine, so the pinning
 	// never leaks into the Go runtime's thread pool.
 	runtime.LockOSThread()
-	var orig unix.CPUSet
-	err := unix.SchedGetaffinity(0, &orig)
-	if err != nil {
-		err = fmt.Errorf("telemetry: read the sampler's affinity: %w", err)
-	} else {
-		err = s.pin()
+	unpin := func() bool { return true }
+	var err error
+	if s.cfg.PinCPU >= 0 {
+		var u func() bool
+		if u, err = cpusched.PinThreadFor(s.cfg.PinCPU); err == nil {
+			unpin = u
+		} else {
+			err = fmt.Errorf("telemetry: sampler on CPU %d: %w", s.cfg.PinCPU, err)
+		}
 	}
 	defer func() {
-		if unix.SchedSetaffinity(0, &orig) == nil {
+		if unpin() {
 			runtime.UnlockOSThread()
 		}
 		close(s.done)
@@ -341,7 +330,7 @@ func (s *Sampler) run(ready chan<- error) {
 		return
 	}
 	s.mu.Lock()
-	s.tid = unix.Gettid()
+	s.tid = cpusched.Tid()
 	s.mu.Unlock()
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()

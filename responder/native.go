@@ -119,7 +119,7 @@ func irqsStayOn(iface string, k facts.NAPIKnobs) string {
 	if *k.DeferHardIRQs > 0 && (*k.GROFlushTimeout > 0 || (k.IRQSuspendTimeout != nil && *k.IRQSuspendTimeout > 0)) {
 		return ""
 	}
-	return fmt.Sprintf("WARNING: %s has napi_defer_hard_irqs %d and gro_flush_timeout %d ns: prefer-busy-poll polls, but the kernel does not hold the interrupts off for it; set both above 0 (rig nicctl set %s --napi-defer-hard-irqs 2 --gro-flush-timeout 200000, or nic: napi-defer-hard-irqs and gro-flush-timeout in a scenario arm)",
+	return fmt.Sprintf("%s has napi_defer_hard_irqs %d and gro_flush_timeout %d ns: prefer-busy-poll polls, but the kernel does not hold the interrupts off for it; set both above 0 (rig nicctl set %s --napi-defer-hard-irqs 2 --gro-flush-timeout 200000, or nic: napi-defer-hard-irqs and gro-flush-timeout in a scenario arm)",
 		iface, *k.DeferHardIRQs, *k.GROFlushTimeout, iface)
 }
 

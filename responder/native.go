@@ -113,7 +113,11 @@ func irqsStayOn(iface string, k facts.NAPIKnobs) string {
 	if k.DeferHardIRQs == nil || k.GROFlushTimeout == nil {
 		var err error
 		if k, err = facts.ReadNAPIKnobs(hostfs.Default(), iface); err != nil || k.DeferHardIRQs == nil || k.GROFlushTimeout == nil {
-			return "cannot tell whether " + iface + "'s interrupts are deferred to prefer-busy-poll: napi_defer_hard_irqs and gro_flush_timeout could not be read (" + fmt.Sprint(err) + "; run as root with /sys mounted)"
+			why := "not in /sys/class/net/" + iface
+			if err != nil {
+				why = err.Error()
+			}
+			return "cannot tell whether " + iface + "'s interrupts are deferred to prefer-busy-poll: napi_defer_hard_irqs and gro_flush_timeout could not be read (" + why + "; /sys must show the interface's network namespace, as under ip netns exec)"
 		}
 	}
 	if *k.DeferHardIRQs > 0 && (*k.GROFlushTimeout > 0 || (k.IRQSuspendTimeout != nil && *k.IRQSuspendTimeout > 0)) {

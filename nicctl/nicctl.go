@@ -52,6 +52,8 @@ type Env struct {
 	// Clock is what that wait reads and sleeps on (nil: the wall clock;
 	// tests step a virtual one).
 	Clock Clock
+	// NAPI reaches the NAPI instances (nil: netdev netlink).
+	NAPI NAPIControl
 }
 
 // NewEnv is the host's Env below fs: its kernel, and irqbalance found
@@ -73,10 +75,13 @@ type Settings struct {
 	IRQCPUs        []int // every queue IRQ gets this list
 	IRQCPUPerQueue []int // queue q's IRQs get CPU list[q % len]
 	// Coalesce is interrupt moderation; nil fields are left alone.
-	Coalesce       ethtoolnl.Coalesce
-	RxRing         *uint32
-	TxRing         *uint32
-	Channels       *uint32
+	Coalesce ethtoolnl.Coalesce
+	RxRing   *uint32
+	TxRing   *uint32
+	Channels *uint32
+	// NAPI is what busy polling wants of the NIC (napi_defer_hard_irqs,
+	// gro_flush_timeout, irq_suspend_timeout); nil fields are left alone.
+	NAPI           facts.NAPIKnobs
 	HoldIRQBalance bool
 	// HWTstamp is "" (leave it) or one of HWTstampModes: "all" and "rx" go
 	// through PrepareTimestamping (written only when not already granted);
@@ -111,8 +116,8 @@ func (e *UsageError) Unwrap() error { return e.Err }
 func usage(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
 
 // Set applies s to iface through j, in the order that keeps each step's
-// result: irqbalance, channels and rings (they re-create IRQs), coalescing,
-// IRQ affinity last. It returns what it did, including partial work when it
+// result: irqbalance, channels and rings (they re-create IRQs and NAPI
+// instances), coalescing, the NAPI knobs, IRQ affinity last. It returns what it did, including partial work when it
 // fails; the caller unwinds j.
 func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Settings) ([]Change, error) {
 	p, err := plan(ctx, env, iface, s)
@@ -138,6 +143,9 @@ func Set(ctx context.Context, env *Env, j *journal.Journal, iface string, s Sett
 		}
 	}
 	if out, err = p.ethtool(ctx, env, j, iface, out); err != nil {
+		return out, err
+	}
+	if out, err = setNAPI(ctx, env, j, iface, s.NAPI, out); err != nil {
 		return out, err
 	}
 	if len(s.IRQCPUs) == 0 && len(s.IRQCPUPerQueue) == 0 {
@@ -179,6 +187,9 @@ func plan(ctx context.Context, env *Env, iface string, s Settings) (*setPlan, er
 		}
 	}
 	if err := validateCPUs(env.FS, s); err != nil {
+		return nil, err
+	}
+	if err := planNAPI(env, iface, s.NAPI); err != nil {
 		return nil, err
 	}
 	coalesce := s.Coalesce != (ethtoolnl.Coalesce{})
@@ -622,6 +633,7 @@ func Handlers(env *Env) journal.Handlers {
 		KindChannels:      ethUndo,
 		KindRings:         ethUndo,
 		KindCoalesce:      ethUndo,
+		KindIRQSuspend:    napiUndo(env),
 		KindIRQBalance: func(ctx context.Context, e journal.Entry) (string, error) {
 			if env.IRQBalance == nil {
 				return "", errors.New("no irqbalance controller")

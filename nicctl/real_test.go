@@ -1,6 +1,7 @@
 package nicctl
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rig-project/rig/internal/facts"
@@ -286,5 +288,130 @@ func TestRealVethProbe(t *testing.T) {
 	}
 	if out, code := rig("restore"); code != 0 || !strings.Contains(out, "nothing to restore") {
 		t.Errorf("the probes left a journal: exit %d\n%s", code, out)
+	}
+}
+
+// TestRealVethNAPI sets the NAPI knobs of a veth with GRO on (which gives
+// it a NAPI instance) in its own netns with the rig binary: the sysfs
+// files and the kernel's per-instance irq_suspend_timeout (netdev netlink)
+// change, `rig restore` puts them back byte for byte, and so it does after
+// a kill -9 of the holder. Without GRO the veth has no NAPI instance and
+// --irq-suspend-timeout is refused, saying so.
+func TestRealVethNAPI(t *testing.T) {
+	testbin.Integration(t)
+	bin := buildRig(t)
+	ns := fmt.Sprintf("rignapi%d", os.Getpid())
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("ip", "netns", "add", ns); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { run("ip", "netns", "del", ns) })
+	for _, c := range [][]string{
+		{"ip", "-n", ns, "link", "add", "na", "type", "veth", "peer", "name", "nb"},
+		{"ip", "-n", ns, "link", "set", "na", "up"},
+		{"ip", "-n", ns, "link", "set", "nb", "up"},
+		{"ip", "netns", "exec", ns, "ethtool", "-K", "na", "gro", "on"},
+	} {
+		if out, err := run(c...); err != nil {
+			t.Fatalf("%v: %v\n%s", c, err, out)
+		}
+	}
+	state := t.TempDir()
+	rigIn := func(args ...string) *exec.Cmd {
+		c := exec.Command("ip", append([]string{"netns", "exec", ns, bin}, args...)...)
+		c.Env = append(os.Environ(), "RIG_STATE_DIR="+state)
+		return c
+	}
+	rig := func(args ...string) (string, error) {
+		out, err := rigIn(args...).CombinedOutput()
+		return string(out), err
+	}
+	// What the kernel holds: both files byte for byte, and each instance.
+	read := func() string {
+		out, err := run("ip", "netns", "exec", ns, "cat", "/sys/class/net/na/napi_defer_hard_irqs", "/sys/class/net/na/gro_flush_timeout")
+		if err != nil {
+			t.Fatalf("cat: %v\n%s", err, out)
+		}
+		js, err := rig("nicctl", "show", "na", "--json")
+		var in facts.Info
+		if err != nil || json.Unmarshal([]byte(js), &in) != nil || len(in.NAPIs) == 0 {
+			t.Fatalf("show: %v\n%s", err, js)
+		}
+		for _, n := range in.NAPIs {
+			if n.IRQSuspendTimeout == nil {
+				t.Fatalf("napi-get reports no irq-suspend-timeout on this kernel:\n%s", js)
+			}
+			out += fmt.Sprintf("napi %d suspend %d\n", n.ID, *n.IRQSuspendTimeout)
+		}
+		return out
+	}
+	before := read()
+	set := []string{"nicctl", "set", "na", "--napi-defer-hard-irqs", "2", "--gro-flush-timeout", "200000", "--irq-suspend-timeout", "20000000"}
+	if out, err := rig(append(set, "--keep")...); err != nil {
+		t.Fatalf("set: %v\n%s", err, out)
+	}
+	changed := read()
+	if !strings.HasPrefix(changed, "2\n200000\n") || !strings.Contains(changed, "suspend 20000000\n") {
+		t.Fatalf("after set:\n%s", changed)
+	}
+	out, err := rig("restore")
+	if err != nil || !strings.Contains(out, "restored napi-irq-suspend-timeout na") {
+		t.Fatalf("restore: %v\n%s", err, out)
+	}
+	if got := read(); got != before {
+		t.Fatalf("after restore:\n%s\nbefore:\n%s", got, before)
+	}
+
+	// kill -9 once all three are applied and the last not yet recorded.
+	cmd := rigIn(set...)
+	cmd.Env = append(cmd.Env, "RIG_TEST_PAUSE_AFTER_APPLY=3")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	paused := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		var all []string
+		for sc.Scan() {
+			all = append(all, sc.Text())
+			if strings.Contains(sc.Text(), "rig: test pause") {
+				paused <- ""
+			}
+		}
+		paused <- strings.Join(all, "\n")
+	}()
+	if msg := <-paused; msg != "" {
+		t.Fatalf("rig exited before the pause:\n%s", msg)
+	}
+	// ip netns exec execs rig: the process is rig itself.
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if got := read(); got != changed {
+		t.Fatalf("at the kill:\n%s\nwant:\n%s", got, changed)
+	}
+	if out, err := rig("restore"); err != nil || strings.Count(out, "restored ") != 3 {
+		t.Fatalf("restore after kill -9: %v\n%s", err, out)
+	}
+	if got := read(); got != before {
+		t.Fatalf("after kill -9 and restore:\n%s\nbefore:\n%s", got, before)
+	}
+
+	if out, err := run("ip", "netns", "exec", ns, "ethtool", "-K", "na", "gro", "off"); err != nil {
+		t.Fatalf("gro off: %v\n%s", err, out)
+	}
+	out, err = rig("nicctl", "set", "na", "--irq-suspend-timeout", "1", "--keep")
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out, "na has no NAPI instance (netdev netlink napi-get lists none)") {
+		t.Fatalf("irq-suspend-timeout without NAPI: %v\n%s", err, out)
+	}
+	if out, err := rig("restore"); err != nil || !strings.Contains(out, "nothing to restore") {
+		t.Fatalf("the refusal left a journal: %v\n%s", err, out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/internal/facts"
+	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
@@ -81,18 +83,48 @@ func NewNative(cfg Config, prog string) (*Native, error) {
 
 // checkNAPI refuses prefer-busy-poll on an interface whose packets do not
 // come through NAPI: there is no queue to poll. Where the kernel cannot
-// tell, it notes so and goes on.
+// tell, it notes so and goes on; it notes too when the NAPI knobs leave
+// the interrupts on.
 func (n *Native) checkNAPI(ifi *net.Interface) error {
-	ids, err := facts.NAPIs(ifi.Index)
+	napis, err := facts.NAPIs(ifi.Name)
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
 		n.notes = append(n.notes, "cannot tell whether "+ifi.Name+" has NAPI ("+err.Error()+"): prefer-busy-poll may poll nothing; the sample header's napi_id says whether any request came through NAPI")
 	case err != nil:
 		return err
-	case len(ids) == 0:
+	case len(napis) == 0:
 		return &native.Refusal{Msg: "--poll prefer-busy-poll: " + ifi.Name + " has no NAPI instance (netdev netlink napi-get lists none): busy polling has no queue to poll (a veth gets one with GRO on: ethtool -K " + ifi.Name + " gro on)"}
+	default:
+		if note := irqsStayOn(ifi.Name, napis[0].NAPIKnobs); note != "" {
+			n.notes = append(n.notes, note)
+		}
 	}
 	return nil
+}
+
+// irqsStayOn says why prefer-busy-poll will not keep the interrupts off
+// ("" when it will). The kernel defers them only with defer_hard_irqs > 0
+// and a timeout, irq_suspend_timeout or else gro_flush_timeout, to re-arm
+// them after (net/core/dev.c busy_poll_stop): without, polling still
+// works, but each request may raise an interrupt too. That is a warning,
+// not a refusal. The knobs napi-get reports (Linux 6.13+, per NAPI
+// instance) are the ones in force; older kernels have only sysfs's.
+func irqsStayOn(iface string, k facts.NAPIKnobs) string {
+	if k.DeferHardIRQs == nil || k.GROFlushTimeout == nil {
+		var err error
+		if k, err = facts.ReadNAPIKnobs(hostfs.Default(), iface); err != nil || k.DeferHardIRQs == nil || k.GROFlushTimeout == nil {
+			why := "not in /sys/class/net/" + iface
+			if err != nil {
+				why = err.Error()
+			}
+			return "cannot tell whether " + iface + "'s interrupts are deferred to prefer-busy-poll: napi_defer_hard_irqs and gro_flush_timeout could not be read (" + why + "; /sys must show the interface's network namespace, as under ip netns exec)"
+		}
+	}
+	if *k.DeferHardIRQs > 0 && (*k.GROFlushTimeout > 0 || (k.IRQSuspendTimeout != nil && *k.IRQSuspendTimeout > 0)) {
+		return ""
+	}
+	return fmt.Sprintf("%s has napi_defer_hard_irqs %d and gro_flush_timeout %d ns: prefer-busy-poll polls, but the kernel does not hold the interrupts off for it; set both above 0 (rig nicctl set %s --napi-defer-hard-irqs 2 --gro-flush-timeout 200000, or nic: napi-defer-hard-irqs and gro-flush-timeout in a scenario arm)",
+		iface, *k.DeferHardIRQs, *k.GROFlushTimeout, iface)
 }
 
 // args is the program's command line (native/respond.c).

@@ -303,6 +303,26 @@ func TestNativeRefusals(t *testing.T) {
 	if s := f.Header.Settings; s["napi_id"] == float64(0) || s["busy_poll_budget"] != float64(16) || s["poll"] != "prefer-busy-poll" {
 		t.Errorf("prefer-busy-poll with NAPI: settings %v\n%s", s, log)
 	}
+	// The veth's NAPI knobs are 0: it runs, warning that the interrupts
+	// stay on; with them set through rig nicctl set it does not warn.
+	const stayOn = "napi_defer_hard_irqs 0 and gro_flush_timeout 0 ns: prefer-busy-poll polls, but the kernel does not hold the interrupts off"
+	if !strings.Contains(log, stayOn) {
+		t.Errorf("prefer-busy-poll with the NAPI knobs at 0: no warning\n%s", log)
+	}
+	state := t.TempDir()
+	nicctl := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("ip", append([]string{"netns", "exec", topo.Netns(netlab.Responder), rig}, args...)...)
+		cmd.Env = append(os.Environ(), "RIG_STATE_DIR="+state)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("rig %v: %v\n%s", args, err, out)
+		}
+	}
+	nicctl("nicctl", "set", topo.Responder.Interface, "--napi-defer-hard-irqs", "2", "--gro-flush-timeout", "200000", "--allow-mgmt", "--keep")
+	t.Cleanup(func() { nicctl("restore") })
+	if _, log = nativeRound(t, topo, dir, 100, "--engine", "native", "--poll", "prefer-busy-poll:20"); strings.Contains(log, "interrupts") {
+		t.Errorf("prefer-busy-poll with the NAPI knobs set still warns:\n%s", log)
+	}
 }
 
 // TestNativeLibcCalls runs the native engine behind an interposer that

@@ -85,6 +85,24 @@ func (o *optU32) Set(s string) error {
 	return nil
 }
 
+// optU64 is optU32 for 64-bit values (nanoseconds).
+type optU64 struct{ v *uint64 }
+
+func (o *optU64) String() string {
+	if o.v == nil {
+		return ""
+	}
+	return strconv.FormatUint(*o.v, 10)
+}
+func (o *optU64) Set(s string) error {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a non-negative integer", s)
+	}
+	o.v = &n
+	return nil
+}
+
 type onOff struct{ v *bool }
 
 func (o *onOff) String() string {
@@ -121,11 +139,12 @@ func (c *cpuFlag) Set(s string) error {
 func nicctlSet(ctx context.Context, args []string) error {
 	fs := newFlagSet("nicctl set", `IFACE [--irq-cpus LIST | --irq-cpu-per-queue LIST] [--rx-usecs N] [--tx-usecs N]
     [--rx-frames N] [--tx-frames N] [--adaptive-rx on|off] [--adaptive-tx on|off] [--rx-ring N] [--tx-ring N]
-    [--channels N] [--hwtstamp all|rx|ptp|off] [--hold-irqbalance] [--require-irq-affinity] [--allow-mgmt]
+    [--channels N] [--napi-defer-hard-irqs N] [--gro-flush-timeout NS] [--irq-suspend-timeout NS] [--hwtstamp all|rx|ptp|off] [--hold-irqbalance] [--require-irq-affinity] [--allow-mgmt]
     [--take-over-ptp] [--for DURATION | --keep] [--host-root DIR]`)
 	var s nicctl.Settings
 	var irqCPUs, perQueue cpuFlag
-	var rxUsecs, txUsecs, rxFrames, txFrames, rxRing, txRing, channels optU32
+	var rxUsecs, txUsecs, rxFrames, txFrames, rxRing, txRing, channels, deferIRQs optU32
+	var groFlush, irqSuspend optU64
 	var adaptive, adaptiveTx onOff
 	fs.Var(&irqCPUs, "irq-cpus", "CPU `LIST` for every queue IRQ (e.g. 2-3)")
 	fs.Var(&perQueue, "irq-cpu-per-queue", "CPU `LIST` assigned round-robin, one per queue (queue q → list[q mod n])")
@@ -138,6 +157,9 @@ func nicctlSet(ctx context.Context, args []string) error {
 	fs.Var(&rxRing, "rx-ring", "RX ring size: `N` entries (drivers may round: the effective size is reported)")
 	fs.Var(&txRing, "tx-ring", "TX ring size: `N` entries")
 	fs.Var(&channels, "channels", "queue count: `N` (combined, or rx and tx where the driver has no combined)")
+	fs.Var(&deferIRQs, "napi-defer-hard-irqs", "NAPI polls that may find nothing before the NIC's interrupts come back on: `N` (sysfs napi_defer_hard_irqs; prefer-busy-poll wants > 0)")
+	fs.Var(&groFlush, "gro-flush-timeout", "`NS` the interrupts stay off while nothing polls (sysfs gro_flush_timeout; prefer-busy-poll wants > 0)")
+	fs.Var(&irqSuspend, "irq-suspend-timeout", "`NS` the interrupts stay suspended while the application busy-polls, on every NAPI instance (netdev netlink napi-set, Linux 6.13+)")
 	fs.BoolVar(&s.HoldIRQBalance, "hold-irqbalance", false, "stop irqbalance (systemd) while the change is held, start it again after")
 	fs.BoolVar(&s.RequireIRQAffinity, "require-irq-affinity", false, "fail if any queue IRQ's affinity cannot be set (kernel-managed IRQs)")
 	fs.BoolVar(&s.AllowMgmt, "allow-mgmt", false, "allow changing the interface that carries the default route")
@@ -167,6 +189,7 @@ func nicctlSet(ctx context.Context, args []string) error {
 	s.IRQCPUs, s.IRQCPUPerQueue = irqCPUs.cpus, perQueue.cpus
 	s.Coalesce = ethtoolnl.Coalesce{RxUsecs: rxUsecs.v, TxUsecs: txUsecs.v, RxFrames: rxFrames.v, TxFrames: txFrames.v, AdaptiveRx: adaptive.v, AdaptiveTx: adaptiveTx.v}
 	s.RxRing, s.TxRing, s.Channels = rxRing.v, txRing.v, channels.v
+	s.NAPI = facts.NAPIKnobs{DeferHardIRQs: deferIRQs.v, GROFlushTimeout: groFlush.v, IRQSuspendTimeout: irqSuspend.v}
 
 	env := nicctl.NewEnv(*root)
 	defer env.Close()

@@ -120,6 +120,10 @@ type Info struct {
 	Channels     *ethtoolnl.Channels `json:"channels,omitempty"`
 	Rings        *ethtoolnl.Rings    `json:"rings,omitempty"`
 	Coalesce     *ethtoolnl.Coalesce `json:"coalesce,omitempty"`
+	// NAPI is the device's napi_defer_hard_irqs and gro_flush_timeout
+	// (sysfs), NAPIs its NAPI instances as netdev netlink reports them.
+	NAPI  *NAPIKnobs `json:"napi,omitempty"`
+	NAPIs []NAPI     `json:"napi_instances,omitempty"`
 	// Timestamping is the capability report, the current config and its
 	// owner (NIC.Timestamping).
 	Timestamping *tstamp.NICState  `json:"timestamping,omitempty"`
@@ -183,6 +187,19 @@ func Show(ctx context.Context, env *NIC, iface string) (*Info, error) {
 			in.Errors["coalesce"] = err.Error()
 		} else {
 			in.Coalesce = &v
+		}
+	}
+	if v, err := ReadNAPIKnobs(env.FS, iface); err != nil {
+		in.Errors["napi"] = "cannot tell: " + err.Error()
+	} else if v != (NAPIKnobs{}) {
+		in.NAPI = &v
+	}
+	if env.FS.IsReal() {
+		// The kernel's instances belong to the real host's devices only.
+		if v, err := NAPIs(iface); err != nil {
+			in.Errors["napi_instances"] = "cannot tell: " + err.Error()
+		} else {
+			in.NAPIs = v
 		}
 	}
 	ints, err := hostinfo.ReadInterrupts(env.FS)

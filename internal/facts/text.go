@@ -67,6 +67,13 @@ func (in *Info) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "coalesce:  rx-usecs %s rx-frames %s tx-usecs %s tx-frames %s adaptive-rx %s adaptive-tx %s\n",
 			opt(c.RxUsecs), opt(c.RxFrames), opt(c.TxUsecs), opt(c.TxFrames), opt(c.AdaptiveRx), opt(c.AdaptiveTx))
 	}
+	if k := in.NAPI; k != nil {
+		fmt.Fprintf(w, "napi:      napi_defer_hard_irqs %s gro_flush_timeout %s ns\n", opt(k.DeferHardIRQs), opt(k.GROFlushTimeout))
+	}
+	for _, n := range in.NAPIs {
+		fmt.Fprintf(w, "napi %d:  defer-hard-irqs %s gro-flush-timeout %s ns irq-suspend-timeout %s ns\n",
+			n.ID, opt(n.DeferHardIRQs), opt(n.GROFlushTimeout), opt(n.IRQSuspendTimeout))
+	}
 	if t := in.Timestamping; t != nil {
 		c := t.Caps
 		phc := "none"

@@ -1,6 +1,6 @@
 // Package hostctl applies the host knobs of one arm on the responder host
-// and takes them back: NIC queue IRQs, coalescing, rings and channels
-// (through nicctl), idle states (cstate), CPU frequency and the tuned
+// and takes them back: NIC queue IRQs, coalescing, rings, channels and
+// NAPI knobs (through nicctl), idle states (cstate), CPU frequency and the tuned
 // profile (power), and noisy neighbours (stress-ng on a CPU list and on the
 // responder CPU's SMT sibling). The NIC's
 // timestamping is not an arm's: rig run prepares it once per run
@@ -22,6 +22,7 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/cstate"
 	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
@@ -194,6 +195,9 @@ func (ap *Applied) nic(ctx context.Context, k scenario.Knobs) error {
 	}
 	if k.NIC.Channels != nil {
 		s.Channels, change = k.NIC.Channels, true
+	}
+	if s.NAPI = k.NIC.NAPI; s.NAPI != (facts.NAPIKnobs{}) {
+		change = true
 	}
 	if !change {
 		return nil

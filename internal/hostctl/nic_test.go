@@ -79,3 +79,43 @@ func TestNICKnobsPassThrough(t *testing.T) {
 		t.Fatalf("undone %+v", m.cur)
 	}
 }
+
+// TestNAPIKnobsPassThrough: an arm's nic napi-defer-hard-irqs and
+// gro-flush-timeout reach the device's sysfs files through nicctl's
+// journal, and the undo puts the files back byte for byte.
+func TestNAPIKnobsPassThrough(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{"sys/class/net/eth9/operstate": "up\n", "proc/net/route": "Iface\tDestination\tGateway\n",
+		"sys/class/net/eth9/napi_defer_hard_irqs": "0\n", "sys/class/net/eth9/gro_flush_timeout": "0\n"}
+	for p, v := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := hostfs.FS{Root: root}
+	env := &nicctl.Env{NIC: facts.NIC{FS: fs}}
+	j, err := journal.Open(t.TempDir(), Handlers(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	k := scenario.Knobs{NIC: scenario.NIC{NAPI: facts.NAPIKnobs{DeferHardIRQs: ptr[uint32](2), GROFlushTimeout: ptr[uint64](200000)}}}
+	ap, err := Apply(context.Background(), &Host{FS: fs, NIC: env, Journal: j, Iface: "eth9"}, Arm{Name: "n", Knobs: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := facts.ReadNAPIKnobs(fs, "eth9"); err != nil || *got.DeferHardIRQs != 2 || *got.GROFlushTimeout != 200000 {
+		t.Fatalf("applied %+v %v, report %q", got, err, ap.Report)
+	}
+	if err := ap.Undo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for p, v := range files {
+		if b, _ := os.ReadFile(filepath.Join(root, p)); string(b) != v {
+			t.Errorf("%s after undo: %q, was %q", p, b, v)
+		}
+	}
+}

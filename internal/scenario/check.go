@@ -567,6 +567,20 @@ func (c *checker) u32(path string, v *int, max int, what string) *uint32 {
 	return &u
 }
 
+// ns is a NIC timeout in nanoseconds (gro_flush_timeout,
+// irq_suspend_timeout): the kernel takes any non-negative value.
+func (c *checker) ns(path string, v *int) *uint64 {
+	if v == nil {
+		return nil
+	}
+	if *v < 0 {
+		c.val(path, fmt.Sprintf("%s %d is negative", path[strings.LastIndex(path, ".")+1:], *v), "use nanoseconds ≥ 0 (e.g. 200000; 0 turns it off)")
+		return nil
+	}
+	u := uint64(*v)
+	return &u
+}
+
 // effective checks what only makes sense once defaults are merged. The
 // error points at the arm (the knob may come from defaults).
 func (c *checker) effective(p string, e Knobs) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/probe"
 )
@@ -29,7 +30,12 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 		}
 		if rr.Poll != nil {
 			if po, err := probe.ParsePoll(*rr.Poll); err != nil {
-				c.val(rp+".poll", err.Error(), "use block, busy, or busy-poll:µs (e.g. busy-poll:50)")
+				hint := "use block, busy, or busy-poll:µs (e.g. busy-poll:50)"
+				if _, nerr := probe.ParseEnginePoll(*rr.Poll, probe.EngineNative); nerr == nil {
+					// The native engine's backends are rig respond's alone.
+					hint = "rig run's responders run the Go engine; " + *rr.Poll + " is the native engine's: run it by hand (rig respond --engine native --poll " + *rr.Poll + ", docs/probes.md#the-native-engine), or " + hint
+				}
+				c.val(rp+".poll", err.Error(), hint)
 			} else {
 				k.Responder.Poll = &po
 			}
@@ -82,6 +88,9 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 				k.NIC.Channels = &ch
 			}
 		}
+		k.NIC.NAPI.DeferHardIRQs = c.u32(np+".napi-defer-hard-irqs", n.DeferHardIRQs, facts.MaxDeferHardIRQs, "napi-defer-hard-irqs")
+		k.NIC.NAPI.GROFlushTimeout = c.ns(np+".gro-flush-timeout", n.GROFlushTimeout)
+		k.NIC.NAPI.IRQSuspendTimeout = c.ns(np+".irq-suspend-timeout", n.IRQSuspendTimeout)
 	}
 	if cs := r.CState; cs != nil {
 		k.CState = c.cstate(p+".cstate", cs)
@@ -358,6 +367,10 @@ func merge(d, a Knobs) Knobs {
 	over(&e.NIC.Ring.RX, a.NIC.Ring.RX)
 	over(&e.NIC.Ring.TX, a.NIC.Ring.TX)
 	over(&e.NIC.Channels, a.NIC.Channels)
+	en, an := &e.NIC.NAPI, a.NIC.NAPI
+	over(&en.DeferHardIRQs, an.DeferHardIRQs)
+	over(&en.GROFlushTimeout, an.GROFlushTimeout)
+	over(&en.IRQSuspendTimeout, an.IRQSuspendTimeout)
 	over(&e.CState, a.CState)
 	over(&e.Load, a.Load)
 	over(&e.SMTSibling, a.SMTSibling)

@@ -84,9 +84,12 @@ type rawIRQ struct {
 }
 
 type rawNIC struct {
-	Coalesce *rawCoalesce `yaml:"coalesce"`
-	Ring     *rawRing     `yaml:"ring"`
-	Channels *int         `yaml:"channels"`
+	Coalesce          *rawCoalesce `yaml:"coalesce"`
+	Ring              *rawRing     `yaml:"ring"`
+	Channels          *int         `yaml:"channels"`
+	DeferHardIRQs     *int         `yaml:"napi-defer-hard-irqs"`
+	GROFlushTimeout   *int         `yaml:"gro-flush-timeout"`
+	IRQSuspendTimeout *int         `yaml:"irq-suspend-timeout"`
 }
 
 type rawCoalesce struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
@@ -284,6 +285,21 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 	}
 	if e.NIC.Channels != nil {
 		out = append(out, fmt.Sprintf("channels: ethtool -L %s combined %d%s", iface, *e.NIC.Channels, from(k.NIC.Channels != nil)))
+	}
+	if n := e.NIC.NAPI; n != (facts.NAPIKnobs{}) {
+		var parts []string
+		for _, f := range []struct {
+			n string
+			v *uint64
+		}{{"gro_flush_timeout", n.GROFlushTimeout}, {"irq_suspend_timeout (netdev netlink, each NAPI instance)", n.IRQSuspendTimeout}} {
+			if f.v != nil {
+				parts = append(parts, fmt.Sprintf("%s %d ns", f.n, *f.v))
+			}
+		}
+		if n.DeferHardIRQs != nil {
+			parts = append([]string{fmt.Sprintf("napi_defer_hard_irqs %d", *n.DeferHardIRQs)}, parts...)
+		}
+		out = append(out, fmt.Sprintf("NAPI of %s: %s%s", iface, strings.Join(parts, ", "), from(k.NIC.NAPI != (facts.NAPIKnobs{}))))
 	}
 	if ps, prof := e.PowerSettings(), e.TunedProfile(); !ps.IsZero() || prof != "" {
 		var tu power.Tuned

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/ethtoolnl"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/probe"
 )
@@ -274,6 +275,8 @@ type NIC struct {
 	Coalesce ethtoolnl.Coalesce `json:"coalesce"` // interrupt moderation (ethtool -C)
 	Ring     Ring               `json:"ring"`
 	Channels *uint32            `json:"channels"` // combined channels
+	// NAPI is what busy polling wants to keep the interrupts off.
+	NAPI facts.NAPIKnobs `json:"napi"`
 }
 
 // Ring is the ring sizes (ethtool -G).

@@ -71,6 +71,7 @@ func TestCannotTellIsNeverOK(t *testing.T) {
 			unreadable(t, h, "/sys/devices/system/clocksource/clocksource0/current_clocksource")
 		}, Warn, "clocksource"},
 		{"thp", "vm", 1, Options{}, func(t *testing.T, h hostfs.FS) { unreadable(t, h, "/sys/kernel/mm/transparent_hugepage/enabled") }, Warn, "THP"},
+		{"sched.rt", "vm", 1, Options{}, func(t *testing.T, h hostfs.FS) { remove(t, h, "/proc/sys/kernel/sched_rt_runtime_us") }, Warn, "RT bandwidth"},
 		{"nic.hwts", "vm", 1, Options{Iface: "x0"}, nil, Warn, "timestamping capability"},
 		{"nic.ptp4l", "vm", 1, Options{Iface: "x0"}, func(t *testing.T, h hostfs.FS) {
 			remove(t, h, "/proc")

@@ -267,6 +267,7 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 	x.cstates()
 	x.clocksource()
 	x.thp()
+	x.schedRT()
 	x.nic()
 	x.igmp()
 	x.cgroup()
@@ -751,4 +752,23 @@ func (x *runner) thp() {
 		return
 	}
 	x.add("thp", OK, "", "THP enabled=%s", e)
+}
+
+// schedRT: with RT bandwidth limited (the kernel's default, 950000 of every
+// 1000000 µs), a SCHED_FIFO thread that never sleeps — a fifo busy-poll
+// responder — is taken off its CPU for the rest of each period: before
+// Linux 6.12 always, from 6.12 (the fair server) whenever another task on
+// that CPU waits. Seed setups run such responders with the limit lifted.
+func (x *runner) schedRT() {
+	r, err := hostinfo.ReadSchedRT(x.fs)
+	if err != nil {
+		x.cannot("sched.rt", Warn, "", "cannot read the RT bandwidth (/proc/sys/kernel/sched_rt_runtime_us): %v", err)
+		return
+	}
+	if r.Unlimited() {
+		x.add("sched.rt", OK, "", "RT threads run without a bandwidth limit (kernel.sched_rt_runtime_us = -1)")
+		return
+	}
+	x.add("sched.rt", Warn, "sysctl -w kernel.sched_rt_runtime_us=-1 for SCHED_FIFO busy-poll arms (only where that thread has its CPU to itself: a runaway RT thread then keeps it)",
+		"RT threads may run %d of every %d µs (kernel.sched_rt_runtime_us): a SCHED_FIFO thread that never sleeps is stopped for the rest of each period (from Linux 6.12 while another task on its CPU waits)", r.RuntimeUS, r.PeriodUS)
 }

@@ -107,7 +107,7 @@ func TestIsolatedHost(t *testing.T) {
 		"cpu.online": OK, "cpu.allowed": OK, "isolcpus": OK, "nohz_full": OK, "rcu_nocbs": OK,
 		"irqs.on_cpu": Warn, "irqbalance": OK, "cpu.busy": OK, "smt.sibling": OK, "governor": OK, "turbo": OK,
 		"cstates": Warn, "clocksource": OK, "thp": OK, "nic.hwts": Skip, "cgroup.cpu_max": OK, "cgroup.throttled": OK,
-		"cgroup.cpuset": Skip, "cgroup.whole_cores": Skip,
+		"cgroup.cpuset": Skip, "cgroup.whole_cores": Skip, "sched.rt": OK,
 	})
 	irq := r.Get("irqs.on_cpu")
 	if !strings.Contains(irq.Observed, "121 mlx5_comp0") || !strings.Contains(irq.Fix, "echo 0,4 > /proc/irq/$i/smp_affinity_list") {
@@ -189,7 +189,7 @@ func TestIRQBalanceHost(t *testing.T) {
 	o := Options{CPU: 1, Iface: "enp3s0", NIC: withTS(fx("irqbalance"), fakeTS{ti: hwAll})}
 	r := run(t, fx("irqbalance"), o)
 	expect(t, r, map[string]Severity{
-		"irqbalance": Warn, "governor": Warn, "turbo": Warn, "cstates": Warn, "clocksource": Warn, "thp": Warn,
+		"irqbalance": Warn, "governor": Warn, "turbo": Warn, "cstates": Warn, "clocksource": Warn, "thp": Warn, "sched.rt": Warn,
 		"nohz_full": Warn, "irqs.on_cpu": Warn, "smt.sibling": OK, "nic.hwts": OK, "nic.phc": OK, "nic.ptp4l": Warn,
 	})
 	for id, want := range map[string]string{
@@ -198,6 +198,7 @@ func TestIRQBalanceHost(t *testing.T) {
 		"turbo":       "echo 0 > /sys/devices/system/cpu/cpufreq/boost; for one arm of a scenario: power: {turbo: off}",
 		"clocksource": "echo tsc > /sys/devices/system/clocksource/clocksource0/current_clocksource",
 		"thp":         "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
+		"sched.rt":    "sysctl -w kernel.sched_rt_runtime_us=-1 for SCHED_FIFO busy-poll arms",
 		"cstates":     "echo 1 > /sys/devices/system/cpu/cpu1/cpuidle/state3/disable",
 	} {
 		if !strings.Contains(r.Get(id).Fix, want) {

@@ -89,6 +89,11 @@ func Take(ctx context.Context, fs hostfs.FS, opts Options) *rundir.Snapshot {
 	c.fail("clocksource", err)
 	s.THP.Enabled, s.THP.Defrag, err = hostinfo.THP(fs)
 	c.fail("transparent hugepages", err)
+	if rt, err := hostinfo.ReadSchedRT(fs); err == nil {
+		s.SchedRT = &rt
+	} else {
+		c.fail("sched_rt", err)
+	}
 	c.irqs()
 	c.daemons()
 	s.InKubernetes = getenv("KUBERNETES_SERVICE_HOST") != ""

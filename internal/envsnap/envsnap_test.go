@@ -37,6 +37,9 @@ func TestIsolatedHost(t *testing.T) {
 	if s.Clocksource != "tsc" || s.THP.Enabled != "madvise" || s.Kernel != "6.8.0-rig-fixture" {
 		t.Fatalf("%+v", s)
 	}
+	if s.SchedRT == nil || !s.SchedRT.Unlimited() || s.SchedRT.PeriodUS != 1_000_000 {
+		t.Fatalf("sched_rt %+v", s.SchedRT)
+	}
 	if s.IRQBalance.Running || !reflect.DeepEqual(s.IRQBalance.BannedCPUs, []int{2, 6}) {
 		t.Fatalf("irqbalance %+v", s.IRQBalance)
 	}

@@ -274,3 +274,15 @@ func THP(fs hostfs.FS) (enabled, defrag string, err error) {
 	df, _ := fs.ReadString(d + "/defrag")
 	return Bracketed(e), Bracketed(df), nil
 }
+
+// ReadSchedRT reads the RT bandwidth (kernel.sched_rt_runtime_us and
+// sched_rt_period_us).
+func ReadSchedRT(fs hostfs.FS) (rundir.SchedRT, error) {
+	var r rundir.SchedRT
+	var err error
+	if r.RuntimeUS, err = fs.ReadInt("/proc/sys/kernel/sched_rt_runtime_us"); err != nil {
+		return r, err
+	}
+	r.PeriodUS, err = fs.ReadInt("/proc/sys/kernel/sched_rt_period_us")
+	return r, err
+}

@@ -20,6 +20,9 @@ type Snapshot struct {
 	Clocksource   string     `json:"clocksource"`
 	Clocksources  []string   `json:"clocksources_available,omitempty"`
 	THP           THP        `json:"thp"`
+	// SchedRT is the RT bandwidth: how long SCHED_FIFO/RR threads may run
+	// in each period; nil when it could not be read.
+	SchedRT *SchedRT `json:"sched_rt,omitempty"`
 	IRQs          []IRQ      `json:"irqs,omitempty"`
 	IRQBalance    IRQBalance `json:"irqbalance"`
 	// PTP lists running ptp4l, phc2sys and ts2phc processes.
@@ -88,6 +91,17 @@ type THP struct {
 	Enabled string `json:"enabled"`
 	Defrag  string `json:"defrag"`
 }
+
+// SchedRT is kernel.sched_rt_runtime_us and sched_rt_period_us: RT
+// threads may run RuntimeUS of every PeriodUS µs on a CPU; RuntimeUS -1
+// is no limit.
+type SchedRT struct {
+	RuntimeUS int64 `json:"runtime_us"`
+	PeriodUS  int64 `json:"period_us"`
+}
+
+// Unlimited reports whether RT threads may run without a limit.
+func (r SchedRT) Unlimited() bool { return r.RuntimeUS < 0 }
 
 // IRQ is a device IRQ with its name and placement.
 type IRQ struct {

@@ -107,6 +107,9 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 	for _, d := range s.PTP {
 		p("ptp daemon", "%s pid %d: %s", d.Comm, d.PID, strings.Join(d.Cmdline, " "))
 	}
+	if r := s.SchedRT; r != nil {
+		p("sched rt", "runtime %d us of %d us", r.RuntimeUS, r.PeriodUS)
+	}
 	p("kubernetes", "%v", s.InKubernetes)
 	if c := s.Cgroup; c != nil {
 		p("cgroup", "v%d %s: cpuset %s, cpu.max %s, nr_throttled %d (%d us)", c.Version, c.Path, list(c.CPUSet), c.CPUMax, c.Stat.NrThrottled, c.Stat.ThrottledUS)

@@ -153,8 +153,10 @@ def task(root, pid, tid, comm, cpu, state='S'):
       'Name:\t%s\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t%d\n'
       'voluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t%d\n' % (comm, pid, tid, cpu, 100 + tid, tid % 7))
 
-def common(root, cmdline, clocksource, avail, thp):
+def common(root, cmdline, clocksource, avail, thp, rt_runtime=950000):
     w(root, '/proc/cmdline', cmdline + '\n')
+    w(root, '/proc/sys/kernel/sched_rt_runtime_us', '%d\n' % rt_runtime)
+    w(root, '/proc/sys/kernel/sched_rt_period_us', '1000000\n')
     w(root, '/proc/sys/kernel/osrelease', '6.8.0-rig-fixture\n')
     w(root, '/proc/sys/kernel/hostname', os.path.basename(root) + '\n')
     w(root, '/proc/version', 'Linux version 6.8.0-rig-fixture (fixture) #1 SMP PREEMPT_DYNAMIC\n')
@@ -181,7 +183,7 @@ def isolated():
     n = 8
     common(root, 'BOOT_IMAGE=/vmlinuz root=/dev/nvme0n1p2 ro quiet isolcpus=domain,managed_irq,2,6 '
            'nohz_full=2,6 rcu_nocbs=2,6 irqaffinity=0,4 intel_idle.max_cstate=3 "acpi_osi=Linux" -- init-arg',
-           'tsc', 'tsc hpet acpi_pm', 'madvise')
+           'tsc', 'tsc hpet acpi_pm', 'madvise', rt_runtime=-1)
     states = lambda c: [('POLL', 0, 0, 0, 5 + c, 100), ('C1', 1, 1, 0, 1000 * (c + 1), 50000),
                         ('C1E', 10, 20, 0, 300 + c, 90000), ('C6', 133, 600, 1 if c in (2, 6) else 0, 7 * c, 400000)]
     cpu_tree(root, n, lambda c: '%d,%d' % (c % 4, c % 4 + 4), lambda c: c % 4, 'intel_idle', states,

@@ -9,22 +9,22 @@ import "time"
 // provide (no cpufreq in a VM, no nohz_full support) are empty and named in
 // Absent; read failures are in Errors. Neither stops the snapshot.
 type Snapshot struct {
-	Taken         time.Time  `json:"taken"`
-	Hostname      string     `json:"hostname"`
-	Kernel        string     `json:"kernel"`
-	KernelVersion string     `json:"kernel_version"`
-	Rig           RigBuild   `json:"rig"`
-	Cmdline       *Cmdline   `json:"cmdline,omitempty"`
-	CPU           HostCPU    `json:"cpu"`
-	Power         HostPower  `json:"power"`
-	Clocksource   string     `json:"clocksource"`
-	Clocksources  []string   `json:"clocksources_available,omitempty"`
-	THP           THP        `json:"thp"`
+	Taken         time.Time `json:"taken"`
+	Hostname      string    `json:"hostname"`
+	Kernel        string    `json:"kernel"`
+	KernelVersion string    `json:"kernel_version"`
+	Rig           RigBuild  `json:"rig"`
+	Cmdline       *Cmdline  `json:"cmdline,omitempty"`
+	CPU           HostCPU   `json:"cpu"`
+	Power         HostPower `json:"power"`
+	Clocksource   string    `json:"clocksource"`
+	Clocksources  []string  `json:"clocksources_available,omitempty"`
+	THP           THP       `json:"thp"`
 	// SchedRT is the RT bandwidth: how long SCHED_FIFO/RR threads may run
 	// in each period; nil when it could not be read.
-	SchedRT *SchedRT `json:"sched_rt,omitempty"`
-	IRQs          []IRQ      `json:"irqs,omitempty"`
-	IRQBalance    IRQBalance `json:"irqbalance"`
+	SchedRT    *SchedRT   `json:"sched_rt,omitempty"`
+	IRQs       []IRQ      `json:"irqs,omitempty"`
+	IRQBalance IRQBalance `json:"irqbalance"`
 	// PTP lists running ptp4l, phc2sys and ts2phc processes.
 	PTP          []Process `json:"ptp_daemons"`
 	InKubernetes bool      `json:"in_kubernetes"`

@@ -47,8 +47,8 @@ func find(dir, name string) (string, error) {
 		}
 		tried = append(tried, p)
 	}
-	return "", fmt.Errorf("the native engine's program is missing (no executable %s): build it with `make build` (needs a C compiler: apt-get install gcc), copy it from `make dist` beside rig, or set %s to its directory: %w",
-		strings.Join(tried, " or "), EnvDir, os.ErrNotExist)
+	return "", fmt.Errorf("the native program %s is missing (no executable %s): build it with `make build` (needs a C compiler: apt-get install gcc), copy it from `make dist` beside rig, or set %s to its directory: %w",
+		name, strings.Join(tried, " or "), EnvDir, os.ErrNotExist)
 }
 
 // Ready is what the native responder reports once its socket is set up and

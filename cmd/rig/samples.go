@@ -33,7 +33,7 @@ func runSamples(ctx context.Context, args []string) error {
 	if *id > probe.MaxResponderID {
 		return usagef("--responder %d: want 0..%d", *id, probe.MaxResponderID)
 	}
-	j, err := samples.JoinDirResponder(fs.Arg(0), uint32(*id))
+	j, err := samples.JoinDir(fs.Arg(0), uint32(*id))
 	if err != nil {
 		return err
 	}

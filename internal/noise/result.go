@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/native"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/teldata"
 )
 
 // Rule says what every number of a Result is.
@@ -52,10 +52,10 @@ type Result struct {
 	OSNoiseMissing string   `json:"osnoise_not_available,omitempty"`
 	// Telemetry is what the CPU did during the window, sampled from
 	// another CPU (nil with TelemetryMissing saying why not).
-	Telemetry        *teldata.Result `json:"telemetry,omitempty"`
-	TelemetryMissing string          `json:"telemetry_not_available,omitempty"`
-	Notes            []string        `json:"notes,omitempty"`
-	Rule             string          `json:"rule"`
+	Telemetry        *rundir.TelemetryResult `json:"telemetry,omitempty"`
+	TelemetryMissing string                  `json:"telemetry_not_available,omitempty"`
+	Notes            []string                `json:"notes,omitempty"`
+	Rule             string                  `json:"rule"`
 }
 
 // Counter is the counter the loop read and its calibration.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/native"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // TestBuild: a handoff the program wrote becomes rows whose counts shrink
@@ -67,10 +67,10 @@ func TestBuild(t *testing.T) {
 // (sources that moved, threads seen but the loop's own) and by the osnoise
 // events inside it; a gap no event explains says so.
 func TestWho(t *testing.T) {
-	tel := &teldata.Result{
-		Sources:   []teldata.Source{{CPU: 1, Kind: "irq", ID: "LOC", Name: "Local timer interrupts"}, {CPU: 1, Kind: "softirq", ID: "RCU"}},
-		Threads:   []teldata.ThreadSeen{{TID: 10, Comm: "rig-noise-nativ"}, {TID: 11, Comm: "compile"}, {TID: 12, Comm: "compile"}},
-		Intervals: []teldata.Interval{{Start: 100, End: 200, Deltas: []uint64{25, 3}, Threads: []int{0, 1, 2}}},
+	tel := &rundir.TelemetryResult{
+		Sources:   []rundir.TelemetrySource{{CPU: 1, Kind: "irq", ID: "LOC", Name: "Local timer interrupts"}, {CPU: 1, Kind: "softirq", ID: "RCU"}},
+		Threads:   []rundir.ThreadSeen{{TID: 10, Comm: "rig-noise-nativ"}, {TID: 11, Comm: "compile"}, {TID: 12, Comm: "compile"}},
+		Intervals: []rundir.TelemetryInterval{{Start: 100, End: 200, Deltas: []uint64{25, 3}, Threads: []int{0, 1, 2}}},
 	}
 	r := &Result{Telemetry: tel, OSNoise: &OSNoise{}}
 	ev := []event{{Kind: "irq", Name: "local_timer:236", StartMono: 1000, NS: 2000}, {Kind: "thread", Name: "compile:11", StartMono: 4000, NS: 30000}}

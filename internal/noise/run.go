@@ -24,7 +24,7 @@ import (
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/native"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/telemetry"
 )
 
@@ -209,7 +209,7 @@ func startTelemetry(fs hostfs.FS, cpu int) (*telemetry.Sampler, string) {
 	return s, ""
 }
 
-func stopTelemetry(s *telemetry.Sampler) (*teldata.Result, error) {
+func stopTelemetry(s *telemetry.Sampler) (*rundir.TelemetryResult, error) {
 	if s == nil {
 		return nil, nil
 	}

@@ -32,6 +32,12 @@ func noiseRun(t *testing.T, dir string, args ...string) (*noise.Result, string) 
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("rig noise %v: %v\n%s", args, err, out)
 	}
+	// rig's own threads keep off the CPU they measure.
+	for i := 0; r.Telemetry != nil && i < len(r.Telemetry.Threads); i++ {
+		if th := r.Telemetry.Threads[i]; th.PID == cmd.Process.Pid {
+			t.Errorf("rig noise %v: its own thread %d (%s) ran on the measured CPU", args, th.TID, th.Comm)
+		}
+	}
 	return &r, stderr.String()
 }
 

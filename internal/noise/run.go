@@ -98,6 +98,13 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 			res, err = nil, errors.Join(err, uerr)
 		}
 	}()
+	// rig's own threads would be measured as noise: they go elsewhere,
+	// and the loop's process, started by one of them, pins itself.
+	back, err := cpusched.AvoidCPU(cfg.CPU)
+	defer back()
+	if err != nil {
+		notes = append(notes, fmt.Sprintf("rig's own threads may run on CPU %d and show as gaps (moving them: %v)", cfg.CPU, err))
+	}
 	tel, telWhy := startTelemetry(cfg.FS, cfg.CPU)
 
 	args := []string{"--cpu", strconv.Itoa(cfg.CPU), "--fifo", strconv.Itoa(cfg.Sched.Priority),

@@ -43,6 +43,7 @@ NATIVE_CROSS_DEBS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 NATIVE_CFLAGS ?= -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -DRIG_COMMIT='"$(COMMIT)"'
 NATIVE_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 NATIVE_SRC    := native/respond.c native/wire.c native/handoff.c native/uring.c
+NOISE_SRC     := native/noise.c native/handoff.c
 # The compilers of make dist: the system's for its own architecture.
 NATIVE_CC_amd64 ?= $(if $(filter x86_64,$(shell uname -m)),$(CC),x86_64-linux-gnu-gcc)
 NATIVE_CC_arm64 ?= $(if $(filter aarch64,$(shell uname -m)),$(CC),aarch64-linux-gnu-gcc)
@@ -51,28 +52,33 @@ native:
 	@command -v $(CC) >/dev/null 2>&1 || ./.ci/install-debs.sh $(NATIVE_DEBS)
 	@mkdir -p $(NATIVE_OUT)
 	$(CC) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-respond-native $(NATIVE_SRC)
+	$(CC) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-noise-native $(NOISE_SRC)
 
-# native-test: what the Go tests run besides the program (internal/testbin
-# builds it into a temporary NATIVE_OUT): the program under ASan and UBSan,
-# the wire checker (under both too), the seccomp helper and the interposer.
+# native-test: what the Go tests run besides the programs (internal/testbin
+# builds them into a temporary NATIVE_OUT): the programs under ASan and
+# UBSan, the wire checker (under both too), the seccomp helper, the
+# interposer and the interference the noise tests inject.
 native-test: native
 	@mkdir -p $(NATIVE_OUT)/san
 	$(CC) $(NATIVE_CFLAGS) $(NATIVE_SAN) -o $(NATIVE_OUT)/san/rig-respond-native $(NATIVE_SRC)
+	$(CC) $(NATIVE_CFLAGS) $(NATIVE_SAN) -o $(NATIVE_OUT)/san/rig-noise-native $(NOISE_SRC)
+	$(CC) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-interfere native/test/interfere.c
 	$(CC) $(NATIVE_CFLAGS) $(NATIVE_SAN) -o $(NATIVE_OUT)/rig-wire-check native/test/wirecheck.c native/wire.c
 	$(CC) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/seccomp-exec native/test/seccomp-exec.c
 	$(CC) $(NATIVE_CFLAGS) -shared -fPIC -o $(NATIVE_OUT)/librig-interpose.so native/test/interpose.c -ldl
 
-# native-arm64: the arm64 program and wire checker, cross-compiled, for
+# native-arm64: the arm64 programs and wire checker, cross-compiled, for
 # test-arm64 to run under qemu-user.
 native-arm64:
 	@./.ci/install-debs.sh $(NATIVE_CROSS_DEBS)
 	@mkdir -p $(NATIVE_OUT)
 	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-respond-native $(NATIVE_SRC)
+	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-noise-native $(NOISE_SRC)
 	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-wire-check native/test/wirecheck.c native/wire.c
 
 # dist: static (CGO_ENABLED=0) rig for linux/amd64 and linux/arm64 with the
-# version and commit stamped, the native engine's program for each beside
-# it (dynamically linked), and their SHA256SUMS, in $(DIST)/.
+# version and commit stamped, the native programs for each beside it
+# (dynamically linked), and their SHA256SUMS, in $(DIST)/.
 dist:
 	@./.ci/install-debs.sh $(NATIVE_DEBS) $(NATIVE_CROSS_DEBS)
 	rm -rf $(DIST) && mkdir -p $(DIST)
@@ -81,7 +87,9 @@ dist:
 	done
 	$(NATIVE_CC_amd64) $(NATIVE_CFLAGS) -o $(DIST)/rig-respond-native-linux-amd64 $(NATIVE_SRC)
 	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(DIST)/rig-respond-native-linux-arm64 $(NATIVE_SRC)
-	cd $(DIST) && sha256sum rig-linux-amd64 rig-linux-arm64 rig-respond-native-linux-amd64 rig-respond-native-linux-arm64 > SHA256SUMS
+	$(NATIVE_CC_amd64) $(NATIVE_CFLAGS) -o $(DIST)/rig-noise-native-linux-amd64 $(NOISE_SRC)
+	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(DIST)/rig-noise-native-linux-arm64 $(NOISE_SRC)
+	cd $(DIST) && sha256sum rig-linux-amd64 rig-linux-arm64 rig-respond-native-linux-* rig-noise-native-linux-* > SHA256SUMS
 
 # deploy/kubernetes is a module of its own (its manifest tests alone need
 # the Kubernetes API types, kept out of rig's go.mod): test, unit and lint

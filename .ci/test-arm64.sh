@@ -2,9 +2,11 @@
 # The arm64 half of `make test`, run on an amd64 machine: go vet for
 # linux/arm64, compile every package's tests for it, run the pure-logic
 # unit tests (ARM64_PKGS, -short: no root, no namespaces) under qemu-user,
-# cross-check the arm64 native wire codec against Go's under it, and build
-# `make dist` and check both rig binaries are static and stamped and both
-# native programs dynamic, of their architecture, and stamped.
+# cross-check the arm64 native wire codec against Go's under it, run the
+# arm64 noise probe's loop under it (CNTVCT_EL0 against CNTFRQ_EL0) and
+# read its handoff, and build `make dist` and check both rig binaries are
+# static and stamped and the native programs dynamic, of their
+# architecture, and stamped.
 # A missing qemu is an error, never a skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +37,9 @@ echo "arm64: the native wire codec against Go's, under $qemu"
 make --no-print-directory -s native-arm64 NATIVE_OUT="$tmp/arm64" >/dev/null
 sysroot=/usr/aarch64-linux-gnu
 RIG_WIRE_CHECK="$qemu -L $sysroot $tmp/arm64/rig-wire-check" "$GO" test -count=1 -run '^TestWireCrossCheck$' ./responder
-echo "dist: both rig binaries and both native programs"
+echo "arm64: the noise probe's loop and its handoff, under $qemu"
+RIG_NOISE_PROG="$qemu -L $sysroot $tmp/arm64/rig-noise-native" "$GO" test -count=1 -run '^TestNoiseProgram$' ./internal/native
+echo "dist: both rig binaries and the native programs"
 make --no-print-directory dist DIST="$tmp/dist" >/dev/null
 ( cd "$tmp/dist" && sha256sum -c SHA256SUMS >/dev/null )
 commit=$(git rev-parse --short=12 HEAD)
@@ -49,13 +53,15 @@ for a in amd64 arm64; do
   v=$("${run[@]}" "$b" version); v=${v%%$'\n'*}
   grep -q "commit $commit" <<<"$v" || { echo "dist: $b reports \"$v\", want commit $commit" >&2; exit 1; }
   echo "dist: rig-linux-$a: $v"
-  n="$tmp/dist/rig-respond-native-linux-$a"
-  want=3e00; [ "$a" = arm64 ] && want=b700
-  machine=$(od -An -tx1 -j18 -N2 "$n" | tr -d ' ')
-  [ "$machine" = "$want" ] || { echo "dist: $n is not $a (e_machine $machine)" >&2; exit 1; }
-  readelf -l "$n" | grep -q 'program interpreter' || { echo "dist: $n is not dynamically linked (a bypass stack could not interpose libc)" >&2; exit 1; }
-  run=(); [ "$a" = arm64 ] && run=("$qemu" -L "$sysroot")
-  v=$("${run[@]}" "$n" --version)
-  grep -q "commit $commit" <<<"$v" || { echo "dist: $n reports \"$v\", want commit $commit" >&2; exit 1; }
-  echo "dist: rig-respond-native-linux-$a: $v"
+  for p in rig-respond-native rig-noise-native; do
+    n="$tmp/dist/$p-linux-$a"
+    want=3e00; [ "$a" = arm64 ] && want=b700
+    machine=$(od -An -tx1 -j18 -N2 "$n" | tr -d ' ')
+    [ "$machine" = "$want" ] || { echo "dist: $n is not $a (e_machine $machine)" >&2; exit 1; }
+    readelf -l "$n" | grep -q 'program interpreter' || { echo "dist: $n is not dynamically linked (a bypass stack could not interpose libc)" >&2; exit 1; }
+    run=(); [ "$a" = arm64 ] && run=("$qemu" -L "$sysroot")
+    v=$("${run[@]}" "$n" --version)
+    grep -q "commit $commit" <<<"$v" || { echo "dist: $n reports \"$v\", want commit $commit" >&2; exit 1; }
+    echo "dist: $p-linux-$a: $v"
+  done
 done

@@ -60,6 +60,24 @@ enum { HANDOFF_VERSION = 1 };
 /* handoff_write writes the header and the answered records to fd. */
 int handoff_write(int fd, const uint64_t h[H_NFIELDS], const struct rec *recs, uint64_t capacity);
 
+/* The writer both handoffs share: begin (magic, version, header), put
+ * (one little-endian u64 after it), end (flush). */
+int handoff_begin(int fd, const char magic[8], uint32_t version, uint32_t nfields, const uint64_t *h);
+int handoff_put(int fd, uint64_t v);
+int handoff_end(int fd);
+
+/* The noise probe's handoff header (noise.c, docs/formats.md). */
+enum {
+	N_CPU, N_FIFO, N_COUNTER, N_NOMINAL_HZ, N_RATE_TICKS, N_RATE_NS, N_CHECK_TICKS, N_CHECK_NS,
+	N_START_MONO, N_END_MONO, N_START_REAL, N_END_REAL, N_READS, N_TICK_PS, N_MIN_READ_PS, N_TYPICAL_READ_PS,
+	N_THRESH_0, N_THRESH_1, N_THRESH_2, N_THRESH_3, N_COUNT_0, N_COUNT_1, N_COUNT_2, N_COUNT_3,
+	N_GAP_TOTAL_NS, N_LONGEST_NS, N_HIST_BASE_NS, N_HIST_BINS, N_KEEP, N_GAPS,
+	N_THREAD_OK, N_THREAD_WALL, N_THREAD_CPU, N_THREAD_VOL, N_THREAD_INVOL, N_STOP_SIGNAL,
+	N_NFIELDS
+};
+enum { NOISE_HANDOFF_VERSION = 1, NOISE_THRESHOLDS = 4, NOISE_HIST_BINS = 24 };
+enum { COUNTER_TSC = 1, COUNTER_CNTVCT = 2 };
+
 /* Marks the loop's bounds for an interposer that counts libc calls per
  * phase (native/test/interpose.c): 1 loop starts, 2 loop ended. Weak: a
  * no-op unless a preloaded library defines it. */

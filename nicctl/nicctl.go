@@ -630,6 +630,7 @@ func Handlers(env *Env) journal.Handlers {
 	h := journal.Handlers{
 		KindHWTstamp:      hw,
 		journal.KindSysfs: journal.SysfsUndo(env.files(), env.FS.Root),
+		journal.KindDir:   journal.DirUndo(env.FS, env.FS.Root),
 		KindChannels:      ethUndo,
 		KindRings:         ethUndo,
 		KindCoalesce:      ethUndo,

@@ -40,7 +40,7 @@ func TestEveryCommandTakesFlagsLast(t *testing.T) {
 		"agent": {"x"}, "capture": {"x"}, "check": {"x"}, "compare": {"a", "b"},
 		"env": {"x"}, "lab": {"up", "lab1"}, "nicctl": {"show", "eth0"}, "report": {"dir"},
 		"respond": {"x"}, "restore": {"x"}, "run": {"x.yaml"}, "samples": {"dir"}, "send": {"x"},
-		"version": {"x"}, "completion": {"bash"}, "man": {"dir"},
+		"version": {"x"}, "completion": {"bash"}, "man": {"dir"}, "noise": {"x"},
 	}
 	for name := range commands {
 		args, ok := pos[name]

@@ -422,7 +422,7 @@ func TestNativeEngineBadInput(t *testing.T) {
 	}
 	t.Setenv(native.EnvDir, t.TempDir())
 	code, stderr = runRig(t, nil, "respond", "--iface", "lo", "--run-id", "1", "--engine", "native")
-	if code != 2 || !strings.Contains(stderr, "the native engine's program is missing") || !strings.Contains(stderr, "make build") {
+	if code != 2 || !strings.Contains(stderr, "the native program rig-respond-native is missing") || !strings.Contains(stderr, "make build") {
 		t.Errorf("no program: exit %d\n%s", code, stderr)
 	}
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/responder"
@@ -32,6 +34,17 @@ func runRespond(ctx context.Context, args []string) error {
 	if f.CPU >= 0 {
 		if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
 			return setupError(err)
+		}
+		// rig noise must not measure a CPU this loop spins on, nor this
+		// loop start where rig noise measures.
+		unlock, err := journal.LockCPU(journal.Dir(), f.CPU, false)
+		switch {
+		case errors.Is(err, journal.ErrCPUBusy):
+			return usageError{err}
+		case err != nil:
+			logf("rig respond: warning: cannot claim CPU %d for this loop (%v): rig noise will not know it runs there", f.CPU, err)
+		default:
+			defer unlock()
 		}
 	}
 	prog, err := findEngine(f)

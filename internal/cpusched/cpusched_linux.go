@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -35,6 +36,48 @@ func PinThreadFor(cpu int) (unpin func() bool, err error) {
 		return nil, err
 	}
 	return func() bool { return unix.SchedSetaffinity(0, &orig) == nil }, nil
+}
+
+// AvoidCPU takes cpu from the affinity of every thread of this process,
+// so that none of them runs where a child's loop is measured (threads
+// created later inherit it from their creator); restore gives each back
+// the set it had. Threads that appear meanwhile are caught by listing
+// again until none is new.
+func AvoidCPU(cpu int) (restore func(), err error) {
+	orig := map[int]unix.CPUSet{}
+	restore = func() {
+		for tid, set := range orig {
+			_ = unix.SchedSetaffinity(tid, &set) // a thread that ended needs nothing
+		}
+	}
+	for {
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return restore, err
+		}
+		fresh := 0
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if _, seen := orig[tid]; err != nil || seen {
+				continue
+			}
+			var set unix.CPUSet
+			if err := unix.SchedGetaffinity(tid, &set); err != nil {
+				continue // it ended
+			}
+			orig[tid], fresh = set, fresh+1
+			set.Clear(cpu)
+			if set.Count() == 0 {
+				return restore, fmt.Errorf("thread %d may run on CPU %d only", tid, cpu)
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+				return restore, fmt.Errorf("thread %d: %w", tid, err)
+			}
+		}
+		if fresh == 0 {
+			return restore, nil
+		}
+	}
 }
 
 // Apply sets the calling thread's scheduling policy. SCHED_FIFO needs

@@ -19,5 +19,6 @@ func PinThread(int) error                       { return errLinux }
 func PinThreadFor(int) (func() bool, error)     { return nil, errLinux }
 func Apply(Sched) error                         { return errLinux }
 func Tid() int                                  { return 0 }
+func AvoidCPU(int) (func(), error)              { return func() {}, errLinux }
 func SetTimerSlack(time.Duration) error         { return errLinux }
 func threadUsage() (samples.ThreadUsage, error) { return samples.ThreadUsage{}, errLinux }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -204,5 +205,63 @@ func TestEnsureProcs(t *testing.T) {
 	EnsureProcs(2)()
 	if got := runtime.GOMAXPROCS(0); got != 4 {
 		t.Errorf("EnsureProcs(2) changed GOMAXPROCS 4 to %d", got)
+	}
+}
+
+// TestAvoidCPU: every thread of the process, those started afterwards
+// included, keeps off the CPU, and restore gives each its set back.
+func TestAvoidCPU(t *testing.T) {
+	var self unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &self); err != nil || self.Count() < 2 {
+		t.Skipf("needs two CPUs to run on: %v", err)
+	}
+	// A CPU no thread is pinned to alone (other tests pin theirs).
+	cpu := -1
+	pinned := map[int]bool{}
+	ents, _ := os.ReadDir("/proc/self/task")
+	for _, e := range ents {
+		var s unix.CPUSet
+		if tid, _ := strconv.Atoi(e.Name()); unix.SchedGetaffinity(tid, &s) == nil && s.Count() == 1 {
+			for c := range 1024 {
+				pinned[c] = pinned[c] || s.IsSet(c)
+			}
+		}
+	}
+	for c := range 1024 {
+		if self.IsSet(c) && !pinned[c] {
+			cpu = c
+			break
+		}
+	}
+	if cpu < 0 {
+		t.Skip("every CPU has a thread pinned to it alone")
+	}
+	restore, err := AvoidCPU(cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := make(chan unix.CPUSet)
+	go func() { // a new OS thread, created after
+		runtime.LockOSThread()
+		var s unix.CPUSet
+		unix.SchedGetaffinity(0, &s)
+		later <- s
+	}()
+	on := func() (n int) {
+		ents, _ := os.ReadDir("/proc/self/task")
+		for _, e := range ents {
+			var s unix.CPUSet
+			if tid, _ := strconv.Atoi(e.Name()); unix.SchedGetaffinity(tid, &s) == nil && s.IsSet(cpu) {
+				n++
+			}
+		}
+		return n
+	}
+	if s := <-later; s.IsSet(cpu) || on() != 0 {
+		t.Errorf("CPU %d: a thread started later may run there %v, %d threads may", cpu, s.IsSet(cpu), on())
+	}
+	restore()
+	if on() == 0 {
+		t.Errorf("restore gave CPU %d back to no thread", cpu)
 	}
 }

@@ -33,6 +33,13 @@ type Writer interface {
 	WriteFile(p, value string) error
 }
 
+// DirWriter is a Kernel that also makes and removes directories whose
+// contents the kernel provides (a tracefs instance).
+type DirWriter interface {
+	Mkdir(p string) error
+	Rmdir(p string) error
+}
+
 // Default returns the FS for $RIG_HOST_ROOT, or "/" when it is unset.
 func Default() FS {
 	if r := os.Getenv(EnvRoot); r != "" {
@@ -89,6 +96,22 @@ func (f FS) WriteFile(p, value string) error {
 	_, werr := fh.Write([]byte(value))
 	cerr := fh.Close()
 	return errors.Join(werr, cerr)
+}
+
+// Mkdir makes a host directory the kernel fills (a tracefs instance).
+func (f FS) Mkdir(p string) error {
+	if k, ok := f.Kernel.(DirWriter); ok && !f.IsReal() {
+		return k.Mkdir(p)
+	}
+	return os.Mkdir(f.Path(p), 0o755)
+}
+
+// Rmdir removes such a directory: the kernel empties it itself.
+func (f FS) Rmdir(p string) error {
+	if k, ok := f.Kernel.(DirWriter); ok && !f.IsReal() {
+		return k.Rmdir(p)
+	}
+	return os.Remove(f.Path(p))
 }
 
 // Glob returns host paths (not root-prefixed) matching the pattern.

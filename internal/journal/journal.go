@@ -735,3 +735,50 @@ func SysfsUndo(fs ReadWriter, root string) UndoFunc {
 		return strings.TrimSpace(string(b)), err
 	}
 }
+
+// KindDir is a directory rig made where the kernel fills it (a tracefs
+// instance); Target is its host path, the values "present" or "absent".
+const KindDir = "dir"
+
+// Dirs is the directory access the "dir" kind needs; hostfs.FS has it.
+type Dirs interface {
+	Mkdir(path string) error
+	Rmdir(path string) error
+	Exists(path string) bool
+}
+
+// DirChange returns the Change that makes the directory path.
+func DirChange(fs Dirs, root, path string) Change {
+	return Change{Kind: KindDir, Target: path, Value: "present", Root: CleanRoot(root),
+		Read: func(context.Context) (string, error) { return dirState(fs, path), nil },
+		Write: func(_ context.Context, v string) error {
+			if v == "present" {
+				return fs.Mkdir(path)
+			}
+			return fs.Rmdir(path)
+		}}
+}
+
+// DirUndo is the undo handler for KindDir: it removes a directory that
+// was absent before. It refuses entries recorded below another root.
+func DirUndo(fs Dirs, root string) UndoFunc {
+	root = CleanRoot(root)
+	return func(_ context.Context, e Entry) (string, error) {
+		if e.Root != "" && e.Root != root {
+			return "", fmt.Errorf("recorded below host root %s but this process uses %s: rerun with --host-root %s", e.Root, root, e.Root)
+		}
+		if e.Previous == "absent" && fs.Exists(e.Target) {
+			if err := fs.Rmdir(e.Target); err != nil {
+				return "", err
+			}
+		}
+		return dirState(fs, e.Target), nil
+	}
+}
+
+func dirState(fs Dirs, path string) string {
+	if fs.Exists(path) {
+		return "present"
+	}
+	return "absent"
+}

@@ -97,25 +97,9 @@ type Handoff struct {
 // header's count of increasing answered sequences within its capacity.
 func ReadHandoff(r io.Reader) (*Handoff, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
-	var pre [16]byte
-	if _, err := io.ReadFull(br, pre[:]); err != nil {
-		return nil, fmt.Errorf("native handoff: header: %w", short(err))
-	}
-	if [8]byte(pre[:8]) != handoffMagic {
-		return nil, errors.New("native handoff: bad magic: not a rig native handoff")
-	}
-	version, n := binary.LittleEndian.Uint32(pre[8:]), binary.LittleEndian.Uint32(pre[12:])
-	switch {
-	case version > HandoffVersion:
-		return nil, fmt.Errorf("native handoff: version %d is newer than this rig reads (%d): use the rig built with the native program", version, HandoffVersion)
-	case version < 1:
-		return nil, fmt.Errorf("native handoff: version %d", version)
-	case n < hFields || n > maxFields:
-		return nil, fmt.Errorf("native handoff: %d header fields, want %d..%d", n, hFields, maxFields)
-	}
-	f := make([]uint64, n)
-	if err := binary.Read(br, binary.LittleEndian, f); err != nil {
-		return nil, fmt.Errorf("native handoff: header fields: %w", short(err))
+	f, err := readHeader(br, handoffMagic, HandoffVersion, hFields, "handoff")
+	if err != nil {
+		return nil, err
 	}
 	h := &Handoff{Capacity: f[hCapacity], LoopStart: int64(f[hLoopStart]), LoopEnd: int64(f[hLoopEnd]),
 		NAPIID: uint32(f[hNAPIID]), StopSignal: int(f[hStopSignal]), Keying: tstamp.Keying(f[hKeying]),

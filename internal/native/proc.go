@@ -47,8 +47,8 @@ func find(dir, name string) (string, error) {
 		}
 		tried = append(tried, p)
 	}
-	return "", fmt.Errorf("the native engine's program is missing (no executable %s): build it with `make build` (needs a C compiler: apt-get install gcc), copy it from `make dist` beside rig, or set %s to its directory: %w",
-		strings.Join(tried, " or "), EnvDir, os.ErrNotExist)
+	return "", fmt.Errorf("the native program %s is missing (no executable %s): build it with `make build` (needs a C compiler: apt-get install gcc), copy it from `make dist` beside rig, or set %s to its directory: %w",
+		name, strings.Join(tried, " or "), EnvDir, os.ErrNotExist)
 }
 
 // Ready is what the native responder reports once its socket is set up and
@@ -128,20 +128,35 @@ type Proc struct {
 	exit  chan error
 }
 
-// Start runs prog with args and --ready-fd and --out-fd, its output going
-// to stderr, and waits for its first line. The program dies with rig
-// (PR_SET_PDEATHSIG). A refused line is a *Refusal.
+// Start runs the responder program prog with args (StartLine) and parses
+// its ready line.
 func Start(prog string, args []string, stderr io.Writer) (*Proc, Ready, error) {
+	p, line, err := StartLine(prog, args, stderr)
+	if err != nil {
+		return nil, Ready{}, err
+	}
+	rd, err := ParseReady(line)
+	if err != nil {
+		p.Close()
+		return nil, Ready{}, err
+	}
+	return p, rd, nil
+}
+
+// StartLine runs prog with args and --ready-fd and --out-fd, its output
+// going to stderr, and returns its first line. The program dies with rig
+// (PR_SET_PDEATHSIG). A refused line is a *Refusal.
+func StartLine(prog string, args []string, stderr io.Writer) (*Proc, string, error) {
 	p := &Proc{name: filepath.Base(prog), exit: make(chan error, 1)}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, Ready{}, err
+		return nil, "", err
 	}
 	p.pipe, p.lines = r, bufio.NewReaderSize(io.LimitReader(r, 16*maxLine), maxLine)
 	if p.out, err = os.CreateTemp("", "rig-native-*.handoff"); err != nil {
 		r.Close()
 		w.Close()
-		return nil, Ready{}, fmt.Errorf("the native program's handoff file: %w", err)
+		return nil, "", fmt.Errorf("the native program's handoff file: %w", err)
 	}
 	os.Remove(p.out.Name()) // the open file is enough; nothing is left behind
 	// The pipe first: whatever the program refuses then goes to it.
@@ -153,25 +168,21 @@ func Start(prog string, args []string, stderr io.Writer) (*Proc, Ready, error) {
 	w.Close()
 	if err != nil {
 		p.close()
-		return nil, Ready{}, fmt.Errorf("starting %s: %w", prog, err)
+		return nil, "", fmt.Errorf("starting %s: %w", prog, err)
 	}
 	go func() { p.exit <- p.cmd.Wait() }()
 	line, err := p.lines.ReadString('\n')
 	if err != nil {
 		werr := <-p.exit
 		p.close()
-		return nil, Ready{}, fmt.Errorf("%s ended before it was ready (%v; its messages are above)", p.name, werr)
+		return nil, "", fmt.Errorf("%s ended before it was ready (%v; its messages are above)", p.name, werr)
 	}
 	line = strings.TrimSuffix(line, "\n")
-	var rd Ready
-	if err = lineErr(p.name, line); err == nil {
-		rd, err = ParseReady(line)
-	}
-	if err != nil {
+	if err = lineErr(p.name, line); err != nil {
 		p.Close()
-		return nil, Ready{}, err
+		return nil, "", err
 	}
-	return p, rd, nil
+	return p, line, nil
 }
 
 // lineErr is the error a refused or failed line reports (nil for others).
@@ -185,10 +196,15 @@ func lineErr(name, line string) error {
 	return nil
 }
 
-// Wait waits for the program to end, sending it SIGTERM when ctx is done
-// first, and reads its handoff. A program that failed after it wrote its
-// handoff returns both.
-func (p *Proc) Wait(ctx context.Context) (*Handoff, error) {
+// Wait waits for the responder program to end, sending it SIGTERM when
+// ctx is done first, and reads its handoff. A program that failed after
+// it wrote its handoff returns both.
+func (p *Proc) Wait(ctx context.Context) (*Handoff, error) { return wait(p, ctx, ReadHandoff) }
+
+// WaitNoise is Wait for the noise program (NoiseProgram).
+func (p *Proc) WaitNoise(ctx context.Context) (*Noise, error) { return wait(p, ctx, ReadNoise) }
+
+func wait[T any](p *Proc, ctx context.Context, read func(io.Reader) (*T, error)) (*T, error) {
 	var err error
 	select {
 	case err = <-p.exit:
@@ -207,10 +223,10 @@ func (p *Proc) Wait(ctx context.Context) (*Handoff, error) {
 			break
 		}
 	}
-	var h *Handoff
+	var h *T
 	var herr error
 	if _, herr = p.out.Seek(0, io.SeekStart); herr == nil {
-		h, herr = ReadHandoff(p.out)
+		h, herr = read(p.out)
 	}
 	switch {
 	case failed != nil:

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/native"
+	"github.com/rig-project/rig/internal/noise"
+)
+
+func init() {
+	register(&command{name: "noise", summary: "measure what takes a CPU from a loop that only reads its counter", run: runNoise})
+}
+
+func runNoise(ctx context.Context, args []string) error {
+	fs := newFlagSet("noise", "--cpu N [--for D] [--sched other|fifo:N] [--format md|json]")
+	cpu := fs.Int("cpu", -1, "the `CPU` to measure (required)")
+	dur := fs.Duration("for", 5*time.Second, "how long the loop runs")
+	sched := fs.String("sched", "other", "scheduling policy of the loop: other | fifo:N (needs CAP_SYS_NICE)")
+	format := addFormat(fs, "json: one object, docs/noise.md", "md", "json")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	s, err := cpusched.ParseSched(*sched)
+	switch {
+	case err != nil:
+		return usageError{err}
+	case *cpu < 0:
+		return usagef("--cpu is required: the CPU to measure (rig check --rank-cpus finds the quietest)")
+	case *dur < time.Millisecond || *dur > 24*time.Hour:
+		return usagef("--for %v: want 1ms to 24h", *dur)
+	}
+	if err := noise.CheckCPU(hostfs.Default(), *cpu); err != nil {
+		return setupError(err)
+	}
+	prog, err := native.Find(native.NoiseProgram)
+	if err != nil {
+		return setupError(err)
+	}
+	r, err := noise.Run(ctx, noise.Config{CPU: *cpu, Sched: s, Duration: *dur, Prog: prog, FS: hostfs.Default(), Stderr: os.Stderr})
+	if errors.Is(err, journal.ErrCPUBusy) {
+		return usageError{err}
+	}
+	if err != nil {
+		return setupError(err)
+	}
+	if format.value == "json" {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return r.WriteMarkdown(os.Stdout)
+}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/clidoc"
 	"github.com/rig-project/rig/internal/hostfs"
 )
@@ -45,7 +46,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := cli.Parse(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				fs.SetOutput(os.Stdout)
 				fs.Usage()

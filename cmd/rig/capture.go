@@ -27,20 +27,14 @@ func runCapture(ctx context.Context, args []string) error {
 	if err := f.Parse(fs); err != nil {
 		return usageError{err}
 	}
-	cfg := capture.Config{Iface: f.Iface, Ports: f.Ports(), Timestamps: f.Timestamps, Group: f.Group, To: f.Unicast, VXLAN: f.VXLAN, VXLANMatch: f.VXLANMatch(), RunID: f.RunID,
-		ArmIndex: f.ArmIndex, Round: f.Round, Capacity: f.Capacity, Responders: f.Responders, Arm: f.Arm,
-		Ready: func() {
-			logf("rig capture: ready on %s (%s)", f.Iface, map[bool]string{true: "VXLAN mirror copies", false: "frames as on the wire"}[f.VXLAN])
-		}}
-	if f.Pcap != "" {
-		cfg.PcapFrames = (1 + f.Responders) * f.Capacity
-	}
 	undo, err := prepareNIC(ctx, "capture", f.Common, tstamp.NeedCapture)
 	if err != nil {
 		return err
 	}
 	defer undo()
-	c, err := capture.New(cfg)
+	c, err := capture.New(f, capture.Options{Ready: func() {
+		logf("rig capture: ready on %s (%s)", f.Iface, map[bool]string{true: "VXLAN mirror copies", false: "frames as on the wire"}[f.VXLAN])
+	}})
 	if err != nil {
 		return setupError(err)
 	}

@@ -13,11 +13,11 @@ import (
 	"syscall"
 
 	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/nicctl"
-	"github.com/rig-project/rig/sender"
 )
 
 // command is one `rig NAME` subcommand, or one `rig NAME SUB` of a command
@@ -242,7 +242,7 @@ func exitCode(err error) int {
 }
 
 // usageErrors are the package error values that mean bad input.
-var usageErrors = []error{os.ErrPermission, nicctl.ErrNoDevice, nicctl.ErrTimestamping, sender.ErrConfig}
+var usageErrors = []error{os.ErrPermission, nicctl.ErrNoDevice, nicctl.ErrTimestamping, cli.ErrUsage}
 
 func isUsage(err error) bool {
 	var (

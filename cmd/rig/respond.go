@@ -48,15 +48,10 @@ func runRespond(ctx context.Context, args []string) error {
 		return err
 	}
 	var r respondEngine
-	r, err = newResponder(prog, responder.Config{Owner: owner,
-		Iface: f.Iface, Group: f.Group, Listen: f.Unicast, ReplyTo: f.Reply, CPU: f.CPU, Poll: f.Poll.Mode, BusyPollUS: f.Poll.BusyPollUS,
-		Sched: f.Sched, Timestamps: f.Timestamps, RunID: f.RunID, ArmIndex: f.ArmIndex, Round: f.Round, Capacity: f.Capacity, TxWait: f.TxWait,
-		StopAfter: f.Count, Arm: f.Arm, ID: uint32(f.ID), PollBudget: f.Poll.Budget,
-		Ready: func() {
-			// "thread N" lets the agent watch this loop's context switches.
-			logf("rig respond: ready on %s, requests %s (poll %s, cpu %d, thread %d)", f.Iface, f.Requests(), f.Poll, f.CPU, r.ThreadID())
-		},
-	})
+	r, err = newResponder(prog, f, responder.Options{Owner: owner, Ready: func() {
+		// "thread N" lets the agent watch this loop's context switches.
+		logf("rig respond: ready on %s, requests %s (poll %s, cpu %d, thread %d)", f.Iface, f.Requests(), f.Poll, f.CPU, r.ThreadID())
+	}})
 	if err != nil {
 		return setupError(err)
 	}

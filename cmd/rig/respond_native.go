@@ -33,15 +33,15 @@ func findEngine(f probe.Respond) (string, error) {
 
 // newResponder sets up the Go engine's responder, or with prog the native
 // engine's, logging what its setup could not check.
-func newResponder(prog string, cfg responder.Config) (respondEngine, error) {
+func newResponder(prog string, f probe.Respond, o responder.Options) (respondEngine, error) {
 	if prog == "" {
-		r, err := responder.New(cfg)
+		r, err := responder.New(f, o)
 		if err != nil {
 			return nil, err
 		}
 		return r, nil
 	}
-	n, err := responder.NewNative(cfg, prog)
+	n, err := responder.NewNative(f, o, prog)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -37,10 +36,6 @@ func runSend(ctx context.Context, args []string) error {
 		return usagef("--quiet prints no summary, %s asks for one: drop one of them", format.by)
 	}
 	surviveEPIPE()
-	cfg := sender.Config{Poll: f.Poll, Iface: f.Iface, Group: f.Group, To: f.Unicast, Interval: f.Interval, Count: f.Count, Size: f.Size,
-		Spin: f.Spin, CPU: f.CPU, Sched: f.Sched, Timestamps: f.Timestamps, RunID: f.RunID, Arm: f.Arm,
-		ArmIndex: f.ArmIndex, Round: f.Round, Warmup: f.Warmup, ReplyTimeout: f.ReplyTimeout, TxWait: f.TxWait, Responders: f.Responders,
-		Port: f.LocalPort(), ReplyGroup: f.ReplyGroup.Addr()}
 	// Bad input is refused before the NIC is touched.
 	if f.CPU >= 0 {
 		if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
@@ -52,14 +47,12 @@ func runSend(ctx context.Context, args []string) error {
 		return err
 	}
 	defer undo()
-	if cfg.Owner, err = nicOwner(f.Common); err != nil {
+	owner, err := nicOwner(f.Common)
+	if err != nil {
 		return err
 	}
-	s, err := sender.New(cfg)
+	s, err := sender.New(f, sender.Options{Owner: owner})
 	if err != nil {
-		if errors.Is(err, sender.ErrConfig) {
-			return usageError{err}
-		}
 		return setupError(err)
 	}
 	defer s.Close()

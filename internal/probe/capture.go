@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -81,6 +82,8 @@ func (c Capture) check() error {
 		return fmt.Errorf("--vxlan-port and --vni select VXLAN copies: add --vxlan")
 	case c.Capacity < 1:
 		return fmt.Errorf("--capacity %d: want 1 or more", c.Capacity)
+	case c.Timestamps == tstamp.Off:
+		return errors.New("--timestamps off: a capture records nothing but stamps; use hardware, software or auto")
 	}
 	return nil
 }

@@ -262,6 +262,15 @@ func TestParseErrors(t *testing.T) {
 		{"send", []string{"--iface", "lo", "--responders", "65"}, "--responders 65: want 1..64"},
 		{"capture", []string{"--iface", "lo", "--run-id", "1", "--responders", "0"}, "--responders 0: want 1..64"},
 		{"capture", []string{"--iface", "lo", "--run-id", "1", "--responders", "65"}, "--responders 65: want 1..64"},
+		// What the probes' New refused after the NIC was prepared, or took
+		// silently as another value, Parse refuses before anything is done.
+		{"send", []string{"--iface", "lo", "--size", "20"}, "--size 20: payload size 20 out of range: use 44..1472 bytes (default 64)"},
+		{"send", []string{"--iface", "lo", "--reply-timeout", "0"}, "--reply-timeout 0s: want a positive duration such as 500ms"},
+		{"send", []string{"--iface", "lo", "--interval", "0"}, "--interval 0s: want a positive duration such as 1ms"},
+		{"send", []string{"--iface", "lo", "--tx-wait", "-1s"}, "--tx-wait -1s: want 0 or more"},
+		{"respond", []string{"--iface", "lo", "--run-id", "1", "--capacity", "0"}, "--capacity 0: want 1 or more"},
+		{"capture", []string{"--iface", "lo", "--run-id", "1", "--capacity", "0"}, "--capacity 0: want 1 or more"},
+		{"capture", []string{"--iface", "lo", "--run-id", "1", "--timestamps", "off"}, "--timestamps off: a capture records nothing but stamps; use hardware, software or auto"},
 	} {
 		var err error
 		switch tc.cmd {

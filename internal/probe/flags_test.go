@@ -216,6 +216,11 @@ func TestDefaults(t *testing.T) {
 	if g := DefaultRespond().Group; g != DefaultGroup || DefaultGroup.String() != "239.1.1.1:9000" {
 		t.Errorf("default group %v", g)
 	}
+	// One reply timeout for rig send and a scenario's rounds (which read
+	// DefaultSend): a reply is late by the same rule by hand and in a run.
+	if d := DefaultSend().ReplyTimeout; d != 500*time.Millisecond {
+		t.Errorf("default reply timeout %v, want 500ms (docs/scenarios.md's traffic.reply-timeout)", d)
+	}
 }
 
 // TestParseErrors: bad input gets the CLI's messages (cmd/rig's tests run

@@ -38,10 +38,11 @@ type Send struct {
 }
 
 // DefaultSend is rig send's command line with every flag at its default
-// (Iface, which has none, empty).
+// (Iface, which has none, empty). It is the one table of the traffic
+// defaults: a scenario's rounds (internal/scenario) start from it too.
 func DefaultSend() Send {
 	return Send{Common: defaultCommon(), Count: 10000, Interval: time.Millisecond, Size: wire.DefaultSize, Spin: 50 * time.Microsecond,
-		CPU: -1, Port: -1, Responders: 1, Warmup: 2, ReplyTimeout: time.Second, TxWait: 500 * time.Millisecond}
+		CPU: -1, Port: -1, Responders: 1, Warmup: 2, ReplyTimeout: 500 * time.Millisecond, TxWait: 500 * time.Millisecond}
 }
 
 // MaxCount bounds --count: a sequence and a reply slot's index fit 31 bits.

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 )
@@ -27,12 +28,12 @@ func runAgent(ctx context.Context, args []string) error {
 		return err
 	}
 	if !*stdio {
-		return usagef("--stdio is required; rig run starts agents itself (e.g. via ssh HOST rig agent --stdio)")
+		return cli.Usagef("--stdio is required; rig run starts agents itself (e.g. via ssh HOST rig agent --stdio)")
 	}
 	s := &agent.Server{FS: hostfs.Default(), LockDir: journal.Dir(), RunID: *runID}
 	if *lane != "" {
 		if strings.ContainsAny(*lane, "/.") || len(*lane) > 64 {
-			return usagef("--lane %q: want a plain name", *lane)
+			return cli.Usagef("--lane %q: want a plain name", *lane)
 		}
 		s.StateDir = journal.LaneDir(journal.Dir(), *lane)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rig-project/rig/capture"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -25,7 +26,7 @@ func runCapture(ctx context.Context, args []string) error {
 	}
 	surviveEPIPE()
 	if err := f.Parse(fs); err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	undo, err := prepareNIC(ctx, "capture", f.Common, tstamp.NeedCapture)
 	if err != nil {

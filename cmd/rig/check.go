@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/cpurank"
 )
@@ -47,21 +48,21 @@ func runCheck(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 && rank.set {
-		return usagef("unexpected arguments %q: it takes none (a CPU list for --rank-cpus is written --rank-cpus=%s)", fs.Args(), fs.Arg(0))
+		return cli.Usagef("unexpected arguments %q: it takes none (a CPU list for --rank-cpus is written --rank-cpus=%s)", fs.Args(), fs.Arg(0))
 	}
 	if err := noArgs(fs); err != nil {
 		return err
 	}
 	if *cpu < -1 {
-		return usagef("--cpu %d: want a CPU number", *cpu)
+		return cli.Usagef("--cpu %d: want a CPU number", *cpu)
 	}
 	if *window <= 0 {
-		return usagef("--window %v: want a positive duration such as 250ms", *window)
+		return cli.Usagef("--window %v: want a positive duration such as 250ms", *window)
 	}
 	o := check.Options{CPU: *cpu, Iface: *iface, Multicast: *multicast, BusyWindow: *window}
 	if rank.set {
 		if *cpu >= 0 {
-			return usagef("--cpu %d and --rank-cpus: choose the CPU or let the ranking choose it, not both", *cpu)
+			return cli.Usagef("--cpu %d and --rank-cpus: choose the CPU or let the ranking choose it, not both", *cpu)
 		}
 		o.Rank = &cpurank.Options{CPUs: rank.cpus, Window: cpurank.DefaultWindow}
 		fs.Visit(func(f *flag.Flag) {

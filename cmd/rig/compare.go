@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/cli"
 )
 
 func init() {
@@ -26,7 +27,7 @@ func runCompare(ctx context.Context, args []string) error {
 	}
 	pos := fs.Args()
 	if len(pos) != 2 {
-		return usagef("want two run directories RUN_A RUN_B, got %d arguments", len(pos))
+		return cli.Usagef("want two run directories RUN_A RUN_B, got %d arguments", len(pos))
 	}
 	var reps [2]*analysis.Report
 	for i, d := range pos {
@@ -36,7 +37,7 @@ func runCompare(ctx context.Context, args []string) error {
 		}
 		if *metric != "" {
 			if r, err = r.Only(*metric); err != nil {
-				return usagef("--metric: %v", err)
+				return cli.Usagef("--metric: %v", err)
 			}
 		}
 		reps[i] = r

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"os"
+
+	"github.com/rig-project/rig/internal/cli"
 )
 
 func init() {
@@ -25,7 +27,7 @@ func runCompletion(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("want the shell, bash or zsh, got %q", fs.Args())
+		return cli.Usagef("want the shell, bash or zsh, got %q", fs.Args())
 	}
 	switch fs.Arg(0) {
 	case "bash":
@@ -33,5 +35,5 @@ func runCompletion(ctx context.Context, args []string) error {
 	case "zsh":
 		return program().Zsh(os.Stdout)
 	}
-	return usagef("shell %q: want bash or zsh", fs.Arg(0))
+	return cli.Usagef("shell %q: want bash or zsh", fs.Arg(0))
 }

@@ -54,7 +54,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 			}
 			// The flag package names flags with one dash; rig writes two.
 			msg := flagDash.Replace(err.Error())
-			return usageError{fmt.Errorf("%s ('%s -h' lists the flags)", msg, fs.Name())}
+			return cli.Usage(fmt.Errorf("%s ('%s -h' lists the flags)", msg, fs.Name()))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -77,7 +77,7 @@ func isHelp(err error) bool { return errors.Is(err, flag.ErrHelp) }
 // noArgs refuses positional arguments for a command that takes none.
 func noArgs(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q: it takes none", fs.Args())
+		return cli.Usagef("unexpected arguments %q: it takes none", fs.Args())
 	}
 	return nil
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/rig-project/rig/internal/cli"
 )
 
 // TestParseFlagsAnywhere: flags before, between and after positional
@@ -23,7 +26,7 @@ func TestParseFlagsAnywhere(t *testing.T) {
 	fs.SetOutput(nopWriter{})
 	if err := parseFlags(fs, []string{"a", "--bogus"}); err == nil {
 		t.Fatal("an unknown flag after an argument was accepted")
-	} else if _, ok := err.(usageError); !ok {
+	} else if !errors.Is(err, cli.ErrUsage) {
 		t.Fatalf("unknown flag: %T %v, want a usage error", err, err)
 	}
 }

@@ -18,7 +18,10 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/clidoc"
+	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/samples"
@@ -251,10 +254,11 @@ func TestExitCode(t *testing.T) {
 		want int
 	}{
 		{nil, 0}, {flag.ErrHelp, 0}, {errors.New("boom"), 1}, {fmt.Errorf("x: %w", os.ErrNotExist), 1},
-		{usagef("bad"), 2}, {fmt.Errorf("wrapped: %w", usagef("bad")), 2},
+		{cli.Usagef("bad"), 2}, {fmt.Errorf("wrapped: %w", cli.Usagef("bad")), 2},
 		{fmt.Errorf("x: %w", os.ErrPermission), 2}, {fmt.Errorf("x: %w", nicctl.ErrNoDevice), 2},
-		{fmt.Errorf("x: %w", nicctl.ErrTimestamping), 2}, {&nicctl.UsageError{}, 2},
+		{fmt.Errorf("x: %w", nicctl.ErrTimestamping), 2}, {&cpurank.Error{}, 2},
 		{scenario.ErrorList{}, 2}, {&journal.PendingError{}, 2},
+		{&agent.RemoteError{Usage: true}, 2}, {&agent.RemoteError{}, 1},
 		{checkExit(4), 4}, {problemsError{1}, 3},
 	} {
 		if got := exitCode(c.err); got != c.want {
@@ -262,10 +266,8 @@ func TestExitCode(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ path, err, want string }{
-		{"check", "check: no /proc", "rig: check: no /proc"},
-		{"capture", "rig capture: socket", "rig: capture: socket"},
-		{"nicctl set", "nicctl set: x", "rig: nicctl set: x"},
-		{"nicctl set", "nicctl: unknown kind", "rig: nicctl set: unknown kind"},
+		{"check", "no /proc", "rig: check: no /proc"},
+		{"nicctl set", "no such network interface", "rig: nicctl set: no such network interface"},
 		{"report", "samples: bad", "rig: report: samples: bad"},
 	} {
 		if got := message(c.path, errors.New(c.err)); got != c.want {

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/owner"
 	"github.com/rig-project/rig/internal/wire"
@@ -33,14 +34,14 @@ func labName(fs *flag.FlagSet, flagName string) (string, error) {
 	case 0:
 	case 1:
 		if flagName != netlab.DefaultName && flagName != fs.Arg(0) {
-			return "", usagef("name given twice (--name %s and %s)", flagName, fs.Arg(0))
+			return "", cli.Usagef("name given twice (--name %s and %s)", flagName, fs.Arg(0))
 		}
 		name = fs.Arg(0)
 	default:
-		return "", usagef("unexpected arguments %q", fs.Args()[1:])
+		return "", cli.Usagef("unexpected arguments %q", fs.Args()[1:])
 	}
 	if err := netlab.ValidateName(name); err != nil {
-		return "", usageError{err}
+		return "", cli.Usage(err)
 	}
 	return name, nil
 }
@@ -61,10 +62,10 @@ func labUp(ctx context.Context, args []string) error {
 		return err
 	}
 	if *mirror != "span" && *mirror != "vxlan" {
-		return usagef("--mirror %q: want span or vxlan", *mirror)
+		return cli.Usagef("--mirror %q: want span or vxlan", *mirror)
 	}
 	if *responders < 1 || *responders > netlab.MaxResponders {
-		return usagef("--responders %d: want 1..%d", *responders, netlab.MaxResponders)
+		return cli.Usagef("--responders %d: want 1..%d", *responders, netlab.MaxResponders)
 	}
 	n, err := labName(fs, *name)
 	if err != nil {
@@ -74,7 +75,7 @@ func labUp(ctx context.Context, args []string) error {
 	if *subnet != "" {
 		p, err := netip.ParsePrefix(*subnet)
 		if err != nil {
-			return usagef("--subnet %q: %v (want e.g. 10.99.7.0/24)", *subnet, err)
+			return cli.Usagef("--subnet %q: %v (want e.g. 10.99.7.0/24)", *subnet, err)
 		}
 		opts.Subnet = p
 	}

@@ -7,17 +7,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
 
-	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/cli"
-	"github.com/rig-project/rig/internal/cpurank"
-	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/internal/scenario"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // command is one `rig NAME` subcommand, or one `rig NAME SUB` of a command
@@ -28,8 +22,9 @@ type command struct {
 	// run gets the arguments after the command's name. It defines its
 	// flags on a FlagSet from newFlagSet and parses them with parseFlags
 	// before it does anything else: help, completion and man pages run it
-	// that far to read its flags (see describe). Return a usageError for
-	// bad input; exitCode maps every error to the exit status.
+	// that far to read its flags (see describe). Return a usage error
+	// (cli.Usage) for bad input; exitCode maps every error to the exit
+	// status.
 	run func(ctx context.Context, args []string) error
 	// subs, when set, are the subcommands; run is then nil.
 	subs []*command
@@ -96,14 +91,6 @@ func leaves() []leaf {
 	return l
 }
 
-// usageError marks bad input: wrong flags, malformed values, unknown names.
-type usageError struct{ err error }
-
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
-
 func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
@@ -148,7 +135,7 @@ func dispatch(ctx context.Context, c *command, args []string) (string, error) {
 	switch {
 	case len(args) == 0:
 		subUsage(os.Stderr, c)
-		return c.name, usagef("missing subcommand: want %s", want)
+		return c.name, cli.Usagef("missing subcommand: want %s", want)
 	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
 		subUsage(os.Stdout, c)
 		return c.name, nil
@@ -156,9 +143,9 @@ func dispatch(ctx context.Context, c *command, args []string) (string, error) {
 	s := c.sub(args[0])
 	if s == nil {
 		if strings.HasPrefix(args[0], "-") {
-			return c.name, usagef("the subcommand (%s) comes before the flags: rig %s SUB %s", want, c.name, strings.Join(args, " "))
+			return c.name, cli.Usagef("the subcommand (%s) comes before the flags: rig %s SUB %s", want, c.name, strings.Join(args, " "))
 		}
-		return c.name, usagef("unknown subcommand %q: want %s", args[0], want)
+		return c.name, cli.Usagef("unknown subcommand %q: want %s", args[0], want)
 	}
 	return c.name + " " + s.name, s.run(ctx, args[1:])
 }
@@ -191,15 +178,6 @@ func message(path string, err error) string {
 	if msg == "" {
 		return ""
 	}
-	// A package named like its command (capture, samples, check)
-	// starts its errors with its name; the prefix below already says it.
-	top, _, _ := strings.Cut(path, " ")
-	for _, p := range []string{"rig " + path + ": ", path + ": ", "rig " + top + ": ", top + ": "} {
-		if m, ok := strings.CutPrefix(msg, p); ok {
-			msg = m
-			break
-		}
-	}
 	// Missing privilege: say how to get it.
 	if errors.Is(err, os.ErrPermission) && !strings.Contains(msg, "CAP_") && !strings.Contains(msg, "as root") {
 		msg += ": run it as root (sudo)"
@@ -226,8 +204,8 @@ var exitStatus = []struct {
 type exitCoder interface{ ExitCode() int }
 
 // exitCode maps an error to rig's exit status (see exitStatus). Bad input
-// is 2 whether cmd/rig found it (usageError) or a package did, by the
-// error values those packages document.
+// is 2 whether cmd/rig found it or a package did: an error that matches
+// cli.ErrUsage, or a missing privilege (os.ErrPermission).
 func exitCode(err error) int {
 	var ec exitCoder
 	switch {
@@ -235,30 +213,8 @@ func exitCode(err error) int {
 		return 0
 	case errors.As(err, &ec):
 		return ec.ExitCode()
-	case isUsage(err):
+	case errors.Is(err, cli.ErrUsage), errors.Is(err, os.ErrPermission):
 		return 2
 	}
 	return 1
-}
-
-// usageErrors are the package error values that mean bad input.
-var usageErrors = []error{os.ErrPermission, nicctl.ErrNoDevice, nicctl.ErrTimestamping, cli.ErrUsage}
-
-func isUsage(err error) bool {
-	var (
-		ue      usageError
-		nu      *nicctl.UsageError
-		list    scenario.ErrorList
-		pending *journal.PendingError
-		remote  *agent.RemoteError
-	)
-	switch {
-	case errors.As(err, &ue), errors.As(err, &nu), errors.As(err, &list), errors.As(err, &pending):
-		return true
-	case errors.As(err, &remote) && remote.Usage: // the agent found the bad input
-		return true
-	case cpurank.IsInput(err):
-		return true
-	}
-	return slices.ContainsFunc(usageErrors, func(target error) bool { return errors.Is(err, target) })
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/rig-project/rig/internal/cli"
 )
 
 func init() {
@@ -25,7 +27,7 @@ func runMan(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("want the directory to write the pages to, got %q", fs.Args())
+		return cli.Usagef("want the directory to write the pages to, got %q", fs.Args())
 	}
 	dir := fs.Arg(0)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/hostfs"
@@ -39,11 +40,11 @@ func parseIface(fs *flag.FlagSet, args []string) (string, error) {
 	}
 	switch fs.NArg() {
 	case 0:
-		return "", usagef("missing interface name")
+		return "", cli.Usagef("missing interface name")
 	case 1:
 		return fs.Arg(0), nil
 	}
-	return "", usagef("want one interface name, got %q", fs.Args())
+	return "", cli.Usagef("want one interface name, got %q", fs.Args())
 }
 
 func nicctlShow(ctx context.Context, args []string) error {
@@ -155,17 +156,17 @@ func nicctlSet(ctx context.Context, args []string) error {
 	}
 	if *hwts != "" {
 		if _, ok := nicctl.HWTstampModes[*hwts]; !ok {
-			return usagef("--hwtstamp %q: want all, rx, ptp or off", *hwts)
+			return cli.Usagef("--hwtstamp %q: want all, rx, ptp or off", *hwts)
 		}
 		s.HWTstamp = *hwts
 	}
 	forGiven := false
 	fs.Visit(func(f *flag.Flag) { forGiven = forGiven || f.Name == "for" })
 	if forGiven && *hold <= 0 {
-		return usagef("--for %v: want a positive duration such as 30s (without --for the change is held until Ctrl-C)", *hold)
+		return cli.Usagef("--for %v: want a positive duration such as 30s (without --for the change is held until Ctrl-C)", *hold)
 	}
 	if *keep && forGiven {
-		return usagef("--keep and --for exclude each other")
+		return cli.Usagef("--keep and --for exclude each other")
 	}
 	s.IRQCPUs, s.IRQCPUPerQueue = irqCPUs.cpus, perQueue.cpus
 	s.Coalesce = ethtoolnl.Coalesce{RxUsecs: rxUsecs.v, TxUsecs: txUsecs.v, RxFrames: rxFrames.v, TxFrames: txFrames.v, AdaptiveRx: adaptive.v, AdaptiveTx: adaptiveTx.v}
@@ -227,10 +228,10 @@ func nicctlProbe(ctx context.Context, args []string) error {
 	}
 	mode, err := tstamp.ParseMode(*ts)
 	if err != nil || (mode != tstamp.Auto && mode != tstamp.Hardware) {
-		return usagef("--timestamps %q: want auto or hardware", *ts)
+		return cli.Usagef("--timestamps %q: want auto or hardware", *ts)
 	}
 	if *listen <= 0 || *count <= 0 || *count > 1000 {
-		return usagef("--listen must be positive and --count 1..1000")
+		return cli.Usagef("--listen must be positive and --count 1..1000")
 	}
 	env := nicctlEnv(hostfs.Default())
 	defer env.Close()

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/probe"
@@ -54,7 +55,7 @@ func prepareNICWith(ctx context.Context, who string, pf probe.Common, need tstam
 	act := plan.Decision.Action
 	switch {
 	case act == tstamp.ActRefuse:
-		return undo, usagef("--timestamps hardware: %s; fix: %s", plan.Decision.Why, plan.Decision.Fix)
+		return undo, cli.Usagef("--timestamps hardware: %s; fix: %s", plan.Decision.Why, plan.Decision.Fix)
 	case act != tstamp.ActWrite && act != tstamp.ActNone:
 		logf("rig %s: %s", who, plan)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/cli"
 )
 
 func init() {
@@ -38,13 +39,13 @@ func runReport(ctx context.Context, args []string) error {
 	}
 	pos := fs.Args()
 	if len(pos) != 1 {
-		return usagef("want one run directory, got %d arguments (e.g. rig report results/demo-20260101T000000Z)", len(pos))
+		return cli.Usagef("want one run directory, got %d arguments (e.g. rig report results/demo-20260101T000000Z)", len(pos))
 	}
 	opt := analysis.Options{}
 	if *warmup >= 0 {
 		opt.OverrideWarmup, opt.Warmup = true, *warmup
 	} else if *warmup != -1 {
-		return usagef("--warmup %d: want a count ≥ 0", *warmup)
+		return cli.Usagef("--warmup %d: want a count ≥ 0", *warmup)
 	}
 	rep, err := analysis.Run(pos[0], opt)
 	if err != nil {
@@ -58,7 +59,7 @@ func runReport(ctx context.Context, args []string) error {
 	out := rep
 	if *metric != "" {
 		if out, err = rep.Only(*metric); err != nil {
-			return usagef("--metric: %v", err)
+			return cli.Usagef("--metric: %v", err)
 		}
 	}
 	if err := writeFormat(os.Stdout, format.value, out); err != nil {

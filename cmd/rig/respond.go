@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/probe"
@@ -26,7 +27,7 @@ func runRespond(ctx context.Context, args []string) error {
 	}
 	surviveEPIPE()
 	if err := f.Parse(fs); err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	// Bad input is refused before the NIC is touched.
 	if f.CPU >= 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/runner"
 	"github.com/rig-project/rig/internal/scenario"
@@ -27,13 +28,13 @@ func runCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("want one scenario FILE, got %d arguments (usage: rig run FILE [--dry-run])", fs.NArg())
+		return cli.Usagef("want one scenario FILE, got %d arguments (usage: rig run FILE [--dry-run])", fs.NArg())
 	}
 	if !*dry {
 		return execRun(ctx, fs.Arg(0), *results, *remoteRig, format.value, *verbose)
 	}
 	if format.by != "" {
-		return usagef("%s: --dry-run prints the plan, not tables", format.by)
+		return cli.Usagef("%s: --dry-run prints the plan, not tables", format.by)
 	}
 	return dryRun(ctx, os.Stdout, fs.Arg(0), hostfs.Default())
 }
@@ -83,7 +84,7 @@ func netnsFacts(ctx context.Context, h scenario.Host) (*scenario.Facts, error) {
 func loadAndValidate(path string, root hostfs.FS, netns func(scenario.Host) (*scenario.Facts, error)) (*scenario.Scenario, map[string]*scenario.Facts, error) {
 	s, err := scenario.Load(path)
 	if err != nil {
-		return nil, nil, usageError{err} // unreadable or malformed: the file is bad input
+		return nil, nil, cli.Usage(err) // unreadable or malformed: the file is bad input
 	}
 	facts := map[string]*scenario.Facts{}
 	var local *scenario.Facts // read once, for the first host on this machine
@@ -92,7 +93,7 @@ func loadAndValidate(path string, root hostfs.FS, netns func(scenario.Host) (*sc
 		case s.Emulate != "" || h.Local():
 			if local == nil {
 				if local, err = scenario.ReadFacts(root); err != nil {
-					return nil, nil, fmt.Errorf("run: %w", &scenario.HostError{Host: h.Name, Err: err})
+					return nil, nil, &scenario.HostError{Host: h.Name, Err: err}
 				}
 			}
 			facts[h.Name] = local

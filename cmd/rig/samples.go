@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 )
@@ -28,10 +29,10 @@ func runSamples(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("want one round directory or sample file, got %d arguments (e.g. rig samples results/demo-*/arms/block/round-0)", fs.NArg())
+		return cli.Usagef("want one round directory or sample file, got %d arguments (e.g. rig samples results/demo-*/arms/block/round-0)", fs.NArg())
 	}
 	if *id > probe.MaxResponderID {
-		return usagef("--responder %d: want 0..%d", *id, probe.MaxResponderID)
+		return cli.Usagef("--responder %d: want 0..%d", *id, probe.MaxResponderID)
 	}
 	j, err := samples.JoinDirResponder(fs.Arg(0), uint32(*id))
 	if err != nil {

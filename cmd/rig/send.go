@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/probe"
@@ -30,10 +31,10 @@ func runSend(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := f.Parse(fs); err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	if f.Quiet && format.by != "" {
-		return usagef("--quiet prints no summary, %s asks for one: drop one of them", format.by)
+		return cli.Usagef("--quiet prints no summary, %s asks for one: drop one of them", format.by)
 	}
 	surviveEPIPE()
 	// Bad input is refused before the NIC is touched.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/envsnap"
 	"github.com/rig-project/rig/internal/hostctl"
@@ -155,8 +156,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			resp := Response{ID: req.ID, OK: err == nil}
 			if err != nil {
 				resp.Error = err.Error()
-				var ue *nicctl.UsageError
-				resp.Usage = errors.As(err, &ue) || errors.Is(err, nicctl.ErrTimestamping) || cpurank.IsInput(err)
+				resp.Usage = errors.Is(err, cli.ErrUsage)
 			} else if res != nil {
 				resp.Result, _ = json.Marshal(res)
 			}

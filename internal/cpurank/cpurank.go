@@ -27,6 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
@@ -130,6 +131,9 @@ const Format = "rig-cpu-rank"
 type Error struct{ Msg string }
 
 func (e *Error) Error() string { return e.Msg }
+
+// Is makes an *Error bad input (cli.ErrUsage).
+func (e *Error) Is(target error) bool { return target == cli.ErrUsage }
 
 // Rank watches the candidates over the window and ranks them. It returns
 // an *Error for candidates that do not exist or may not be used here; a

@@ -156,7 +156,7 @@ func contains(want string) func(string) error {
 func TestFormatEverywhere(t *testing.T) {
 	withFormat := 0
 	for _, l := range leaves() {
-		d := mustDescribe(l)
+		d := describe(l)
 		f := d.fs.Lookup("format")
 		if f == nil {
 			continue
@@ -291,7 +291,7 @@ var placeholder = regexp.MustCompile("^[A-Za-z][A-Za-z0-9_|,.-]*$")
 func TestHelpRendersAsWritten(t *testing.T) {
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	for _, l := range leaves() {
-		d := mustDescribe(l)
+		d := describe(l)
 		code, help, stderr := rigIn(t, append(strings.Fields(l.path), "-h")...)
 		if code != 0 || stderr != "" {
 			t.Errorf("rig %s -h: exit %d, stderr %q", l.path, code, stderr)
@@ -346,7 +346,7 @@ func TestExitStatusDoc(t *testing.T) {
 func TestHostRootOneFlag(t *testing.T) {
 	var with []string
 	for _, l := range leaves() {
-		f := mustDescribe(l).fs.Lookup("host-root")
+		f := describe(l).fs.Lookup("host-root")
 		if f == nil {
 			continue
 		}
@@ -447,7 +447,7 @@ func TestFormatDoc(t *testing.T) {
 		}
 	}
 	for _, l := range leaves() {
-		f := mustDescribe(l).fs.Lookup("format")
+		f := describe(l).fs.Lookup("format")
 		if f == nil {
 			if _, ok := rows[l.path]; ok {
 				t.Errorf("docs/cli.md lists rig %s, which has no --format", l.path)
@@ -500,7 +500,7 @@ func TestDocExamplesParse(t *testing.T) {
 				}
 				c, path, args = c.sub(args[0]), path+" "+args[0], args[1:]
 			}
-			d := mustDescribe(leaf{path, c})
+			d := describe(leaf{path, c})
 			d.fs.SetOutput(io.Discard)
 			err := parseFlags(d.fs, args)
 			if err != nil && !strings.Contains(err.Error(), "invalid value") { // values may be placeholders

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,14 +20,17 @@ import (
 type command struct {
 	name    string
 	summary string
-	// run gets the arguments after the command's name. It defines its
-	// flags on a FlagSet from newFlagSet and parses them with parseFlags
-	// before it does anything else: help, completion and man pages run it
-	// that far to read its flags (see describe). Return a usage error
+	// usage is what follows "rig NAME" in the synopsis (its lines up to
+	// the first blank one), then optionally a description.
+	usage string
+	// flags defines the command's flags on fs and returns its run, bound
+	// to them. Help, completion and man pages call it to read the flags
+	// and run nothing; rig parses the arguments into fs, then runs, and
+	// the positional arguments are fs.Args(). Return a usage error
 	// (cli.Usage) for bad input; exitCode maps every error to the exit
 	// status.
-	run func(ctx context.Context, args []string) error
-	// subs, when set, are the subcommands; run is then nil.
+	flags func(fs *flag.FlagSet) (run func(context.Context) error)
+	// subs, when set, are the subcommands; flags is then nil.
 	subs []*command
 }
 
@@ -36,8 +40,8 @@ func register(c *command) {
 	if _, dup := commands[c.name]; dup {
 		panic("duplicate command " + c.name)
 	}
-	if (c.run == nil) == (c.subs == nil) {
-		panic("command " + c.name + ": want either run or subcommands")
+	if (c.flags == nil) == (c.subs == nil) {
+		panic("command " + c.name + ": want either flags or subcommands")
 	}
 	commands[c.name] = c
 }
@@ -129,7 +133,7 @@ func run(args []string) int {
 // returns the command's path for messages ("nicctl set") and its error.
 func dispatch(ctx context.Context, c *command, args []string) (string, error) {
 	if c.subs == nil {
-		return c.name, c.run(ctx, args)
+		return c.name, c.exec(ctx, c.name, args)
 	}
 	want := strings.Join(c.subNames(), ", ")
 	switch {
@@ -147,7 +151,18 @@ func dispatch(ctx context.Context, c *command, args []string) (string, error) {
 		}
 		return c.name, cli.Usagef("unknown subcommand %q: want %s", args[0], want)
 	}
-	return c.name + " " + s.name, s.run(ctx, args[1:])
+	path := c.name + " " + s.name
+	return path, s.exec(ctx, path, args[1:])
+}
+
+// exec runs c as `rig path`: its flags defined, args parsed into them.
+func (c *command) exec(ctx context.Context, path string, args []string) error {
+	fs := newFlagSet(path, c.usage)
+	run := c.flags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return run(ctx)
 }
 
 // surviveEPIPE is for commands that must finish their work after whoever

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,29 +15,28 @@ import (
 )
 
 func init() {
-	register(&command{name: "run", summary: "run a scenario file (--dry-run: check it and print the plan)", run: runCmd})
+	register(&command{name: "run", summary: "run a scenario file (--dry-run: check it and print the plan)",
+		usage: "FILE [--dry-run] [--results DIR] [--remote-rig PATH] [--format md|csv|json] [-v]", flags: runFlags})
 }
 
-func runCmd(ctx context.Context, args []string) error {
-	fs := newFlagSet("run", "FILE [--dry-run] [--results DIR] [--remote-rig PATH] [--format md|csv|json] [-v]")
+func runFlags(fs *flag.FlagSet) func(context.Context) error {
 	dry := fs.Bool("dry-run", false, "check the scenario against this host and print the plan; change nothing")
 	results := fs.String("results", "results", "directory that receives the run directory")
 	verbose := fs.Bool("v", false, "log every step, knob change and process line on stderr")
 	remoteRig := fs.String("remote-rig", "rig", "the rig binary on hosts reached by ssh or kubectl (a path, or a name on their PATH)")
 	format := addFormat(fs, "of the tables printed after the run, as rig report prints them; the run directory holds all three", "md", "csv", "json")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	return func(ctx context.Context) error {
+		if fs.NArg() != 1 {
+			return cli.Usagef("want one scenario FILE, got %d arguments (usage: rig run FILE [--dry-run])", fs.NArg())
+		}
+		if !*dry {
+			return execRun(ctx, fs.Arg(0), *results, *remoteRig, format.value, *verbose)
+		}
+		if format.by != "" {
+			return cli.Usagef("%s: --dry-run prints the plan, not tables", format.by)
+		}
+		return dryRun(ctx, os.Stdout, fs.Arg(0), hostfs.Default())
 	}
-	if fs.NArg() != 1 {
-		return cli.Usagef("want one scenario FILE, got %d arguments (usage: rig run FILE [--dry-run])", fs.NArg())
-	}
-	if !*dry {
-		return execRun(ctx, fs.Arg(0), *results, *remoteRig, format.value, *verbose)
-	}
-	if format.by != "" {
-		return cli.Usagef("%s: --dry-run prints the plan, not tables", format.by)
-	}
-	return dryRun(ctx, os.Stdout, fs.Arg(0), hostfs.Default())
 }
 
 // dryRun loads, validates and prints the plan of the scenario at path.

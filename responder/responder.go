@@ -49,6 +49,7 @@ type Options struct {
 	// (tstamp.Options.Owner): no hardware TX stamps are taken next to it.
 	Device tstamp.Device
 	Owner  string
+	Note   func(string) // hears Native's notes (Open)
 }
 
 // Responder answers requests and records their stamps.

@@ -34,7 +34,7 @@ func respondFlags(fs *flag.FlagSet) func(context.Context) error {
 				return setupError(err)
 			}
 		}
-		prog, err := findEngine(f)
+		prog, err := responder.FindEngine(f)
 		if err != nil {
 			return setupError(err)
 		}
@@ -47,11 +47,11 @@ func respondFlags(fs *flag.FlagSet) func(context.Context) error {
 		if err != nil {
 			return err
 		}
-		var r respondEngine
-		r, err = newResponder(prog, f, responder.Options{Owner: owner, Ready: func() {
+		var r responder.Engine
+		r, err = responder.Open(f, responder.Options{Owner: owner, Ready: func() {
 			// "thread N" lets the agent watch this loop's context switches.
 			logf("rig respond: ready on %s, requests %s (poll %s, cpu %d, thread %d)", f.Iface, f.Requests(), f.Poll, f.CPU, r.ThreadID())
-		}})
+		}, Note: func(s string) { logf("rig respond: warning: %s", s) }}, prog)
 		if err != nil {
 			return setupError(err)
 		}

@@ -54,7 +54,7 @@ func (c *Capture) Parse(fs *flag.FlagSet) error {
 	if err := c.Common.parse(fs, "to"); err != nil {
 		return err
 	}
-	return c.check()
+	return c.Check()
 }
 
 // Check checks c as Parse does: capture.New refuses what it refuses.
@@ -62,10 +62,6 @@ func (c Capture) Check() error {
 	if err := c.Common.check(); err != nil {
 		return err
 	}
-	return c.check()
-}
-
-func (c Capture) check() error {
 	if err := requireRunID("capture", c.RunID); err != nil {
 		return err
 	}

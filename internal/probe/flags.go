@@ -64,9 +64,9 @@ func (c *Common) register(fs *flag.FlagSet, unicast, unicastUsage string) {
 	fs.DurationVar(&c.MaxDuration, "max-duration", d.MaxDuration, "end by itself after this long even if nobody stops it, writing its file and exiting 1 (rig run passes the round's length plus slack; 0: no limit)")
 }
 
-// parse settles where requests go after fs.Parse — a unicast destination
+// parse settles where requests go after fs.Parse: a unicast destination
 // (--to or --listen, named unicast) replaces the default group, and
-// excludes a group given as well — and checks c.
+// excludes a group given as well.
 func (c *Common) parse(fs *flag.FlagSet, unicast string) error {
 	if c.Unicast.IsValid() {
 		if given(fs, "group") && c.Group.IsValid() {
@@ -74,7 +74,7 @@ func (c *Common) parse(fs *flag.FlagSet, unicast string) error {
 		}
 		c.Group = netip.AddrPort{}
 	}
-	return c.check()
+	return nil
 }
 
 // check checks the common values, as Parse and the probes' New do.

@@ -55,7 +55,7 @@ func (r *Respond) Parse(fs *flag.FlagSet) error {
 	if err := r.Common.parse(fs, "listen"); err != nil {
 		return err
 	}
-	return r.check()
+	return r.Check()
 }
 
 // Check checks r as Parse does: responder.New refuses what it refuses.
@@ -63,10 +63,6 @@ func (r Respond) Check() error {
 	if err := r.Common.check(); err != nil {
 		return err
 	}
-	return r.check()
-}
-
-func (r Respond) check() error {
 	if err := requireRunID("respond", r.RunID); err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func (s *Send) Parse(fs *flag.FlagSet) error {
 	if err := s.Common.parse(fs, "to"); err != nil {
 		return err
 	}
-	return s.check()
+	return s.Check()
 }
 
 // Check checks s as Parse does: sender.New refuses what it refuses.
@@ -84,10 +84,6 @@ func (s Send) Check() error {
 	if err := s.Common.check(); err != nil {
 		return err
 	}
-	return s.check()
-}
-
-func (s Send) check() error {
 	switch {
 	case s.Count < 1 || s.Count > MaxCount:
 		return fmt.Errorf("--count %d: want 1..%d", s.Count, MaxCount)

@@ -77,7 +77,7 @@ func (c *Common) parse(fs *flag.FlagSet, unicast string) error {
 	return nil
 }
 
-// check checks the common values, as Parse and the probes' New do.
+// check checks the common values (each probe's Check).
 func (c Common) check() error {
 	if c.Iface == "" {
 		return errors.New("--iface is required (e.g. --iface ens5)")

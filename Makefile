@@ -19,7 +19,7 @@ export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static zsh \
 	$(NATIVE_DEBS) $(NATIVE_CROSS_DEBS)
 
-.PHONY: all build native native-test native-arm64 dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean
+.PHONY: all build native native-test native-arm64 dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck portable fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean
 
 all: build
 
@@ -82,9 +82,15 @@ dist:
 	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(DIST)/rig-respond-native-linux-arm64 $(NATIVE_SRC)
 	cd $(DIST) && sha256sum rig-linux-amd64 rig-linux-arm64 rig-respond-native-linux-amd64 rig-respond-native-linux-arm64 > SHA256SUMS
 
+# deploy/kubernetes is a module of its own (its manifest tests alone need
+# the Kubernetes API types, kept out of rig's go.mod): test, unit and lint
+# run it after PKGS.
+K8S       := deploy/kubernetes
+
 # deps: Go modules plus the Debian packages the integration tests need.
 deps:
 	$(GO) mod download
+	cd $(K8S) && $(GO) mod download
 	@./.ci/install-debs.sh $(DEB_PKGS)
 
 # test: the whole suite as CI runs it: lint, unit + integration tests under
@@ -94,6 +100,7 @@ deps:
 # left, no lab left), so they must not overlap.
 test: deps lint
 	$(GO) test -race -p 1 -count=1 -timeout 40m $(PKGS)
+	cd $(K8S) && $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-arm64
 
@@ -105,7 +112,7 @@ test: deps lint
 # getrusage of a thread qemu-user emulates counts qemu's switches).
 ARM64_PKGS ?= ./analysis/... ./internal/bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
 	./internal/envsnap ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
-	./internal/samples ./internal/scenario ./internal/teldata ./internal/telemetry ./internal/wire ./nicctl
+	./internal/rundir ./internal/samples ./internal/scenario ./internal/telemetry ./internal/wire ./nicctl
 ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestReadFacts|TestMeter)$$
 
 # test-arm64: go vet for linux/arm64, every package's tests compiled for
@@ -129,11 +136,12 @@ chaos:
 # namespace appeared or stress-ng ran.
 unit:
 	$(GO) test -short -count=1 $(PKGS)
+	cd $(K8S) && $(GO) test -short -count=1 ./...
 
 unit-check:
 	./.ci/unit-starts-nothing.sh $(PKGS)
 
-lint: fmt-check vet staticcheck
+lint: fmt-check vet staticcheck portable
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -141,10 +149,18 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	cd $(K8S) && $(GO) vet ./...
 
 staticcheck:
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	staticcheck $(PKGS)
+	cd $(K8S) && staticcheck ./...
+
+# portable: the analysis and the formats it reads read no host, so they
+# build for any OS (rig report on a laptop).
+portable:
+	GOOS=windows $(GO) build ./analysis ./internal/samples ./internal/wire ./internal/rundir
+	GOOS=darwin $(GO) build ./analysis ./internal/samples ./internal/wire ./internal/rundir
 
 # fuzz runs every Fuzz target for FUZZTIME each.
 fuzz:

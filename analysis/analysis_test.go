@@ -560,7 +560,8 @@ func TestFallbackNoteInCaption(t *testing.T) {
 		t.Fatalf("turnaround %+v", mr)
 	}
 	var b strings.Builder
-	writeMetricTable(&b, rep, Turnaround)
+	mt := metricTable(rep, Turnaround)
+	mt.md(&b)
 	if !strings.Contains(b.String(), "Arm a, source capture sw: "+note) {
 		t.Fatalf("caption lacks the note:\n%s", b.String())
 	}

@@ -12,7 +12,10 @@
 // Each metric is computed from stamps of one clock only; the source is chosen
 // per arm as the best one every round's clocks provide.
 //
-// The package is pure Go: it builds and runs on any OS.
+// Analyze computes a Report, the document report.json holds; the files
+// named render_*.go turn it into the report files, every table from one
+// ordered list of sections. The package is pure Go: it builds and runs on
+// any OS.
 package analysis
 
 import (
@@ -63,10 +66,17 @@ type Report struct {
 	Telemetry      []TelemetrySection `json:"telemetry,omitempty"`
 	TelemetryFiles int                `json:"telemetry_files"`
 
+	side side
+}
+
+// side is what the report files draw beyond report.json, which holds the
+// statistics, not the samples behind them.
+type side struct {
 	startMs, endMs int64                              // run start and end (ms since epoch) for hist.hlog; 0 = unknown
 	hists          map[string]*hdrhistogram.Histogram // arm/metric → pooled after warm-up
 	scatter        map[string][]ScatterRound          // arm → headline points per round
-	notComputed    map[string]string                  // arm/metric → why it was not computed
+	paired         [][]int64                          // per Report.Paired: the pooled differences, sorted
+	notComputed    map[string]string                  // arm/metric → why it was not computed (--metric's verdicts)
 }
 
 // Rules are the statistics rules, printed with every table. Doc names the
@@ -172,8 +182,6 @@ type MetricReport struct {
 	// HistDropped counts values the HDR histogram (plots, hist.hlog) could
 	// not hold (negative or above 100 s); the tables are exact regardless.
 	HistDropped int64 `json:"hist_dropped,omitempty"`
-
-	fallback string // Source.Fallback: the summary's clock fallbacks
 }
 
 // roundThreads picks the measuring threads' usage out of a joined round.
@@ -382,6 +390,18 @@ type acc struct {
 	worst   []WorstSample // headline: each round's largest
 }
 
+// analyzer is Analyze's working state while it reads the rounds.
+type analyzer struct {
+	in   *Input
+	opt  Options
+	rep  *Report
+	w    int // the warm-up: negative until a header names it
+	bufs roundBufs
+	// fallback is the clock fallback of each chosen source that has one
+	// (Source.Fallback).
+	fallback map[*MetricReport]string
+}
+
 // Analyze computes the report of in. Rounds that cannot be read become
 // problems; the arms that remain are reported.
 func Analyze(in *Input, opt Options) (*Report, error) {
@@ -397,39 +417,34 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 		Interrupted: strings.Join(strings.Fields(in.Interrupted), " "), // one line: it heads the tables
 		Arms:        []*ArmReport{}, Comparisons: []Comparison{},
 		Problems: append([]string{}, in.Problems...), Notes: []string{},
-		hists: map[string]*hdrhistogram.Histogram{}, scatter: map[string][]ScatterRound{}, notComputed: map[string]string{},
+		side: side{startMs: msTime(in.StartedAt), endMs: msTime(in.EndedAt),
+			hists: map[string]*hdrhistogram.Histogram{}, scatter: map[string][]ScatterRound{}, notComputed: map[string]string{}},
 	}
-	facts := map[string]*armFacts{}
+	z := analyzer{in: in, opt: opt, rep: rep, w: in.Warmup}
 	if rep.Interrupted != "" {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("the run was interrupted (%s): the rounds it cut short are left out, the rounds it never ran are absent", rep.Interrupted))
 	}
-	rep.startMs, rep.endMs = msTime(in.StartedAt), msTime(in.EndedAt)
-	w := in.Warmup
 	if opt.OverrideWarmup {
 		if opt.Warmup < 0 {
 			return nil, fmt.Errorf("warm-up %d: must be ≥ 0", opt.Warmup)
 		}
-		w = opt.Warmup
+		z.w = opt.Warmup
 	}
-	var telArms []*TelemetryArm
-	var bufs roundBufs
+	facts := map[string]*armFacts{} // where each arm's programs ran
+	var tel []*TelemetryArm
 	for _, a := range in.Arms {
 		ar := &ArmReport{Name: a.Name, Skipped: a.Skipped, Rounds: []int{}, Metrics: map[string]*MetricReport{}, Accounting: []RoundAccount{}}
 		rep.Arms = append(rep.Arms, ar)
 		if a.Skipped != "" {
 			continue
 		}
-		af := &armFacts{}
-		facts[a.Name] = af
-		ta := &TelemetryArm{Arm: a.Name, Metric: Headline}
-		telArms = append(telArms, ta)
-		w = rep.analyzeArm(in, a, ar, af, ta, w, opt, &bufs)
+		af, ta := &armFacts{}, &TelemetryArm{Arm: a.Name, Metric: Headline}
+		facts[a.Name], tel = af, append(tel, ta)
+		z.arm(a, ar, af, ta)
 	}
-	if w < 0 {
-		w = 0
-	}
+	z.w = max(z.w, 0)
 	if rep.TelemetryFiles > 0 && opt.Telemetry != nil {
-		for _, ta := range telArms {
+		for _, ta := range tel {
 			if len(ta.Rounds) == 0 {
 				continue
 			}
@@ -441,25 +456,25 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 			rep.Telemetry = append(rep.Telemetry, TelemetrySection{Arm: ta.Arm, Blocks: blocks})
 		}
 	}
-	rep.Rules = rules(w)
+	rep.Rules = rules(z.w)
 	if rep.Baseline != "" && !slices.ContainsFunc(rep.Arms, func(a *ArmReport) bool { return a.Name == rep.Baseline }) {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("baseline arm %q has no data: no comparison", rep.Baseline))
 	} else if rep.Baseline != "" {
 		rep.Comparisons = CompareArms(rep, rep.Baseline)
 	}
 	var pp []string
-	rep.Paired, pp = comparePaired(in, rep, w)
+	rep.Paired, rep.side.paired, pp = comparePaired(in, rep, z.w)
 	rep.Problems = append(rep.Problems, pp...)
-	rep.buildSummary(in, facts)
+	z.buildSummary(facts)
 	return rep, nil
 }
 
-// analyzeArm reads arm a's rounds into ar (accounting, rounds used,
-// threads, requests), af (the facts the summary states) and ta (the
-// telemetry index), then picks each metric's source (chooseSources).
-// w is the warm-up so far (negative until a header names it); it returns
-// w, which the next arm inherits.
-func (rep *Report) analyzeArm(in *Input, a InputArm, ar *ArmReport, af *armFacts, ta *TelemetryArm, w int, opt Options, bufs *roundBufs) int {
+// arm reads arm a's rounds into ar (accounting, rounds used, threads,
+// requests), af (the facts the summary states) and ta (the telemetry
+// index), then picks each metric's source (chooseSources). The warm-up
+// stays negative until a header names it; the next arm inherits it.
+func (z *analyzer) arm(a InputArm, ar *ArmReport, af *armFacts, ta *TelemetryArm) {
+	rep, in := z.rep, z.in
 	accs := map[string]map[string]*acc{} // metric → label → acc
 	for _, rd := range a.Rounds {
 		j, err := rd.Load()
@@ -476,13 +491,13 @@ func (rep *Report) analyzeArm(in *Input, a InputArm, ar *ArmReport, af *armFacts
 		// Only the sender knows the warm-up: another role's header
 		// says 0 (a round without sender.samples is incomplete anyway).
 		fromSender := j.Header.Role == samples.RoleSender
-		if w < 0 && (fromSender || len(in.Expect) == 0) {
-			w = j.Header.Warmup
+		if z.w < 0 && (fromSender || len(in.Expect) == 0) {
+			z.w = j.Header.Warmup
 		}
-		if fromSender && j.Header.Warmup != w && !opt.OverrideWarmup {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: sample header says warm-up %d; using W=%d for the whole run", a.Name, rd.K, j.Header.Warmup, w))
+		if fromSender && j.Header.Warmup != z.w && !z.opt.OverrideWarmup {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: sample header says warm-up %d; using W=%d for the whole run", a.Name, rd.K, j.Header.Warmup, z.w))
 		}
-		ra := account(j, rd.K, max(w, 0), in.Expect)
+		ra := account(j, rd.K, max(z.w, 0), in.Expect)
 		ar.Accounting = append(ar.Accounting, ra)
 		p, n := ra.lines(a.Name)
 		rep.Problems, rep.Notes = append(rep.Problems, p...), append(rep.Notes, n...)
@@ -494,7 +509,7 @@ func (rep *Report) analyzeArm(in *Input, a InputArm, ar *ArmReport, af *armFacts
 		if rt, ok := roundThreads(j, rd.K); ok {
 			ar.Threads = append(ar.Threads, rt)
 		}
-		for _, n := range analyzeRound(j, rd.K, w, accs, opt, bufs) {
+		for _, n := range analyzeRound(j, rd.K, z.w, accs, z.opt, &z.bufs) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q %s", a.Name, n))
 		}
 		if rd.Dir != "" {
@@ -509,15 +524,15 @@ func (rep *Report) analyzeArm(in *Input, a InputArm, ar *ArmReport, af *armFacts
 		rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q: no rounds", a.Name))
 	}
 	ar.Freq = armFreq(ta.Rounds)
-	rep.chooseSources(a.Name, ar, accs, ta)
-	return w
+	z.chooseSources(ar, accs, ta)
 }
 
 // chooseSources sets ar.Metrics from accs: per metric, of the sources
 // every used round has, the one earliest in the first round's candidate
 // list (network only from the rtt and turnaround sources chosen), or a
 // note saying why it was not computed.
-func (rep *Report) chooseSources(arm string, ar *ArmReport, accs map[string]map[string]*acc, ta *TelemetryArm) {
+func (z *analyzer) chooseSources(ar *ArmReport, accs map[string]map[string]*acc, ta *TelemetryArm) {
+	rep, arm := z.rep, ar.Name
 	chosen := map[string]*acc{}
 	for _, m := range MetricNames {
 		var best *acc
@@ -539,7 +554,7 @@ func (rep *Report) chooseSources(arm string, ar *ArmReport, accs map[string]map[
 		if best == nil {
 			if len(ar.Rounds) > 0 {
 				why := whyMissing(m, accs, chosen)
-				rep.notComputed[arm+"/"+m] = why
+				rep.side.notComputed[arm+"/"+m] = why
 				rep.Notes = append(rep.Notes, fmt.Sprintf("arm %q: %s not computed: %s", arm, m, why))
 			}
 			continue
@@ -555,13 +570,20 @@ func (rep *Report) chooseSources(arm string, ar *ArmReport, accs map[string]map[
 					arm, rs.Round, m, best.src.Label, best.src.Formula, rs.Overflow))
 			}
 		}
-		ar.Metrics[m] = &MetricReport{
-			Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock, Note: best.src.Note, fallback: best.src.Fallback,
+		mr := &MetricReport{
+			Source: best.src.Label, Formula: best.src.Formula, Clock: best.src.Clock, Note: best.src.Note,
 			Rounds: best.rounds, Summary: summarize(best.rounds), HistDropped: best.dropped,
 		}
-		rep.hists[arm+"/"+m] = best.hist
+		ar.Metrics[m] = mr
+		if best.src.Fallback != "" {
+			if z.fallback == nil {
+				z.fallback = map[*MetricReport]string{}
+			}
+			z.fallback[mr] = best.src.Fallback
+		}
+		rep.side.hists[arm+"/"+m] = best.hist
 		if m == Headline {
-			rep.scatter[arm] = best.scatter
+			rep.side.scatter[arm] = best.scatter
 			ta.Source = best.src.Label
 			ta.Worst = largest(best.worst, WorstSamples)
 		}
@@ -961,12 +983,12 @@ func summarize(rounds []RoundStats) Summary {
 	for _, q := range Percentiles {
 		qs := q.Percent()
 		env := CIEnvelope{Q: qs}
-		under, lowOpen, highOpen, any := false, false, false, false
+		under, lowOpen, highOpen, counted := false, false, false, false
 		for i := range rounds {
 			if rounds[i].N == 0 {
 				continue
 			}
-			any = true
+			counted = true
 			for _, p := range rounds[i].Percentiles {
 				if p.Q != qs {
 					continue
@@ -984,7 +1006,7 @@ func summarize(rounds []RoundStats) Summary {
 				}
 			}
 		}
-		if !any {
+		if !counted {
 			continue
 		}
 		if under {

@@ -13,49 +13,15 @@ import (
 )
 
 // CPU ranking: the rounds of an arm with responder.cpu: quietest carry
-// cpu-rank.json, written by the responder host's agent from
-// internal/cpurank.Ranking before the round. Like telemetry.json it is
-// decoded with local structs (cpurank uses golang.org/x/sys);
-// TestCPURankContract checks both agree.
+// cpu-rank.json (rundir.Ranking), written by the responder host's agent
+// before the round.
 
-type rankResult struct {
-	Format     string    `json:"format"`
-	Candidates []int     `json:"candidates"`
-	From       string    `json:"from"`
-	Chosen     int       `json:"chosen"`
-	WindowNS   int64     `json:"window_ns"`
-	Scans      int       `json:"scans"`
-	RankerCPUs []int     `json:"ranker_cpus"`
-	CtxSource  string    `json:"ctx_source"`
-	RunSource  string    `json:"run_source"`
-	Rule       string    `json:"rule"`
-	CPUs       []rankCPU `json:"cpus"`
-	Notes      []string  `json:"notes"`
-}
-
-type rankCPU struct {
-	CPU         int      `json:"cpu"`
-	Rank        int      `json:"rank"`
-	Cost        float64  `json:"cost_us_per_s"`
-	Own         float64  `json:"own_us_per_s"`
-	Siblings    []int    `json:"smt_siblings"`
-	IRQs        float64  `json:"irqs_per_s"`
-	ArchIRQs    float64  `json:"arch_irqs_per_s"`
-	Softirqs    float64  `json:"softirqs_per_s"`
-	CtxSwitches float64  `json:"ctx_switches_per_s"`
-	RunUS       float64  `json:"other_run_us_per_s"`
-	Runnable    float64  `json:"runnable"`
-	StealPct    float64  `json:"steal_pct"`
-	TopIRQs     []string `json:"top_irqs"`
-	TopThreads  []string `json:"top_threads"`
-}
-
-func decodeRank(b []byte) (*rankResult, error) {
-	var r rankResult
+func decodeRank(b []byte) (*rundir.Ranking, error) {
+	var r rundir.Ranking
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
 	}
-	if r.Format != "rig-cpu-rank" || len(r.CPUs) == 0 || r.CPUs[0].CPU != r.Chosen {
+	if r.Format != rundir.RankingFormat || len(r.CPUs) == 0 || r.CPUs[0].CPU != r.Chosen {
 		return nil, fmt.Errorf("not a CPU ranking (format %q, %d CPUs, chosen %d)", r.Format, len(r.CPUs), r.Chosen)
 	}
 	return &r, nil
@@ -67,14 +33,14 @@ func decodeRank(b []byte) (*rankResult, error) {
 func rankBlocks(a *TelemetryArm) []TelemetryBlock {
 	var chosen, problems []string
 	var rows [][]string
-	var first *rankResult
+	var first *rundir.Ranking
 	for _, rd := range a.Rounds {
 		path := filepath.Join(rd.Dir, rundir.CPURank)
 		b, err := rundir.ReadRegular(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		var r *rankResult
+		var r *rundir.Ranking
 		if err == nil {
 			r, err = decodeRank(b)
 		}

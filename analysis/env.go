@@ -43,25 +43,9 @@ type NICFacts struct {
 	PHCIndex *int `json:"phc_index"`
 }
 
-// envFile is the part of env/<host>.json (internal/envsnap.Snapshot, with
-// nicctl.Info per interface) the summary shows. analysis does not import
-// envsnap (it reads /proc and /sys through x/sys); TestEnvContract (Linux)
-// checks these names against both packages.
-type envFile struct {
-	Error    string `json:"error"` // the runner's {"error": "…"} when no snapshot could be taken
-	Hostname string `json:"hostname"`
-	Kernel   string `json:"kernel"`
-	CPU      struct {
-		Model    string `json:"model"`
-		Online   []int  `json:"online"`
-		SMT      bool   `json:"smt"`
-		Isolated []int  `json:"isolated"`
-		NohzFull []int  `json:"nohz_full"`
-	} `json:"cpu"`
-	Clocksource string                     `json:"clocksource"`
-	NIC         map[string]json.RawMessage `json:"nic"`
-}
-
+// envNIC is what the summary shows of a NIC's facts (nicctl.Info, which
+// reads the host and is not imported here); TestReportReadsNICs
+// (internal/envsnap) checks these names against a snapshot's.
 type envNIC struct {
 	Iface     string `json:"iface"`
 	Driver    string `json:"driver"`
@@ -117,7 +101,13 @@ func readEnv(path string, hf *HostFacts) {
 		hf.EnvError = err.Error()
 		return
 	}
-	var e envFile
+	// The snapshot, or the runner's {"error": "…"} when none could be
+	// taken; each NIC is read apart, so a damaged one leaves the others.
+	var e struct {
+		rundir.Snapshot
+		Error string                     `json:"error"`
+		NIC   map[string]json.RawMessage `json:"nic"`
+	}
 	if err := json.Unmarshal(b, &e); err != nil {
 		hf.EnvError = fmt.Sprintf("%s: damaged: %v", path, err)
 		return

@@ -11,12 +11,11 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/rundir"
-	"github.com/rig-project/rig/internal/teldata"
 )
 
 // The responder CPU's measured frequency, per round and per arm, from the
-// "freq" and "power" sections of telemetry.json (teldata.FreqResult and
-// teldata.PowerState).
+// "freq" and "power" sections of telemetry.json (rundir.FreqResult and
+// rundir.PowerState).
 
 // FreqDiffPct is how far two arms' frequencies may differ before a
 // comparison says that part of its difference may be frequency.
@@ -52,7 +51,7 @@ type RoundFreq struct {
 // readRoundFreq reads the frequency and power sections of one round's
 // telemetry.json; ok is false when the file is missing or carries neither
 // (an older rig, or a responder that was not pinned).
-func readRoundFreq(rd TelemetryRound) (rf RoundFreq, pw *teldata.PowerState, ok bool) {
+func readRoundFreq(rd TelemetryRound) (rf RoundFreq, pw *rundir.PowerState, ok bool) {
 	k := rd.K
 	b, err := rundir.ReadRegular(rd.TelemetryPath()) // a FIFO must not hang the report
 	if errors.Is(err, os.ErrNotExist) {
@@ -60,40 +59,40 @@ func readRoundFreq(rd TelemetryRound) (rf RoundFreq, pw *teldata.PowerState, ok 
 	}
 	rf.Round = k
 	if err != nil {
-		rf.Source, rf.Note = teldata.FreqNone, err.Error()
+		rf.Source, rf.Note = rundir.FreqNone, err.Error()
 		return rf, nil, true
 	}
 	var v struct {
-		Error string              `json:"error"`
-		Freq  *teldata.FreqResult `json:"freq"`
-		Power *teldata.PowerState `json:"power"`
+		Error string             `json:"error"`
+		Freq  *rundir.FreqResult `json:"freq"`
+		Power *rundir.PowerState `json:"power"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
-		rf.Source, rf.Note = teldata.FreqNone, "telemetry.json damaged: "+err.Error()
+		rf.Source, rf.Note = rundir.FreqNone, "telemetry.json damaged: "+err.Error()
 		return rf, nil, true
 	}
 	switch {
 	case v.Error != "":
-		rf.Source, rf.Note = teldata.FreqNone, "telemetry could not run: "+v.Error
+		rf.Source, rf.Note = rundir.FreqNone, "telemetry could not run: "+v.Error
 		return rf, nil, true
 	case v.Freq == nil:
 		return rf, v.Power, false
 	}
 	f := v.Freq
 	rf.Source, rf.Note = f.Source, f.Note
-	if f.Source != teldata.FreqNone && f.MHz > 0 && !math.IsInf(f.MHz, 0) && !math.IsNaN(f.MHz) {
+	if f.Source != rundir.FreqNone && f.MHz > 0 && !math.IsInf(f.MHz, 0) && !math.IsNaN(f.MHz) {
 		rf.MHz = ptr(f.MHz)
 		if f.BusyPct > 0 {
 			rf.BusyPct = ptr(f.BusyPct)
 		}
 		switch {
-		case f.Rule == teldata.RuleAPERFTSC:
+		case f.Rule == rundir.RuleAPERFTSC:
 			rf.Note = fmt.Sprintf("ΔAPERF/ΔMPERF × TSC %.0f MHz", f.TSCMHz)
-		case f.Source == teldata.FreqAPERF: // an older rig's rule
+		case f.Source == rundir.FreqAPERF: // an older rig's rule
 			rf.Note = fmt.Sprintf("ΔAPERF/ΔMPERF × base %.0f MHz (%s)", f.BaseMHz, f.BaseFrom)
 		}
-	} else if f.Source != teldata.FreqNone {
-		rf.Source, rf.Note = teldata.FreqNone, fmt.Sprintf("%s gave no value: %s", f.Source, f.Note)
+	} else if f.Source != rundir.FreqNone {
+		rf.Source, rf.Note = rundir.FreqNone, fmt.Sprintf("%s gave no value: %s", f.Source, f.Note)
 	}
 	return rf, v.Power, true
 }
@@ -134,7 +133,7 @@ func armFreq(rounds []TelemetryRound) *ArmFreq {
 }
 
 // describePower is the power state in a few words.
-func describePower(p *teldata.PowerState) string {
+func describePower(p *rundir.PowerState) string {
 	var parts []string
 	if f := p.Freq; f != nil {
 		s := fmt.Sprintf("%s %s", f.Driver, f.Governor)
@@ -197,55 +196,4 @@ func annotateFreq(cs []Comparison, this, ref func(arm string) *ArmFreq, refWord 
 	for i := range cs {
 		cs[i].Frequency = freqNote(this(cs[i].Arm), ref(cs[i].Ref), refWord)
 	}
-}
-
-// freqTable is the responder CPU's frequency per arm; no rows when no
-// arm's telemetry carries one.
-func freqTable(r *Report) table {
-	t := table{Title: "Responder CPU frequency",
-		Caption: "The responder CPU's average frequency over each round, from its telemetry: APERF, MPERF and the TSC (msr driver, read before the first request and after the last), " +
-			"ΔAPERF/ΔMPERF × ΔTSC/Δt = the average while the CPU was not idle (MPERF counts at the TSC's rate then; turbostat's Bzy_MHz), with busy = ΔMPERF/ΔTSC, the share of the round it was not idle; " +
-			"else the mean of cpufreq's scaling_cur_freq at every telemetry sample; else not measurable (a VM without msr and cpufreq). " +
-			fmt.Sprintf("Cell: median of the rounds' averages [min–max], MHz. A comparison whose arms' frequencies differ by more than %.0f %% says so next to its verdict. ", FreqDiffPct) +
-			"Ran under: the first round's power state (governor, EPP, limits, turbo, intel_pstate perf limits, idle states disabled, tuned profile)." + requestsCaption(r),
-		Head: []string{"arm", "source", "rounds measured", "MHz", "busy", "ran under", "note"}}
-	any := false
-	for _, a := range r.Arms {
-		f := a.Freq
-		if a.Skipped != "" {
-			continue
-		}
-		if f == nil {
-			t.Rows = append(t.Rows, []string{a.Name, "—", "0", "—", "—", "—", "no frequency in the rounds' telemetry (the responder was not pinned, or an older rig)"})
-			continue
-		}
-		any = true
-		n, mhz, busy, notes := 0, "—", "—", []string{}
-		var b []float64
-		for _, rf := range f.Rounds {
-			if rf.MHz != nil {
-				n++
-			}
-			if rf.BusyPct != nil {
-				b = append(b, *rf.BusyPct)
-			}
-			if rf.Note != "" && !slices.Contains(notes, rf.Note) {
-				notes = append(notes, rf.Note)
-			}
-		}
-		if f.MedianMHz != nil {
-			mhz = fmt.Sprintf("%.0f", *f.MedianMHz)
-			if len(f.Rounds) > 1 && *f.MinMHz != *f.MaxMHz {
-				mhz += fmt.Sprintf(" [%.0f–%.0f]", *f.MinMHz, *f.MaxMHz)
-			}
-		}
-		if len(b) > 0 {
-			busy = fmt.Sprintf("%.0f %%", medianF(b))
-		}
-		t.Rows = append(t.Rows, []string{a.Name, f.Source, fmt.Sprintf("%d/%d", n, len(f.Rounds)), mhz, busy, orDash(f.RanUnder), orDash(strings.Join(notes, "; "))})
-	}
-	if !any {
-		t.Rows = nil // no telemetry with a frequency at all: no table
-	}
-	return t
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/rundir"
-	"github.com/rig-project/rig/internal/teldata"
 )
 
 // writeFreq writes a round's telemetry.json with only the frequency and
@@ -26,7 +25,7 @@ func writeFreq(t *testing.T, dir, arm string, k int, freq, power any) {
 }
 
 func aperf(mhz float64) map[string]any {
-	return map[string]any{"cpu": 3, "source": "APERF/MPERF", "rule": teldata.RuleAPERFTSC, "mhz": mhz, "samples": 2, "tsc_mhz": 3100.2, "busy_pct": 12.5}
+	return map[string]any{"cpu": 3, "source": "APERF/MPERF", "rule": rundir.RuleAPERFTSC, "mhz": mhz, "samples": 2, "tsc_mhz": 3100.2, "busy_pct": 12.5}
 }
 
 var intelPower = map[string]any{

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -75,19 +76,10 @@ func firstDiff(got, want []byte) string {
 			w = wl[i]
 		}
 		if !bytes.Equal(g, w) {
-			return "line " + itoa(i+1) + ":\n got: " + string(g) + "\nwant: " + string(w)
+			return "line " + strconv.Itoa(i+1) + ":\n got: " + string(g) + "\nwant: " + string(w)
 		}
 	}
 	return ""
-}
-
-func itoa(i int) string { return string(appendInt(nil, i)) }
-
-func appendInt(b []byte, i int) []byte {
-	if i >= 10 {
-		b = appendInt(b, i/10)
-	}
-	return append(b, byte('0'+i%10))
 }
 
 // TestGoldenCounts checks the injected events of the golden run land in the

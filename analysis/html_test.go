@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -256,7 +257,7 @@ func TestReportHTMLInChromium(t *testing.T) {
 	l, _ = measure(t, bin, probe, "--hide-scrollbars")
 	shot := filepath.Join(t.TempDir(), "report.png")
 	height := min(int(l.H)+10, 16000)
-	chromium(t, bin, "--hide-scrollbars", "--screenshot="+shot, "--window-size=1366,"+itoa(height), "file://"+page)
+	chromium(t, bin, "--hide-scrollbars", "--screenshot="+shot, "--window-size=1366,"+strconv.Itoa(height), "file://"+page)
 	if keep := os.Getenv("RIG_REPORT_SHOT"); keep != "" {
 		b, _ := os.ReadFile(shot)
 		_ = os.WriteFile(keep, b, 0o644)

@@ -151,7 +151,7 @@ func Load(run string) (*Input, error) {
 		}
 		for _, k := range ks {
 			dir := rundir.RoundDir(run, a.Name, k)
-			a.Rounds = append(a.Rounds, InputRound{K: k, Dir: dir, Load: func() (*samples.Joined, error) { return samples.JoinDir(dir) }})
+			a.Rounds = append(a.Rounds, InputRound{K: k, Dir: dir, Load: func() (*samples.Joined, error) { return samples.JoinDir(dir, 0) }})
 			if _, err := os.Lstat(filepath.Join(dir, samples.FileName(samples.RoleCapture))); err == nil {
 				capture = true
 			}
@@ -171,7 +171,7 @@ func Load(run string) (*Input, error) {
 }
 
 // fanout turns every arm into one arm per responder: the same rounds,
-// each joined with that responder's replies (samples.JoinDirResponder),
+// each joined with that responder's replies (samples.JoinDir),
 // so every table has a row per arm × responder. The baseline is the
 // baseline arm as responder 0 answered it.
 func (in *Input) fanout() {
@@ -183,7 +183,7 @@ func (in *Input) fanout() {
 				dir := r.Dir
 				// Each responder's telemetry watched its own CPUs.
 				ir := InputRound{K: r.K, Dir: dir, Responder: uint32(id), Load: func() (*samples.Joined, error) {
-					return samples.JoinDirResponder(dir, uint32(id))
+					return samples.JoinDir(dir, uint32(id))
 				}}
 				ra.Rounds = append(ra.Rounds, ir)
 			}

@@ -4,11 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-
 	"github.com/rig-project/rig/internal/samples"
 )
 
@@ -36,7 +31,6 @@ type Paired struct {
 	// sample counts.
 	Rounds  []PairedRound `json:"rounds"`
 	Verdict string        `json:"verdict"`
-	diffs   []int64       // pooled, sorted: for the distribution plot
 }
 
 // PairedRound is one round of a paired comparison.
@@ -56,13 +50,12 @@ type pairedSide struct {
 }
 
 // comparePaired builds the paired comparison of every arm analysed with
-// several responders: responder 0 against each other one.
-func comparePaired(in *Input, rep *Report, w int) ([]Paired, []string) {
+// several responders: responder 0 against each other one, with each
+// one's pooled differences (sorted, for the distribution plot).
+func comparePaired(in *Input, rep *Report, w int) (out []Paired, diffs [][]int64, problems []string) {
 	if len(in.Responders) < 2 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var out []Paired
-	var problems []string
 	byArm := map[string][]pairedSide{}
 	var arms []string
 	for i := range in.Arms {
@@ -78,28 +71,29 @@ func comparePaired(in *Input, rep *Report, w int) ([]Paired, []string) {
 	for _, arm := range arms {
 		sides := byArm[arm]
 		for _, b := range sides[1:] {
-			p, err := pair2(arm, sides[0], b, w)
+			p, d, err := pair2(arm, sides[0], b, w)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("paired %s: %s vs %s: %v", arm, sides[0].in.Responder, b.in.Responder, err))
 			}
-			out = append(out, p)
+			out, diffs = append(out, p), append(diffs, d)
 		}
 	}
-	return out, problems
+	return out, diffs, problems
 }
 
-// pair2 computes the paired comparison of sides a and b of one arm.
-func pair2(arm string, a, b pairedSide, w int) (Paired, error) {
+// pair2 computes the paired comparison of sides a and b of one arm and
+// its pooled differences, sorted.
+func pair2(arm string, a, b pairedSide, w int) (Paired, []int64, error) {
 	p := Paired{Arm: arm, A: a.in.Responder, B: b.in.Responder, Rounds: []PairedRound{}, Verdict: VerdictNoData}
 	ma, mb := a.rep.Metrics[Turnaround], b.rep.Metrics[Turnaround]
 	if ma == nil || mb == nil {
-		return p, nil
+		return p, nil, nil
 	}
 	p.Source = ma.Source
 	if ma.Source != mb.Source {
 		p.Source = ma.Source + " / " + mb.Source
 		p.Verdict = VerdictClocks
-		return p, nil
+		return p, nil, nil
 	}
 	var all []int64
 	for _, k := range a.rep.Rounds {
@@ -108,15 +102,15 @@ func pair2(arm string, a, b pairedSide, w int) (Paired, error) {
 		}
 		ja, err := loadRound(a.in, k)
 		if err != nil {
-			return p, err
+			return p, nil, err
 		}
 		jb, err := loadRound(b.in, k)
 		if err != nil {
-			return p, err
+			return p, nil, err
 		}
 		d, err := differences(ja, jb, ma.Source, w)
 		if err != nil {
-			return p, fmt.Errorf("round %d: %w", k, err)
+			return p, nil, fmt.Errorf("round %d: %w", k, err)
 		}
 		if len(d) == 0 {
 			continue
@@ -127,9 +121,8 @@ func pair2(arm string, a, b pairedSide, w int) (Paired, error) {
 		p.Rounds = append(p.Rounds, PairedRound{Round: k, N: st.N, MedianNS: med})
 	}
 	p.Stats = Compute(all) // sorts all
-	p.diffs = all
 	p.Verdict = pairedVerdict(&p)
-	return p, nil
+	return p, all, nil
 }
 
 func loadRound(a *InputArm, k int) (*samples.Joined, error) {
@@ -200,86 +193,4 @@ func pairedVerdict(p *Paired) string {
 		return VerdictReal
 	}
 	return VerdictNoise
-}
-
-// pairedTable is the paired comparison's table: one row per arm and pair
-// of responders.
-func pairedTable(r *Report) table {
-	t := table{Title: "Paired comparison of responders (same requests)"}
-	t.Caption = "d = turnaround(B) − turnaround(A) per request, µs: value [95 % interval] of the pooled rounds; rounds: each round's median of d. Rule: " + PairedRule + "."
-	t.Head = []string{"arm", "A", "B", "source", "n", "median d", "p99 d", "p99.9 d", "rounds' median d", "verdict"}
-	for _, p := range r.Paired {
-		q := func(q Quantile) string {
-			s := p.Stats.Percentile(q)
-			if s == nil {
-				return "—"
-			}
-			side := func(v *int64) string {
-				if v == nil {
-					return "open"
-				}
-				return FormatUS(*v)
-			}
-			c := fmt.Sprintf("%s [%s, %s]", FormatUS(s.ValueNS), side(s.CILowNS), side(s.CIHighNS))
-			if s.Undersampled {
-				c += " (undersampled)"
-			}
-			return c
-		}
-		var rounds string
-		for i, rd := range p.Rounds {
-			if i > 0 {
-				rounds += ", "
-			}
-			rounds += FormatUS(rd.MedianNS)
-		}
-		t.Rows = append(t.Rows, []string{p.Arm, p.A, p.B, p.Source, fmt.Sprint(p.Stats.N), q(P50), q(P99), q(P999), orDash(rounds), p.Verdict})
-	}
-	return t
-}
-
-// pairedPlot draws the distribution of every paired comparison's
-// differences: one line per arm and pair of responders, the fraction of
-// requests whose d is at most x.
-func pairedPlot(r *Report) (Plot, bool, error) {
-	pl := Plot{Name: "paired-" + Turnaround, Title: "paired difference of responders' turnaround", Metric: Turnaround}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("d = turnaround(B) − turnaround(A), same requests, after warm-up W=%d", r.Rules.Warmup)
-	p.X.Label.Text = "d (µs)"
-	p.Y.Label.Text = "fraction of requests with difference ≤ d"
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Add(plotter.NewGrid())
-	drawn := false
-	for i, pc := range r.Paired {
-		n := len(pc.diffs)
-		if n < 2 {
-			continue
-		}
-		// Every k-th sample, and the last: at most ~1000 points a line.
-		step := max(1, n/1000)
-		var xy plotter.XYs
-		for k := 0; k < n; k += step {
-			xy = append(xy, plotter.XY{X: float64(pc.diffs[k]) / 1e3, Y: float64(k+1) / float64(n)})
-		}
-		xy = append(xy, plotter.XY{X: float64(pc.diffs[n-1]) / 1e3, Y: 1})
-		l, err := plotter.NewLine(xy)
-		if err != nil {
-			return pl, false, err
-		}
-		l.Color = plotutil.Color(i)
-		l.Width = vg.Points(1.5)
-		l.Dashes = plotutil.Dashes(i)
-		p.Add(l)
-		med, _ := pc.Stats.Value(P50)
-		p.Legend.Add(fmt.Sprintf("%s: %s − %s, %s, n=%d, median %s µs: %s", pc.Arm, pc.B, pc.A, pc.Source, n, FormatUS(med), pc.Verdict), l)
-		drawn = true
-	}
-	pl.Caption = "Cumulative distribution of the per-request difference d = turnaround(B) − turnaround(A) of two responders answering the same requests (fan-out), one line per arm and pair; " +
-		"a line right of 0 at its middle means B took longer on most requests. Rule: " + PairedRule + "."
-	if !drawn {
-		return pl, false, nil
-	}
-	return pl, true, render(p, &pl)
 }

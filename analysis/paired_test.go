@@ -104,6 +104,10 @@ func TestPaired(t *testing.T) {
 			t.Errorf("tables.md lacks %q", want)
 		}
 	}
+	var rmd strings.Builder
+	if err := WriteReportMD(&rmd, rep, nil); err != nil || !strings.Contains(rmd.String(), "## Paired comparison of responders (same requests)") {
+		t.Errorf("report.md lacks the paired table (%v)", err)
+	}
 	var js strings.Builder
 	if err := WriteJSON(&js, rep); err != nil {
 		t.Fatal(err)

@@ -196,7 +196,7 @@ func TestSummaryVerdictsPerArm(t *testing.T) {
 		t.Error("Only changed the report it copied")
 	}
 	// An arm without the headline says why.
-	rep.notComputed["nocap/"+Turnaround] = "no round has the stamps on one clock"
+	rep.side.notComputed["nocap/"+Turnaround] = "no round has the stamps on one clock"
 	delete(rep.Arm("nocap").Metrics, Turnaround)
 	vs := rep.verdicts(Turnaround)
 	if v := vs[3]; v.Verdict != SummaryNotComputed || v.Sentence != "nocap: turnaround not computed — no round has the stamps on one clock." {
@@ -212,13 +212,16 @@ func TestSummaryClockFallbacks(t *testing.T) {
 	note := "hardware RX stamps were requested on cap0, but none of the first 16 frames carried one: software stamps"
 	ck := map[string]samples.Clock{"cap_req_sw": {Source: "sw", Note: note}, "cap_rep_sw": {Source: "sw", Note: note},
 		"due": {Source: "user", Clock: "CLOCK_REALTIME", Note: "start + k·interval"}}
-	rep := analyzeJoined(t, joined(ck, samples.RoleCapture, samples.RoleSender))
+	j := joined(ck, samples.RoleCapture, samples.RoleSender)
+	rep := analyzeJoined(t, j)
 	want := []string{"Hardware RX stamps were requested on cap0, but none of the first 16 frames carried one: software stamps — arm a: turnaround (capture sw)."}
 	if !slices.Equal(rep.Summary.ClockFallbacks, want) {
 		t.Fatalf("fallbacks %q", rep.Summary.ClockFallbacks)
 	}
-	if got := rep.clockFallbacks("hardware"); len(got) != 2 || got[1] != "Hardware timestamps were asked for (timestamps: hardware), but arm a's turnaround uses capture sw stamps (CLOCK_REALTIME)." {
-		t.Fatalf("hardware asked: %q", got)
+	arm := InputArm{Name: "a", Rounds: []InputRound{{Load: func() (*samples.Joined, error) { return j, nil }}}}
+	hw, err := Analyze(&Input{Run: "t", Warmup: 2, Timestamps: "hardware", Arms: []InputArm{arm}}, Options{})
+	if got := hw.Summary.ClockFallbacks; err != nil || len(got) != 2 || got[1] != "Hardware timestamps were asked for (timestamps: hardware), but arm a's turnaround uses capture sw stamps (CLOCK_REALTIME)." {
+		t.Fatalf("hardware asked: %v %q", err, got)
 	}
 	var html bytes.Buffer
 	if err := WriteReportHTML(&html, rep, nil); err != nil {

@@ -8,23 +8,22 @@ import (
 
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/rundir"
-	"github.com/rig-project/rig/internal/teldata"
 )
 
 // TestDecodeTelemetry: decodeTelemetry reads every field the summary uses
-// from a teldata.Result as the sampler writes it, and adds the watched
+// from a rundir.TelemetryResult as the sampler writes it, and adds the watched
 // thread's context switches as two sources.
 func TestDecodeTelemetry(t *testing.T) {
-	in := teldata.Result{CPUs: []int{3, 7}, PinCPU: 1, IntervalNS: 100e6, Start: 1000, End: 3000, Samples: 3,
+	in := rundir.TelemetryResult{CPUs: []int{3, 7}, PinCPU: 1, IntervalNS: 100e6, Start: 1000, End: 3000, Samples: 3,
 		Missed: 4, ReadErrors: 5, FirstError: "x",
-		Sources: []teldata.Source{{CPU: 3, Kind: "irq", ID: "131", Name: "nvme0q1", Total: 9, PerSec: 4.5}},
-		Intervals: []teldata.Interval{{Start: 1000, End: 2000, Deltas: []uint64{2}, Vol: 6, Invol: 7, Threads: []int{0}},
+		Sources: []rundir.TelemetrySource{{CPU: 3, Kind: "irq", ID: "131", Name: "nvme0q1", Total: 9, PerSec: 4.5}},
+		Intervals: []rundir.TelemetryInterval{{Start: 1000, End: 2000, Deltas: []uint64{2}, Vol: 6, Invol: 7, Threads: []int{0}},
 			{Start: 2000, End: 3000, Deltas: []uint64{7}}},
-		Thread:          &teldata.ThreadCtx{PID: 10, TID: 11},
-		Threads:         []teldata.ThreadSeen{{TID: 12, PID: 13, Comm: "stress-ng", CPU: 7, Scans: 2, RunNS: 99}},
+		Thread:          &rundir.ThreadCtx{PID: 10, TID: 11},
+		Threads:         []rundir.ThreadSeen{{TID: 12, PID: 13, Comm: "stress-ng", CPU: 7, Scans: 2, RunNS: 99}},
 		ThreadsMode:     "schedstat",
 		ThreadScanEvery: 10,
-		AffinityChanges: []teldata.AffinityChange{{T: 1500, IRQ: 131, From: "3", To: "0"}},
+		AffinityChanges: []rundir.AffinityChange{{T: 1500, IRQ: 131, From: "3", To: "0"}},
 		Notes:           []string{"n"},
 	}
 	b, err := json.Marshal(in)
@@ -52,7 +51,7 @@ func TestDecodeTelemetry(t *testing.T) {
 	if len(r.Sources) != 3 || r.Sources[1].Kind != kindVol || r.Sources[1].Total != 6 || r.Sources[2].Total != 7 || len(iv.Deltas) != 3 {
 		t.Fatalf("ctx sources %+v, deltas %v", r.Sources, iv.Deltas)
 	}
-	// The interval lookup agrees with teldata.Result.IntervalAt.
+	// The interval lookup agrees with rundir.TelemetryResult.IntervalAt.
 	for _, tm := range []int64{999, 1000, 1001, 2000, 2500, 3000, 3001} {
 		want := -1
 		if p := in.IntervalAt(tm); p != nil {
@@ -64,25 +63,25 @@ func TestDecodeTelemetry(t *testing.T) {
 	}
 }
 
-// TestReadRoundFreq: the frequency and power sections of a teldata.Result
+// TestReadRoundFreq: the frequency and power sections of a rundir.TelemetryResult
 // as the sampler writes it become the round's frequency with its rule and
 // a few words on the power state; an older rig's rule (× a base
 // frequency) is named as such.
 func TestReadRoundFreq(t *testing.T) {
-	for _, f := range []teldata.FreqResult{
-		{CPU: 3, Source: teldata.FreqAPERF, Rule: teldata.RuleAPERFTSC, MHz: 2999.5, Samples: 2, TSCMHz: 2400.4, BusyPct: 40},
-		{CPU: 3, Source: teldata.FreqAPERF, MHz: 2999.5, Samples: 2, BaseMHz: 3100, BaseFrom: "b", BusyPct: 40},
+	for _, f := range []rundir.FreqResult{
+		{CPU: 3, Source: rundir.FreqAPERF, Rule: rundir.RuleAPERFTSC, MHz: 2999.5, Samples: 2, TSCMHz: 2400.4, BusyPct: 40},
+		{CPU: 3, Source: rundir.FreqAPERF, MHz: 2999.5, Samples: 2, BaseMHz: 3100, BaseFrom: "b", BusyPct: 40},
 	} {
-		rf, _, ok := readRoundFreq(TelemetryRound{K: 4, Dir: telemetryDir(t, teldata.Result{CPUs: []int{3}, Freq: &f})})
+		rf, _, ok := readRoundFreq(TelemetryRound{K: 4, Dir: telemetryDir(t, rundir.TelemetryResult{CPUs: []int{3}, Freq: &f})})
 		want := map[bool]string{true: "ΔAPERF/ΔMPERF × TSC 2400 MHz", false: "ΔAPERF/ΔMPERF × base 3100 MHz (b)"}[f.Rule != ""]
-		if !ok || rf.Round != 4 || rf.Source != teldata.FreqAPERF || *rf.MHz != 2999.5 || *rf.BusyPct != 40 || rf.Note != want {
+		if !ok || rf.Round != 4 || rf.Source != rundir.FreqAPERF || *rf.MHz != 2999.5 || *rf.BusyPct != 40 || rf.Note != want {
 			t.Fatalf("%+v, want note %q", rf, want)
 		}
 	}
-	in := teldata.Result{CPUs: []int{3},
-		Freq: &teldata.FreqResult{CPU: 3, Source: teldata.FreqAPERF, Rule: teldata.RuleAPERFTSC, MHz: 2999.5, Samples: 2, TSCMHz: 2400.4, BusyPct: 40},
-		Power: &teldata.PowerState{CPU: 3, Freq: &hostinfo.Freq{Driver: "intel_pstate", Governor: "performance", MinKHz: 800000, MaxKHz: 3600000, EPP: "performance"},
-			Turbo: &hostinfo.Turbo{Enabled: false, Source: hostinfo.IntelPstateDir + "/no_turbo", MinPerfPct: 30, MaxPerfPct: 90},
+	in := rundir.TelemetryResult{CPUs: []int{3},
+		Freq: &rundir.FreqResult{CPU: 3, Source: rundir.FreqAPERF, Rule: rundir.RuleAPERFTSC, MHz: 2999.5, Samples: 2, TSCMHz: 2400.4, BusyPct: 40},
+		Power: &rundir.PowerState{CPU: 3, Freq: &rundir.Freq{Driver: "intel_pstate", Governor: "performance", MinKHz: 800000, MaxKHz: 3600000, EPP: "performance"},
+			Turbo: &rundir.Turbo{Enabled: false, Source: hostinfo.IntelPstateDir + "/no_turbo", MinPerfPct: 30, MaxPerfPct: 90},
 			Idle:  []string{"POLL", "C6 (disabled)"}, Tuned: "Current active profile: latency-performance"}}
 	_, pw, _ := readRoundFreq(TelemetryRound{K: 4, Dir: telemetryDir(t, in)})
 	if want := "intel_pstate performance, EPP performance, limits 800–3600 MHz; turbo off, perf 30–90 %; idle states off: C6; tuned latency-performance"; describePower(pw) != want {
@@ -91,7 +90,7 @@ func TestReadRoundFreq(t *testing.T) {
 }
 
 // telemetryDir is a round directory holding r as telemetry.json.
-func telemetryDir(t *testing.T, r teldata.Result) string {
+func telemetryDir(t *testing.T, r rundir.TelemetryResult) string {
 	t.Helper()
 	b, err := json.Marshal(r)
 	if err != nil {

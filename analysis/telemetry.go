@@ -13,17 +13,16 @@ import (
 
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/teldata"
 )
 
 // Telemetry summary: "what else ran on the responder CPU" (docs/reports.md).
-// It reads telemetry.json as internal/telemetry writes it: teldata.Result.
+// It reads telemetry.json as internal/telemetry writes it: rundir.TelemetryResult.
 
 // telResult is one round's telemetry.json as the summary reads it
 // (decodeTelemetry): checked, with the watched thread's context switches
 // added as two sources. Times are CLOCK_REALTIME ns of the responder host.
 type telResult struct {
-	teldata.Result
+	rundir.TelemetryResult
 	Error string `json:"error"` // the agent's {"error": "..."} when telemetry could not run
 }
 
@@ -80,7 +79,7 @@ func decodeTelemetry(b []byte) (*telResult, error) {
 			kind string
 			tot  uint64
 		}{{kindVol, vol}, {kindInvol, inv}} {
-			src := teldata.Source{CPU: -1, Kind: s.kind, Total: s.tot}
+			src := rundir.TelemetrySource{CPU: -1, Kind: s.kind, Total: s.tot}
 			if secs > 0 {
 				src.PerSec = float64(s.tot) / secs
 			}
@@ -99,10 +98,10 @@ type telemetryError string
 func (e telemetryError) Error() string { return string(e) }
 
 // srcKey identifies a source across rounds.
-func srcKey(s *teldata.Source) string { return fmt.Sprintf("%d/%s/%s", s.CPU, s.Kind, s.ID) }
+func srcKey(s *rundir.TelemetrySource) string { return fmt.Sprintf("%d/%s/%s", s.CPU, s.Kind, s.ID) }
 
 // srcLabel is a short human name: "cpu1 irq 36 virtio1-req.0".
-func srcLabel(s *teldata.Source) string {
+func srcLabel(s *rundir.TelemetrySource) string {
 	switch s.Kind {
 	case kindVol:
 		return "responder thread voluntary ctx switches"
@@ -124,15 +123,15 @@ func srcLabel(s *teldata.Source) string {
 }
 
 // alwaysShown are sources that mean trouble whatever their rate.
-func alwaysShown(s *teldata.Source) bool {
+func alwaysShown(s *rundir.TelemetrySource) bool {
 	return s.Kind == "nic" || s.Kind == kindInvol || s.Kind == kindVol ||
 		(s.Kind == "softnet" && (s.ID == "dropped" || s.ID == "time_squeeze"))
 }
 
 // at returns the interval that contains t (Start < t ≤ End) or -1, as
-// teldata.Result.IntervalAt (which returns a pointer, not the index).
+// rundir.TelemetryResult.IntervalAt (which returns a pointer, not the index).
 func (r *telResult) at(t int64) int {
-	i, _ := slices.BinarySearchFunc(r.Intervals, t, func(iv teldata.Interval, t int64) int {
+	i, _ := slices.BinarySearchFunc(r.Intervals, t, func(iv rundir.TelemetryInterval, t int64) int {
 		if iv.End < t {
 			return -1
 		}
@@ -144,7 +143,7 @@ func (r *telResult) at(t int64) int {
 	return i
 }
 
-// busiest is teldata.Result.Summary with this package's labels: the n
+// busiest is rundir.TelemetryResult.Summary with this package's labels: the n
 // sources that moved most in interval i (idle residency excluded: it is
 // time, not events) and the threads a scan saw at its end, other than the
 // responder thread.
@@ -188,7 +187,7 @@ func cmpDesc[T int | uint64 | float64 | int64](a, b T) int {
 
 // standout is a source that moved more than usual in one interval.
 type standout struct {
-	src      *teldata.Source
+	src      *rundir.TelemetrySource
 	delta    uint64
 	expected float64
 }
@@ -339,7 +338,7 @@ func SummarizeTelemetry(a *TelemetryArm) ([]TelemetryBlock, error) {
 // rateTable is "what else ran on the responder CPU": per-second rates.
 func rateTable(ok []*telRound) TelemetryBlock {
 	type agg struct {
-		src   teldata.Source
+		src   rundir.TelemetrySource
 		rates []float64
 		moved int
 	}

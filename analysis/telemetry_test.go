@@ -13,7 +13,6 @@ import (
 
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/rundir"
-	"github.com/rig-project/rig/internal/teldata"
 )
 
 // The fixtures under testdata/telemetry are real telemetry.json files of
@@ -279,7 +278,8 @@ func TestKeepLargest(t *testing.T) {
 }
 
 func TestIntervalAt(t *testing.T) {
-	r := &telResult{Result: teldata.Result{Intervals: []teldata.Interval{{Start: 10, End: 20}, {Start: 20, End: 30}, {Start: 35, End: 40}}}}
+	ivs := []rundir.TelemetryInterval{{Start: 10, End: 20}, {Start: 20, End: 30}, {Start: 35, End: 40}}
+	r := &telResult{TelemetryResult: rundir.TelemetryResult{Intervals: ivs}}
 	for tm, want := range map[int64]int{10: -1, 11: 0, 20: 0, 21: 1, 30: 1, 32: -1, 40: 2, 41: -1, 0: -1} {
 		if got := r.at(tm); got != want {
 			t.Errorf("at(%d) = %d, want %d", tm, got, want)
@@ -334,7 +334,7 @@ func TestTelemetryBusyAndNames(t *testing.T) {
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}
-		m["cpu_busy"] = []hostinfo.CPUBusy{{CPU: 1, WindowNS: 1e9, RunNS: share * 1e9, Share: share, Source: hostinfo.BusyStat}}
+		m["cpu_busy"] = []rundir.CPUBusy{{CPU: 1, WindowNS: 1e9, RunNS: share * 1e9, Share: share, Source: hostinfo.BusyStat}}
 		if k == 1 {
 			m["threads_note"] = "/proc shows only this PID namespace"
 		}

@@ -321,14 +321,8 @@ type endpoints struct {
 	sport, dport uint16
 }
 
-// udpPayload returns the UDP payload of an Ethernet (optionally 802.1Q)
-// IPv4 frame, or false.
-func udpPayload(f []byte) ([]byte, bool) {
-	p, _, ok := udpFrame(f)
-	return p, ok
-}
-
-// udpFrame is udpPayload with the frame's endpoints.
+// udpFrame returns the UDP payload of an Ethernet (optionally 802.1Q)
+// IPv4 frame and its endpoints, or false.
 func udpFrame(f []byte) ([]byte, endpoints, bool) {
 	var ep endpoints
 	if len(f) < 14 {
@@ -429,9 +423,6 @@ func (c *Capture) PerResponder() []samples.Counters {
 	}
 	return c.per
 }
-
-// RunID is the run the capture pairs.
-func (c *Capture) RunID() uint64 { return c.runID }
 
 // Counters returns the capture's counts.
 func (c *Capture) Counters() samples.Counters { return c.cnt }

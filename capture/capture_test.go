@@ -213,7 +213,7 @@ func FuzzUDPPayload(f *testing.F) {
 	f.Add(frame([]byte("x"), true))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, fr []byte) {
-		p, ok := udpPayload(fr)
+		p, _, ok := udpFrame(fr)
 		if ok && len(p) > len(fr) {
 			t.Fatal("payload longer than frame")
 		}

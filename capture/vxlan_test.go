@@ -69,7 +69,7 @@ func TestVXLANFixture(t *testing.T) {
 	if !bytes.Equal(in[:12], []byte{2, 0, 0, 0, 0x42, 2, 2, 0, 0, 0, 0x42, 1}) {
 		t.Fatalf("inner MACs % x", in[:12])
 	}
-	p, ok := udpPayload(in)
+	p, _, ok := udpFrame(in)
 	var h wire.Header
 	if !ok || wire.Decode(p, 0, &h) != nil || h.Type != wire.Request || h.RunID != 0x1f2e3d4c5b6a7988 || h.Arm != 1 || h.Round != 2 || h.Seq != 7 {
 		t.Fatalf("inner rig header %+v (ok %v)", h, ok)
@@ -86,7 +86,7 @@ func TestVXLANFixture(t *testing.T) {
 	c := fixtureRun()
 	c.cfg.VXLAN = true
 	c.onFrame(f, tstamp.PacketHost, tstamp.Stamps{SW: 1000})
-	if c.pair(7, 0).T[samples.CapReqSW] != 1000 || c.cnt.Received != 1 || c.cnt.Foreign != 0 || c.RunID() != 0x1f2e3d4c5b6a7988 {
+	if c.pair(7, 0).T[samples.CapReqSW] != 1000 || c.cnt.Received != 1 || c.cnt.Foreign != 0 || c.runID != 0x1f2e3d4c5b6a7988 {
 		t.Fatalf("vxlan capture: %+v %+v", c.pair(7, 0), c.cnt)
 	}
 	plain := fixtureRun()

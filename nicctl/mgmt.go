@@ -132,12 +132,6 @@ func ReadMgmt(fs hostfs.FS) (Mgmt, error) {
 	return m, nil
 }
 
-// MgmtInterfaces lists the management interfaces (ReadMgmt).
-func MgmtInterfaces(fs hostfs.FS) ([]string, error) {
-	m, err := ReadMgmt(fs)
-	return m.Ifaces(), err
-}
-
 // addStacked adds the devices below each management interface, then
 // those above any of these.
 func (m Mgmt) addStacked(fs hostfs.FS) {

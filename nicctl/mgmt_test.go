@@ -19,14 +19,13 @@ import (
 func TestMgmtEC2Trees(t *testing.T) {
 	for _, tree := range []string{"c7i", "c7i-ubuntu", "c8g-ubuntu", "c8g"} {
 		fs := hostfs.FS{Root: "../internal/hostinfo/testdata/" + tree}
-		mg, err := MgmtInterfaces(fs)
-		if err != nil || !slices.Equal(mg, []string{"ens5"}) {
-			t.Errorf("%s: management %v %v, want [ens5]", tree, mg, err)
+		m, err := ReadMgmt(fs)
+		if err != nil || !slices.Equal(m.Ifaces(), []string{"ens5"}) {
+			t.Errorf("%s: management %v %v, want [ens5]", tree, m.Ifaces(), err)
 		}
 		if tree == "c8g" {
 			continue
 		}
-		m, _ := ReadMgmt(fs)
 		if !m.HasDefault("ens6") || !strings.HasPrefix(m.Why["ens5"], "carries the default route (IPv4, metric ") {
 			t.Errorf("%s: %+v", tree, m)
 		}

@@ -157,15 +157,15 @@ func TestSetIRQAffinityManagedAndRestore(t *testing.T) {
 func TestSetEthtoolJournaledAndRestored(t *testing.T) {
 	fs := buildTree(t, "mixed", mixedNICs)
 	et := &fakeEthtool{
-		ch:        &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)},
-		rings:     &ethtoolnl.Rings{RxMax: p32(16384), TxMax: p32(1024), Rx: p32(1024), Tx: p32(512)},
-		coal:      &ethtoolnl.Coalesce{RxUsecs: p32(20), TxUsecs: p32(64), AdaptiveRx: pb(true)},
+		ch:        &ethtoolnl.Channels{CombinedMax: new(uint32(8)), Combined: new(uint32(8))},
+		rings:     &ethtoolnl.Rings{RxMax: new(uint32(16384)), TxMax: new(uint32(1024)), Rx: new(uint32(1024)), Tx: new(uint32(512))},
+		coal:      &ethtoolnl.Coalesce{RxUsecs: new(uint32(20)), TxUsecs: new(uint32(64)), AdaptiveRx: new(true)},
 		ringRound: func(v uint32) uint32 { return 1 << (31 - uint32(countLeadingZeros(v))) }, // ENA: round down to a power of two
 	}
 	env := newEnv(fs, et)
 	j, _ := openJournal(t, env)
 	ctx := context.Background()
-	chg, err := Set(ctx, env, j, "ens5", Settings{Channels: p32(2), RxRing: p32(3000), Coalesce: ethtoolnl.Coalesce{RxUsecs: p32(0), AdaptiveRx: pb(false)}, IRQCPUs: []int{1}})
+	chg, err := Set(ctx, env, j, "ens5", Settings{Channels: new(uint32(2)), RxRing: new(uint32(3000)), Coalesce: ethtoolnl.Coalesce{RxUsecs: new(uint32(0)), AdaptiveRx: new(false)}, IRQCPUs: []int{1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func countLeadingZeros(v uint32) int {
 
 func TestSetRefusals(t *testing.T) {
 	fs := buildTree(t, "mixed", mixedNICs)
-	et := &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)}, rings: &ethtoolnl.Rings{RxMax: p32(4096), TxMax: p32(1024), Rx: p32(1024), Tx: p32(1024)}}
+	et := &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: new(uint32(8)), Combined: new(uint32(8))}, rings: &ethtoolnl.Rings{RxMax: new(uint32(4096)), TxMax: new(uint32(1024)), Rx: new(uint32(1024)), Tx: new(uint32(1024))}}
 	env := newEnv(fs, et)
 	j, dir := openJournal(t, env)
 	ctx := context.Background()
@@ -213,9 +213,9 @@ func TestSetRefusals(t *testing.T) {
 		{"eth0", Settings{IRQCPUs: []int{1}}, "carries the default route", true},
 		{"nope0", Settings{IRQCPUs: []int{1}}, "no such network interface", true},
 		{"ens5", Settings{IRQCPUs: []int{7}}, "CPU 7 is not online (online CPUs: 0-3)", true},
-		{"ens5", Settings{Channels: p32(9)}, "combined channels 1..8", true},
-		{"ens5", Settings{RxRing: p32(0)}, "--rx-ring 0 out of range: 1..4096", true},
-		{"ens5", Settings{Coalesce: ethtoolnl.Coalesce{RxUsecs: p32(0)}}, "COALESCE_GET ens5: not supported by this driver", false},
+		{"ens5", Settings{Channels: new(uint32(9))}, "combined channels 1..8", true},
+		{"ens5", Settings{RxRing: new(uint32(0))}, "--rx-ring 0 out of range: 1..4096", true},
+		{"ens5", Settings{Coalesce: ethtoolnl.Coalesce{RxUsecs: new(uint32(0))}}, "COALESCE_GET ens5: not supported by this driver", false},
 		{"ens5", Settings{IRQCPUs: []int{1}, IRQCPUPerQueue: []int{2}}, "exclude each other", true},
 	} {
 		_, err := Set(ctx, env, j, c.iface, c.s)
@@ -243,7 +243,7 @@ func TestShowFakeTree(t *testing.T) {
 	write(t, fs.Root, "/proc/4242/cgroup", "0::/system.slice/irqbalance.service\n", 0o444)
 	write(t, fs.Root, "/proc/4242/environ", "PATH=/bin\x00IRQBALANCE_BANNED_CPUS=0000000c\x00", 0o444)
 	write(t, fs.Root, "/proc/1/comm", "systemd\n", 0o444)
-	env := newEnv(fs, &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: p32(4), Combined: p32(4)}})
+	env := newEnv(fs, &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: new(uint32(4)), Combined: new(uint32(4))}})
 	in, err := Show(context.Background(), env, "ens3f0np0")
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +344,7 @@ func TestHostIRQBalanceStop(t *testing.T) {
 
 func TestSetHWTstampFirstAndRestored(t *testing.T) {
 	fs := buildTree(t, "mixed", mixedNICs)
-	et := &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: p32(8), Combined: p32(8)}}
+	et := &fakeEthtool{ch: &ethtoolnl.Channels{CombinedMax: new(uint32(8)), Combined: new(uint32(8))}}
 	env := newEnv(fs, et)
 	ts := &fakeTS{caps: tsCapsAll, grant: func(c tstamp.HWTstampConfig) tstamp.HWTstampConfig {
 		if c.RxFilter == tstamp.FilterPTPv2Event {
@@ -354,7 +354,7 @@ func TestSetHWTstampFirstAndRestored(t *testing.T) {
 	}}
 	env.TS = ts
 	j, _ := openJournal(t, env)
-	chg, err := Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "ptp", Channels: p32(4)})
+	chg, err := Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "ptp", Channels: new(uint32(4))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func TestSetHWTstampFirstAndRestored(t *testing.T) {
 	}
 	// A driver that cannot report its config: refused before anything changes.
 	env.TS = &fakeTS{caps: tsCapsAll, getErr: unix.EOPNOTSUPP}
-	_, err = Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "ptp", Channels: p32(4)})
+	_, err = Set(context.Background(), env, j, "ens5", Settings{HWTstamp: "ptp", Channels: new(uint32(4))})
 	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "could not be put back") || len(et.sets) != 2 {
 		t.Fatalf("unreadable hwtstamp config: %v (sets %v)", err, et.sets)
 	}

@@ -164,9 +164,6 @@ type fakeEthtool struct {
 	sets      []string
 }
 
-func p32(v uint32) *uint32 { return &v }
-func pb(v bool) *bool      { return &v }
-
 var errUnsup = func(op, iface string) error { return &ethtoolnl.Error{Op: op, Iface: iface, Err: unix.EOPNOTSUPP} }
 
 func (f *fakeEthtool) Coalesce(_ context.Context, i string) (ethtoolnl.Coalesce, error) {
@@ -181,13 +178,13 @@ func (f *fakeEthtool) SetCoalesce(_ context.Context, i string, c ethtoolnl.Coale
 	}
 	f.sets = append(f.sets, "coalesce")
 	if c.RxUsecs != nil {
-		f.coal.RxUsecs = p32(*c.RxUsecs)
+		f.coal.RxUsecs = new(uint32(*c.RxUsecs))
 	}
 	if c.TxUsecs != nil {
-		f.coal.TxUsecs = p32(*c.TxUsecs)
+		f.coal.TxUsecs = new(uint32(*c.TxUsecs))
 	}
 	if c.AdaptiveRx != nil {
-		f.coal.AdaptiveRx = pb(*c.AdaptiveRx)
+		f.coal.AdaptiveRx = new(*c.AdaptiveRx)
 	}
 	return nil
 }
@@ -207,10 +204,10 @@ func (f *fakeEthtool) SetRings(_ context.Context, i string, r ethtoolnl.Rings) e
 		round = func(v uint32) uint32 { return v }
 	}
 	if r.Rx != nil {
-		f.rings.Rx = p32(round(*r.Rx))
+		f.rings.Rx = new(round(*r.Rx))
 	}
 	if r.Tx != nil {
-		f.rings.Tx = p32(round(*r.Tx))
+		f.rings.Tx = new(round(*r.Tx))
 	}
 	return nil
 }
@@ -223,7 +220,7 @@ func (f *fakeEthtool) Channels(_ context.Context, i string) (ethtoolnl.Channels,
 func (f *fakeEthtool) SetChannels(_ context.Context, i string, c ethtoolnl.Channels) error {
 	f.sets = append(f.sets, "channels")
 	if c.Combined != nil {
-		f.ch.Combined = p32(*c.Combined)
+		f.ch.Combined = new(uint32(*c.Combined))
 	}
 	return nil
 }

@@ -174,8 +174,8 @@ func (r *Responder) loop() error {
 	r.tid.Store(int64(cpusched.Tid()))
 	if r.cfg.Poll.Mode == probe.Block {
 		// Block waits inside recvmsg itself, as sockperf's server does: a
-		// request wakes the thread straight into the read (ppoll then
-		// recvmsg measured 6 µs more from wake-up to data on this VM), and
+		// request wakes the thread straight into the read, one syscall
+		// fewer than ppoll then recvmsg (docs/probes.md), and
 		// SO_BUSY_POLL only polls there. The timeout lets the loop see Stop.
 		tv := unix.NsecToTimeval(int64(pollTimeout))
 		if err := unix.SetsockoptTimeval(r.conn.FD(), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {

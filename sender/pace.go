@@ -11,8 +11,7 @@ import "time"
 // stamp is written in, can be stepped during a round (ntpd or chrony
 // stepping, phc2sys, a VM's clock resynchronised after a pause), and
 // start + k·interval on it would turn every such step into lateness of
-// every later request (CI saw a round whose lateness rose evenly to
-// 11.8 ms while the sender slept before every send, as on time).
+// every later request (docs/measurement.md#stamps).
 type Schedule struct {
 	Start    time.Time
 	Interval time.Duration

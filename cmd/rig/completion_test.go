@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -156,6 +157,16 @@ _files() { print -r -- FILES; }
 	}
 }
 
+// unroff is a man page with the escapes clidoc writes in plain text (\-,
+// \e, \[uXXXX]) undone, to look for the words as written.
+func unroff(page string) string {
+	page = strings.NewReplacer(`\-`, "-", `\e`, `\`).Replace(page)
+	return regexp.MustCompile(`\\\[u[0-9A-F]+\]`).ReplaceAllStringFunc(page, func(u string) string {
+		r, _ := strconv.ParseUint(u[3:len(u)-1], 16, 32)
+		return string(rune(r))
+	})
+}
+
 // TestManPages: rig man DIR writes rig.1 and one page per command; each
 // page names every flag of its command (and subcommands) and its synopsis;
 // groff renders them without a warning.
@@ -171,28 +182,28 @@ func TestManPages(t *testing.T) {
 		}
 		return string(b)
 	}
-	top := read("rig.1")
+	top := unroff(read("rig.1"))
 	for _, n := range commandNames() {
-		if !strings.Contains(top, `.BR rig\-`+clidoc.RoffText(n)+" (1)") {
+		if !strings.Contains(top, ".BR rig-"+n+" (1)") {
 			t.Errorf("rig.1 does not list rig-%s(1)", n)
 		}
 	}
 	for _, e := range exitStatus {
-		if !strings.Contains(top, clidoc.RoffText(e.meaning)) {
+		if !strings.Contains(top, e.meaning) {
 			t.Errorf("rig.1 lacks exit status %d", e.code)
 		}
 	}
 	pages := []string{"rig.1"}
 	for _, l := range leaves() {
 		top, _, _ := strings.Cut(l.path, " ")
-		page := read("rig-" + top + ".1")
+		page := unroff(read("rig-" + top + ".1"))
 		pages = append(pages, "rig-"+top+".1")
 		d := describe(l)
-		if !strings.Contains(page, ".B rig "+clidoc.RoffText(l.path)+"\n"+clidoc.RoffText(d.synopsis())) {
+		if !strings.Contains(page, ".B rig "+l.path+"\n"+d.synopsis()) {
 			t.Errorf("rig-%s.1 lacks the synopsis of rig %s", top, l.path)
 		}
 		d.fs.VisitAll(func(f *flag.Flag) {
-			if name, _, _, _ := clidoc.Flag(f); !strings.Contains(page, `\fB`+clidoc.RoffText(name)+`\fR`) {
+			if name, _, _, _ := clidoc.Flag(f); !strings.Contains(page, `\fB`+name+`\fR`) {
 				t.Errorf("rig-%s.1 lacks %s of rig %s", top, name, l.path)
 			}
 		})

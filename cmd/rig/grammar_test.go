@@ -29,6 +29,21 @@ import (
 	"github.com/rig-project/rig/nicctl"
 )
 
+// leaves returns every runnable command in the order rig -h lists them.
+func leaves() []leaf {
+	var l []leaf
+	for _, n := range commandNames() {
+		c := commands[n]
+		if c.subs == nil {
+			l = append(l, leaf{n, c})
+		}
+		for _, s := range c.subs {
+			l = append(l, leaf{n + " " + s.name, s})
+		}
+	}
+	return l
+}
+
 // rigIn runs `rig ARGS...` in this process as main does, with its stdout
 // and stderr captured. Tests that use it do not run in parallel.
 func rigIn(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -369,7 +384,7 @@ func TestHostRootOneFlag(t *testing.T) {
 // JSON object with every counter and the metrics' round statistics, the
 // same numbers as the text form.
 func TestSendSummaryJSON(t *testing.T) {
-	j, err := samples.JoinDir(testRound)
+	j, err := samples.JoinDir(testRound, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/testbin"
@@ -180,11 +179,11 @@ arms:
 	// The orphaned sender dies on its next progress line (SIGPIPE): wait.
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		left := rigProcesses(rig)
-		if len(left) == 0 && !load.Alive() {
+		if len(left) == 0 && !testbin.StressNGRuns() {
 			break
 		}
 		if time.Now().After(end) {
-			t.Errorf("left behind: rig %v, stress-ng running %v", left, load.Alive())
+			t.Errorf("left behind: rig %v, stress-ng running %v", left, testbin.StressNGRuns())
 			break
 		}
 	}

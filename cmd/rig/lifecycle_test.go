@@ -169,7 +169,7 @@ func TestRunNetnsHosts(t *testing.T) {
 		t.Fatalf("run directories %v", runs)
 	}
 	for _, arm := range []string{"base", "ch2"} {
-		j, err := samples.JoinDir(rundir.RoundDir(runs[0], arm, 0))
+		j, err := samples.JoinDir(rundir.RoundDir(runs[0], arm, 0), 0)
 		if err != nil || j.Counters[samples.RoleResponder].Received != 300 {
 			t.Errorf("arm %s: %v", arm, err)
 		}

@@ -80,21 +80,6 @@ type leaf struct {
 	c    *command
 }
 
-// leaves returns every runnable command in the order rig -h lists them.
-func leaves() []leaf {
-	var l []leaf
-	for _, n := range commandNames() {
-		c := commands[n]
-		if c.subs == nil {
-			l = append(l, leaf{n, c})
-		}
-		for _, s := range c.subs {
-			l = append(l, leaf{n + " " + s.name, s})
-		}
-	}
-	return l
-}
-
 func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {

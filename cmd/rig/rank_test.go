@@ -53,7 +53,7 @@ func TestRankCPUsCLI(t *testing.T) {
 			t.Fatalf("stress-ng on CPU %d: report CPU %d, ranking %+v", busy, r.CPU, r.Ranking)
 		}
 	}
-	if load.Alive() {
+	if testbin.StressNGRuns() {
 		t.Error("stress-ng left running")
 	}
 }

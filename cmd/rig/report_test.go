@@ -9,47 +9,23 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 )
-
-// copyTree copies the committed analysis test run so --write can modify it.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestReportCompareExitCodes drives `rig report` and `rig compare` through
 // the binary's entry point: 0 clean, 1 unreadable, 2 bad usage, 3 reported
 // with problems.
 func TestReportCompareExitCodes(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	copyTree(t, "../../analysis/testdata/run", dir)
-	broken := filepath.Join(t.TempDir(), "broken")
-	copyTree(t, "../../analysis/testdata/run", broken)
+	dir := hostfstest.CopyTree(t, "../../analysis/testdata/run")
+	broken := hostfstest.CopyTree(t, "../../analysis/testdata/run")
 	if err := os.WriteFile(filepath.Join(broken, "manifest.json"), []byte("not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// An interrupted run: reported, and exit 3 (a script must not take it
 	// for a clean one).
-	interrupted := filepath.Join(t.TempDir(), "interrupted")
-	copyTree(t, "../../analysis/testdata/run", interrupted)
+	interrupted := hostfstest.CopyTree(t, "../../analysis/testdata/run")
 	m, err := rundir.ReadManifest(interrupted)
 	if err != nil {
 		t.Fatal(err)
@@ -94,8 +70,7 @@ func TestReportCompareExitCodes(t *testing.T) {
 // to 2 ns) is a problem counted and shown, never an rtt sample, and
 // `rig report` exits 3.
 func TestReportForgedStamps(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	copyTree(t, testRun, dir)
+	dir := hostfstest.CopyTree(t, testRun)
 	p := filepath.Join(dir, "arms", "base", "round-0", samples.FileName(samples.RoleSender))
 	f, err := samples.ReadFile(p)
 	if err != nil {
@@ -127,8 +102,7 @@ func TestReportForgedStamps(t *testing.T) {
 // another responder's.
 func TestSamplesDanglingSymlink(t *testing.T) {
 	for _, name := range []string{samples.FileName(samples.RoleResponder), samples.ResponderFileName(1)} {
-		dir := t.TempDir()
-		copyTree(t, testRound, dir)
+		dir := hostfstest.CopyTree(t, testRound)
 		link, gone := filepath.Join(dir, name), filepath.Join(t.TempDir(), "moved.samples")
 		if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)

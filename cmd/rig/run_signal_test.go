@@ -15,7 +15,6 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -85,7 +84,7 @@ arms:
 	if after, _ := fs.ReadFile(disablePath); !bytes.Equal(after, before) {
 		t.Errorf("%s is %q after the interrupted run, was %q", disablePath, after, before)
 	}
-	if load.Alive() {
+	if testbin.StressNGRuns() {
 		t.Error("stress-ng still running after the interrupted run")
 	}
 	if err := journal.CheckPending(state); err != nil {

@@ -33,7 +33,7 @@ func samplesFlags(fs *flag.FlagSet) func(context.Context) error {
 		if *id > probe.MaxResponderID {
 			return cli.Usagef("--responder %d: want 0..%d", *id, probe.MaxResponderID)
 		}
-		j, err := samples.JoinDirResponder(fs.Arg(0), uint32(*id))
+		j, err := samples.JoinDir(fs.Arg(0), uint32(*id))
 		if err != nil {
 			return err
 		}

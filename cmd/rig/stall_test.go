@@ -84,7 +84,7 @@ func TestSenderStall(t *testing.T) {
 		t.Errorf("rig send does not print its run id:\n%s", sndErr.String())
 	}
 
-	j, err := samples.JoinDir(dir)
+	j, err := samples.JoinDir(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

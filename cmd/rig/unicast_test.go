@@ -125,7 +125,7 @@ func TestUnicastByHand(t *testing.T) {
 		!strings.Contains(fmt.Sprint(f.Header.Settings["mirror"]), fmt.Sprintf("VNI %d", netlab.MirrorVNI+1)) {
 		t.Errorf("the capture of another VNI: %v %+v", err, f)
 	}
-	j, err := samples.JoinDir(dir)
+	j, err := samples.JoinDir(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/rig-project/rig/internal/check"
 	"github.com/rig-project/rig/internal/cli"
-	"github.com/rig-project/rig/internal/cpurank"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -266,8 +266,8 @@ func (c *Client) Check(ctx context.Context, a CheckArgs) (*check.Report, error) 
 
 // RankCPUs ranks the candidate CPUs (nil: every CPU the agent may run on)
 // by measured noise over window (0: the default) on the host.
-func (c *Client) RankCPUs(ctx context.Context, cpus []int, window time.Duration) (*cpurank.Ranking, error) {
-	var r cpurank.Ranking
+func (c *Client) RankCPUs(ctx context.Context, cpus []int, window time.Duration) (*rundir.Ranking, error) {
+	var r rundir.Ranking
 	if err := c.call(ctx, OpRankCPUs, RankArgs{CPUs: cpus, WindowNS: int64(window)}, &r); err != nil {
 		return nil, err
 	}

@@ -90,7 +90,7 @@ const (
 	OpTimestamps = "timestamps" // TimestampsArgs → nicctl.TSResult
 	// OpRankCPUs watches candidate CPUs and ranks them by measured noise
 	// (responder.cpu: quietest, before each round).
-	OpRankCPUs = "rank-cpus" // RankArgs → cpurank.Ranking
+	OpRankCPUs = "rank-cpus" // RankArgs → rundir.Ranking
 	OpBye      = "bye"       // → {}; the agent cleans up and exits
 )
 

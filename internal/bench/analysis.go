@@ -172,7 +172,7 @@ func WriteSyntheticRun(dir string, n int) (rounds int, bytes int64, err error) {
 			{samples.RoleSender, snd[:cnt], []samples.Stamp{samples.Due, samples.TxUser, samples.TxSW, samples.RxSW, samples.RxUser}},
 			{samples.RoleResponder, rsp[:cnt], []samples.Stamp{samples.ReqRxSW, samples.ReqRxUser, samples.RepTxUser, samples.RepTxSW}},
 		} {
-			// Software stamps only, as on this VM: no empty hardware columns.
+			// Software stamps only, as on a VM: no empty hardware columns.
 			h := samples.Header{Role: f.role, RunID: m.RunID, Arm: arms[armIdx], ArmIndex: armIdx, Round: k,
 				IntervalNS: 1_000_000, Count: cnt, Size: 64, Host: "synthetic",
 				Clocks: map[string]samples.Clock{}}

@@ -444,23 +444,18 @@ func (b *runner) rigSpec(dir, poll, timestamps string, spin time.Duration, k int
 	if err != nil {
 		return round.Spec{}, err
 	}
-	return round.Spec{
-		Dir:       dir,
-		Sender:    round.Host{Agent: b.snd, Iface: b.topo.Sender.Interface},
-		Responder: round.Host{Agent: b.rsp, Iface: b.topo.Responder.Interface},
-		Group:     rigGroup, Count: count, Interval: interval, Size: b.cfg.Size,
-		Warmup: warmup, Timestamps: ts, Arm: poll, Round: k,
-		ResponderCPU: b.cfg.ResponderCPU, Poll: pm, SenderCPU: b.cfg.SenderCPU,
-		SenderPoll: senderPoll(pm),
-		Spin:       spin,
-		Lead:       b.cfg.Lead,
-	}, nil
+	snd, rsp := probe.DefaultSend(), probe.DefaultRespond()
+	snd.Iface, snd.Group, snd.Count, snd.Interval, snd.Size = b.topo.Sender.Interface, rigGroup, count, interval, b.cfg.Size
+	snd.Warmup, snd.Timestamps, snd.Arm, snd.Round = warmup, ts, poll, k
+	snd.CPU, snd.Poll, snd.Spin = b.cfg.SenderCPU, senderPoll(pm), spin
+	rsp.Iface, rsp.CPU, rsp.Poll = b.topo.Responder.Interface, b.cfg.ResponderCPU, pm
+	return round.Spec{Dir: dir, Send: snd, Respond: []probe.Respond{rsp}, SendOn: b.snd, RespondOn: []*agent.Client{b.rsp}, Lead: b.cfg.Lead}, nil
 }
 
 // runRound runs a rig round.
 func (b *runner) runRound(ctx context.Context, spec round.Spec) error {
 	if _, err := round.Run(ctx, spec); err != nil {
-		return fmt.Errorf("rig round (%s, round %d): %w", spec.Poll, spec.Round, err)
+		return fmt.Errorf("rig round (%s, round %d): %w", spec.Respond[0].Poll, spec.Send.Round, err)
 	}
 	return nil
 }

@@ -187,7 +187,7 @@ func TestSyntheticRun(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	j, err := samples.JoinDir(dir + "/arms/other/round-0")
+	j, err := samples.JoinDir(dir+"/arms/other/round-0", 0)
 	if err != nil || len(j.Records) != 500_000 || len(j.Problems) != 0 {
 		t.Fatalf("join of round 1: %v, %d records, problems %v", err, len(j.Records), j.Problems)
 	}

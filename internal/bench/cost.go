@@ -17,6 +17,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/wire"
 )
@@ -82,11 +83,9 @@ const MaxAllocsPerRT = 0.001
 
 // allocShort and allocLong are the allocation rounds' lengths in counting
 // rounds (CostTime). Their difference must hold well over 1/MaxAllocsPerRT
-// requests per allocation the ends of a round vary by: measured here, a
-// round's count moves by up to 7 from one run to the next whatever its
-// length (15 in 2 500 requests, then 8 in 5 000), so rounds of 2.5 s and
-// 5 s (a difference of 2 500 requests: 2.5 allocations at the bound)
-// decided the goal by that noise, both ways.
+// requests per allocation the ends of a round vary by, whatever its
+// length; closer rounds decided the goal by that noise, both ways
+// (docs/bench.md#work-per-round-trip---parts-cost).
 const (
 	allocShort = 0.5
 	allocLong  = 4
@@ -184,11 +183,11 @@ func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Clien
 		return nil, err
 	}
 	go func() {
-		spec.Sender.Agent, spec.Responder.Agent, spec.RunID = snd, rsp, runID
+		spec.SendOn, spec.RespondOn[0], spec.Send.RunID = snd, rsp, runID
 		done <- b.runRound(ctx, spec)
 	}()
-	match := func(cmd string) func(hostinfo.Process) bool {
-		return func(p hostinfo.Process) bool {
+	match := func(cmd string) func(rundir.Process) bool {
+		return func(p rundir.Process) bool {
 			return len(p.Cmdline) > 2 && p.Cmdline[1] == cmd && slices.Contains(p.Cmdline, id)
 		}
 	}
@@ -262,8 +261,8 @@ func (b *runner) costSockperf(ctx context.Context, mode string) ([]CostRow, erro
 		_, err := b.sockperf(ctx, dir, mode == "busy", "1000", b.cfg.CostTime)
 		done <- err
 	}()
-	match := func(cmd string) func(hostinfo.Process) bool {
-		return func(p hostinfo.Process) bool {
+	match := func(cmd string) func(rundir.Process) bool {
+		return func(p rundir.Process) bool {
 			return len(p.Cmdline) > 1 && p.Cmdline[1] == cmd && slices.Contains(p.Cmdline, sockperfGroup) && slices.Contains(p.Cmdline, sockperfPort)
 		}
 	}
@@ -278,7 +277,7 @@ func (b *runner) costSockperf(ctx context.Context, mode string) ([]CostRow, erro
 // countTool finds the tool's sender and responder processes (comm), waits
 // until the sender has run for settle, and counts both over the window.
 // done ends the wait early when the round failed.
-func (b *runner) countTool(ctx context.Context, comm string, isSender, isResponder func(hostinfo.Process) bool, settle time.Duration, done chan error) ([]CostRow, error) {
+func (b *runner) countTool(ctx context.Context, comm string, isSender, isResponder func(rundir.Process) bool, settle time.Duration, done chan error) ([]CostRow, error) {
 	fs := hostfs.Default()
 	var snd, rsp int
 	deadline := time.Now().Add(30 * time.Second)

@@ -283,7 +283,7 @@ func (r *Results) undecided() plan {
 
 // rotate runs round k of every tool, starting with tool k mod n and going
 // round: each tool goes first equally often, so a drift of the host's speed
-// (this VM's per-hop costs move by 2× within minutes) favours none. It
+// (a VM's moves by 2× within minutes: docs/bench.md) favours none. It
 // stops at the first error.
 func rotate(k int, runs ...func() error) error {
 	for i := range runs {

@@ -14,6 +14,7 @@ import (
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/testbin"
 )
 
 // row is one fault of the matrix. run injects it and checks the outcome
@@ -195,10 +196,10 @@ var matrix = []row{
 			}
 			syscall.Kill(agents[0], syscall.SIGKILL)
 			start := time.Now()
-			for alive(probes[0]) && time.Since(start) < 10*time.Second {
+			for testbin.Alive(probes[0]) && time.Since(start) < 10*time.Second {
 				time.Sleep(10 * time.Millisecond)
 			}
-			if alive(probes[0]) {
+			if testbin.Alive(probes[0]) {
 				x.failf("rig respond (pid %d) still runs 10 s after its agent was killed", probes[0])
 			} else {
 				x.observe("probe gone %.2f s after its agent", time.Since(start).Seconds())
@@ -214,42 +215,8 @@ var matrix = []row{
 			x.clean("after rig restore")
 		},
 	},
-	{
-		fault:    "SIGKILL of the responder probe during a round",
-		expected: "run exits 1 naming the responder; knob back; nothing left",
-		run: func(x *h) {
-			p := x.rigRun(scenario)
-			x.waitRun(p, "a round of the knobs arm", 60*time.Second, x.inRound)
-			for _, pid := range x.rigProcs("respond") {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			code := p.wait(60 * time.Second)
-			out := p.out.String()
-			x.observe("exit %d", code)
-			if code != 1 || !strings.Contains(out, "responder") {
-				x.failf("want exit 1 naming the responder, got %d:\n%s", code, lastLines(out, 8))
-			}
-			x.clean("after exit")
-		},
-	},
-	{
-		fault:    "SIGKILL of the sender probe during a round",
-		expected: "run exits 1 naming the sender; knob back; nothing left",
-		run: func(x *h) {
-			p := x.rigRun(scenario)
-			x.waitRun(p, "a round of the knobs arm", 60*time.Second, x.inRound)
-			for _, pid := range x.rigProcs("send") {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			code := p.wait(60 * time.Second)
-			out := p.out.String()
-			x.observe("exit %d", code)
-			if code != 1 || !strings.Contains(out, "sender") {
-				x.failf("want exit 1 naming the sender, got %d:\n%s", code, lastLines(out, 8))
-			}
-			x.clean("after exit")
-		},
-	},
+	killedProbe("respond", "responder"),
+	killedProbe("send", "sender"),
 	{
 		fault:    "disk full: results on a 256 KiB tmpfs",
 		expected: "exit 1 with 'no space left'; lists only report files that exist; knob back; nothing left",
@@ -436,6 +403,29 @@ var matrix = []row{
 
 // nicLab builds a lab with a 4-queue responder veth (a lab built by hand:
 // the test removes it) and returns a scenario whose hosts are its
+// killedProbe is the row that SIGKILLs rig's probe cmd (the word in
+// rig run's errors: responder, sender) during a round.
+func killedProbe(cmd, word string) row {
+	return row{
+		fault:    "SIGKILL of the " + word + " probe during a round",
+		expected: "run exits 1 naming the " + word + "; knob back; nothing left",
+		run: func(x *h) {
+			p := x.rigRun(scenario)
+			x.waitRun(p, "a round of the knobs arm", 60*time.Second, x.inRound)
+			for _, pid := range x.rigProcs(cmd) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			code := p.wait(60 * time.Second)
+			out := p.out.String()
+			x.observe("exit %d", code)
+			if code != 1 || !strings.Contains(out, word) {
+				x.failf("want exit 1 naming the %s, got %d:\n%s", word, code, lastLines(out, 8))
+			}
+			x.clean("after exit")
+		},
+	}
+}
+
 // namespaces and whose arm sets 2 channels on the responder.
 func nicLab(x *h) (*netlab.Topology, string) {
 	x.realRoot()

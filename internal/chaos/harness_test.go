@@ -285,7 +285,8 @@ func (x *h) stressNG() []int {
 	procs, _ := hostinfo.FindProcesses(hostfs.FS{Root: "/"}, "stress-ng")
 	var out []int
 	for _, p := range procs {
-		if v, ok, _ := hostinfo.ProcessEnv(hostfs.FS{Root: "/"}, p.PID, "TMPDIR"); ok && v == x.tmp {
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID))
+		if slices.Contains(strings.Split(string(env), "\x00"), "TMPDIR="+x.tmp) {
 			out = append(out, p.PID)
 		}
 	}
@@ -295,11 +296,6 @@ func (x *h) stressNG() []int {
 func zombie(stat []byte) bool {
 	i := bytes.LastIndexByte(stat, ')')
 	return i > 0 && len(stat) > i+2 && stat[i+2] == 'Z'
-}
-
-func alive(pid int) bool {
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	return err == nil && !zombie(st)
 }
 
 // inRound reports the middle of a round of the knobs arm: its knob in

@@ -167,7 +167,7 @@ var inputRows = []row{
 			held := 0
 			for i, dm := range damages {
 				dir := filepath.Join(x.dir, fmt.Sprintf("damaged-%d", i))
-				if err := copyTree(good, dir); err != nil {
+				if err := os.CopyFS(dir, os.DirFS(good)); err != nil {
 					x.failf("copy: %v", err)
 					return
 				}
@@ -300,26 +300,4 @@ func editManifest(dir string, edit func(map[string]any)) error {
 		return err
 	}
 	return os.WriteFile(f, b, 0o644)
-}
-
-// copyTree copies the regular files and directories below src to dst.
-func copyTree(src, dst string) error {
-	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		if !fi.Mode().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, b, 0o644)
-	})
 }

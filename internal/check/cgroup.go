@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rig-project/rig/internal/hostinfo"
@@ -173,7 +174,7 @@ func (x *runner) wholeCores() {
 	for _, c := range cg.CPUSet {
 		t, err := hostinfo.ReadTopology(x.fs, c)
 		if err != nil {
-			unread = append(unread, itoa(c))
+			unread = append(unread, strconv.Itoa(c))
 			continue
 		}
 		for _, s := range t.Siblings() {

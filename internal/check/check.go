@@ -27,6 +27,7 @@ import (
 	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/nicctl"
 )
 
@@ -89,9 +90,9 @@ type Report struct {
 	Siblings  []int  `json:"smt_siblings,omitempty"`
 	Iface     string `json:"iface,omitempty"`
 	// Ranking is the measurement that chose CPU (Options.Rank).
-	Ranking *cpurank.Ranking `json:"ranking,omitempty"`
-	Results []Result         `json:"results"`
-	Worst   Severity         `json:"worst"`
+	Ranking *rundir.Ranking `json:"ranking,omitempty"`
+	Results []Result        `json:"results"`
+	Worst   Severity        `json:"worst"`
 }
 
 // ExitCode maps the worst severity to 0, 3 or 4.
@@ -195,10 +196,10 @@ type runner struct {
 	isolErr  error
 	nohz     []int
 	nohzErr  error
-	cmd      *hostinfo.Cmdline
+	cmd      *rundir.Cmdline
 	cmdErr   error
 	topoErr  error // the responder CPU's topology: its SMT siblings
-	cg       *hostinfo.Cgroup
+	cg       *rundir.Cgroup
 	cgErr    error
 	inK8s    bool
 }
@@ -454,20 +455,20 @@ func (x *runner) irqsOnCPU() {
 	}
 	var hits, nums, unread []string
 	for _, n := range irqs {
-		name := names[itoa(n)]
+		name := names[strconv.Itoa(n)]
 		if name == "" {
 			continue // no handler: never fires
 		}
 		a, err := hostinfo.ReadIRQAffinity(x.fs, n)
 		if err != nil {
-			unread = append(unread, itoa(n))
+			unread = append(unread, strconv.Itoa(n))
 			continue
 		}
 		if !slices.Contains(a.Targets(), cpu) {
 			continue
 		}
-		hits = append(hits, fmt.Sprintf("%d %s (%d so far)", n, name, counts[itoa(n)]))
-		nums = append(nums, itoa(n))
+		hits = append(hits, fmt.Sprintf("%d %s (%d so far)", n, name, counts[strconv.Itoa(n)]))
+		nums = append(nums, strconv.Itoa(n))
 	}
 	if len(hits) == 0 && len(unread) > 0 {
 		x.cannot("irqs.on_cpu", Warn, "", "cannot read the affinity of IRQ %s (/proc/irq/N/smp_affinity_list)", strings.Join(unread, ", "))
@@ -751,5 +752,3 @@ func (x *runner) thp() {
 	}
 	x.add("thp", OK, "", "THP enabled=%s", e)
 }
-
-func itoa(n int) string { return fmt.Sprint(n) }

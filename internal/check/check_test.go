@@ -21,7 +21,8 @@ import (
 	"github.com/rig-project/rig/nicctl"
 )
 
-func fx(name string) hostfs.FS { return hostfs.FS{Root: "../hostinfo/testdata/" + name} }
+// fx is a fixture host tree, read in place.
+var fx = hostfstest.Fixture
 
 func copyTree(t *testing.T, name string) hostfs.FS {
 	t.Helper()

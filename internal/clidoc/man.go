@@ -187,6 +187,3 @@ func roffLine(s string) string {
 
 // roffQuote quotes a macro argument.
 func roffQuote(s string) string { return `"` + strings.ReplaceAll(roffText(s), `"`, `\(dq`) + `"` }
-
-// RoffText is s as it appears in a page's text (for tests that look for it).
-func RoffText(s string) string { return roffText(s) }

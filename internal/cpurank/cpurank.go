@@ -31,6 +31,7 @@ import (
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // Defaults of Options.
@@ -72,61 +73,6 @@ type Options struct {
 	NoPin bool
 }
 
-// Ranking is the outcome of Rank: the candidates best first, with the
-// evidence of each. It is the JSON of cpu-rank.json in a run directory.
-type Ranking struct {
-	Format string `json:"format"` // "rig-cpu-rank"
-	// Candidates as ranked; From says where they came from.
-	Candidates []int  `json:"candidates"`
-	From       string `json:"from"`
-	Chosen     int    `json:"chosen"`
-	WindowNS   int64  `json:"window_ns"`
-	StartNS    int64  `json:"start_ns"` // CLOCK_REALTIME of the host
-	EndNS      int64  `json:"end_ns"`
-	Scans      int    `json:"scans"`
-	// RankerCPUs are the CPUs the measuring thread ran on (pinned outside
-	// the candidates when it could be).
-	RankerCPUs []int `json:"ranker_cpus"`
-	// CtxSource and RunSource say how context switches and other
-	// threads' run time were counted.
-	CtxSource string   `json:"ctx_source"`
-	RunSource string   `json:"run_source"`
-	Rule      string   `json:"rule"`
-	CPUs      []CPU    `json:"cpus"` // best first
-	Notes     []string `json:"notes,omitempty"`
-}
-
-// CPU is one candidate's measurements over the window, per second.
-type CPU struct {
-	CPU  int `json:"cpu"`
-	Rank int `json:"rank"` // 1 = quietest
-	// Cost is the rank cost (own + SMT siblings'), Own this CPU's alone,
-	// both in µs per second.
-	Cost     float64 `json:"cost_us_per_s"`
-	Own      float64 `json:"own_us_per_s"`
-	Siblings []int   `json:"smt_siblings,omitempty"`
-	// Device interrupts (numbered /proc/interrupts rows: steerable),
-	// other interrupts (LOC, RES, CAL, TLB, ...: not steerable), softirqs.
-	IRQs     float64 `json:"irqs_per_s"`
-	ArchIRQs float64 `json:"arch_irqs_per_s"`
-	Softirqs float64 `json:"softirqs_per_s"`
-	// CtxSwitches are timeslices begun there (context switches onto it).
-	CtxSwitches float64 `json:"ctx_switches_per_s"`
-	// RunUS is the run time of threads other than the ranker's, µs per s.
-	RunUS float64 `json:"other_run_us_per_s"`
-	// Runnable is the mean number of other threads seen runnable (state R)
-	// there per scan (threads /proc shows).
-	Runnable float64 `json:"runnable"`
-	StealPct float64 `json:"steal_pct"`
-	BusyPct  float64 `json:"busy_pct"` // every task's, the ranker's included
-	// Top names the busiest interrupt rows and threads there.
-	TopIRQs    []string `json:"top_irqs,omitempty"`
-	TopThreads []string `json:"top_threads,omitempty"`
-}
-
-// Format of cpu-rank.json.
-const Format = "rig-cpu-rank"
-
 // Error is bad input (candidates that cannot be ranked here).
 type Error struct{ Msg string }
 
@@ -138,7 +84,7 @@ func (e *Error) Is(target error) bool { return target == cli.ErrUsage }
 // Rank watches the candidates over the window and ranks them. It returns
 // an *Error for candidates that do not exist or may not be used here; a
 // procfs read that fails is an error as well (nothing to rank by).
-func Rank(ctx context.Context, fs hostfs.FS, o Options) (*Ranking, error) {
+func Rank(ctx context.Context, fs hostfs.FS, o Options) (*rundir.Ranking, error) {
 	if o.Window <= 0 {
 		o.Window = DefaultWindow
 	}
@@ -160,7 +106,7 @@ func Rank(ctx context.Context, fs hostfs.FS, o Options) (*Ranking, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rank CPUs: %w", err)
 	}
-	r := &Ranking{Format: Format, Rule: Rule, WindowNS: int64(o.Window), Scans: o.Scans}
+	r := &rundir.Ranking{Format: rundir.RankingFormat, Rule: Rule, WindowNS: int64(o.Window), Scans: o.Scans}
 	if o.CPUs == nil {
 		r.From = "the CPUs rig may run on (Cpus_allowed_list " + cpulist.Format(allowed) + ")"
 		for _, c := range allowed {
@@ -332,7 +278,7 @@ type perCPU struct {
 // measure takes the two counter reads and the thread scans; nominal says
 // the window is the given one rather than the time measured (a test's
 // Sleep moved the counters of a fake tree).
-func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *Ranking) error {
+func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *rundir.Ranking) error {
 	// The siblings of every candidate are measured too: they add to its
 	// rank cost.
 	watch := slices.Clone(r.Candidates)
@@ -403,11 +349,11 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *Rank
 	r.StartNS, r.EndNS = start.UnixNano(), start.Add(el).UnixNano()
 	secs := el.Seconds()
 	scans := o.Scans - 1
-	own := map[int]CPU{}
+	own := map[int]rundir.RankedCPU{}
 	sources := map[string][]int{}
 	rq := true
 	for _, c := range watch {
-		x := CPU{CPU: c, Siblings: without(sibs[c], c)}
+		x := rundir.RankedCPU{CPU: c, Siblings: without(sibs[c], c)}
 		x.IRQs, x.ArchIRQs, x.TopIRQs = irqRates(a.irq, b.irq, c, secs)
 		x.Softirqs = softRate(a.soft, b.soft, c, secs)
 		busy, _ := hostinfo.Busy(a.use, b.use, c, el)
@@ -426,7 +372,7 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *Rank
 		x.Own = x.RunUS + busy.Steal*1e6 + EventCostUS*(x.IRQs+x.ArchIRQs+x.Softirqs+x.CtxSwitches)
 		own[c] = x
 	}
-	r.sources(a.use.SchedErr, rq, haveSched, sources)
+	setSources(r, a.use.SchedErr, rq, haveSched, sources)
 	if n := hostinfo.ThreadNamesNote(fs); n != "" {
 		r.Notes = append(r.Notes, n)
 	}
@@ -438,7 +384,7 @@ func measure(ctx context.Context, fs hostfs.FS, o Options, nominal bool, r *Rank
 		}
 		r.CPUs = append(r.CPUs, x)
 	}
-	slices.SortFunc(r.CPUs, func(p, q CPU) int {
+	slices.SortFunc(r.CPUs, func(p, q rundir.RankedCPU) int {
 		return cmp.Or(cmp.Compare(round1(p.Cost), round1(q.Cost)), cmp.Compare(round1(p.Own), round1(q.Own)), cmp.Compare(p.CPU, q.CPU))
 	})
 	for i := range r.CPUs {
@@ -508,10 +454,10 @@ func softRate(a, b *hostinfo.CounterTable, cpu int, secs float64) float64 {
 	return sum
 }
 
-// sources says where the run time and context switches came from: the
+// setSources says where the run time and context switches came from: the
 // node-wide counters per CPU (hostinfo.Busy's rule), less the ranker's
 // own threads, which the threads' schedstat gives.
-func (r *Ranking) sources(schedErr error, rq, haveSched bool, by map[string][]int) {
+func setSources(r *rundir.Ranking, schedErr error, rq, haveSched bool, by map[string][]int) {
 	less := ", less the ranker's own threads (their schedstat)"
 	if !haveSched {
 		less = "; the ranker's own threads are included (no per-thread schedstat: CONFIG_SCHED_INFO is off)"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // fakeHost is a procfs/sysfs tree whose counters the test moves between
@@ -187,7 +188,7 @@ func at(v []uint64, i int) uint64 {
 	return 0
 }
 
-func (h *fakeHost) rank(t *testing.T, o Options, each func()) *Ranking {
+func (h *fakeHost) rank(t *testing.T, o Options, each func()) *rundir.Ranking {
 	t.Helper()
 	o.NoPin = true
 	o.Window = time.Second
@@ -424,8 +425,8 @@ func TestTextAndJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Ranking
-	if err := json.Unmarshal(j, &back); err != nil || back.Format != Format || back.Chosen != 1 || back.CPUs[1].TopThreads[0] != r.CPUs[1].TopThreads[0] {
+	var back rundir.Ranking
+	if err := json.Unmarshal(j, &back); err != nil || back.Format != rundir.RankingFormat || back.Chosen != 1 || back.CPUs[1].TopThreads[0] != r.CPUs[1].TopThreads[0] {
 		t.Fatalf("%v %+v", err, back)
 	}
 }

@@ -21,7 +21,7 @@ func TestRealStressDecides(t *testing.T) {
 	testbin.Integration(t)
 	testbin.StressNG(t)
 	t.Cleanup(func() {
-		if load.Alive() {
+		if testbin.StressNGRuns() {
 			t.Error("stress-ng still running after the test")
 		}
 	})

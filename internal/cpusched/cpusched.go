@@ -101,21 +101,6 @@ func PinThread(cpu int) error {
 	return nil
 }
 
-// ThreadCPUs returns the calling thread's allowed CPUs.
-func ThreadCPUs() ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, err
-	}
-	var out []int
-	for c := 0; c < len(set)*64; c++ {
-		if set.IsSet(c) {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
 // Apply sets the calling thread's scheduling policy. SCHED_FIFO needs
 // CAP_SYS_NICE (or an RLIMIT_RTPRIO allowance); the error says so.
 func Apply(s Sched) error {

@@ -9,8 +9,25 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rig-project/rig/internal/hostfs"
 )
+
+// ThreadCPUs returns the calling thread's allowed CPUs.
+func ThreadCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, err
+	}
+	var out []int
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
 
 func TestParseSched(t *testing.T) {
 	for in, want := range map[string]Sched{"": {}, "other": {}, "fifo:1": {FIFO, 1}, "fifo:99": {FIFO, 99}} {

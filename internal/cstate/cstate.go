@@ -23,6 +23,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // DMALatencyPath is the global PM QoS device.
@@ -117,7 +118,7 @@ func DisableChanges(fs hostfs.FS, cpu int, names []string, allButPoll bool) ([]j
 		have = append(have, s.Name)
 	}
 	var out []journal.Change
-	pick := func(s hostinfo.IdleState) {
+	pick := func(s rundir.IdleState) {
 		out = append(out, journal.SysfsChange(fs, fs.Root, hostinfo.IdleStatePath(cpu, s.Index)+"/disable", "1\n"))
 	}
 	if allButPoll {
@@ -133,7 +134,7 @@ func DisableChanges(fs hostfs.FS, cpu int, names []string, allButPoll bool) ([]j
 		return out, nil
 	}
 	for _, n := range names {
-		i := slices.IndexFunc(states, func(s hostinfo.IdleState) bool { return strings.EqualFold(s.Name, n) })
+		i := slices.IndexFunc(states, func(s rundir.IdleState) bool { return strings.EqualFold(s.Name, n) })
 		if i < 0 {
 			return nil, fmt.Errorf("cstate: CPU %d has no idle state %q (it has %s)", cpu, n, strings.Join(have, ", "))
 		}

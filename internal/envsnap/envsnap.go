@@ -2,7 +2,7 @@
 // command line, CPU model and topology, isolation, power management,
 // clocksource, THP, IRQ placement, irqbalance/PTP daemons, the NICs (through
 // NICFacts), the machine's DMI identity and, inside a container, the cgroup
-// CPU limits. The runner writes one snapshot per host
+// CPU limits: a rundir.Snapshot. The runner writes one snapshot per host
 // into the run directory (env/<host>.json); `rig env` prints it.
 package envsnap
 
@@ -18,6 +18,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/nicctl"
 )
@@ -43,115 +44,10 @@ type Options struct {
 	Tuned power.Tuned
 }
 
-// Snapshot is the environment of one host. Fields the host does not
-// provide (no cpufreq in a VM, no nohz_full support) are empty and named in
-// Absent; read failures are in Errors. Neither stops the snapshot.
-type Snapshot struct {
-	Taken         time.Time         `json:"taken"`
-	Hostname      string            `json:"hostname"`
-	Kernel        string            `json:"kernel"`
-	KernelVersion string            `json:"kernel_version"`
-	Rig           RigBuild          `json:"rig"`
-	Cmdline       *hostinfo.Cmdline `json:"cmdline,omitempty"`
-	CPU           CPU               `json:"cpu"`
-	Power         Power             `json:"power"`
-	Clocksource   string            `json:"clocksource"`
-	Clocksources  []string          `json:"clocksources_available,omitempty"`
-	THP           THP               `json:"thp"`
-	IRQs          []IRQ             `json:"irqs,omitempty"`
-	IRQBalance    IRQBalance        `json:"irqbalance"`
-	// PTP lists running ptp4l, phc2sys and ts2phc processes.
-	PTP          []hostinfo.Process `json:"ptp_daemons"`
-	InKubernetes bool               `json:"in_kubernetes"`
-	Cgroup       *hostinfo.Cgroup   `json:"cgroup,omitempty"`
-	// NIC maps interface name to what NICFacts returned.
-	NIC    map[string]any `json:"nic,omitempty"`
-	Absent []string       `json:"absent,omitempty"`
-	Errors []string       `json:"errors,omitempty"`
-
-	// DMI is what the firmware calls the machine: on EC2 "Amazon EC2"
-	// and the instance type (product_name).
-	DMI hostinfo.DMI `json:"dmi"`
-}
-
-// RigBuild identifies the binary that took the snapshot.
-type RigBuild struct {
-	Version string `json:"version"`
-	Commit  string `json:"commit"`
-}
-
-// CPU is the processor layout and isolation.
-type CPU struct {
-	Model    string                 `json:"model"`
-	Online   []int                  `json:"online"`
-	Packages int                    `json:"packages"`
-	Cores    int                    `json:"cores"`
-	SMT      bool                   `json:"smt"` // some core has more than one thread
-	NUMA     []int                  `json:"numa_nodes"`
-	Topology []hostinfo.CPUTopology `json:"topology"`
-	Isolated []int                  `json:"isolated"`
-	NohzFull []int                  `json:"nohz_full"`
-	// RcuNocbs is only visible on the command line.
-	RcuNocbs hostinfo.CPUSpec `json:"rcu_nocbs"`
-}
-
-// Power is cpuidle, cpufreq (per CPU: driver, governor, limits, energy-
-// performance preference), turbo with intel_pstate's min/max perf, and
-// the tuned profile.
-type Power struct {
-	IdleDriver   string          `json:"idle_driver"`
-	IdleGovernor string          `json:"idle_governor"`
-	Idle         []CPUIdle       `json:"idle,omitempty"`
-	Freq         []CPUFreq       `json:"freq,omitempty"`
-	Turbo        *hostinfo.Turbo `json:"turbo,omitempty"`
-	// Tuned is `tuned-adm active`; nil when tuned is not installed.
-	Tuned *power.TunedState `json:"tuned,omitempty"`
-}
-
-// CPUIdle is the idle states of one CPU.
-type CPUIdle struct {
-	CPU    int                  `json:"cpu"`
-	States []hostinfo.IdleState `json:"states"`
-}
-
-// CPUFreq is the cpufreq policy of one CPU.
-type CPUFreq struct {
-	CPU int `json:"cpu"`
-	hostinfo.Freq
-}
-
-// THP is the transparent huge page setting.
-type THP struct {
-	Enabled string `json:"enabled"`
-	Defrag  string `json:"defrag"`
-}
-
-// IRQ is a device IRQ with its name and placement.
-type IRQ struct {
-	IRQ       int    `json:"irq"`
-	Name      string `json:"name"`
-	Affinity  []int  `json:"affinity"`
-	Effective []int  `json:"effective,omitempty"`
-}
-
-// IRQBalance says whether irqbalance runs and which CPUs it leaves alone.
-type IRQBalance struct {
-	Running bool  `json:"running"`
-	PIDs    []int `json:"pids,omitempty"`
-	// BannedCPUs is what irqbalance will not touch: its
-	// IRQBALANCE_BANNED_CPULIST if set, else isolated ∪ nohz_full (its
-	// default). BannedFrom says which.
-	BannedCPUs []int  `json:"banned_cpus"`
-	BannedFrom string `json:"banned_from,omitempty"`
-	// CannotTell says why Running cannot be believed: rig does not see
-	// the node's processes (a pod without hostPID).
-	CannotTell string `json:"cannot_tell,omitempty"`
-}
-
 type collector struct {
 	ctx context.Context
 	fs  hostfs.FS
-	s   *Snapshot
+	s   *rundir.Snapshot
 }
 
 func (c *collector) fail(what string, err error) {
@@ -168,12 +64,12 @@ func (c *collector) fail(what string, err error) {
 // Take reads the snapshot. It never fails as a whole: each part that
 // cannot be read is recorded in Errors (or Absent) so a partial environment
 // is still written with the run.
-func Take(ctx context.Context, fs hostfs.FS, opts Options) *Snapshot {
+func Take(ctx context.Context, fs hostfs.FS, opts Options) *rundir.Snapshot {
 	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	s := &Snapshot{Taken: time.Now().UTC(), Rig: RigBuild{version.Version, version.Commit()}}
+	s := &rundir.Snapshot{Taken: time.Now().UTC(), Rig: rundir.RigBuild{Version: version.Version, Commit: version.Commit()}}
 	c := &collector{ctx: ctx, fs: fs, s: s}
 	var err error
 	s.Hostname, err = fs.ReadString("/proc/sys/kernel/hostname")
@@ -264,7 +160,7 @@ func (c *collector) power() {
 		} else if err != nil {
 			c.fail(fmt.Sprintf("cpu%d cpuidle", cpu), err)
 		} else {
-			s.Power.Idle = append(s.Power.Idle, CPUIdle{cpu, st})
+			s.Power.Idle = append(s.Power.Idle, rundir.CPUIdle{CPU: cpu, States: st})
 		}
 		f, err := hostinfo.ReadFreq(fs, cpu)
 		if errors.Is(err, os.ErrNotExist) {
@@ -272,7 +168,7 @@ func (c *collector) power() {
 		} else if err != nil {
 			c.fail(fmt.Sprintf("cpu%d cpufreq", cpu), err)
 		} else {
-			s.Power.Freq = append(s.Power.Freq, CPUFreq{cpu, f})
+			s.Power.Freq = append(s.Power.Freq, rundir.CPUFreq{CPU: cpu, Freq: f})
 		}
 	}
 	if idleAbsent > 0 {
@@ -321,7 +217,7 @@ func (c *collector) irqs() {
 			c.fail(fmt.Sprintf("irq %d affinity", n), err)
 			continue
 		}
-		c.s.IRQs = append(c.s.IRQs, IRQ{IRQ: n, Name: r.Name, Affinity: a.Affinity, Effective: a.Effective})
+		c.s.IRQs = append(c.s.IRQs, rundir.IRQ{IRQ: n, Name: r.Name, Affinity: a.Affinity, Effective: a.Effective})
 	}
 }
 

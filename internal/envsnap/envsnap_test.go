@@ -10,11 +10,14 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/power/powertest"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
-func fx(name string) hostfs.FS { return hostfs.FS{Root: "../hostinfo/testdata/" + name} }
+// fx is a fixture host tree, read in place.
+var fx = hostfstest.Fixture
 
 func noenv(string) string { return "" }
 
@@ -50,7 +53,7 @@ func TestIsolatedHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Snapshot
+	var back rundir.Snapshot
 	if err := json.Unmarshal(b, &back); err != nil || back.CPU.Cores != 4 {
 		t.Fatal(err)
 	}

@@ -66,9 +66,6 @@ func dial(t *testing.T, cmd uint8, flags netlink.HeaderFlags, want []byte, reply
 	return c
 }
 
-func p32(v uint32) *uint32 { return &v }
-func pb(v bool) *bool      { return &v }
-
 func TestChannels(t *testing.T) {
 	ctx := context.Background()
 	reply := cat(hdr, u32attr(unix.ETHTOOL_A_CHANNELS_RX_MAX, 4), u32attr(unix.ETHTOOL_A_CHANNELS_TX_MAX, 4),
@@ -80,7 +77,7 @@ func TestChannels(t *testing.T) {
 	}
 	c = dial(t, unix.ETHTOOL_MSG_CHANNELS_SET, netlink.Request|netlink.Acknowledge,
 		cat(hdr, u32attr(unix.ETHTOOL_A_CHANNELS_RX_COUNT, 2), u32attr(unix.ETHTOOL_A_CHANNELS_TX_COUNT, 2)), nil)
-	if err := c.SetChannels(ctx, "veth0", Channels{Rx: p32(2), Tx: p32(2), RxMax: p32(99)}); err != nil {
+	if err := c.SetChannels(ctx, "veth0", Channels{Rx: new(uint32(2)), Tx: new(uint32(2)), RxMax: new(uint32(99))}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -95,7 +92,7 @@ func TestRings(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 	c = dial(t, unix.ETHTOOL_MSG_RINGS_SET, netlink.Request|netlink.Acknowledge, cat(hdr, u32attr(unix.ETHTOOL_A_RINGS_RX, 4096)), nil)
-	if err := c.SetRings(ctx, "veth0", Rings{Rx: p32(4096)}); err != nil {
+	if err := c.SetRings(ctx, "veth0", Rings{Rx: new(uint32(4096))}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -111,7 +108,7 @@ func TestCoalesce(t *testing.T) {
 	}
 	c = dial(t, unix.ETHTOOL_MSG_COALESCE_SET, netlink.Request|netlink.Acknowledge,
 		cat(hdr, u32attr(unix.ETHTOOL_A_COALESCE_RX_USECS, 0), u32attr(unix.ETHTOOL_A_COALESCE_TX_USECS, 0), u8attr(unix.ETHTOOL_A_COALESCE_USE_ADAPTIVE_RX, 0)), nil)
-	if err := c.SetCoalesce(ctx, "veth0", Coalesce{RxUsecs: p32(0), TxUsecs: p32(0), AdaptiveRx: pb(false)}); err != nil {
+	if err := c.SetCoalesce(ctx, "veth0", Coalesce{RxUsecs: new(uint32(0)), TxUsecs: new(uint32(0)), AdaptiveRx: new(false)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -156,7 +153,7 @@ func TestExtackReachesUser(t *testing.T) {
 	})
 	c := &Conn{c: genetlink.NewConn(nc), family: famID}
 	defer c.Close()
-	err := c.SetChannels(context.Background(), "veth0", Channels{Rx: p32(8)})
+	err := c.SetChannels(context.Background(), "veth0", Channels{Rx: new(uint32(8))})
 	var e *Error
 	if !errors.As(err, &e) || e.Message != text || !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("got %#v", err)
@@ -183,7 +180,7 @@ func TestErrnoMapping(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = conn.SetCoalesce(context.Background(), "veth0", Coalesce{RxUsecs: p32(1)})
+		err = conn.SetCoalesce(context.Background(), "veth0", Coalesce{RxUsecs: new(uint32(1))})
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.text) {
 			t.Errorf("errno %d: %v", c.errno, err)
 		}

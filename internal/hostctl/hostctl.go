@@ -183,22 +183,22 @@ func Handlers(env *nicctl.Env) journal.Handlers {
 
 func (ap *Applied) nic(ctx context.Context, k scenario.Knobs) error {
 	s := nicctl.Settings{AllowMgmt: ap.host.AllowMgmt}
-	any := false
+	change := false
 	if k.IRQ != nil {
-		s.IRQCPUs, s.HoldIRQBalance, any = k.IRQ.CPUs, true, true
+		s.IRQCPUs, s.HoldIRQBalance, change = k.IRQ.CPUs, true, true
 	}
 	c := k.NIC.Coalesce
 	s.Coalesce = ethtoolnl.Coalesce{RxUsecs: c.RxUsecs, TxUsecs: c.TxUsecs, RxFrames: c.RxFrames, AdaptiveRx: c.AdaptiveRx, AdaptiveTx: c.AdaptiveTx}
 	if s.Coalesce != (ethtoolnl.Coalesce{}) {
-		any = true
+		change = true
 	}
 	if k.NIC.Ring.RX != nil || k.NIC.Ring.TX != nil {
-		s.RxRing, s.TxRing, any = k.NIC.Ring.RX, k.NIC.Ring.TX, true
+		s.RxRing, s.TxRing, change = k.NIC.Ring.RX, k.NIC.Ring.TX, true
 	}
 	if k.NIC.Channels != nil {
-		s.Channels, any = k.NIC.Channels, true
+		s.Channels, change = k.NIC.Channels, true
 	}
-	if !any {
+	if !change {
 		return nil
 	}
 	h := ap.host

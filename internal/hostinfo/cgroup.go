@@ -13,6 +13,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // CgroupEntry is one line of /proc/PID/cgroup.
@@ -46,58 +47,34 @@ func ParseProcCgroup(b []byte) ([]CgroupEntry, error) {
 	return out, nil
 }
 
-// CPUMax is cgroup v2 cpu.max (or v1 cfs_quota_us/cfs_period_us).
-// QuotaUS < 0 means "max": no CFS bandwidth limit.
-type CPUMax struct {
-	QuotaUS  int64 `json:"quota_us"`
-	PeriodUS int64 `json:"period_us"`
-}
-
-// Unlimited reports whether there is no quota.
-func (m CPUMax) Unlimited() bool { return m.QuotaUS < 0 }
-
-func (m CPUMax) String() string {
-	if m.Unlimited() {
-		return fmt.Sprintf("max %d", m.PeriodUS)
-	}
-	return fmt.Sprintf("%d %d", m.QuotaUS, m.PeriodUS)
-}
-
 // ParseCPUMax parses cpu.max: "max 100000" or "50000 100000".
-func ParseCPUMax(s string) (CPUMax, error) {
+func ParseCPUMax(s string) (rundir.CPUMax, error) {
 	f := strings.Fields(s)
 	if len(f) < 1 || len(f) > 2 {
-		return CPUMax{}, fmt.Errorf("cpu.max %q: want \"<quota|max> [period]\"", s)
+		return rundir.CPUMax{}, fmt.Errorf("cpu.max %q: want \"<quota|max> [period]\"", s)
 	}
-	m := CPUMax{QuotaUS: -1, PeriodUS: 100000}
+	m := rundir.CPUMax{QuotaUS: -1, PeriodUS: 100000}
 	if f[0] != "max" {
 		q, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil || q <= 0 {
-			return CPUMax{}, fmt.Errorf("cpu.max %q: quota %q is not \"max\" or a positive number", s, f[0])
+			return rundir.CPUMax{}, fmt.Errorf("cpu.max %q: quota %q is not \"max\" or a positive number", s, f[0])
 		}
 		m.QuotaUS = q
 	}
 	if len(f) == 2 {
 		p, err := strconv.ParseInt(f[1], 10, 64)
 		if err != nil || p <= 0 {
-			return CPUMax{}, fmt.Errorf("cpu.max %q: period %q is not a positive number", s, f[1])
+			return rundir.CPUMax{}, fmt.Errorf("cpu.max %q: period %q is not a positive number", s, f[1])
 		}
 		m.PeriodUS = p
 	}
 	return m, nil
 }
 
-// CPUStat holds the throttling counters of cpu.stat.
-type CPUStat struct {
-	NrPeriods   uint64 `json:"nr_periods"`
-	NrThrottled uint64 `json:"nr_throttled"`
-	ThrottledUS uint64 `json:"throttled_us"` // v1 throttled_time (ns) is converted
-}
-
 // ParseCPUStat parses cgroup v1 or v2 cpu.stat ("key value" lines).
 // Unknown keys are ignored; a known key with a bad value is an error.
-func ParseCPUStat(b []byte) (CPUStat, error) {
-	var s CPUStat
+func ParseCPUStat(b []byte) (rundir.CPUStat, error) {
+	var s rundir.CPUStat
 	for i, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
@@ -129,30 +106,6 @@ func ParseCPUStat(b []byte) (CPUStat, error) {
 	return s, nil
 }
 
-// Cgroup is the CPU side of a process's cgroup: what a pod can see of its
-// own CPU allocation.
-type Cgroup struct {
-	Version int    `json:"version"` // 1 or 2
-	Path    string `json:"path"`    // path inside the hierarchy
-	Dir     string `json:"dir"`     // host directory the files were read from
-	// Root says Dir is the hierarchy's root cgroup (v2: no cgroup.type),
-	// which has no quota of its own.
-	Root bool `json:"root,omitempty"`
-	// Controllers are the v2 cgroup's own cgroup.controllers: without
-	// "cpu" it has no cpu.max.
-	Controllers []string `json:"controllers,omitempty"`
-	// CPUSet is cpuset.cpus.effective (v2) or cpuset.effective_cpus (v1).
-	CPUSet []int   `json:"cpuset"`
-	CPUMax CPUMax  `json:"cpu_max"`
-	Stat   CPUStat `json:"cpu_stat"`
-	// Missing names files that were absent (e.g. cpu.max in the root
-	// cgroup, which has no limit).
-	Missing []string `json:"missing,omitempty"`
-	// ReadOnly says the hierarchy is mounted read-only here (a container's
-	// /sys/fs/cgroup): a fix written to Dir cannot work from here.
-	ReadOnly bool `json:"read_only,omitempty"`
-}
-
 // ErrNoCPUCgroup says a process's cgroups have neither a cpu nor a cpuset
 // controller: no quota or cpuset applies to it.
 var ErrNoCPUCgroup = fmt.Errorf("no v2 hierarchy with cpu files and no v1 cpu/cpuset controller: %w", os.ErrNotExist)
@@ -164,7 +117,7 @@ var ErrNoCPUCgroup = fmt.Errorf("no v2 hierarchy with cpu files and no v1 cpu/cp
 // /proc/PID/cgroup names is below the mount's root, not below the mount
 // point. Without mountinfo (a fake host root) the hierarchies are taken
 // at their usual places. It prefers the v2 hierarchy and falls back to v1.
-func ReadCgroup(fs hostfs.FS, pid string) (*Cgroup, error) {
+func ReadCgroup(fs hostfs.FS, pid string) (*rundir.Cgroup, error) {
 	b, err := fs.ReadFile("/proc/" + pid + "/cgroup")
 	if err != nil {
 		return nil, err
@@ -344,21 +297,21 @@ func below(p, root string) (string, bool) {
 	return "", false
 }
 
-func readCgroupV2(fs hostfs.FS, p, d string, ro bool) (*Cgroup, error) {
-	c := &Cgroup{Version: 2, Path: p, Dir: d, ReadOnly: ro, CPUMax: CPUMax{QuotaUS: -1, PeriodUS: 100000}}
+func readCgroupV2(fs hostfs.FS, p, d string, ro bool) (*rundir.Cgroup, error) {
+	c := &rundir.Cgroup{Version: 2, Path: p, Dir: d, ReadOnly: ro, CPUMax: rundir.CPUMax{QuotaUS: -1, PeriodUS: 100000}}
 	// Only non-root cgroups have cgroup.type (and cpu.max).
 	c.Root = !fs.Exists(d + "/cgroup.type")
 	if ctl, err := fs.ReadString(d + "/cgroup.controllers"); err == nil {
 		c.Controllers = strings.Fields(ctl)
 	}
-	if err := c.readFiles(fs, d+"/cpuset.cpus.effective", d+"/cpu.max", "", d+"/cpu.stat"); err != nil {
+	if err := readCgroupFiles(c, fs, d+"/cpuset.cpus.effective", d+"/cpu.max", "", d+"/cpu.stat"); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func readCgroupV1(fs hostfs.FS, mounts cgroupMountList, cpu, set *CgroupEntry) (*Cgroup, error) {
-	c := &Cgroup{Version: 1, CPUMax: CPUMax{QuotaUS: -1, PeriodUS: 100000}}
+func readCgroupV1(fs hostfs.FS, mounts cgroupMountList, cpu, set *CgroupEntry) (*rundir.Cgroup, error) {
+	c := &rundir.Cgroup{Version: 1, CPUMax: rundir.CPUMax{QuotaUS: -1, PeriodUS: 100000}}
 	var setF, quotaF, periodF, statF string
 	if set != nil {
 		c.Path = set.Path
@@ -377,15 +330,15 @@ func readCgroupV1(fs hostfs.FS, mounts cgroupMountList, cpu, set *CgroupEntry) (
 		quotaF, periodF, statF = d+"/cpu.cfs_quota_us", d+"/cpu.cfs_period_us", d+"/cpu.stat"
 		c.Dir, c.ReadOnly = d, m.ro
 	}
-	if err := c.readFiles(fs, setF, quotaF, periodF, statF); err != nil {
+	if err := readCgroupFiles(c, fs, setF, quotaF, periodF, statF); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// readFiles reads what exists; absent files are listed in Missing, other
+// readCgroupFiles reads what exists; absent files are listed in Missing, other
 // errors are returned. periodF == "" means maxF is a v2 cpu.max.
-func (c *Cgroup) readFiles(fs hostfs.FS, setF, maxF, periodF, statF string) error {
+func readCgroupFiles(c *rundir.Cgroup, fs hostfs.FS, setF, maxF, periodF, statF string) error {
 	read := func(p string) (string, bool, error) {
 		if p == "" {
 			return "", false, nil
@@ -442,17 +395,6 @@ func (c *Cgroup) readFiles(fs hostfs.FS, setF, maxF, periodF, statF string) erro
 		c.Stat = st
 	}
 	return nil
-}
-
-// MissingFile returns the path of the absent file of that name, if it
-// is in Missing.
-func (c *Cgroup) MissingFile(name string) (string, bool) {
-	for _, m := range c.Missing {
-		if path.Base(m) == name {
-			return m, true
-		}
-	}
-	return "", false
 }
 
 func hasWord(s string, words ...string) bool {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 const cpuDir = "/sys/devices/system/cpu"
@@ -44,26 +45,6 @@ func NohzFullCPUs(fs hostfs.FS) ([]int, error) {
 	return l, err
 }
 
-// CPUTopology is one CPU's place in the machine.
-type CPUTopology struct {
-	CPU            int   `json:"cpu"`
-	Package        int   `json:"package"`
-	Core           int   `json:"core"`
-	Node           int   `json:"node"` // NUMA node, -1 if unknown
-	ThreadSiblings []int `json:"thread_siblings"`
-}
-
-// Siblings returns the SMT siblings of t.CPU, excluding itself.
-func (t CPUTopology) Siblings() []int {
-	var s []int
-	for _, c := range t.ThreadSiblings {
-		if c != t.CPU {
-			s = append(s, c)
-		}
-	}
-	return s
-}
-
 // ThreadSiblings reads cpu's thread_siblings_list: its SMT siblings, cpu
 // included (one CPU alone on a host without SMT).
 func ThreadSiblings(fs hostfs.FS, cpu int) ([]int, error) {
@@ -71,9 +52,9 @@ func ThreadSiblings(fs hostfs.FS, cpu int) ([]int, error) {
 }
 
 // ReadTopology reads the topology of one CPU.
-func ReadTopology(fs hostfs.FS, cpu int) (CPUTopology, error) {
+func ReadTopology(fs hostfs.FS, cpu int) (rundir.CPUTopology, error) {
 	d := fmt.Sprintf("%s/cpu%d/topology", cpuDir, cpu)
-	t := CPUTopology{CPU: cpu, Node: -1}
+	t := rundir.CPUTopology{CPU: cpu, Node: -1}
 	pkg, err := fs.ReadInt(d + "/physical_package_id")
 	if err != nil {
 		return t, err
@@ -153,21 +134,6 @@ func Arch(fs hostfs.FS) (string, error) {
 	return "", fmt.Errorf("/proc/cpuinfo: no vendor_id or CPU architecture line to tell the architecture")
 }
 
-// IdleState is one cpuidle state of one CPU
-// (/sys/devices/system/cpu/cpuN/cpuidle/stateK).
-type IdleState struct {
-	Index       int    `json:"index"`
-	Name        string `json:"name"`
-	Desc        string `json:"desc,omitempty"`
-	LatencyUS   uint64 `json:"exit_latency_us"`
-	ResidencyUS uint64 `json:"target_residency_us"`
-	Disabled    bool   `json:"disabled"`
-	Usage       uint64 `json:"usage"`   // entries
-	TimeUS      uint64 `json:"time_us"` // requested residency, not what the hardware did
-	Above       uint64 `json:"above"`
-	Below       uint64 `json:"below"`
-}
-
 // IdleStatePath is the sysfs directory of a cpuidle state.
 func IdleStatePath(cpu, state int) string {
 	return fmt.Sprintf("%s/cpu%d/cpuidle/state%d", cpuDir, cpu, state)
@@ -176,13 +142,13 @@ func IdleStatePath(cpu, state int) string {
 // ReadIdleStates reads all cpuidle states of cpu, ordered by index. A CPU
 // without cpuidle (driver "none", idle=poll) gives an error wrapping
 // os.ErrNotExist.
-func ReadIdleStates(fs hostfs.FS, cpu int) ([]IdleState, error) {
+func ReadIdleStates(fs hostfs.FS, cpu int) ([]rundir.IdleState, error) {
 	dir := fmt.Sprintf("%s/cpu%d/cpuidle", cpuDir, cpu)
 	ents, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	var out []IdleState
+	var out []rundir.IdleState
 	for _, e := range ents {
 		k, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "state"))
 		if !strings.HasPrefix(e.Name(), "state") || err != nil {
@@ -201,8 +167,8 @@ func ReadIdleStates(fs hostfs.FS, cpu int) ([]IdleState, error) {
 	return out, nil
 }
 
-func readIdleState(fs hostfs.FS, d string, k int) (IdleState, error) {
-	s := IdleState{Index: k}
+func readIdleState(fs hostfs.FS, d string, k int) (rundir.IdleState, error) {
+	s := rundir.IdleState{Index: k}
 	var err error
 	if s.Name, err = fs.ReadString(d + "/name"); err != nil {
 		return s, err

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // CPUUse is one read of the per-CPU time counters: /proc/stat, and
@@ -37,28 +38,12 @@ const (
 	BusyStatOver = "/proc/stat (above rq_cpu_time: a task not switched out in the window)"
 )
 
-// CPUBusy is what ran on one CPU over a window between two reads.
-type CPUBusy struct {
-	CPU      int   `json:"cpu"`
-	WindowNS int64 `json:"window_ns"`
-	// RunNS is the time tasks ran there (at most the window), Share the
-	// same over the window; Steal is the share a hypervisor gave to other
-	// guests (/proc/stat).
-	RunNS float64 `json:"run_ns"`
-	Share float64 `json:"share"`
-	Steal float64 `json:"steal_share"`
-	// Slices are the timeslices begun there (/proc/schedstat only).
-	Slices     uint64 `json:"slices,omitempty"`
-	HaveSlices bool   `json:"slices_known,omitempty"`
-	Source     string `json:"source"`
-}
-
 // Busy is the one rule for a CPU's busy time between reads a and b over
 // window: rq_cpu_time when /proc/schedstat has the CPU, unless /proc/stat's
 // busy share (user, nice, system, irq, softirq: everything but idle, iowait
 // and steal) exceeds it by more than a tenth of the window or two USER_HZ
 // ticks; else /proc/stat's share. ok is false when /proc/stat lacks the CPU.
-func Busy(a, b CPUUse, cpu int, window time.Duration) (c CPUBusy, ok bool) {
+func Busy(a, b CPUUse, cpu int, window time.Duration) (c rundir.CPUBusy, ok bool) {
 	c.CPU, c.WindowNS = cpu, int64(window)
 	p, q := cpuTimes(a.Times, cpu), cpuTimes(b.Times, cpu)
 	if p == nil || q == nil {

@@ -4,7 +4,9 @@
 // CPU was), cpuidle states, cpufreq and turbo (intel_pstate, boost,
 // CPPC), topology, isolation, the kernel command line, clocksource, THP,
 // cgroup limits and per-thread stat/status; and, through the msr driver,
-// the APERF/MPERF frequency counters and the TSC.
+// the APERF/MPERF frequency counters and the TSC. The values a run
+// directory records (Freq, Turbo, Cmdline, Cgroup, CPUBusy, …) are
+// internal/rundir's types, which read no host.
 //
 // Every read goes through hostfs.FS so tests run on fake trees. Parsers take
 // bytes and never panic on malformed input (they are fuzzed); they return an

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // TimestampOwners names the daemons that keep iface's hardware timestamping
@@ -38,7 +39,7 @@ func TimestampOwners(fs hostfs.FS, iface string) ([]string, error) {
 	return out, nil
 }
 
-func ownsBy(fs hostfs.FS, p Process, iface string) string {
+func ownsBy(fs hostfs.FS, p rundir.Process, iface string) string {
 	args := p.Cmdline
 	if len(args) > 0 {
 		args = args[1:]

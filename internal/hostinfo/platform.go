@@ -6,21 +6,13 @@ import (
 	"os"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/rundir"
 )
-
-// DMI is what the firmware says the machine is
-// (/sys/class/dmi/id/{sys_vendor,board_vendor,product_name}); a file the
-// kernel does not provide (no DMI, e.g. some arm64 boards) reads "".
-type DMI struct {
-	SysVendor   string `json:"sys_vendor,omitempty"`
-	BoardVendor string `json:"board_vendor,omitempty"`
-	ProductName string `json:"product_name,omitempty"` // on EC2 the instance type, e.g. c7i.2xlarge
-}
 
 // ReadDMI reads the DMI identity. Only read errors other than a missing
 // file are returned.
-func ReadDMI(fs hostfs.FS) (DMI, error) {
-	var d DMI
+func ReadDMI(fs hostfs.FS) (rundir.DMI, error) {
+	var d rundir.DMI
 	for _, f := range []struct {
 		name string
 		v    *string
@@ -33,10 +25,6 @@ func ReadDMI(fs hostfs.FS) (DMI, error) {
 	}
 	return d, nil
 }
-
-// EC2 reports an Amazon EC2 instance (Nitro: x86 and Graviton alike put
-// "Amazon EC2" in sys_vendor and board_vendor).
-func (d DMI) EC2() bool { return d.SysVendor == "Amazon EC2" || d.BoardVendor == "Amazon EC2" }
 
 // IGMPVersion is the IGMP version the kernel speaks on iface: 1 or 2 when
 // net.ipv4.conf.{all,IF}.force_igmp_version forces it (either one, the

@@ -3,8 +3,6 @@ package hostinfo
 import (
 	"bytes"
 	"fmt"
-
-	"github.com/rig-project/rig/internal/hostfs"
 )
 
 // Softnet is one CPU's row of /proc/net/softnet_stat.
@@ -13,20 +11,6 @@ type Softnet struct {
 	Processed   uint64
 	Dropped     uint64 // backlog full: packets lost before the stack
 	TimeSqueeze uint64 // net_rx_action ran out of budget or time
-}
-
-// ReadSoftnet reads /proc/net/softnet_stat.
-func ReadSoftnet(fs hostfs.FS) ([]Softnet, error) {
-	b, err := fs.ReadFile("/proc/net/softnet_stat")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Softnet, bytes.Count(b, []byte("\n"))+1)
-	n, err := ParseSoftnetInto(b, out)
-	if err != nil {
-		return nil, fmt.Errorf("/proc/net/softnet_stat: %w", err)
-	}
-	return out[:n], nil
 }
 
 // ParseSoftnetInto parses /proc/net/softnet_stat into dst without

@@ -14,29 +14,14 @@ import (
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
-// TaskStat is what rig uses from /proc/PID/task/TID/stat.
-type TaskStat struct {
-	PID   int    // the TID for a task file
-	Comm  string // without the parentheses
-	State byte
-	// CPU is field 39 "processor": the CPU the task last ran on.
-	CPU int
-}
-
-// ParseTaskStat parses a /proc/PID/stat or /proc/PID/task/TID/stat line.
-func ParseTaskStat(b []byte) (TaskStat, error) {
-	pid, comm, state, cpu, ok := ParseTaskStatFields(b)
-	if !ok {
-		return TaskStat{}, fmt.Errorf("stat %q: want \"pid (comm) state ...\" with at least 39 fields", clip(b))
-	}
-	return TaskStat{PID: pid, Comm: string(comm), State: state, CPU: cpu}, nil
-}
-
-// ParseTaskStatFields is the allocation-free form of ParseTaskStat; comm
-// aliases b. The comm may contain spaces and ')', so the fields after it
-// are found from the last ')'.
+// ParseTaskStatFields parses a /proc/PID/stat or /proc/PID/task/TID/stat
+// line without allocating: the pid (the TID for a task file), the comm
+// without its parentheses (aliasing b), the state, and field 39
+// "processor", the CPU the task last ran on. The comm may contain spaces
+// and ')', so the fields after it are found from the last ')'.
 func ParseTaskStatFields(b []byte) (pid int, comm []byte, state byte, cpu int, ok bool) {
 	open := bytes.IndexByte(b, '(')
 	close := bytes.LastIndexByte(b, ')')
@@ -204,21 +189,14 @@ func ProcessCPUsAllowed(fs hostfs.FS, pid string) ([]int, error) {
 	return slices.Compact(all), nil
 }
 
-// Process is a running process found by name.
-type Process struct {
-	PID     int      `json:"pid"`
-	Comm    string   `json:"comm"`
-	Cmdline []string `json:"cmdline,omitempty"`
-}
-
 // FindProcesses returns the processes whose comm is one of names, ordered
 // by PID. Processes that exit during the scan are skipped.
-func FindProcesses(fs hostfs.FS, names ...string) ([]Process, error) {
+func FindProcesses(fs hostfs.FS, names ...string) ([]rundir.Process, error) {
 	ents, err := fs.ReadDir("/proc")
 	if err != nil {
 		return nil, err
 	}
-	var out []Process
+	var out []rundir.Process
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -230,7 +208,7 @@ func FindProcesses(fs hostfs.FS, names ...string) ([]Process, error) {
 		}
 		for _, n := range names {
 			if comm == n {
-				p := Process{PID: pid, Comm: comm}
+				p := rundir.Process{PID: pid, Comm: comm}
 				if cl, err := fs.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil {
 					for _, a := range bytes.Split(bytes.TrimRight(cl, "\x00"), []byte{0}) {
 						p.Cmdline = append(p.Cmdline, string(a))
@@ -242,21 +220,6 @@ func FindProcesses(fs hostfs.FS, names ...string) ([]Process, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out, nil
-}
-
-// ProcessEnv returns one variable of /proc/PID/environ (root only on most
-// hosts; errors wrap os.ErrPermission then).
-func ProcessEnv(fs hostfs.FS, pid int, key string) (string, bool, error) {
-	b, err := fs.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		return "", false, err
-	}
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if k, v, ok := bytes.Cut(kv, []byte("=")); ok && string(k) == key {
-			return string(v), true, nil
-		}
-	}
-	return "", false, nil
 }
 
 // IRQAffinity is the configured and effective affinity of one IRQ.

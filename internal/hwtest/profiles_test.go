@@ -621,7 +621,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 func analyse(t *testing.T, dir string) *analysis.Report {
 	t.Helper()
 	in := &analysis.Input{Run: dir, Warmup: 0, Arms: []analysis.InputArm{{Name: "a", Rounds: []analysis.InputRound{
-		{K: 0, Load: func() (*samples.Joined, error) { return samples.JoinDir(dir) }}}}}}
+		{K: 0, Load: func() (*samples.Joined, error) { return samples.JoinDir(dir, 0) }}}}}}
 	rep, err := analysis.Analyze(in, analysis.Options{})
 	if err != nil {
 		t.Fatalf("analysis: %v", err)

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -158,17 +157,4 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 func groupAlive(pgid int) bool {
 	err := syscall.Kill(-pgid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// Alive reports whether any stress-ng process runs on this host (for tests
-// and for `rig check`).
-func Alive() bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
-		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "stress-ng") {
-			return true
-		}
-	}
-	return false
 }

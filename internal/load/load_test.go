@@ -26,13 +26,13 @@ func TestStartStop(t *testing.T) {
 			t.Fatalf("stress-ng (running %v) started no worker:\n%s", p.Running(), p.Output())
 		}
 	}
-	if !load.Alive() {
+	if !testbin.StressNGRuns() {
 		t.Fatal("stress-ng not seen running")
 	}
 	if err := p.Stop(context.Background(), 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if load.Alive() {
+	if testbin.StressNGRuns() {
 		t.Fatal("stress-ng still running after Stop")
 	}
 	if !strings.Contains(strings.Join(p.Argv, " "), "--taskset 0 --timeout 30s --metrics-brief") {

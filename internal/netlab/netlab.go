@@ -114,22 +114,6 @@ func (r Role) suffix() string {
 	return ""
 }
 
-// ParseRole accepts a role name ("sender", "responder2") or its short tag
-// ("snd", "r2").
-func ParseRole(s string) (Role, error) {
-	for _, r := range Roles {
-		if s == string(r) || s == r.suffix() {
-			return r, nil
-		}
-	}
-	for i := 1; i < MaxResponders; i++ {
-		if r := ResponderRole(i); s == string(r) || s == r.suffix() {
-			return r, nil
-		}
-	}
-	return "", fmt.Errorf("netlab: unknown role %q: want sender, responder, responder1..%d, capture or switch", s, MaxResponders-1)
-}
-
 // Options shape a lab. The zero value is a valid default.
 type Options struct {
 	// RxQueues and TxQueues are the queue counts of the responder's veth

@@ -308,7 +308,7 @@ func TestENAReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	irq := n.IRQs()[0]
-	if err := h.FS.WriteFile("/proc/irq/"+itoa(irq)+"/smp_affinity_list", "1\n"); err != nil {
+	if err := h.FS.WriteFile("/proc/irq/"+strconv.Itoa(irq)+"/smp_affinity_list", "1\n"); err != nil {
 		t.Fatal(err)
 	}
 	c := cfg(off, all)
@@ -321,7 +321,7 @@ func TestENAReset(t *testing.T) {
 	down, _ := n.Counter("interface_down")
 	up, _ := n.Counter("interface_up")
 	aff, _ := h.Affinity(irq)
-	hint, _ := h.FS.ReadString("/proc/irq/" + itoa(irq) + "/affinity_hint")
+	hint, _ := h.FS.ReadString("/proc/irq/" + strconv.Itoa(irq) + "/affinity_hint")
 	if st != "up" || cc != 2 || carrier != 1 || down != 1 || up != 1 || aff != "1" || hint != "0-1" || n.Wait() != nil {
 		t.Fatalf("after the reset: operstate %q carrier_changes %d carrier %d interface_down %d interface_up %d affinity %q hint %q",
 			st, cc, carrier, down, up, aff, hint)
@@ -343,7 +343,7 @@ func TestSlowLink(t *testing.T) {
 		st, _ := h.Operstate()
 		cc, _ := h.FS.ReadInt("/sys/class/net/ens6/carrier_changes")
 		carrier, _ := h.FS.ReadInt("/sys/class/net/ens6/carrier")
-		return st + " " + itoa(int(carrier)) + " " + itoa(int(cc))
+		return st + " " + strconv.Itoa(int(carrier)) + " " + strconv.Itoa(int(cc))
 	}
 	c := cfg(off, all)
 	if err := n.SetHWTstamp("ens6", &c); err != nil {
@@ -357,8 +357,6 @@ func TestSlowLink(t *testing.T) {
 		n.Clock.Sleep(ctx, 500*time.Millisecond)
 	}
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestPHCMethods: tstamp's offset fall-through against the drivers' clock
 // ioctls: ENA and mlx5 EXTENDED (no cross-timestamp), ExaNIC basic only.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // Settings are the frequency knobs of one arm. A nil pointer or "" leaves
@@ -59,11 +60,11 @@ type Facts struct {
 	// P-states unless it passes them through.
 	Virtual bool `json:"virtual,omitempty"`
 	// Freq is the cpufreq policy of every online CPU that has one.
-	Freq map[int]hostinfo.Freq `json:"freq,omitempty"`
+	Freq map[int]rundir.Freq `json:"freq,omitempty"`
 	// Turbo is the boost control; nil when there is none.
-	Turbo *hostinfo.Turbo `json:"turbo,omitempty"`
+	Turbo *rundir.Turbo `json:"turbo,omitempty"`
 	// Tuned is tuned's state; nil when tuned-adm is not installed.
-	Tuned *TunedState `json:"tuned,omitempty"`
+	Tuned *rundir.TunedState `json:"tuned,omitempty"`
 }
 
 // ReadFacts reads the cpufreq policies of the online CPUs, the turbo
@@ -87,7 +88,7 @@ func ReadFacts(ctx context.Context, fs hostfs.FS, t Tuned) (Facts, error) {
 			return f, fmt.Errorf("cpu%d cpufreq: %w", c, err)
 		}
 		if f.Freq == nil {
-			f.Freq = map[int]hostinfo.Freq{}
+			f.Freq = map[int]rundir.Freq{}
 		}
 		f.Freq[c] = fr
 	}

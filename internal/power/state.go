@@ -8,14 +8,14 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // ReadState reads cpu's cpufreq policy, the turbo control, its idle
 // states and, through t (nil: not asked), tuned-adm active. It never
 // fails as a whole: what cannot be read is in Errors.
-func ReadState(ctx context.Context, fs hostfs.FS, cpu int, t Tuned) *teldata.PowerState {
-	st := &teldata.PowerState{CPU: cpu}
+func ReadState(ctx context.Context, fs hostfs.FS, cpu int, t Tuned) *rundir.PowerState {
+	st := &rundir.PowerState{CPU: cpu}
 	fail := func(what string, err error) {
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			st.Errors = append(st.Errors, fmt.Sprintf("%s: %v", what, err))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // KindTuned is the journal kind of a tuned profile switch. Target is
@@ -31,32 +32,15 @@ const AutoProfile = "auto_profile:"
 // ErrNoTuned is wrapped when tuned-adm is not installed.
 var ErrNoTuned = errors.New("tuned is not installed (no tuned-adm)")
 
-// TunedState is what `tuned-adm list` and `tuned-adm active` say.
-type TunedState struct {
-	// Active is the active profile ("" = none); several names separated by
-	// a space when profiles are merged.
-	Active string `json:"active"`
-	// Running is false when tuned-adm reports that the daemon does not
-	// run (the profile is only preset).
-	Running bool `json:"running"`
-	// Auto is profile_mode auto: tuned picked the profile (tuned-adm
-	// auto_profile) rather than an admin.
-	Auto     bool     `json:"auto,omitempty"`
-	Profiles []string `json:"profiles,omitempty"`
-	// Output is tuned-adm active's text, as printed, for the record.
-	Output string `json:"output,omitempty"`
-	Err    string `json:"error,omitempty"`
-}
-
 // Tuned is the tuned-adm seam: TunedAdm runs the real one; tests run a
 // fake tuned-adm script through it.
 type Tuned interface {
 	// State lists the profiles and the active one; an error wrapping
 	// ErrNoTuned when tuned is not installed.
-	State(ctx context.Context) (TunedState, error)
+	State(ctx context.Context) (rundir.TunedState, error)
 	// Active returns the active profile ("" = none), whether the daemon
 	// runs and the profile_mode.
-	Active(ctx context.Context) (TunedState, error)
+	Active(ctx context.Context) (rundir.TunedState, error)
 	// Switch activates profile (tuned-adm profile), lets tuned pick one
 	// for AutoProfile+name (tuned-adm auto_profile), or turns tuning off
 	// for "" (tuned-adm off), and waits for tuned to finish.
@@ -82,10 +66,10 @@ func HostTuned(fs hostfs.FS) Tuned {
 
 type noTuned struct{}
 
-func (noTuned) State(context.Context) (TunedState, error) {
-	return TunedState{}, fmt.Errorf("%w: a fake host root uses tuned only through $%s", ErrNoTuned, EnvTunedAdm)
+func (noTuned) State(context.Context) (rundir.TunedState, error) {
+	return rundir.TunedState{}, fmt.Errorf("%w: a fake host root uses tuned only through $%s", ErrNoTuned, EnvTunedAdm)
 }
-func (n noTuned) Active(ctx context.Context) (TunedState, error) { return n.State(ctx) }
+func (n noTuned) Active(ctx context.Context) (rundir.TunedState, error) { return n.State(ctx) }
 func (n noTuned) Switch(ctx context.Context, _ string) error {
 	_, err := n.State(ctx)
 	return err
@@ -127,7 +111,7 @@ func (t TunedAdm) run(ctx context.Context, args ...string) (stdout string, err e
 	return out.String(), nil
 }
 
-func (t TunedAdm) State(ctx context.Context) (TunedState, error) {
+func (t TunedAdm) State(ctx context.Context) (rundir.TunedState, error) {
 	out, err := t.run(ctx, "list")
 	st, perr := ParseTunedAdm(out)
 	if perr != nil {
@@ -140,7 +124,7 @@ func (t TunedAdm) State(ctx context.Context) (TunedState, error) {
 	return st, err
 }
 
-func (t TunedAdm) Active(ctx context.Context) (TunedState, error) {
+func (t TunedAdm) Active(ctx context.Context) (rundir.TunedState, error) {
 	out, err := t.run(ctx, "active")
 	st, perr := ParseTunedAdm(out)
 	if perr != nil {
@@ -184,8 +168,8 @@ func (t TunedAdm) Switch(ctx context.Context, profile string) error {
 // "manual"). "No current active profile." means none; "It seems that tuned daemon is
 // not running ..." with "Preset profile: X" means X is set but not in
 // force. Text with none of these lines is an error.
-func ParseTunedAdm(out string) (TunedState, error) {
-	st := TunedState{Output: strings.TrimSpace(out), Running: true}
+func ParseTunedAdm(out string) (rundir.TunedState, error) {
+	st := rundir.TunedState{Output: strings.TrimSpace(out), Running: true}
 	known := false
 	inList := false
 	for _, line := range strings.Split(out, "\n") {
@@ -240,14 +224,14 @@ func TunedChange(t Tuned, profile string) journal.Change {
 			if !st.Running {
 				return "", fmt.Errorf("tuned does not run (profile %q is only preset): start it (systemctl start tuned)", st.Active)
 			}
-			return st.recorded(), nil
+			return recorded(st), nil
 		},
 		Write: func(ctx context.Context, v string) error { return t.Switch(ctx, v) },
 	}
 }
 
 // recorded is the active profile as the journal keeps it.
-func (s TunedState) recorded() string {
+func recorded(s rundir.TunedState) string {
 	if s.Auto && s.Active != "" {
 		return AutoProfile + s.Active
 	}
@@ -266,10 +250,10 @@ func TunedUndo(t Tuned) journal.UndoFunc {
 		if err != nil {
 			return "", err
 		}
-		if got := st.recorded(); got != e.Previous {
+		if got := recorded(st); got != e.Previous {
 			return got, fmt.Errorf("tuned-adm active and profile_mode say %q after switching back to %q", got, e.Previous)
 		}
-		return st.recorded(), nil
+		return recorded(st), nil
 	}
 }
 
@@ -280,7 +264,7 @@ func Handlers(t Tuned) journal.Handlers {
 }
 
 // hasProfile reports whether every name of a (merged) profile exists.
-func (s TunedState) hasProfile(p string) (missing string) {
+func hasProfile(s rundir.TunedState, p string) (missing string) {
 	for _, n := range strings.Fields(p) {
 		if !slices.Contains(s.Profiles, n) {
 			return n

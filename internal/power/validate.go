@@ -7,6 +7,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // Field names of the scenario keys, for Problem.Field.
@@ -47,7 +48,7 @@ func Validate(host string, f Facts, s Settings, tuned string) (problems []Proble
 			bad(FieldTuned, "start it: systemctl start tuned (rig does not start services)",
 				"tuned does not run on host %s: tuned-adm would only preset the profile", host)
 		default:
-			if m := t.hasProfile(tuned); m != "" {
+			if m := hasProfile(*t, tuned); m != "" {
 				bad(FieldTuned, "profiles there: "+strings.Join(t.Profiles, ", "), "tuned profile %q does not exist on host %s", m, host)
 			}
 		}
@@ -197,11 +198,11 @@ func (f Facts) minPerfFloor() int {
 	return int(fr.HWMinKHz * 100 / fr.HWMaxKHz)
 }
 
-func (f Facts) anyFreq() (hostinfo.Freq, bool) {
+func (f Facts) anyFreq() (rundir.Freq, bool) {
 	for _, c := range f.cpus() {
 		return f.Freq[c], true
 	}
-	return hostinfo.Freq{}, false
+	return rundir.Freq{}, false
 }
 
 func (f Facts) cpus() []int {

@@ -22,25 +22,15 @@ import (
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/teldata"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
 // fanoutSpec is a round of one multicast request stream answered by every
 // responder of topo, with a capture.
 func fanoutSpec(t *testing.T, topo *netlab.Topology, log *bytes.Buffer, group string, count int) Spec {
-	ag := agents(t, topo, log)
-	s := Spec{
-		Dir:       t.TempDir(),
-		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
-		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
-		Capture:   &Host{Agent: ag(netlab.Capture), Iface: topo.Capture.Interface},
-		Group:     netip.MustParseAddrPort(group), Count: count, Interval: time.Millisecond,
-		Timestamps: tstamp.Software, Arm: "fanout", ResponderCPU: -1, SenderCPU: -1,
-	}
-	for _, h := range topo.More {
-		s.Others = append(s.Others, Other{Host: Host{Agent: ag(h.Role), Iface: h.Interface}, CPU: -1})
-	}
+	s := labSpec(t, topo, agents(t, topo, log), true)
+	s.Send.Group, s.Send.Count, s.Send.Interval = netip.MustParseAddrPort(group), count, time.Millisecond
+	s.Send.Timestamps, s.Send.Arm = tstamp.Software, "fanout"
 	return s
 }
 
@@ -68,7 +58,7 @@ func TestFanout(t *testing.T) {
 	}
 	for id := range uint32(n) {
 		b, err := os.ReadFile(filepath.Join(res.Dir, rundir.TelemetryFile(id)))
-		var tel teldata.Result
+		var tel rundir.TelemetryResult
 		if err == nil {
 			err = json.Unmarshal(b, &tel)
 		}
@@ -79,12 +69,14 @@ func TestFanout(t *testing.T) {
 	if len(res.ResponderFiles) != n {
 		t.Fatalf("responder files %v, want %d", res.ResponderFiles, n)
 	}
-	js, err := samples.JoinDirAll(res.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(js) != n {
-		t.Fatalf("%d joins, want %d", len(js), n)
+	js := make([]*samples.Joined, n)
+	for id := range js {
+		if js[id], err = samples.JoinDir(res.Dir, uint32(id)); err != nil {
+			t.Fatal(err)
+		}
+		if js[id].Responders != n {
+			t.Fatalf("%d responders, want %d", js[id].Responders, n)
+		}
 	}
 	for id, j := range js {
 		if h := j.Headers[samples.RoleResponder]; h.ResponderID != uint32(id) || h.Iface != topo.ResponderHosts()[id].Interface {
@@ -146,9 +138,12 @@ func TestFanoutResponderKilled(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "responder 1") || strings.Contains(err.Error(), "responder 0") {
 		t.Fatalf("round error %v: want responder 1 named, and only it\nlog:\n%s", err, log.String())
 	}
-	js, jerr := samples.JoinDirAll(res.Dir)
-	if jerr != nil || len(js) != 2 {
-		t.Fatalf("joins: %v (%d)", jerr, len(js))
+	js := make([]*samples.Joined, 2)
+	for id := range js {
+		var jerr error
+		if js[id], jerr = samples.JoinDir(res.Dir, uint32(id)); jerr != nil || js[id].Responders != 2 {
+			t.Fatalf("join %d: %v (%+v)", id, jerr, js[id])
+		}
 	}
 	if c := js[0].Counters[samples.RoleSender]; c.Received != count || len(js[0].Roles) != 3 {
 		t.Errorf("responder 0: %+v, roles %v: want whole", c, js[0].Roles)

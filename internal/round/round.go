@@ -10,70 +10,41 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/rig-project/rig/internal/agent"
-	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/wire"
 )
 
-// Host is where one role runs.
-type Host struct {
-	Agent *agent.Client
-	Iface string
-	// AllowMgmt lets the arm's knobs change Iface although it carries the
-	// default route (the scenario host's allow-mgmt); TakeOverPTP lets the
-	// probes take hardware TX stamps next to a ptp4l or chronyd that owns
-	// the NIC's config (the host's take-over-ptp, as the run's preparation).
-	AllowMgmt, TakeOverPTP bool
-	// VXLAN: a capture port that receives VXLAN-encapsulated mirror
-	// copies (rig capture --vxlan).
-	VXLAN bool
-}
-
-// Spec is one round.
+// Spec is one round: the probes' command lines, the agents that start
+// them, and how the round runs.
+//
+// Send's request stream (Common's Group or Unicast, Timestamps, RunID,
+// Arm, ArmIndex and Round; Count; ReplyGroup) is every probe's: Run
+// copies it into the responders' and the capture's command lines, of
+// which it keeps only their own (Iface, TakeOverPTP; a responder's CPU,
+// Poll, Sched, Engine; the capture's VXLAN). Run also sets what the round
+// owns: the responders' ids and count, what is recorded, the NIC left as
+// the run prepared it (the agents' timestamps op), every process's
+// --max-duration, and a quiet sender.
 type Spec struct {
-	Dir       string // round directory: the sample files go here
-	Sender    Host
-	Responder Host
-	// Others are the responders 1..N-1 of a fan-out round: every one
-	// answers every request (multicast), each as its own id. Responder
-	// (with ResponderCPU, Poll and Sched) is responder 0.
-	Others  []Other
-	Capture *Host // nil: no capture
+	Dir  string // round directory: the sample files go here
+	Send probe.Send
+	// Respond are the responders' command lines by id; several answer
+	// every request (fan-out), each as its own id.
+	Respond []probe.Respond
+	Capture *probe.Capture // nil: no capture
+	// SendOn, RespondOn[i] and CaptureOn are the agents that start Send,
+	// Respond[i] and Capture.
+	SendOn, CaptureOn *agent.Client
+	RespondOn         []*agent.Client
 
-	Group      netip.AddrPort // multicast requests' group:port
-	Reply      netip.AddrPort // the replies' group:port; zero: unicast replies
-	Count      int
-	Interval   time.Duration
-	Size       int // 0: wire.DefaultSize
-	Warmup     int
-	Timestamps tstamp.Mode
-	RunID      uint64 // 0: a new one
-	Arm        string
-	ArmIndex   int
-	Round      int
-
-	// To is where unicast requests go (the responder's address:port);
-	// when set, Group is not used: the sender and the capture get --to,
-	// the responder --listen.
-	To netip.AddrPort
-
-	ResponderCPU int // -1: not pinned
-	Poll         probe.Poll
-	Sched        cpusched.Sched
-	SenderCPU    int            // -1: not pinned
-	SenderPoll   probe.PollMode // rig send --poll
-	Spin         time.Duration
-	ReplyTimeout time.Duration // 0: the sender's default
 	ReadyTimeout time.Duration // default 10 s
 	// Lead: once the responder is ready, it runs alone this long before
 	// the sender starts (a busy responder spins meanwhile, and the
@@ -93,22 +64,8 @@ type Spec struct {
 	MaxDuration time.Duration
 }
 
-// Other is one more responder of a fan-out round: where it runs and how.
-type Other struct {
-	Host  Host
-	CPU   int // -1: not pinned
-	Poll  probe.Poll
-	Sched cpusched.Sched
-}
-
-// responders are the round's responders by id: Responder, with
-// ResponderCPU, Poll and Sched, is responder 0, Others follow.
-func (s Spec) responders() []Other {
-	return append([]Other{{Host: s.Responder, CPU: s.ResponderCPU, Poll: s.Poll, Sched: s.Sched}}, s.Others...)
-}
-
 // fanout says whether several responders answer every request.
-func (s Spec) fanout() bool { return len(s.Others) > 0 }
+func (s Spec) fanout() bool { return len(s.Respond) > 1 }
 
 // maxDuration is the longest a round's process may need: every readiness
 // wait, the lead, the sending, the last reply, and slack for stopping.
@@ -116,11 +73,11 @@ func (s Spec) maxDuration() time.Duration {
 	if s.MaxDuration > 0 {
 		return s.MaxDuration
 	}
-	rt := s.ReplyTimeout
+	rt := s.Send.ReplyTimeout
 	if rt == 0 {
 		rt = time.Second
 	}
-	return 3*s.ReadyTimeout + s.Lead + time.Duration(s.Count)*s.Interval + rt + 30*time.Second
+	return 3*s.ReadyTimeout + s.Lead + time.Duration(s.Send.Count)*s.Send.Interval + rt + 30*time.Second
 }
 
 // Result is what one round produced.
@@ -134,10 +91,10 @@ type Result struct {
 
 // proc is one started rig process.
 type proc struct {
-	role samples.Role
-	id   uint32 // the responder's id
-	host Host
-	h    int
+	role  samples.Role
+	id    uint32 // the responder's id
+	agent *agent.Client
+	h     int
 }
 
 // name is how errors name the process: "responder 2" in a fan-out round.
@@ -148,60 +105,52 @@ func (p proc) name(fanout bool) string {
 	return string(p.role)
 }
 
-// common is the part of every probe's command line that the round sets:
-// the run prepared the NICs' timestamping once (the agents' timestamps
-// op), so the probes only use it. The agent adds --out.
-func (s Spec) common(h Host) probe.Common {
-	c := probe.Common{Iface: h.Iface, Group: s.Group, Timestamps: s.Timestamps, RunID: s.RunID, Arm: s.Arm,
-		ArmIndex: s.ArmIndex, Round: s.Round, LeaveNIC: true, TakeOverPTP: h.TakeOverPTP, MaxDuration: s.maxDuration()}
-	if s.To.IsValid() {
-		c.Group, c.Unicast = netip.AddrPort{}, s.To
-	}
+// common is c, a probe's own part of the command line (Iface,
+// TakeOverPTP), with the request stream of Send and what the round sets
+// on every probe. The agent adds --out.
+func (s Spec) common(c probe.Common) probe.Common {
+	own := c
+	c = s.Send.Common
+	c.Iface, c.TakeOverPTP, c.LeaveNIC, c.MaxDuration = own.Iface, own.TakeOverPTP, true, s.maxDuration()
 	return c
 }
 
-// respond is the command line of responder id (0: Responder, else
-// Others[id-1]): it answers until stopped, as its own id.
+// respond is the command line of responder id: it answers until stopped,
+// as its own id, to the replies' group if there is one.
 func (s Spec) respond(id int) probe.Respond {
-	o := s.responders()[id]
-	r := probe.DefaultRespond()
-	r.Common = s.common(o.Host)
-	r.Reply, r.ID, r.CPU, r.Poll, r.Sched, r.Capacity = s.Reply, id, o.CPU, o.Poll, o.Sched, s.Count
+	r := s.Respond[id]
+	r.Common = s.common(r.Common)
+	r.ID, r.Reply, r.Capacity, r.Count = id, s.Send.ReplyGroup, s.Send.Count, 0
 	return r
 }
 
 // capture is the capture's command line: the replies' port too when they
 // go to a group.
 func (s Spec) capture() probe.Capture {
-	c := probe.DefaultCapture()
-	c.Common = s.common(*s.Capture)
-	c.Capacity, c.VXLAN, c.Responders = s.Count, s.Capture.VXLAN, len(s.responders())
-	if s.Reply.IsValid() {
-		c.ReplyPort = int(s.Reply.Port())
-	}
+	c := *s.Capture
+	c.Common = s.common(c.Common)
+	c.Capacity, c.Responders, c.ReplyPort = s.Send.Count, len(s.Respond), int(s.Send.ReplyGroup.Port())
 	return c
 }
 
 // send is the sender's command line; it prints no summary, and progress
 // lines only when someone reads them.
 func (s Spec) send() probe.Send {
-	c := probe.DefaultSend()
-	c.Common = s.common(s.Sender)
-	c.Count, c.Interval, c.Size, c.Warmup = s.Count, s.Interval, orInt(s.Size, wire.DefaultSize), s.Warmup
-	c.CPU, c.Spin, c.Poll, c.ReplyGroup = s.SenderCPU, s.Spin, s.SenderPoll, s.Reply
-	c.Responders = len(s.responders())
-	if s.ReplyTimeout > 0 {
-		c.ReplyTimeout = s.ReplyTimeout
-	}
-	c.Quiet, c.ProgressLines = true, s.Progress != nil
+	c := s.Send
+	c.Common = s.common(c.Common)
+	c.Responders, c.Quiet, c.ProgressLines = len(s.Respond), true, s.Progress != nil
 	return c
 }
 
 // Run runs the round. On ctx cancellation every process is stopped and the
 // files written so far are still brought back.
 func Run(ctx context.Context, s Spec) (*Result, error) {
-	if s.RunID == 0 {
-		s.RunID = wire.NewRunID()
+	if len(s.Respond) == 0 || len(s.RespondOn) != len(s.Respond) || (s.Capture == nil) != (s.CaptureOn == nil) {
+		return nil, fmt.Errorf("round: want one agent per probe: %d responders on %d agents, capture %t on an agent %t",
+			len(s.Respond), len(s.RespondOn), s.Capture != nil, s.CaptureOn != nil)
+	}
+	if s.Send.RunID == 0 {
+		s.Send.RunID = wire.NewRunID()
 	}
 	if s.ReadyTimeout == 0 {
 		s.ReadyTimeout = 10 * time.Second
@@ -229,24 +178,25 @@ type runner struct {
 // sender after the lead, and ends the round when the sender ends.
 func (r *runner) run() error {
 	s := r.spec
-	for id, o := range s.responders() {
-		ra := agent.StartArgs{Command: "respond", Args: s.respond(id).Args()}
+	for id, on := range s.RespondOn {
+		cmd := s.respond(id)
+		ra := agent.StartArgs{Command: "respond", Args: cmd.Args()}
 		// Telemetry watches every responder's CPUs: its CPU, or unpinned
 		// every CPU it may run on.
 		if s.Telemetry {
-			ra.Telemetry = &agent.TelemetryArgs{CPU: o.CPU, IntervalNS: int64(s.TelemetryInterval), Iface: o.Host.Iface}
+			ra.Telemetry = &agent.TelemetryArgs{CPU: cmd.CPU, IntervalNS: int64(s.TelemetryInterval), Iface: cmd.Iface}
 		}
-		if err := r.start(proc{role: samples.RoleResponder, id: uint32(id), host: o.Host}, ra, nil); err != nil {
+		if err := r.start(proc{role: samples.RoleResponder, id: uint32(id), agent: on}, ra, nil); err != nil {
 			return errors.Join(err, r.finish())
 		}
 	}
 	if s.Capture != nil {
-		if err := r.start(proc{role: samples.RoleCapture, host: *s.Capture}, agent.StartArgs{Command: "capture", Args: s.capture().Args()}, nil); err != nil {
+		if err := r.start(proc{role: samples.RoleCapture, agent: s.CaptureOn}, agent.StartArgs{Command: "capture", Args: s.capture().Args()}, nil); err != nil {
 			return errors.Join(err, r.finish())
 		}
 	}
 	for _, p := range r.procs {
-		if err := p.host.Agent.Ready(r.ctx, p.h, s.ReadyTimeout); err != nil {
+		if err := p.agent.Ready(r.ctx, p.h, s.ReadyTimeout); err != nil {
 			return errors.Join(fmt.Errorf("%s: %w", p.name(s.fanout()), err), r.finish())
 		}
 	}
@@ -268,15 +218,15 @@ func (r *runner) run() error {
 			}
 		}
 	}
-	if err := r.start(proc{role: samples.RoleSender, host: s.Sender}, agent.StartArgs{Command: "send", Args: s.send().Args()}, onLine); err != nil {
+	if err := r.start(proc{role: samples.RoleSender, agent: s.SendOn}, agent.StartArgs{Command: "send", Args: s.send().Args()}, onLine); err != nil {
 		return errors.Join(err, r.finish())
 	}
 	return r.waitSender()
 }
 
-// start starts p (its role, id and host) through its host's agent.
+// start starts p (its role and id) through its agent.
 func (r *runner) start(p proc, a agent.StartArgs, progress func(string)) error {
-	h, err := p.host.Agent.Start(r.ctx, a, progress)
+	h, err := p.agent.Start(r.ctx, a, progress)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.name(r.spec.fanout()), err)
 	}
@@ -290,7 +240,7 @@ func (r *runner) start(p proc, a agent.StartArgs, progress func(string)) error {
 func (r *runner) waitSender() error {
 	sp := r.procs[len(r.procs)-1]
 	r.procs = r.procs[:len(r.procs)-1]
-	wr, werr := sp.host.Agent.Wait(r.ctx, sp.h)
+	wr, werr := sp.agent.Wait(r.ctx, sp.h)
 	if werr != nil { // interrupted: stop the sender too
 		r.procs = append(r.procs, sp)
 		return errors.Join(werr, r.finish())
@@ -322,15 +272,15 @@ func (r *runner) finish() error {
 // collect stops p, waits for it and brings its files back.
 func (r *runner) collect(p proc) error {
 	var errs []error
-	_ = p.host.Agent.Stop(r.cleanup, p.h)
-	wr, err := p.host.Agent.Wait(r.cleanup, p.h)
+	_ = p.agent.Stop(r.cleanup, p.h)
+	wr, err := p.agent.Wait(r.cleanup, p.h)
 	if err == nil && wr.Error != "" {
 		err = fmt.Errorf("%s exited: %s\n    %s", p.name(r.spec.fanout()), wr.Error, strings.Join(wr.Tail, "\n    "))
 	}
 	if err != nil && r.ctx.Err() == nil {
 		errs = append(errs, err)
 	}
-	fr, ferr := p.host.Agent.Fetch(r.cleanup, p.h)
+	fr, ferr := p.agent.Fetch(r.cleanup, p.h)
 	if ferr != nil {
 		if r.ctx.Err() == nil {
 			errs = append(errs, fmt.Errorf("%s sample file: %w", p.name(r.spec.fanout()), ferr))
@@ -357,11 +307,4 @@ func (r *runner) collect(p proc) error {
 		r.res.Files[p.role] = path
 	}
 	return errors.Join(errs...)
-}
-
-func orInt(v, d int) int {
-	if v == 0 {
-		return d
-	}
-	return v
 }

@@ -37,6 +37,24 @@ func agents(t *testing.T, topo *netlab.Topology, log io.Writer) func(netlab.Role
 	}
 }
 
+// labSpec is a round on topo through the agents ag: its sender, every
+// responder of topo, and with capture its capture.
+func labSpec(t *testing.T, topo *netlab.Topology, ag func(netlab.Role) *agent.Client, capture bool) Spec {
+	s := Spec{Dir: t.TempDir(), Send: probe.DefaultSend(), SendOn: ag(netlab.Sender)}
+	s.Send.Iface = topo.Sender.Interface
+	for _, h := range topo.ResponderHosts() {
+		r := probe.DefaultRespond()
+		r.Iface = h.Interface
+		s.Respond, s.RespondOn = append(s.Respond, r), append(s.RespondOn, ag(h.Role))
+	}
+	if capture {
+		c := probe.DefaultCapture()
+		c.Iface = topo.Capture.Interface
+		s.Capture, s.CaptureOn = &c, ag(netlab.Capture)
+	}
+	return s
+}
+
 // readyLog is a log that counts the "ready" lines of the processes.
 type readyLog struct {
 	mu    sync.Mutex
@@ -66,13 +84,9 @@ func TestLead(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
 	var log readyLog
 	ag := agents(t, topo, &log)
-	spec := Spec{
-		Dir:       t.TempDir(),
-		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
-		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
-		Group:     netip.MustParseAddrPort("239.7.7.8:9101"), Count: 50, Interval: time.Millisecond,
-		Timestamps: tstamp.Software, Arm: "lead", ResponderCPU: -1, SenderCPU: -1, Lead: 800 * time.Millisecond,
-	}
+	spec := labSpec(t, topo, ag, false)
+	spec.Send.Group, spec.Send.Count, spec.Send.Interval = netip.MustParseAddrPort("239.7.7.8:9101"), 50, time.Millisecond
+	spec.Send.Timestamps, spec.Send.Arm, spec.Lead = tstamp.Software, "lead", 800*time.Millisecond
 	res, err := Run(context.Background(), spec)
 	if err != nil {
 		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
@@ -95,7 +109,7 @@ func TestLead(t *testing.T) {
 		t.Errorf("sender started %v after the responder, want ≥ lead %v", gap, spec.Lead)
 	}
 
-	spec.Dir, spec.Lead, spec.Round = t.TempDir(), time.Minute, 1
+	spec.Dir, spec.Lead, spec.Send.Round = t.TempDir(), time.Minute, 1
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func(before int64) { // once the responder is ready: in the lead
@@ -133,18 +147,14 @@ func TestTimestampsOff(t *testing.T) {
 	var log bytes.Buffer
 	ag := agents(t, topo, &log)
 	const count = 300
-	spec := Spec{
-		Dir:       t.TempDir(),
-		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
-		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
-		Group:     netip.MustParseAddrPort("239.7.7.9:9102"), Count: count, Interval: time.Millisecond,
-		Timestamps: tstamp.Off, Arm: "off", ResponderCPU: -1, SenderCPU: -1, Poll: probe.Poll{Mode: probe.Busy}, SenderPoll: probe.Busy,
-	}
+	spec := labSpec(t, topo, ag, false)
+	spec.Send.Group, spec.Send.Count, spec.Send.Interval = netip.MustParseAddrPort("239.7.7.9:9102"), count, time.Millisecond
+	spec.Send.Timestamps, spec.Send.Arm, spec.Send.Poll, spec.Respond[0].Poll = tstamp.Off, "off", probe.Busy, probe.Poll{Mode: probe.Busy}
 	res, err := Run(context.Background(), spec)
 	if err != nil {
 		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
 	}
-	j, err := samples.JoinDir(res.Dir)
+	j, err := samples.JoinDir(res.Dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,15 +201,9 @@ func TestInstrumentOnEmulatedTopology(t *testing.T) {
 	const count = 3000
 	var log bytes.Buffer
 	ag := agents(t, topo, &log)
-	spec := Spec{
-		Dir:       dir,
-		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
-		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
-		Capture:   &Host{Agent: ag(netlab.Capture), Iface: topo.Capture.Interface},
-		Group:     netip.MustParseAddrPort("239.7.7.7:9100"), Count: count, Interval: time.Millisecond,
-		Warmup: 2, Timestamps: tstamp.Software, Arm: "test", ResponderCPU: -1, SenderCPU: -1,
-		Spin: 50 * time.Microsecond,
-	}
+	spec := labSpec(t, topo, ag, true)
+	spec.Dir, spec.Send.Group, spec.Send.Count, spec.Send.Interval = dir, netip.MustParseAddrPort("239.7.7.7:9100"), count, time.Millisecond
+	spec.Send.Warmup, spec.Send.Timestamps, spec.Send.Arm, spec.Send.Spin = 2, tstamp.Software, "test", 50*time.Microsecond
 	// Foreign traffic to the group while the round runs (after the first
 	// progress report, so the responder is surely up): not rig packets.
 	const foreign = 20
@@ -240,7 +244,7 @@ func TestInstrumentOnEmulatedTopology(t *testing.T) {
 	if err != nil {
 		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
 	}
-	j, err := samples.JoinDir(res.Dir)
+	j, err := samples.JoinDir(res.Dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

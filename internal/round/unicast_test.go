@@ -17,7 +17,7 @@ import (
 
 // TestUnicastVXLANRound runs a round as a cloud run does: unicast
 // requests (--to, --listen) and a capture host that receives the mirror's
-// copies VXLAN-encapsulated (Host.VXLAN: --vxlan), on a lab whose mirror
+// copies VXLAN-encapsulated (probe.Capture.VXLAN: --vxlan), on a lab whose mirror
 // encapsulates like AWS Traffic Mirroring. The capture pairs every request
 // and reply from the copies.
 func TestUnicastVXLANRound(t *testing.T) {
@@ -28,19 +28,14 @@ func TestUnicastVXLANRound(t *testing.T) {
 	var log bytes.Buffer
 	ag := agents(t, topo, &log)
 	to := netip.AddrPortFrom(topo.Responder.Addr, 9105)
-	spec := Spec{
-		Dir:       t.TempDir(),
-		Sender:    Host{Agent: ag(netlab.Sender), Iface: topo.Sender.Interface},
-		Responder: Host{Agent: ag(netlab.Responder), Iface: topo.Responder.Interface},
-		Capture:   &Host{Agent: ag(netlab.Capture), Iface: topo.Capture.Interface, VXLAN: true},
-		To:        to, Count: 200, Interval: time.Millisecond,
-		Timestamps: tstamp.Software, Arm: "vxlan", ResponderCPU: -1, SenderCPU: -1,
-	}
+	spec := labSpec(t, topo, ag, true)
+	spec.Capture.VXLAN, spec.Send.Group, spec.Send.Unicast = true, netip.AddrPort{}, to
+	spec.Send.Count, spec.Send.Interval, spec.Send.Timestamps, spec.Send.Arm = 200, time.Millisecond, tstamp.Software, "vxlan"
 	res, err := Run(context.Background(), spec)
 	if err != nil {
 		t.Fatalf("round: %v\nlog:\n%s", err, log.String())
 	}
-	j, err := samples.JoinDir(res.Dir)
+	j, err := samples.JoinDir(res.Dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

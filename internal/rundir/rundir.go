@@ -1,6 +1,8 @@
-// Package rundir names the files of a run directory (docs/formats.md) and holds
-// its manifest, so the runner that writes a run and the analysis that reads
-// it agree on one layout.
+// Package rundir names the files of a run directory (docs/formats.md) and
+// holds their types: the manifest, telemetry.json, env/<host>.json,
+// cpu-rank.json and the host values they record. Their producers write
+// these types and the analysis reads them back; the package reads no host
+// (no /proc, no x/sys), so the report builds on any OS.
 //
 //	results/<scenario>-<UTC time>[-N]/
 //	  manifest.json
@@ -97,7 +99,7 @@ const (
 	ArmsDir      = "arms"
 	Telemetry    = "telemetry.json"
 	// CPURank is a round's CPU ranking (responder.cpu: quietest): which
-	// CPU the responder was pinned to and the evidence (cpurank.Ranking).
+	// CPU the responder was pinned to and the evidence (Ranking).
 	CPURank = "cpu-rank.json"
 )
 
@@ -188,7 +190,8 @@ func WriteAtomic(path string, write func(io.Writer) error) error {
 	// After a successful rename the name is gone and Remove fails: nothing
 	// to clean up then.
 	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
+	// CreateTemp makes the file 0600; a run directory is for every reader.
+	if err := errors.Join(tmp.Chmod(0o644), write(tmp)); err != nil {
 		tmp.Close()
 		return err
 	}

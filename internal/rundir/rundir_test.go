@@ -56,7 +56,7 @@ func TestCreateExclusive(t *testing.T) {
 }
 
 // TestWriteAtomic: a failed write leaves the old file whole and no
-// temporary file behind; a good one replaces it.
+// temporary file behind; a good one replaces it, readable by all.
 func TestWriteAtomic(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "manifest.json")
@@ -81,6 +81,11 @@ func TestWriteAtomic(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); string(b) != "new" {
 		t.Fatalf("after a good write: %q", b)
+	}
+	if st, err := os.Stat(p); err != nil {
+		t.Fatal(err)
+	} else if st.Mode().Perm() != 0o644 {
+		t.Fatalf("written file: mode %v, want 0644 (readable by all, as os.WriteFile makes it)", st.Mode())
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("temporary files left: %v", ents)

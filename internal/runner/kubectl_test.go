@@ -21,13 +21,11 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/scenario"
-	"github.com/rig-project/rig/internal/teldata"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -122,7 +120,7 @@ arms:
 	}
 	for _, arm := range []string{"cpu0", "quietest"} {
 		for r := 0; r < 2; r++ {
-			j, err := samples.JoinDir(rundir.RoundDir(res.Dir, arm, r))
+			j, err := samples.JoinDir(rundir.RoundDir(res.Dir, arm, r), 0)
 			if err != nil {
 				t.Fatalf("arm %s round %d: %v", arm, r, err)
 			}
@@ -161,7 +159,7 @@ arms:
 	if err := journal.CheckPending(filepath.Join(dir, "controller-state")); err != nil {
 		t.Errorf("controller journal: %v", err)
 	}
-	if load.Alive() {
+	if testbin.StressNGRuns() {
 		t.Error("stress-ng left running in the responder pod")
 	}
 }
@@ -280,11 +278,14 @@ func TestShippedKubernetesScenario(t *testing.T) {
 			}
 			for _, arm := range arms {
 				rd := rundir.RoundDir(res.Dir, arm, 0)
-				js, err := samples.JoinDirAll(rd)
-				if err != nil || len(js) != 2 {
-					t.Fatalf("arm %s: %v, %d responders", arm, err, len(js))
-				}
-				for id, j := range js {
+				for id := range 2 {
+					j, err := samples.JoinDir(rd, uint32(id))
+					if err != nil {
+						t.Fatalf("arm %s: %v", arm, err)
+					}
+					if j.Responders != 2 {
+						t.Fatalf("arm %s: %d responders", arm, j.Responders)
+					}
 					snd, rsp := j.Counters[samples.RoleSender], j.Counters[samples.RoleResponder]
 					if snd.Sent != 300 || snd.Received != 300 || rsp.Received != 300 {
 						t.Errorf("arm %s, %s: sender %+v, responder %+v: want every request answered", arm, s.Responders[id], snd, rsp)
@@ -294,7 +295,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 				// pod's cpuset; pinned, its CPU (no sibling here).
 				for id, cpu := range []int{pinnedCPU, 1 - pinnedCPU} {
 					b, err := os.ReadFile(filepath.Join(rd, rundir.TelemetryFile(uint32(id))))
-					var tel teldata.Result
+					var tel rundir.TelemetryResult
 					if err == nil {
 						err = json.Unmarshal(b, &tel)
 					}
@@ -332,7 +333,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 					t.Errorf("env of pod host %s: %v %.200s", h, err, env)
 				}
 			}
-			if load.Alive() {
+			if testbin.StressNGRuns() {
 				t.Error("stress-ng left running in the shared pod")
 			}
 			for pod, st := range state {

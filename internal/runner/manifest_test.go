@@ -42,7 +42,7 @@ func TestManifestKeysOneCasing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := manifest(s, s.Plan(), Options{}, time.Unix(0, 0))
+	m := (&run{s: s, plan: s.Plan(), start: time.Unix(0, 0)}).manifest()
 	b, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ arms:
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Rig: "/opt/rig/bin/rig", RemoteRig: "/usr/local/bin/rig"}
+	r := &run{o: Options{Rig: "/opt/rig/bin/rig", RemoteRig: "/usr/local/bin/rig"}}
 	want := map[string]string{
 		"a": "/opt/rig/bin/rig restore",
 		"b": "ssh -p 2222 root@rsp /usr/local/bin/rig restore",
@@ -111,7 +111,7 @@ arms:
 		"e": "ip netns exec lab-snd ssh root@10.0.0.2 /usr/local/bin/rig restore",
 	}
 	for _, h := range s.Hosts {
-		if got := restoreCommand(h.Command, agentRig(o, h)); got != want[h.Name] {
+		if got := restoreCommand(h.Command, r.agentRig(h)); got != want[h.Name] {
 			t.Errorf("host %s (via %s): %q, want %q", h.Name, h.Via, got, want[h.Name])
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/rig-project/rig/internal/agent"
-	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/scenario"
 )
@@ -18,7 +17,7 @@ import (
 // runs on the winner. The ranking is kept as cpu-rank.json in the round
 // directory (dir "" keeps nothing: the preflight's ranking). Knobs without
 // quietest come back as they are.
-func pinQuietest(ctx context.Context, o Options, rsp *agent.Client, k scenario.Knobs, dir string) (scenario.Knobs, *cpurank.Ranking, error) {
+func (r *run) pinQuietest(ctx context.Context, rsp *agent.Client, k scenario.Knobs, dir string) (scenario.Knobs, *rundir.Ranking, error) {
 	q := k.Responder.Quietest
 	if q == nil {
 		return k, nil, nil
@@ -27,7 +26,7 @@ func pinQuietest(ctx context.Context, o Options, rsp *agent.Client, k scenario.K
 	if err != nil {
 		return k, nil, fmt.Errorf("ranking the CPUs for responder.cpu: quietest on host %s: %w", rsp.Name, err)
 	}
-	fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, rk.Summary())
+	fmt.Fprintf(r.o.Log, "  [%s] %s\n", rsp.Name, rk.Summary())
 	if dir != "" {
 		b, err := json.MarshalIndent(rk, "", "  ")
 		if err != nil {

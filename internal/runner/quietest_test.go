@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/load"
@@ -31,7 +30,7 @@ func TestQuietestPinsTheUnloadedCPU(t *testing.T) {
 	testbin.Integration(t)
 	testbin.StressNG(t)
 	t.Cleanup(func() {
-		if load.Alive() {
+		if testbin.StressNGRuns() {
 			t.Error("stress-ng left running")
 		}
 	})
@@ -78,7 +77,7 @@ arms:
 				if err != nil {
 					t.Fatal(err)
 				}
-				var rk cpurank.Ranking
+				var rk rundir.Ranking
 				if err := json.Unmarshal(b, &rk); err != nil || len(rk.CPUs) != 2 {
 					t.Fatalf("round %d ranking: %v %+v", r, err, rk)
 				}

@@ -12,16 +12,18 @@ import (
 // unicastTo is where the unicast arms' requests go: the responder host's
 // address on the interface it answers on, from its agent's facts (for an
 // emulated run, the lab's veth). Invalid when no arm sends unicast.
-func unicastTo(s *scenario.Scenario, hs *hosts, facts map[string]*scenario.Facts) (netip.Addr, error) {
+func (r *run) unicastTo(facts map[string]*scenario.Facts) (netip.Addr, error) {
+	s := r.s
 	if !s.Unicast() {
 		return netip.Addr{}, nil
 	}
-	name := hs.responder.Agent.Name
+	rsp := r.hs.responders[0]
+	name := rsp.Agent.Name
 	var want netip.Addr
 	if h := s.HostWith(scenario.RoleResponder); h != nil {
 		want = h.Address
 	}
-	a, err := scenario.UnicastAddr(facts[name], name, hs.responder.Iface, want)
+	a, err := scenario.UnicastAddr(facts[name], name, rsp.Iface, want)
 	var ue *scenario.UnicastError
 	if errors.As(err, &ue) {
 		return a, fmt.Errorf("%v; nothing was changed (fix: %s)", ue, ue.Fix())
@@ -34,7 +36,8 @@ func unicastTo(s *scenario.Scenario, hs *hosts, facts map[string]*scenario.Facts
 
 // setRequests records, in the manifest, where each arm's requests go and
 // the traffic's request mode.
-func setRequests(m *rundir.Manifest, s *scenario.Scenario, to netip.Addr) {
+func (r *run) setRequests(m *rundir.Manifest) {
+	s, to := r.s, r.to
 	for i := range m.Arms {
 		if a := armByName(s, m.Arms[i].Name); a != nil {
 			m.Arms[i].Requests = s.RequestsText(*a, to)

@@ -32,6 +32,7 @@ import (
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/owner"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/round"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
@@ -80,16 +81,31 @@ type Result struct {
 	Report *analysis.Report
 }
 
+// host is where one role runs: its agent, its NIC, and what the scenario
+// host allows there.
+type host struct {
+	Agent *agent.Client
+	Iface string
+	// AllowMgmt lets the arm's knobs change Iface although it carries the
+	// default route (the scenario host's allow-mgmt); TakeOverPTP lets the
+	// probes take hardware TX stamps next to a ptp4l or chronyd that owns
+	// the NIC's config (the host's take-over-ptp, as the run's preparation).
+	AllowMgmt, TakeOverPTP bool
+	// VXLAN: a capture port that receives VXLAN-encapsulated mirror
+	// copies (rig capture --vxlan).
+	VXLAN bool
+}
+
 // hosts are the agents of a run, one per host (per namespace when
 // emulated), and which one plays each role.
 type hosts struct {
-	agents            map[string]*agent.Client // by host name
-	sender, responder round.Host
-	// others are responders 1..N-1 of a fan-out scenario, in id order
-	// (scenario.Scenario.Responders[1:]).
-	others  []round.Host
-	capture *round.Host
-	lab     string // emulated lab name to remove at the end
+	agents map[string]*agent.Client // by host name
+	sender host
+	// responders are the responder hosts by id, in the order of
+	// scenario.Scenario.Responders.
+	responders []host
+	capture    *host
+	lab        string // emulated lab name to remove at the end
 	// restore is, by host name, the command that runs rig restore where
 	// the host's journal is (restoreCommand).
 	restore map[string]string
@@ -106,10 +122,23 @@ func (hs *hosts) close() error {
 	return errors.Join(errs...)
 }
 
+// run is one run in progress: its options and scenario, its hosts, and,
+// once the scenario passed the hosts' checks, its plan, directory and
+// manifest.
+type run struct {
+	o     Options
+	s     *scenario.Scenario
+	hs    *hosts
+	to    netip.Addr // where the unicast arms' requests go (unicastTo)
+	plan  scenario.Plan
+	start time.Time
+	dir   string
+	man   *rundir.Manifest
+}
+
 // Run executes the scenario. The run directory is returned even when the
 // run fails or is interrupted, so finished rounds are never lost.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	s := o.Scenario
 	if o.ResultsDir == "" {
 		o.ResultsDir = "results"
 	}
@@ -144,100 +173,119 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := journal.CheckPending(o.StateDir); err != nil {
 		return nil, err
 	}
-	hs, err := setupHosts(ctx, s, o)
-	if hs != nil {
-		defer func() {
-			if cerr := hs.close(); cerr != nil {
-				fmt.Fprintf(o.Log, "rig run: closing hosts: %v\n", cerr)
-			}
-		}()
-	}
-	if err != nil {
-		return nil, err
-	}
-	facts, err := validate(ctx, s, hs)
-	if err != nil {
-		return nil, err
-	}
-	to, err := unicastTo(s, hs, facts)
-	if err != nil {
-		return nil, err
-	}
-	plan := s.Plan()
-	if len(plan.Arms) == 0 {
-		return nil, errors.New("no arm can run on these hosts: every arm was skipped (see rig run --dry-run)")
-	}
-	if s.RequireCheck {
-		if err := preflight(ctx, o, s, plan, hs); err != nil {
-			return nil, err
+	r := &run{o: o, s: o.Scenario, hs: &hosts{agents: map[string]*agent.Client{}, restore: map[string]string{}}}
+	defer func() {
+		if cerr := r.hs.close(); cerr != nil {
+			fmt.Fprintf(o.Log, "rig run: closing hosts: %v\n", cerr)
 		}
-	}
-	start := time.Now().UTC()
-	dir, err := rundir.Create(o.ResultsDir, s.Name, start)
-	if err != nil {
+	}()
+	if err := r.setupHosts(ctx); err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: dir}
-	man := manifest(s, plan, o, start)
-	setRequests(man, s, to)
-	if err := rundir.WriteJSON(filepath.Join(dir, rundir.ManifestFile), man); err != nil {
+	err = r.prepare(ctx)
+	if r.dir == "" {
+		return nil, err
+	}
+	res := &Result{Dir: r.dir}
+	if err != nil {
 		return res, err
 	}
-	if err := writeEnv(ctx, dir, hs, o.Log); err != nil {
-		return res, err // before any change: nothing to undo
+	res.Report, err = r.rounds(ctx)
+	return res, err
+}
+
+// prepare is everything before the first round: it checks the scenario
+// against the hosts, creates the run directory with its manifest and the
+// hosts' environment, and prepares the NICs' timestamping. The run
+// directory exists (r.dir) once the checks passed.
+func (r *run) prepare(ctx context.Context) error {
+	facts, err := r.validate(ctx)
+	if err != nil {
+		return err
+	}
+	if r.to, err = r.unicastTo(facts); err != nil {
+		return err
+	}
+	r.plan = r.s.Plan()
+	if len(r.plan.Arms) == 0 {
+		return errors.New("no arm can run on these hosts: every arm was skipped (see rig run --dry-run)")
+	}
+	if r.s.RequireCheck {
+		if err := r.preflight(ctx); err != nil {
+			return err
+		}
+	}
+	r.start = time.Now().UTC()
+	if r.dir, err = rundir.Create(r.o.ResultsDir, r.s.Name, r.start); err != nil {
+		return err
+	}
+	r.man = r.manifest()
+	if err := r.writeManifest(); err != nil {
+		return err
+	}
+	if err := r.writeEnv(ctx); err != nil {
+		return err // before any change: nothing to undo
 	}
 	// The NICs' timestamping, once for the run, after the environment
 	// snapshot (which shows the hosts as they were) and before any arm.
-	man.NICTimestamping, err = prepareTimestamping(ctx, o, s, hs)
-	if err != nil {
-		man.Interrupted = err.Error()
-		return res, errors.Join(err, rundir.WriteJSON(filepath.Join(dir, rundir.ManifestFile), man))
+	if r.man.NICTimestamping, err = r.prepareTimestamping(ctx); err != nil {
+		r.man.Interrupted = err.Error()
+		return errors.Join(err, r.writeManifest())
 	}
+	return nil
+}
 
+// writeManifest writes the manifest as it stands into the run directory.
+func (r *run) writeManifest() error {
+	return rundir.WriteJSON(filepath.Join(r.dir, rundir.ManifestFile), r.man)
+}
+
+// rounds runs every arm of every round in the plan's order, then records
+// in the manifest how the run ended and analyses the run directory.
+func (r *run) rounds(ctx context.Context) (*analysis.Report, error) {
+	s, plan := r.s, r.plan
 	steps := len(plan.Rounds) * len(plan.Arms)
 	step := 0
 	runErr := func() error {
-		for r, order := range plan.Rounds {
+		for n, order := range plan.Rounds {
 			for _, ai := range order {
 				arm := plan.Arms[ai]
-				armIndex := armIndexOf(s, arm.Name)
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				err := runArmRound(ctx, o, s, hs, dir, arm, armIndex, r, man.RunID, to, func(sent, recv int) {
-					if o.Progress != nil {
-						el := time.Since(start)
+				err := r.armRound(ctx, arm, n, func(sent, recv int) {
+					if r.o.Progress != nil {
+						el := time.Since(r.start)
 						done := float64(step) + float64(sent)/float64(max(1, s.Traffic.Count))
 						eta := time.Duration(0)
 						if done > 0 {
 							eta = time.Duration(float64(el) * (float64(steps) - done) / done)
 						}
-						o.Progress(Progress{Arm: arm.Name, Round: r, Rounds: len(plan.Rounds), Step: step, Steps: steps,
+						r.o.Progress(Progress{Arm: arm.Name, Round: n, Rounds: len(plan.Rounds), Step: step, Steps: steps,
 							Sent: sent, Received: recv, Count: s.Traffic.Count, Elapsed: el, ETA: eta})
 					}
 				})
 				if err != nil {
-					return fmt.Errorf("arm %s round %d: %w", arm.Name, r, err)
+					return fmt.Errorf("arm %s round %d: %w", arm.Name, n, err)
 				}
 				step++
 			}
 		}
 		return nil
 	}()
-	man.EndedAt = time.Now().UTC().Format(time.RFC3339)
-	man.Granted = granted(dir, plan)
+	r.man.EndedAt = time.Now().UTC().Format(time.RFC3339)
+	r.man.Granted = granted(r.dir, plan)
 	if runErr != nil {
-		man.Interrupted = runErr.Error()
+		r.man.Interrupted = runErr.Error()
 	}
-	if err := rundir.WriteJSON(filepath.Join(dir, rundir.ManifestFile), man); err != nil {
+	if err := r.writeManifest(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
-	rep, aerr := analysis.Regenerate(dir, analysis.Options{})
-	res.Report = rep
+	rep, aerr := analysis.Regenerate(r.dir, analysis.Options{})
 	if aerr != nil && runErr == nil {
 		runErr = fmt.Errorf("analysis: %w", aerr)
 	}
-	return res, runErr
+	return rep, runErr
 }
 
 func armIndexOf(s *scenario.Scenario, name string) int {
@@ -259,14 +307,14 @@ func restoreCommand(prefix []string, rig string) string {
 // applyOn applies knobs k of arm on responder host h and returns the
 // function that takes them back (nil when the apply failed: the agent
 // takes back what a failed apply did itself).
-func (hs *hosts) applyOn(ctx context.Context, o Options, arm string, h round.Host, k scenario.Knobs, length time.Duration) (func() error, error) {
+func (r *run) applyOn(ctx context.Context, arm string, h host, k scenario.Knobs, length time.Duration) (func() error, error) {
 	rsp := h.Agent
 	report, err := rsp.Apply(ctx, arm, k, h.Iface, h.AllowMgmt, length)
 	for _, line := range report {
-		fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, line)
+		fmt.Fprintf(r.o.Log, "  [%s] %s\n", rsp.Name, line)
 	}
 	// An agent that answers took back what it did; one that died could not.
-	hint := fmt.Sprintf("to put host %s back, run `%s`", rsp.Name, hs.restore[rsp.Name])
+	hint := fmt.Sprintf("to put host %s back, run `%s`", rsp.Name, r.hs.restore[rsp.Name])
 	if err != nil && rsp.Gone() {
 		return nil, fmt.Errorf("applying knobs on host %s: %w (%s)", rsp.Name, err, hint)
 	} else if err != nil {
@@ -275,7 +323,7 @@ func (hs *hosts) applyOn(ctx context.Context, o Options, arm string, h round.Hos
 	return func() error {
 		report, uerr := rsp.Undo(context.WithoutCancel(ctx))
 		for _, line := range report {
-			fmt.Fprintf(o.Log, "  [%s] %s\n", rsp.Name, line)
+			fmt.Fprintf(r.o.Log, "  [%s] %s\n", rsp.Name, line)
 		}
 		if uerr != nil {
 			return fmt.Errorf("taking back the knobs: %w (%s)", uerr, hint)
@@ -284,16 +332,25 @@ func (hs *hosts) applyOn(ctx context.Context, o Options, arm string, h round.Hos
 	}, nil
 }
 
-// runArmRound applies the arm on the responder hosts, runs one round, and
-// takes the arm back.
-func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts,
-	dir string, arm scenario.Arm, armIndex, r int, runID string, to netip.Addr, progress func(int, int)) (err error) {
-	k := arm.Effective
-	if s.Fanout() {
-		k = s.KnobsFor(arm, s.Responders[0])
+// knobs are the knobs arm a applies on responder i: the arm's, or with
+// several responders that host's own.
+func (r *run) knobs(a scenario.Arm, i int) scenario.Knobs {
+	if r.s.Fanout() {
+		return r.s.KnobsFor(a, r.s.Responders[i])
 	}
-	length := s.Traffic.RoundDuration() + 10*time.Second
-	fmt.Fprintf(o.Log, "rig run: round %d arm %s\n", r, arm.Name)
+	return a.Effective
+}
+
+// armRound applies the arm on the responder hosts, runs round n, and
+// takes the arm back.
+func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress func(int, int)) (err error) {
+	length := r.s.Traffic.RoundDuration() + 10*time.Second
+	fmt.Fprintf(r.o.Log, "rig run: round %d arm %s\n", n, arm.Name)
+	spec, err := r.spec(arm, n)
+	if err != nil {
+		return err
+	}
+	spec.Progress = progress
 	// The arm's knobs go to the responder hosts; taken back even when the
 	// round was interrupted, the last applied first.
 	var undos []func() error
@@ -302,64 +359,63 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 			err = errors.Join(err, undos[i]())
 		}
 	}()
-	k, _, err = pinQuietest(ctx, o, hs.responder.Agent, k, rundir.RoundDir(dir, arm.Name, r))
-	if err != nil {
-		return err
-	}
-	undo, err := hs.applyOn(ctx, o, arm.Name, hs.responder, k, length)
-	if err != nil {
-		return err
-	}
-	undos = append(undos, undo)
-	var others []round.Other
-	for i, h := range hs.others {
-		ok := s.KnobsFor(arm, s.Responders[i+1])
-		undo, err := hs.applyOn(ctx, o, arm.Name, h, ok, length)
+	for i, h := range r.hs.responders {
+		k, _, err := r.pinQuietest(ctx, h.Agent, r.knobs(arm, i), spec.Dir)
+		if err != nil {
+			return err
+		}
+		undo, err := r.applyOn(ctx, arm.Name, h, k, length)
 		if err != nil {
 			return err
 		}
 		undos = append(undos, undo)
-		other := round.Other{Host: h, CPU: -1}
-		if c := ok.Responder.CPU; c != nil {
-			other.CPU = *c
-		}
-		if p := ok.Responder.Poll; p != nil {
-			other.Poll = *p
-		}
-		if sc := ok.Responder.Sched; sc != nil {
-			other.Sched = *sc
-		}
-		others = append(others, other)
-	}
-	id, _ := wire.ParseRunID(runID)
-	ts, err := tstamp.ParseMode(string(s.Timestamps))
-	if err != nil {
-		return err
-	}
-	spec := round.Spec{
-		Dir:    rundir.RoundDir(dir, arm.Name, r),
-		Sender: hs.sender, Responder: hs.responder, Others: others, Capture: hs.capture,
-		Group: s.Traffic.Group, Reply: s.Traffic.Reply, Count: s.Traffic.Count,
-		Interval: s.Traffic.Interval, Size: s.Traffic.Size, Warmup: s.Traffic.Warmup,
-		Timestamps: ts, RunID: id, Arm: arm.Name, ArmIndex: armIndex, Round: r,
-		ReplyTimeout: s.Traffic.ReplyTimeout,
-		ResponderCPU: -1, SenderCPU: -1, Spin: 50 * time.Microsecond,
-		Progress: progress, Telemetry: true,
-	}
-	if arm.Request == scenario.RequestUnicast {
-		spec.Group, spec.To = netip.AddrPort{}, s.RequestTo(arm, to)
-	}
-	if c := k.Responder.CPU; c != nil {
-		spec.ResponderCPU = *c
-	}
-	if p := k.Responder.Poll; p != nil {
-		spec.Poll = *p
-	}
-	if sc := k.Responder.Sched; sc != nil {
-		spec.Sched = *sc
+		spec.Respond = append(spec.Respond, respond(h, k))
+		spec.RespondOn = append(spec.RespondOn, h.Agent)
 	}
 	_, err = round.Run(ctx, spec)
 	return err
+}
+
+// spec is arm's round n without its responders: the sender's command line
+// (the request stream of every probe), the capture's, and their agents.
+func (r *run) spec(arm scenario.Arm, n int) (round.Spec, error) {
+	s, t := r.s, r.s.Traffic
+	ts, err := tstamp.ParseMode(string(s.Timestamps))
+	if err != nil {
+		return round.Spec{}, err
+	}
+	c := probe.DefaultSend()
+	c.Iface, c.TakeOverPTP = r.hs.sender.Iface, r.hs.sender.TakeOverPTP
+	c.Timestamps, c.Arm, c.ArmIndex, c.Round = ts, arm.Name, armIndexOf(s, arm.Name), n
+	c.RunID, _ = wire.ParseRunID(r.o.RunID)
+	c.Group, c.ReplyGroup, c.Count, c.Interval, c.Warmup = t.Group, t.Reply, t.Count, t.Interval, t.Warmup
+	c.Size, c.ReplyTimeout = cmp.Or(t.Size, c.Size), cmp.Or(t.ReplyTimeout, c.ReplyTimeout)
+	if arm.Request == scenario.RequestUnicast {
+		c.Group, c.Unicast = netip.AddrPort{}, s.RequestTo(arm, r.to)
+	}
+	spec := round.Spec{Dir: rundir.RoundDir(r.dir, arm.Name, n), Send: c, SendOn: r.hs.sender.Agent, Telemetry: true}
+	if h := r.hs.capture; h != nil {
+		cc := probe.DefaultCapture()
+		cc.Iface, cc.TakeOverPTP, cc.VXLAN = h.Iface, h.TakeOverPTP, h.VXLAN
+		spec.Capture, spec.CaptureOn = &cc, h.Agent
+	}
+	return spec, nil
+}
+
+// respond is responder host h's command line under knobs k.
+func respond(h host, k scenario.Knobs) probe.Respond {
+	c := probe.DefaultRespond()
+	c.Iface, c.TakeOverPTP = h.Iface, h.TakeOverPTP
+	if v := k.Responder.CPU; v != nil {
+		c.CPU = *v
+	}
+	if v := k.Responder.Poll; v != nil {
+		c.Poll = *v
+	}
+	if v := k.Responder.Sched; v != nil {
+		c.Sched = *v
+	}
+	return c
 }
 
 func replyString(t scenario.Traffic) string {
@@ -371,8 +427,8 @@ func replyString(t scenario.Traffic) string {
 
 // setupHosts reaches the hosts: it builds the emulated topology when the
 // scenario asks for it, and starts one agent per host.
-func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, error) {
-	hs := &hosts{agents: map[string]*agent.Client{}, restore: map[string]string{}}
+func (r *run) setupHosts(ctx context.Context) error {
+	s, o, hs := r.s, r.o, r.hs
 	dial := func(name string, prefix []string, rig string) (*agent.Client, error) {
 		c, err := agent.DialRun(ctx, name, prefix, rig, o.RunID, []string{journal.EnvDir + "=" + o.StateDir}, o.Log)
 		if err != nil {
@@ -394,63 +450,51 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 		self := owner.Self()
 		topo, err := netlab.Up(ctx, name, netlab.Options{Owner: &self, Responders: len(s.Responders)})
 		if err != nil {
-			return hs, fmt.Errorf("building the emulated topology: %w", err)
+			return fmt.Errorf("building the emulated topology: %w", err)
 		}
-		for _, r := range []struct {
-			role netlab.Role
-			host string
-			dst  *round.Host
-		}{{netlab.Sender, scenario.EmulatedSender, &hs.sender}, {netlab.Responder, scenario.EmulatedResponder, &hs.responder}} {
-			h, _ := topo.Host(r.role)
-			c, err := dial(r.host, topo.Exec(r.role), o.Rig)
+		dialRole := func(role netlab.Role, name, iface string) (host, error) {
+			c, err := dial(name, topo.Exec(role), o.Rig)
+			return host{Agent: c, Iface: iface}, err
+		}
+		if hs.sender, err = dialRole(netlab.Sender, scenario.EmulatedSender, topo.Sender.Interface); err != nil {
+			return err
+		}
+		for i, h := range topo.ResponderHosts() {
+			rh, err := dialRole(h.Role, scenario.EmulatedResponderN(i), h.Interface)
 			if err != nil {
-				return hs, err
+				return err
 			}
-			*r.dst = round.Host{Agent: c, Iface: h.Interface}
+			hs.responders = append(hs.responders, rh)
 		}
-		for i, h := range topo.More {
-			c, err := dial(scenario.EmulatedResponderN(i+1), topo.Exec(h.Role), o.Rig)
-			if err != nil {
-				return hs, err
-			}
-			hs.others = append(hs.others, round.Host{Agent: c, Iface: h.Interface})
-		}
-		c, err := dial(scenario.EmulatedCapture, topo.Exec(netlab.Capture), o.Rig)
-		if err != nil {
-			return hs, err
-		}
-		hs.capture = &round.Host{Agent: c, Iface: topo.Capture.Interface}
-		return hs, nil
+		c, err := dialRole(netlab.Capture, scenario.EmulatedCapture, topo.Capture.Interface)
+		hs.capture = &c
+		return err
 	}
 	for _, h := range s.Hosts {
 		if h.Iface == "" {
-			return hs, fmt.Errorf("host %s: iface is required for its roles (the NIC that %s uses)", h.Name, roleList(h))
+			return fmt.Errorf("host %s: iface is required for its roles (the NIC that %s uses)", h.Name, roleList(h))
 		}
 	}
 	for _, h := range s.Hosts {
-		c, err := dial(h.Name, h.Command, agentRig(o, h))
+		c, err := dial(h.Name, h.Command, r.agentRig(h))
 		if err != nil {
-			return hs, err
+			return err
 		}
-		rh := round.Host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt, TakeOverPTP: h.TakeOverPTP, VXLAN: h.Mirror == scenario.MirrorVXLAN}
+		rh := host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt, TakeOverPTP: h.TakeOverPTP, VXLAN: h.Mirror == scenario.MirrorVXLAN}
 		if h.Has(scenario.RoleSender) {
 			hs.sender = rh
 		}
 		if h.Has(scenario.RoleResponder) {
 			// Hosts come sorted by name: responder ids follow that order
 			// (scenario.Scenario.Responders).
-			if hs.responder.Agent == nil {
-				hs.responder = rh
-			} else {
-				hs.others = append(hs.others, rh)
-			}
+			hs.responders = append(hs.responders, rh)
 		}
 		if h.Has(scenario.RoleCapture) {
 			c := rh
 			hs.capture = &c
 		}
 	}
-	return hs, nil
+	return nil
 }
 
 // prepareTimestamping asks every host's agent to prepare its NIC's
@@ -459,14 +503,15 @@ func setupHosts(ctx context.Context, s *scenario.Scenario, o Options) (*hosts, e
 // agent ends). An interface that carries several roles gets what they all
 // need. A refusal (timestamps: hardware on a NIC that cannot or may not)
 // ends the run before the first round.
-func prepareTimestamping(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts) ([]rundir.NICTimestamping, error) {
+func (r *run) prepareTimestamping(ctx context.Context) ([]rundir.NICTimestamping, error) {
+	hs := r.hs
 	type key struct {
 		c     *agent.Client
 		iface string
 	}
 	var order []key
 	need := map[key]tstamp.Need{}
-	add := func(h *round.Host, n tstamp.Need) {
+	add := func(h *host, n tstamp.Need) {
 		if h == nil || h.Agent == nil || h.Iface == "" {
 			return
 		}
@@ -478,22 +523,21 @@ func prepareTimestamping(ctx context.Context, o Options, s *scenario.Scenario, h
 		need[k] = tstamp.Need{RX: m.RX || n.RX, TX: m.TX || n.TX}
 	}
 	add(&hs.sender, tstamp.NeedProbe)
-	add(&hs.responder, tstamp.NeedProbe)
-	for i := range hs.others {
-		add(&hs.others[i], tstamp.NeedProbe)
+	for i := range hs.responders {
+		add(&hs.responders[i], tstamp.NeedProbe)
 	}
 	add(hs.capture, tstamp.NeedCapture)
 	var out []rundir.NICTimestamping
 	for _, k := range order {
-		a := agent.TimestampsArgs{Iface: k.iface, Mode: string(s.Timestamps), Need: need[k]}
-		for _, h := range s.Hosts {
+		a := agent.TimestampsArgs{Iface: k.iface, Mode: string(r.s.Timestamps), Need: need[k]}
+		for _, h := range r.s.Hosts {
 			if h.Name == k.c.Name {
 				a.TakeOver, a.AllowMgmt = h.TakeOverPTP, h.AllowMgmt
 			}
 		}
-		r, err := k.c.Timestamps(ctx, a)
-		rec := rundir.NICTimestamping{Host: k.c.Name, Iface: k.iface, Result: r}
-		fmt.Fprintf(o.Log, "  [%s] %s\n", k.c.Name, r)
+		res, err := k.c.Timestamps(ctx, a)
+		rec := rundir.NICTimestamping{Host: k.c.Name, Iface: k.iface, Result: res}
+		fmt.Fprintf(r.o.Log, "  [%s] %s\n", k.c.Name, res)
 		if err != nil {
 			rec.Error = err.Error()
 			out = append(out, rec)
@@ -506,11 +550,11 @@ func prepareTimestamping(ctx context.Context, o Options, s *scenario.Scenario, h
 
 // agentRig is the rig binary that runs host h's agent: this one on this
 // machine and its namespaces, RemoteRig on hosts reached by ssh or kubectl.
-func agentRig(o Options, h scenario.Host) string {
+func (r *run) agentRig(h scenario.Host) string {
 	if h.Local() || IsNetns(h) {
-		return o.Rig
+		return r.o.Rig
 	}
-	return cmp.Or(o.RemoteRig, "rig")
+	return cmp.Or(r.o.RemoteRig, "rig")
 }
 
 // IsNetns reports a host reached with `ip netns exec NS`: a network
@@ -522,26 +566,28 @@ func IsNetns(h scenario.Host) bool {
 // validate checks the scenario against the facts each agent reports,
 // before anything on any host changes. File problems come back as
 // scenario.ErrorList (bad input).
-func validate(ctx context.Context, s *scenario.Scenario, hs *hosts) (map[string]*scenario.Facts, error) {
+func (r *run) validate(ctx context.Context) (map[string]*scenario.Facts, error) {
 	facts := map[string]*scenario.Facts{}
-	for name, c := range hs.agents {
+	for name, c := range r.hs.agents {
 		f, err := c.Facts(ctx)
 		if err != nil {
 			return nil, err
 		}
 		facts[name] = f
 	}
-	return facts, scenario.Validate(s, facts)
+	return facts, scenario.Validate(r.s, facts)
 }
 
-func manifest(s *scenario.Scenario, p scenario.Plan, o Options, start time.Time) *rundir.Manifest {
+// manifest is the run's manifest as it starts.
+func (r *run) manifest() *rundir.Manifest {
+	s, p, o := r.s, r.plan, r.o
 	m := &rundir.Manifest{
 		Format: "rig-run", FormatVersion: rundir.FormatVersion,
 		RigVersion: version.Version, RigCommit: version.Commit(),
 		WireVersion: wire.Version, SampleVersion: samples.FormatVersion,
 		CommandLine: o.CommandLine, Scenario: s.Name, ScenarioFile: s.File, ScenarioGiven: string(s.Source),
 		Effective: effective(s, p),
-		RunID:     o.RunID, StartedAt: start.Format(time.RFC3339),
+		RunID:     o.RunID, StartedAt: r.start.Format(time.RFC3339),
 		Baseline: s.Baseline, Warmup: s.Traffic.Warmup, Rounds: s.Rounds, Count: s.Traffic.Count,
 		IntervalNS: int64(s.Traffic.Interval), Timestamps: string(s.Timestamps),
 		Hosts: map[string]rundir.Host{},
@@ -573,6 +619,7 @@ func manifest(s *scenario.Scenario, p scenario.Plan, o Options, start time.Time)
 		}
 		m.Hosts[h.Name] = rundir.Host{Roles: roles, Via: h.Via}
 	}
+	r.setRequests(m)
 	return m
 }
 
@@ -632,29 +679,24 @@ func knobMap(k scenario.Knobs) map[string]any {
 // snapshot that cannot be taken is logged and recorded in the file as
 // {"error": ...} (the report says so), not fatal; a file that cannot be
 // written (a full disk) is an error, as for the manifest.
-func writeEnv(ctx context.Context, dir string, hs *hosts, log io.Writer) error {
+func (r *run) writeEnv(ctx context.Context) error {
+	hs := r.hs
 	for name, c := range hs.agents {
+		// The NIC of the host's first role: responder, sender, capture.
 		var ifaces []string
-		switch {
-		case c == hs.responder.Agent:
-			ifaces = []string{hs.responder.Iface}
-		case slices.ContainsFunc(hs.others, func(h round.Host) bool { return h.Agent == c }):
-			for _, h := range hs.others {
-				if h.Agent == c {
-					ifaces = []string{h.Iface}
-				}
-			}
-		case c == hs.sender.Agent:
-			ifaces = []string{hs.sender.Iface}
-		case hs.capture != nil && c == hs.capture.Agent:
-			ifaces = []string{hs.capture.Iface}
+		roles := append(slices.Clone(hs.responders), hs.sender)
+		if hs.capture != nil {
+			roles = append(roles, *hs.capture)
+		}
+		if i := slices.IndexFunc(roles, func(h host) bool { return h.Agent == c }); i >= 0 {
+			ifaces = []string{roles[i].Iface}
 		}
 		raw, err := c.Env(ctx, ifaces)
 		if err != nil {
-			fmt.Fprintf(log, "rig run: host %s: environment snapshot: %v\n", name, err)
+			fmt.Fprintf(r.o.Log, "rig run: host %s: environment snapshot: %v\n", name, err)
 			raw, _ = json.Marshal(map[string]string{"error": err.Error()}) // a map of strings always marshals
 		}
-		if err := rundir.WriteFileAtomic(filepath.Join(dir, rundir.EnvDir, name+".json"), append(raw, '\n')); err != nil {
+		if err := rundir.WriteFileAtomic(filepath.Join(r.dir, rundir.EnvDir, name+".json"), append(raw, '\n')); err != nil {
 			return fmt.Errorf("environment of host %s: %w", name, err)
 		}
 	}
@@ -695,16 +737,13 @@ func (e *CheckFailedError) Error() string {
 // responder only) is checked on the CPU a ranking picks now (each round
 // ranks again); an arm that leaves the CPU unset, on the CPU rig check
 // picks among the CPUs the host lets rig use.
-func preflight(ctx context.Context, o Options, s *scenario.Scenario, p scenario.Plan, hs *hosts) error {
-	multicast := slices.ContainsFunc(p.Arms, func(a scenario.Arm) bool { return a.Request != scenario.RequestUnicast })
-	for i, h := range append([]round.Host{hs.responder}, hs.others...) {
+func (r *run) preflight(ctx context.Context) error {
+	multicast := slices.ContainsFunc(r.plan.Arms, func(a scenario.Arm) bool { return a.Request != scenario.RequestUnicast })
+	for i, h := range r.hs.responders {
 		seen := map[int]bool{}
 		ranked := map[string]int{} // quietest candidates → the CPU picked
-		for _, a := range p.Arms {
-			k := a.Effective
-			if s.Fanout() {
-				k = s.KnobsFor(a, s.Responders[i])
-			}
+		for _, a := range r.plan.Arms {
+			k := r.knobs(a, i)
 			cpu := -1
 			if c := k.Responder.CPU; c != nil {
 				cpu = *c
@@ -712,7 +751,7 @@ func preflight(ctx context.Context, o Options, s *scenario.Scenario, p scenario.
 			if q := k.Responder.Quietest; q != nil {
 				c, ok := ranked[q.String()]
 				if !ok {
-					_, rk, err := pinQuietest(ctx, o, h.Agent, k, "")
+					_, rk, err := r.pinQuietest(ctx, h.Agent, k, "")
 					if err != nil {
 						return fmt.Errorf("require-check: %w", err)
 					}
@@ -725,14 +764,14 @@ func preflight(ctx context.Context, o Options, s *scenario.Scenario, p scenario.
 				continue
 			}
 			seen[cpu] = true
-			if s.Fanout() {
-				fmt.Fprintf(o.Log, "rig run: rig check on responder host %s\n", h.Agent.Name)
+			if r.s.Fanout() {
+				fmt.Fprintf(r.o.Log, "rig run: rig check on responder host %s\n", h.Agent.Name)
 			}
 			rep, err := h.Agent.Check(ctx, agent.CheckArgs{CPU: cpu, Iface: h.Iface, Multicast: multicast})
 			if err != nil {
 				return fmt.Errorf("require-check on host %s: %w", h.Agent.Name, err)
 			}
-			rep.WriteText(o.Log)
+			rep.WriteText(r.o.Log)
 			if !rep.Passed() {
 				return &CheckFailedError{Host: h.Agent.Name, Report: rep}
 			}

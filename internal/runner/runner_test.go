@@ -11,7 +11,6 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
@@ -99,7 +98,7 @@ func TestRunThreeArms(t *testing.T) {
 	}
 	for _, a := range []string{"cpu0", "cpu1", "cpu0-stress1"} {
 		for r := 0; r < 2; r++ {
-			j, err := samples.JoinDir(rundir.RoundDir(res.Dir, a, r))
+			j, err := samples.JoinDir(rundir.RoundDir(res.Dir, a, r), 0)
 			if err != nil {
 				t.Fatalf("arm %s round %d: %v", a, r, err)
 			}
@@ -117,7 +116,7 @@ func TestRunThreeArms(t *testing.T) {
 			t.Errorf("run directory: %v", err)
 		}
 	}
-	if load.Alive() {
+	if testbin.StressNGRuns() {
 		t.Error("stress-ng still running after the run")
 	}
 	if err := journal.CheckPending(state); err != nil {

@@ -121,7 +121,7 @@ arms:
 	if err != nil {
 		t.Fatalf("run over ssh: %v\n%s\nsshd: %s", err, log.String(), sshdLog.String())
 	}
-	j, err := samples.JoinDir(rundir.RoundDir(res.Dir, "block", 0))
+	j, err := samples.JoinDir(rundir.RoundDir(res.Dir, "block", 0), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/scenario"
-	"github.com/rig-project/rig/internal/teldata"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -49,12 +48,12 @@ arms:
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}
-	read := func(arm string) *teldata.Result {
+	read := func(arm string) *rundir.TelemetryResult {
 		b, err := os.ReadFile(filepath.Join(rundir.RoundDir(res.Dir, arm, 0), rundir.Telemetry))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r teldata.Result
+		var r rundir.TelemetryResult
 		if err := json.Unmarshal(b, &r); err != nil || r.Samples == 0 {
 			t.Fatalf("%s telemetry: %v\n%.300s", arm, err, b)
 		}

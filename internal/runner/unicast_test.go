@@ -73,7 +73,7 @@ func TestRunUnicastBesideMulticast(t *testing.T) {
 		t.Fatalf("manifest requests %q", requests)
 	}
 	for _, arm := range []string{"multicast", "unicast"} {
-		j, err := samples.JoinDir(rundir.RoundDir(res.Dir, arm, 0))
+		j, err := samples.JoinDir(rundir.RoundDir(res.Dir, arm, 0), 0)
 		if err != nil {
 			t.Fatalf("arm %s: %v", arm, err)
 		}

@@ -227,7 +227,7 @@ func Read(r io.Reader) (*File, error) {
 // recordReader decodes a sample file in three steps: the header
 // (openRecords), the records one at a time (next), then the footer and the
 // CRCs (finish). Read is the three in a row; JoinDir merges the records of
-// a round's second and third files as they are read, without holding them.
+// a round's files as they are read, without holding them.
 type recordReader struct {
 	br       *hashReader
 	f        *File // header and columns; Footer once finish succeeded

@@ -1,6 +1,7 @@
 package samples
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -56,66 +57,307 @@ func Join(files ...*File) (*Joined, error) { return JoinResponder(0, files...) }
 // The files must share the run id, arm and round; a role may appear once
 // per responder. The files are not modified.
 func JoinResponder(id uint32, files ...*File) (*Joined, error) {
-	j, err := joinMeta(id, files)
+	runs := make([]run, 0, len(files))
+	for _, f := range files {
+		runs = append(runs, held(f, id))
+	}
+	j, err := joinMeta(id, runs)
 	if err != nil {
 		return nil, err
 	}
-	files = responderFiles(id, files)
-	recs, ok, err := mergeSorted(files)
-	if err != nil {
+	if j.Records, _, err = merge(runs); err != nil {
 		return nil, err
 	}
-	if !ok {
-		if recs, err = mergeAny(files); err != nil {
-			return nil, err
-		}
-	}
-	j.Records = recs
+	j.footers(runs)
 	return j, nil
 }
 
-// responderFiles is files without the other responders' own files, each
-// holding responder id's records only: a file whose records are all id's
-// (every file of a round with one responder) as it is, the others copies.
-func responderFiles(id uint32, files []*File) []*File {
-	out := make([]*File, 0, len(files))
-	for _, f := range files {
-		if f.Header.Role == RoleResponder && f.Header.ResponderID != id {
-			continue
-		}
-		if !slices.ContainsFunc(f.Records, func(r Record) bool { return r.Responder != id }) {
-			out = append(out, f)
-			continue
-		}
-		g := *f
-		g.Records = nil
-		for _, r := range f.Records {
-			if r.Responder == id {
-				g.Records = append(g.Records, r)
-			}
-		}
-		out = append(out, &g)
+// JoinDir reads and joins the sample files of a round directory (or the
+// single sample file named by path) for responder id: every request and
+// that responder's reply to it, as if it had been alone (with one
+// responder, id 0's join is the round's). The files are merged as they
+// are read, so the round holds the joined records and nothing else; a file
+// out of order (not a writer's) is read whole and sorted first. Truncated
+// files still contribute their complete records; the damage is listed in
+// Problems. A round without responder id is an error naming it.
+func JoinDir(path string, id uint32) (*Joined, error) {
+	names, err := roundFiles(path)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	var sorted []string // files out of order: read whole and sorted
+	for {
+		j, unsorted, err := joinDir(path, names, id, sorted)
+		if unsorted == "" {
+			return j, err
+		}
+		sorted = append(sorted, unsorted)
+	}
 }
 
-// joinMeta checks that files belong to one round, a role once each, and
-// gathers everything of responder id's join but the records.
-func joinMeta(id uint32, files []*File) (*Joined, error) {
-	if len(files) == 0 {
+// joinDir is one attempt of JoinDir: it returns the name of a file found
+// out of order (its records must be sorted first: sorted) instead of a
+// join.
+func joinDir(path string, names []string, id uint32, sorted []string) (*Joined, string, error) {
+	runs := make([]run, 0, len(names))
+	var problems []string
+	defer func() {
+		for i := range runs {
+			runs[i].close()
+		}
+	}()
+	for _, n := range names {
+		r, err := openRun(n, id, slices.Contains(sorted, n))
+		if err != nil {
+			if r.f == nil || !errors.Is(err, ErrTruncated) {
+				return nil, "", err
+			}
+			problems = append(problems, err.Error())
+		}
+		runs = append(runs, r)
+	}
+	j, err := joinMeta(id, runs)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	if n := responderCount(runs); int(id) >= n {
+		return nil, "", fmt.Errorf("%s: no file or records of responder %d (the round has %d)", path, id, n)
+	}
+	recs, unsorted, err := merge(runs)
+	if err != nil || unsorted != nil {
+		return nil, unsorted.name(), err
+	}
+	for i := range runs {
+		if err := runs[i].finish(); err != nil {
+			if !errors.Is(err, ErrTruncated) {
+				return nil, "", err
+			}
+			problems = append(problems, err.Error())
+		}
+	}
+	j.Records, j.Problems = recs, problems
+	j.footers(runs)
+	return j, "", nil
+}
+
+// run is one file's records of responder id in sequence order, the merge
+// taking them one at a time (head): read from the file as the merge goes
+// (rr), or held in memory (recs, sorted). Another responder's own file is
+// a run without records (other): its header counts the responders.
+type run struct {
+	f     *File
+	path  string // "" for a file in memory
+	id    uint32
+	other bool
+	rr    *recordReader
+	fh    io.Closer
+	recs  []Record
+	head  Record
+	ok    bool  // head holds a record
+	count int   // the records of responder id it holds, about: the join's size
+	trunc error // the file ended early: no more records, no footer
+}
+
+// held is f's run of responder id: its records of id as they are, or a
+// sorted copy when they are out of order.
+func held(f *File, id uint32) run {
+	if f.Header.Role == RoleResponder && f.Header.ResponderID != id {
+		return run{f: f, id: id, other: true}
+	}
+	recs := f.Records
+	if slices.ContainsFunc(recs, func(r Record) bool { return r.Responder != id }) {
+		recs = slices.DeleteFunc(slices.Clone(recs), func(r Record) bool { return r.Responder != id })
+	}
+	if !slices.IsSortedFunc(recs, bySeq) {
+		recs = slices.Clone(recs)
+		slices.SortStableFunc(recs, bySeq)
+	}
+	return run{f: f, id: id, recs: recs, count: len(recs)}
+}
+
+// openRun opens the sample file at path as a run of responder id: read
+// as the merge goes, or whole and sorted. Errors are ReadFile's; with
+// ErrTruncated the run holds what precedes the damage.
+func openRun(path string, id uint32, sorted bool) (run, error) {
+	if sorted {
+		f, err := ReadFile(path)
+		if f == nil {
+			return run{}, err
+		}
+		r := held(f, id)
+		r.path = path
+		return r, err
+	}
+	fh, err := rundir.OpenRegular(path)
+	if err != nil {
+		return run{}, err
+	}
+	rr, err := openRecords(fh)
+	if rr == nil {
+		fh.Close()
+		return run{}, fmt.Errorf("%s: %w", path, err)
+	}
+	r := run{f: rr.f, path: path, id: id, rr: rr, fh: fh, trunc: err} // err: no record count
+	if h := rr.f.Header; h.Role == RoleResponder && h.ResponderID != id {
+		r.other, r.rr, r.trunc = true, nil, nil
+	} else if err == nil {
+		r.count = int(recordsCap(fh, rr.count, len(rr.rec))) / slots(h)
+	}
+	return r, nil
+}
+
+// slots is how many records a file holds per request: one per responder
+// in the sender's and the capture's, one in a responder's.
+func slots(h Header) int {
+	if h.Role == RoleResponder {
+		return 1
+	}
+	return h.ResponderCount()
+}
+
+// bySeq is the order of records: by sequence.
+func bySeq(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) }
+
+// errUnsorted stops the merge at a run out of sequence order.
+var errUnsorted = errors.New("records out of order")
+
+// next moves the run to its next record of responder id; a record out of
+// order is errUnsorted, a sequence twice damage. A truncated file ends the
+// run, its damage kept for finish.
+func (r *run) next() error {
+	prev, had := r.head.Seq, r.ok
+	r.ok = false
+	switch {
+	case r.rr != nil && r.trunc == nil:
+		for {
+			ok, err := r.rr.next(&r.head)
+			if errors.Is(err, ErrTruncated) {
+				r.trunc = err
+				return nil
+			}
+			if err != nil {
+				return r.errorf(err)
+			}
+			if !ok || r.head.Responder == r.id {
+				r.ok = ok
+				break
+			}
+		}
+	case r.rr == nil && len(r.recs) > 0:
+		r.head, r.recs, r.ok = r.recs[0], r.recs[1:], true
+	}
+	if r.ok && had {
+		switch cmp.Compare(r.head.Seq, prev) {
+		case 0:
+			return r.errorf(dupSeq(r.f, prev))
+		case -1:
+			return errUnsorted
+		}
+	}
+	return nil
+}
+
+// finish reads the footer after the run's last record (the file's own
+// checks); a truncated file's damage is ErrTruncated.
+func (r *run) finish() error {
+	if r.rr == nil {
+		return nil
+	}
+	if r.trunc != nil {
+		return r.errorf(r.trunc)
+	}
+	if err := r.rr.finish(); err != nil {
+		return r.errorf(err)
+	}
+	return nil
+}
+
+func (r *run) errorf(err error) error {
+	if r.path == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", r.path, err)
+}
+
+func (r *run) close() {
+	if r.fh != nil {
+		r.fh.Close()
+	}
+}
+
+// name is the file of a run ("" without one).
+func (r *run) name() string {
+	if r == nil {
+		return ""
+	}
+	return r.path
+}
+
+// merge joins runs by sequence: a k-way merge, each record of the join
+// taking the stamps of every run that has its sequence. It stops at a run
+// found out of order (unsorted), whose records must be sorted first.
+func merge(runs []run) (recs []Record, unsorted *run, err error) {
+	n := 0
+	for i := range runs {
+		r := &runs[i]
+		n = max(n, r.count)
+		if err := r.next(); err != nil {
+			return stopped(r, err)
+		}
+	}
+	recs = make([]Record, 0, n) // the joined size when one run has every sequence
+	for {
+		var m uint64
+		found := false
+		for i := range runs {
+			if r := &runs[i]; r.ok && (!found || r.head.Seq < m) {
+				m, found = r.head.Seq, true
+			}
+		}
+		if !found {
+			return recs, nil, nil
+		}
+		recs = append(recs, Record{Seq: m})
+		d := &recs[len(recs)-1]
+		for i := range runs {
+			r := &runs[i]
+			if !r.ok || r.head.Seq != m {
+				continue
+			}
+			mergeStamps(d, &r.head, r.f.Stamps())
+			if err := r.next(); err != nil {
+				return stopped(r, err)
+			}
+		}
+	}
+}
+
+// stopped is merge's end at run r's error: r when it is out of order.
+func stopped(r *run, err error) ([]Record, *run, error) {
+	if err == errUnsorted {
+		return nil, r, nil
+	}
+	return nil, nil, err
+}
+
+// joinMeta checks that runs belong to one round, a role once each, and
+// gathers everything of responder id's join but the records and what the
+// footers say (footers).
+func joinMeta(id uint32, runs []run) (*Joined, error) {
+	if len(runs) == 0 {
 		return nil, errors.New("samples: nothing to join")
 	}
 	j := &Joined{Responder: id, Headers: map[Role]Header{}, Clocks: map[string]Clock{}, Counters: map[Role]Counters{}, Threads: map[Role]ThreadUsage{}, Stopped: map[Role]string{}}
-	j.Header = files[0].Header
-	for _, f := range files {
-		if f.Header.Role == RoleSender {
-			j.Header = f.Header
+	j.Header = runs[0].f.Header
+	for _, r := range runs {
+		if r.f.Header.Role == RoleSender {
+			j.Header = r.f.Header
 		}
 	}
 	j.Responders = j.Header.ResponderCount()
-	for _, f := range files {
-		h := f.Header
-		if h.Role == RoleResponder && h.ResponderID != id {
+	for _, r := range runs {
+		h := r.f.Header
+		if r.other {
 			continue // another responder's
 		}
 		if h.RunID != j.Header.RunID || h.ArmIndex != j.Header.ArmIndex || h.Round != j.Header.Round {
@@ -127,16 +369,7 @@ func joinMeta(id uint32, files []*File) (*Joined, error) {
 		}
 		j.Roles = append(j.Roles, h.Role)
 		j.Headers[h.Role] = h
-		if f.Footer != nil {
-			j.Counters[h.Role] = f.Footer.CountersOf(id)
-			if f.Footer.Thread != nil {
-				j.Threads[h.Role] = *f.Footer.Thread
-			}
-			if f.Footer.Stopped != "" {
-				j.Stopped[h.Role] = f.Footer.Stopped
-			}
-		}
-		for _, c := range f.Stamps() {
+		for _, c := range r.f.Stamps() {
 			j.Present[c] = true
 			if ck, ok := h.Clocks[c.String()]; ok {
 				j.Clocks[c.String()] = ck
@@ -144,6 +377,23 @@ func joinMeta(id uint32, files []*File) (*Joined, error) {
 		}
 	}
 	return j, nil
+}
+
+// footers adds what the runs' footers say: counters, thread use, stops.
+func (j *Joined) footers(runs []run) {
+	for _, r := range runs {
+		role, foot := r.f.Header.Role, r.f.Footer
+		if foot == nil || r.other {
+			continue
+		}
+		j.Counters[role] = foot.CountersOf(j.Responder)
+		if foot.Thread != nil {
+			j.Threads[role] = *foot.Thread
+		}
+		if foot.Stopped != "" {
+			j.Stopped[role] = foot.Stopped
+		}
+	}
 }
 
 // mergeStamps copies r's responder, flags and the stamps of columns cols into d.
@@ -157,374 +407,18 @@ func mergeStamps(d, r *Record, cols []Stamp) {
 	}
 }
 
-// mergeSorted joins files whose records are each in strictly increasing
-// sequence order (every writer's order) without a map or a sort: it counts
-// the distinct sequences, allocates the joined slice once, and merges. ok
-// is false when a file is out of order (mergeAny then joins); a sequence
-// twice in one file is damage and an error.
-func mergeSorted(files []*File) (recs []Record, ok bool, err error) {
-	for _, f := range files {
-		if ok, err := inOrder(f); !ok || err != nil {
-			return nil, false, err
-		}
-	}
-	var pos [8]int // one head per file: a round has at most three roles
-	if len(files) > len(pos) {
-		return nil, false, nil
-	}
-	// next returns the smallest sequence at the heads, and false when every
-	// file is consumed.
-	next := func() (uint64, bool) {
-		var m uint64
-		found := false
-		for i, f := range files {
-			if p := pos[i]; p < len(f.Records) && (!found || f.Records[p].Seq < m) {
-				m, found = f.Records[p].Seq, true
-			}
-		}
-		return m, found
-	}
-	// take merges the heads holding sequence m into d (nil: only count).
-	take := func(m uint64, d *Record) {
-		for i, f := range files {
-			if p := pos[i]; p < len(f.Records) && f.Records[p].Seq == m {
-				if d != nil {
-					mergeStamps(d, &f.Records[p], f.Stamps())
-				}
-				pos[i]++
-			}
-		}
-	}
-	n := 0
-	for m, more := next(); more; m, more = next() {
-		take(m, nil)
-		n++
-	}
-	pos = [8]int{}
-	recs = make([]Record, n)
-	for k := range recs {
-		m, _ := next()
-		recs[k].Seq = m
-		take(m, &recs[k])
-	}
-	return recs, true, nil
-}
-
-// inOrder reports whether f's records are in strictly increasing sequence
-// order; a sequence twice in a row is an error.
-func inOrder(f *File) (bool, error) {
-	for k := 1; k < len(f.Records); k++ {
-		switch a, b := f.Records[k-1].Seq, f.Records[k].Seq; {
-		case a == b:
-			return false, dupSeq(f, b)
-		case a > b:
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// mergeAny joins files in any record order through a map by sequence.
-func mergeAny(files []*File) ([]Record, error) {
-	var recs []Record
-	bySeq := map[uint64]int{}
-	var seen []uint8 // per joined record: the files (bit per file) that had it
-	for fi, f := range files {
-		bit := uint8(1) << fi
-		for i := range f.Records {
-			r := &f.Records[i]
-			k, ok := bySeq[r.Seq]
-			if !ok {
-				k = len(recs)
-				bySeq[r.Seq] = k
-				recs = append(recs, Record{Seq: r.Seq})
-				seen = append(seen, 0)
-			}
-			if seen[k]&bit != 0 {
-				return nil, dupSeq(f, r.Seq)
-			}
-			seen[k] |= bit
-			mergeStamps(&recs[k], r, f.Stamps())
-		}
-	}
-	slices.SortFunc(recs, func(a, b Record) int {
-		switch {
-		case a.Seq < b.Seq:
-			return -1
-		case a.Seq > b.Seq:
-			return 1
-		}
-		return 0
-	})
-	return recs, nil
-}
-
 // dupSeq: every writer records a sequence once, so a second record is
 // damage, and which of the two is right is unknowable.
 func dupSeq(f *File, seq uint64) error {
 	return fmt.Errorf("samples: %s file has sequence %d twice (damaged file)", f.Header.Role, seq)
 }
 
-// errFanout stops JoinDir's merge as it reads: the round had several
-// responders, whose records JoinDirAll separates.
-var errFanout = errors.New("samples: a round of several responders")
-
-// JoinDir reads and joins every role's file in a round directory (or the
-// single sample file named by path): responder 0's join, the only one of a
-// round with one responder (JoinDirAll gives every responder's).
-// Truncated files still contribute their complete records; the damage is
-// listed in Problems.
-func JoinDir(path string) (*Joined, error) {
-	names, more, err := roundFiles(path)
-	if err != nil {
-		return nil, err
-	}
-	if more > 0 {
-		return joinDirFirst(path)
-	}
-	first, err := ReadFile(names[0])
-	var problems []string
-	if err != nil {
-		if first == nil || !errors.Is(err, ErrTruncated) {
-			return nil, err
-		}
-		problems = append(problems, err.Error())
-	}
-	if fanout(first.Header) {
-		return joinDirFirst(path)
-	}
-	if ok, err := inOrder(first); err != nil || !ok {
-		// Not a writer's order (damaged or made by hand): hold every file
-		// and join through a map.
-		return joinFiles(path, first, names[1:], problems)
-	}
-	// The first file's records become the joined slice; the others' are
-	// merged into them as they are read, so a round holds one file's
-	// records, not every file's and a copy (a million-request round:
-	// 145 MB, not 435).
-	files := []*File{first}
-	base := first.Records
-	seen := make([]uint8, len(base)) // per record: the files (bit per file) that had it
-	var extra []*File                // per later file: its sequences the first lacks
-	for i, n := range names[1:] {
-		f, rest, err := mergeFile(n, base, seen, uint8(1)<<(i+1))
-		if errors.Is(err, errFanout) {
-			return joinDirFirst(path)
-		}
-		if err != nil {
-			if f == nil || !errors.Is(err, ErrTruncated) {
-				return nil, err
-			}
-			problems = append(problems, err.Error())
-		}
-		files = append(files, f)
-		if len(rest) > 0 {
-			extra = append(extra, &File{Header: f.Header, Records: rest, cols: f.cols})
-		}
-	}
-	j, err := joinMeta(0, files)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	j.Records = base
-	if len(extra) > 0 {
-		if j.Records, err = addExtra(base, extra); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	j.Problems = problems
-	return j, nil
-}
-
-// joinFiles reads the files after first whole and joins them all.
-func joinFiles(path string, first *File, names, problems []string) (*Joined, error) {
-	files, problems, err := readFiles(names, problems)
-	if err != nil {
-		return nil, err
-	}
-	j, err := Join(append([]*File{first}, files...)...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	j.Problems = problems
-	return j, nil
-}
-
-// mergeFile reads the sample file at path and merges each record into the
-// one of base (in sequence order, each sequence once) with its sequence,
-// marking it in seen with bit; the records of sequences base lacks are
-// returned in rest. Errors are ReadFile's (a truncated file is returned
-// with the records merged so far) and a sequence twice in the file.
-func mergeFile(path string, base []Record, seen []uint8, bit uint8) (f *File, rest []Record, err error) {
-	fh, err := rundir.OpenRegular(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer fh.Close()
-	rr, err := openRecords(fh)
-	if err != nil {
-		if rr == nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return rr.f, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	f = rr.f
-	if fanout(f.Header) {
-		return nil, nil, errFanout
-	}
-	cols := f.Stamps()
-	cmp := func(r Record, s uint64) int {
-		switch {
-		case r.Seq < s:
-			return -1
-		case r.Seq > s:
-			return 1
-		}
-		return 0
-	}
-	p := 0 // where the next sequence is expected: files are in order
-	var r Record
-	for {
-		ok, err := rr.next(&r)
-		if err != nil {
-			return f, rest, fmt.Errorf("%s: %w", path, err)
-		}
-		if !ok {
-			break
-		}
-		q, found := p, p < len(base) && base[p].Seq == r.Seq
-		switch {
-		case found:
-		case p == 0 || r.Seq > base[p-1].Seq:
-			q, found = slices.BinarySearchFunc(base[p:], r.Seq, cmp)
-			q += p
-		default:
-			q, found = slices.BinarySearchFunc(base[:p], r.Seq, cmp)
-		}
-		if !found {
-			rest = append(rest, r)
-			p = max(p, q)
-			continue
-		}
-		if seen[q]&bit != 0 {
-			return nil, nil, fmt.Errorf("%s: %w", path, dupSeq(f, r.Seq))
-		}
-		seen[q] |= bit
-		mergeStamps(&base[q], &r, cols)
-		p = q + 1
-	}
-	if err := rr.finish(); err != nil {
-		return f, rest, fmt.Errorf("%s: %w", path, err)
-	}
-	return f, rest, nil
-}
-
-// addExtra adds to base (in order) the records of sequences it lacks,
-// which later files had: those are joined among themselves, then merged
-// in order.
-func addExtra(base []Record, extra []*File) ([]Record, error) {
-	for _, f := range extra {
-		slices.SortFunc(f.Records, func(a, b Record) int {
-			switch {
-			case a.Seq < b.Seq:
-				return -1
-			case a.Seq > b.Seq:
-				return 1
-			}
-			return 0
-		})
-	}
-	add, _, err := mergeSorted(extra) // sorted now: ok
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Record, 0, len(base)+len(add))
-	i, k := 0, 0
-	for i < len(base) || k < len(add) {
-		if k == len(add) || (i < len(base) && base[i].Seq < add[k].Seq) {
-			out = append(out, base[i])
-			i++
-		} else {
-			out = append(out, add[k])
-			k++
-		}
-	}
-	return out, nil
-}
-
-// fanout reports whether a file with header h belongs to a round of
-// several responders.
-func fanout(h Header) bool {
-	return h.ResponderCount() > 1 || (h.Role == RoleResponder && h.ResponderID != 0)
-}
-
-// joinDirFirst is responder 0's join of a round of several responders.
-func joinDirFirst(path string) (*Joined, error) {
-	js, err := JoinDirAll(path)
-	if err != nil {
-		return nil, err
-	}
-	return js[0], nil
-}
-
-// JoinDirResponder is responder id's join of a round directory, read
-// once and joined for that responder only (JoinDirAll joins every one);
-// a round without that responder is an error naming it.
-func JoinDirResponder(path string, id uint32) (*Joined, error) {
-	files, problems, err := readRound(path)
-	if err != nil {
-		return nil, err
-	}
-	if n := responderCount(files); int(id) >= n {
-		return nil, fmt.Errorf("%s: no file or records of responder %d (the round has %d)", path, id, n)
-	}
-	j, err := JoinResponder(id, files...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	j.Problems = problems
-	return j, nil
-}
-
-// JoinDirAll is JoinDir for every responder of the round, in id order:
-// one Joined per responder the sender's file counts (else per responder
-// file found). A responder without a file still gets its join (the
-// sender's and the capture's records), which says the file is missing.
-// It holds every file's records (JoinDir, for a round of one responder,
-// merges them as it reads).
-func JoinDirAll(path string) ([]*Joined, error) {
-	files, problems, err := readRound(path)
-	if err != nil {
-		return nil, err
-	}
-	var js []*Joined
-	for id := range responderCount(files) {
-		j, err := JoinResponder(uint32(id), files...)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		j.Problems = problems
-		js = append(js, j)
-	}
-	return js, nil
-}
-
-// readRound reads every sample file of a round whole (roundFiles,
-// readFiles).
-func readRound(path string) ([]*File, []string, error) {
-	names, _, err := roundFiles(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	return readFiles(names, nil)
-}
-
 // responderCount is how many responders a round's files say answered:
 // the sender's and capture's count, or the highest responder file's id.
-func responderCount(files []*File) int {
+func responderCount(runs []run) int {
 	n := 1
-	for _, f := range files {
-		switch h := f.Header; h.Role {
+	for _, r := range runs {
+		switch h := r.f.Header; h.Role {
 		case RoleResponder:
 			n = max(n, int(h.ResponderID)+1)
 		default:
@@ -535,40 +429,40 @@ func responderCount(files []*File) int {
 }
 
 // roundFiles lists the sample files of a round directory — sender,
-// responder (0), capture, then the other responders' in name order, more
-// of them — or names the one file path is.
-func roundFiles(path string) (names []string, more int, err error) {
+// responder (0), capture, then the other responders' in name order — or
+// names the one file path is.
+func roundFiles(path string) (names []string, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if !st.IsDir() {
-		return []string{path}, 0, nil
+		return []string{path}, nil
 	}
 	for _, r := range []Role{RoleSender, RoleResponder, RoleCapture} {
 		p := filepath.Join(path, FileName(r))
 		if ok, err := present(p); err != nil {
-			return nil, 0, err
+			return nil, err
 		} else if ok {
 			names = append(names, p)
 		}
 	}
 	others, err := filepath.Glob(filepath.Join(path, string(RoleResponder)+"-*.samples"))
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	slices.Sort(others)
 	for _, p := range others {
 		if _, err := present(p); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
 	names = append(names, others...)
 	if len(names) == 0 {
-		return nil, 0, fmt.Errorf("%s: no sample files (want %s, %s or %s)", path,
+		return nil, fmt.Errorf("%s: no sample files (want %s, %s or %s)", path,
 			FileName(RoleSender), FileName(RoleResponder), FileName(RoleCapture))
 	}
-	return names, len(others), nil
+	return names, nil
 }
 
 // present reports whether a round has sample file p: false when nothing
@@ -583,23 +477,6 @@ func present(p string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// readFiles reads the sample files names whole; a truncated file still
-// gives its complete records, its damage appended to problems.
-func readFiles(names, problems []string) ([]*File, []string, error) {
-	var files []*File
-	for _, n := range names {
-		f, err := ReadFile(n)
-		if err != nil {
-			if f == nil || !errors.Is(err, ErrTruncated) {
-				return nil, nil, err
-			}
-			problems = append(problems, err.Error())
-		}
-		files = append(files, f)
-	}
-	return files, problems, nil
 }
 
 // SourceLabel is the short source text of a clock: "hw:eth1:phc0", "sw",

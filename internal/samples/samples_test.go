@@ -117,7 +117,7 @@ func TestJoinDirAndCSV(t *testing.T) {
 		rr = append(rr, r)
 	}
 	WriteFile(filepath.Join(dir, FileName(RoleResponder)), rh, rr, Footer{Counters: Counters{Foreign: 2}})
-	j, err := JoinDir(dir)
+	j, err := JoinDir(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +150,10 @@ func TestJoinDirAndCSV(t *testing.T) {
 	// Mismatched runs refuse to join.
 	rh.RunID = "00000000000000bb"
 	WriteFile(filepath.Join(dir, FileName(RoleResponder)), rh, rr, Footer{})
-	if _, err := JoinDir(dir); err == nil || !strings.Contains(err.Error(), "run") {
+	if _, err := JoinDir(dir, 0); err == nil || !strings.Contains(err.Error(), "run") {
 		t.Fatalf("mismatch: %v", err)
 	}
-	if _, err := JoinDir(filepath.Join(dir, "nope")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := JoinDir(filepath.Join(dir, "nope"), 0); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing: %v", err)
 	}
 }
@@ -400,7 +400,7 @@ func TestNotRegular(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := JoinDir(dir)
+		_, err := JoinDir(dir, 0)
 		done <- err
 	}()
 	select {
@@ -445,10 +445,10 @@ func TestReplyLate(t *testing.T) {
 	}
 }
 
-// TestJoinMerge: files in sequence order (every writer's) are merged
-// without a map; a sequence only one file has still gets its record, the
-// caller's files are left as they were, and a file out of order takes the
-// map path with the same result.
+// TestJoinMerge: files in sequence order (every writer's) are merged by
+// sequence; a sequence only one file has still gets its record, the
+// caller's files are left as they were, and a file out of order is sorted
+// first, with the same result.
 func TestJoinMerge(t *testing.T) {
 	h, recs := senderFile(6)
 	recs = slices.Delete(recs, 4, 5) // the sender file lacks 4 (truncated, damaged)
@@ -494,8 +494,8 @@ func TestJoinMerge(t *testing.T) {
 		t.Fatalf("sequence twice in order: %v", err)
 	}
 
-	// JoinDir merges the later files into the first as it reads them: the
-	// same records, in order or not, and a capture that also saw 9.
+	// JoinDir merges the files as it reads them: the same records, in
+	// order or not, and a capture that also saw 9.
 	dir := t.TempDir()
 	write := func(hd Header, rs []Record) {
 		t.Helper()
@@ -510,14 +510,14 @@ func TestJoinMerge(t *testing.T) {
 			slices.Reverse(rs)
 		}
 		write(rh, rs)
-		j, err := JoinDir(dir)
+		j, err := JoinDir(dir, 0)
 		check("JoinDir "+order, j, err)
 	}
 	ch := Header{Role: RoleCapture, RunID: h.RunID, Round: h.Round}
 	var cr Record
 	cr.Seq, cr.T[CapReqSW] = 9, 1309
 	write(ch, []Record{cr})
-	j, err = JoinDir(dir)
+	j, err = JoinDir(dir, 0)
 	check("JoinDir with a capture", j, err)
 	if last := j.Records[len(j.Records)-1]; last.T[CapReqSW] != 1309 || last.T[ReqRxSW] != 1209 {
 		t.Fatalf("sequence 9 from two files the sender lacks: %+v", last)
@@ -529,26 +529,25 @@ func TestJoinMerge(t *testing.T) {
 		"not in sender":  {rsp[4], rsp[4]},
 		"first unsorted": nil,
 	} {
-		if rs == nil { // the first file out of order: every file is held and joined through the map
+		if rs == nil { // the first file out of order: it is read whole and sorted
 			write(h, append(slices.Clone(recs[2:]), recs[:2]...))
 			write(rh, rsp)
-			j, err := JoinDir(dir)
+			j, err := JoinDir(dir, 0)
 			check("JoinDir, first file "+name, j, err)
 			write(h, recs)
 			continue
 		}
 		write(rh, rs)
-		if _, err := JoinDir(dir); err == nil || !strings.Contains(err.Error(), "twice") || !strings.Contains(err.Error(), "responder") {
+		if _, err := JoinDir(dir, 0); err == nil || !strings.Contains(err.Error(), "twice") || !strings.Contains(err.Error(), "responder") {
 			t.Errorf("JoinDir, a responder sequence twice %s: %v", name, err)
 		}
 	}
 }
 
-// TestJoinDirMemory: joining a round read from disk costs the first
-// file's records and nothing else: they become the joined slice and the
-// responder's are merged in as they are read (a 1 M-request round: 145 MB
-// held, where reading both files and appending to a new slice through a
-// map allocated 1.27 GB).
+// TestJoinDirMemory: joining a round read from disk costs the joined
+// records and nothing else: every file is merged in as it is read (a
+// 1 M-request round: 160 MB held, where reading the files and appending
+// to a new slice through a map allocated 1.27 GB).
 func TestJoinDirMemory(t *testing.T) {
 	const n = 50_000
 	dir := t.TempDir()
@@ -571,7 +570,7 @@ func TestJoinDirMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	j, err := JoinDir(dir)
+	j, err := JoinDir(dir, 0)
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -579,11 +578,11 @@ func TestJoinDirMemory(t *testing.T) {
 	if len(j.Records) != n || j.Records[4].T[ReqRxSW] != 1204 || j.Records[4].T[TxSW] != 1104 || j.Records[5].T[ReqRxSW] != 0 {
 		t.Fatalf("joined %d records, record 4 %+v 5 %+v", len(j.Records), j.Records[4], j.Records[5])
 	}
-	// The sender's records and a byte per record; the responder's records
+	// The joined records, and a byte each of slack; the files' records
 	// are merged as they are read, never held.
 	want := uint64(n) * uint64(unsafe.Sizeof(Record{})+1)
 	if got := after.TotalAlloc - before.TotalAlloc; got > want+want/10 {
-		t.Errorf("JoinDir allocated %d bytes, want about the sender file's records (%d): no copy, nothing else held", got, want)
+		t.Errorf("JoinDir allocated %d bytes, want about the joined records (%d): no copy, nothing else held", got, want)
 	}
 }
 
@@ -631,7 +630,7 @@ func TestJoinResponders(t *testing.T) {
 	if err := Write(io.Discard, h, []Record{{Responder: 2}}, Footer{}); err == nil {
 		t.Error("a sender file of 2 responders took responder 2's record")
 	}
-	js, err := JoinDirAll(dir)
+	js, err := joinEvery(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -652,11 +651,69 @@ func TestJoinResponders(t *testing.T) {
 		}
 	}
 	os.Remove(filepath.Join(dir, ResponderFileName(1)))
-	js, err = JoinDirAll(dir)
+	js, err = joinEvery(dir)
 	if err != nil || len(js) != 2 || slices.Contains(js[1].Roles, RoleResponder) || !slices.Contains(js[0].Roles, RoleResponder) {
 		t.Fatalf("responder 1's file missing: %v, %d joins", err, len(js))
 	}
-	if j, err := JoinDir(dir); err != nil || j.Responder != 0 {
+	if j, err := JoinDir(dir, 0); err != nil || j.Responder != 0 {
 		t.Fatalf("JoinDir: %v", err)
+	}
+}
+
+// joinEvery joins every responder of the round in dir, in id order.
+func joinEvery(dir string) ([]*Joined, error) {
+	var js []*Joined
+	for id := 0; id == 0 || id < js[0].Responders; id++ {
+		j, err := JoinDir(dir, uint32(id))
+		if err != nil {
+			return nil, err
+		}
+		js = append(js, j)
+	}
+	return js, nil
+}
+
+// TestJoinDirTruncated: a truncated file gives the join its records before
+// the damage and one problem naming it, whether it ends in its records or
+// before their count; the other files are joined whole.
+func TestJoinDirTruncated(t *testing.T) {
+	dir := t.TempDir()
+	h, recs := senderFile(10)
+	if err := WriteFile(filepath.Join(dir, FileName(RoleSender)), h, recs, Footer{}); err != nil {
+		t.Fatal(err)
+	}
+	rh := Header{Role: RoleResponder, RunID: h.RunID, Round: h.Round}
+	var rr []Record
+	for i := range 10 {
+		r := Record{Seq: uint64(i)}
+		r.T[ReqRxSW] = int64(1200 + i)
+		rr = append(rr, r)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, rh, rr, Footer{}); err != nil {
+		t.Fatal(err)
+	}
+	full := buf.Bytes()
+	hdrEnd := 8 + 4 + int(binary.LittleEndian.Uint32(full[8:12]))
+	recLen := recordFixed + 8*len(ColumnsFor(RoleResponder))
+	path := filepath.Join(dir, FileName(RoleResponder))
+	for name, c := range map[string]struct{ cut, stamped int }{"in its records": {hdrEnd + 8 + 4*recLen + 10, 4}, "before the count": {hdrEnd + 3, 0}} {
+		if err := os.WriteFile(path, full[:c.cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		j, err := JoinDir(dir, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		stamped := 0
+		for _, r := range j.Records {
+			if r.T[ReqRxSW] != 0 {
+				stamped++
+			}
+		}
+		if len(j.Records) != 10 || j.Records[9].T[TxSW] != 1109 || stamped != c.stamped || len(j.Problems) != 1 ||
+			!strings.Contains(j.Problems[0], path) || !strings.Contains(j.Problems[0], "truncated") || !slices.Contains(j.Roles, RoleResponder) {
+			t.Errorf("%s: %d records, %d stamped, problems %q, roles %v", name, len(j.Records), stamped, j.Problems, j.Roles)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/probe"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -57,11 +58,11 @@ func bigHost() *StaticFacts {
 // (3.1 GHz base, 3.6 GHz turbo), powersave, turbo on, tuned running
 // throughput-performance (as a RHEL host with tuned runs by default).
 func intelPstateFacts(cpus []int) *power.Facts {
-	f := &power.Facts{Arch: "x86_64", Freq: map[int]hostinfo.Freq{},
-		Turbo: &hostinfo.Turbo{Enabled: true, Source: hostinfo.IntelPstateDir + "/no_turbo", PstateMode: "active", MinPerfPct: 22, MaxPerfPct: 100},
-		Tuned: &power.TunedState{Active: "throughput-performance", Running: true, Profiles: []string{"balanced", "latency-performance", "network-latency", "throughput-performance"}}}
+	f := &power.Facts{Arch: "x86_64", Freq: map[int]rundir.Freq{},
+		Turbo: &rundir.Turbo{Enabled: true, Source: hostinfo.IntelPstateDir + "/no_turbo", PstateMode: "active", MinPerfPct: 22, MaxPerfPct: 100},
+		Tuned: &rundir.TunedState{Active: "throughput-performance", Running: true, Profiles: []string{"balanced", "latency-performance", "network-latency", "throughput-performance"}}}
 	for _, c := range cpus {
-		f.Freq[c] = hostinfo.Freq{Driver: "intel_pstate", Governor: "powersave", Governors: []string{"performance", "powersave"},
+		f.Freq[c] = rundir.Freq{Driver: "intel_pstate", Governor: "powersave", Governors: []string{"performance", "powersave"},
 			CurKHz: 1200000, MinKHz: 800000, MaxKHz: 3600000, HWMinKHz: 800000, HWMaxKHz: 3600000, BaseKHz: 3100000,
 			EPP: "balance_performance", RelatedCPUs: []int{c}}
 	}

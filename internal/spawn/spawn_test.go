@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rig-project/rig/internal/testbin"
 )
 
 // TestMain doubles as the helper process: with SPAWN_HELPER set it starts
@@ -54,16 +56,6 @@ func helper() {
 	time.Sleep(time.Hour) // until the test kills it (select{} would be a deadlock)
 }
 
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// A zombie waits for its parent (the helper, dead, so init) to reap it.
-	i := strings.LastIndexByte(string(b), ')')
-	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
-}
-
 // TestChildDiesWithParent: the child survives the end of the thread that
 // asked for it, and dies when its parent process is killed with SIGKILL.
 func TestChildDiesWithParent(t *testing.T) {
@@ -86,13 +78,13 @@ func TestChildDiesWithParent(t *testing.T) {
 	// A negative: a SIGKILL sent when the thread ended would have ended the
 	// child within this window.
 	time.Sleep(200 * time.Millisecond)
-	if !alive(pid) {
+	if !testbin.Alive(pid) {
 		t.Fatal("child died when the thread that asked for it ended: its death signal is tied to that thread")
 	}
 	h.Process.Kill()
 	h.Wait()
 	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
+	for testbin.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatal("child still runs 5 s after its parent was killed")
 		}

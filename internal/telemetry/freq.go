@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // freqMeter is the sampler's frequency source, opened by New.
@@ -136,23 +136,23 @@ func (fm *freqMeter) close() {
 }
 
 // result computes the round's frequency from n samples.
-func (fm *freqMeter) result(n int) *teldata.FreqResult {
-	r := &teldata.FreqResult{CPU: fm.cpu, Source: teldata.FreqNone, Note: fm.note}
+func (fm *freqMeter) result(n int) *rundir.FreqResult {
+	r := &rundir.FreqResult{CPU: fm.cpu, Source: rundir.FreqNone, Note: fm.note}
 	switch {
 	case fm.msr != nil:
 		// turbostat's Bzy_MHz without a known base frequency, and its Busy%:
 		// MPERF counts at the TSC's rate while the CPU is not idle (on AMD,
 		// and on hybrid Intel's E-cores, that is not the CPU's own base).
-		r.Source, r.Rule = teldata.FreqAPERF, teldata.RuleAPERFTSC
+		r.Source, r.Rule = rundir.FreqAPERF, rundir.RuleAPERFTSC
 		s0, s1 := fm.ends[0], fm.ends[1]
 		da, dm, dt, ns := s1.aperf-s0.aperf, s1.mperf-s0.mperf, s1.tsc-s0.tsc, s1.ns-s0.ns
 		switch {
 		case !s0.ok || !s1.ok:
-			r.Source, r.Rule, r.Note = teldata.FreqNone, "", "reading APERF/MPERF/TSC failed at the start or the end of the round"
+			r.Source, r.Rule, r.Note = rundir.FreqNone, "", "reading APERF/MPERF/TSC failed at the start or the end of the round"
 		case s1.mperf < s0.mperf || s1.aperf < s0.aperf || s1.tsc <= s0.tsc || ns <= 0:
-			r.Source, r.Rule, r.Note = teldata.FreqNone, "", "APERF, MPERF or the TSC went backwards or stood still during the round (the counters were reset)"
+			r.Source, r.Rule, r.Note = rundir.FreqNone, "", "APERF, MPERF or the TSC went backwards or stood still during the round (the counters were reset)"
 		case dm == 0:
-			r.Source, r.Rule, r.Note = teldata.FreqNone, "", "MPERF did not move: the CPU was idle for the whole round"
+			r.Source, r.Rule, r.Note = rundir.FreqNone, "", "MPERF did not move: the CPU was idle for the whole round"
 		default:
 			r.TSCMHz = float64(dt) / float64(ns) * 1e3
 			r.MHz = float64(da) / float64(dm) * r.TSCMHz
@@ -160,7 +160,7 @@ func (fm *freqMeter) result(n int) *teldata.FreqResult {
 			r.Samples = 2
 		}
 	case fm.cur != nil:
-		r.Source, r.Rule = teldata.FreqCurFreq, teldata.RuleCurFreq
+		r.Source, r.Rule = rundir.FreqCurFreq, rundir.RuleCurFreq
 		var sum float64
 		for _, k := range fm.kHz[:n] {
 			if k == 0 {
@@ -177,7 +177,7 @@ func (fm *freqMeter) result(n int) *teldata.FreqResult {
 			r.Samples++
 		}
 		if r.Samples == 0 {
-			r.Source, r.Rule, r.Note = teldata.FreqNone, "", "every scaling_cur_freq read failed"
+			r.Source, r.Rule, r.Note = rundir.FreqNone, "", "every scaling_cur_freq read failed"
 			break
 		}
 		r.MHz = sum / float64(r.Samples)

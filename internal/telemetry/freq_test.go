@@ -8,7 +8,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power/powertest"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // msrBytes is a fixture for /dev/cpu/N/msr at 0xE7: MPERF = mperf and
@@ -54,7 +54,7 @@ func TestFreqAPERF(t *testing.T) {
 	r := s.result().Freq
 	e := s.freq.ends
 	tscMHz := float64(1<<59) / float64(e[1].ns-e[0].ns) * 1e3
-	if want := (1.25 + 1.0/256) * tscMHz; r.Source != teldata.FreqAPERF || r.Rule != teldata.RuleAPERFTSC || math.Abs(r.MHz-want) > 1e-6*want ||
+	if want := (1.25 + 1.0/256) * tscMHz; r.Source != rundir.FreqAPERF || r.Rule != rundir.RuleAPERFTSC || math.Abs(r.MHz-want) > 1e-6*want ||
 		math.Abs(r.TSCMHz-tscMHz) > 1e-6*tscMHz || r.BusyPct != 50 || r.Samples != 2 || r.BaseMHz != 0 || !strings.Contains(r.Note, "IPI") {
 		t.Fatalf("%+v, want %.3f MHz (TSC %.3f MHz), busy 50 %%", r, want, tscMHz)
 	}
@@ -67,23 +67,23 @@ func TestFreqMath(t *testing.T) {
 	r := fm.result(0)
 	// The TSC ran at 2.4 GHz; × 1.5/1.2 = 3 GHz; MPERF moved 1.2e9 of the
 	// TSC's 2.4e9 cycles: 50 % busy.
-	if r.MHz != 3000 || r.TSCMHz != 2400 || math.Abs(r.BusyPct-50) > 1e-9 || r.Rule != teldata.RuleAPERFTSC {
+	if r.MHz != 3000 || r.TSCMHz != 2400 || math.Abs(r.BusyPct-50) > 1e-9 || r.Rule != rundir.RuleAPERFTSC {
 		t.Fatalf("%+v", r)
 	}
 	fm.ends[1].mperf = fm.ends[0].mperf
-	if r := fm.result(0); r.Source != teldata.FreqNone || r.Rule != "" || !strings.Contains(r.Note, "idle for the whole round") {
+	if r := fm.result(0); r.Source != rundir.FreqNone || r.Rule != "" || !strings.Contains(r.Note, "idle for the whole round") {
 		t.Fatalf("idle round %+v", r)
 	}
 	fm.ends[1].mperf = 0
-	if r := fm.result(0); r.Source != teldata.FreqNone || !strings.Contains(r.Note, "backwards") {
+	if r := fm.result(0); r.Source != rundir.FreqNone || !strings.Contains(r.Note, "backwards") {
 		t.Fatalf("reset %+v", r)
 	}
 	fm.ends[1].mperf, fm.ends[1].tsc = 2_000_000_000, fm.ends[0].tsc
-	if r := fm.result(0); r.Source != teldata.FreqNone || !strings.Contains(r.Note, "stood still") {
+	if r := fm.result(0); r.Source != rundir.FreqNone || !strings.Contains(r.Note, "stood still") {
 		t.Fatalf("TSC stood still %+v", r)
 	}
 	fm.ends[1].ok = false
-	if r := fm.result(0); r.Source != teldata.FreqNone || !strings.Contains(r.Note, "failed") {
+	if r := fm.result(0); r.Source != rundir.FreqNone || !strings.Contains(r.Note, "failed") {
 		t.Fatalf("failed read %+v", r)
 	}
 }
@@ -104,7 +104,7 @@ func TestFreqCurFreq(t *testing.T) {
 	s.sample()
 	s.sample()
 	r := s.result().Freq
-	if r.Source != teldata.FreqCurFreq || r.Rule != teldata.RuleCurFreq || r.Samples != 3 || math.Abs(r.MHz-(3000+3400+3400)/3.0) > 1e-9 || r.MinMHz != 3000 || r.MaxMHz != 3400 ||
+	if r.Source != rundir.FreqCurFreq || r.Rule != rundir.RuleCurFreq || r.Samples != 3 || math.Abs(r.MHz-(3000+3400+3400)/3.0) > 1e-9 || r.MinMHz != 3000 || r.MaxMHz != 3400 ||
 		!strings.Contains(r.Note, "no /dev/cpu/2/msr (the msr driver is not loaded: modprobe msr)") {
 		t.Fatalf("%+v", r)
 	}
@@ -121,7 +121,7 @@ func TestFreqNotMeasurable(t *testing.T) {
 	s.sample()
 	s.sample()
 	r := s.result().Freq
-	if r.Source != teldata.FreqNone || r.MHz != 0 || !strings.Contains(r.Note, "no /dev/cpu/1/msr") || !strings.Contains(r.Note, "no cpufreq on CPU 1") {
+	if r.Source != rundir.FreqNone || r.MHz != 0 || !strings.Contains(r.Note, "no /dev/cpu/1/msr") || !strings.Contains(r.Note, "no cpufreq on CPU 1") {
 		t.Fatalf("%+v", r)
 	}
 }

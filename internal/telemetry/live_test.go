@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,7 +16,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -36,8 +37,10 @@ func TestSamplerNeverOnMeasuredCPU(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	tid := s.ThreadID()
-	allowed, err := hostinfo.CPUsAllowed(hostfs.FS{Root: "/"}, "self/task/"+itoa(tid))
+	s.mu.Lock()
+	tid := s.tid // the sampler's thread
+	s.mu.Unlock()
+	allowed, err := hostinfo.CPUsAllowed(hostfs.FS{Root: "/"}, "self/task/"+strconv.Itoa(tid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +104,7 @@ func TestStressNGSeen(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "stress-ng", "--cpu", "1", "--cpu-method", "fft", "--taskset", itoa(cpu), "-t", "3s", "--metrics-brief").CombinedOutput()
+	out, err := exec.CommandContext(ctx, "stress-ng", "--cpu", "1", "--cpu-method", "fft", "--taskset", strconv.Itoa(cpu), "-t", "3s", "--metrics-brief").CombinedOutput()
 	r, serr := s.Stop()
 	if err != nil {
 		t.Fatalf("stress-ng: %v\n%s", err, out)
@@ -109,7 +112,7 @@ func TestStressNGSeen(t *testing.T) {
 	if serr != nil {
 		t.Fatal(serr)
 	}
-	var stress []teldata.ThreadSeen
+	var stress []rundir.ThreadSeen
 	for _, th := range r.Threads {
 		if strings.HasPrefix(th.Comm, "stress-ng") {
 			stress = append(stress, th)

@@ -3,14 +3,15 @@ package telemetry
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // source is the dense (pre-filter) view the builder works on.
 type source struct {
-	teldata.Source
+	rundir.TelemetrySource
 	at func(i int) uint64 // counter value at sample i
 }
 
@@ -21,11 +22,11 @@ func delta(cur, prev uint64) uint64 {
 	return cur - prev
 }
 
-func (s *Sampler) result() *teldata.Result {
+func (s *Sampler) result() *rundir.TelemetryResult {
 	cfg := s.cfg
 	n := s.n
-	r := &teldata.Result{CPUs: cfg.CPUs, PinCPU: cfg.PinCPU, IntervalNS: int64(cfg.Interval), Start: s.t[0], End: s.t[n-1],
-		Samples: n, Missed: s.missed, ReadErrors: s.errCount, Threads: []teldata.ThreadSeen{}}
+	r := &rundir.TelemetryResult{CPUs: cfg.CPUs, PinCPU: cfg.PinCPU, IntervalNS: int64(cfg.Interval), Start: s.t[0], End: s.t[n-1],
+		Samples: n, Missed: s.missed, ReadErrors: s.errCount, Threads: []rundir.ThreadSeen{}}
 	if s.firstErr != nil {
 		r.FirstError = s.firstErr.Error()
 	}
@@ -35,7 +36,7 @@ func (s *Sampler) result() *teldata.Result {
 		for k, id := range ids {
 			for c, cpu := range cfg.CPUs {
 				off := k*nc + c
-				all = append(all, source{teldata.Source{CPU: cpu, Kind: kind, ID: id, Name: names(k)},
+				all = append(all, source{rundir.TelemetrySource{CPU: cpu, Kind: kind, ID: id, Name: names(k)},
 					func(i int) uint64 { return data[i*width+off] }})
 			}
 		}
@@ -44,19 +45,19 @@ func (s *Sampler) result() *teldata.Result {
 	addTable("softirq", s.softR.IDs(), func(int) string { return "" }, s.soft, s.softR.Len())
 	for k, f := range s.idle {
 		k, ni := k, len(s.idle)
-		id := "state" + itoa(f.state)
-		all = append(all, source{teldata.Source{CPU: f.cpu, Kind: "idle_usage", ID: id, Name: f.name}, func(i int) uint64 { return s.idleU[i*ni+k] }},
-			source{teldata.Source{CPU: f.cpu, Kind: "idle_time_us", ID: id, Name: f.name}, func(i int) uint64 { return s.idleT[i*ni+k] }})
+		id := "state" + strconv.Itoa(f.state)
+		all = append(all, source{rundir.TelemetrySource{CPU: f.cpu, Kind: "idle_usage", ID: id, Name: f.name}, func(i int) uint64 { return s.idleU[i*ni+k] }},
+			source{rundir.TelemetrySource{CPU: f.cpu, Kind: "idle_time_us", ID: id, Name: f.name}, func(i int) uint64 { return s.idleT[i*ni+k] }})
 	}
 	for c, cpu := range cfg.CPUs {
 		for j, id := range []string{"processed", "dropped", "time_squeeze"} {
 			off := c*netCols + j
-			all = append(all, source{teldata.Source{CPU: cpu, Kind: "softnet", ID: id}, func(i int) uint64 { return s.net[i*nc*netCols+off] }})
+			all = append(all, source{rundir.TelemetrySource{CPU: cpu, Kind: "softnet", ID: id}, func(i int) uint64 { return s.net[i*nc*netCols+off] }})
 		}
 	}
 	for j, id := range cfg.NICStatNames {
 		j, w := j, len(cfg.NICStatNames)
-		all = append(all, source{teldata.Source{CPU: -1, Kind: "nic", ID: id}, func(i int) uint64 { return s.nic[i*w+j] }})
+		all = append(all, source{rundir.TelemetrySource{CPU: -1, Kind: "nic", ID: id}, func(i int) uint64 { return s.nic[i*w+j] }})
 	}
 	secs := float64(r.End-r.Start) / 1e9
 	var kept []source
@@ -71,10 +72,10 @@ func (s *Sampler) result() *teldata.Result {
 			src.PerSec = float64(src.Total) / secs
 		}
 		kept = append(kept, src)
-		r.Sources = append(r.Sources, src.Source)
+		r.Sources = append(r.Sources, src.TelemetrySource)
 	}
 	for i := 1; i < n; i++ {
-		iv := teldata.Interval{Start: s.t[i-1], End: s.t[i], Deltas: make([]uint64, len(kept))}
+		iv := rundir.TelemetryInterval{Start: s.t[i-1], End: s.t[i], Deltas: make([]uint64, len(kept))}
 		for k, src := range kept {
 			iv.Deltas[k] = delta(src.at(i), src.at(i-1))
 		}
@@ -87,7 +88,7 @@ func (s *Sampler) result() *teldata.Result {
 		// Summed from the intervals: the thread usually exits before the
 		// last sample (the responder stops first), and a failed read counts
 		// as no change rather than erasing the round's total.
-		r.Thread = &teldata.ThreadCtx{PID: cfg.PID, TID: cfg.TID}
+		r.Thread = &rundir.ThreadCtx{PID: cfg.PID, TID: cfg.TID}
 		for _, iv := range r.Intervals {
 			r.Thread.Voluntary += iv.Vol
 			r.Thread.Involuntary += iv.Invol
@@ -118,7 +119,7 @@ func (s *Sampler) result() *teldata.Result {
 		}
 	}
 	for _, a := range s.aff {
-		w := teldata.IRQWatch{IRQ: a.irq, Initial: a.initial, Final: string(trim(a.last[:a.lastN])), Changes: a.changes}
+		w := rundir.IRQWatch{IRQ: a.irq, Initial: a.initial, Final: string(trim(a.last[:a.lastN])), Changes: a.changes}
 		r.IRQAffinity = append(r.IRQAffinity, w)
 	}
 	r.AffinityChanges = s.drift

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -27,7 +26,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // Config says what to watch.
@@ -74,7 +73,7 @@ type Config struct {
 	// Power is the power state the round runs under (governor, limits,
 	// turbo, tuned profile, idle states), read by the caller before
 	// sampling starts (tuned-adm is slow); kept as Result.Power.
-	Power *teldata.PowerState
+	Power *rundir.PowerState
 }
 
 // Sampler is one round's telemetry. Use New, Start, Stop.
@@ -110,7 +109,7 @@ type Sampler struct {
 
 	errCount int
 	firstErr error
-	drift    []teldata.AffinityChange
+	drift    []rundir.AffinityChange
 
 	stop    chan struct{}
 	done    chan struct{}
@@ -180,7 +179,7 @@ func New(cfg Config) (*Sampler, error) {
 	s.vol = make([]uint64, m)
 	s.inv = make([]uint64, m)
 	s.nic = make([]uint64, m*len(cfg.NICStatNames))
-	s.drift = make([]teldata.AffinityChange, 0, 64)
+	s.drift = make([]rundir.AffinityChange, 0, 64)
 	if cfg.ThreadScanEvery > 0 {
 		s.scanner = newThreadScanner(cfg.FS, cfg.CPUs)
 	}
@@ -285,13 +284,6 @@ func (s *Sampler) close() {
 	}
 }
 
-// ThreadID is the OS thread the sampler runs on (0 before Start).
-func (s *Sampler) ThreadID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tid
-}
-
 // pin pins the calling thread to PinCPU; unpinned when it is negative.
 func (s *Sampler) pin() error {
 	if s.cfg.PinCPU < 0 {
@@ -356,7 +348,7 @@ func (s *Sampler) run(ready chan<- error) {
 
 // Stop takes a last sample, stops the sampler, closes its files and
 // returns the result.
-func (s *Sampler) Stop() (*teldata.Result, error) {
+func (s *Sampler) Stop() (*rundir.TelemetryResult, error) {
 	if s.stopped {
 		return nil, errors.New("telemetry: Stop called twice")
 	}
@@ -496,7 +488,7 @@ func (s *Sampler) recordDrift(a *affWatch, b []byte, i int) {
 	if len(s.drift) == cap(s.drift) {
 		return // bounded: the count of changes is still in the result
 	}
-	s.drift = append(s.drift, teldata.AffinityChange{T: s.t[i], IRQ: a.irq, From: from, To: string(trim(b))})
+	s.drift = append(s.drift, rundir.AffinityChange{T: s.t[i], IRQ: a.irq, From: from, To: string(trim(b))})
 }
 
 func trim(b []byte) []byte {
@@ -505,5 +497,3 @@ func trim(b []byte) []byte {
 	}
 	return b
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // copyTree copies a fixture tree so a test can move its counters.
@@ -149,7 +150,7 @@ func TestSampleAllocs(t *testing.T) {
 		t.Fatal(s.firstErr)
 	}
 	r := s.result()
-	if r.Freq == nil || r.Freq.Source != teldata.FreqCurFreq || r.Freq.Samples != 101 { // AllocsPerRun warms up once
+	if r.Freq == nil || r.Freq.Source != rundir.FreqCurFreq || r.Freq.Samples != 101 { // AllocsPerRun warms up once
 		t.Fatalf("frequency samples: %+v", r.Freq)
 	}
 	if len(r.Sources) != 1 || r.Sources[0].Label() != "nic rx_dropped" {
@@ -214,7 +215,7 @@ func TestThreadScanSchedstat(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts.scan(1)
-	got := map[string]teldata.ThreadSeen{}
+	got := map[string]rundir.ThreadSeen{}
 	for _, th := range ts.threads {
 		got[th.Comm] = th
 	}
@@ -230,7 +231,7 @@ func TestThreadScanSchedstat(t *testing.T) {
 func TestBusyAndThreadsNote(t *testing.T) {
 	h := copyTree(t, "isolated")
 	rq := func(ns int) string {
-		return "version 15\ntimestamp 1\ncpu2 0 0 9 1 9 9 " + itoa(ns) + " 0 9\ncpu6 0 0 0 0 0 0 0 0 0\n"
+		return "version 15\ntimestamp 1\ncpu2 0 0 9 1 9 9 " + strconv.Itoa(ns) + " 0 9\ncpu6 0 0 0 0 0 0 0 0 0\n"
 	}
 	if err := os.WriteFile(h.Path("/proc/schedstat"), []byte(rq(0)), 0o644); err != nil {
 		t.Fatal(err)

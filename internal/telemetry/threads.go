@@ -6,7 +6,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
-	"github.com/rig-project/rig/internal/teldata"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // threadScanner finds the threads that ran on the measured CPUs. A task's
@@ -24,7 +24,7 @@ import (
 type threadScanner struct {
 	fs      hostfs.FS
 	cpus    []int
-	threads []teldata.ThreadSeen
+	threads []rundir.ThreadSeen
 	byTID   map[int]int    // tid -> index in threads (latest comm)
 	slices  map[int]uint64 // tid -> timeslices at the previous scan
 	runNS   map[int]uint64
@@ -69,7 +69,7 @@ func (ts *threadScanner) scan(sample int) {
 			k, ok := ts.byTID[tid]
 			if !ok || ts.threads[k].Comm != string(comm) {
 				k = len(ts.threads)
-				ts.threads = append(ts.threads, teldata.ThreadSeen{TID: tid, PID: pid, Comm: string(comm)})
+				ts.threads = append(ts.threads, rundir.ThreadSeen{TID: tid, PID: pid, Comm: string(comm)})
 				ts.byTID[tid] = k
 			}
 			th := &ts.threads[k]

@@ -1,9 +1,14 @@
 package testbin
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -24,12 +29,11 @@ var notGated = map[string]string{
 	"internal/chaos/harness_test.go": "helpers of chaos_test.go",
 }
 
-// TestGate: every test file that builds a namespace, starts stress-ng or
-// asks for root also calls the one gate (Integration, directly or through
-// StressNG or netlabtest.New), so `go test -short ./...` starts none of
-// them. A file-level check: a file that gates one test and not another is
-// caught by .ci/unit-starts-nothing.sh, which runs the short suite and
-// watches the host.
+// TestGate: every test function (and every helper) that builds a
+// namespace, starts stress-ng or asks for root also calls the one gate
+// (Integration, directly or through StressNG or netlabtest.New), so
+// `go test -short ./...` starts none of them. .ci/unit-starts-nothing.sh
+// runs the short suite and watches the host as well.
 func TestGate(t *testing.T) {
 	root := filepath.Join("..", "..")
 	checked := 0
@@ -44,22 +48,15 @@ func TestGate(t *testing.T) {
 		if d.IsDir() || !strings.HasSuffix(p, "_test.go") || notGated[rel] != "" || rel == "internal/testbin/gate_test.go" {
 			return nil
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		src := string(b)
-		for _, c := range creators {
-			if !strings.Contains(src, c) {
-				continue
-			}
-			checked++
-			gated := false
-			for _, g := range gates {
-				gated = gated || strings.Contains(src, g)
-			}
-			if !gated {
-				t.Errorf("%s has %s but no gate: call testbin.Integration(t) (or testbin.StressNG, netlabtest.New) in the test", rel, c)
+		for name, src := range declarations(t, p) {
+			for _, c := range creators {
+				if !strings.Contains(src, c) {
+					continue
+				}
+				checked++
+				if !gated(src) {
+					t.Errorf("%s: %s has %s but no gate: call testbin.Integration(t) (or testbin.StressNG, netlabtest.New) in it", rel, name, c)
+				}
 			}
 		}
 		return nil
@@ -69,5 +66,46 @@ func TestGate(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no test file builds a namespace or starts stress-ng: the walk read nothing")
+	}
+}
+
+func gated(src string) bool {
+	return slices.ContainsFunc(gates, func(g string) bool { return strings.Contains(src, g) })
+}
+
+// declarations are the source texts of the top-level declarations of the
+// Go file at path, by name.
+func declarations(t *testing.T, path string) map[string]string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for i, d := range f.Decls {
+		name := fmt.Sprintf("declaration %d", i)
+		if fd, ok := d.(*ast.FuncDecl); ok {
+			name = fd.Name.Name
+		}
+		out[name] = string(b[fset.Position(d.Pos()).Offset:fset.Position(d.End()).Offset])
+	}
+	return out
+}
+
+// TestGateSeesOneTest: the gate check is per function: a file whose one
+// test is gated and whose other builds a namespace unguarded is caught.
+func TestGateSeesOneTest(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x_test.go")
+	src := "package x\n\nfunc TestA(t *testing.T) { testbin.Integration(t) }\n\nfunc TestB(t *testing.T) { netlab.Up(ctx, \"b\", o) }\n"
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := declarations(t, p)
+	if !gated(d["TestA"]) || gated(d["TestB"]) || !strings.Contains(d["TestB"], "netlab.Up(") {
+		t.Errorf("declarations %q: want TestA gated, TestB not", d)
 	}
 }

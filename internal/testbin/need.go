@@ -1,12 +1,14 @@
 package testbin
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
-	"github.com/rig-project/rig/internal/cpurank"
-	"github.com/rig-project/rig/internal/load"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // Integration is the one gate of the tests that build network namespaces,
@@ -33,7 +35,7 @@ func StressNG(t testing.TB) {
 	if _, err := exec.LookPath("stress-ng"); err != nil {
 		t.Skip("stress-ng not installed (make deps installs it)")
 	}
-	if load.Alive() {
+	if StressNGRuns() {
 		t.Skip("a stress-ng from elsewhere is running; cannot prove the test's own load stops")
 	}
 }
@@ -42,9 +44,29 @@ func StressNG(t testing.TB) {
 // CPU the test keeps unloaded) saw it run other work most of the time: the
 // machine is busy elsewhere (other builds on a shared development
 // machine), the ranking was right to see it, and the test proves nothing.
-func BusyElsewhere(t testing.TB, r *cpurank.Ranking, free int) {
+func BusyElsewhere(t testing.TB, r *rundir.Ranking, free int) {
 	t.Helper()
 	if c := r.Get(free); c != nil && c.RunUS > 500_000 {
 		t.Skipf("CPU %d, which the test keeps free, ran %.0f µs/s of other threads (%v): the machine is busy elsewhere", free, c.RunUS, c.TopThreads)
 	}
+}
+
+// StressNGRuns reports whether any stress-ng process runs on this host.
+func StressNGRuns() bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "stress-ng") {
+			return true
+		}
+	}
+	return false
+}
+
+// Alive reports whether process pid runs: it exists and is no zombie
+// waiting to be reaped.
+func Alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(b, ')')
+	return err == nil && i > 0 && len(b) > i+2 && b[i+2] != 'Z'
 }

@@ -52,17 +52,6 @@ func (c Caps) String() string {
 		c.Ifname, c.SOF, uint32(c.SOF), phc, c.TxTypesString(), c.RxFiltersString())
 }
 
-// Capabilities reads the timestamping capabilities of ifname in the calling
-// thread's network namespace. It needs no privilege. A missing interface
-// wraps os.ErrNotExist.
-func Capabilities(ifname string) (Caps, error) {
-	c, err := HostDevice().TSInfo(ifname)
-	if err != nil {
-		return Caps{}, fmt.Errorf("tstamp: %q: ETHTOOL_GET_TS_INFO: %w", ifname, wrapNoDev(err))
-	}
-	return c, nil
-}
-
 func capsOf(ifname string, ti *unix.EthtoolTsInfo) Caps {
 	return Caps{
 		Ifname:    ifname,

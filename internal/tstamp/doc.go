@@ -18,10 +18,10 @@
 //
 // # Pieces
 //
-//   - [Enable] / [EnableWith] / [Capabilities]: ask a socket for stamps and
-//     say what the kernel and the NIC grant. A socket never changes the
-//     NIC: it asks for hardware stamps only as far as the device's current
-//     config delivers them.
+//   - [EnableWith] / [Conn.EnableTimestamping]: ask a socket for stamps
+//     and say what the kernel and the NIC grant ([Granted]). A socket never
+//     changes the NIC: it asks for hardware stamps only as far as the
+//     device's current config delivers them.
 //   - [Device] (ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP, SIOCSHWTSTAMP) and
 //     [HostDevice]: the seam between rig and a NIC driver; [ReadNIC] reads
 //     a device's [NICState].

@@ -70,14 +70,14 @@ func TestCapsDecisions(t *testing.T) {
 }
 
 func TestCapabilitiesLoopback(t *testing.T) {
-	c, err := Capabilities("lo")
+	c, err := HostDevice().TSInfo("lo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.HardwareRX() || c.HardwareTX() || c.SOF&FlagSoftware == 0 {
 		t.Fatalf("lo caps: %s", c)
 	}
-	_, err = Capabilities("rig-no-such0")
+	_, err = ReadNIC(HostDevice(), "rig-no-such0")
 	if err == nil || !errors.Is(err, errNotExist) {
 		t.Fatalf("missing interface error = %v, want os.ErrNotExist", err)
 	}

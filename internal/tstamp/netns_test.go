@@ -142,7 +142,7 @@ func openSockets(t *testing.T, p *nsPair) *nsSockets {
 		if err != nil {
 			return err
 		}
-		g, err := s.cap.EnableTimestamping(Auto)
+		g, err := s.cap.EnableTimestampingWith(Auto, Options{})
 		if err != nil {
 			return err
 		}
@@ -381,7 +381,7 @@ func TestNetnsMulticastStamps(t *testing.T) {
 		case f.src == probePort && f.pkttype == PacketOutgoing:
 			rep[f.seq] = f
 		default:
-			t.Errorf("unexpected frame %+v (%s)", f, PacketTypeString(f.pkttype))
+			t.Errorf("unexpected frame %+v", f)
 		}
 	}
 	for seq := uint32(first); seq < first+count; seq++ {
@@ -423,7 +423,7 @@ func TestNetnsBPFDropsOtherPort(t *testing.T) {
 func TestNetnsVethCapabilities(t *testing.T) {
 	p := newNSPair(t)
 	err := onThread(p.b, func() error {
-		caps, err := Capabilities(p.ifB)
+		caps, err := HostDevice().TSInfo(p.ifB)
 		if err != nil {
 			return err
 		}
@@ -444,7 +444,7 @@ func TestNetnsVethCapabilities(t *testing.T) {
 			return err
 		}
 		defer pc.Close()
-		if _, err := pc.EnableTimestamping(Hardware); err == nil || !strings.Contains(err.Error(), "RX: no hardware RX stamps") {
+		if _, err := pc.EnableTimestampingWith(Hardware, Options{}); err == nil || !strings.Contains(err.Error(), "RX: no hardware RX stamps") {
 			return fmt.Errorf("Hardware on veth capture: %v", err)
 		}
 		// The real device: SIOCGHWTSTAMP and SIOCSHWTSTAMP are not
@@ -457,7 +457,7 @@ func TestNetnsVethCapabilities(t *testing.T) {
 		if err := HostDevice().SetHWTstamp(p.ifB, &cfg); !errors.Is(err, unix.EOPNOTSUPP) {
 			return fmt.Errorf("SIOCSHWTSTAMP on veth: %v, want EOPNOTSUPP", err)
 		}
-		if _, err := Capabilities("rig-missing0"); !errors.Is(err, os.ErrNotExist) {
+		if _, err := ReadNIC(HostDevice(), "rig-missing0"); !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("missing interface: %v", err)
 		}
 		return nil

@@ -18,23 +18,6 @@ const (
 	PacketOutgoing  uint8 = unix.PACKET_OUTGOING  // sent by this host
 )
 
-// PacketTypeString names a packet type ("host", "multicast", "outgoing", …).
-func PacketTypeString(t uint8) string {
-	switch t {
-	case PacketHost:
-		return "host"
-	case PacketBroadcast:
-		return "broadcast"
-	case PacketMulticast:
-		return "multicast"
-	case PacketOtherHost:
-		return "otherhost"
-	case PacketOutgoing:
-		return "outgoing"
-	}
-	return fmt.Sprintf("pkttype(%d)", t)
-}
-
 // PacketConn is a raw AF_PACKET capture socket (ETH_P_ALL, whole Ethernet
 // frames) bound to one interface. It sees both directions; outgoing frames
 // carry SW stamps at most (TX HW stamps go only to the sending socket).
@@ -89,14 +72,9 @@ func ListenPacket(ifindex int, nonBlocking bool) (*PacketConn, error) {
 // Close closes the socket once no call is in progress.
 func (p *PacketConn) Close() error { return p.close() }
 
-// EnableTimestamping runs EnableWith: RX_SOFTWARE|SOFTWARE, plus
-// RX_HARDWARE|RAW_HARDWARE in Hardware and Auto mode where the interface
-// can (see EnableWith for the error contract).
-func (p *PacketConn) EnableTimestamping(mode Mode) (Granted, error) {
-	return p.EnableTimestampingWith(mode, Options{})
-}
-
-// EnableTimestampingWith is EnableTimestamping with Options (a Device).
+// EnableTimestampingWith runs EnableWith with o (a Device): RX_SOFTWARE|
+// SOFTWARE, plus RX_HARDWARE|RAW_HARDWARE in Hardware and Auto mode where
+// the interface can (see EnableWith for the error contract).
 func (p *PacketConn) EnableTimestampingWith(mode Mode, o Options) (Granted, error) {
 	if !p.acquire() {
 		return Granted{}, ErrClosed

@@ -79,9 +79,3 @@ func TestUDPPortFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-func TestPacketTypeString(t *testing.T) {
-	if PacketTypeString(PacketOutgoing) != "outgoing" || PacketTypeString(PacketMulticast) != "multicast" || PacketTypeString(9) != "pkttype(9)" {
-		t.Fatal("PacketTypeString")
-	}
-}

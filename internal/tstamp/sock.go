@@ -220,9 +220,8 @@ func (s *sock) PollReady(timeout time.Duration) (Ready, error) {
 // passes). The deadline lives in a timerfd polled beside the socket, not in
 // ppoll's timeout: a ppoll woken by data before its timeout cancels its
 // hrtimer on the way out, which reprograms the CPU's timer — on a VM a
-// trap to the hypervisor on the wake-up path (measured here: 9–10 µs from
-// the thread's switch-in to ppoll's return, against 2.1–2.8 µs with no
-// timeout or a timerfd). The timer stays armed when data wakes the caller
+// trap to the hypervisor on the wake-up path (docs/probes.md has what it
+// cost on the development VM). The timer stays armed when data wakes the caller
 // and is re-armed only when the deadline changes, off the wake-up path.
 // The first call makes the timerfd; it does not allocate.
 func (s *sock) PollUntil(deadline time.Time) (Ready, error) {

@@ -178,6 +178,3 @@ func MakeReply(b []byte, id uint32) {
 		binary.BigEndian.PutUint32(b[40:44], id)
 	}
 }
-
-// PeekSeq returns the sequence number of a packet already validated by Decode.
-func PeekSeq(b []byte) uint64 { return binary.BigEndian.Uint64(b[24:32]) }

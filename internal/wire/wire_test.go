@@ -38,7 +38,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("size %d: got %+v want %+v", size, d, h)
 		}
 		MakeReply(p, 3)
-		if err := Decode(p, 0, &d); err != nil || d.Type != Reply || d.Responder != 3 || PeekSeq(p) != 77 {
+		if err := Decode(p, 0, &d); err != nil || d.Type != Reply || d.Responder != 3 || d.Seq != 77 {
 			t.Fatalf("reply: %v %+v", err, d)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rig-project/rig/internal/hostfs"
 )
 
 // IdleStates is what IdleRoot gives every CPU: POLL, C1 and C6.
@@ -163,34 +165,18 @@ func Disabled(t testing.TB, root string, cpu, k int) string {
 	return string(b)
 }
 
+// Fixture is the fixture host tree name of internal/hostinfo/testdata
+// (trees built from real hosts' files), read in place, for a test of a
+// package beside internal/hostinfo; CopyTree makes a copy to change.
+func Fixture(name string) hostfs.FS { return hostfs.FS{Root: "../hostinfo/testdata/" + name} }
+
 // CopyTree copies the fixture host tree src (symlinks kept as links, files
 // writable) to a temporary directory removed after the test, so a test can
 // change the copy's files; it returns the copy's root.
 func CopyTree(t testing.TB, src string) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, filepath.Join(dst, rel))
-		case d.IsDir():
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
 	return dst

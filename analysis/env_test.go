@@ -1,5 +1,3 @@
-//go:build linux
-
 package analysis
 
 import (
@@ -9,21 +7,19 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rig-project/rig/internal/envsnap"
-	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/nicctl"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
-// TestEnvContract checks that envFile (env.go) reads the fields the
-// summary shows under the names envsnap and nicctl write. It runs where
-// those packages build.
-func TestEnvContract(t *testing.T) {
-	s := envsnap.Snapshot{Hostname: "rsp1", Kernel: "6.8.0-rt", Clocksource: "tsc",
+// TestReadEnv: the summary reads a host from env/<host>.json as the runner
+// writes it (a rundir.Snapshot; each NIC as nicctl.Info writes it, which
+// TestReportReadsNICs in internal/envsnap checks against nicctl itself).
+func TestReadEnv(t *testing.T) {
+	s := rundir.Snapshot{Hostname: "rsp1", Kernel: "6.8.0-rt", Clocksource: "tsc",
 		NIC: map[string]any{
-			"ens1f0": &nicctl.Info{Device: nicctl.Device{Iface: "ens1f0", Driver: "mlx5_core"}, SpeedMbps: 25000,
-				DrvInfo: &nicctl.DrvInfo{Driver: "mlx5_core"}, Timestamping: &tstamp.NICState{Caps: tstamp.Caps{PHCIndex: 2}}},
-			"veth0": &nicctl.Info{Device: nicctl.Device{Iface: "veth0"}, DrvInfo: &nicctl.DrvInfo{Driver: "veth"},
-				Timestamping: &tstamp.NICState{Caps: tstamp.Caps{PHCIndex: -1}}},
+			"ens1f0": map[string]any{"iface": "ens1f0", "driver": "mlx5_core", "speed_mbps": 25000,
+				"drvinfo": map[string]any{"driver": "mlx5_core"}, "timestamping": map[string]any{"caps": map[string]any{"phc_index": 2}}},
+			"veth0": map[string]any{"iface": "veth0", "drvinfo": map[string]any{"driver": "veth"},
+				"timestamping": map[string]any{"caps": map[string]any{"phc_index": -1}}},
 		}}
 	s.CPU.Model, s.CPU.Online, s.CPU.SMT, s.CPU.Isolated, s.CPU.NohzFull = "Xeon", []int{0, 1, 2, 3}, true, []int{2, 3}, []int{3}
 	b, err := json.Marshal(s)

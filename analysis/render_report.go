@@ -16,19 +16,9 @@ func WriteReportMD(w io.Writer, r *Report, plots []Plot) error {
 	writeStatusMD(b, r)
 	writeSummaryMD(b, r)
 	writeRulesMD(b, r)
-	for _, m := range r.metricsPresent() {
-		t := metricTable(r, m)
-		t.md(b)
+	for _, s := range r.sections() {
+		s.md(b)
 	}
-	t := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
-	t.Caption += requestsCaption(r)
-	t.md(b)
-	if ft := freqTable(r); len(ft.Rows) > 0 {
-		ft.md(b)
-	}
-	t = roundsTable(r)
-	t.md(b)
-	writeThreadsMD(b, r)
 	if len(plots) > 0 {
 		b.WriteString("## Plots\n\n")
 		for _, p := range plots {

@@ -1,4 +1,4 @@
-package cpurank
+package rundir
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 // Get returns the measurements of cpu, or nil when it was not ranked.
-func (r *Ranking) Get(cpu int) *CPU {
+func (r *Ranking) Get(cpu int) *RankedCPU {
 	for i := range r.CPUs {
 		if r.CPUs[i].CPU == cpu {
 			return &r.CPUs[i]
@@ -34,8 +34,8 @@ func (r *Ranking) Summary() string {
 	return s
 }
 
-// Head is the column header of Rows.
-var Head = []string{"rank", "cpu", "cost µs/s", "own µs/s", "other threads µs/s", "steal %", "ctx sw/s", "runnable", "dev irq/s", "other int/s", "softirq/s", "busiest there"}
+// rankingHead is the column header of Rows.
+var rankingHead = []string{"rank", "cpu", "cost µs/s", "own µs/s", "other threads µs/s", "steal %", "ctx sw/s", "runnable", "dev irq/s", "other int/s", "softirq/s", "busiest there"}
 
 // Rows are the ranking's table rows, best first.
 func (r *Ranking) Rows() [][]string {
@@ -60,7 +60,7 @@ func (r *Ranking) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%s\n", r.Summary())
 	fmt.Fprintf(&b, "candidates: %s; %d thread scans; ranker on CPU %s\n", r.From, r.Scans, cpulist.Format(r.RankerCPUs))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, strings.Join(Head[:len(Head)-1], "\t")+"\t")
+	fmt.Fprintln(tw, strings.Join(rankingHead[:len(rankingHead)-1], "\t")+"\t")
 	for _, row := range r.Rows() {
 		fmt.Fprintln(tw, strings.Join(row[:len(row)-1], "\t")+"\t")
 	}

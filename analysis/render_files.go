@@ -96,15 +96,15 @@ func WriteHistLog(w io.Writer, r *Report) error {
 	}
 	// Interval = the whole run (start and end from manifest.json), logged
 	// relative to its start.
-	if err := lw.OutputStartTime(r.startMs); err != nil {
+	if err := lw.OutputStartTime(r.side.startMs); err != nil {
 		return err
 	}
-	lw.SetBaseTime(r.startMs)
+	lw.SetBaseTime(r.side.startMs)
 	if err := lw.OutputLegend(); err != nil {
 		return err
 	}
-	keys := make([]string, 0, len(r.hists))
-	for k := range r.hists {
+	keys := make([]string, 0, len(r.side.hists))
+	for k := range r.side.hists {
 		keys = append(keys, k)
 	}
 	// Arms in report order, metrics in table order.
@@ -122,10 +122,10 @@ func WriteHistLog(w io.Writer, r *Report) error {
 		return a2 - b2
 	})
 	for _, k := range keys {
-		h := r.hists[k]
+		h := r.side.hists[k]
 		h.SetTag(tagSafe(k))
-		h.SetStartTimeMs(r.startMs)
-		h.SetEndTimeMs(max(r.endMs, r.startMs))
+		h.SetStartTimeMs(r.side.startMs)
+		h.SetEndTimeMs(max(r.side.endMs, r.side.startMs))
 		if err := lw.OutputIntervalHistogram(h); err != nil {
 			return fmt.Errorf("histogram %s: %w", k, err)
 		}

@@ -1,20 +1,17 @@
-// Package teldata is the telemetry.json of a round: what internal/telemetry
-// samples on the responder host and analysis reads back. It is data only (no
-// /proc reader, no syscall), so the report builds on any OS and reads the
-// very types the sampler writes.
-package teldata
+package rundir
+
+// telemetry.json of a round: what internal/telemetry samples on the
+// responder host and analysis reads back.
 
 import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/rig-project/rig/internal/hostinfo"
 )
 
-// Result is one round's telemetry, written as telemetry.json. Times are
-// CLOCK_REALTIME nanoseconds, the clock the sample files use.
-type Result struct {
+// TelemetryResult is one round's telemetry, written as telemetry.json.
+// Times are CLOCK_REALTIME nanoseconds, the clock the sample files use.
+type TelemetryResult struct {
 	CPUs       []int `json:"cpus"`
 	PinCPU     int   `json:"sampler_cpu"`
 	IntervalNS int64 `json:"interval_ns"`
@@ -31,8 +28,8 @@ type Result struct {
 	// "irq" (ID = IRQ number or arch row; LOC = local timer ticks),
 	// "softirq", "idle_usage" (entries), "idle_time_us", "softnet"
 	// (processed, dropped, time_squeeze) and "nic" (NICStats; CPU -1).
-	Sources   []Source   `json:"sources"`
-	Intervals []Interval `json:"intervals"`
+	Sources   []TelemetrySource   `json:"sources"`
+	Intervals []TelemetryInterval `json:"intervals"`
 	// Thread is the watched responder thread, nil if none was given.
 	Thread *ThreadCtx `json:"thread,omitempty"`
 	// Threads are the threads seen running on CPUs, by number of scans.
@@ -46,9 +43,9 @@ type Result struct {
 	ThreadsNote string `json:"threads_note,omitempty"`
 	// Busy is each measured CPU's busy time from the first sample to the
 	// last: every task of the node, named in Threads or not.
-	Busy            []hostinfo.CPUBusy `json:"cpu_busy,omitempty"`
-	IRQAffinity     []IRQWatch         `json:"irq_affinity,omitempty"`
-	AffinityChanges []AffinityChange   `json:"affinity_changes,omitempty"`
+	Busy            []CPUBusy        `json:"cpu_busy,omitempty"`
+	IRQAffinity     []IRQWatch       `json:"irq_affinity,omitempty"`
+	AffinityChanges []AffinityChange `json:"affinity_changes,omitempty"`
 	// Notes say what could not be watched (e.g. no cpuidle on a CPU).
 	Notes []string `json:"notes,omitempty"`
 	// Freq is the responder CPU's measured frequency over the round (nil
@@ -62,8 +59,8 @@ type Result struct {
 	Watched string `json:"watched,omitempty"`
 }
 
-// Source is one counter on one CPU.
-type Source struct {
+// TelemetrySource is one counter on one CPU.
+type TelemetrySource struct {
 	CPU  int    `json:"cpu"`
 	Kind string `json:"kind"`
 	ID   string `json:"id"`
@@ -75,7 +72,7 @@ type Source struct {
 }
 
 // Label is a short human name: "cpu1 irq 131 nvme0q1".
-func (s Source) Label() string {
+func (s TelemetrySource) Label() string {
 	l := fmt.Sprintf("cpu%d %s %s", s.CPU, s.Kind, s.ID)
 	if s.CPU < 0 {
 		l = fmt.Sprintf("%s %s", s.Kind, s.ID)
@@ -86,17 +83,17 @@ func (s Source) Label() string {
 	return l
 }
 
-// Interval is what happened between two consecutive samples.
-type Interval struct {
+// TelemetryInterval is what happened between two consecutive samples.
+type TelemetryInterval struct {
 	Start int64 `json:"start_ns"`
 	End   int64 `json:"end_ns"`
-	// Deltas are aligned with Result.Sources.
+	// Deltas are aligned with TelemetryResult.Sources.
 	Deltas []uint64 `json:"d"`
 	// Voluntary and involuntary context switches of the watched thread.
 	Vol   uint64 `json:"vol,omitempty"`
 	Invol uint64 `json:"invol,omitempty"`
-	// Threads indexes Result.Threads seen by a scan at the end of this
-	// interval (scans happen every ThreadScanEvery samples).
+	// Threads indexes TelemetryResult.Threads seen by a scan at the end of
+	// this interval (scans happen every ThreadScanEvery samples).
 	Threads []int `json:"threads,omitempty"`
 }
 
@@ -137,7 +134,7 @@ type AffinityChange struct {
 // IntervalAt returns the interval that contains t (Start < t ≤ End), or nil
 // when t is outside the sampled time. The report uses it to line a slow
 // packet up with what the CPU was doing.
-func (r *Result) IntervalAt(t int64) *Interval {
+func (r *TelemetryResult) IntervalAt(t int64) *TelemetryInterval {
 	i := sort.Search(len(r.Intervals), func(i int) bool { return r.Intervals[i].End >= t })
 	if i == len(r.Intervals) || t <= r.Intervals[i].Start {
 		return nil
@@ -147,13 +144,13 @@ func (r *Result) IntervalAt(t int64) *Interval {
 
 // SourceDelta is one source's count in an interval.
 type SourceDelta struct {
-	Source
+	TelemetrySource
 	Delta uint64 `json:"delta"`
 }
 
 // Top returns the n sources that moved most in iv (idle residency
 // excluded: it is time, not events), largest first.
-func (r *Result) Top(iv *Interval, n int) []SourceDelta {
+func (r *TelemetryResult) Top(iv *TelemetryInterval, n int) []SourceDelta {
 	var out []SourceDelta
 	for k, d := range iv.Deltas {
 		if d == 0 || r.Sources[k].Kind == "idle_time_us" {
@@ -169,7 +166,7 @@ func (r *Result) Top(iv *Interval, n int) []SourceDelta {
 }
 
 // Summary is a one-line description of an interval for the report.
-func (r *Result) Summary(iv *Interval, n int) string {
+func (r *TelemetryResult) Summary(iv *TelemetryInterval, n int) string {
 	var parts []string
 	for _, d := range r.Top(iv, n) {
 		parts = append(parts, fmt.Sprintf("%s ×%d", d.Label(), d.Delta))
@@ -239,9 +236,9 @@ type FreqResult struct {
 // under. The telemetry of every round records it, so that an arm that
 // set a tuned profile is still explained by the values the profile set.
 type PowerState struct {
-	CPU   int             `json:"cpu"`
-	Freq  *hostinfo.Freq  `json:"cpufreq,omitempty"` // nil: no cpufreq on the CPU
-	Turbo *hostinfo.Turbo `json:"turbo,omitempty"`   // nil: no turbo control
+	CPU   int    `json:"cpu"`
+	Freq  *Freq  `json:"cpufreq,omitempty"` // nil: no cpufreq on the CPU
+	Turbo *Turbo `json:"turbo,omitempty"`   // nil: no turbo control
 	// Idle lists the CPU's idle states in index order, "C6 (disabled)"
 	// for the ones turned off.
 	Idle []string `json:"idle,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"regexp"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -12,7 +13,7 @@ import (
 // report.html: self-contained (styles inline, plots as base64 PNG data
 // URLs, no script, no network access), laid out for a laptop screen: no
 // table is wider than 1366 px (cells wrap between a value and its range).
-var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"td": htmlCell, "tag": verdictClass}).Parse(`<!DOCTYPE html>
+var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"td": htmlCell, "tag": verdictClass, "plain": plain}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>rig report: {{.R.Run}}</title>
@@ -76,7 +77,7 @@ Arms: {{range $i, $a := .R.Arms}}{{if $i}}, {{end}}<span class="arm">{{$a.Name}}
 <li>Verdicts: {{.R.Rules.Verdict}}.</li>
 <li>Units: {{.R.Rules.Units}}.</li>
 </ul>
-{{range .Tables}}<h2>{{.Title}}</h2>
+{{range .Tables}}<h2>{{plain .Title}}</h2>
 <p class="caption">{{.Caption}}</p>
 {{if .Rows}}<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}{{td .}}{{end}}</tr>
@@ -84,7 +85,7 @@ Arms: {{range $i, $a := .R.Arms}}{{if $i}}, {{end}}<span class="arm">{{$a.Name}}
 {{end}}
 {{if .OtherPlots}}<h2>Percentiles of the other metrics</h2>
 <div class="plots">{{range .OtherPlots}}{{template "plot" .}}{{end}}</div>{{end}}
-{{range .After}}<h2>{{.Title}}</h2>
+{{range .After}}<h2>{{plain .Title}}</h2>
 <p class="caption">{{.Caption}}</p>
 {{if .Rows}}<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}{{td .}}{{end}}</tr>
@@ -126,6 +127,9 @@ func htmlCell(s string) template.HTML {
 	return template.HTML(`<td>` + esc(s) + `</td>`)
 }
 
+// plain is a title without Markdown's code quotes (quote).
+func plain(s string) string { return strings.ReplaceAll(s, "`", "") }
+
 // verdictClass is the CSS class of a summary verdict's tag.
 func verdictClass(v string) string {
 	switch v {
@@ -164,23 +168,13 @@ func WriteReportHTML(w io.Writer, r *Report, plots []Plot) error {
 			other = append(other, hp)
 		}
 	}
-	var tables []table
-	for _, m := range r.metricsPresent() {
-		tables = append(tables, metricTable(r, m))
-	}
-	ct := comparisonTable("Comparison against the baseline arm "+r.Baseline, r.Comparisons, "baseline", "arm")
-	ct.Caption += requestsCaption(r)
-	tables = append(tables, ct)
-	if len(r.Paired) > 0 {
-		tables = append(tables, pairedTable(r))
-	}
-	var after []table
-	if ft := freqTable(r); len(ft.Rows) > 0 {
-		after = append(after, ft)
-	}
-	after = append(after, roundsTable(r))
-	if t := threadsTable(r); len(t.Rows) > 0 {
-		after = append(after, t)
+	var tables, after []section
+	for _, s := range r.sections() {
+		if s.detail {
+			after = append(after, s)
+		} else {
+			tables = append(tables, s)
+		}
 	}
 	problems, more := r.summaryProblems(summaryProblemLines)
 	return htmlTmpl.Execute(w, map[string]any{"R": r, "Tables": tables, "After": after, "HeadPlots": head, "OtherPlots": other,

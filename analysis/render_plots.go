@@ -60,7 +60,7 @@ func Plots(r *Report) ([]Plot, error) {
 		out = append(out, p)
 	}
 	rounds := map[int]bool{}
-	for _, sc := range r.scatter {
+	for _, sc := range r.side.scatter {
 		for _, s := range sc {
 			rounds[s.Round] = true
 		}
@@ -185,7 +185,7 @@ func percentilePlot(r *Report, m string) (Plot, error) {
 	}
 	var lines []line
 	for i, a := range r.Arms {
-		h := r.hists[a.Name+"/"+m]
+		h := r.side.hists[a.Name+"/"+m]
 		mr := a.Metrics[m]
 		if h == nil || mr == nil || h.TotalCount() == 0 {
 			continue
@@ -266,9 +266,9 @@ func scatterPlot(r *Report, k int) (Plot, error) {
 	maxSeq := 0.0
 	for i, a := range r.Arms {
 		var sr *ScatterRound
-		for j := range r.scatter[a.Name] {
-			if r.scatter[a.Name][j].Round == k {
-				sr = &r.scatter[a.Name][j]
+		for j := range r.side.scatter[a.Name] {
+			if r.side.scatter[a.Name][j].Round == k {
+				sr = &r.side.scatter[a.Name][j]
 			}
 		}
 		if sr == nil || len(sr.Seq)+len(sr.WarmSeq) == 0 {
@@ -534,4 +534,54 @@ func (intTicks) Ticks(min, max float64) []plot.Tick {
 		}
 	}
 	return ts
+}
+
+// pairedPlot draws the distribution of every paired comparison's
+// differences: one line per arm and pair of responders, the fraction of
+// requests whose d is at most x.
+func pairedPlot(r *Report) (Plot, bool, error) {
+	pl := Plot{Name: "paired-" + Turnaround, Title: "paired difference of responders' turnaround", Metric: Turnaround}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("d = turnaround(B) − turnaround(A), same requests, after warm-up W=%d", r.Rules.Warmup)
+	p.X.Label.Text = "d (µs)"
+	p.Y.Label.Text = "fraction of requests with difference ≤ d"
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	drawn := false
+	for i, pc := range r.Paired {
+		var diffs []int64
+		if i < len(r.side.paired) {
+			diffs = r.side.paired[i]
+		}
+		n := len(diffs)
+		if n < 2 {
+			continue
+		}
+		// Every k-th sample, and the last: at most ~1000 points a line.
+		step := max(1, n/1000)
+		var xy plotter.XYs
+		for k := 0; k < n; k += step {
+			xy = append(xy, plotter.XY{X: float64(diffs[k]) / 1e3, Y: float64(k+1) / float64(n)})
+		}
+		xy = append(xy, plotter.XY{X: float64(diffs[n-1]) / 1e3, Y: 1})
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return pl, false, err
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1.5)
+		l.Dashes = plotutil.Dashes(i)
+		p.Add(l)
+		med, _ := pc.Stats.Value(P50)
+		p.Legend.Add(fmt.Sprintf("%s: %s − %s, %s, n=%d, median %s µs: %s", pc.Arm, pc.B, pc.A, pc.Source, n, FormatUS(med), pc.Verdict), l)
+		drawn = true
+	}
+	pl.Caption = "Cumulative distribution of the per-request difference d = turnaround(B) − turnaround(A) of two responders answering the same requests (fan-out), one line per arm and pair; " +
+		"a line right of 0 at its middle means B took longer on most requests. Rule: " + PairedRule + "."
+	if !drawn {
+		return pl, false, nil
+	}
+	return pl, true, render(p, &pl)
 }

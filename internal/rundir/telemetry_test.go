@@ -1,9 +1,9 @@
-package teldata
+package rundir
 
 import "testing"
 
 func TestIntervalAt(t *testing.T) {
-	r := &Result{Intervals: []Interval{{Start: 10, End: 20}, {Start: 20, End: 30}}}
+	r := &TelemetryResult{Intervals: []TelemetryInterval{{Start: 10, End: 20}, {Start: 20, End: 30}}}
 	for _, c := range []struct {
 		t    int64
 		want int

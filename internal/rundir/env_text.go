@@ -1,4 +1,4 @@
-package envsnap
+package rundir
 
 import (
 	"fmt"

@@ -12,21 +12,6 @@ import (
 	"github.com/rig-project/rig/internal/samples"
 )
 
-// FormatUS formats integer nanoseconds as microseconds with 2 decimals,
-// rounding half away from zero at 5 ns: 3904 → "3.90", 3905 → "3.91".
-func FormatUS(ns int64) string {
-	neg := ns < 0
-	if neg {
-		ns = -ns
-	}
-	c := (ns + 5) / 10 // hundredths of a µs
-	s := fmt.Sprintf("%d.%02d", c/100, c%100)
-	if neg && c != 0 {
-		s = "-" + s
-	}
-	return s
-}
-
 // cell is a table cell: median [min–max] in µs, or just the value for one
 // round; "—" without data.
 func cell(s *Spread) string {
@@ -55,8 +40,6 @@ func ciCell(s *Summary, q string) string {
 	}
 	return "—"
 }
-
-func contains(list []string, s string) bool { return slices.Contains(list, s) }
 
 // Only returns a copy of r restricted to one metric (for --metric).
 func (r *Report) Only(metric string) (*Report, error) {
@@ -111,38 +94,54 @@ func WriteTablesMD(w io.Writer, r *Report) error {
 	fmt.Fprintf(b, "Baseline arm: %s. Headline metric: %s.\n\n", orDash(r.Baseline), r.Headline)
 	writeStatusMD(b, r)
 	writeRulesMD(b, r)
-	for _, m := range r.metricsPresent() {
-		writeMetricTable(b, r, m)
+	for _, s := range r.sections() {
+		s.md(b)
 	}
-	ct := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
-	ct.Caption += requestsCaption(r)
-	ct.md(b)
-	if len(r.Paired) > 0 {
-		pt := pairedTable(r)
-		pt.md(b)
-	}
-	if ft := freqTable(r); len(ft.Rows) > 0 {
-		ft.md(b)
-	}
-	t := roundsTable(r)
-	t.md(b)
-	writeThreadsMD(b, r)
 	writeProblemsMD(b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// writeThreadsMD lists, per arm and round, how much of the round the
+// section is one table of the report files: tables.md, report.md and
+// report.html show the same sections in the same order.
+type section struct {
+	table
+	// always: shown without rows too (its caption says why it has none).
+	always bool
+	// detail: a per-round table of the end (frequency, rounds, threads);
+	// report.html shows the other metrics' plots before the first one.
+	detail bool
+}
+
+// sections are the tables of every report file, in order; a table
+// without rows is left out unless it is always shown. A new table is a
+// function and a line here.
+func (r *Report) sections() []section {
+	var all []section
+	for _, m := range r.metricsPresent() {
+		all = append(all, section{table: metricTable(r, m)})
+	}
+	all = append(all,
+		section{table: baselineTable(r), always: true},
+		section{table: pairedTable(r)},
+		section{table: freqTable(r), detail: true},
+		section{table: roundsTable(r), always: true, detail: true},
+		section{table: threadsTable(r), detail: true},
+	)
+	return slices.DeleteFunc(all, func(s section) bool { return !s.always && len(s.Rows) == 0 })
+}
+
+// baselineTable compares every arm with the baseline arm.
+func baselineTable(r *Report) table {
+	t := comparisonTable("Comparison against the baseline arm "+quote(r.Baseline), r.Comparisons, "baseline", "arm")
+	t.Caption += requestsCaption(r)
+	return t
+}
+
+// threadsTable lists, per arm and round, how much of the round the
 // measuring threads ran and how often they lost their CPU: an isolated
 // CPU shows (almost) no preemptions, a shared one shows who took it in the
 // telemetry section.
-func writeThreadsMD(b *strings.Builder, r *Report) {
-	t := threadsTable(r)
-	if len(t.Rows) > 0 {
-		t.md(b)
-	}
-}
-
 func threadsTable(r *Report) table {
 	t := table{Title: "Measuring threads",
 		Caption: "Source: getrusage(RUSAGE_THREAD) of the sender's pacing thread and the responder's loop over each round (the sample files' footers), warm-up included. " +
@@ -225,13 +224,6 @@ func roundsTable(r *Report) table {
 	return t
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "—"
-	}
-	return s
-}
-
 func quote(s string) string { return "`" + s + "`" }
 
 func writeRulesMD(b *strings.Builder, r *Report) {
@@ -246,13 +238,6 @@ func writeRulesMD(b *strings.Builder, r *Report) {
 	fmt.Fprintf(b, "- Incomplete rounds: %s.\n", ru.Incomplete)
 	fmt.Fprintf(b, "- Verdicts: %s.\n", ru.Verdict)
 	fmt.Fprintf(b, "- Units: %s. Each metric uses the stamps of one clock, named in the source column.\n\n", ru.Units)
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // table is one rendered table: Markdown and HTML render the same model.
@@ -349,11 +334,6 @@ func missingCell(c Counts) string {
 	return s
 }
 
-func writeMetricTable(b *strings.Builder, r *Report, m string) {
-	t := metricTable(r, m)
-	t.md(b)
-}
-
 func mdEsc(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 
 func comparisonTable(title string, cs []Comparison, refWord, thisWord string) table {
@@ -388,20 +368,6 @@ func comparisonTable(title string, cs []Comparison, refWord, thisWord string) ta
 		t.Rows = append(t.Rows, []string{c.Metric, c.Arm, c.Stat, cell(c.RefValue), cell(c.This), d, ra, rateCell(c.FalsePositive), v})
 	}
 	return t
-}
-
-// rateCell prints a false-positive rate as a percentage: "33 %", "0.79 %",
-// "< 0.01 %"; "—" without one.
-func rateCell(p *float64) string {
-	switch {
-	case p == nil:
-		return "—"
-	case *p < 0.0001:
-		return "< 0.01 %"
-	case *p < 0.1:
-		return strconv.FormatFloat(100**p, 'f', 2, 64) + " %"
-	}
-	return strconv.FormatFloat(100**p, 'f', 0, 64) + " %"
 }
 
 func writeComparisonMD(b *strings.Builder, title string, cs []Comparison, refWord, thisWord string) {
@@ -550,4 +516,117 @@ func WriteComparisonMD(w io.Writer, a, b *Report, cs []Comparison, notes []strin
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// pairedTable is the paired comparison's table: one row per arm and pair
+// of responders.
+func pairedTable(r *Report) table {
+	t := table{Title: "Paired comparison of responders (same requests)"}
+	t.Caption = "d = turnaround(B) − turnaround(A) per request, µs: value [95 % interval] of the pooled rounds; rounds: each round's median of d. Rule: " + PairedRule + "."
+	t.Head = []string{"arm", "A", "B", "source", "n", "median d", "p99 d", "p99.9 d", "rounds' median d", "verdict"}
+	for _, p := range r.Paired {
+		q := func(q Quantile) string {
+			s := p.Stats.Percentile(q)
+			if s == nil {
+				return "—"
+			}
+			side := func(v *int64) string {
+				if v == nil {
+					return "open"
+				}
+				return FormatUS(*v)
+			}
+			c := fmt.Sprintf("%s [%s, %s]", FormatUS(s.ValueNS), side(s.CILowNS), side(s.CIHighNS))
+			if s.Undersampled {
+				c += " (undersampled)"
+			}
+			return c
+		}
+		var rounds string
+		for i, rd := range p.Rounds {
+			if i > 0 {
+				rounds += ", "
+			}
+			rounds += FormatUS(rd.MedianNS)
+		}
+		t.Rows = append(t.Rows, []string{p.Arm, p.A, p.B, p.Source, fmt.Sprint(p.Stats.N), q(P50), q(P99), q(P999), orDash(rounds), p.Verdict})
+	}
+	return t
+}
+
+// freqTable is the responder CPU's frequency per arm; no rows when no
+// arm's telemetry carries one.
+func freqTable(r *Report) table {
+	t := table{Title: "Responder CPU frequency",
+		Caption: "The responder CPU's average frequency over each round, from its telemetry: APERF, MPERF and the TSC (msr driver, read before the first request and after the last), " +
+			"ΔAPERF/ΔMPERF × ΔTSC/Δt = the average while the CPU was not idle (MPERF counts at the TSC's rate then; turbostat's Bzy_MHz), with busy = ΔMPERF/ΔTSC, the share of the round it was not idle; " +
+			"else the mean of cpufreq's scaling_cur_freq at every telemetry sample; else not measurable (a VM without msr and cpufreq). " +
+			fmt.Sprintf("Cell: median of the rounds' averages [min–max], MHz. A comparison whose arms' frequencies differ by more than %.0f %% says so next to its verdict. ", FreqDiffPct) +
+			"Ran under: the first round's power state (governor, EPP, limits, turbo, intel_pstate perf limits, idle states disabled, tuned profile)." + requestsCaption(r),
+		Head: []string{"arm", "source", "rounds measured", "MHz", "busy", "ran under", "note"}}
+	measured := false
+	for _, a := range r.Arms {
+		f := a.Freq
+		if a.Skipped != "" {
+			continue
+		}
+		if f == nil {
+			t.Rows = append(t.Rows, []string{a.Name, "—", "0", "—", "—", "—", "no frequency in the rounds' telemetry (the responder was not pinned, or an older rig)"})
+			continue
+		}
+		measured = true
+		n, mhz, busy, notes := 0, "—", "—", []string{}
+		var b []float64
+		for _, rf := range f.Rounds {
+			if rf.MHz != nil {
+				n++
+			}
+			if rf.BusyPct != nil {
+				b = append(b, *rf.BusyPct)
+			}
+			if rf.Note != "" && !slices.Contains(notes, rf.Note) {
+				notes = append(notes, rf.Note)
+			}
+		}
+		if f.MedianMHz != nil {
+			mhz = fmt.Sprintf("%.0f", *f.MedianMHz)
+			if len(f.Rounds) > 1 && *f.MinMHz != *f.MaxMHz {
+				mhz += fmt.Sprintf(" [%.0f–%.0f]", *f.MinMHz, *f.MaxMHz)
+			}
+		}
+		if len(b) > 0 {
+			busy = fmt.Sprintf("%.0f %%", medianF(b))
+		}
+		t.Rows = append(t.Rows, []string{a.Name, f.Source, fmt.Sprintf("%d/%d", n, len(f.Rounds)), mhz, busy, orDash(f.RanUnder), orDash(strings.Join(notes, "; "))})
+	}
+	if !measured {
+		t.Rows = nil // no telemetry with a frequency at all: no table
+	}
+	return t
+}
+
+// requestsCaption is the sentence every table caption ends with: where
+// the requests went, once when every arm that ran agrees, else per arm.
+func requestsCaption(r *Report) string {
+	var per []string
+	distinct := map[string]bool{}
+	ran := 0
+	for _, a := range r.Arms {
+		if a.Skipped == "" {
+			ran++
+		}
+		if a.Requests != "" {
+			per = append(per, "arm "+a.Name+": "+a.Requests)
+			distinct[a.Requests] = true
+		}
+	}
+	if len(per) == 0 {
+		return ""
+	}
+	if len(distinct) == 1 && len(per) == ran {
+		for s := range distinct {
+			return " Requests: " + s + "."
+		}
+	}
+	return " Requests: " + strings.Join(per, "; ") + "."
 }

@@ -1,0 +1,112 @@
+package rundir
+
+import "time"
+
+// env/<host>.json: the environment a run measured on, one snapshot per
+// host (internal/envsnap takes it; `rig env` prints it).
+
+// Snapshot is the environment of one host. Fields the host does not
+// provide (no cpufreq in a VM, no nohz_full support) are empty and named in
+// Absent; read failures are in Errors. Neither stops the snapshot.
+type Snapshot struct {
+	Taken         time.Time  `json:"taken"`
+	Hostname      string     `json:"hostname"`
+	Kernel        string     `json:"kernel"`
+	KernelVersion string     `json:"kernel_version"`
+	Rig           RigBuild   `json:"rig"`
+	Cmdline       *Cmdline   `json:"cmdline,omitempty"`
+	CPU           HostCPU    `json:"cpu"`
+	Power         HostPower  `json:"power"`
+	Clocksource   string     `json:"clocksource"`
+	Clocksources  []string   `json:"clocksources_available,omitempty"`
+	THP           THP        `json:"thp"`
+	IRQs          []IRQ      `json:"irqs,omitempty"`
+	IRQBalance    IRQBalance `json:"irqbalance"`
+	// PTP lists running ptp4l, phc2sys and ts2phc processes.
+	PTP          []Process `json:"ptp_daemons"`
+	InKubernetes bool      `json:"in_kubernetes"`
+	Cgroup       *Cgroup   `json:"cgroup,omitempty"`
+	// NIC maps interface name to what envsnap.NICFacts returned (a
+	// nicctl.Info from a host).
+	NIC    map[string]any `json:"nic,omitempty"`
+	Absent []string       `json:"absent,omitempty"`
+	Errors []string       `json:"errors,omitempty"`
+
+	// DMI is what the firmware calls the machine: on EC2 "Amazon EC2"
+	// and the instance type (product_name).
+	DMI DMI `json:"dmi"`
+}
+
+// RigBuild identifies the binary that took the snapshot.
+type RigBuild struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+}
+
+// HostCPU is the processor layout and isolation.
+type HostCPU struct {
+	Model    string        `json:"model"`
+	Online   []int         `json:"online"`
+	Packages int           `json:"packages"`
+	Cores    int           `json:"cores"`
+	SMT      bool          `json:"smt"` // some core has more than one thread
+	NUMA     []int         `json:"numa_nodes"`
+	Topology []CPUTopology `json:"topology"`
+	Isolated []int         `json:"isolated"`
+	NohzFull []int         `json:"nohz_full"`
+	// RcuNocbs is only visible on the command line.
+	RcuNocbs CPUSpec `json:"rcu_nocbs"`
+}
+
+// HostPower is cpuidle, cpufreq (per CPU: driver, governor, limits, energy-
+// performance preference), turbo with intel_pstate's min/max perf, and
+// the tuned profile.
+type HostPower struct {
+	IdleDriver   string    `json:"idle_driver"`
+	IdleGovernor string    `json:"idle_governor"`
+	Idle         []CPUIdle `json:"idle,omitempty"`
+	Freq         []CPUFreq `json:"freq,omitempty"`
+	Turbo        *Turbo    `json:"turbo,omitempty"`
+	// Tuned is `tuned-adm active`; nil when tuned is not installed.
+	Tuned *TunedState `json:"tuned,omitempty"`
+}
+
+// CPUIdle is the idle states of one CPU.
+type CPUIdle struct {
+	CPU    int         `json:"cpu"`
+	States []IdleState `json:"states"`
+}
+
+// CPUFreq is the cpufreq policy of one CPU.
+type CPUFreq struct {
+	CPU int `json:"cpu"`
+	Freq
+}
+
+// THP is the transparent huge page setting.
+type THP struct {
+	Enabled string `json:"enabled"`
+	Defrag  string `json:"defrag"`
+}
+
+// IRQ is a device IRQ with its name and placement.
+type IRQ struct {
+	IRQ       int    `json:"irq"`
+	Name      string `json:"name"`
+	Affinity  []int  `json:"affinity"`
+	Effective []int  `json:"effective,omitempty"`
+}
+
+// IRQBalance says whether irqbalance runs and which CPUs it leaves alone.
+type IRQBalance struct {
+	Running bool  `json:"running"`
+	PIDs    []int `json:"pids,omitempty"`
+	// BannedCPUs is what irqbalance will not touch: its
+	// IRQBALANCE_BANNED_CPULIST if set, else isolated ∪ nohz_full (its
+	// default). BannedFrom says which.
+	BannedCPUs []int  `json:"banned_cpus"`
+	BannedFrom string `json:"banned_from,omitempty"`
+	// CannotTell says why Running cannot be believed: rig does not see
+	// the node's processes (a pod without hostPID).
+	CannotTell string `json:"cannot_tell,omitempty"`
+}

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"sync/atomic"
 	"time"
@@ -35,6 +34,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
@@ -43,52 +43,27 @@ import (
 	"github.com/rig-project/rig/internal/wire"
 )
 
-// Config configures a capture.
-type Config struct {
-	Iface      string   // the mirror/tap port
-	Ports      []uint16 // UDP ports of requests and replies
-	Timestamps tstamp.Mode
-	// Group is the requests' group:port, or To, for unicast requests, the
-	// responder's address:port (exactly one is set): a request must go
-	// there, a reply must come from its port and go elsewhere (the
-	// direction check).
-	Group, To netip.AddrPort
-	// RunID, ArmIndex and Round: only this run's, arm's and round's frames
-	// are paired; anything else is foreign. RunID is required (see
-	// responder.Config).
-	RunID    uint64
-	ArmIndex int
-	Round    int
-	Capacity int // sequences recorded (0..Capacity-1)
-	// Responders is how many responders answer every request (ids
-	// 0..Responders-1, wire.Header.Responder); default 1. Each reply is
-	// paired with its request under its responder's id.
-	Responders int
-	// PcapFrames > 0 keeps that many frames (first Snaplen bytes each) for
-	// WritePcap.
-	PcapFrames int
-	Snaplen    int // default 128
-	Host       string
-	Arm        string
-	Ready      func()
+// Options are what New takes beside the command line: what is not one of
+// rig capture's flags.
+type Options struct {
+	Host  string // names this host in the sample file
+	Ready func() // called from the capture thread before the first frame
 	// Device answers for the NIC (nil: the host's); tests pass driver
 	// profiles.
 	Device tstamp.Device
-	// VXLAN: the port receives VXLAN-encapsulated copies (UDP 4789, AWS
-	// VPC Traffic Mirroring); the filter and the parser look inside, and
-	// the stamps are those of the copies' arrival here. VXLANMatch says
-	// which copies: their UDP port and, if set, VNI.
-	VXLAN      bool
-	VXLANMatch tstamp.VXLANMatch
 }
 
-// ErrTimestampsOff is New's refusal of tstamp.Off; it wraps
-// errors.ErrUnsupported.
-var ErrTimestampsOff = fmt.Errorf("capture: timestamps off (--timestamps off): a capture records nothing but stamps; use hardware, software or auto: %w", errors.ErrUnsupported)
+// snaplen is how much of a frame the pcap copy keeps: the rig's headers
+// and payload start (a VXLAN copy's outer headers come on top).
+const snaplen = 128
 
 // Capture pairs requests and replies seen on a mirror port.
 type Capture struct {
-	cfg     Config
+	cfg     probe.Capture
+	opt     Options
+	ports   []uint16          // the UDP ports captured (cfg.Ports)
+	match   tstamp.VXLANMatch // the VXLAN copies taken (cfg.VXLANMatch)
+	snaplen int               // bytes of a frame the pcap copy keeps
 	conn    *tstamp.PacketConn
 	granted tstamp.Granted
 	hw      *tstamp.HWProof  // do the frames carry the NIC's stamps?
@@ -121,34 +96,12 @@ type frameMeta struct {
 	captured int
 }
 
-// New opens the capture socket on Iface.
-func New(cfg Config) (*Capture, error) {
-	if cfg.Capacity <= 0 {
-		cfg.Capacity = 100_000
-	}
-	if cfg.Snaplen <= 0 {
-		cfg.Snaplen = 128
-		if cfg.VXLAN {
-			cfg.Snaplen += vxlanOverhead
-		}
-	}
-	if cfg.Responders == 0 {
-		cfg.Responders = 1
-	}
-	if cfg.Responders < 1 || cfg.Responders > maxResponders {
-		return nil, fmt.Errorf("capture: responders %d out of range: 1..%d", cfg.Responders, maxResponders)
-	}
-	if len(cfg.Ports) == 0 {
-		return nil, errors.New("capture: no UDP ports to capture (give the request group's port)")
-	}
-	if cfg.RunID == 0 {
-		return nil, wire.ErrNoRunID
-	}
-	if err := probe.CheckDest(cfg.Group, cfg.To); err != nil {
-		return nil, fmt.Errorf("capture: %w", err)
-	}
-	if cfg.Timestamps == tstamp.Off {
-		return nil, ErrTimestampsOff
+// New opens the capture socket on Iface for cfg, rig capture's command
+// line (probe.DefaultCapture and its changes): what cfg.Check refuses is
+// bad input (cli.ErrUsage).
+func New(cfg probe.Capture, o Options) (*Capture, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, cli.Usage(err)
 	}
 	ifi, err := net.InterfaceByName(cfg.Iface)
 	if err != nil {
@@ -158,9 +111,12 @@ func New(cfg Config) (*Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Capture{cfg: cfg, conn: conn, runID: cfg.RunID}
+	c := &Capture{cfg: cfg, opt: o, conn: conn, runID: cfg.RunID, ports: cfg.Ports(), match: cfg.VXLANMatch(), snaplen: snaplen}
+	if cfg.VXLAN {
+		c.snaplen += vxlanOverhead
+	}
 	c.allocate()
-	if c.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device}); err != nil {
+	if c.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: o.Device}); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -173,9 +129,9 @@ func New(cfg Config) (*Capture, error) {
 	}
 	attach := conn.AttachUDPPortFilter
 	if cfg.VXLAN {
-		attach = func(ports ...uint16) error { return conn.AttachVXLANPortFilter(cfg.VXLANMatch, ports...) }
+		attach = func(ports ...uint16) error { return conn.AttachVXLANPortFilter(c.match, ports...) }
 	}
-	if err := attach(cfg.Ports...); err != nil {
+	if err := attach(c.ports...); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -190,16 +146,13 @@ func New(cfg Config) (*Capture, error) {
 		conn.Close()
 		return nil, err
 	}
-	if cfg.PcapFrames > 0 {
-		c.pcap.data = make([]byte, cfg.PcapFrames*cfg.Snaplen)
-		c.pcap.meta = make([]frameMeta, cfg.PcapFrames)
+	if cfg.Pcap != "" { // every request and reply of the round fits
+		frames := (1 + cfg.Responders) * cfg.Capacity
+		c.pcap.data = make([]byte, frames*c.snaplen)
+		c.pcap.meta = make([]frameMeta, frames)
 	}
 	return c, nil
 }
-
-// maxResponders bounds Config.Responders as the sender's
-// (sender.MaxResponders) does: rig capture --responders' bound.
-const maxResponders = probe.MaxResponders
 
 // allocate makes the request records and reply slots up front: the
 // capture thread fills them and never allocates.
@@ -245,8 +198,8 @@ func (c *Capture) loop() error {
 		defer c.phc.Take()
 	}
 	c.started = time.Now()
-	if c.cfg.Ready != nil {
-		c.cfg.Ready()
+	if c.opt.Ready != nil {
+		c.opt.Ready()
 	}
 	for !c.stop.Load() {
 		ok, err := c.conn.Poll(50 * time.Millisecond)
@@ -297,7 +250,7 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 	in := f
 	if c.cfg.VXLAN {
 		var ok bool
-		if in, ok = vxlanInner(f, c.cfg.VXLANMatch); !ok {
+		if in, ok = vxlanInner(f, c.match); !ok {
 			c.cnt.Foreign++
 			return
 		}
@@ -355,10 +308,7 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 // that port (the responder's socket) and goes anywhere but there (the
 // sender, or a reply group).
 func (c *Capture) rightWay(t wire.Type, ep endpoints) bool {
-	g := c.cfg.To
-	if !g.IsValid() {
-		g = c.cfg.Group
-	}
+	g := c.cfg.Dest()
 	if t == wire.Request {
 		return ep.dst == g.Addr().As4() && ep.dport == g.Port()
 	}
@@ -416,7 +366,7 @@ func (c *Capture) keepFrame(f []byte, ts int64) {
 	if c.pcap.n >= len(c.pcap.meta) {
 		return
 	}
-	sl := c.cfg.Snaplen
+	sl := c.snaplen
 	k := copy(c.pcap.data[c.pcap.n*sl:(c.pcap.n+1)*sl], f)
 	c.pcap.meta[c.pcap.n] = frameMeta{ts: ts, length: len(f), captured: k}
 	c.pcap.n++
@@ -518,15 +468,15 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Arm:         c.cfg.Arm,
 		ArmIndex:    arm,
 		Round:       round,
-		Host:        c.cfg.Host,
+		Host:        c.opt.Host,
 		Iface:       c.cfg.Iface,
 		Clocks:      clocks,
 		Responders:  c.responders(),
-		Settings: map[string]any{"timestamps": c.granted.String(), "ports": c.cfg.Ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf,
+		Settings: map[string]any{"timestamps": c.granted.String(), "ports": c.ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf,
 			"hardware_stamps": c.hw.String(), "mirror": c.mirror()},
 		StartedAt: c.started.UTC().Format(time.RFC3339Nano),
 	}
-	h.SetRequests(c.cfg.Group, c.cfg.To)
+	h.SetRequests(c.cfg.Group, c.cfg.Unicast)
 	return h
 }
 
@@ -554,11 +504,11 @@ func (c *Capture) WritePcap(path string) error {
 		return err
 	}
 	w := pcapgo.NewWriterNanos(f)
-	if err := w.WriteFileHeader(uint32(c.cfg.Snaplen), layers.LinkTypeEthernet); err != nil {
+	if err := w.WriteFileHeader(uint32(c.snaplen), layers.LinkTypeEthernet); err != nil {
 		f.Close()
 		return err
 	}
-	sl := c.cfg.Snaplen
+	sl := c.snaplen
 	for i := 0; i < c.pcap.n; i++ {
 		m := c.pcap.meta[i]
 		ts := m.ts

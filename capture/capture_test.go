@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/cli"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/wire"
@@ -47,8 +49,8 @@ func frameTo(payload []byte, vlan bool, src, dst [4]byte, sport, dport uint16) [
 }
 
 func newTestCapture(n int) *Capture {
-	c := &Capture{cfg: Config{Snaplen: 128, Iface: "cap0", Group: netip.MustParseAddrPort("239.1.1.1:9000"), RunID: 9},
-		runID: 9, hw: tstamp.NewHWProof(tstamp.Granted{Mode: tstamp.Software}, 0, "the capture's socket", "frames", "")}
+	c := &Capture{cfg: probe.Capture{Common: probe.Common{Iface: "cap0", Group: netip.MustParseAddrPort("239.1.1.1:9000"), RunID: 9}},
+		snaplen: 128, runID: 9, hw: tstamp.NewHWProof(tstamp.Granted{Mode: tstamp.Software}, 0, "the capture's socket", "frames", "")}
 	c.cfg.Capacity, c.cfg.Responders = n, 1
 	c.allocate()
 	return c
@@ -178,9 +180,9 @@ func TestHardwareProof(t *testing.T) {
 
 func TestOnFrameAllocs(t *testing.T) {
 	c := newTestCapture(1 << 12)
-	c.cfg.PcapFrames = 1 << 12
-	c.pcap.data = make([]byte, c.cfg.PcapFrames*128)
-	c.pcap.meta = make([]frameMeta, c.cfg.PcapFrames)
+	const frames = 1 << 12
+	c.pcap.data = make([]byte, frames*128)
+	c.pcap.meta = make([]frameMeta, frames)
 	b := make([]byte, 64)
 	f := frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9})...), false)
 	seq := uint64(0)
@@ -222,7 +224,7 @@ func FuzzUDPPayload(f *testing.F) {
 
 // TestNewRefusesTimestampsOff: a capture is nothing but its stamps.
 func TestNewRefusesTimestampsOff(t *testing.T) {
-	c, err := New(Config{Iface: "lo", Ports: []uint16{9000}, Timestamps: tstamp.Off, RunID: 1, Group: netip.MustParseAddrPort("239.1.1.1:9000")})
+	c, err := New(config("lo", func(c *probe.Capture) { c.Timestamps = tstamp.Off }), Options{})
 	if err == nil {
 		c.Close()
 		t.Fatal("capture with timestamps off accepted")
@@ -230,16 +232,25 @@ func TestNewRefusesTimestampsOff(t *testing.T) {
 	if !strings.Contains(err.Error(), "timestamps off") {
 		t.Fatalf("error %q does not say why", err)
 	}
-	if !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("error %q does not wrap errors.ErrUnsupported (the CLI's exit 2)", err)
+	if !errors.Is(err, cli.ErrUsage) {
+		t.Fatalf("error %q is not a usage error (the CLI's exit 2)", err)
 	}
 	// Without a run id one stray datagram would set the run.
-	if c, err := New(Config{Iface: "lo", Ports: []uint16{9000}, Timestamps: tstamp.Software, Group: netip.MustParseAddrPort("239.1.1.1:9000")}); !errors.Is(err, wire.ErrNoRunID) {
+	if c, err := New(config("lo", func(c *probe.Capture) { c.RunID = 0 }), Options{}); !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "--run-id is required") {
 		if c != nil {
 			c.Close()
 		}
-		t.Fatalf("capture without a run id: %v, want wire.ErrNoRunID", err)
+		t.Fatalf("capture without a run id: %v, want the usage error --run-id is required", err)
 	}
+}
+
+// config is rig capture's command line on iface with software stamps and
+// run id 9, changed by set.
+func config(iface string, set func(*probe.Capture)) probe.Capture {
+	c := probe.DefaultCapture()
+	c.Iface, c.Timestamps, c.RunID = iface, tstamp.Software, 9
+	set(&c)
+	return c
 }
 
 // TestOnFrameResponders: with two responders the capture pairs each reply

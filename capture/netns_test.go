@@ -9,6 +9,7 @@ import (
 
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/testbin"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -18,12 +19,11 @@ import (
 )
 
 // openCapture opens a capture in the lab's capture namespace.
-func openCapture(t *testing.T, topo *netlab.Topology, cfg Config) *Capture {
+func openCapture(t *testing.T, topo *netlab.Topology, cfg probe.Capture, o Options) *Capture {
 	t.Helper()
 	cfg.Iface, cfg.Timestamps = topo.Capture.Interface, tstamp.Software
-	cfg.Ports = []uint16{cfg.Group.Port()}
 	var c *Capture
-	if err := topo.Do(netlab.Capture, func() (err error) { c, err = New(cfg); return err }); err != nil {
+	if err := topo.Do(netlab.Capture, func() (err error) { c, err = New(cfg, o); return err }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
@@ -35,8 +35,10 @@ func openCapture(t *testing.T, topo *netlab.Topology, cfg Config) *Capture {
 func burst(t *testing.T, topo *netlab.Topology, group netip.AddrPort, runID uint64, count int) {
 	t.Helper()
 	err := topo.Do(netlab.Sender, func() error {
-		s, err := sender.New(sender.Config{Iface: topo.Sender.Interface, Group: group, Count: count, Interval: 50 * time.Microsecond,
-			CPU: -1, Timestamps: tstamp.Software, RunID: runID, ReplyTimeout: 20 * time.Millisecond, TxWait: 50 * time.Millisecond})
+		sc := probe.DefaultSend()
+		sc.Iface, sc.Group, sc.Port, sc.Count, sc.Interval, sc.Spin = topo.Sender.Interface, group, 0, count, 50*time.Microsecond, 0
+		sc.Timestamps, sc.RunID, sc.ReplyTimeout, sc.TxWait = tstamp.Software, runID, 20*time.Millisecond, 50*time.Millisecond
+		s, err := sender.New(sc, sender.Options{})
 		if err != nil {
 			return err
 		}
@@ -86,7 +88,7 @@ func TestCaptureBurst(t *testing.T) {
 	group := netip.MustParseAddrPort("239.8.9.1:9400")
 	const count = 8000
 
-	c := openCapture(t, topo, Config{Group: group, RunID: 0x51, Capacity: count})
+	c := openCapture(t, topo, config("", func(c *probe.Capture) { c.Group, c.RunID, c.Capacity = group, 0x51, count }), Options{})
 	burst(t, topo, group, 0x51, count)
 	drainQueued(t, c)
 	frames := c.Frames()
@@ -98,7 +100,7 @@ func TestCaptureBurst(t *testing.T) {
 	}
 
 	// The same burst into a 64 KiB buffer: drops, counted.
-	small := openCapture(t, topo, Config{Group: group, RunID: 0x52, Capacity: count})
+	small := openCapture(t, topo, config("", func(c *probe.Capture) { c.Group, c.RunID, c.Capacity = group, 0x52, count }), Options{})
 	if _, err := small.conn.SetRcvBuf(32 << 10); err != nil {
 		t.Fatal(err)
 	}
@@ -159,13 +161,14 @@ func TestStraysOnTheWire(t *testing.T) {
 	const run, arm, round, count = 0x77, 1, 2, 500
 
 	ready := make(chan struct{}, 2)
-	c := openCapture(t, topo, Config{Group: group, RunID: run, ArmIndex: arm, Round: round, Capacity: count,
-		Ready: func() { ready <- struct{}{} }})
+	c := openCapture(t, topo, config("", func(c *probe.Capture) {
+		c.Group, c.RunID, c.ArmIndex, c.Round, c.Capacity = group, run, arm, round, count
+	}), Options{Ready: func() { ready <- struct{}{} }})
 	var r *responder.Responder
 	err := topo.Do(netlab.Responder, func() (err error) {
-		r, err = responder.New(responder.Config{Iface: topo.Responder.Interface, Group: group, CPU: -1,
-			Timestamps: tstamp.Software, RunID: run, ArmIndex: arm, Round: round, Capacity: count,
-			Ready: func() { ready <- struct{}{} }})
+		rc := probe.DefaultRespond()
+		rc.Iface, rc.Group, rc.Timestamps, rc.RunID, rc.ArmIndex, rc.Round, rc.Capacity = topo.Responder.Interface, group, tstamp.Software, run, arm, round, count
+		r, err = responder.New(rc, responder.Options{Ready: func() { ready <- struct{}{} }})
 		return err
 	})
 	if err != nil {
@@ -202,9 +205,10 @@ func TestStraysOnTheWire(t *testing.T) {
 	var sc samples.Counters
 	var snd []samples.Record
 	err = topo.Do(netlab.Sender, func() error {
-		s, err := sender.New(sender.Config{Iface: topo.Sender.Interface, Group: group, Port: group.Port(), Count: count,
-			Interval: time.Millisecond, CPU: -1, Timestamps: tstamp.Software, RunID: run, ArmIndex: arm, Round: round,
-			ReplyTimeout: 200 * time.Millisecond})
+		cfg := probe.DefaultSend()
+		cfg.Iface, cfg.Group, cfg.Count, cfg.Spin, cfg.Timestamps = topo.Sender.Interface, group, count, 0, tstamp.Software
+		cfg.RunID, cfg.ArmIndex, cfg.Round, cfg.ReplyTimeout = run, arm, round, 200*time.Millisecond
+		s, err := sender.New(cfg, sender.Options{})
 		if err != nil {
 			return err
 		}

@@ -37,8 +37,8 @@ func (c *Capture) mirror() string {
 		return "frames as on the wire (SPAN/tap port)"
 	}
 	vni := "any VNI"
-	if v := c.cfg.VXLANMatch.VNI; v != nil {
+	if v := c.match.VNI; v != nil {
 		vni = fmt.Sprintf("VNI %d", *v)
 	}
-	return fmt.Sprintf("vxlan: copies encapsulated in UDP %d (RFC 7348), %s, stamped on arrival at this port", c.cfg.VXLANMatch.UDPPort(), vni)
+	return fmt.Sprintf("vxlan: copies encapsulated in UDP %d (RFC 7348), %s, stamped on arrival at this port", c.match.UDPPort(), vni)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/wire"
@@ -78,7 +79,7 @@ func TestVXLANFixture(t *testing.T) {
 	// pairs it; a plain one sees a foreign datagram to 4789.
 	fixtureRun := func() *Capture {
 		c := newTestCapture(16)
-		c.cfg.Group, c.cfg.To = netip.AddrPort{}, netip.MustParseAddrPort("10.42.0.2:9000")
+		c.cfg.Group, c.cfg.Unicast = netip.AddrPort{}, netip.MustParseAddrPort("10.42.0.2:9000")
 		c.cfg.RunID, c.runID, c.cfg.ArmIndex, c.cfg.Round = 0x1f2e3d4c5b6a7988, 0x1f2e3d4c5b6a7988, 1, 2
 		return c
 	}
@@ -155,9 +156,9 @@ func TestVXLANCaptureVNI(t *testing.T) {
 	f := vxlanFixture(t) // VNI 4242
 	for _, vni := range []uint32{4242, 4243} {
 		c := newTestCapture(16)
-		c.cfg.Group, c.cfg.To = netip.AddrPort{}, netip.MustParseAddrPort("10.42.0.2:9000")
+		c.cfg.Group, c.cfg.Unicast = netip.AddrPort{}, netip.MustParseAddrPort("10.42.0.2:9000")
 		c.cfg.RunID, c.runID, c.cfg.ArmIndex, c.cfg.Round = 0x1f2e3d4c5b6a7988, 0x1f2e3d4c5b6a7988, 1, 2
-		c.cfg.VXLAN, c.cfg.VXLANMatch = true, tstamp.VXLANMatch{VNI: &vni}
+		c.cfg.VXLAN, c.match = true, tstamp.VXLANMatch{VNI: &vni}
 		c.onFrame(f, tstamp.PacketHost, tstamp.Stamps{SW: 1000})
 		if taken := c.cnt.Received == 1 && c.cnt.Foreign == 0; taken != (vni == 4242) {
 			t.Errorf("VNI %d: %+v", vni, c.cnt)
@@ -172,10 +173,10 @@ func TestVXLANCaptureVNI(t *testing.T) {
 // copy costs no allocation either.
 func TestOnFrameVXLANAllocs(t *testing.T) {
 	c := newTestCapture(1 << 12)
-	c.cfg.VXLAN, c.cfg.Snaplen = true, 128+vxlanOverhead
-	c.cfg.PcapFrames = 1 << 12
-	c.pcap.data = make([]byte, c.cfg.PcapFrames*c.cfg.Snaplen)
-	c.pcap.meta = make([]frameMeta, c.cfg.PcapFrames)
+	c.cfg.VXLAN, c.snaplen = true, 128+vxlanOverhead
+	const frames = 1 << 12
+	c.pcap.data = make([]byte, frames*c.snaplen)
+	c.pcap.meta = make([]frameMeta, frames)
 	b := make([]byte, 64)
 	f := encap(frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9})...), false), 5, 0x08, 4789)
 	seq := uint64(0)
@@ -222,7 +223,7 @@ func FuzzVXLANInner(f *testing.F) {
 // elsewhere; the same datagrams the other way round are foreign.
 func TestUnicastDirection(t *testing.T) {
 	c := newTestCapture(16)
-	c.cfg.Group, c.cfg.To = netip.AddrPort{}, netip.MustParseAddrPort("10.0.0.2:9000")
+	c.cfg.Group, c.cfg.Unicast = netip.AddrPort{}, netip.MustParseAddrPort("10.0.0.2:9000")
 	b := make([]byte, 64)
 	enc := func(ty wire.Type, seq uint64) []byte {
 		return append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: ty, RunID: 9, Seq: seq})...)
@@ -239,13 +240,15 @@ func TestUnicastDirection(t *testing.T) {
 	if h := c.Header(0, 0); h.Requests() != "unicast to 10.0.0.2:9000" || h.Group != "" {
 		t.Fatalf("header requests %q group %q", h.Requests(), h.Group)
 	}
-	for _, cfg := range []Config{
-		{Group: netip.MustParseAddrPort("239.1.1.1:9000"), To: netip.MustParseAddrPort("10.0.0.2:9000")},
-		{To: netip.MustParseAddrPort("239.1.1.1:9000")},
-		{Group: netip.MustParseAddrPort("10.0.0.2:9000")},
+	to := func(group, to netip.AddrPort) probe.Capture {
+		return config("lo", func(c *probe.Capture) { c.Group, c.Unicast = group, to })
+	}
+	for _, cfg := range []probe.Capture{
+		to(netip.MustParseAddrPort("239.1.1.1:9000"), netip.MustParseAddrPort("10.0.0.2:9000")),
+		to(netip.AddrPort{}, netip.MustParseAddrPort("239.1.1.1:9000")),
+		to(netip.MustParseAddrPort("10.0.0.2:9000"), netip.AddrPort{}),
 	} {
-		cfg.Iface, cfg.Ports, cfg.RunID, cfg.Timestamps = "lo", []uint16{9000}, 9, tstamp.Software
-		if c, err := New(cfg); err == nil {
+		if c, err := New(cfg, Options{}); err == nil {
 			c.Close()
 			t.Errorf("New(%+v) accepted", cfg)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
@@ -77,7 +78,7 @@ func PlanTimestamping(env *Env, iface string, req TSRequest) (TSResult, error) {
 // ErrTimestamping is wrapped by PrepareTimestamping's refusals: hardware
 // stamps were demanded and this NIC cannot or may not give them. They also
 // wrap errors.ErrUnsupported.
-var ErrTimestamping = errors.New("hardware timestamps not available")
+var ErrTimestamping = cli.Usage(errors.New("hardware timestamps not available"))
 
 // refusal is a timestamping refusal: its text says why and how to fix it;
 // it matches ErrTimestamping and errors.ErrUnsupported without printing

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/facts"
@@ -106,14 +107,9 @@ type Change struct {
 	Err       string `json:"error,omitempty"`
 }
 
-// UsageError marks a refusal caused by the request itself (unknown
-// interface, out-of-range value, management interface): exit code 2.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-func usage(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
+// usage is a refusal caused by the request itself (unknown interface,
+// out-of-range value, management interface): cli.ErrUsage, exit code 2.
+func usage(format string, a ...any) error { return cli.Usagef(format, a...) }
 
 // Set applies s to iface through j, in the order that keeps each step's
 // result: irqbalance, channels and rings (they re-create IRQs and NAPI
@@ -174,7 +170,7 @@ type ethtoolStep struct {
 func plan(ctx context.Context, env *Env, iface string, s Settings) (*setPlan, error) {
 	d, err := facts.FindDevice(env.FS, iface)
 	if err != nil {
-		return nil, &UsageError{err}
+		return nil, cli.Usage(err)
 	}
 	p := &setPlan{dev: d}
 	if !s.AllowMgmt {
@@ -496,7 +492,7 @@ func readEthtool(ctx context.Context, c ethtoolnl.Client, kind, iface, shape str
 				AdaptiveRx: pick(want.AdaptiveRx, got.AdaptiveRx), AdaptiveTx: pick(want.AdaptiveTx, got.AdaptiveTx)}
 		}
 	default:
-		return "", fmt.Errorf("nicctl: unknown ethtool kind %q", kind)
+		return "", fmt.Errorf("unknown ethtool kind %q", kind)
 	}
 	if err != nil {
 		return "", err
@@ -540,7 +536,7 @@ func writeEthtool(ctx context.Context, c ethtoolnl.Client, kind, iface, value st
 		}
 		return c.SetCoalesce(ctx, iface, v)
 	}
-	return fmt.Errorf("nicctl: unknown ethtool kind %q", kind)
+	return fmt.Errorf("unknown ethtool kind %q", kind)
 }
 
 func holdIRQBalance(ctx context.Context, env *Env, j *journal.Journal) (*Change, error) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
@@ -219,8 +220,7 @@ func TestSetRefusals(t *testing.T) {
 		{"ens5", Settings{IRQCPUs: []int{1}, IRQCPUPerQueue: []int{2}}, "exclude each other", true},
 	} {
 		_, err := Set(ctx, env, j, c.iface, c.s)
-		var ue *UsageError
-		if err == nil || !strings.Contains(err.Error(), c.want) || errors.As(err, &ue) != c.usage {
+		if err == nil || !strings.Contains(err.Error(), c.want) || errors.Is(err, cli.ErrUsage) != c.usage {
 			t.Errorf("%s %+v: got %v, want %q (usage %v)", c.iface, c.s, err, c.want, c.usage)
 		}
 	}

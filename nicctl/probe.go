@@ -79,7 +79,7 @@ func Probe(ctx context.Context, env *Env, j *journal.Journal, iface string, o Pr
 	}
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
-		return nil, &UsageError{fmt.Errorf("interface %q: %w (list them with `ip link`)", iface, facts.ErrNoDevice)}
+		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", iface, facts.ErrNoDevice)
 	}
 	r := &ProbeReport{}
 	// Switch on whatever the NIC can stamp (an RX-only NIC gets RX), in

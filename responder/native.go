@@ -33,7 +33,8 @@ const NativeProgram = "rig-respond-native"
 // Responder does and hands its records back; Run turns them into the same
 // records, counters and sample file.
 type Native struct {
-	cfg     Config
+	cfg     probe.Respond
+	opt     Options
 	prog    string
 	proc    *native.Proc
 	ready   native.Ready
@@ -48,21 +49,21 @@ type Native struct {
 	notes   []string
 }
 
-// NewNative checks cfg as New does, decides the socket's timestamping
-// and starts prog (native.Find(NativeProgram)), which returns once the
-// program's socket is set up. A backend the host cannot run is refused
-// with the reason (*native.Refusal).
-func NewNative(cfg Config, prog string) (*Native, error) {
-	ifi, err := prepare(&cfg)
+// NewNative checks cfg (cfg.Engine native) as New does, decides the
+// socket's timestamping and starts prog (native.Find(NativeProgram)),
+// which returns once the program's socket is set up. A backend the host
+// cannot run is refused with the reason (*native.Refusal).
+func NewNative(cfg probe.Respond, o Options, prog string) (*Native, error) {
+	ifi, err := prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := tstamp.PlanFor(unix.AF_INET, cfg.Iface, cfg.Timestamps, tstamp.Options{Device: cfg.Device})
+	plan, err := tstamp.PlanFor(unix.AF_INET, cfg.Iface, cfg.Timestamps, tstamp.Options{Device: o.Device})
 	if err != nil {
 		return nil, err
 	}
-	n := &Native{cfg: cfg, prog: prog}
-	if cfg.Poll == probe.PreferBusyPoll {
+	n := &Native{cfg: cfg, opt: o, prog: prog}
+	if cfg.Poll.Mode == probe.PreferBusyPoll {
 		if err := n.checkNAPI(ifi); err != nil {
 			return nil, err
 		}
@@ -131,31 +132,31 @@ func irqsStayOn(iface string, k facts.NAPIKnobs) string {
 func (n *Native) args(ifi *net.Interface, plan tstamp.Plan) []string {
 	c := n.cfg
 	itoa := strconv.Itoa
-	poll := c.Poll.String() // the mode's name: its µs and budget go apart
-	if c.Poll == probe.Block && c.BusyPollUS > 0 {
+	poll := c.Poll.Mode.String() // the mode's name: its µs and budget go apart
+	if c.Poll.Mode == probe.Block && c.Poll.BusyPollUS > 0 {
 		poll = "busy-poll"
 	}
 	b := func(v bool) string { return map[bool]string{false: "0", true: "1"}[v] }
 	a := []string{"--iface", c.Iface, "--ifindex", itoa(ifi.Index), "--run-id", wire.FormatRunID(c.RunID),
-		"--arm-index", itoa(c.ArmIndex), "--round", itoa(c.Round), "--id", strconv.FormatUint(uint64(c.ID), 10),
+		"--arm-index", itoa(c.ArmIndex), "--round", itoa(c.Round), "--id", itoa(c.ID),
 		"--cpu", itoa(c.CPU), "--fifo", itoa(c.Sched.Priority), "--poll", poll,
 		"--ts-flags", strconv.FormatUint(uint64(plan.Want), 10), "--ts-optional", strconv.FormatUint(uint64(plan.Optional), 10),
 		"--hw-rx", b(plan.Granted.Decision.RX), "--hw-tx", b(plan.Granted.Decision.TX), "--hw-window", itoa(tstamp.ProofWindow),
-		"--hw-fail", b(c.Timestamps == tstamp.Hardware), "--tx-sw", strings.ToLower(plan.Granted.SWTx.String()), "--capacity", itoa(c.Capacity), "--count", itoa(c.StopAfter),
+		"--hw-fail", b(c.Timestamps == tstamp.Hardware), "--tx-sw", strings.ToLower(plan.Granted.SWTx.String()), "--capacity", itoa(c.Capacity), "--count", itoa(c.Count),
 		"--tx-wait-ns", strconv.FormatInt(int64(c.TxWait), 10), "--rcvbuf", itoa(tstamp.StallRcvBuf)}
-	if c.BusyPollUS > 0 {
-		a = append(a, "--busy-poll-us", itoa(c.BusyPollUS))
+	if c.Poll.BusyPollUS > 0 {
+		a = append(a, "--busy-poll-us", itoa(c.Poll.BusyPollUS))
 	}
-	if c.Poll == probe.PreferBusyPoll {
-		a = append(a, "--busy-poll-budget", itoa(c.PollBudget))
+	if c.Poll.Mode == probe.PreferBusyPoll {
+		a = append(a, "--busy-poll-budget", itoa(c.Poll.Budget))
 	}
 	if c.Group.IsValid() {
 		a = append(a, "--group", c.Group.String())
 	} else {
-		a = append(a, "--listen", c.Listen.String())
+		a = append(a, "--listen", c.Unicast.String())
 	}
-	if c.ReplyTo.IsValid() {
-		a = append(a, "--reply", c.ReplyTo.String())
+	if c.Reply.IsValid() {
+		a = append(a, "--reply", c.Reply.String())
 	}
 	return a
 }
@@ -177,8 +178,8 @@ func (n *Native) Run(ctx context.Context) error {
 		defer n.phc.Take()
 	}
 	n.started = time.Now()
-	if n.cfg.Ready != nil {
-		n.cfg.Ready()
+	if n.opt.Ready != nil {
+		n.opt.Ready()
 	}
 	h, err := n.proc.Wait(ctx)
 	if h != nil {
@@ -213,7 +214,7 @@ func (n *Native) take(h *native.Handoff) {
 		return out
 	}
 	for i := range n.recs {
-		n.recs[i].Responder = n.cfg.ID
+		n.recs[i].Responder = uint32(n.cfg.ID)
 	}
 	for _, r := range byUser(samples.ReqRxUser) {
 		r.T[samples.ReqRxHW] = n.hw.Recv(r.T[samples.ReqRxHW], r.T[samples.ReqRxSW])
@@ -222,7 +223,7 @@ func (n *Native) take(h *native.Handoff) {
 		n.hw.Sent(r.T[samples.RepTxUser])
 		r.T[samples.RepTxHW] = n.hw.TxStamp(r.T[samples.RepTxHW], r.T[samples.RepTxSW])
 	}
-	if n.cfg.BusyPollUS > 0 && h.NAPIID == 0 && h.Counters.Received > 0 {
+	if n.cfg.Poll.BusyPollUS > 0 && h.NAPIID == 0 && h.Counters.Received > 0 {
 		n.notes = append(n.notes, "no request came through NAPI (SO_INCOMING_NAPI_ID 0): busy polling had no queue to poll")
 	}
 	n.hw.Finish()
@@ -248,8 +249,8 @@ func (n *Native) Records() []samples.Record { return n.recs }
 // settings.
 func (n *Native) Header(arm, round int) samples.Header {
 	more := map[string]any{"engine": probe.EngineNative.String(), "native_program": n.prog, "rcvbuf_bytes": n.ready.RcvBuf, "phc": n.phc}
-	if n.cfg.Poll == probe.PreferBusyPoll {
-		more["busy_poll_budget"] = n.cfg.PollBudget
+	if n.cfg.Poll.Mode == probe.PreferBusyPoll {
+		more["busy_poll_budget"] = n.cfg.Poll.Budget
 	}
 	more["mlockall"] = "ok"
 	if n.ready.MlockAll != 0 {
@@ -261,7 +262,7 @@ func (n *Native) Header(arm, round int) samples.Header {
 	if len(n.notes) > 0 {
 		more["notes"] = n.notes
 	}
-	return header(n.cfg, n.granted, n.hw, n.started, arm, round, more)
+	return header(n.cfg, n.opt.Host, n.granted, n.hw, n.started, arm, round, more)
 }
 
 // WriteFile writes the responder's sample file for one round.

@@ -13,6 +13,7 @@ import (
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/nicfake"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/testbin"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -38,7 +39,9 @@ func TestNativeHardwareProof(t *testing.T) {
 		var n *Native
 		err := topo.Do(netlab.Responder, func() error {
 			var err error
-			n, err = NewNative(Config{Iface: topo.Responder.Interface, Group: group, CPU: -1, Timestamps: mode, RunID: 78, Device: nic, TxWait: 50 * time.Millisecond, StopAfter: sent}, prog)
+			n, err = NewNative(config(topo.Responder.Interface, func(c *probe.Respond) {
+				c.Group, c.Timestamps, c.RunID, c.TxWait, c.Count, c.Engine = group, mode, 78, 50*time.Millisecond, sent, probe.EngineNative
+			}), Options{Device: nic}, prog)
 			return err
 		})
 		if err != nil {

@@ -27,6 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/probe"
@@ -36,44 +37,10 @@ import (
 	"github.com/rig-project/rig/internal/wire"
 )
 
-// Config configures a responder.
-type Config struct {
-	Iface string         // interface that receives the requests (required)
-	Group netip.AddrPort // multicast group and port of the requests
-	// Listen takes unicast requests instead: the socket binds this address
-	// (one of Iface's IPv4 addresses) and port and joins no group.
-	// Exactly one of Group and Listen is set.
-	Listen netip.AddrPort
-	// ReplyTo is where replies go: invalid (zero) = unicast back to the
-	// request's source address and port; otherwise a group:port.
-	ReplyTo    netip.AddrPort
-	CPU        int // CPU to pin the loop to; -1 = no pinning
-	Poll       probe.PollMode
-	BusyPollUS int // SO_BUSY_POLL (µs): the blocking recvmsg busy-polls first
-	PollBudget int // SO_BUSY_POLL_BUDGET of poll prefer-busy-poll (native engine)
-	Sched      cpusched.Sched
-	Timestamps tstamp.Mode
-	// RunID, ArmIndex and Round: only requests of this run, arm and round
-	// are answered; anything else is counted as foreign. RunID is
-	// required: adopting the first run seen let one stray datagram before
-	// the sender started take the whole round.
-	RunID    uint64
-	ArmIndex int
-	Round    int
-	// Capacity is the number of sequences recorded (0..Capacity-1).
-	Capacity int
-	// TxWait bounds the wait for the last replies' TX stamps at the end.
-	TxWait time.Duration
-	// StopAfter ends the loop after that many requests were answered
-	// (0 = run until stopped).
-	StopAfter int
-	// ID is carried in every reply: with several responders answering
-	// one multicast request, the sender and the capture tell the replies
-	// apart by it.
-	ID uint32
-	// Host names this host in the sample file.
-	Host string
-	Arm  string
+// Options are what New and NewNative take beside the command line: what
+// is not one of rig respond's flags.
+type Options struct {
+	Host string // names this host in the sample file
 	// Ready is called from the loop thread once the socket is joined and
 	// the loop is about to wait for the first request.
 	Ready func()
@@ -82,11 +49,13 @@ type Config struct {
 	// (tstamp.Options.Owner): no hardware TX stamps are taken next to it.
 	Device tstamp.Device
 	Owner  string
+	Note   func(string) // hears Native's notes (Open)
 }
 
 // Responder answers requests and records their stamps.
 type Responder struct {
-	cfg     Config
+	cfg     probe.Respond
+	opt     Options
 	conn    *tstamp.Conn
 	granted tstamp.Granted
 	hw      *tstamp.HWProof // do the requests and replies carry the NIC's stamps?
@@ -110,28 +79,30 @@ type Responder struct {
 	txWant  samples.TxWant       // the TX stamps a reply gets back (none: timestamps off)
 }
 
-// New opens the responder's socket: bound to the group's port, joined to
-// the group on Iface, timestamping enabled per Config.Timestamps. Errors
-// name the interface or the missing privilege.
-func New(cfg Config) (*Responder, error) {
-	ifi, err := prepare(&cfg)
+// New opens the responder's socket for cfg, rig respond's command line
+// (probe.DefaultRespond and its changes): bound to the group's port,
+// joined to the group on Iface, timestamping enabled per cfg.Timestamps.
+// What cfg.Check refuses is bad input (cli.ErrUsage); other errors name
+// the interface or the missing privilege.
+func New(cfg probe.Respond, o Options) (*Responder, error) {
+	ifi, err := prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
 	laddr := netip.AddrPortFrom(netip.IPv4Unspecified(), cfg.Group.Port())
-	if cfg.Listen.IsValid() {
-		laddr = cfg.Listen
+	if cfg.Unicast.IsValid() {
+		laddr = cfg.Unicast
 	}
 	conn, err := tstamp.ListenUDP(laddr,
-		tstamp.UDPOptions{Device: cfg.Iface, ReuseAddr: true, NonBlocking: cfg.Poll == probe.Busy})
+		tstamp.UDPOptions{Device: cfg.Iface, ReuseAddr: true, NonBlocking: cfg.Poll.Mode == probe.Busy})
 	if err != nil {
 		return nil, err
 	}
-	r := &Responder{cfg: cfg, conn: conn, runID: cfg.RunID, recs: make([]samples.Record, cfg.Capacity)}
+	r := &Responder{cfg: cfg, opt: o, conn: conn, runID: cfg.RunID, recs: make([]samples.Record, cfg.Capacity)}
 	r.onTx = r.fileTx // made once: the error-queue drain must not allocate
 	r.txFiled = func() bool { return !r.txAwaited() }
 	fail := func(err error) (*Responder, error) { conn.Close(); return nil, err }
-	if r.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device, Owner: cfg.Owner}); err != nil {
+	if r.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: o.Device, Owner: o.Owner}); err != nil {
 		return fail(err)
 	}
 	r.hw = tstamp.NewHWProof(r.granted, cfg.TxWait, "the responder's UDP socket", "requests", "replies")
@@ -150,29 +121,19 @@ func New(cfg Config) (*Responder, error) {
 	if r.rcvbuf, err = conn.SetRcvBuf(tstamp.StallRcvBuf); err != nil {
 		return fail(err)
 	}
-	if cfg.BusyPollUS > 0 {
-		if err := conn.SetBusyPoll(cfg.BusyPollUS); err != nil {
+	if cfg.Poll.BusyPollUS > 0 {
+		if err := conn.SetBusyPoll(cfg.Poll.BusyPollUS); err != nil {
 			return fail(err)
 		}
 	}
 	return r, nil
 }
 
-// prepare fills cfg's defaults and checks it as both engines need it:
-// where requests come from, the run id, the CPU, the interface (returned)
-// and a unicast address on it.
-func prepare(cfg *Config) (*net.Interface, error) {
-	if cfg.Capacity <= 0 {
-		cfg.Capacity = 100_000
-	}
-	if cfg.TxWait <= 0 {
-		cfg.TxWait = 500 * time.Millisecond
-	}
-	if err := probe.CheckDest(cfg.Group, cfg.Listen); err != nil {
-		return nil, err
-	}
-	if cfg.RunID == 0 {
-		return nil, wire.ErrNoRunID
+// prepare checks cfg as both engines need it — the command line, the
+// CPU, the interface (returned) and a unicast address on it.
+func prepare(cfg probe.Respond) (*net.Interface, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, cli.Usage(err)
 	}
 	if cfg.CPU >= 0 {
 		if err := cpusched.CheckCPU(hostfs.Default(), cfg.CPU); err != nil {
@@ -183,8 +144,8 @@ func prepare(cfg *Config) (*net.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)
 	}
-	if cfg.Listen.IsValid() {
-		if err := onIface(cfg.Iface, cfg.Listen.Addr()); err != nil {
+	if cfg.Unicast.IsValid() {
+		if err := onIface(cfg.Iface, cfg.Unicast.Addr()); err != nil {
 			return nil, err
 		}
 	}
@@ -202,7 +163,7 @@ func (r *Responder) Stop() { r.stop.Store(true) }
 
 // Run answers requests until ctx is done or Stop is called, then waits up
 // to TxWait for the last TX stamps. The loop runs on a locked OS thread
-// (cpusched.RunLocked), pinned and scheduled per Config.
+// (cpusched.RunLocked), pinned and scheduled per --cpu and --sched.
 func (r *Responder) Run(ctx context.Context) error {
 	var err error
 	r.stopped, err = cpusched.RunLocked(ctx, cpusched.Thread{CPU: r.cfg.CPU, Sched: r.cfg.Sched}, r.loop, r.Stop)
@@ -211,7 +172,7 @@ func (r *Responder) Run(ctx context.Context) error {
 
 func (r *Responder) loop() error {
 	r.tid.Store(int64(cpusched.Tid()))
-	if r.cfg.Poll == probe.Block {
+	if r.cfg.Poll.Mode == probe.Block {
 		// Block waits inside recvmsg itself, as sockperf's server does: a
 		// request wakes the thread straight into the read, one syscall
 		// fewer than ppoll then recvmsg (docs/probes.md), and
@@ -227,8 +188,8 @@ func (r *Responder) loop() error {
 	}
 	r.started = time.Now()
 	meter := cpusched.StartMeter()
-	if r.cfg.Ready != nil {
-		r.cfg.Ready()
+	if r.opt.Ready != nil {
+		r.opt.Ready()
 	}
 	for !r.stop.Load() {
 		if err := r.step(); err != nil {
@@ -262,7 +223,7 @@ func (r *Responder) step() error {
 		r.conn.ReadTx(r.onTx, r.txFiled)
 	}
 	flags := syscall.MSG_DONTWAIT
-	if r.cfg.Poll == probe.Block {
+	if r.cfg.Poll.Mode == probe.Block {
 		flags = 0 // blocking recvmsg, SO_RCVTIMEO (see loop)
 	}
 	n, from, st, err := r.conn.Recv(r.buf[:], flags)
@@ -312,10 +273,10 @@ func (r *Responder) step() error {
 	} else {
 		r.cnt.OutOfRange++
 	}
-	wire.MakeReply(p, r.cfg.ID)
+	wire.MakeReply(p, uint32(r.cfg.ID))
 	dst := from
-	if r.cfg.ReplyTo.IsValid() {
-		dst = r.cfg.ReplyTo
+	if r.cfg.Reply.IsValid() {
+		dst = r.cfg.Reply
 	}
 	txUser := time.Now().UnixNano()
 	if err := r.conn.SendTo(p, dst, uint32(seq)); err != nil {
@@ -333,7 +294,7 @@ func (r *Responder) step() error {
 	}
 	r.txWant = samples.TxWanted(r.granted.Software(), r.hw.TX())
 	r.quiet() // just answered: the quietest moment there is
-	if r.cfg.StopAfter > 0 && r.cnt.Sent >= uint64(r.cfg.StopAfter) {
+	if r.cfg.Count > 0 && r.cnt.Sent >= uint64(r.cfg.Count) {
 		r.stop.Store(true)
 	}
 	return nil
@@ -365,7 +326,7 @@ func (r *Responder) drainErrqueue() { r.conn.DrainTx(r.onTx) }
 // quiet meets the Go scheduler at a quiet moment (cpusched.Yielder);
 // busy loops do not, they measured worse with it.
 func (r *Responder) quiet() {
-	if r.cfg.Poll != probe.Busy {
+	if r.cfg.Poll.Mode != probe.Busy {
 		r.yield.Quiet(time.Now())
 	}
 }
@@ -388,7 +349,7 @@ func (r *Responder) Records() []samples.Record {
 	for i := range r.recs {
 		if r.recs[i].T[samples.ReqRxUser] != 0 {
 			rec := r.recs[i]
-			rec.Responder = r.cfg.ID
+			rec.Responder = uint32(r.cfg.ID)
 			out = append(out, rec)
 		}
 	}
@@ -397,16 +358,16 @@ func (r *Responder) Records() []samples.Record {
 
 // Header describes the responder's sample file.
 func (r *Responder) Header(arm, round int) samples.Header {
-	return header(r.cfg, r.granted, r.hw, r.started, arm, round, map[string]any{
+	return header(r.cfg, r.opt.Host, r.granted, r.hw, r.started, arm, round, map[string]any{
 		"rcvbuf_bytes": r.rcvbuf, "tx_keying": r.conn.Keying().String(), "phc": r.phc,
 	})
 }
 
-// header is the sample header of a responder of cfg, either engine's;
-// more are the engine's own settings.
-func header(cfg Config, g tstamp.Granted, hw *tstamp.HWProof, started time.Time, arm, round int, more map[string]any) samples.Header {
+// header is the sample header of a responder of cfg on host, either
+// engine's; more are the engine's own settings.
+func header(cfg probe.Respond, host string, g tstamp.Granted, hw *tstamp.HWProof, started time.Time, arm, round int, more map[string]any) samples.Header {
 	settings := map[string]any{
-		"cpu": cfg.CPU, "poll": cfg.Poll.String(), "busy_poll_us": cfg.BusyPollUS,
+		"cpu": cfg.CPU, "poll": cfg.Poll.Mode.String(), "busy_poll_us": cfg.Poll.BusyPollUS,
 		"sched": cfg.Sched.String(), "timestamps": g.String(), "hardware_stamps": hw.String(),
 	}
 	maps.Copy(settings, more)
@@ -418,14 +379,14 @@ func header(cfg Config, g tstamp.Granted, hw *tstamp.HWProof, started time.Time,
 		Arm:         cfg.Arm,
 		ArmIndex:    arm,
 		Round:       round,
-		Host:        cfg.Host,
+		Host:        host,
 		Iface:       cfg.Iface,
-		ResponderID: cfg.ID,
+		ResponderID: uint32(cfg.ID),
 		Clocks:      probe.Clocks(g, hw, cfg.Iface, "req_rx", "rep_tx"),
 		Settings:    settings,
 		StartedAt:   started.UTC().Format(time.RFC3339Nano),
 	}
-	h.SetRequests(cfg.Group, cfg.Listen)
+	h.SetRequests(cfg.Group, cfg.Unicast)
 	return h
 }
 

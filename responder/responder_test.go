@@ -4,10 +4,13 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/tstamp/tstamptest"
@@ -23,7 +26,7 @@ func TestStepAllocs(t *testing.T) {
 	var r *Responder
 	err := topo.Do(netlab.Responder, func() error {
 		var err error
-		r, err = New(Config{Iface: topo.Responder.Interface, Group: group, CPU: -1, Timestamps: tstamp.Software, Capacity: 4096, RunID: 77})
+		r, err = New(config(topo.Responder.Interface, func(c *probe.Respond) { c.Group, c.Capacity = group, 4096 }), Options{})
 		return err
 	})
 	if err != nil {
@@ -86,11 +89,20 @@ func TestStepAllocs(t *testing.T) {
 // TestNewNeedsRunID: without a run id the first datagram that looked valid
 // set the run, so one stray before the sender started lost the round.
 func TestNewNeedsRunID(t *testing.T) {
-	r, err := New(Config{Iface: "lo", Group: netip.MustParseAddrPort("239.8.8.8:9200"), CPU: -1, Timestamps: tstamp.Software})
-	if !errors.Is(err, wire.ErrNoRunID) {
+	r, err := New(config("lo", func(c *probe.Respond) { c.Group, c.RunID = netip.MustParseAddrPort("239.8.8.8:9200"), 0 }), Options{})
+	if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "--run-id is required") {
 		if r != nil {
 			r.Close()
 		}
-		t.Fatalf("New without a run id: %v, want wire.ErrNoRunID", err)
+		t.Fatalf("New without a run id: %v, want the usage error --run-id is required", err)
 	}
+}
+
+// config is rig respond's command line on iface with software stamps and
+// run id 77, changed by set.
+func config(iface string, set func(*probe.Respond)) probe.Respond {
+	c := probe.DefaultRespond()
+	c.Iface, c.Timestamps, c.RunID = iface, tstamp.Software, 77
+	set(&c)
+	return c
 }

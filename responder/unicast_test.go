@@ -11,8 +11,8 @@ import (
 
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/internal/tstamp/tstamptest"
 	"github.com/rig-project/rig/internal/wire"
 )
@@ -27,7 +27,7 @@ func TestUnicastStepAllocs(t *testing.T) {
 	var igmp []byte
 	err := topo.Do(netlab.Responder, func() error {
 		var err error
-		r, err = New(Config{Iface: topo.Responder.Interface, Listen: at, CPU: -1, Timestamps: tstamp.Software, Capacity: 4096, RunID: 77})
+		r, err = New(config(topo.Responder.Interface, func(c *probe.Respond) { c.Group, c.Unicast, c.Capacity = netip.AddrPort{}, at, 4096 }), Options{})
 		if err != nil {
 			return err
 		}
@@ -99,19 +99,21 @@ func TestListenErrors(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
 	g := netip.MustParseAddrPort("239.8.8.8:9200")
 	err := topo.Do(netlab.Responder, func() error {
+		listen := func(at, group netip.AddrPort) probe.Respond {
+			return config(topo.Responder.Interface, func(c *probe.Respond) { c.Group, c.Unicast = group, at })
+		}
 		for _, c := range []struct {
-			cfg  Config
+			cfg  probe.Respond
 			want string
 		}{
-			{Config{Listen: netip.MustParseAddrPort("10.255.0.9:9000")}, "10.255.0.9 is not an address of " + topo.Responder.Interface + " (its IPv4 addresses: " + topo.Responder.Addr.String() + ")"},
-			{Config{Listen: netip.AddrPortFrom(topo.Responder.Addr, 9000), Group: g}, "not both"},
-			{Config{Listen: netip.MustParseAddrPort("239.1.1.1:9000")}, "is a multicast address"},
-			{Config{Listen: netip.MustParseAddrPort("0.0.0.0:9000")}, "not a host's address"},
-			{Config{Listen: netip.AddrPortFrom(topo.Responder.Addr, 0)}, "port 0"},
-			{Config{}, "no request destination"},
+			{listen(netip.MustParseAddrPort("10.255.0.9:9000"), netip.AddrPort{}), "10.255.0.9 is not an address of " + topo.Responder.Interface + " (its IPv4 addresses: " + topo.Responder.Addr.String() + ")"},
+			{listen(netip.AddrPortFrom(topo.Responder.Addr, 9000), g), "not both"},
+			{listen(netip.MustParseAddrPort("239.1.1.1:9000"), netip.AddrPort{}), "is a multicast address"},
+			{listen(netip.MustParseAddrPort("0.0.0.0:9000"), netip.AddrPort{}), "not a host's address"},
+			{listen(netip.AddrPortFrom(topo.Responder.Addr, 0), netip.AddrPort{}), "port 0"},
+			{listen(netip.AddrPort{}, netip.AddrPort{}), "no request destination"},
 		} {
-			c.cfg.Iface, c.cfg.CPU, c.cfg.Timestamps, c.cfg.RunID = topo.Responder.Interface, -1, tstamp.Software, 77
-			r, err := New(c.cfg)
+			r, err := New(c.cfg, Options{})
 			if err == nil {
 				r.Close()
 				t.Errorf("%+v accepted", c.cfg)
@@ -121,7 +123,7 @@ func TestListenErrors(t *testing.T) {
 				t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 			}
 		}
-		_, err := New(Config{Iface: topo.Responder.Interface, Listen: netip.MustParseAddrPort("10.255.0.9:9000"), CPU: -1, RunID: 77})
+		_, err := New(listen(netip.MustParseAddrPort("10.255.0.9:9000"), netip.AddrPort{}), Options{})
 		if !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("a foreign address: %v does not wrap os.ErrNotExist (the CLI's exit 2)", err)
 		}
@@ -141,7 +143,7 @@ func TestReplyCarriesID(t *testing.T) {
 	var r *Responder
 	err := topo.Do(netlab.Responder, func() error {
 		var err error
-		r, err = New(Config{Iface: topo.Responder.Interface, Listen: at, CPU: -1, Timestamps: tstamp.Software, Capacity: 16, RunID: 77, ID: 7})
+		r, err = New(config(topo.Responder.Interface, func(c *probe.Respond) { c.Group, c.Unicast, c.Capacity, c.ID = netip.AddrPort{}, at, 16, 7 }), Options{})
 		return err
 	})
 	if err != nil {

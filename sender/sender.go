@@ -4,7 +4,7 @@
 // One locked OS thread sends on schedule and, while it waits for the next
 // due time, serves the socket: the data queue (replies: rx stamps) and the
 // error queue (TX stamps, keyed by sequence), blocking in ppoll or polling
-// without blocking (Config.Poll). It does not allocate per request;
+// without blocking (probe.Send.Poll). It does not allocate per request;
 // records are preallocated, one per sequence.
 //
 // Run leaves the Go runtime as it finds it. rig send runs it with the
@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/probe"
@@ -35,46 +36,10 @@ import (
 	"github.com/rig-project/rig/internal/wire"
 )
 
-// Config configures one round of requests.
-type Config struct {
-	Iface string         // interface the requests leave on (required)
-	Group netip.AddrPort // multicast requests: the group:port
-	// To is where unicast requests go: the responder's IPv4 address:port.
-	// Exactly one of Group and To is set.
-	To netip.AddrPort
-	// Port is the local (source) port; 0 = ephemeral. Replies sent to a
-	// reply group must use this port, and ReplyGroup is joined.
-	Port       uint16
-	ReplyGroup netip.Addr    // joined on Iface when replies go to a group
-	Interval   time.Duration // default 1 ms
-	Count      int           // requests in the round
-	Size       int           // UDP payload bytes (default 64)
-	Spin       time.Duration // spin window before each due time (default 50 µs)
-	CPU        int           // pacer CPU; -1 = no pinning
-	Sched      cpusched.Sched
-	Timestamps tstamp.Mode
-	// Poll is how the one sending thread waits for replies and TX stamps
-	// between sends. Block (default): it sleeps in ppoll(2) and pays a
-	// wake-up per reply. Busy: it polls the socket with non-blocking
-	// recvmsg (sockperf --nonblocked's shape): no wake-up on the reply
-	// path, one CPU at 100 %.
-	Poll probe.PollMode
-	// Responders is how many responders answer every request (their ids
-	// 0..Responders-1, wire.Header.Responder); default 1. Each gets its
-	// own reply slot per request.
-	Responders int
-	RunID      uint64 // random when 0
-	Arm        string
-	ArmIndex   int
-	Round      int
-	Warmup     int
-	// ReplyTimeout: a reply more than this after its request left is late
-	// (samples.ReplyLate: flagged and counted apart from lost, stamps kept),
-	// and the round waits this long after the last send. Default 1 s.
-	ReplyTimeout time.Duration
-	// TxWait bounds the wait for TX stamps after the last send (default 500 ms).
-	TxWait time.Duration
-	Host   string
+// Options are what New takes beside the command line: what is not one of
+// rig send's flags.
+type Options struct {
+	Host string // names this host in the sample file
 	// Device answers for the NIC (nil: the host's); tests pass driver
 	// profiles. Owner is who keeps the NIC's timestamping config
 	// (tstamp.Options.Owner): no hardware TX stamps are taken next to it.
@@ -82,73 +47,15 @@ type Config struct {
 	Owner  string
 }
 
-// MaxResponders bounds Config.Responders: one request stream's replies
-// must all fit the sender's receive buffer and its thread's time. It is
-// the bound of rig send --responders (probe.MaxResponders).
-const MaxResponders = probe.MaxResponders
-
-// ErrConfig is wrapped by New for an invalid Config (bad input, not a host
-// failure).
-var ErrConfig = errors.New("invalid sender configuration")
-
-func (c *Config) defaults() error {
-	if err := c.check(); err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	return nil
-}
-
-func (c *Config) check() error {
-	if c.Interval == 0 {
-		c.Interval = time.Millisecond
-	}
-	if c.Interval < 0 {
-		return fmt.Errorf("interval %v must be positive (e.g. 1ms)", c.Interval)
-	}
-	if c.Size == 0 {
-		c.Size = wire.DefaultSize
-	}
-	if err := wire.CheckSize(c.Size); err != nil {
-		return err
-	}
-	if c.Count <= 0 || c.Count > 1<<31 {
-		return fmt.Errorf("count %d out of range: 1..%d", c.Count, 1<<31)
-	}
-	if c.Responders == 0 {
-		c.Responders = 1
-	}
-	if c.Responders < 1 || c.Responders > MaxResponders {
-		return fmt.Errorf("responders %d out of range: 1..%d", c.Responders, MaxResponders)
-	}
-	if c.Count*c.Responders > 1<<31 {
-		return fmt.Errorf("count %d × responders %d: more than %d reply slots", c.Count, c.Responders, 1<<31)
-	}
-	if c.Spin < 0 {
-		return fmt.Errorf("spin %v must not be negative", c.Spin)
-	}
-	if c.ReplyTimeout <= 0 {
-		c.ReplyTimeout = time.Second
-	}
-	if c.TxWait <= 0 {
-		c.TxWait = 500 * time.Millisecond
-	}
-	if err := probe.CheckDest(c.Group, c.To); err != nil {
-		return err
-	}
-	if c.RunID == 0 {
-		c.RunID = wire.NewRunID()
-	}
-	return nil
-}
-
 // Sender is one round's sender.
 type Sender struct {
-	cfg     Config
+	cfg     probe.Send
+	opt     Options
 	conn    *tstamp.Conn
 	granted tstamp.Granted
 	hw      *tstamp.HWProof // do the requests and replies carry the NIC's stamps?
 	sched   Schedule
-	dst     netip.AddrPort   // Group or To
+	dst     netip.AddrPort   // Group or Unicast
 	recs    []samples.Record // per request: its send stamps
 	// reps holds the reply slots, Responders per request: request k's
 	// reply from responder i is reps[k·Responders+i] (its rx stamps and
@@ -187,10 +94,15 @@ type Sender struct {
 // after each send.
 const txEagerMisses = 3
 
-// New opens the sender socket on Iface with timestamps per Config.
-func New(cfg Config) (*Sender, error) {
-	if err := cfg.defaults(); err != nil {
-		return nil, err
+// New opens the sender socket on Iface with timestamps per cfg, rig
+// send's command line (probe.DefaultSend and its changes): what cfg.Check
+// refuses is bad input (cli.ErrUsage). A zero RunID becomes a random one.
+func New(cfg probe.Send, o Options) (*Sender, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, cli.Usage(err)
+	}
+	if cfg.RunID == 0 {
+		cfg.RunID = wire.NewRunID()
 	}
 	if cfg.CPU >= 0 {
 		if err := cpusched.CheckCPU(hostfs.Default(), cfg.CPU); err != nil {
@@ -201,18 +113,18 @@ func New(cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)
 	}
-	conn, err := tstamp.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), cfg.Port),
+	conn, err := tstamp.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), cfg.LocalPort()),
 		tstamp.UDPOptions{Device: cfg.Iface, ReuseAddr: cfg.ReplyGroup.IsValid()})
 	if err != nil {
 		return nil, err
 	}
-	s := &Sender{cfg: cfg, conn: conn, dst: cfg.dest(), lastSeq: -1}
+	s := &Sender{cfg: cfg, opt: o, conn: conn, dst: cfg.Dest(), lastSeq: -1}
 	s.yield.Cycle = cfg.Interval // a quiet moment comes once a request
 	s.allocate()
 	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
 	s.txFiled = func() bool { return !s.txAwaited() }
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
-	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: cfg.Device, Owner: cfg.Owner}); err != nil {
+	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: o.Device, Owner: o.Owner}); err != nil {
 		return fail(err)
 	}
 	s.hw = tstamp.NewHWProof(s.granted, cfg.TxWait, "the sender's UDP socket", "replies", "requests")
@@ -229,7 +141,7 @@ func New(cfg Config) (*Sender, error) {
 		return fail(err)
 	}
 	if cfg.ReplyGroup.IsValid() {
-		if err := conn.JoinGroup(cfg.ReplyGroup, ifi.Index); err != nil {
+		if err := conn.JoinGroup(cfg.ReplyGroup.Addr(), ifi.Index); err != nil {
 			return fail(err)
 		}
 	}
@@ -666,7 +578,7 @@ func (s *Sender) Header() samples.Header {
 		Arm:         s.cfg.Arm,
 		ArmIndex:    s.cfg.ArmIndex,
 		Round:       s.cfg.Round,
-		Host:        s.cfg.Host,
+		Host:        s.opt.Host,
 		Iface:       s.cfg.Iface,
 		IntervalNS:  int64(s.cfg.Interval),
 		Count:       s.cfg.Count,
@@ -682,7 +594,7 @@ func (s *Sender) Header() samples.Header {
 		},
 		StartedAt: s.started.UTC().Format(time.RFC3339Nano),
 	}
-	h.SetRequests(s.cfg.Group, s.cfg.To)
+	h.SetRequests(s.cfg.Group, s.cfg.Unicast)
 	return h
 }
 

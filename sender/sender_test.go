@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/probe"
@@ -36,16 +37,24 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
+// config is rig send's command line on iface: the defaults, changed by set.
+func config(iface string, set func(*probe.Send)) probe.Send {
+	c := probe.DefaultSend()
+	c.Iface = iface
+	set(&c)
+	return c
+}
+
 func TestConfigErrors(t *testing.T) {
-	g := netip.MustParseAddrPort("239.1.1.1:9000")
-	for _, c := range []Config{
-		{Iface: "lo", Group: g, Count: 0},
-		{Iface: "lo", Group: g, Count: 10, Size: 20},
-		{Iface: "lo", Group: netip.MustParseAddrPort("10.0.0.1:9000"), Count: 10},
-		{Iface: "lo", Group: g, Count: 10, Interval: -1},
+	for _, c := range []probe.Send{
+		config("lo", func(c *probe.Send) { c.Count = 0 }),
+		config("lo", func(c *probe.Send) { c.Count, c.Size = 10, 20 }),
+		config("lo", func(c *probe.Send) { c.Group, c.Count = netip.MustParseAddrPort("10.0.0.1:9000"), 10 }),
+		config("lo", func(c *probe.Send) { c.Count, c.Interval = 10, -1 }),
+		config("lo", func(c *probe.Send) { c.ReplyTimeout = 0 }), // no silent 1 s
 	} {
-		if _, err := New(c); !errors.Is(err, ErrConfig) {
-			t.Errorf("New(%+v) = %v, want ErrConfig", c, err)
+		if _, err := New(c, Options{}); !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("New(%+v) = %v, want a usage error", c, err)
 		}
 	}
 }
@@ -56,8 +65,9 @@ func TestConfigErrors(t *testing.T) {
 func TestSendAllocs(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
 	err := topo.Do(netlab.Sender, func() error {
-		s, err := New(Config{Iface: topo.Sender.Interface, Group: netip.MustParseAddrPort("239.8.8.9:9300"),
-			Count: 1000, Interval: time.Microsecond, CPU: -1, Timestamps: tstamp.Software})
+		s, err := New(config(topo.Sender.Interface, func(c *probe.Send) {
+			c.Group, c.Port, c.Count, c.Interval, c.Spin, c.Timestamps = netip.MustParseAddrPort("239.8.8.9:9300"), 0, 1000, time.Microsecond, 0, tstamp.Software
+		}), Options{})
 		if err != nil {
 			return err
 		}
@@ -119,9 +129,10 @@ func TestRunNoResponder(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
 	for _, mode := range []probe.PollMode{probe.Block, probe.Busy} {
 		err := topo.Do(netlab.Sender, func() error {
-			s, err := New(Config{Iface: topo.Sender.Interface, Group: netip.MustParseAddrPort("239.8.8.9:9300"),
-				Count: 50, Interval: 200 * time.Microsecond, CPU: -1, Timestamps: tstamp.Software, Poll: mode,
-				ReplyTimeout: 50 * time.Millisecond, TxWait: 50 * time.Millisecond})
+			s, err := New(config(topo.Sender.Interface, func(c *probe.Send) {
+				c.Group, c.Port, c.Count, c.Interval, c.Spin, c.Timestamps = netip.MustParseAddrPort("239.8.8.9:9300"), 0, 50, 200*time.Microsecond, 0, tstamp.Software
+				c.Poll, c.ReplyTimeout, c.TxWait = mode, 50*time.Millisecond, 50*time.Millisecond
+			}), Options{})
 			if err != nil {
 				return err
 			}
@@ -167,8 +178,9 @@ func TestBlockSpinWholeInterval(t *testing.T) {
 	defer cancel()
 	go func() {
 		rspDone <- topo.Do(netlab.Responder, func() error {
-			r, err := responder.New(responder.Config{Iface: topo.Responder.Interface, Group: group,
-				CPU: -1, Timestamps: tstamp.Software, Capacity: 1000, RunID: 7})
+			rc := probe.DefaultRespond()
+			rc.Iface, rc.Group, rc.Timestamps, rc.Capacity, rc.RunID = topo.Responder.Interface, group, tstamp.Software, 1000, 7
+			r, err := responder.New(rc, responder.Options{})
 			if err != nil {
 				ready <- err
 				return err
@@ -184,8 +196,9 @@ func TestBlockSpinWholeInterval(t *testing.T) {
 	const interval = 2 * time.Millisecond
 	var rtts []int64
 	err := topo.Do(netlab.Sender, func() error {
-		s, err := New(Config{Iface: topo.Sender.Interface, Group: group, Count: 300, Interval: interval,
-			Spin: interval, CPU: -1, Timestamps: tstamp.Software, Poll: probe.Block, RunID: 7})
+		s, err := New(config(topo.Sender.Interface, func(c *probe.Send) {
+			c.Group, c.Port, c.Count, c.Interval, c.Spin, c.Timestamps, c.Poll, c.RunID = group, 0, 300, interval, interval, tstamp.Software, probe.Block, 7
+		}), Options{})
 		if err != nil {
 			return err
 		}
@@ -222,7 +235,7 @@ func TestBlockSpinWholeInterval(t *testing.T) {
 // TestReplyToUnsentRequest: a reply whose request was not sent yet is
 // forged (or another sender's): foreign, and it does not take the sequence.
 func TestReplyToUnsentRequest(t *testing.T) {
-	s := &Sender{cfg: Config{RunID: 5, Count: 10, Responders: 1}}
+	s := &Sender{cfg: probe.Send{Common: probe.Common{RunID: 5}, Count: 10, Responders: 1}}
 	s.allocate()
 	var buf [64]byte
 	p := wire.Encode(buf[:], 64, &wire.Header{Type: wire.Reply, RunID: 5, Seq: 3})
@@ -244,7 +257,7 @@ func TestReplyToUnsentRequest(t *testing.T) {
 // say what happened to each responder's replies.
 func TestRepliesPerResponder(t *testing.T) {
 	const n, count = 3, 10
-	s := &Sender{cfg: Config{RunID: 5, Count: count, Responders: n, ReplyTimeout: time.Second}}
+	s := &Sender{cfg: probe.Send{Common: probe.Common{RunID: 5}, Count: count, Responders: n, ReplyTimeout: time.Second}}
 	s.allocate()
 	for k := range count - 1 { // the last request is never sent
 		s.recs[k].T[samples.TxUser] = int64(1000 * (k + 1))
@@ -315,7 +328,7 @@ func TestRepliesPerResponder(t *testing.T) {
 		t.Errorf("header responders %d", s.responders())
 	}
 	// Filing a reply allocates nothing, whichever responder it is from.
-	a := &Sender{cfg: Config{RunID: 5, Count: 1000, Responders: n}}
+	a := &Sender{cfg: probe.Send{Common: probe.Common{RunID: 5}, Count: 1000, Responders: n}}
 	a.allocate()
 	for k := range a.recs {
 		a.recs[k].T[samples.TxUser] = 1

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/responder"
@@ -27,8 +29,9 @@ func TestUnicastRoundTrip(t *testing.T) {
 	var rh samples.Header
 	go func() {
 		rspDone <- topo.Do(netlab.Responder, func() error {
-			r, err := responder.New(responder.Config{Iface: topo.Responder.Interface, Listen: to,
-				CPU: -1, Timestamps: tstamp.Software, Capacity: 2000, RunID: 77})
+			rc := probe.DefaultRespond()
+			rc.Iface, rc.Group, rc.Unicast, rc.Timestamps, rc.Capacity, rc.RunID = topo.Responder.Interface, netip.AddrPort{}, to, tstamp.Software, 2000, 77
+			r, err := responder.New(rc, responder.Options{})
 			if err != nil {
 				ready <- err
 				return err
@@ -46,8 +49,10 @@ func TestUnicastRoundTrip(t *testing.T) {
 	const count = 400
 	var sh samples.Header
 	err := topo.Do(netlab.Sender, func() error {
-		s, err := New(Config{Iface: topo.Sender.Interface, To: to, Port: to.Port(), Count: count, RunID: 77, Interval: 500 * time.Microsecond,
-			CPU: -1, Timestamps: tstamp.Software, ReplyTimeout: 200 * time.Millisecond, TxWait: 100 * time.Millisecond})
+		s, err := New(config(topo.Sender.Interface, func(c *probe.Send) {
+			c.Group, c.Unicast, c.Port, c.Count, c.RunID, c.Interval, c.Spin = netip.AddrPort{}, to, int(to.Port()), count, 77, 500*time.Microsecond, 0
+			c.Timestamps, c.ReplyTimeout, c.TxWait = tstamp.Software, 200*time.Millisecond, 100*time.Millisecond
+		}), Options{})
 		if err != nil {
 			return err
 		}
@@ -92,15 +97,18 @@ func TestUnicastRoundTrip(t *testing.T) {
 }
 
 func TestDestErrors(t *testing.T) {
+	unicast := func(to netip.AddrPort, group netip.AddrPort) probe.Send {
+		return config("lo", func(c *probe.Send) { c.Group, c.Unicast, c.Count = group, to, 10 })
+	}
 	g := netip.MustParseAddrPort("239.1.1.1:9000")
-	for _, c := range []Config{
-		{Iface: "lo", Group: g, To: netip.MustParseAddrPort("10.0.0.2:9000"), Count: 10},
-		{Iface: "lo", To: netip.MustParseAddrPort("239.1.1.2:9000"), Count: 10},
-		{Iface: "lo", To: netip.MustParseAddrPort("255.255.255.255:9000"), Count: 10},
-		{Iface: "lo", Count: 10},
+	for _, c := range []probe.Send{
+		unicast(netip.MustParseAddrPort("10.0.0.2:9000"), g),
+		unicast(netip.MustParseAddrPort("239.1.1.2:9000"), netip.AddrPort{}),
+		unicast(netip.MustParseAddrPort("255.255.255.255:9000"), netip.AddrPort{}),
+		unicast(netip.AddrPort{}, netip.AddrPort{}),
 	} {
-		if _, err := New(c); !errors.Is(err, ErrConfig) {
-			t.Errorf("New(%+v) = %v, want ErrConfig", c, err)
+		if _, err := New(c, Options{}); !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("New(%+v) = %v, want a usage error", c, err)
 		}
 	}
 }

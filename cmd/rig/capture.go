@@ -2,80 +2,75 @@ package main
 
 import (
 	"context"
+	"flag"
 
 	"github.com/rig-project/rig/capture"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
 func init() {
-	register(&command{name: "capture", summary: "timestamp requests and replies on a mirror/tap port", run: runCapture})
+	register(&command{name: "capture", summary: "timestamp requests and replies on a mirror/tap port",
+		usage: "--iface IF [flags]", flags: captureFlags})
 }
 
-func runCapture(ctx context.Context, args []string) error {
-	fs := newFlagSet("capture", "--iface IF [flags]")
+func captureFlags(fs *flag.FlagSet) func(context.Context) error {
 	var f probe.Capture
 	f.Register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	surviveEPIPE()
-	if err := f.Parse(fs); err != nil {
-		return usageError{err}
-	}
-	cfg := capture.Config{Iface: f.Iface, Ports: f.Ports(), Timestamps: f.Timestamps, Group: f.Group, To: f.Unicast, VXLAN: f.VXLAN, VXLANMatch: f.VXLANMatch(), RunID: f.RunID,
-		ArmIndex: f.ArmIndex, Round: f.Round, Capacity: f.Capacity, Responders: f.Responders, Arm: f.Arm,
-		Ready: func() {
+	return func(ctx context.Context) error {
+		if err := noArgs(fs); err != nil {
+			return err
+		}
+		surviveEPIPE()
+		if err := f.Parse(fs); err != nil {
+			return cli.Usage(err)
+		}
+		undo, err := prepareNIC(ctx, "capture", f.Common, tstamp.NeedCapture)
+		if err != nil {
+			return err
+		}
+		defer undo()
+		c, err := capture.New(f, capture.Options{Ready: func() {
 			logf("rig capture: ready on %s (%s)", f.Iface, map[bool]string{true: "VXLAN mirror copies", false: "frames as on the wire"}[f.VXLAN])
-		}}
-	if f.Pcap != "" {
-		cfg.PcapFrames = (1 + f.Responders) * f.Capacity
-	}
-	undo, err := prepareNIC(ctx, "capture", f.Common, tstamp.NeedCapture)
-	if err != nil {
-		return err
-	}
-	defer undo()
-	c, err := capture.New(cfg)
-	if err != nil {
-		return setupError(err)
-	}
-	defer c.Close()
-	logf("rig capture: timestamps %s (hardware columns cap_req_hw/cap_rep_hw: %s)", c.Granted(), map[bool]string{true: "requested; the first frames prove them", false: "none: software stamps"}[c.Source() == "hw"])
-	if f.Duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.Duration)
+		}})
+		if err != nil {
+			return setupError(err)
+		}
+		defer c.Close()
+		logf("rig capture: timestamps %s (hardware columns cap_req_hw/cap_rep_hw: %s)", c.Granted(), map[bool]string{true: "requested; the first frames prove them", false: "none: software stamps"}[c.Source() == "hw"])
+		if f.Duration > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, f.Duration)
+			defer cancel()
+		}
+		ctx, cancel := f.Bound(ctx)
 		defer cancel()
-	}
-	ctx, cancel := f.Bound(ctx)
-	defer cancel()
-	restore := cpusched.TuneRuntime() // GC off, ≥ 2 Ps: the capture's
-	runErr := c.Run(ctx)
-	restore()
-	n := c.Counters()
-	logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, malformed %d, outgoing (dropped) %d, missing stamps %d, dropped by the kernel %d; hardware stamps: %s",
-		c.Frames(), len(c.Records())-int(n.Unpaired), n.Unpaired, n.Duplicated, n.Foreign, n.Malformed, n.Outgoing, n.RxStampsMissing, n.KernelDrops, c.HardwareStamps())
-	if f.Out != "" {
-		if err := c.WriteFile(f.Out, f.ArmIndex, f.Round); err != nil {
+		restore := cpusched.TuneRuntime() // GC off, ≥ 2 Ps: the capture's
+		runErr := c.Run(ctx)
+		restore()
+		n := c.Counters()
+		logf("rig capture: frames %d, paired %d, unpaired %d, duplicated %d, foreign %d, malformed %d, outgoing (dropped) %d, missing stamps %d, dropped by the kernel %d; hardware stamps: %s",
+			c.Frames(), len(c.Records())-int(n.Unpaired), n.Unpaired, n.Duplicated, n.Foreign, n.Malformed, n.Outgoing, n.RxStampsMissing, n.KernelDrops, c.HardwareStamps())
+		if f.Out != "" {
+			if err := c.WriteFile(f.Out, f.ArmIndex, f.Round); err != nil {
+				return err
+			}
+			logf("rig capture: wrote %s", f.Out)
+		}
+		if f.Pcap != "" {
+			if err := c.WritePcap(f.Pcap); err != nil {
+				return err
+			}
+			logf("rig capture: wrote %s", f.Pcap)
+		}
+		if err := f.Expired(ctx); err != nil {
 			return err
 		}
-		logf("rig capture: wrote %s", f.Out)
-	}
-	if f.Pcap != "" {
-		if err := c.WritePcap(f.Pcap); err != nil {
-			return err
+		if runErr != nil && ctx.Err() == nil {
+			return runErr
 		}
-		logf("rig capture: wrote %s", f.Pcap)
+		return nil
 	}
-	if err := f.Expired(ctx); err != nil {
-		return err
-	}
-	if runErr != nil && ctx.Err() == nil {
-		return runErr
-	}
-	return nil
 }

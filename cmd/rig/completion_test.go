@@ -32,7 +32,7 @@ func TestCompletionCoversEverything(t *testing.T) {
 			if !strings.Contains(script, "'"+l.path+"'") {
 				t.Errorf("%s completion has no case for rig %s", shell, l.path)
 			}
-			mustDescribe(l).fs.VisitAll(func(f *flag.Flag) {
+			describe(l).fs.VisitAll(func(f *flag.Flag) {
 				if name, _, _, _ := clidoc.Flag(f); !strings.Contains(script, name) {
 					t.Errorf("%s completion lacks rig %s %s", shell, l.path, name)
 				}
@@ -198,7 +198,7 @@ func TestManPages(t *testing.T) {
 		top, _, _ := strings.Cut(l.path, " ")
 		page := unroff(read("rig-" + top + ".1"))
 		pages = append(pages, "rig-"+top+".1")
-		d := mustDescribe(l)
+		d := describe(l)
 		if !strings.Contains(page, ".B rig "+l.path+"\n"+d.synopsis()) {
 			t.Errorf("rig-%s.1 lacks the synopsis of rig %s", top, l.path)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"strings"
 
@@ -10,29 +11,28 @@ import (
 )
 
 func init() {
-	register(&command{name: "env", summary: "print the environment snapshot (kernel, CPUs, isolation, power, IRQs, cgroup)", run: runEnv})
+	register(&command{name: "env", summary: "print the environment snapshot (kernel, CPUs, isolation, power, IRQs, cgroup)",
+		usage: "[--format text|json] [--iface IF[,IF...]] [--host-root DIR]", flags: envFlags})
 }
 
-func runEnv(ctx context.Context, args []string) error {
-	fs := newFlagSet("env", "[--format text|json] [--iface IF[,IF...]] [--host-root DIR]")
+func envFlags(fs *flag.FlagSet) func(context.Context) error {
 	format := addFormat(fs, "json is the form of env/<host>.json in a run directory", "text", "json")
 	ifaces := fs.String("iface", "", "comma-separated interfaces whose NIC facts to include")
 	root := addHostRoot(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	return func(ctx context.Context) error {
+		if err := noArgs(fs); err != nil {
+			return err
+		}
+		var opts envsnap.Options
+		if *ifaces != "" {
+			opts.Ifaces = strings.Split(*ifaces, ",")
+		}
+		s := envsnap.Take(ctx, *root, opts)
+		if format.value == "json" {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(s)
+		}
+		return s.WriteText(os.Stdout)
 	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	var opts envsnap.Options
-	if *ifaces != "" {
-		opts.Ifaces = strings.Split(*ifaces, ",")
-	}
-	s := envsnap.Take(ctx, *root, opts)
-	if format.value == "json" {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
-	}
-	return s.WriteText(os.Stdout)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,9 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/clidoc"
 	"github.com/rig-project/rig/internal/hostfs"
 )
@@ -29,9 +27,6 @@ func newFlagSet(name, usage string) *flag.FlagSet {
 		fmt.Fprintf(fs.Output(), "usage: rig %s %s\n\nflags:\n", name, strings.TrimRight(usage, "\n"))
 		clidoc.PrintFlags(fs.Output(), fs)
 	}
-	if describing.on.Load() {
-		describing.docs = append(describing.docs, flagDoc{fs: fs, usage: usage})
-	}
 	return fs
 }
 
@@ -40,12 +35,9 @@ func newFlagSet(name, usage string) *flag.FlagSet {
 // samples DIR --csv`), which fs.Args() then holds in order; "--" ends the
 // flags.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if describing.on.Load() {
-		return flag.ErrHelp // describe has what it came for: the flags
-	}
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := cli.Parse(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				fs.SetOutput(os.Stdout)
 				fs.Usage()
@@ -53,7 +45,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 			}
 			// The flag package names flags with one dash; rig writes two.
 			msg := flagDash.Replace(err.Error())
-			return usageError{fmt.Errorf("%s ('%s -h' lists the flags)", msg, fs.Name())}
+			return cli.Usage(fmt.Errorf("%s ('%s -h' lists the flags)", msg, fs.Name()))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -76,7 +68,7 @@ func isHelp(err error) bool { return errors.Is(err, flag.ErrHelp) }
 // noArgs refuses positional arguments for a command that takes none.
 func noArgs(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q: it takes none", fs.Args())
+		return cli.Usagef("unexpected arguments %q: it takes none", fs.Args())
 	}
 	return nil
 }
@@ -168,7 +160,7 @@ func orList(s []string) string {
 }
 
 // flagDoc is a command's flag set as help, completion and man pages read
-// it, with the usage newFlagSet got.
+// it, with its usage.
 type flagDoc struct {
 	fs    *flag.FlagSet
 	usage string
@@ -186,37 +178,10 @@ func (d flagDoc) description() string {
 	return strings.TrimSpace(rest)
 }
 
-// describing records the flag sets made while describe runs a command.
-var describing struct {
-	sync.Mutex // one describe at a time
-	on         atomic.Bool
-	docs       []flagDoc // appended by the describing goroutine only
-}
-
-// describe returns the flags of the runnable command l without running
-// it: every command defines its flags and calls parseFlags before it does
-// anything, and parseFlags stops it there while describing.
-func describe(l leaf) (flagDoc, error) {
-	describing.Lock()
-	defer describing.Unlock()
-	describing.docs = nil
-	describing.on.Store(true)
-	err := l.c.run(context.Background(), nil)
-	describing.on.Store(false)
-	docs := describing.docs
-	describing.docs = nil
-	if !isHelp(err) || len(docs) != 1 {
-		return flagDoc{}, fmt.Errorf("rig %s does not stop at parseFlags with one flag set (%d, %v)", l.path, len(docs), err)
-	}
-	return docs[0], nil
-}
-
-// mustDescribe is describe for the commands rig registers, which a test
-// runs describe on: an error is a bug.
-func mustDescribe(l leaf) flagDoc {
-	d, err := describe(l)
-	if err != nil {
-		panic(err)
-	}
-	return d
+// describe returns the flags of the runnable command l, defined on a
+// FlagSet as rig defines them before it parses (flags), without running it.
+func describe(l leaf) flagDoc {
+	fs := newFlagSet(l.path, l.c.usage)
+	l.c.flags(fs)
+	return flagDoc{fs: fs, usage: l.c.usage}
 }

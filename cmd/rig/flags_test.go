@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/rig-project/rig/internal/cli"
 )
 
 // TestParseFlagsAnywhere: flags before, between and after positional
@@ -23,7 +28,7 @@ func TestParseFlagsAnywhere(t *testing.T) {
 	fs.SetOutput(nopWriter{})
 	if err := parseFlags(fs, []string{"a", "--bogus"}); err == nil {
 		t.Fatal("an unknown flag after an argument was accepted")
-	} else if _, ok := err.(usageError); !ok {
+	} else if !errors.Is(err, cli.ErrUsage) {
 		t.Fatalf("unknown flag: %T %v, want a usage error", err, err)
 	}
 }
@@ -65,5 +70,31 @@ func TestSamplesCSVLast(t *testing.T) {
 	}
 	if code := run([]string{"samples", dir, "extra"}); code != 2 {
 		t.Errorf("two arguments: exit %d, want 2", code)
+	}
+}
+
+// TestDescribeRunsNothing: help, completion and man pages read a command's
+// flags from its definitions without running it; rig runs it with the
+// arguments parsed into them, positional ones in fs.Args().
+func TestDescribeRunsNothing(t *testing.T) {
+	var ran []string
+	c := &command{name: "t", usage: "ARG [--n N]", flags: func(fs *flag.FlagSet) func(context.Context) error {
+		n := fs.Int("n", 1, "a number")
+		return func(context.Context) error {
+			ran = append(ran, fmt.Sprint(*n, fs.Args()))
+			return nil
+		}
+	}}
+	d := describe(leaf{"t", c})
+	if f := d.fs.Lookup("n"); f == nil || f.DefValue != "1" || d.synopsis() != "ARG [--n N]" || len(ran) != 0 {
+		t.Fatalf("describe: flag %v, synopsis %q, ran %q", f, d.synopsis(), ran)
+	}
+	if err := c.exec(context.Background(), "t", []string{"a", "--n", "3"}); err != nil || !slices.Equal(ran, []string{"3 [a]"}) {
+		t.Fatalf("exec: %v, ran %q", err, ran)
+	}
+	for _, l := range leaves() { // every command: its flags, nothing run
+		if describe(l).fs.NFlag() != 0 {
+			t.Errorf("rig %s: describing it set flags", l.path)
+		}
 	}
 }

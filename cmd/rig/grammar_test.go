@@ -18,7 +18,10 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/clidoc"
+	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
@@ -169,7 +172,7 @@ func contains(want string) func(string) error {
 func TestFormatEverywhere(t *testing.T) {
 	withFormat := 0
 	for _, l := range leaves() {
-		d := mustDescribe(l)
+		d := describe(l)
 		f := d.fs.Lookup("format")
 		if f == nil {
 			continue
@@ -267,10 +270,11 @@ func TestExitCode(t *testing.T) {
 		want int
 	}{
 		{nil, 0}, {flag.ErrHelp, 0}, {errors.New("boom"), 1}, {fmt.Errorf("x: %w", os.ErrNotExist), 1},
-		{usagef("bad"), 2}, {fmt.Errorf("wrapped: %w", usagef("bad")), 2},
+		{cli.Usagef("bad"), 2}, {fmt.Errorf("wrapped: %w", cli.Usagef("bad")), 2},
 		{fmt.Errorf("x: %w", os.ErrPermission), 2}, {fmt.Errorf("x: %w", facts.ErrNoDevice), 2},
-		{fmt.Errorf("x: %w", nicctl.ErrTimestamping), 2}, {&nicctl.UsageError{}, 2},
+		{fmt.Errorf("x: %w", nicctl.ErrTimestamping), 2}, {&cpurank.Error{}, 2},
 		{scenario.ErrorList{}, 2}, {&journal.PendingError{}, 2},
+		{&agent.RemoteError{Usage: true}, 2}, {&agent.RemoteError{}, 1},
 		{checkExit(4), 4}, {problemsError{1}, 3},
 	} {
 		if got := exitCode(c.err); got != c.want {
@@ -278,10 +282,8 @@ func TestExitCode(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ path, err, want string }{
-		{"check", "check: no /proc", "rig: check: no /proc"},
-		{"capture", "rig capture: socket", "rig: capture: socket"},
-		{"nicctl set", "nicctl set: x", "rig: nicctl set: x"},
-		{"nicctl set", "nicctl: unknown kind", "rig: nicctl set: unknown kind"},
+		{"check", "no /proc", "rig: check: no /proc"},
+		{"nicctl set", "no such network interface", "rig: nicctl set: no such network interface"},
 		{"report", "samples: bad", "rig: report: samples: bad"},
 	} {
 		if got := message(c.path, errors.New(c.err)); got != c.want {
@@ -305,7 +307,7 @@ var placeholder = regexp.MustCompile("^[A-Za-z][A-Za-z0-9_|,.-]*$")
 func TestHelpRendersAsWritten(t *testing.T) {
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	for _, l := range leaves() {
-		d := mustDescribe(l)
+		d := describe(l)
 		code, help, stderr := rigIn(t, append(strings.Fields(l.path), "-h")...)
 		if code != 0 || stderr != "" {
 			t.Errorf("rig %s -h: exit %d, stderr %q", l.path, code, stderr)
@@ -360,7 +362,7 @@ func TestExitStatusDoc(t *testing.T) {
 func TestHostRootOneFlag(t *testing.T) {
 	var with []string
 	for _, l := range leaves() {
-		f := mustDescribe(l).fs.Lookup("host-root")
+		f := describe(l).fs.Lookup("host-root")
 		if f == nil {
 			continue
 		}
@@ -461,7 +463,7 @@ func TestFormatDoc(t *testing.T) {
 		}
 	}
 	for _, l := range leaves() {
-		f := mustDescribe(l).fs.Lookup("format")
+		f := describe(l).fs.Lookup("format")
 		if f == nil {
 			if _, ok := rows[l.path]; ok {
 				t.Errorf("docs/cli.md lists rig %s, which has no --format", l.path)
@@ -514,7 +516,7 @@ func TestDocExamplesParse(t *testing.T) {
 				}
 				c, path, args = c.sub(args[0]), path+" "+args[0], args[1:]
 			}
-			d := mustDescribe(leaf{path, c})
+			d := describe(leaf{path, c})
 			d.fs.SetOutput(io.Discard)
 			err := parseFlags(d.fs, args)
 			if err != nil && !strings.Contains(err.Error(), "invalid value") { // values may be placeholders

@@ -50,8 +50,8 @@ func subUsage(w io.Writer, c *command) {
 	fmt.Fprintf(w, "\n'rig %s SUBCOMMAND -h' prints the flags of one.\n", c.name)
 }
 
-// program is rig as clidoc renders it: every command with the flags its
-// run function defines (describe), the exit statuses.
+// program is rig as clidoc renders it: every command with the flags it
+// defines (describe), the exit statuses.
 func program() *clidoc.Program {
 	p := &clidoc.Program{Name: "rig", Summary: "hardware-timestamped round-trip latency test rig", Version: version.Version,
 		Synopsis: "COMMAND [SUBCOMMAND] [ARGUMENTS] [flags]", Description: programDescription}
@@ -69,7 +69,7 @@ func program() *clidoc.Program {
 		{Name: netlab.DefaultDir, Meaning: "one NAME.json per emulated lab that rig lab up built (rig lab down and rig restore remove them)"},
 	}
 	doc := func(path string, c *command) clidoc.Command {
-		d := mustDescribe(leaf{path, c})
+		d := describe(leaf{path, c})
 		return clidoc.Command{Name: c.name, Summary: c.summary, Synopsis: d.synopsis(), Description: d.description(), Flags: d.fs}
 	}
 	for _, n := range commandNames() {

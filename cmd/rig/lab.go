@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/owner"
 	"github.com/rig-project/rig/internal/wire"
@@ -19,10 +20,14 @@ import (
 
 func init() {
 	register(&command{name: "lab", summary: "build, show or remove the emulated sender/responder/capture topology", subs: []*command{
-		{name: "up", summary: "build it: sender, responder and capture namespaces on a bridge in a switch namespace, both directions mirrored to capture", run: labUp},
-		{name: "down", summary: "remove it (a lab that is not there is fine)", run: labDown},
-		{name: "show", summary: "print a lab and whether the live namespaces still match it", run: labShow},
-		{name: "list", summary: "print every lab: its owner process, whether that still runs, when built", run: labList},
+		{name: "up", summary: "build it: sender, responder and capture namespaces on a bridge in a switch namespace, both directions mirrored to capture",
+			usage: "[NAME] [--name NAME] [--rx-queues N] [--tx-queues N] [--mtu N] [--subnet CIDR] [--dynamic-neighbors] [--tx-csum-offload] [--mirror span|vxlan] [--responders N] [--format text|json]", flags: labUpFlags},
+		{name: "down", summary: "remove it (a lab that is not there is fine)",
+			usage: "[NAME] [--name NAME]", flags: labDownFlags},
+		{name: "show", summary: "print a lab and whether the live namespaces still match it",
+			usage: "[NAME] [--name NAME] [--format text|json]", flags: labShowFlags},
+		{name: "list", summary: "print every lab: its owner process, whether that still runs, when built",
+			usage: "[--format text|json]", flags: labListFlags},
 	}})
 }
 
@@ -33,20 +38,19 @@ func labName(fs *flag.FlagSet, flagName string) (string, error) {
 	case 0:
 	case 1:
 		if flagName != netlab.DefaultName && flagName != fs.Arg(0) {
-			return "", usagef("name given twice (--name %s and %s)", flagName, fs.Arg(0))
+			return "", cli.Usagef("name given twice (--name %s and %s)", flagName, fs.Arg(0))
 		}
 		name = fs.Arg(0)
 	default:
-		return "", usagef("unexpected arguments %q", fs.Args()[1:])
+		return "", cli.Usagef("unexpected arguments %q", fs.Args()[1:])
 	}
 	if err := netlab.ValidateName(name); err != nil {
-		return "", usageError{err}
+		return "", cli.Usage(err)
 	}
 	return name, nil
 }
 
-func labUp(ctx context.Context, args []string) error {
-	fs := newFlagSet("lab up", "[NAME] [--name NAME] [--rx-queues N] [--tx-queues N] [--mtu N] [--subnet CIDR] [--dynamic-neighbors] [--tx-csum-offload] [--mirror span|vxlan] [--responders N] [--format text|json]")
+func labUpFlags(fs *flag.FlagSet) func(context.Context) error {
 	name := fs.String("name", netlab.DefaultName, "lab name: a-z, 0-9, '-', at most 10 characters; prefixes every namespace and interface")
 	rxq := fs.Int("rx-queues", 1, "RX queues of the responder veth (1.."+fmt.Sprint(netlab.MaxQueues)+")")
 	txq := fs.Int("tx-queues", 0, "TX queues of the responder veth (default: same as --rx-queues)")
@@ -57,98 +61,93 @@ func labUp(ctx context.Context, args []string) error {
 	mirror := fs.String("mirror", "span", "span: the capture port receives copies of the frames; vxlan: VXLAN-encapsulated copies (UDP 4789, VNI "+fmt.Sprint(netlab.MirrorVNI)+"), as AWS VPC Traffic Mirroring delivers them (rig capture --vxlan)")
 	responders := fs.Int("responders", 1, fmt.Sprintf("responder namespaces on the bridge (1..%d): every one hears each multicast request (fan-out; rig respond --id 0..N-1), all mirrored to the capture", netlab.MaxResponders))
 	format := addFormat(fs, "json: the topology as stored", "text", "json")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *mirror != "span" && *mirror != "vxlan" {
-		return usagef("--mirror %q: want span or vxlan", *mirror)
-	}
-	if *responders < 1 || *responders > netlab.MaxResponders {
-		return usagef("--responders %d: want 1..%d", *responders, netlab.MaxResponders)
-	}
-	n, err := labName(fs, *name)
-	if err != nil {
-		return err
-	}
-	opts := netlab.Options{RxQueues: *rxq, TxQueues: *txq, MTU: *mtu, DynamicNeighbors: *dyn, TxChecksumOffload: *csum, MirrorVXLAN: *mirror == "vxlan", Responders: *responders}
-	if *subnet != "" {
-		p, err := netip.ParsePrefix(*subnet)
-		if err != nil {
-			return usagef("--subnet %q: %v (want e.g. 10.99.7.0/24)", *subnet, err)
+	return func(ctx context.Context) error {
+		if *mirror != "span" && *mirror != "vxlan" {
+			return cli.Usagef("--mirror %q: want span or vxlan", *mirror)
 		}
-		opts.Subnet = p
-	}
-	start := time.Now()
-	topo, err := netlab.Up(ctx, n, opts)
-	if err != nil {
-		return err
-	}
-	if format.value == "json" {
-		return printJSON(os.Stdout, topo)
-	}
-	state := "up"
-	if topo.CreatedAt.Before(start) {
-		state = "already up since " + topo.CreatedAt.Format(time.RFC3339)
-	}
-	printLab(os.Stdout, topo, state)
-	printLabUsage(os.Stdout, topo, wire.NewRunID())
-	return nil
-}
-
-func labDown(ctx context.Context, args []string) error {
-	fs := newFlagSet("lab down", "[NAME] [--name NAME]")
-	name := fs.String("name", netlab.DefaultName, "lab name")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	n, err := labName(fs, *name)
-	if err != nil {
-		return err
-	}
-	if !netlab.Exists(n) {
-		fmt.Printf("lab %s: not present, nothing to remove\n", n)
+		if *responders < 1 || *responders > netlab.MaxResponders {
+			return cli.Usagef("--responders %d: want 1..%d", *responders, netlab.MaxResponders)
+		}
+		n, err := labName(fs, *name)
+		if err != nil {
+			return err
+		}
+		opts := netlab.Options{RxQueues: *rxq, TxQueues: *txq, MTU: *mtu, DynamicNeighbors: *dyn, TxChecksumOffload: *csum, MirrorVXLAN: *mirror == "vxlan", Responders: *responders}
+		if *subnet != "" {
+			p, err := netip.ParsePrefix(*subnet)
+			if err != nil {
+				return cli.Usagef("--subnet %q: %v (want e.g. 10.99.7.0/24)", *subnet, err)
+			}
+			opts.Subnet = p
+		}
+		start := time.Now()
+		topo, err := netlab.Up(ctx, n, opts)
+		if err != nil {
+			return err
+		}
+		if format.value == "json" {
+			return printJSON(os.Stdout, topo)
+		}
+		state := "up"
+		if topo.CreatedAt.Before(start) {
+			state = "already up since " + topo.CreatedAt.Format(time.RFC3339)
+		}
+		printLab(os.Stdout, topo, state)
+		printLabUsage(os.Stdout, topo, wire.NewRunID())
 		return nil
 	}
-	ns, files := netlab.Present(n)
-	if err := netlab.Down(n); err != nil {
-		return err
-	}
-	if len(ns) > 0 { // a build killed before its first namespace has none
-		files = append([]string{namespaceList(ns)}, files...)
-	}
-	fmt.Printf("lab %s: removed %s\n", n, strings.Join(files, " and "))
-	return nil
 }
 
-func labShow(ctx context.Context, args []string) error {
-	fs := newFlagSet("lab show", "[NAME] [--name NAME] [--format text|json]")
+func labDownFlags(fs *flag.FlagSet) func(context.Context) error {
+	name := fs.String("name", netlab.DefaultName, "lab name")
+	return func(ctx context.Context) error {
+		n, err := labName(fs, *name)
+		if err != nil {
+			return err
+		}
+		if !netlab.Exists(n) {
+			fmt.Printf("lab %s: not present, nothing to remove\n", n)
+			return nil
+		}
+		ns, files := netlab.Present(n)
+		if err := netlab.Down(n); err != nil {
+			return err
+		}
+		if len(ns) > 0 { // a build killed before its first namespace has none
+			files = append([]string{namespaceList(ns)}, files...)
+		}
+		fmt.Printf("lab %s: removed %s\n", n, strings.Join(files, " and "))
+		return nil
+	}
+}
+
+func labShowFlags(fs *flag.FlagSet) func(context.Context) error {
 	name := fs.String("name", netlab.DefaultName, "lab name")
 	format := addFormat(fs, "json: the stored description", "text", "json")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	return func(ctx context.Context) error {
+		n, err := labName(fs, *name)
+		if err != nil {
+			return err
+		}
+		topo, err := netlab.Load(n)
+		if err != nil {
+			return err
+		}
+		if format.value == "json" {
+			return printJSON(os.Stdout, topo)
+		}
+		state := "up since " + topo.CreatedAt.Format(time.RFC3339)
+		cerr := topo.Check()
+		if cerr != nil {
+			state = "BROKEN (rig lab up --name " + n + " rebuilds it)"
+		}
+		printLab(os.Stdout, topo, state)
+		if cerr != nil {
+			return cerr
+		}
+		printLabUsage(os.Stdout, topo, wire.NewRunID())
+		return nil
 	}
-	n, err := labName(fs, *name)
-	if err != nil {
-		return err
-	}
-	topo, err := netlab.Load(n)
-	if err != nil {
-		return err
-	}
-	if format.value == "json" {
-		return printJSON(os.Stdout, topo)
-	}
-	state := "up since " + topo.CreatedAt.Format(time.RFC3339)
-	cerr := topo.Check()
-	if cerr != nil {
-		state = "BROKEN (rig lab up --name " + n + " rebuilds it)"
-	}
-	printLab(os.Stdout, topo, state)
-	if cerr != nil {
-		return cerr
-	}
-	printLabUsage(os.Stdout, topo, wire.NewRunID())
-	return nil
 }
 
 func printJSON(w io.Writer, t *netlab.Topology) error {
@@ -222,78 +221,76 @@ func printLabUsage(w io.Writer, t *netlab.Topology, runID uint64) {
 // labList prints every lab described on this machine: who owns it and
 // whether that process still runs. A lab whose owner is gone (a rig run
 // killed with SIGKILL) is stale: rig restore and the next rig run remove it.
-func labList(ctx context.Context, args []string) error {
-	fs := newFlagSet("lab list", "[--format text|json]")
+func labListFlags(fs *flag.FlagSet) func(context.Context) error {
 	format := addFormat(fs, "", "text", "json")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	w := os.Stdout
-	labs, err := netlab.List()
-	if err != nil {
-		return err
-	}
-	type row struct {
-		Name    string         `json:"name"`
-		Owner   *owner.Process `json:"owner,omitempty"`
-		Alive   *bool          `json:"owner_alive,omitempty"`
-		State   string         `json:"state"`
-		Created time.Time      `json:"created_at,omitzero"`
-		Error   string         `json:"error,omitempty"`
-	}
-	rows := []row{}
-	for _, l := range labs {
-		r := row{Name: l.Name}
-		switch t := l.Topology; {
-		case l.Building != nil:
-			alive := l.Building.Alive()
-			r.Owner, r.Alive, r.Created = l.Building, &alive, l.Building.Since
-			r.State = "being built"
-			if !alive {
-				r.State = "stale: its build never finished and its owner no longer runs (rig restore removes it)"
+	return func(ctx context.Context) error {
+		if err := noArgs(fs); err != nil {
+			return err
+		}
+		w := os.Stdout
+		labs, err := netlab.List()
+		if err != nil {
+			return err
+		}
+		type row struct {
+			Name    string         `json:"name"`
+			Owner   *owner.Process `json:"owner,omitempty"`
+			Alive   *bool          `json:"owner_alive,omitempty"`
+			State   string         `json:"state"`
+			Created time.Time      `json:"created_at,omitzero"`
+			Error   string         `json:"error,omitempty"`
+		}
+		rows := []row{}
+		for _, l := range labs {
+			r := row{Name: l.Name}
+			switch t := l.Topology; {
+			case l.Building != nil:
+				alive := l.Building.Alive()
+				r.Owner, r.Alive, r.Created = l.Building, &alive, l.Building.Since
+				r.State = "being built"
+				if !alive {
+					r.State = "stale: its build never finished and its owner no longer runs (rig restore removes it)"
+				}
+			case t == nil:
+				r.State, r.Error = "unreadable (rig lab down --name "+l.Name+" removes it)", l.Err.Error()
+			case t.Owner == nil:
+				r.State, r.Created = "kept (built by hand: rig lab down removes it)", t.CreatedAt
+			default:
+				alive := t.Owner.Alive()
+				r.Owner, r.Alive, r.Created = t.Owner, &alive, t.CreatedAt
+				r.State = "in use"
+				if !alive {
+					r.State = "stale: its owner no longer runs (rig restore removes it)"
+				}
 			}
-		case t == nil:
-			r.State, r.Error = "unreadable (rig lab down --name "+l.Name+" removes it)", l.Err.Error()
-		case t.Owner == nil:
-			r.State, r.Created = "kept (built by hand: rig lab down removes it)", t.CreatedAt
-		default:
-			alive := t.Owner.Alive()
-			r.Owner, r.Alive, r.Created = t.Owner, &alive, t.CreatedAt
-			r.State = "in use"
-			if !alive {
-				r.State = "stale: its owner no longer runs (rig restore removes it)"
+			rows = append(rows, r)
+		}
+		if format.value == "json" {
+			e := json.NewEncoder(w)
+			e.SetIndent("", "  ")
+			return e.Encode(rows)
+		}
+		if len(rows) == 0 {
+			fmt.Fprintf(w, "no labs in %s\n", netlab.Dir())
+			return nil
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tOWNER PID\tALIVE\tCREATED\tSTATE\tOWNER COMMAND")
+		for _, r := range rows {
+			pid, alive, created, cmd := "-", "-", "-", ""
+			if r.Owner != nil {
+				pid, cmd = fmt.Sprint(r.Owner.PID), r.Owner.Command
+				alive = map[bool]string{true: "yes", false: "no"}[*r.Alive]
 			}
+			if !r.Created.IsZero() {
+				created = r.Created.Format(time.RFC3339)
+			}
+			state := r.State
+			if r.Error != "" {
+				state += ": " + r.Error
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, pid, alive, created, state, cmd)
 		}
-		rows = append(rows, r)
+		return tw.Flush()
 	}
-	if format.value == "json" {
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(rows)
-	}
-	if len(rows) == 0 {
-		fmt.Fprintf(w, "no labs in %s\n", netlab.Dir())
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tOWNER PID\tALIVE\tCREATED\tSTATE\tOWNER COMMAND")
-	for _, r := range rows {
-		pid, alive, created, cmd := "-", "-", "-", ""
-		if r.Owner != nil {
-			pid, cmd = fmt.Sprint(r.Owner.PID), r.Owner.Command
-			alive = map[bool]string{true: "yes", false: "no"}[*r.Alive]
-		}
-		if !r.Created.IsZero() {
-			created = r.Created.Format(time.RFC3339)
-		}
-		state := r.State
-		if r.Error != "" {
-			state += ": " + r.Error
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, pid, alive, created, state, cmd)
-	}
-	return tw.Flush()
 }

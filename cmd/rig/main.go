@@ -3,22 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
 
-	"github.com/rig-project/rig/internal/agent"
-	"github.com/rig-project/rig/internal/cpurank"
-	"github.com/rig-project/rig/internal/facts"
-	"github.com/rig-project/rig/internal/journal"
-	"github.com/rig-project/rig/internal/scenario"
-	"github.com/rig-project/rig/nicctl"
-	"github.com/rig-project/rig/sender"
+	"github.com/rig-project/rig/internal/cli"
 )
 
 // command is one `rig NAME` subcommand, or one `rig NAME SUB` of a command
@@ -26,13 +20,17 @@ import (
 type command struct {
 	name    string
 	summary string
-	// run gets the arguments after the command's name. It defines its
-	// flags on a FlagSet from newFlagSet and parses them with parseFlags
-	// before it does anything else: help, completion and man pages run it
-	// that far to read its flags (see describe). Return a usageError for
-	// bad input; exitCode maps every error to the exit status.
-	run func(ctx context.Context, args []string) error
-	// subs, when set, are the subcommands; run is then nil.
+	// usage is what follows "rig NAME" in the synopsis (its lines up to
+	// the first blank one), then optionally a description.
+	usage string
+	// flags defines the command's flags on fs and returns its run, bound
+	// to them. Help, completion and man pages call it to read the flags
+	// and run nothing; rig parses the arguments into fs, then runs, and
+	// the positional arguments are fs.Args(). Return a usage error
+	// (cli.Usage) for bad input; exitCode maps every error to the exit
+	// status.
+	flags func(fs *flag.FlagSet) (run func(context.Context) error)
+	// subs, when set, are the subcommands; flags is then nil.
 	subs []*command
 }
 
@@ -42,8 +40,8 @@ func register(c *command) {
 	if _, dup := commands[c.name]; dup {
 		panic("duplicate command " + c.name)
 	}
-	if (c.run == nil) == (c.subs == nil) {
-		panic("command " + c.name + ": want either run or subcommands")
+	if (c.flags == nil) == (c.subs == nil) {
+		panic("command " + c.name + ": want either flags or subcommands")
 	}
 	commands[c.name] = c
 }
@@ -81,14 +79,6 @@ type leaf struct {
 	path string // "run", "nicctl set"
 	c    *command
 }
-
-// usageError marks bad input: wrong flags, malformed values, unknown names.
-type usageError struct{ err error }
-
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
 func main() { os.Exit(run(os.Args[1:])) }
 
@@ -128,13 +118,13 @@ func run(args []string) int {
 // returns the command's path for messages ("nicctl set") and its error.
 func dispatch(ctx context.Context, c *command, args []string) (string, error) {
 	if c.subs == nil {
-		return c.name, c.run(ctx, args)
+		return c.name, c.exec(ctx, c.name, args)
 	}
 	want := strings.Join(c.subNames(), ", ")
 	switch {
 	case len(args) == 0:
 		subUsage(os.Stderr, c)
-		return c.name, usagef("missing subcommand: want %s", want)
+		return c.name, cli.Usagef("missing subcommand: want %s", want)
 	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
 		subUsage(os.Stdout, c)
 		return c.name, nil
@@ -142,11 +132,22 @@ func dispatch(ctx context.Context, c *command, args []string) (string, error) {
 	s := c.sub(args[0])
 	if s == nil {
 		if strings.HasPrefix(args[0], "-") {
-			return c.name, usagef("the subcommand (%s) comes before the flags: rig %s SUB %s", want, c.name, strings.Join(args, " "))
+			return c.name, cli.Usagef("the subcommand (%s) comes before the flags: rig %s SUB %s", want, c.name, strings.Join(args, " "))
 		}
-		return c.name, usagef("unknown subcommand %q: want %s", args[0], want)
+		return c.name, cli.Usagef("unknown subcommand %q: want %s", args[0], want)
 	}
-	return c.name + " " + s.name, s.run(ctx, args[1:])
+	path := c.name + " " + s.name
+	return path, s.exec(ctx, path, args[1:])
+}
+
+// exec runs c as `rig path`: its flags defined, args parsed into them.
+func (c *command) exec(ctx context.Context, path string, args []string) error {
+	fs := newFlagSet(path, c.usage)
+	run := c.flags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return run(ctx)
 }
 
 // surviveEPIPE is for commands that must finish their work after whoever
@@ -177,15 +178,6 @@ func message(path string, err error) string {
 	if msg == "" {
 		return ""
 	}
-	// A package named like its command (capture, samples, check)
-	// starts its errors with its name; the prefix below already says it.
-	top, _, _ := strings.Cut(path, " ")
-	for _, p := range []string{"rig " + path + ": ", path + ": ", "rig " + top + ": ", top + ": "} {
-		if m, ok := strings.CutPrefix(msg, p); ok {
-			msg = m
-			break
-		}
-	}
 	// Missing privilege: say how to get it.
 	if errors.Is(err, os.ErrPermission) && !strings.Contains(msg, "CAP_") && !strings.Contains(msg, "as root") {
 		msg += ": run it as root (sudo)"
@@ -212,8 +204,8 @@ var exitStatus = []struct {
 type exitCoder interface{ ExitCode() int }
 
 // exitCode maps an error to rig's exit status (see exitStatus). Bad input
-// is 2 whether cmd/rig found it (usageError) or a package did, by the
-// error values those packages document.
+// is 2 whether cmd/rig found it or a package did: an error that matches
+// cli.ErrUsage, or a missing privilege (os.ErrPermission).
 func exitCode(err error) int {
 	var ec exitCoder
 	switch {
@@ -221,30 +213,8 @@ func exitCode(err error) int {
 		return 0
 	case errors.As(err, &ec):
 		return ec.ExitCode()
-	case isUsage(err):
+	case errors.Is(err, cli.ErrUsage), errors.Is(err, os.ErrPermission):
 		return 2
 	}
 	return 1
-}
-
-// usageErrors are the package error values that mean bad input.
-var usageErrors = []error{os.ErrPermission, facts.ErrNoDevice, nicctl.ErrTimestamping, sender.ErrConfig}
-
-func isUsage(err error) bool {
-	var (
-		ue      usageError
-		nu      *nicctl.UsageError
-		list    scenario.ErrorList
-		pending *journal.PendingError
-		remote  *agent.RemoteError
-	)
-	switch {
-	case errors.As(err, &ue), errors.As(err, &nu), errors.As(err, &list), errors.As(err, &pending):
-		return true
-	case errors.As(err, &remote) && remote.Usage: // the agent found the bad input
-		return true
-	case cpurank.IsInput(err):
-		return true
-	}
-	return slices.ContainsFunc(usageErrors, func(target error) bool { return errors.Is(err, target) })
 }

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/ethtoolnl"
 	"github.com/rig-project/rig/internal/facts"
@@ -22,48 +23,49 @@ import (
 
 func init() {
 	register(&command{name: "nicctl", summary: "show or change (journaled, always undone) NIC queues, rings, coalescing, IRQ affinity", subs: []*command{
-		{name: "show", summary: "print the NIC's queues, rings, coalescing, IRQs and their affinity, timestamping", run: nicctlShow},
-		{name: "set", summary: "change them, hold the change, then put everything back (--keep: until rig restore)", run: nicctlSet},
-		{name: "probe", summary: "switch hardware stamping on, send and watch a few datagrams: which stamps really come back", run: nicctlProbe},
+		{name: "show", summary: "print the NIC's queues, rings, coalescing, IRQs and their affinity, timestamping",
+			usage: "IFACE [--format text|json] [--host-root DIR]", flags: nicctlShowFlags},
+		{name: "set", summary: "change them, hold the change, then put everything back (--keep: until rig restore)",
+			usage: nicctlSetUsage, flags: nicctlSetFlags},
+		{name: "probe", summary: "switch hardware stamping on, send and watch a few datagrams: which stamps really come back",
+			usage: "IFACE [--timestamps hardware|auto] [--listen DURATION] [--count N] [--format text|json] [--allow-mgmt] [--take-over-ptp]", flags: nicctlProbeFlags},
 	}})
 }
 
-// parseIface parses the flags and the one interface name, which may come
-// before, between or after them (`set eth1 --channels 2`, `set --channels 2 eth1`).
-func parseIface(fs *flag.FlagSet, args []string) (string, error) {
-	if err := parseFlags(fs, args); err != nil {
-		return "", err
-	}
+// ifaceArg is the one interface name, which may come before, between or
+// after the flags (`set eth1 --channels 2`, `set --channels 2 eth1`).
+func ifaceArg(fs *flag.FlagSet) (string, error) {
 	switch fs.NArg() {
 	case 0:
-		return "", usagef("missing interface name")
+		return "", cli.Usagef("missing interface name")
 	case 1:
 		return fs.Arg(0), nil
 	}
-	return "", usagef("want one interface name, got %q", fs.Args())
+	return "", cli.Usagef("want one interface name, got %q", fs.Args())
 }
 
-func nicctlShow(ctx context.Context, args []string) error {
-	fs := newFlagSet("nicctl show", "IFACE [--format text|json] [--host-root DIR]")
+func nicctlShowFlags(fs *flag.FlagSet) func(context.Context) error {
 	format := addFormat(fs, "", "text", "json")
 	root := addHostRoot(fs)
-	iface, err := parseIface(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context) error {
+		iface, err := ifaceArg(fs)
+		if err != nil {
+			return err
+		}
+		env := nicctl.NewEnv(*root)
+		defer env.Close()
+		in, err := facts.Show(ctx, &env.NIC, iface)
+		if err != nil {
+			return err
+		}
+		if format.value == "json" {
+			e := json.NewEncoder(os.Stdout)
+			e.SetIndent("", "  ")
+			return e.Encode(in)
+		}
+		in.WriteText(os.Stdout)
+		return nil
 	}
-	env := nicctl.NewEnv(*root)
-	defer env.Close()
-	in, err := facts.Show(ctx, &env.NIC, iface)
-	if err != nil {
-		return err
-	}
-	if format.value == "json" {
-		e := json.NewEncoder(os.Stdout)
-		e.SetIndent("", "  ")
-		return e.Encode(in)
-	}
-	in.WriteText(os.Stdout)
-	return nil
 }
 
 // optU32 is a flag that records whether it was given.
@@ -136,11 +138,12 @@ func (c *cpuFlag) Set(s string) error {
 	return err
 }
 
-func nicctlSet(ctx context.Context, args []string) error {
-	fs := newFlagSet("nicctl set", `IFACE [--irq-cpus LIST | --irq-cpu-per-queue LIST] [--rx-usecs N] [--tx-usecs N]
+const nicctlSetUsage = `IFACE [--irq-cpus LIST | --irq-cpu-per-queue LIST] [--rx-usecs N] [--tx-usecs N]
     [--rx-frames N] [--tx-frames N] [--adaptive-rx on|off] [--adaptive-tx on|off] [--rx-ring N] [--tx-ring N]
     [--channels N] [--napi-defer-hard-irqs N] [--gro-flush-timeout NS] [--irq-suspend-timeout NS] [--hwtstamp all|rx|ptp|off] [--hold-irqbalance] [--require-irq-affinity] [--allow-mgmt]
-    [--take-over-ptp] [--for DURATION | --keep] [--host-root DIR]`)
+    [--take-over-ptp] [--for DURATION | --keep] [--host-root DIR]`
+
+func nicctlSetFlags(fs *flag.FlagSet) func(context.Context) error {
 	var s nicctl.Settings
 	var irqCPUs, perQueue cpuFlag
 	var rxUsecs, txUsecs, rxFrames, txFrames, rxRing, txRing, channels, deferIRQs optU32
@@ -168,121 +171,124 @@ func nicctlSet(ctx context.Context, args []string) error {
 	keep := fs.Bool("keep", false, "leave the change in place and exit; the journal stays pending until rig restore puts it back")
 	hwts := fs.String("hwtstamp", "", "HW timestamp config: all (TX on, RX all: what sender and responder need) | rx (RX all, TX as it is: what a capture needs, and all an RX-only NIC such as ENA takes); both written only when not already in force | ptp (TX on, RX PTPv2 events) | off")
 	root := addHostRoot(fs)
-	iface, err := parseIface(fs, args)
-	if err != nil {
-		return err
-	}
-	if *hwts != "" {
-		if _, ok := nicctl.HWTstampModes[*hwts]; !ok {
-			return usagef("--hwtstamp %q: want all, rx, ptp or off", *hwts)
+	return func(ctx context.Context) error {
+		iface, err := ifaceArg(fs)
+		if err != nil {
+			return err
 		}
-		s.HWTstamp = *hwts
-	}
-	forGiven := false
-	fs.Visit(func(f *flag.Flag) { forGiven = forGiven || f.Name == "for" })
-	if forGiven && *hold <= 0 {
-		return usagef("--for %v: want a positive duration such as 30s (without --for the change is held until Ctrl-C)", *hold)
-	}
-	if *keep && forGiven {
-		return usagef("--keep and --for exclude each other")
-	}
-	s.IRQCPUs, s.IRQCPUPerQueue = irqCPUs.cpus, perQueue.cpus
-	s.Coalesce = ethtoolnl.Coalesce{RxUsecs: rxUsecs.v, TxUsecs: txUsecs.v, RxFrames: rxFrames.v, TxFrames: txFrames.v, AdaptiveRx: adaptive.v, AdaptiveTx: adaptiveTx.v}
-	s.RxRing, s.TxRing, s.Channels = rxRing.v, txRing.v, channels.v
-	s.NAPI = facts.NAPIKnobs{DeferHardIRQs: deferIRQs.v, GROFlushTimeout: groFlush.v, IRQSuspendTimeout: irqSuspend.v}
-
-	env := nicctl.NewEnv(*root)
-	defer env.Close()
-	// Held until the change is undone (or, with --keep, until exit: the
-	// pending journal then stops every other changer).
-	lock, err := journal.LockHost(journal.Dir(), journal.Self(""))
-	if err != nil {
-		return err
-	}
-	defer lock.Unlock()
-	j, err := journal.Open(journal.Dir(), nicctl.Handlers(env))
-	if err != nil {
-		return err
-	}
-	defer j.Close()
-	changes, setErr := nicctl.Set(ctx, env, j, iface, s)
-	printChanges(changes)
-	if setErr == nil && *keep {
-		fmt.Printf("kept: run `rig restore` to put %s back (journal %s)\n", iface, j.Dir())
-		return nil
-	}
-	if setErr == nil {
-		if *hold > 0 {
-			fmt.Printf("holding for %s (Ctrl-C to restore now)\n", *hold)
-			t := time.NewTimer(*hold)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
+		if *hwts != "" {
+			if _, ok := nicctl.HWTstampModes[*hwts]; !ok {
+				return cli.Usagef("--hwtstamp %q: want all, rx, ptp or off", *hwts)
 			}
-		} else {
-			fmt.Println("holding until Ctrl-C or SIGTERM")
-			<-ctx.Done()
+			s.HWTstamp = *hwts
 		}
+		forGiven := false
+		fs.Visit(func(f *flag.Flag) { forGiven = forGiven || f.Name == "for" })
+		if forGiven && *hold <= 0 {
+			return cli.Usagef("--for %v: want a positive duration such as 30s (without --for the change is held until Ctrl-C)", *hold)
+		}
+		if *keep && forGiven {
+			return cli.Usagef("--keep and --for exclude each other")
+		}
+		s.IRQCPUs, s.IRQCPUPerQueue = irqCPUs.cpus, perQueue.cpus
+		s.Coalesce = ethtoolnl.Coalesce{RxUsecs: rxUsecs.v, TxUsecs: txUsecs.v, RxFrames: rxFrames.v, TxFrames: txFrames.v, AdaptiveRx: adaptive.v, AdaptiveTx: adaptiveTx.v}
+		s.RxRing, s.TxRing, s.Channels = rxRing.v, txRing.v, channels.v
+		s.NAPI = facts.NAPIKnobs{DeferHardIRQs: deferIRQs.v, GROFlushTimeout: groFlush.v, IRQSuspendTimeout: irqSuspend.v}
+
+		env := nicctl.NewEnv(*root)
+		defer env.Close()
+		// Held until the change is undone (or, with --keep, until exit: the
+		// pending journal then stops every other changer).
+		lock, err := journal.LockHost(journal.Dir(), journal.Self(""))
+		if err != nil {
+			return err
+		}
+		defer lock.Unlock()
+		j, err := journal.Open(journal.Dir(), nicctl.Handlers(env))
+		if err != nil {
+			return err
+		}
+		defer j.Close()
+		changes, setErr := nicctl.Set(ctx, env, j, iface, s)
+		printChanges(changes)
+		if setErr == nil && *keep {
+			fmt.Printf("kept: run `rig restore` to put %s back (journal %s)\n", iface, j.Dir())
+			return nil
+		}
+		if setErr == nil {
+			if *hold > 0 {
+				fmt.Printf("holding for %s (Ctrl-C to restore now)\n", *hold)
+				t := time.NewTimer(*hold)
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+			} else {
+				fmt.Println("holding until Ctrl-C or SIGTERM")
+				<-ctx.Done()
+			}
+		}
+		// Undo on every path: success after the hold, error, signal.
+		restored, uerr := j.Undo(context.WithoutCancel(ctx))
+		printRestored(restored)
+		return errors.Join(setErr, uerr)
 	}
-	// Undo on every path: success after the hold, error, signal.
-	restored, uerr := j.Undo(context.WithoutCancel(ctx))
-	printRestored(restored)
-	return errors.Join(setErr, uerr)
 }
 
 // nicctlProbe is the hardware self-test: switch stamping on as a run would
 // (journaled, put back before it exits), send a few datagrams, watch what
 // arrives, and say which stamps really came back.
-func nicctlProbe(ctx context.Context, args []string) error {
-	fs := newFlagSet("nicctl probe", "IFACE [--timestamps hardware|auto] [--listen DURATION] [--count N] [--format text|json] [--allow-mgmt] [--take-over-ptp]")
+func nicctlProbeFlags(fs *flag.FlagSet) func(context.Context) error {
 	ts := fs.String("timestamps", "auto", "auto (report what the NIC gives) | hardware (fail unless hardware RX and TX stamps arrive)")
 	listen := fs.Duration("listen", 2*time.Second, "how long to watch received frames (send traffic to the interface meanwhile to verify RX)")
 	count := fs.Int("count", 8, "datagrams to send (to 239.255.0.99:9, TTL 1) for the TX stamps")
 	format := addFormat(fs, "", "text", "json")
 	allowMgmt := fs.Bool("allow-mgmt", false, "allow switching stamping on on the interface that carries the default route")
 	takeOver := fs.Bool("take-over-ptp", false, "allow changing a config that ptp4l or chronyd owns")
-	iface, err := parseIface(fs, args)
-	if err != nil {
-		return err
-	}
-	mode, err := tstamp.ParseMode(*ts)
-	if err != nil || (mode != tstamp.Auto && mode != tstamp.Hardware) {
-		return usagef("--timestamps %q: want auto or hardware", *ts)
-	}
-	if *listen <= 0 || *count <= 0 || *count > 1000 {
-		return usagef("--listen must be positive and --count 1..1000")
-	}
-	env := nicctl.NewEnv(hostfs.Default())
-	defer env.Close()
-	lock, err := journal.LockHost(journal.Dir(), journal.Self(""))
-	if err != nil {
-		return err
-	}
-	defer lock.Unlock()
-	lane := journal.LaneDir(journal.Dir(), "probe-"+strconv.Itoa(os.Getpid()))
-	j, err := journal.Open(lane, nicctl.Handlers(env))
-	if err != nil {
-		return err
-	}
-	rep, perr := nicctl.Probe(ctx, env, j, iface, nicctl.ProbeOptions{Mode: mode, AllowMgmt: *allowMgmt, TakeOver: *takeOver, Count: *count, Listen: *listen})
-	restored, uerr := j.Undo(context.WithoutCancel(ctx))
-	j.Close()
-	if uerr == nil {
-		os.RemoveAll(lane)
-	}
-	if rep != nil {
-		if format.value == "json" {
-			e := json.NewEncoder(os.Stdout)
-			e.SetIndent("", "  ")
-			if err := e.Encode(rep); err != nil {
-				return err
-			}
-		} else {
-			rep.WriteText(os.Stdout)
-			printRestored(restored)
+	return func(ctx context.Context) error {
+		iface, err := ifaceArg(fs)
+		if err != nil {
+			return err
 		}
+		mode, err := tstamp.ParseMode(*ts)
+		if err != nil || (mode != tstamp.Auto && mode != tstamp.Hardware) {
+			return cli.Usagef("--timestamps %q: want auto or hardware", *ts)
+		}
+		if *listen <= 0 || *count <= 0 || *count > 1000 {
+			return cli.Usagef("--listen must be positive and --count 1..1000")
+		}
+		env := nicctl.NewEnv(hostfs.Default())
+		defer env.Close()
+		lock, err := journal.LockHost(journal.Dir(), journal.Self(""))
+		if err != nil {
+			return err
+		}
+		defer lock.Unlock()
+		lane := journal.LaneDir(journal.Dir(), "probe-"+strconv.Itoa(os.Getpid()))
+		j, err := journal.Open(lane, nicctl.Handlers(env))
+		if err != nil {
+			return err
+		}
+		rep, perr := nicctl.Probe(ctx, env, j, iface, nicctl.ProbeOptions{Mode: mode, AllowMgmt: *allowMgmt, TakeOver: *takeOver, Count: *count, Listen: *listen})
+		restored, uerr := j.Undo(context.WithoutCancel(ctx))
+		j.Close()
+		if uerr == nil {
+			os.RemoveAll(lane)
+		}
+		if rep != nil {
+			if format.value == "json" {
+				e := json.NewEncoder(os.Stdout)
+				e.SetIndent("", "  ")
+				if err := e.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				rep.WriteText(os.Stdout)
+				printRestored(restored)
+			}
+		}
+		return errors.Join(perr, uerr)
 	}
-	return errors.Join(perr, uerr)
 }
 
 func printChanges(cs []nicctl.Change) {

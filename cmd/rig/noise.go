@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
@@ -15,48 +17,51 @@ import (
 )
 
 func init() {
-	register(&command{name: "noise", summary: "measure what takes a CPU from a loop that only reads its counter", run: runNoise})
+	register(&command{
+		name:    "noise",
+		summary: "measure what takes a CPU from a loop that only reads its counter",
+		usage:   "--cpu N [--for D] [--sched other|fifo:N] [--format md|json]",
+		flags:   noiseFlags,
+	})
 }
 
-func runNoise(ctx context.Context, args []string) error {
-	fs := newFlagSet("noise", "--cpu N [--for D] [--sched other|fifo:N] [--format md|json]")
+func noiseFlags(fs *flag.FlagSet) func(context.Context) error {
 	cpu := fs.Int("cpu", -1, "the `CPU` to measure (required)")
 	dur := fs.Duration("for", 5*time.Second, "how long the loop runs")
 	sched := fs.String("sched", "other", "scheduling policy of the loop: other | fifo:N (needs CAP_SYS_NICE)")
 	format := addFormat(fs, "json: one object, docs/noise.md", "md", "json")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	return func(ctx context.Context) error {
+		if err := noArgs(fs); err != nil {
+			return err
+		}
+		s, err := cpusched.ParseSched(*sched)
+		switch {
+		case err != nil:
+			return cli.Usage(err)
+		case *cpu < 0:
+			return cli.Usagef("--cpu is required: the CPU to measure (rig check --rank-cpus finds the quietest)")
+		case *dur < time.Millisecond || *dur > 24*time.Hour:
+			return cli.Usagef("--for %v: want 1ms to 24h", *dur)
+		}
+		if err := noise.CheckCPU(hostfs.Default(), *cpu); err != nil {
+			return setupError(err)
+		}
+		prog, err := native.Find(native.NoiseProgram)
+		if err != nil {
+			return setupError(err)
+		}
+		r, err := noise.Run(ctx, noise.Config{CPU: *cpu, Sched: s, Duration: *dur, Prog: prog, FS: hostfs.Default(), Stderr: os.Stderr})
+		if errors.Is(err, journal.ErrCPUBusy) {
+			return cli.Usage(err)
+		}
+		if err != nil {
+			return setupError(err)
+		}
+		if format.value == "json" {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(r)
+		}
+		return r.WriteMarkdown(os.Stdout)
 	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	s, err := cpusched.ParseSched(*sched)
-	switch {
-	case err != nil:
-		return usageError{err}
-	case *cpu < 0:
-		return usagef("--cpu is required: the CPU to measure (rig check --rank-cpus finds the quietest)")
-	case *dur < time.Millisecond || *dur > 24*time.Hour:
-		return usagef("--for %v: want 1ms to 24h", *dur)
-	}
-	if err := noise.CheckCPU(hostfs.Default(), *cpu); err != nil {
-		return setupError(err)
-	}
-	prog, err := native.Find(native.NoiseProgram)
-	if err != nil {
-		return setupError(err)
-	}
-	r, err := noise.Run(ctx, noise.Config{CPU: *cpu, Sched: s, Duration: *dur, Prog: prog, FS: hostfs.Default(), Stderr: os.Stderr})
-	if errors.Is(err, journal.ErrCPUBusy) {
-		return usageError{err}
-	}
-	if err != nil {
-		return setupError(err)
-	}
-	if format.value == "json" {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	}
-	return r.WriteMarkdown(os.Stdout)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/rig-project/rig/internal/cli"
 )
 
 // The probes' command lines (flags, defaults, help texts, checks) are
@@ -19,7 +21,7 @@ func setupError(err error) error {
 	}
 	switch {
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, errors.ErrUnsupported):
-		return usageError{err}
+		return cli.Usage(err)
 	case errors.Is(err, os.ErrPermission):
 		if !strings.Contains(err.Error(), "CAP_") {
 			err = fmt.Errorf("%w (needs root or CAP_NET_RAW/CAP_NET_ADMIN)", err)

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
@@ -13,90 +15,84 @@ import (
 )
 
 func init() {
-	register(&command{name: "respond", summary: "answer rig requests on a pinned CPU and record their stamps", run: runRespond})
+	register(&command{name: "respond", summary: "answer rig requests on a pinned CPU and record their stamps",
+		usage: "--iface IF [flags]", flags: respondFlags})
 }
 
-func runRespond(ctx context.Context, args []string) error {
-	fs := newFlagSet("respond", "--iface IF [flags]")
+func respondFlags(fs *flag.FlagSet) func(context.Context) error {
 	var f probe.Respond
 	f.Register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	surviveEPIPE()
-	if err := f.Parse(fs); err != nil {
-		return usageError{err}
-	}
-	// Bad input is refused before the NIC is touched.
-	if f.CPU >= 0 {
-		if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
-			return setupError(err)
-		}
-		// rig noise must not measure a CPU this loop spins on, nor this
-		// loop start where rig noise measures.
-		unlock, err := journal.LockCPU(journal.Dir(), f.CPU, false)
-		switch {
-		case errors.Is(err, journal.ErrCPUBusy):
-			return usageError{err}
-		case err != nil:
-			logf("rig respond: warning: cannot claim CPU %d for this loop (%v): rig noise will not know it runs there", f.CPU, err)
-		default:
-			defer unlock()
-		}
-	}
-	prog, err := findEngine(f)
-	if err != nil {
-		return setupError(err)
-	}
-	undo, err := prepareNIC(ctx, "respond", f.Common, tstamp.NeedProbe)
-	if err != nil {
-		return err
-	}
-	defer undo()
-	owner, err := nicOwner(f.Common)
-	if err != nil {
-		return err
-	}
-	var r respondEngine
-	r, err = newResponder(prog, responder.Config{Owner: owner,
-		Iface: f.Iface, Group: f.Group, Listen: f.Unicast, ReplyTo: f.Reply, CPU: f.CPU, Poll: f.Poll.Mode, BusyPollUS: f.Poll.BusyPollUS,
-		Sched: f.Sched, Timestamps: f.Timestamps, RunID: f.RunID, ArmIndex: f.ArmIndex, Round: f.Round, Capacity: f.Capacity, TxWait: f.TxWait,
-		StopAfter: f.Count, Arm: f.Arm, ID: uint32(f.ID), PollBudget: f.Poll.Budget,
-		Ready: func() {
-			// "thread N" lets the agent watch this loop's context switches.
-			logf("rig respond: ready on %s, requests %s (poll %s, cpu %d, thread %d)", f.Iface, f.Requests(), f.Poll, f.CPU, r.ThreadID())
-		},
-	})
-	if err != nil {
-		return setupError(err)
-	}
-	defer r.Close()
-	logf("rig respond: timestamps %s", r.Granted())
-	ctx, cancel := f.Bound(ctx)
-	defer cancel()
-	restore := cpusched.TuneRuntime() // GC off, ≥ 2 Ps: the loop's round
-	runErr := r.Run(ctx)
-	restore()
-	c := r.Counters()
-	logf("rig respond: answered %d, duplicated %d, foreign %d, malformed %d, send errors %d, TX stamps missing %d",
-		c.Sent, c.Duplicated, c.Foreign, c.Malformed, c.SendErrors, c.TxStampsMissing)
-	if u := r.Thread(); u != nil {
-		logf("rig respond: loop thread %s", u)
-	}
-	if f.Out != "" {
-		if err := r.WriteFile(f.Out, f.ArmIndex, f.Round); err != nil {
+	return func(ctx context.Context) error {
+		if err := noArgs(fs); err != nil {
 			return err
 		}
-		logf("rig respond: wrote %s", f.Out)
+		surviveEPIPE()
+		if err := f.Parse(fs); err != nil {
+			return cli.Usage(err)
+		}
+		// Bad input is refused before the NIC is touched.
+		if f.CPU >= 0 {
+			if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
+				return setupError(err)
+			}
+			// rig noise must not measure a CPU this loop spins on, nor this
+			// loop start where rig noise measures.
+			unlock, err := journal.LockCPU(journal.Dir(), f.CPU, false)
+			switch {
+			case errors.Is(err, journal.ErrCPUBusy):
+				return cli.Usage(err)
+			case err != nil:
+				logf("rig respond: warning: cannot claim CPU %d for this loop (%v): rig noise will not know it runs there", f.CPU, err)
+			default:
+				defer unlock()
+			}
+		}
+		prog, err := responder.FindEngine(f)
+		if err != nil {
+			return setupError(err)
+		}
+		undo, err := prepareNIC(ctx, "respond", f.Common, tstamp.NeedProbe)
+		if err != nil {
+			return err
+		}
+		defer undo()
+		owner, err := nicOwner(f.Common)
+		if err != nil {
+			return err
+		}
+		var r responder.Engine
+		r, err = responder.Open(f, responder.Options{Owner: owner, Ready: func() {
+			// "thread N" lets the agent watch this loop's context switches.
+			logf("rig respond: ready on %s, requests %s (poll %s, cpu %d, thread %d)", f.Iface, f.Requests(), f.Poll, f.CPU, r.ThreadID())
+		}, Note: func(s string) { logf("rig respond: warning: %s", s) }}, prog)
+		if err != nil {
+			return setupError(err)
+		}
+		defer r.Close()
+		logf("rig respond: timestamps %s", r.Granted())
+		ctx, cancel := f.Bound(ctx)
+		defer cancel()
+		restore := cpusched.TuneRuntime() // GC off, ≥ 2 Ps: the loop's round
+		runErr := r.Run(ctx)
+		restore()
+		c := r.Counters()
+		logf("rig respond: answered %d, duplicated %d, foreign %d, malformed %d, send errors %d, TX stamps missing %d",
+			c.Sent, c.Duplicated, c.Foreign, c.Malformed, c.SendErrors, c.TxStampsMissing)
+		if u := r.Thread(); u != nil {
+			logf("rig respond: loop thread %s", u)
+		}
+		if f.Out != "" {
+			if err := r.WriteFile(f.Out, f.ArmIndex, f.Round); err != nil {
+				return err
+			}
+			logf("rig respond: wrote %s", f.Out)
+		}
+		if err := f.Expired(ctx); err != nil {
+			return err
+		}
+		if runErr != nil && ctx.Err() == nil {
+			return runErr
+		}
+		return nil
 	}
-	if err := f.Expired(ctx); err != nil {
-		return err
-	}
-	if runErr != nil && ctx.Err() == nil {
-		return runErr
-	}
-	return nil
 }

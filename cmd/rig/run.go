@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/runner"
@@ -14,29 +16,28 @@ import (
 )
 
 func init() {
-	register(&command{name: "run", summary: "run a scenario file (--dry-run: check it and print the plan)", run: runCmd})
+	register(&command{name: "run", summary: "run a scenario file (--dry-run: check it and print the plan)",
+		usage: "FILE [--dry-run] [--results DIR] [--remote-rig PATH] [--format md|csv|json] [-v]", flags: runFlags})
 }
 
-func runCmd(ctx context.Context, args []string) error {
-	fs := newFlagSet("run", "FILE [--dry-run] [--results DIR] [--remote-rig PATH] [--format md|csv|json] [-v]")
+func runFlags(fs *flag.FlagSet) func(context.Context) error {
 	dry := fs.Bool("dry-run", false, "check the scenario against this host and print the plan; change nothing")
 	results := fs.String("results", "results", "directory that receives the run directory")
 	verbose := fs.Bool("v", false, "log every step, knob change and process line on stderr")
 	remoteRig := fs.String("remote-rig", "rig", "the rig binary on hosts reached by ssh or kubectl (a path, or a name on their PATH)")
 	format := addFormat(fs, "of the tables printed after the run, as rig report prints them; the run directory holds all three", "md", "csv", "json")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	return func(ctx context.Context) error {
+		if fs.NArg() != 1 {
+			return cli.Usagef("want one scenario FILE, got %d arguments (usage: rig run FILE [--dry-run])", fs.NArg())
+		}
+		if !*dry {
+			return execRun(ctx, fs.Arg(0), *results, *remoteRig, format.value, *verbose)
+		}
+		if format.by != "" {
+			return cli.Usagef("%s: --dry-run prints the plan, not tables", format.by)
+		}
+		return dryRun(ctx, os.Stdout, fs.Arg(0), hostfs.Default())
 	}
-	if fs.NArg() != 1 {
-		return usagef("want one scenario FILE, got %d arguments (usage: rig run FILE [--dry-run])", fs.NArg())
-	}
-	if !*dry {
-		return execRun(ctx, fs.Arg(0), *results, *remoteRig, format.value, *verbose)
-	}
-	if format.by != "" {
-		return usagef("%s: --dry-run prints the plan, not tables", format.by)
-	}
-	return dryRun(ctx, os.Stdout, fs.Arg(0), hostfs.Default())
 }
 
 // dryRun loads, validates and prints the plan of the scenario at path.
@@ -84,7 +85,7 @@ func netnsFacts(ctx context.Context, h scenario.Host) (*facts.Facts, error) {
 func loadAndValidate(path string, root hostfs.FS, netns func(scenario.Host) (*facts.Facts, error)) (*scenario.Scenario, map[string]*facts.Facts, error) {
 	s, err := scenario.Load(path)
 	if err != nil {
-		return nil, nil, usageError{err} // unreadable or malformed: the file is bad input
+		return nil, nil, cli.Usage(err) // unreadable or malformed: the file is bad input
 	}
 	byHost := map[string]*facts.Facts{}
 	var local *facts.Facts // read once, for the first host on this machine
@@ -93,7 +94,7 @@ func loadAndValidate(path string, root hostfs.FS, netns func(scenario.Host) (*fa
 		case s.Emulate != "" || h.Local():
 			if local == nil {
 				if local, err = facts.Read(root); err != nil {
-					return nil, nil, fmt.Errorf("run: %w", &scenario.HostError{Host: h.Name, Err: err})
+					return nil, nil, &scenario.HostError{Host: h.Name, Err: err}
 				}
 			}
 			byHost[h.Name] = local

@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
 	"fmt"
 	"os"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/probe"
@@ -16,99 +17,92 @@ import (
 )
 
 func init() {
-	register(&command{name: "send", summary: "send paced multicast requests, receive replies, print the RTT summary", run: runSend})
+	register(&command{name: "send", summary: "send paced multicast requests, receive replies, print the RTT summary",
+		usage: "--iface IF [--format text|json] [flags]\n\n" + sendSummaryHelp, flags: sendFlags})
 }
 
-func runSend(ctx context.Context, args []string) error {
-	fs := newFlagSet("send", "--iface IF [--format text|json] [flags]\n\n"+sendSummaryHelp)
+func sendFlags(fs *flag.FlagSet) func(context.Context) error {
 	var f probe.Send
 	f.Register(fs)
 	format := addFormat(fs, "of the summary; json: one object for scripts, see above", "text", "json")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	if err := f.Parse(fs); err != nil {
-		return usageError{err}
-	}
-	if f.Quiet && format.by != "" {
-		return usagef("--quiet prints no summary, %s asks for one: drop one of them", format.by)
-	}
-	surviveEPIPE()
-	cfg := sender.Config{Poll: f.Poll, Iface: f.Iface, Group: f.Group, To: f.Unicast, Interval: f.Interval, Count: f.Count, Size: f.Size,
-		Spin: f.Spin, CPU: f.CPU, Sched: f.Sched, Timestamps: f.Timestamps, RunID: f.RunID, Arm: f.Arm,
-		ArmIndex: f.ArmIndex, Round: f.Round, Warmup: f.Warmup, ReplyTimeout: f.ReplyTimeout, TxWait: f.TxWait, Responders: f.Responders,
-		Port: f.LocalPort(), ReplyGroup: f.ReplyGroup.Addr()}
-	// Bad input is refused before the NIC is touched.
-	if f.CPU >= 0 {
-		if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
-			return setupError(err)
-		}
-	}
-	undo, err := prepareNIC(ctx, "send", f.Common, tstamp.NeedProbe)
-	if err != nil {
-		return err
-	}
-	defer undo()
-	if cfg.Owner, err = nicOwner(f.Common); err != nil {
-		return err
-	}
-	s, err := sender.New(cfg)
-	if err != nil {
-		if errors.Is(err, sender.ErrConfig) {
-			return usageError{err}
-		}
-		return setupError(err)
-	}
-	defer s.Close()
-	if !f.Quiet {
-		logf("rig send: run id %s: %d requests, %s, every %v from %s, timestamps %s", wire.FormatRunID(s.RunID()), f.Count, f.Requests(), f.Interval, f.Iface, s.Granted())
-	}
-	ctx, cancel := f.Bound(ctx)
-	defer cancel()
-	stopProgress := startProgress(ctx, s, f.Count, f.ProgressLines)
-	restore := cpusched.TuneRuntime() // GC off, ≥ 2 Ps: the round's
-	runErr := s.Run(ctx)
-	restore()
-	stopProgress()
-	if f.Out != "" {
-		if err := s.WriteFile(f.Out); err != nil {
+	return func(ctx context.Context) error {
+		if err := noArgs(fs); err != nil {
 			return err
 		}
-		if !f.Quiet {
-			logf("rig send: wrote %s", f.Out)
+		if err := f.Parse(fs); err != nil {
+			return cli.Usage(err)
 		}
-	}
-	if !f.Quiet {
-		if u := s.Thread(); u != nil {
-			logf("rig send: pacing thread %s", u)
+		if f.Quiet && format.by != "" {
+			return cli.Usagef("--quiet prints no summary, %s asks for one: drop one of them", format.by)
 		}
-		file := &samples.File{Header: s.Header(), Records: s.Records(),
-			Footer: &samples.Footer{Counters: s.Counters(), PerResponder: s.PerResponder()}}
-		for id := range f.Responders {
-			j, err := samples.JoinResponder(uint32(id), file)
-			if err == nil {
-				j.Counters[samples.RoleSender] = file.Footer.CountersOf(uint32(id))
-				if f.Responders > 1 && format.value == "text" {
-					fmt.Printf("responder %d:\n", id)
-				}
-				err = printSendSummary(os.Stdout, format.value, j, f.Warmup)
+		surviveEPIPE()
+		// Bad input is refused before the NIC is touched.
+		if f.CPU >= 0 {
+			if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
+				return setupError(err)
 			}
-			if err != nil {
+		}
+		undo, err := prepareNIC(ctx, "send", f.Common, tstamp.NeedProbe)
+		if err != nil {
+			return err
+		}
+		defer undo()
+		owner, err := nicOwner(f.Common)
+		if err != nil {
+			return err
+		}
+		s, err := sender.New(f, sender.Options{Owner: owner})
+		if err != nil {
+			return setupError(err)
+		}
+		defer s.Close()
+		if !f.Quiet {
+			logf("rig send: run id %s: %d requests, %s, every %v from %s, timestamps %s", wire.FormatRunID(s.RunID()), f.Count, f.Requests(), f.Interval, f.Iface, s.Granted())
+		}
+		ctx, cancel := f.Bound(ctx)
+		defer cancel()
+		stopProgress := startProgress(ctx, s, f.Count, f.ProgressLines)
+		restore := cpusched.TuneRuntime() // GC off, ≥ 2 Ps: the round's
+		runErr := s.Run(ctx)
+		restore()
+		stopProgress()
+		if f.Out != "" {
+			if err := s.WriteFile(f.Out); err != nil {
 				return err
 			}
+			if !f.Quiet {
+				logf("rig send: wrote %s", f.Out)
+			}
 		}
+		if !f.Quiet {
+			if u := s.Thread(); u != nil {
+				logf("rig send: pacing thread %s", u)
+			}
+			file := &samples.File{Header: s.Header(), Records: s.Records(),
+				Footer: &samples.Footer{Counters: s.Counters(), PerResponder: s.PerResponder()}}
+			for id := range f.Responders {
+				j, err := samples.JoinResponder(uint32(id), file)
+				if err == nil {
+					j.Counters[samples.RoleSender] = file.Footer.CountersOf(uint32(id))
+					if f.Responders > 1 && format.value == "text" {
+						fmt.Printf("responder %d:\n", id)
+					}
+					err = printSendSummary(os.Stdout, format.value, j, f.Warmup)
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+		if err := f.Expired(ctx); err != nil {
+			return err
+		}
+		if runErr != nil && ctx.Err() == nil {
+			return runErr
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted after %d requests", s.Counters().Sent)
+		}
+		return nil
 	}
-	if err := f.Expired(ctx); err != nil {
-		return err
-	}
-	if runErr != nil && ctx.Err() == nil {
-		return runErr
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("interrupted after %d requests", s.Counters().Sent)
-	}
-	return nil
 }

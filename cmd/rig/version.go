@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 
@@ -14,7 +15,8 @@ import (
 )
 
 func init() {
-	register(&command{name: "version", summary: "print rig, wire, sample, run-directory and agent protocol versions (also rig --version)", run: runVersion})
+	register(&command{name: "version", summary: "print rig, wire, sample, run-directory and agent protocol versions (also rig --version)",
+		usage: "[--format text|json]", flags: versionFlags})
 }
 
 // versions is `rig version --format json`.
@@ -28,23 +30,21 @@ type versions struct {
 	AgentProtocolVersion int    `json:"agent_protocol_version"`
 }
 
-func runVersion(ctx context.Context, args []string) error {
-	fs := newFlagSet("version", "[--format text|json]")
+func versionFlags(fs *flag.FlagSet) func(context.Context) error {
 	format := addFormat(fs, "", "text", "json")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	return func(ctx context.Context) error {
+		if err := noArgs(fs); err != nil {
+			return err
+		}
+		if format.value == "json" {
+			e := json.NewEncoder(os.Stdout)
+			e.SetIndent("", "  ")
+			return e.Encode(versions{Rig: version.Version, Commit: version.Commit(), WireFormat: wire.Version, SampleFormat: samples.FormatVersion,
+				RunDirectoryFormat: rundir.FormatVersion, AgentProtocol: agent.Proto, AgentProtocolVersion: agent.Version})
+		}
+		fmt.Println(version.String())
+		fmt.Printf("wire format %d, sample format %d, run directory format %d, agent protocol %s %d\n",
+			wire.Version, samples.FormatVersion, rundir.FormatVersion, agent.Proto, agent.Version)
+		return nil
 	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	if format.value == "json" {
-		e := json.NewEncoder(os.Stdout)
-		e.SetIndent("", "  ")
-		return e.Encode(versions{Rig: version.Version, Commit: version.Commit(), WireFormat: wire.Version, SampleFormat: samples.FormatVersion,
-			RunDirectoryFormat: rundir.FormatVersion, AgentProtocol: agent.Proto, AgentProtocolVersion: agent.Version})
-	}
-	fmt.Println(version.String())
-	fmt.Printf("wire format %d, sample format %d, run directory format %d, agent protocol %s %d\n",
-		wire.Version, samples.FormatVersion, rundir.FormatVersion, agent.Proto, agent.Version)
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/scenario"
@@ -200,6 +201,9 @@ type RemoteError struct {
 }
 
 func (e *RemoteError) Error() string { return fmt.Sprintf("host %s: %s: %s", e.Host, e.Op, e.Msg) }
+
+// Is makes an error the agent found to be bad input match cli.ErrUsage.
+func (e *RemoteError) Is(target error) bool { return e.Usage && target == cli.ErrUsage }
 
 func (c *Client) call(ctx context.Context, op string, args, result any) error {
 	req := Request{Op: op}

@@ -27,10 +27,14 @@ import (
 )
 
 // Proto and Version identify the protocol. A change that an older peer
-// would misread bumps Version.
+// would misread bumps Version. 2: timestamps op; facts carry timestamping
+// states. 3: knobs in snake_case, host facts as one struct
+// (facts.Facts), several responders (respond --id, send/capture
+// --responders). 4: a probe's start args are the flags that differ from
+// its defaults.
 const (
 	Proto   = "rig-agent"
-	Version = 3 // 2: timestamps op; facts carry timestamping states. 3: knobs in snake_case, host facts as one struct (facts.Facts), several responders (respond --id, send/capture --responders)
+	Version = 4
 )
 
 // Hello is the agent's first line.

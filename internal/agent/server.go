@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/check"
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/envsnap"
 	"github.com/rig-project/rig/internal/facts"
@@ -59,9 +60,9 @@ type Server struct {
 	j       *journal.Journal
 	lock    *journal.HostLock
 	closing bool // cleanup has begun: no new process or arm
-	// tsPrepared: NIC timestamping prepared for the run is in force until
-	// cleanup.
-	tsPrepared bool
+	// tsHeld undo the NIC timestamping prepared for the run, in force
+	// until cleanup.
+	tsHeld []func()
 }
 
 type serverProc struct {
@@ -156,8 +157,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			resp := Response{ID: req.ID, OK: err == nil}
 			if err != nil {
 				resp.Error = err.Error()
-				var ue *nicctl.UsageError
-				resp.Usage = errors.As(err, &ue) || errors.Is(err, nicctl.ErrTimestamping) || cpurank.IsInput(err)
+				resp.Usage = errors.Is(err, cli.ErrUsage)
 			} else if res != nil {
 				resp.Result, _ = json.Marshal(res)
 			}
@@ -291,8 +291,7 @@ func (s *Server) openJournal() error {
 	if s.j != nil {
 		return nil
 	}
-	s.nic = nicctl.NewEnv(s.FS)
-	j, err := journal.Open(s.StateDir, hostctl.Handlers(s.nic))
+	j, err := journal.Open(s.StateDir, hostctl.Handlers(s.env()))
 	if err != nil {
 		return err
 	}
@@ -300,10 +299,18 @@ func (s *Server) openJournal() error {
 	return nil
 }
 
-// timestamps prepares a NIC's timestamping for the whole run. It is
-// journaled before any arm, so an arm's undo (hostctl.Applied.Undo takes
-// back only what came after its mark) leaves it in force; cleanup takes it
-// back at the end.
+// env is the NIC environment of the agent's changes (s.mu held).
+func (s *Server) env() *nicctl.Env {
+	if s.nic == nil {
+		s.nic = nicctl.NewEnv(s.FS)
+	}
+	return s.nic
+}
+
+// timestamps prepares a NIC's timestamping for the whole run as a hand-run
+// probe does (nicctl.HoldTimestamping), under the host lock the agent
+// holds, in a journal lane of its own: an arm's undo leaves it in force,
+// cleanup takes it back at the end.
 func (s *Server) timestamps(ctx context.Context, a TimestampsArgs) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -320,13 +327,11 @@ func (s *Server) timestamps(ctx context.Context, a TimestampsArgs) (any, error) 
 	if err := s.lockLone(); err != nil {
 		return nil, err
 	}
-	if err := s.openJournal(); err != nil {
-		s.unlockLone()
-		return nil, err
-	}
-	// Held until cleanup takes the timestamping back.
-	s.tsPrepared = true
-	return nicctl.PrepareTimestamping(ctx, s.nic, s.j, a.Iface, nicctl.TSRequest{Mode: mode, Need: a.Need, AllowMgmt: a.AllowMgmt, TakeOver: a.TakeOver})
+	req := nicctl.TSRequest{Mode: mode, Need: a.Need, AllowMgmt: a.AllowMgmt, TakeOver: a.TakeOver}
+	h := nicctl.TSHold{Base: s.LockDir, Lane: fmt.Sprintf("agent-%d-%s", os.Getpid(), a.Iface), Lock: s.lock}
+	res, undo, err := nicctl.HoldTimestamping(ctx, s.env(), a.Iface, req, h)
+	s.tsHeld = append(s.tsHeld, undo) // the lock too, until cleanup
+	return res, err
 }
 
 func (s *Server) undo(ctx context.Context) (any, error) {
@@ -363,7 +368,7 @@ func (s *Server) lockLone() error {
 // in force: no arm, no prepared timestamping (s.mu held). What failed to
 // be undone keeps it until the agent exits.
 func (s *Server) unlockLone() {
-	if s.RunID == "" && s.lock != nil && s.applied == nil && !s.tsPrepared {
+	if s.RunID == "" && s.lock != nil && s.applied == nil && len(s.tsHeld) == 0 {
 		s.lock.Unlock()
 		s.lock = nil
 	}
@@ -533,14 +538,20 @@ func (s *Server) cleanup() {
 	s.undo(context.Background())
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, undo := range slices.Backward(s.tsHeld) {
+		undo()
+	}
+	s.tsHeld = nil
+	undone := true
 	if s.j != nil {
-		// What is left is the run's: the NIC timestamping it prepared.
-		if _, err := s.j.Undo(context.Background()); err == nil {
-			s.tsPrepared = false
-			s.unlockLone()
-		}
+		// What is left an arm's undo could not put back: try again.
+		_, err := s.j.Undo(context.Background())
+		undone = err == nil
 		s.j.Close()
 		s.j = nil
+	}
+	if undone {
+		s.unlockLone()
 	}
 	if s.nic != nil {
 		s.nic.Close()

@@ -23,12 +23,12 @@ const (
 func newWorkDir() (string, error) {
 	d, err := os.MkdirTemp("", workDirPrefix)
 	if err != nil {
-		return "", fmt.Errorf("agent: work directory: %w", err)
+		return "", fmt.Errorf("work directory: %w", err)
 	}
 	b, _ := json.Marshal(owner.Self())
 	if err := os.WriteFile(filepath.Join(d, ownerFile), b, 0o600); err != nil {
 		os.RemoveAll(d)
-		return "", fmt.Errorf("agent: work directory: %w", err)
+		return "", fmt.Errorf("work directory: %w", err)
 	}
 	return d, nil
 }

@@ -470,10 +470,6 @@ func (b *runner) runRound(ctx context.Context, spec round.Spec) error {
 // with the VM's background threads on rig's responder CPU in the traced rounds).
 const DefaultLead = 2 * time.Second
 
-// DefaultSpin is rig send's default spin window: the rig-default block
-// rounds use it, and the pacing comparison is taken from them.
-const DefaultSpin = 50 * time.Microsecond
-
 // senderPoll is the rig sender's mode for a responder mode: busy on both
 // ends like sockperf --nonblocked, blocking otherwise.
 func senderPoll(responderPoll probe.Poll) probe.PollMode {

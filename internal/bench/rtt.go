@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 )
 
@@ -125,7 +126,7 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 		// window covers the interval.
 		poll, spin := mode, time.Millisecond
 		if mode == ModeBlockDefault {
-			poll, spin = "block", DefaultSpin
+			poll, spin = "block", probe.DefaultSend().Spin // rig send's default
 		}
 		modeDir := filepath.Join(cfg.Dir, "rtt", fmt.Sprintf("%s-spin-%dus", poll, spin.Microseconds()))
 		// rig without kernel stamps: what is left of a gap to sockperf

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpurank"
 	"github.com/rig-project/rig/internal/hostinfo"
 )
@@ -154,7 +156,7 @@ func TestRankPicksTheCPU(t *testing.T) {
 		t.Fatal(out)
 	}
 	// Candidates rig may not use: an error, no report.
-	if _, err := Run(context.Background(), h, Options{CPU: -1, Rank: &cpurank.Options{CPUs: []int{7}, NoPin: true}, Getenv: func(string) string { return "" }}); !cpurank.IsInput(err) {
+	if _, err := Run(context.Background(), h, Options{CPU: -1, Rank: &cpurank.Options{CPUs: []int{7}, NoPin: true}, Getenv: func(string) string { return "" }}); !errors.Is(err, cli.ErrUsage) {
 		t.Fatalf("candidate 7: %v", err)
 	}
 }

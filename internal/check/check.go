@@ -61,7 +61,7 @@ func (s *Severity) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("check: unknown severity %q", name)
+	return fmt.Errorf("unknown severity %q", name)
 }
 
 // Exit codes of `rig check`, by worst severity.
@@ -230,7 +230,7 @@ func Run(ctx context.Context, fs hostfs.FS, o Options) (*Report, error) {
 	x := &runner{ctx: ctx, fs: fs, o: o, r: &Report{CPU: o.CPU, Iface: o.Iface}}
 	var err error
 	if x.online, err = hostinfo.OnlineCPUs(fs); err != nil {
-		return nil, fmt.Errorf("check: %w", err)
+		return nil, err
 	}
 	x.isolated, x.isolErr = hostinfo.IsolatedCPUs(fs)
 	x.nohz, x.nohzErr = hostinfo.NohzFullCPUs(fs)

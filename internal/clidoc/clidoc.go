@@ -10,6 +10,7 @@
 package clidoc
 
 import (
+	"encoding"
 	"flag"
 	"fmt"
 	"io"
@@ -93,6 +94,11 @@ func (p *Program) names() []string {
 // saying ("" for the zero value, or when the usage says the default).
 func Flag(f *flag.Flag) (name, placeholder, usage, def string) {
 	placeholder, usage = flag.UnquoteUsage(f)
+	if g, ok := f.Value.(flag.Getter); ok && placeholder == "value" {
+		if _, text := g.Get().(encoding.TextUnmarshaler); text {
+			placeholder = "string" // a typed value (flag.TextVar) is written as text
+		}
+	}
 	return dashed(f.Name), placeholder, usage, flagDefault(f)
 }
 

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
@@ -75,6 +76,9 @@ type Options struct {
 type Error struct{ Msg string }
 
 func (e *Error) Error() string { return e.Msg }
+
+// Is makes an *Error bad input (cli.ErrUsage).
+func (e *Error) Is(target error) bool { return target == cli.ErrUsage }
 
 // Rank watches the candidates over the window and ranks them. It returns
 // an *Error for candidates that do not exist or may not be used here; a
@@ -420,10 +424,4 @@ func topThreads(p *perCPU) []string {
 		}
 	}
 	return out
-}
-
-// IsInput reports whether err is bad input from Rank (an *Error).
-func IsInput(err error) bool {
-	var e *Error
-	return errors.As(err, &e)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/rundir"
@@ -394,7 +396,7 @@ func TestCandidatesRefused(t *testing.T) {
 		{[]int{2, 9}, "CPU 9 of the candidates 2,9 is not online here (online: 0-3)"},
 	} {
 		_, err := Rank(context.Background(), h.fs, Options{CPUs: c.cpus, NoPin: true, Sleep: func(context.Context, time.Duration) error { return nil }})
-		if !IsInput(err) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.cpus, err, c.want)
 		}
 	}

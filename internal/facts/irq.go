@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 )
@@ -53,8 +54,9 @@ type Device struct {
 
 var bdfRe = regexp.MustCompile(`^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
 
-// ErrNoDevice is wrapped when an interface has no /sys/class/net entry.
-var ErrNoDevice = errors.New("no such network interface")
+// ErrNoDevice is wrapped when an interface has no /sys/class/net entry: bad
+// input (it matches cli.ErrUsage).
+var ErrNoDevice = cli.Usage(errors.New("no such network interface"))
 
 // realpath resolves symlinks below fs's root the way the kernel would, so
 // that fake trees with relative sysfs links behave like the real /sys.

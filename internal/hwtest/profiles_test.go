@@ -24,6 +24,7 @@ import (
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/nicfake"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/nicctl"
@@ -542,8 +543,9 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	go func() {
 		defer wg.Done()
 		res.err[rsp] = topo.Do(netlab.Responder, func() error {
-			r, err := responder.New(responder.Config{Iface: topo.Responder.Interface, Group: group, CPU: -1, RunID: runID,
-				Timestamps: mode, Capacity: roundCount, TxWait: 200 * time.Millisecond, Arm: "a", Host: "rsp", Device: hs[rsp].dev, Owner: hs[rsp].owner})
+			rc := probe.DefaultRespond()
+			rc.Iface, rc.Group, rc.RunID, rc.Timestamps, rc.Capacity, rc.TxWait, rc.Arm = topo.Responder.Interface, group, runID, mode, roundCount, 200*time.Millisecond, "a"
+			r, err := responder.New(rc, responder.Options{Host: "rsp", Device: hs[rsp].dev, Owner: hs[rsp].owner})
 			if err != nil {
 				ready <- err
 				return err
@@ -558,8 +560,9 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	go func() {
 		defer wg.Done()
 		res.err[cpt] = topo.Do(netlab.Capture, func() error {
-			c, err := capture.New(capture.Config{Iface: topo.Capture.Interface, Ports: []uint16{group.Port()}, Group: group, RunID: runID,
-				Timestamps: mode, Capacity: roundCount, Arm: "a", Host: "cap", Device: hs[cpt].dev})
+			cc := probe.DefaultCapture()
+			cc.Iface, cc.Group, cc.RunID, cc.Timestamps, cc.Capacity, cc.Arm = topo.Capture.Interface, group, runID, mode, roundCount, "a"
+			c, err := capture.New(cc, capture.Options{Host: "cap", Device: hs[cpt].dev})
 			if err != nil {
 				ready <- err
 				return err
@@ -580,8 +583,10 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 		}
 	}
 	res.err[snd] = topo.Do(netlab.Sender, func() error {
-		s, err := sender.New(sender.Config{Iface: topo.Sender.Interface, Group: group, Count: roundCount, Interval: time.Millisecond, RunID: runID, Port: group.Port(),
-			CPU: -1, Timestamps: mode, ReplyTimeout: 300 * time.Millisecond, TxWait: 200 * time.Millisecond, Arm: "a", Host: "snd", Device: hs[snd].dev, Owner: hs[snd].owner})
+		sc := probe.DefaultSend()
+		sc.Iface, sc.Group, sc.Count, sc.RunID, sc.Spin, sc.Warmup, sc.Timestamps = topo.Sender.Interface, group, roundCount, runID, 0, 0, mode
+		sc.ReplyTimeout, sc.TxWait, sc.Arm = 300*time.Millisecond, 200*time.Millisecond, "a"
+		s, err := sender.New(sc, sender.Options{Host: "snd", Device: hs[snd].dev, Owner: hs[snd].owner})
 		if err != nil {
 			return err
 		}
@@ -746,7 +751,9 @@ func TestSocketsRefuseWhatTheNICLacks(t *testing.T) {
 		err := topo.Do(netlab.Responder, func() error {
 			n := nicfake.New(tt.p(), topo.Responder.Interface)
 			n.SetConfig(tt.pre)
-			r, err := responder.New(responder.Config{Iface: topo.Responder.Interface, Group: group, CPU: -1, RunID: runID, Timestamps: tstamp.Hardware, Device: n})
+			rc := probe.DefaultRespond()
+			rc.Iface, rc.Group, rc.RunID, rc.Timestamps = topo.Responder.Interface, group, runID, tstamp.Hardware
+			r, err := responder.New(rc, responder.Options{Device: n})
 			if err == nil {
 				r.Close()
 				return fmt.Errorf("%s: the responder started in hardware mode", n)
@@ -763,7 +770,9 @@ func TestSocketsRefuseWhatTheNICLacks(t *testing.T) {
 	err := topo.Do(netlab.Capture, func() error {
 		n := nicfake.New(nicfake.ENA(), topo.Capture.Interface)
 		n.SetConfig(tstamp.HWTstampConfig{RxFilter: tstamp.FilterAll})
-		c, err := capture.New(capture.Config{Iface: topo.Capture.Interface, Ports: []uint16{group.Port()}, Group: group, RunID: runID, Timestamps: tstamp.Hardware, Device: n})
+		cc := probe.DefaultCapture()
+		cc.Iface, cc.Group, cc.RunID, cc.Timestamps = topo.Capture.Interface, group, runID, tstamp.Hardware
+		c, err := capture.New(cc, capture.Options{Device: n})
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/rig-project/rig/internal/cli"
 )
 
 // EnvDir names the environment variable that overrides DefaultDir.
@@ -212,6 +214,9 @@ type PendingError struct {
 	Time time.Time
 	Open int
 }
+
+// Is makes a pending journal bad input (cli.ErrUsage): run rig restore.
+func (e *PendingError) Is(target error) bool { return target == cli.ErrUsage }
 
 func (e *PendingError) Error() string {
 	return fmt.Sprintf("a journal from pid %d at %s with %d unrestored change(s) is pending in %s: run `rig restore`",

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -48,29 +49,37 @@ func (c *Capture) Register(fs *flag.FlagSet) {
 }
 
 // Parse completes c from fs, the FlagSet Register defined the flags on,
-// after fs.Parse: it reads the typed flags with their parsers and checks
-// the command line. Every error is bad input.
+// after fs.Parse, and checks it. Every error is bad input.
 func (c *Capture) Parse(fs *flag.FlagSet) error {
 	if err := c.Common.parse(fs, "to"); err != nil {
+		return err
+	}
+	return c.Check()
+}
+
+// Check checks c as Parse does: capture.New refuses what it refuses.
+func (c Capture) Check() error {
+	if err := c.Common.check(); err != nil {
 		return err
 	}
 	if err := requireRunID("capture", c.RunID); err != nil {
 		return err
 	}
-	if c.ReplyPort > 65535 {
+	switch {
+	case c.ReplyPort < 0 || c.ReplyPort > 65535:
 		return fmt.Errorf("--reply-port %d: want 1..65535", c.ReplyPort)
-	}
-	if c.Responders < 1 || c.Responders > MaxResponders {
+	case c.Responders < 1 || c.Responders > MaxResponders:
 		return fmt.Errorf("--responders %d: want 1..%d", c.Responders, MaxResponders)
-	}
-	if c.VXLANPort < 1 || c.VXLANPort > 65535 {
+	case c.VXLANPort < 1 || c.VXLANPort > 65535:
 		return fmt.Errorf("--vxlan-port %d: want 1..65535", c.VXLANPort)
-	}
-	if c.VNI < -1 || c.VNI > tstamp.MaxVNI {
+	case c.VNI < -1 || c.VNI > tstamp.MaxVNI:
 		return fmt.Errorf("--vni %d: want 0..%d (a VNI has 24 bits), or -1 for any", c.VNI, tstamp.MaxVNI)
-	}
-	if !c.VXLAN && (c.VXLANPort != tstamp.VXLANPort || c.VNI != -1) {
+	case !c.VXLAN && (c.VXLANPort != tstamp.VXLANPort || c.VNI != -1):
 		return fmt.Errorf("--vxlan-port and --vni select VXLAN copies: add --vxlan")
+	case c.Capacity < 1:
+		return fmt.Errorf("--capacity %d: want 1 or more", c.Capacity)
+	case c.Timestamps == tstamp.Off:
+		return errors.New("--timestamps off: a capture records nothing but stamps; use hardware, software or auto")
 	}
 	return nil
 }
@@ -97,18 +106,4 @@ func (c Capture) Ports() []uint16 {
 
 // Args is c as rig capture's arguments (without the command name):
 // registered and parsed, they give back c.
-func (c Capture) Args() []string {
-	var a argv
-	c.Common.args(&a, "to")
-	a.int("reply-port", c.ReplyPort)
-	a.flag("vxlan", c.VXLAN)
-	if c.VXLAN {
-		a.int("vxlan-port", c.VXLANPort)
-		a.int("vni", c.VNI)
-	}
-	a.opt("pcap", c.Pcap)
-	a.int("capacity", c.Capacity)
-	a.int("responders", c.Responders)
-	a.dur("duration", c.Duration)
-	return a
-}
+func (c Capture) Args() []string { return args(c, (*Capture).Register) }

@@ -18,7 +18,7 @@ func CheckDest(group, unicast netip.AddrPort) error {
 		return CheckUnicast(unicast)
 	case !group.IsValid():
 		return errors.New("no request destination: give a multicast group:port or, for unicast requests, the responder's address:port")
-	case !group.Addr().Is4() || !group.Addr().IsMulticast() || group.Port() == 0:
+	case !isGroup(group):
 		return fmt.Errorf("group %s is not an IPv4 multicast group:port (e.g. 239.1.1.1:9000)", group)
 	}
 	return nil
@@ -39,4 +39,9 @@ func CheckUnicast(ap netip.AddrPort) error {
 		return fmt.Errorf("port 0 in %s", ap)
 	}
 	return nil
+}
+
+// isGroup reports whether ap is an IPv4 multicast group:port.
+func isGroup(ap netip.AddrPort) bool {
+	return ap.Addr().Is4() && ap.Addr().IsMulticast() && ap.Port() != 0
 }

@@ -24,6 +24,16 @@ func (e Engine) String() string {
 	return "go"
 }
 
+// MarshalText writes String: rig respond --engine.
+func (e Engine) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+
+// UnmarshalText reads what MarshalText wrote, with ParseEngine.
+func (e *Engine) UnmarshalText(b []byte) error {
+	v, err := ParseEngine(string(b))
+	*e = v
+	return err
+}
+
 // ParseEngine parses "go" or "native"; "" is go.
 func ParseEngine(s string) (Engine, error) {
 	switch s {
@@ -82,10 +92,19 @@ func ParseEnginePoll(s string, e Engine) (Poll, error) {
 		return Poll{}, err
 	case nerr != nil:
 		return Poll{}, nerr
-	case e != EngineNative:
-		return Poll{}, fmt.Errorf("poll mode %q needs --engine native: the Go engine waits by block, busy or busy-poll:µs", s)
+	}
+	if err := checkEnginePoll(np, e); err != nil {
+		return Poll{}, err
 	}
 	return np, nil
+}
+
+// checkEnginePoll refuses a native-only poll mode for the Go engine.
+func checkEnginePoll(p Poll, e Engine) error {
+	if p.Mode > Busy && e != EngineNative {
+		return fmt.Errorf("poll mode %q needs --engine native: the Go engine waits by block, busy or busy-poll:µs", p)
+	}
+	return nil
 }
 
 // parseNativePoll parses a native-only mode; native reports whether s

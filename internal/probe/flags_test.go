@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -27,7 +28,7 @@ func parseArgs[T any, P command[T]](args []string) (T, *flag.FlagSet, error) {
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	P(&v).Register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return v, fs, err
 	}
 	return v, fs, P(&v).Parse(fs)
@@ -71,6 +72,7 @@ func roundTrip[T comparable, P command[T]](t *testing.T, base T, args func(T) []
 		a := args(want)
 		for _, s := range a {
 			if name, ok := strings.CutPrefix(s, "--"); ok {
+				name, _, _ = strings.Cut(name, "=") // --name=value
 				written[name] = true
 			}
 		}
@@ -214,6 +216,11 @@ func TestDefaults(t *testing.T) {
 	if g := DefaultRespond().Group; g != DefaultGroup || DefaultGroup.String() != "239.1.1.1:9000" {
 		t.Errorf("default group %v", g)
 	}
+	// One reply timeout for rig send and a scenario's rounds (which read
+	// DefaultSend): a reply is late by the same rule by hand and in a run.
+	if d := DefaultSend().ReplyTimeout; d != 500*time.Millisecond {
+		t.Errorf("default reply timeout %v, want 500ms (docs/scenarios.md's traffic.reply-timeout)", d)
+	}
 }
 
 // TestParseErrors: bad input gets the CLI's messages (cmd/rig's tests run
@@ -226,28 +233,28 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"send", nil, "--iface is required (e.g. --iface ens5)"},
 		{"send", []string{"--iface", "x", "--max-duration", "-1s"}, "--max-duration -1s: want a positive duration (or 0 for no limit)"},
-		{"respond", []string{"--iface", "lo", "--group", "10.1.2.3:9000"}, `--group "10.1.2.3:9000": want an IPv4 multicast group:port such as 239.1.1.1:9000`},
-		{"respond", []string{"--iface", "lo", "--group", "239.1.1.1"}, `--group "239.1.1.1": want an IPv4 multicast group:port such as 239.1.1.1:9000`},
+		{"respond", []string{"--iface", "lo", "--group", "10.1.2.3:9000"}, `invalid value --group "10.1.2.3:9000": want an IPv4 multicast group:port such as 239.1.1.1:9000`},
+		{"respond", []string{"--iface", "lo", "--group", "239.1.1.1"}, `invalid value --group "239.1.1.1": want an IPv4 multicast group:port such as 239.1.1.1:9000`},
 		{"send", []string{"--iface", "lo", "--to", "10.0.0.2:9000", "--group", "239.1.1.1:9000"}, "--group and --to exclude each other: --group 239.1.1.1:9000 sends multicast requests, --to 10.0.0.2:9000 unicast ones; give one"},
 		{"respond", []string{"--iface", "lo", "--listen", "127.0.0.1:9000", "--group", "239.1.1.1:9000"}, "--group and --listen exclude each other: --group 239.1.1.1:9000 sends multicast requests, --listen 127.0.0.1:9000 unicast ones; give one"},
-		{"send", []string{"--iface", "lo", "--to", "239.1.1.1:9000"}, `--to "239.1.1.1:9000": want the responder's IPv4 address:port such as 10.0.0.2:9000 (239.1.1.1 is a multicast address: unicast requests go to the responder's own address (a group is given as --group))`},
-		{"send", []string{"--iface", "lo", "--to", "10.0.0.2"}, `--to "10.0.0.2": want the responder's IPv4 address:port such as 10.0.0.2:9000 (not an ip:port)`},
-		{"respond", []string{"--iface", "lo", "--run-id", "1", "--listen", "0.0.0.0:9000"}, `--listen "0.0.0.0:9000": want the responder's IPv4 address:port such as 10.0.0.2:9000 (0.0.0.0 is not a host's address: give the responder's address on its interface)`},
-		{"send", []string{"--iface", "lo", "--timestamps", "nic"}, `tstamp: unknown timestamp mode "nic": want hardware, software, auto or off`},
-		{"send", []string{"--iface", "lo", "--nic-timestamping", "on"}, `--nic-timestamping "on": want enable or leave`},
-		{"respond", []string{"--iface", "lo", "--run-id", "0"}, `run id "0": want 1 to 16 hex digits, not zero`},
+		{"send", []string{"--iface", "lo", "--to", "239.1.1.1:9000"}, `invalid value --to "239.1.1.1:9000": want the responder's IPv4 address:port such as 10.0.0.2:9000 (239.1.1.1 is a multicast address: unicast requests go to the responder's own address (a group is given as --group))`},
+		{"send", []string{"--iface", "lo", "--to", "10.0.0.2"}, `invalid value --to "10.0.0.2": want the responder's IPv4 address:port such as 10.0.0.2:9000 (not an ip:port)`},
+		{"respond", []string{"--iface", "lo", "--run-id", "1", "--listen", "0.0.0.0:9000"}, `invalid value --listen "0.0.0.0:9000": want the responder's IPv4 address:port such as 10.0.0.2:9000 (0.0.0.0 is not a host's address: give the responder's address on its interface)`},
+		{"send", []string{"--iface", "lo", "--timestamps", "nic"}, `invalid value --timestamps "nic": tstamp: unknown timestamp mode "nic": want hardware, software, auto or off`},
+		{"send", []string{"--iface", "lo", "--nic-timestamping", "on"}, `invalid value --nic-timestamping "on": want enable or leave`},
+		{"respond", []string{"--iface", "lo", "--run-id", "0"}, `invalid value --run-id "0": run id "0": want 1 to 16 hex digits, not zero`},
 		{"respond", []string{"--iface", "lo"}, "--run-id is required: the sender's run id (e.g. RUN=$(od -An -N8 -tx8 /dev/urandom | tr -d ' '), then --run-id $RUN for rig respond and rig send; rig send prints the one it uses)"},
 		{"capture", []string{"--iface", "lo"}, "--run-id is required: the sender's run id (e.g. RUN=$(od -An -N8 -tx8 /dev/urandom | tr -d ' '), then --run-id $RUN for rig capture and rig send; rig send prints the one it uses)"},
-		{"respond", []string{"--iface", "lo", "--run-id", "1", "--reply", "10.0.0.1:9000"}, `--reply "10.0.0.1:9000": want unicast or an IPv4 multicast group:port such as 239.1.1.2:9001`},
-		{"respond", []string{"--iface", "lo", "--run-id", "1", "--poll", "spin"}, `poll mode "spin": want block, busy or busy-poll:µs`},
-		{"respond", []string{"--iface", "lo", "--run-id", "1", "--sched", "fifo:0"}, `sched "fifo:0": the FIFO priority must be 1..99 (e.g. fifo:50)`},
+		{"respond", []string{"--iface", "lo", "--run-id", "1", "--reply", "10.0.0.1:9000"}, `invalid value --reply "10.0.0.1:9000": want unicast or an IPv4 multicast group:port such as 239.1.1.2:9001`},
+		{"respond", []string{"--iface", "lo", "--run-id", "1", "--poll", "spin"}, `invalid value --poll "spin": poll mode "spin": want block, busy or busy-poll:µs`},
+		{"respond", []string{"--iface", "lo", "--run-id", "1", "--sched", "fifo:0"}, `invalid value --sched "fifo:0": sched "fifo:0": the FIFO priority must be 1..99 (e.g. fifo:50)`},
 		{"respond", []string{"--iface", "lo", "--run-id", "1", "--poll", "io-uring"}, `poll mode "io-uring" needs --engine native: the Go engine waits by block, busy or busy-poll:µs`},
-		{"respond", []string{"--iface", "lo", "--run-id", "1", "--engine", "c"}, `--engine: engine "c": want go or native`},
-		{"send", []string{"--iface", "lo", "--sched", "rr:1"}, `sched "rr:1": want other or fifo:N (N 1..99)`},
-		{"send", []string{"--iface", "lo", "--poll", "busy-poll:50"}, `--poll "busy-poll:50": want block or busy`},
-		{"send", []string{"--iface", "lo", "--poll", "spin"}, `--poll "spin": want block or busy`},
+		{"respond", []string{"--iface", "lo", "--run-id", "1", "--engine", "c"}, `invalid value --engine "c": engine "c": want go or native`},
+		{"send", []string{"--iface", "lo", "--sched", "rr:1"}, `invalid value --sched "rr:1": sched "rr:1": want other or fifo:N (N 1..99)`},
+		{"send", []string{"--iface", "lo", "--poll", "busy-poll:50"}, `invalid value --poll "busy-poll:50": want block or busy`},
+		{"send", []string{"--iface", "lo", "--poll", "spin"}, `invalid value --poll "spin": want block or busy`},
 		{"send", []string{"--iface", "lo", "--port", "65536"}, "--port 65536: want 0..65535"},
-		{"send", []string{"--iface", "lo", "--reply-group", "unicast"}, `--reply-group "unicast": want an IPv4 multicast group:port`},
+		{"send", []string{"--iface", "lo", "--reply-group", "unicast"}, `invalid value --reply-group "unicast": want an IPv4 multicast group:port such as 239.1.1.1:9000`},
 		{"send", []string{"--iface", "lo", "--warmup", "10", "--count", "10"}, "--warmup 10: want 0..count-1"},
 		{"send", []string{"--iface", "lo", "--warmup", "-1"}, "--warmup -1: want 0..count-1"},
 		{"capture", []string{"--iface", "lo", "--run-id", "1", "--reply-port", "70000"}, "--reply-port 70000: want 1..65535"},
@@ -260,6 +267,15 @@ func TestParseErrors(t *testing.T) {
 		{"send", []string{"--iface", "lo", "--responders", "65"}, "--responders 65: want 1..64"},
 		{"capture", []string{"--iface", "lo", "--run-id", "1", "--responders", "0"}, "--responders 0: want 1..64"},
 		{"capture", []string{"--iface", "lo", "--run-id", "1", "--responders", "65"}, "--responders 65: want 1..64"},
+		// What the probes' New refused after the NIC was prepared, or took
+		// silently as another value, Parse refuses before anything is done.
+		{"send", []string{"--iface", "lo", "--size", "20"}, "--size 20: payload size 20 out of range: use 44..1472 bytes (default 64)"},
+		{"send", []string{"--iface", "lo", "--reply-timeout", "0"}, "--reply-timeout 0s: want a positive duration such as 500ms"},
+		{"send", []string{"--iface", "lo", "--interval", "0"}, "--interval 0s: want a positive duration such as 1ms"},
+		{"send", []string{"--iface", "lo", "--tx-wait", "-1s"}, "--tx-wait -1s: want 0 or more"},
+		{"respond", []string{"--iface", "lo", "--run-id", "1", "--capacity", "0"}, "--capacity 0: want 1 or more"},
+		{"capture", []string{"--iface", "lo", "--run-id", "1", "--capacity", "0"}, "--capacity 0: want 1 or more"},
+		{"capture", []string{"--iface", "lo", "--run-id", "1", "--timestamps", "off"}, "--timestamps off: a capture records nothing but stamps; use hardware, software or auto"},
 	} {
 		var err error
 		switch tc.cmd {

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -26,6 +27,23 @@ func (m PollMode) String() string {
 		return s
 	}
 	return "block"
+}
+
+// MarshalText writes String: rig send's --poll.
+func (m PollMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads rig send's --poll: block or busy, the modes of the
+// sender's one thread.
+func (m *PollMode) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "block":
+		*m = Block
+	case "busy":
+		*m = Busy
+	default:
+		return errors.New("want block or busy")
+	}
+	return nil
 }
 
 // Poll is a poll mode as written on a command line or in a scenario
@@ -78,9 +96,11 @@ func (p Poll) String() string {
 // MarshalText writes String (a run's manifest records "busy-poll:50").
 func (p Poll) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
-// UnmarshalText reads what MarshalText wrote, with ParsePoll.
+// UnmarshalText reads what MarshalText wrote, the native engine's modes
+// included (ParseEnginePoll): rig respond --poll, whose --engine is
+// checked with the other flags.
 func (p *Poll) UnmarshalText(b []byte) error {
-	v, err := ParsePoll(string(b))
+	v, err := ParseEnginePoll(string(b), EngineNative)
 	if err != nil {
 		return err
 	}

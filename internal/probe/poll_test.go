@@ -36,6 +36,33 @@ func TestPollText(t *testing.T) {
 	if err := q.UnmarshalText([]byte("spin")); err == nil {
 		t.Error("UnmarshalText accepted spin")
 	}
+	// What String writes of the native engine's modes reads back too
+	// (rig respond --poll takes them; --engine is checked after).
+	for _, in := range []string{"epoll", "io-uring", "prefer-busy-poll:50", "prefer-busy-poll:50:16"} {
+		var q Poll
+		if err := q.UnmarshalText([]byte(in)); err != nil || q.String() != in {
+			t.Errorf("native %q read back as %v, %v", in, q, err)
+		}
+	}
+	// rig send's --poll and rig respond's --engine are text values too.
+	for _, m := range []PollMode{Block, Busy} {
+		b, _ := m.MarshalText()
+		var back PollMode = 7
+		if err := back.UnmarshalText(b); err != nil || back != m {
+			t.Errorf("poll mode %v read back as %v, %v", m, back, err)
+		}
+	}
+	var m PollMode
+	if err := m.UnmarshalText([]byte("epoll")); err == nil || err.Error() != "want block or busy" {
+		t.Errorf("the sender's epoll: %v", err)
+	}
+	for _, e := range []Engine{EngineGo, EngineNative} {
+		b, _ := e.MarshalText()
+		var back Engine = 7
+		if err := back.UnmarshalText(b); err != nil || back != e {
+			t.Errorf("engine %v read back as %v, %v", e, back, err)
+		}
+	}
 }
 
 // FuzzParsePoll: whatever ParsePoll accepts prints back to a text it reads

@@ -4,12 +4,13 @@
 // description of stamp columns) and their command lines.
 //
 // Each probe has one command-line type (Respond, Send, Capture) that the
-// CLI registers on its flag.FlagSet and parses, and that the round runner
-// fills and turns into arguments (Args) for the agent to start the probe
-// with: a flag exists once, with one default, one help text and one
-// check, on both sides of the agent. The progress lines rig send prints
-// for rig run are part of the same contract (FormatProgress,
-// ParseProgress).
+// CLI registers on its flag.FlagSet and parses, that the probe's package
+// takes as its input (sender.New, responder.New, capture.New, which Check
+// it), and that the round runner fills and turns into arguments (Args)
+// for the agent to start the probe with: a flag exists once, with one
+// default, one help text and one check, on both sides of the agent. The
+// progress lines rig send prints for rig run are part of the same
+// contract (FormatProgress, ParseProgress).
 //
 // The package is a leaf below the probe packages: sender, responder and
 // capture import it, never each other.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/wire"
 )
 
 // Send is rig send's command line.
@@ -37,11 +38,15 @@ type Send struct {
 }
 
 // DefaultSend is rig send's command line with every flag at its default
-// (Iface, which has none, empty).
+// (Iface, which has none, empty). It is the one table of the traffic
+// defaults: a scenario's rounds (internal/scenario) start from it too.
 func DefaultSend() Send {
-	return Send{Common: defaultCommon(), Count: 10000, Interval: time.Millisecond, Size: 64, Spin: 50 * time.Microsecond,
-		CPU: -1, Port: -1, Responders: 1, Warmup: 2, ReplyTimeout: time.Second, TxWait: 500 * time.Millisecond}
+	return Send{Common: defaultCommon(), Count: 10000, Interval: time.Millisecond, Size: wire.DefaultSize, Spin: 50 * time.Microsecond,
+		CPU: -1, Port: -1, Responders: 1, Warmup: 2, ReplyTimeout: 500 * time.Millisecond, TxWait: 500 * time.Millisecond}
 }
+
+// MaxCount bounds --count: a sequence and a reply slot's index fit 31 bits.
+const MaxCount = 1 << 31
 
 // Register defines rig send's flags on fs, bound to s and set to their
 // defaults. After fs.Parse, Parse completes s.
@@ -53,10 +58,10 @@ func (s *Send) Register(fs *flag.FlagSet) {
 	fs.IntVar(&s.Size, "size", d.Size, "UDP payload bytes (44..1472)")
 	fs.DurationVar(&s.Spin, "spin", d.Spin, "spin this long before each due time instead of sleeping (0: sleep only); a reply being awaited is still slept for in ppoll, so --spin ≥ --interval is sockperf's client: block for the reply, busy-wait to the next send")
 	fs.IntVar(&s.CPU, "cpu", d.CPU, "CPU to pin the pacing thread to (-1: no pinning)")
-	fs.String("sched", d.Sched.String(), "scheduling policy of the pacing thread: other | fifo:N")
-	fs.String("poll", d.Poll.String(), "how the sending thread waits for replies and TX stamps between sends: block (sleeps in ppoll: one wake-up per reply) | busy (polls the socket without blocking: no wake-up, one CPU at 100 %)")
+	fs.TextVar(&s.Sched, "sched", d.Sched, "scheduling policy of the pacing thread: other | fifo:N")
+	fs.TextVar(&s.Poll, "poll", d.Poll, "how the sending thread waits for replies and TX stamps between sends: block (sleeps in ppoll: one wake-up per reply) | busy (polls the socket without blocking: no wake-up, one CPU at 100 %)")
 	fs.IntVar(&s.Port, "port", d.Port, "local UDP port; replies come back to it (-1: the port of --group or --to)")
-	fs.String("reply-group", "", "join this group:port for replies (the responder's --reply); its port becomes the local port")
+	fs.TextVar((*group)(&s.ReplyGroup), "reply-group", group(d.ReplyGroup), "join this group:port for replies (the responder's --reply); its port becomes the local port")
 	fs.IntVar(&s.Responders, "responders", d.Responders, fmt.Sprintf("how many responders answer every request (their --id 0..N-1; 1..%d): each reply is filed under its responder", MaxResponders))
 	fs.IntVar(&s.Warmup, "warmup", d.Warmup, "leading sequences excluded from the summary (recorded anyway)")
 	fs.DurationVar(&s.ReplyTimeout, "reply-timeout", d.ReplyTimeout, "a reply more than this after its request left (kernel stamps where taken) counts as late, apart from lost; the round waits this long for the last replies")
@@ -66,35 +71,45 @@ func (s *Send) Register(fs *flag.FlagSet) {
 }
 
 // Parse completes s from fs, the FlagSet Register defined the flags on,
-// after fs.Parse: it reads the typed flags with their parsers and checks
-// the command line. Every error is bad input.
+// after fs.Parse, and checks it. Every error is bad input.
 func (s *Send) Parse(fs *flag.FlagSet) error {
 	if err := s.Common.parse(fs, "to"); err != nil {
 		return err
 	}
-	var err error
-	if s.Sched, err = cpusched.ParseSched(text(fs, "sched")); err != nil {
+	return s.Check()
+}
+
+// Check checks s as Parse does: sender.New refuses what it refuses.
+func (s Send) Check() error {
+	if err := s.Common.check(); err != nil {
 		return err
 	}
-	p, err := ParsePoll(text(fs, "poll"))
-	if err != nil || p.BusyPollUS != 0 {
-		return fmt.Errorf("--poll %q: want block or busy", text(fs, "poll"))
-	}
-	s.Poll = p.Mode
-	if s.Port > 65535 {
+	switch {
+	case s.Count < 1 || s.Count > MaxCount:
+		return fmt.Errorf("--count %d: want 1..%d", s.Count, MaxCount)
+	case s.Interval <= 0:
+		return fmt.Errorf("--interval %v: want a positive duration such as 1ms", s.Interval)
+	case s.Spin < 0:
+		return fmt.Errorf("--spin %v: want 0 or more", s.Spin)
+	case s.Poll != Block && s.Poll != Busy:
+		return fmt.Errorf("--poll %v: want block or busy", s.Poll)
+	case s.Port < -1 || s.Port > 65535:
 		return fmt.Errorf("--port %d: want 0..65535", s.Port)
-	}
-	s.ReplyGroup = netip.AddrPort{}
-	if v := text(fs, "reply-group"); v != "" {
-		if s.ReplyGroup, err = parseGroup(v); err != nil {
-			return fmt.Errorf("--reply-group %q: want an IPv4 multicast group:port", v)
-		}
-	}
-	if s.Responders < 1 || s.Responders > MaxResponders {
+	case s.ReplyGroup.IsValid() && !isGroup(s.ReplyGroup):
+		return fmt.Errorf("--reply-group %v: want an IPv4 multicast group:port", s.ReplyGroup)
+	case s.Responders < 1 || s.Responders > MaxResponders:
 		return fmt.Errorf("--responders %d: want 1..%d", s.Responders, MaxResponders)
-	}
-	if s.Warmup < 0 || s.Warmup >= s.Count {
+	case s.Count*s.Responders > MaxCount:
+		return fmt.Errorf("--count %d × --responders %d: more than %d reply slots", s.Count, s.Responders, MaxCount)
+	case s.Warmup < 0 || s.Warmup >= s.Count:
 		return fmt.Errorf("--warmup %d: want 0..count-1", s.Warmup)
+	case s.ReplyTimeout <= 0:
+		return fmt.Errorf("--reply-timeout %v: want a positive duration such as 500ms", s.ReplyTimeout)
+	case s.TxWait < 0:
+		return fmt.Errorf("--tx-wait %v: want 0 or more", s.TxWait)
+	}
+	if err := wire.CheckSize(s.Size); err != nil {
+		return fmt.Errorf("--size %d: %w", s.Size, err)
 	}
 	return nil
 }
@@ -113,25 +128,4 @@ func (s Send) LocalPort() uint16 {
 
 // Args is s as rig send's arguments (without the command name):
 // registered and parsed, they give back s.
-func (s Send) Args() []string {
-	var a argv
-	s.Common.args(&a, "to")
-	a.int("count", s.Count)
-	a.dur("interval", s.Interval)
-	a.int("size", s.Size)
-	a.dur("spin", s.Spin)
-	a.int("cpu", s.CPU)
-	a.str("sched", s.Sched.String())
-	a.str("poll", s.Poll.String())
-	a.int("port", s.Port)
-	if s.ReplyGroup.IsValid() {
-		a.str("reply-group", s.ReplyGroup.String())
-	}
-	a.int("responders", s.Responders)
-	a.int("warmup", s.Warmup)
-	a.dur("reply-timeout", s.ReplyTimeout)
-	a.dur("tx-wait", s.TxWait)
-	a.flag("quiet", s.Quiet)
-	a.flag("progress-lines", s.ProgressLines)
-	return a
-}
+func (s Send) Args() []string { return args(s, (*Send).Register) }

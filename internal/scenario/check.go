@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/wire"
 )
 
@@ -395,7 +396,8 @@ func validIfname(s string) bool {
 }
 
 func (c *checker) traffic(r *rawTraffic) Traffic {
-	t := Traffic{Interval: DefaultInterval, Count: DefaultCount, Size: DefaultSize, Warmup: DefaultWarmup, ReplyTimeout: DefaultReplyTimeout}
+	d := probe.DefaultSend()
+	t := Traffic{Interval: d.Interval, Count: d.Count, Size: d.Size, Warmup: d.Warmup, ReplyTimeout: d.ReplyTimeout}
 	if r == nil {
 		c.add(c.x.errAt(pos{1, 1}, "the scenario has no traffic:", "add traffic: with at least group: \"239.1.1.1:5000\""))
 		return t

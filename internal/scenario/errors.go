@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+	"github.com/rig-project/rig/internal/cli"
 )
 
 // Error is one problem in a scenario file. Line and Col are 1-based and
@@ -56,6 +57,9 @@ func caretPad(line string, col int) string {
 // one when the file is at fault; errors.As(err, &list) tells those apart from
 // failures to read the file or the hosts.
 type ErrorList []*Error
+
+// Is makes a file at fault bad input (cli.ErrUsage).
+func (l ErrorList) Is(target error) bool { return target == cli.ErrUsage }
 
 func (l ErrorList) Error() string {
 	parts := make([]string, len(l))

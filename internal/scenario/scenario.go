@@ -25,15 +25,10 @@ import (
 	"github.com/rig-project/rig/internal/probe"
 )
 
-// Defaults of the optional fields (docs/scenarios.md documents them).
-const (
-	DefaultCount        = 10000
-	DefaultSize         = 64
-	DefaultWarmup       = 2
-	DefaultRounds       = 3
-	DefaultInterval     = time.Millisecond
-	DefaultReplyTimeout = 500 * time.Millisecond
-)
+// DefaultRounds is rounds:'s default (docs/scenarios.md documents the
+// defaults). The traffic's are rig send's (probe.DefaultSend): a round
+// sends as rig send does by hand.
+const DefaultRounds = 3
 
 // Names of the hosts that `emulate: netns` creates.
 const (
@@ -56,8 +51,8 @@ func EmulatedResponderN(i int) string {
 const MaxEmulatedResponders = 9
 
 // MaxResponders bounds the responder hosts of one request stream
-// (sender.MaxResponders).
-const MaxResponders = 64
+// (rig send --responders).
+const MaxResponders = probe.MaxResponders
 
 // Scenario is one loaded and statically valid scenario file.
 type Scenario struct {

@@ -451,7 +451,8 @@ arms:
     requires: [smt]
 `)
 	tr := s.Traffic
-	if tr.Count != DefaultCount || tr.Size != DefaultSize || tr.Warmup != DefaultWarmup || tr.Interval != time.Millisecond || tr.ReplyTimeout != DefaultReplyTimeout || !tr.UnicastReply() {
+	d := probe.DefaultSend() // the traffic defaults are rig send's
+	if tr.Count != d.Count || tr.Size != d.Size || tr.Warmup != d.Warmup || tr.Interval != time.Millisecond || tr.ReplyTimeout != 500*time.Millisecond || !tr.UnicastReply() {
 		t.Errorf("traffic defaults: %+v", tr)
 	}
 	if s.Rounds != DefaultRounds || s.Order.Kind != OrderRotate || s.Baseline != "a" || s.Timestamps != TimestampsAuto {

@@ -4,15 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 )
-
-// ErrNoRunID is returned by the responder and the capture without a run
-// id: adopting the first run seen let one stray datagram before the sender
-// started take the whole round.
-var ErrNoRunID = errors.New("a run id is required: pass the sender's --run-id (rig send prints the one it uses) to every program of the round")
 
 // NewRunID returns a random non-zero 64-bit run id.
 func NewRunID() uint64 {

@@ -1,4 +1,4 @@
-package main
+package nicctl
 
 import (
 	"context"
@@ -8,17 +8,14 @@ import (
 
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
-	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/nicfake"
-	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/nicctl"
 )
 
 // Hand-run probes of one run on one NIC (played in this process on lo,
-// whose timestamping an mlx5 profile answers): whichever exits first, the
-// NIC's config stays in force until the last one exits, which puts back
-// every probe's change, newest first.
+// whose timestamping an mlx5 profile answers, each with its own lane):
+// whichever exits first, the NIC's config stays in force until the last
+// one exits, which puts back every probe's change, newest first.
 func TestProbesShareTheNIC(t *testing.T) {
 	ctx := context.Background()
 	on := tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll}
@@ -37,13 +34,12 @@ func TestProbesShareTheNIC(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			t.Setenv(journal.EnvDir, dir)
 			n := nicfake.New(nicfake.MLX5(), "lo")
-			env := &nicctl.Env{NIC: facts.NIC{FS: hostfs.Default(), TS: n}, Clock: nicfake.NewClock()}
-			pf := probe.Common{Iface: "lo", Timestamps: tstamp.Auto, RunID: 0x5eed, AllowMgmt: true}
+			env := &Env{NIC: facts.NIC{FS: hostfs.Default(), TS: n}, Clock: nicfake.NewClock()}
 			var undo [2]func()
 			for i, lane := range []string{"probe-a", "probe-b"} {
-				u, err := prepareNICWith(ctx, "probe "+lane, pf, tt.needs[i], env, lane)
+				req := TSRequest{Mode: tstamp.Auto, Need: tt.needs[i], AllowMgmt: true}
+				_, u, err := HoldTimestamping(ctx, env, "lo", req, TSHold{Base: dir, RunID: "5eed", Lane: lane, Log: t.Logf})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -76,8 +76,8 @@ func (n *StackName) UnmarshalText(b []byte) error {
 // but kernel.
 type Stack struct {
 	Name     StackName
-	Launcher string   // custom: a launcher that execs the program ("": none)
-	Preload  string   // custom: the library preloaded, and proven mapped
+	Launcher string // custom: a launcher that execs the program ("": none)
+	Preload  string // custom: the library preloaded, and proven mapped
 	// Env are NAME=VALUE pairs, comma-separated, added to the program's
 	// environment (EF_*, VMA_*, XLIO_*); a string keeps Respond comparable.
 	Env string

@@ -51,6 +51,7 @@ func (r *Respond) Register(fs *flag.FlagSet) {
 	fs.TextVar(&r.Stack.Name, "stack", d.Stack.Name, "socket stack of --engine native: kernel | onload | exasock | vma | xlio (launched by its launcher or preloaded, and proven mapped in the program) | custom (--stack-preload)")
 	fs.StringVar(&r.Stack.Launcher, "stack-launcher", d.Stack.Launcher, "--stack custom: a launcher that execs the program (as onload does)")
 	fs.StringVar(&r.Stack.Preload, "stack-preload", d.Stack.Preload, "--stack custom: the library to preload (LD_PRELOAD), a path or a name the dynamic loader finds")
+	fs.StringVar(&r.Stack.Presence, "stack-presence", d.Stack.Presence, "--stack custom: the library's int f(void) that says it is loaded (as onload_is_present): the program calls it and must hear non-zero")
 	fs.Var((*envList)(&r.Stack.Env), "stack-env", "NAME=VALUE for the program's environment under a stack, comma-separated or repeated (e.g. EF_RX_TIMESTAMPING=3)")
 }
 

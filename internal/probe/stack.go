@@ -78,6 +78,7 @@ type Stack struct {
 	Name     StackName
 	Launcher string // custom: a launcher that execs the program ("": none)
 	Preload  string // custom: the library preloaded, and proven mapped
+	Presence string // custom: its presence check, as StackInfo's ("": none)
 	// Env are NAME=VALUE pairs, comma-separated, added to the program's
 	// environment (EF_*, VMA_*, XLIO_*); a string keeps Respond comparable.
 	Env string
@@ -97,7 +98,15 @@ func (s Stack) Info() StackInfo {
 	if s.Name != StackCustom {
 		return StackTable[s.Name]
 	}
-	return StackInfo{Launcher: s.Launcher, Library: filepath.Base(s.Preload), Install: "check --stack-launcher and --stack-preload"}
+	return StackInfo{Launcher: s.Launcher, Library: filepath.Base(s.Preload), Presence: s.Presence, Install: "check --stack-launcher and --stack-preload"}
+}
+
+// String is the stack's name, as sample headers and captions give it.
+func (s Stack) String() string {
+	if s.Kernel() {
+		return string(StackKernel)
+	}
+	return string(s.Name)
 }
 
 // Kernel reports whether s is the kernel's own stack.
@@ -106,16 +115,16 @@ func (s Stack) Kernel() bool { return s.Name == "" || s.Name == StackKernel }
 // check refuses a stack the engine cannot run or flags that do not fit it.
 func (s Stack) check(e Engine) error {
 	switch {
-	case s.Kernel() && (s.Launcher != "" || s.Preload != "" || s.Env != ""):
-		return fmt.Errorf("--stack-launcher, --stack-preload and --stack-env need --stack: the kernel's stack preloads nothing")
+	case s.Kernel() && (s.Launcher != "" || s.Preload != "" || s.Presence != "" || s.Env != ""):
+		return fmt.Errorf("--stack-launcher, --stack-preload, --stack-presence and --stack-env need --stack: the kernel's stack preloads nothing")
 	case s.Kernel():
 		return nil
 	case e != EngineNative:
 		return fmt.Errorf("--stack %s needs --engine native: the Go engine makes its socket calls as raw system calls, which no preloaded stack sees (the kernel would answer, not %s)", s.Name, s.Name)
 	case s.Name == StackCustom && s.Preload == "":
 		return fmt.Errorf("--stack custom needs --stack-preload LIB: the library preloaded and proven mapped in the program (and --stack-launcher PATH if the stack has a launcher)")
-	case s.Name != StackCustom && (s.Launcher != "" || s.Preload != ""):
-		return fmt.Errorf("--stack-launcher and --stack-preload are for --stack custom: --stack %s is launched as rig knows it", s.Name)
+	case s.Name != StackCustom && (s.Launcher != "" || s.Preload != "" || s.Presence != ""):
+		return fmt.Errorf("--stack-launcher, --stack-preload and --stack-presence are for --stack custom: --stack %s is launched and checked as rig knows it", s.Name)
 	}
 	for _, kv := range s.Vars() {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(k, " \t") {

@@ -6,6 +6,9 @@
  * such a stack (LD_PRELOAD="librig-interpose.so libonload.so") it counts
  * what the stack is handed.
  *
+ * As a custom stack (rig respond --stack custom) it answers the presence
+ * check rig_interpose_present, as Onload answers onload_is_present.
+ *
  * RIG_INTERPOSE_OUT names the file written at exit: one line per phase and
  * call that happened, "PHASE CALL COUNT" (syscall() calls as "syscall-NR"). */
 #include <dlfcn.h>
@@ -25,6 +28,8 @@ static unsigned long calls[3][NCALLS], sys[3][NSYS];
 static int phase;
 
 static void count(int c) { __atomic_fetch_add(&calls[phase][c], 1, __ATOMIC_RELAXED); }
+
+int rig_interpose_present(void) { return 1; }
 
 void rig_native_phase(int p)
 {

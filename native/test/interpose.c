@@ -20,9 +20,9 @@
 #include <sys/socket.h>
 
 enum { SOCKET, SETSOCKOPT, GETSOCKOPT, BIND, RECVMSG, SENDMSG, RECV, SEND, RECVFROM, SENDTO, EPOLL_WAIT,
-       MALLOC, CALLOC, REALLOC, FREE, MEMALIGN, MMAP, NCALLS };
+       MALLOC, CALLOC, REALLOC, FREE, MEMALIGN, MMAP, RECVMSG_DATA, NCALLS };
 static const char *const names[NCALLS] = {"socket", "setsockopt", "getsockopt", "bind", "recvmsg", "sendmsg", "recv",
-	"send", "recvfrom", "sendto", "epoll_wait", "malloc", "calloc", "realloc", "free", "memalign", "mmap"};
+	"send", "recvfrom", "sendto", "epoll_wait", "malloc", "calloc", "realloc", "free", "memalign", "mmap", "recvmsg-data"};
 enum { NSYS = 512 };
 static unsigned long calls[3][NCALLS], sys[3][NSYS];
 static int phase;
@@ -59,7 +59,18 @@ FORWARD(int, socket, SOCKET, (int d, int t, int p), (d, t, p))
 FORWARD(int, setsockopt, SETSOCKOPT, (int s, int l, int o, const void *v, socklen_t n), (s, l, o, v, n))
 FORWARD(int, getsockopt, GETSOCKOPT, (int s, int l, int o, void *v, socklen_t *n), (s, l, o, v, n))
 FORWARD(int, bind, BIND, (int s, const struct sockaddr *a, socklen_t n), (s, a, n))
-FORWARD(ssize_t, recvmsg, RECVMSG, (int s, struct msghdr *m, int f), (s, m, f))
+/* recvmsg also counts the reads that are not of the error queue: the
+ * requests' receives. */
+ssize_t recvmsg(int s, struct msghdr *m, int f)
+{
+	static ssize_t (*real)(int, struct msghdr *, int);
+	if (!real)
+		*(void **)&real = next("recvmsg");
+	count(RECVMSG);
+	if (!(f & MSG_ERRQUEUE))
+		count(RECVMSG_DATA);
+	return real(s, m, f);
+}
 FORWARD(ssize_t, sendmsg, SENDMSG, (int s, const struct msghdr *m, int f), (s, m, f))
 FORWARD(ssize_t, recv, RECV, (int s, void *b, size_t n, int f), (s, b, n, f))
 FORWARD(ssize_t, send, SEND, (int s, const void *b, size_t n, int f), (s, b, n, f))

@@ -75,13 +75,13 @@ func (n *StackName) UnmarshalText(b []byte) error {
 // for custom, --stack-launcher and --stack-preload; --stack-env for any
 // but kernel.
 type Stack struct {
-	Name     StackName
-	Launcher string // custom: a launcher that execs the program ("": none)
-	Preload  string // custom: the library preloaded, and proven mapped
-	Presence string // custom: its presence check, as StackInfo's ("": none)
+	Name     StackName `json:"name"`
+	Launcher string    `json:"launcher,omitempty"` // custom: a launcher that execs the program ("": none)
+	Preload  string    `json:"preload,omitempty"`  // custom: the library preloaded, and proven mapped
+	Presence string    `json:"presence,omitempty"` // custom: its presence check, as StackInfo's ("": none)
 	// Env are NAME=VALUE pairs, comma-separated, added to the program's
 	// environment (EF_*, VMA_*, XLIO_*); a string keeps Respond comparable.
-	Env string
+	Env string `json:"env,omitempty"`
 }
 
 // Vars are Env's pairs.

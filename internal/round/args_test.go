@@ -40,9 +40,13 @@ func TestProbeArgs(t *testing.T) {
 		Poll: probe.Poll{Mode: probe.Block, BusyPollUS: 50}, Sched: cpusched.Sched{Policy: cpusched.FIFO, Priority: 50},
 		SenderPoll: probe.Busy, Spin: 20 * time.Microsecond, ReplyTimeout: 2 * time.Second,
 		ReadyTimeout: time.Second, Progress: func(int, int) {},
+		Engine: probe.EngineNative, Stack: probe.Stack{Name: "onload", Env: "EF_RX_TIMESTAMPING=3,EF_TX_TIMESTAMPING=3"},
 	}
 	var r probe.Respond
 	parse(t, s.respond(0).Args(), r.Register, r.Parse)
+	if r.Engine != probe.EngineNative || r.Stack != s.Stack {
+		t.Errorf("respond: engine %v, stack %+v", r.Engine, r.Stack)
+	}
 	if r.Iface != "veth-r" || r.Group != s.Group || r.Reply != s.Reply || r.CPU != 1 || r.Poll != s.Poll || r.Sched != s.Sched ||
 		r.Capacity != 500 || r.Count != 0 || r.RunID != 0xabc || r.Arm != "pinned" || r.ArmIndex != 1 || r.Round != 4 ||
 		!r.LeaveNIC || r.Timestamps != tstamp.Software || r.MaxDuration != s.maxDuration() || r.Out != "" || r.ID != 0 {
@@ -90,7 +94,7 @@ func TestFanoutProbeArgs(t *testing.T) {
 		Group: netip.MustParseAddrPort("239.7.7.7:9100"), Count: 500, Interval: time.Millisecond, Timestamps: tstamp.Software,
 		RunID: 0xabc, ResponderCPU: 1, SenderCPU: -1, Poll: probe.Poll{Mode: probe.Busy}, ReadyTimeout: time.Second,
 		Others: []Other{
-			{Host: Host{Iface: "veth-r1"}, CPU: -1},
+			{Host: Host{Iface: "veth-r1"}, CPU: -1, Engine: probe.EngineNative, Stack: probe.Stack{Name: "exasock"}},
 			{Host: Host{Iface: "veth-r2"}, CPU: 3, Poll: probe.Poll{Mode: probe.Block, BusyPollUS: 50}, Sched: cpusched.Sched{Policy: cpusched.FIFO, Priority: 10}},
 		},
 	}
@@ -104,7 +108,7 @@ func TestFanoutProbeArgs(t *testing.T) {
 		var r probe.Respond
 		parse(t, s.respond(id).Args(), r.Register, r.Parse)
 		if r.ID != id || r.Iface != w.iface || r.CPU != w.cpu || r.Poll != w.poll || r.Sched != w.sched ||
-			r.Group != s.Group || r.RunID != 0xabc || r.Capacity != 500 || !r.LeaveNIC {
+			r.Group != s.Group || r.RunID != 0xabc || r.Capacity != 500 || !r.LeaveNIC || (r.Stack.String() == "exasock") != (id == 1) {
 			t.Errorf("responder %d: %+v", id, r)
 		}
 	}

@@ -70,6 +70,8 @@ type Spec struct {
 	ResponderCPU int // -1: not pinned
 	Poll         probe.Poll
 	Sched        cpusched.Sched
+	Engine       probe.Engine // rig respond --engine
+	Stack        probe.Stack  // rig respond --stack (the zero Stack: the kernel's)
 	SenderCPU    int            // -1: not pinned
 	SenderPoll   probe.PollMode // rig send --poll
 	Spin         time.Duration
@@ -95,16 +97,18 @@ type Spec struct {
 
 // Other is one more responder of a fan-out round: where it runs and how.
 type Other struct {
-	Host  Host
-	CPU   int // -1: not pinned
-	Poll  probe.Poll
-	Sched cpusched.Sched
+	Host   Host
+	CPU    int // -1: not pinned
+	Poll   probe.Poll
+	Sched  cpusched.Sched
+	Engine probe.Engine
+	Stack  probe.Stack
 }
 
 // responders are the round's responders by id: Responder, with
 // ResponderCPU, Poll and Sched, is responder 0, Others follow.
 func (s Spec) responders() []Other {
-	return append([]Other{{Host: s.Responder, CPU: s.ResponderCPU, Poll: s.Poll, Sched: s.Sched}}, s.Others...)
+	return append([]Other{{Host: s.Responder, CPU: s.ResponderCPU, Poll: s.Poll, Sched: s.Sched, Engine: s.Engine, Stack: s.Stack}}, s.Others...)
 }
 
 // fanout says whether several responders answer every request.
@@ -167,6 +171,10 @@ func (s Spec) respond(id int) probe.Respond {
 	r := probe.DefaultRespond()
 	r.Common = s.common(o.Host)
 	r.Reply, r.ID, r.CPU, r.Poll, r.Sched, r.Capacity = s.Reply, id, o.CPU, o.Poll, o.Sched, s.Count
+	r.Engine = o.Engine
+	if o.Stack.Name != "" {
+		r.Stack = o.Stack
+	}
 	return r
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/owner"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/round"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
@@ -329,6 +330,7 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 		if sc := ok.Responder.Sched; sc != nil {
 			other.Sched = *sc
 		}
+		other.Engine, other.Stack = engineStack(ok.Responder)
 		others = append(others, other)
 	}
 	id, _ := wire.ParseRunID(runID)
@@ -358,8 +360,23 @@ func runArmRound(ctx context.Context, o Options, s *scenario.Scenario, hs *hosts
 	if sc := k.Responder.Sched; sc != nil {
 		spec.Sched = *sc
 	}
+	spec.Engine, spec.Stack = engineStack(k.Responder)
 	_, err = round.Run(ctx, spec)
 	return err
+}
+
+// engineStack is the responder's engine and stack as an arm's knobs set
+// them (zero: the Go engine on the kernel's stack).
+func engineStack(r scenario.Responder) (probe.Engine, probe.Stack) {
+	var e probe.Engine
+	var st probe.Stack
+	if r.Engine != nil {
+		e = *r.Engine
+	}
+	if r.Stack != nil {
+		st = *r.Stack
+	}
+	return e, st
 }
 
 func replyString(t scenario.Traffic) string {

@@ -70,8 +70,8 @@ type Spec struct {
 	ResponderCPU int // -1: not pinned
 	Poll         probe.Poll
 	Sched        cpusched.Sched
-	Engine       probe.Engine // rig respond --engine
-	Stack        probe.Stack  // rig respond --stack (the zero Stack: the kernel's)
+	Engine       probe.Engine   // rig respond --engine
+	Stack        probe.Stack    // rig respond --stack (the zero Stack: the kernel's)
 	SenderCPU    int            // -1: not pinned
 	SenderPoll   probe.PollMode // rig send --poll
 	Spin         time.Duration

@@ -11,7 +11,8 @@
  * user's: responder/native.go builds it.
  *
  * Its readiness and failures go to --ready-fd as one line: "ready k=v …"
- * once the socket is set up and the loop starts, or "refused MESSAGE"
+ * once the socket is set up and the loop starts (with --presence FUNC,
+ * "presence=yes|no|absent": what the preloaded stack's own check said), or "refused MESSAGE"
  * (bad input, a missing privilege, a backend this host cannot run; exit 2)
  * or "failed MESSAGE" (exit 1). SIGINT or SIGTERM ends the loop; it then
  * waits up to --tx-wait-ns for the last replies' TX stamps and writes the

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 )
 
@@ -621,12 +622,30 @@ func requestsCaption(r *Report) string {
 		}
 	}
 	if len(per) == 0 {
-		return ""
+		return stacksCaption(r)
 	}
 	if len(distinct) == 1 && len(per) == ran {
 		for s := range distinct {
-			return " Requests: " + s + "."
+			return " Requests: " + s + "." + stacksCaption(r)
 		}
 	}
-	return " Requests: " + strings.Join(per, "; ") + "."
+	return " Requests: " + strings.Join(per, "; ") + "." + stacksCaption(r)
+}
+
+// stacksCaption names each arm's responder socket stack, from its sample
+// headers, when one arm ran on another than the kernel's ("" otherwise:
+// files before stacks say none).
+func stacksCaption(r *Report) string {
+	var per []string
+	bypass := false
+	for _, a := range r.Summary.Arms {
+		if st := a.Roles[string(samples.RoleResponder)].Stack; st != "" {
+			per = append(per, "arm "+a.Name+": "+st)
+			bypass = bypass || st != string(probe.StackKernel)
+		}
+	}
+	if !bypass {
+		return ""
+	}
+	return " Responder socket stack: " + strings.Join(per, "; ") + "."
 }

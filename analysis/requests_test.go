@@ -3,6 +3,8 @@ package analysis
 import (
 	"strings"
 	"testing"
+
+	"github.com/rig-project/rig/internal/samples"
 )
 
 // Every table caption says where the requests went: once when the arms
@@ -39,5 +41,33 @@ func TestRequestsCaption(t *testing.T) {
 	r.Arms[0].addRequests("unicast to 10.0.0.3:9000")
 	if r.Arms[0].Requests != "multicast 239.1.1.1:9000; unicast to 10.0.0.3:9000" {
 		t.Fatalf("rounds that disagree: %q", r.Arms[0].Requests)
+	}
+}
+
+// Every caption names each arm's responder socket stack, from the sample
+// headers, once an arm ran on a kernel-bypass stack; kernel-only runs (and
+// files from before stacks) say nothing.
+func TestStacksCaption(t *testing.T) {
+	r := &Report{Arms: []*ArmReport{{Name: "kernel"}, {Name: "onload"}}}
+	build := func(stacks ...string) {
+		facts := map[string]*armFacts{}
+		for i, st := range stacks {
+			f := &armFacts{}
+			f.add(&samples.Joined{Headers: map[samples.Role]samples.Header{samples.RoleResponder: {Settings: map[string]any{"stack": st}}}})
+			facts[r.Arms[i].Name] = f
+		}
+		(&analyzer{in: &Input{}, rep: r}).buildSummary(facts)
+	}
+	build("kernel", "kernel")
+	if c := requestsCaption(r); c != "" {
+		t.Errorf("kernel only: %q", c)
+	}
+	build("kernel", "onload")
+	want := " Responder socket stack: arm kernel: kernel; arm onload: onload."
+	if c := requestsCaption(r); c != want {
+		t.Errorf("kernel and onload: %q, want %q", c, want)
+	}
+	if tb := metricTable(r, RTT); !strings.HasSuffix(tb.Caption, want) {
+		t.Errorf("RTT caption lacks the stacks: %q", tb.Caption)
 	}
 }

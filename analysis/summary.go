@@ -51,6 +51,7 @@ type RoleFacts struct {
 	Poll           string `json:"poll,omitempty"`
 	Sched          string `json:"sched,omitempty"`
 	HardwareStamps string `json:"hardware_stamps,omitempty"`
+	Stack          string `json:"stack,omitempty"` // the responder's socket stack
 }
 
 // ArmVerdict is one arm in one sentence.
@@ -103,6 +104,7 @@ func (f *armFacts) add(j *samples.Joined) {
 		put("poll", setting(h.Settings["poll"]))
 		put("sched", setting(h.Settings["sched"]))
 		put("hardware_stamps", setting(h.Settings["hardware_stamps"]))
+		put("stack", setting(h.Settings["stack"]))
 	}
 }
 
@@ -110,7 +112,7 @@ func (f *armFacts) roles() map[string]RoleFacts {
 	out := map[string]RoleFacts{}
 	for role, m := range f.seen {
 		v := func(k string) string { return strings.Join(m[k], " | ") }
-		out[string(role)] = RoleFacts{Host: v("host"), Iface: v("iface"), CPU: v("cpu"), Poll: v("poll"), Sched: v("sched"), HardwareStamps: v("hardware_stamps")}
+		out[string(role)] = RoleFacts{Host: v("host"), Iface: v("iface"), CPU: v("cpu"), Poll: v("poll"), Sched: v("sched"), HardwareStamps: v("hardware_stamps"), Stack: v("stack")}
 	}
 	return out
 }

@@ -11,7 +11,8 @@
  * user's: responder/native.go builds it.
  *
  * Its readiness and failures go to --ready-fd as one line: "ready k=v …"
- * once the socket is set up and the loop starts, or "refused MESSAGE"
+ * once the socket is set up and the loop starts (with --presence FUNC,
+ * "presence=yes|no|absent": what the preloaded stack's own check said), or "refused MESSAGE"
  * (bad input, a missing privilege, a backend this host cannot run; exit 2)
  * or "failed MESSAGE" (exit 1). SIGINT or SIGTERM ends the loop; it then
  * waits up to --tx-wait-ns for the last replies' TX stamps and writes the
@@ -21,6 +22,7 @@
  * it, the buffers are static.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -94,6 +96,7 @@ static struct cfg {
 	int64_t tx_wait_ns;
 	int rcvbuf;
 	int ready_fd, out_fd;
+	const char *presence; /* the stack's own "am I loaded" function, int f(void) */
 } c = {.cpu = -1, .ready_fd = -1, .out_fd = -1, .tx_wait_ns = 500000000, .budget = 64};
 
 static int fd = -1, ep = -1;
@@ -209,7 +212,7 @@ static void args(int argc, char **argv)
 		{"ts-optional", 1, 0, 'T'}, {"hw-tx", 1, 0, 'h'}, {"hw-window", 1, 0, 'w'}, {"capacity", 1, 0, 'C'},
 		{"hw-rx", 1, 0, 'H'}, {"hw-fail", 1, 0, 'F'}, {"tx-sw", 1, 0, 'S'},
 		{"count", 1, 0, 'n'}, {"tx-wait-ns", 1, 0, 'W'}, {"rcvbuf", 1, 0, 's'}, {"ready-fd", 1, 0, 'y'},
-		{"out-fd", 1, 0, 'O'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
+		{"out-fd", 1, 0, 'O'}, {"presence", 1, 0, 'P'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
 	};
 	int o, ix;
 	opterr = 0;
@@ -262,6 +265,7 @@ static void args(int argc, char **argv)
 		case 's': c.rcvbuf = (int)num("rcvbuf", v, INT_MAX); break;
 		case 'y': c.ready_fd = (int)num("ready-fd", v, INT_MAX); break;
 		case 'O': c.out_fd = (int)num("out-fd", v, INT_MAX); break;
+		case 'P': c.presence = v; break;
 		case 'V':
 			printf("rig-respond-native commit %s, handoff format %d, wire format %d\n", RIG_COMMIT, HANDOFF_VERSION, WIRE_VERSION);
 			exit(0);
@@ -854,6 +858,16 @@ static void place(void)
 	}
 }
 
+/* presence asks the preloaded stack itself whether it is loaded: its
+ * function looked up in the process (dlsym, no link dependency), called
+ * after the socket is set up. "yes", "no", or "absent" (no such function). */
+static const char *presence(void)
+{
+	int (*f)(void);
+	*(void **)&f = dlsym(RTLD_DEFAULT, c.presence);
+	return !f ? "absent" : f() ? "yes" : "no";
+}
+
 static int64_t tv_ns(struct timeval tv) { return (int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000; }
 
 int main(int argc, char **argv)
@@ -878,8 +892,11 @@ int main(int argc, char **argv)
 	/* After the ring: its SQ thread must not inherit the CPU or the policy. */
 	place();
 	int mlock_err = mlockall(MCL_CURRENT | MCL_FUTURE) < 0 ? errno : 0;
-	if (dprintf(c.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d\n",
-		    (int)gettid(), ts_granted, ts_old, ts_dropped, ts_assumed, rcvbuf, mlock_err) < 0)
+	char stack[160] = "";
+	if (c.presence)
+		snprintf(stack, sizeof stack, " presence=%s", presence());
+	if (dprintf(c.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d%s\n",
+		    (int)gettid(), ts_granted, ts_old, ts_dropped, ts_assumed, rcvbuf, mlock_err, stack) < 0)
 		die(1, "ready pipe: %s", strerror(errno));
 
 	struct rusage ru0, ru1;

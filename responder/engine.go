@@ -22,11 +22,15 @@ type Engine interface {
 }
 
 // FindEngine finds the native engine's program when cfg asks for it (""
-// for the Go engine): a missing one is refused (os.ErrNotExist) before
-// anything is set up.
+// for the Go engine), and checks its stack on this host: a missing one is
+// refused (os.ErrNotExist, or a *native.Refusal with the stack's install
+// hint) before anything is set up.
 func FindEngine(cfg probe.Respond) (string, error) {
 	if cfg.Engine != probe.EngineNative {
 		return "", nil
+	}
+	if _, err := stackLaunch(cfg.Stack); err != nil {
+		return "", err
 	}
 	return native.Find(NativeProgram)
 }

@@ -38,6 +38,7 @@ type Native struct {
 	prog    string
 	proc    *native.Proc
 	ready   native.Ready
+	lib     string // the stack's library as mapped in the program
 	granted tstamp.Granted
 	hw      *tstamp.HWProof
 	h       *native.Handoff
@@ -68,8 +69,18 @@ func NewNative(cfg probe.Respond, o Options, prog string) (*Native, error) {
 			return nil, err
 		}
 	}
-	if n.proc, n.ready, err = native.Start(prog, n.args(ifi, plan), os.Stderr); err != nil {
+	launch, err := stackLaunch(cfg.Stack)
+	if err != nil {
 		return nil, err
+	}
+	if n.proc, n.ready, err = native.Start(prog, n.args(ifi, plan), launch, os.Stderr); err != nil {
+		return nil, err
+	}
+	if !cfg.Stack.Kernel() {
+		if n.lib, err = proveStack(cfg.Stack, n.proc.Pid(), n.ready); err != nil {
+			n.proc.Close()
+			return nil, err
+		}
 	}
 	n.granted = plan.Granted
 	if plan.Want != 0 {
@@ -157,6 +168,9 @@ func (n *Native) args(ifi *net.Interface, plan tstamp.Plan) []string {
 	}
 	if c.Reply.IsValid() {
 		a = append(a, "--reply", c.Reply.String())
+	}
+	if p := c.Stack.Info().Presence; p != "" {
+		a = append(a, "--presence", p)
 	}
 	return a
 }
@@ -251,6 +265,12 @@ func (n *Native) Header(arm, round int) samples.Header {
 	more := map[string]any{"engine": probe.EngineNative.String(), "native_program": n.prog, "rcvbuf_bytes": n.ready.RcvBuf, "phc": n.phc}
 	if n.cfg.Poll.Mode == probe.PreferBusyPoll {
 		more["busy_poll_budget"] = n.cfg.Poll.Budget
+	}
+	if n.lib != "" {
+		more["stack_library"], more["stack_env"] = n.lib, n.cfg.Stack.Vars()
+		if p := n.cfg.Stack.Info().Presence; p != "" {
+			more["stack_presence"] = p + ": " + n.ready.Presence
+		}
 	}
 	more["mlockall"] = "ok"
 	if n.ready.MlockAll != 0 {

@@ -368,7 +368,7 @@ func (r *Responder) Header(arm, round int) samples.Header {
 func header(cfg probe.Respond, host string, g tstamp.Granted, hw *tstamp.HWProof, started time.Time, arm, round int, more map[string]any) samples.Header {
 	settings := map[string]any{
 		"cpu": cfg.CPU, "poll": cfg.Poll.Mode.String(), "busy_poll_us": cfg.Poll.BusyPollUS,
-		"sched": cfg.Sched.String(), "timestamps": g.String(), "hardware_stamps": hw.String(),
+		"sched": cfg.Sched.String(), "timestamps": g.String(), "hardware_stamps": hw.String(), "stack": cfg.Stack.String(),
 	}
 	maps.Copy(settings, more)
 	h := samples.Header{

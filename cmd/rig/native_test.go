@@ -388,6 +388,53 @@ func TestNativeLibcCalls(t *testing.T) {
 	}
 }
 
+// TestNativeStack runs the native engine under --stack custom with the
+// interposer as the stack (native/test/interpose.c, preloaded as Onload,
+// VMA or XLIO would be): rig proves it loaded — the library mapped in the
+// program and its presence check answering yes — and every request's
+// receive and every reply's send went through it. A library the loader
+// cannot preload, or a presence check the process lacks, is refused.
+func TestNativeStack(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	dir := testbin.Native(t)
+	lib := filepath.Join(dir, "librig-interpose.so")
+	const n = 200
+	for _, poll := range []string{"block", "epoll"} {
+		calls := filepath.Join(t.TempDir(), "calls")
+		f, log := nativeRound(t, topo, dir, n, "--engine", "native", "--poll", poll, "--stack", "custom", "--stack-preload", lib,
+			"--stack-presence", "rig_interpose_present", "--stack-env", "RIG_INTERPOSE_OUT="+calls)
+		s, c := f.Header.Settings, f.Footer.Counters
+		if s["stack"] != "custom" || s["stack_library"] != lib || s["stack_presence"] != "rig_interpose_present: yes" {
+			t.Errorf("%s: settings %v\n%s", poll, s, log)
+		}
+		seen := readCalls(t, calls)
+		t.Logf("%s: received %d, answered %d; in the loop the stack intercepted recvmsg %d (%d not of the error queue), sendmsg %d",
+			poll, c.Received, c.Sent, seen["loop recvmsg"], seen["loop recvmsg-data"], seen["loop sendmsg"])
+		if c.Received != n || c.Sent != n || seen["loop recvmsg-data"] < c.Received || seen["loop sendmsg"] < c.Sent {
+			t.Errorf("%s: the stack saw %d receives and %d sendmsg for %d received and %d answered", poll, seen["loop recvmsg-data"], seen["loop sendmsg"], c.Received, c.Sent)
+		}
+	}
+	fake := filepath.Join(t.TempDir(), "libfake.so")
+	if err := os.WriteFile(fake, []byte("not a library"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--stack-preload", fake}, "libfake.so is not mapped in the native program"},
+		{[]string{"--stack-preload", lib, "--stack-presence", "no_such_check"}, "its presence check no_such_check() is not in the process"},
+	} {
+		cmd := exec.Command("ip", append([]string{"netns", "exec", topo.Netns(netlab.Responder), testbin.Rig(t), "respond", "--iface", topo.Responder.Interface,
+			"--timestamps", "software", "--run-id", "1", "--engine", "native", "--stack", "custom"}, c.flags...)...)
+		cmd.Env = append(os.Environ(), native.EnvDir+"="+dir)
+		out, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v: exit %d (%v), want 2 saying %q\n%s", c.flags, code, err, c.want, out)
+		}
+	}
+}
+
 // readCalls reads the interposer's "PHASE CALL COUNT" lines.
 func readCalls(t *testing.T, path string) map[string]uint64 {
 	t.Helper()
@@ -421,6 +468,16 @@ func TestNativeEngineBadInput(t *testing.T) {
 	code, stderr := runRig(t, nil, "respond", "--iface", "lo", "--run-id", "1", "--poll", "io-uring")
 	if code != 2 || !strings.Contains(stderr, `poll mode "io-uring" needs --engine native`) {
 		t.Errorf("io-uring on the Go engine: exit %d\n%s", code, stderr)
+	}
+	code, stderr = runRig(t, nil, "respond", "--iface", "lo", "--run-id", "1", "--stack", "onload")
+	if code != 2 || !strings.Contains(stderr, "--stack onload needs --engine native: the Go engine makes its socket calls as raw system calls") {
+		t.Errorf("a stack on the Go engine: exit %d\n%s", code, stderr)
+	}
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("LD_LIBRARY_PATH", "")
+	code, stderr = runRig(t, nil, "respond", "--iface", "lo", "--run-id", "1", "--engine", "native", "--stack", "xlio")
+	if code != 2 || !strings.Contains(stderr, "--stack xlio: library libxlio.so is not in LD_LIBRARY_PATH") || !strings.Contains(stderr, "install NVIDIA XLIO") {
+		t.Errorf("an absent stack: exit %d\n%s", code, stderr)
 	}
 	t.Setenv(native.EnvDir, t.TempDir())
 	code, stderr = runRig(t, nil, "respond", "--iface", "lo", "--run-id", "1", "--engine", "native")

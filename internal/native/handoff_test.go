@@ -140,7 +140,11 @@ func TestParseReady(t *testing.T) {
 	if err != nil || r != want {
 		t.Fatalf("%+v, %v\nwant %+v", r, err, want)
 	}
-	for _, bad := range []string{"", "refused x", "ready tid=1", "ready tid=1 tid=2 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0",
+	if r, err := ParseReady("ready tid=1 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0 presence=no"); err != nil || r.Presence != "no" {
+		t.Errorf("presence: %+v, %v", r, err)
+	}
+	for _, bad := range []string{"", "ready tid=1 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0 presence=maybe",
+		"ready tid=1 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0 presence=yes presence=yes", "refused x", "ready tid=1", "ready tid=1 tid=2 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0",
 		"ready tid=x ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0", "ready tid=1 ts_flags=0 ts_old=2 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0",
 		"ready tid ts_flags=0"} {
 		if _, err := ParseReady(bad); err == nil {
@@ -160,6 +164,7 @@ func TestParseReady(t *testing.T) {
 func FuzzParseReady(f *testing.F) {
 	f.Add("ready tid=123 ts_flags=0x2089a ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=2000000 mlockall=0")
 	f.Add("ready tid=1")
+	f.Add("ready tid=1 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0 presence=yes")
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := ParseReady(s)
 		if err != nil {

@@ -55,11 +55,15 @@ func find(dir, name string) (string, error) {
 // its loop starts: its thread, and what the kernel made of the socket's
 // timestamping flags (tstamp.SetResult), receive buffer and mlockall.
 type Ready struct {
-	TID       int
-	TS        tstamp.SetResult
-	RcvBuf    int
-	MlockAll  syscall.Errno // 0: the program's memory is locked
-	Remainder string        // fields this rig does not know, as given
+	TID      int
+	TS       tstamp.SetResult
+	RcvBuf   int
+	MlockAll syscall.Errno // 0: the program's memory is locked
+	// Presence is what the stack's own presence check said (--presence):
+	// yes, no, or absent (the program found no such function); "" when
+	// not asked.
+	Presence  string
+	Remainder string // fields this rig does not know, as given
 }
 
 // readyKeys are the fields a ready line must carry.
@@ -75,10 +79,18 @@ func ParseReady(line string) (Ready, error) {
 	}
 	v := map[string]uint64{}
 	var rest []string
+	presence := ""
 	for _, f := range fields[1:] {
 		k, val, ok := strings.Cut(f, "=")
 		if !ok {
 			return Ready{}, fmt.Errorf("native: ready line field %q is not key=value", f)
+		}
+		if k == "presence" {
+			if presence != "" || !slices.Contains([]string{"yes", "no", "absent"}, val) {
+				return Ready{}, fmt.Errorf("native: ready line presence=%q: want yes, no or absent, once", val)
+			}
+			presence = val
+			continue
 		}
 		if !slices.Contains(readyKeys, k) {
 			rest = append(rest, f)
@@ -103,7 +115,7 @@ func ParseReady(line string) (Ready, error) {
 			return Ready{}, fmt.Errorf("native: ready line %s=%d: want 0 or 1", k, v[k])
 		}
 	}
-	return Ready{TID: int(v["tid"]), RcvBuf: int(v["rcvbuf"]), MlockAll: syscall.Errno(v["mlockall"]), Remainder: strings.Join(rest, " "),
+	return Ready{TID: int(v["tid"]), RcvBuf: int(v["rcvbuf"]), MlockAll: syscall.Errno(v["mlockall"]), Presence: presence, Remainder: strings.Join(rest, " "),
 		TS: tstamp.SetResult{Flags: tstamp.Flags(v["ts_flags"]), Old: v["ts_old"] == 1, Dropped: tstamp.Flags(v["ts_dropped"]), Assumed: v["ts_assumed"] == 1}}, nil
 }
 
@@ -128,10 +140,19 @@ type Proc struct {
 	exit  chan error
 }
 
-// Start runs the responder program prog with args (StartLine) and parses
-// its ready line.
-func Start(prog string, args []string, stderr io.Writer) (*Proc, Ready, error) {
-	p, line, err := StartLine(prog, args, stderr)
+// Launch is how a program starts under a kernel-bypass stack: through
+// the stack's launcher, which execs it (the process stays the one
+// started), and with variables added to its environment (LD_PRELOAD, the
+// stack's own). The zero Launch starts it as it is.
+type Launch struct {
+	Launcher string
+	Env      []string
+}
+
+// Start runs the responder program prog with args through l (StartLine)
+// and parses its ready line.
+func Start(prog string, args []string, l Launch, stderr io.Writer) (*Proc, Ready, error) {
+	p, line, err := StartLine(prog, args, l, stderr)
 	if err != nil {
 		return nil, Ready{}, err
 	}
@@ -143,10 +164,10 @@ func Start(prog string, args []string, stderr io.Writer) (*Proc, Ready, error) {
 	return p, rd, nil
 }
 
-// StartLine runs prog with args and --ready-fd and --out-fd, its output
-// going to stderr, and returns its first line. The program dies with rig
-// (PR_SET_PDEATHSIG). A refused line is a *Refusal.
-func StartLine(prog string, args []string, stderr io.Writer) (*Proc, string, error) {
+// StartLine runs prog with args and --ready-fd and --out-fd (through l),
+// its output going to stderr, and returns its first line. The program
+// dies with rig (PR_SET_PDEATHSIG). A refused line is a *Refusal.
+func StartLine(prog string, args []string, l Launch, stderr io.Writer) (*Proc, string, error) {
 	p := &Proc{name: filepath.Base(prog), exit: make(chan error, 1)}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -160,7 +181,14 @@ func StartLine(prog string, args []string, stderr io.Writer) (*Proc, string, err
 	}
 	os.Remove(p.out.Name()) // the open file is enough; nothing is left behind
 	// The pipe first: whatever the program refuses then goes to it.
-	p.cmd = exec.Command(prog, append([]string{"--ready-fd", "3", "--out-fd", "4"}, args...)...)
+	argv := append([]string{prog, "--ready-fd", "3", "--out-fd", "4"}, args...)
+	if l.Launcher != "" {
+		argv = append([]string{l.Launcher}, argv...)
+	}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	if l.Env != nil {
+		p.cmd.Env = append(os.Environ(), l.Env...)
+	}
 	p.cmd.ExtraFiles = []*os.File{w, p.out}
 	p.cmd.Stdout, p.cmd.Stderr = stderr, stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -195,6 +223,9 @@ func lineErr(name, line string) error {
 	}
 	return nil
 }
+
+// Pid is the program's process (the launcher's, which exec'd it).
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
 // Wait waits for the responder program to end, sending it SIGTERM when
 // ctx is done first, and reads its handoff. A program that failed after

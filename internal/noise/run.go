@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 
 	args := []string{"--cpu", strconv.Itoa(cfg.CPU), "--fifo", strconv.Itoa(cfg.Sched.Priority),
 		"--duration-ns", strconv.FormatInt(int64(cfg.Duration), 10), "--keep", strconv.Itoa(keep)}
-	p, line, err := native.StartLine(cfg.Prog, args, cfg.Stderr)
+	p, line, err := native.StartLine(cfg.Prog, args, native.Launch{}, cfg.Stderr)
 	if err != nil {
 		stopTelemetry(tel)
 		return nil, err

@@ -60,3 +60,38 @@ func FuzzParseEnginePoll(f *testing.F) {
 		}
 	})
 }
+
+// TestStack: every stack but kernel needs the native engine, the Go
+// engine saying why; custom needs its library; the custom flags belong to
+// custom alone; an unknown stack lists the known ones.
+func TestStack(t *testing.T) {
+	base := DefaultRespond()
+	base.Iface, base.RunID, base.Engine = "veth-r", 1, EngineNative
+	for name, c := range map[string]struct {
+		change func(*Respond)
+		want   string // "" ok
+	}{
+		"kernel on go":    {func(r *Respond) { r.Engine = EngineGo }, ""},
+		"onload":          {func(r *Respond) { r.Stack.Name = "onload" }, ""},
+		"onload on go":    {func(r *Respond) { r.Engine, r.Stack.Name = EngineGo, "onload" }, "--stack onload needs --engine native: the Go engine makes its socket calls as raw system calls"},
+		"xlio on go":      {func(r *Respond) { r.Engine, r.Stack.Name = EngineGo, "xlio" }, "no preloaded stack sees"},
+		"custom":          {func(r *Respond) { r.Stack = Stack{Name: StackCustom, Preload: "/x/libi.so"} }, ""},
+		"custom no lib":   {func(r *Respond) { r.Stack = Stack{Name: StackCustom, Launcher: "/x/l"} }, "--stack custom needs --stack-preload"},
+		"launcher onload": {func(r *Respond) { r.Stack = Stack{Name: "onload", Launcher: "/x/l"} }, "are for --stack custom"},
+		"env on kernel":   {func(r *Respond) { r.Stack.Env = "A=1" }, "need --stack"},
+		"bad env":         {func(r *Respond) { r.Stack = Stack{Name: "vma", Env: "VMA_SPEC"} }, `--stack-env "VMA_SPEC": want NAME=VALUE`},
+	} {
+		r := base
+		c.change(&r)
+		err := r.Check()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+	if _, err := ParseStack("dpdk"); err == nil || err.Error() != `stack "dpdk": want kernel, exasock, onload, vma, xlio or custom` {
+		t.Errorf("dpdk: %v", err)
+	}
+	if info := (Stack{Name: StackCustom, Preload: "/opt/i/libi.so"}).Info(); info.Library != "libi.so" {
+		t.Errorf("custom info %+v", info)
+	}
+}

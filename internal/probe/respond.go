@@ -25,12 +25,13 @@ type Respond struct {
 	Capacity int            // --capacity: sequences recorded
 	TxWait   time.Duration  // --tx-wait
 	Engine   Engine         // --engine
+	Stack    Stack          // --stack, --stack-launcher, --stack-preload, --stack-env
 }
 
 // DefaultRespond is rig respond's command line with every flag at its
 // default (Iface, which has none, empty).
 func DefaultRespond() Respond {
-	return Respond{Common: defaultCommon(), CPU: -1, Capacity: 100000, TxWait: 500 * time.Millisecond}
+	return Respond{Common: defaultCommon(), CPU: -1, Capacity: 100000, TxWait: 500 * time.Millisecond, Stack: Stack{Name: StackKernel}}
 }
 
 // Register defines rig respond's flags on fs, bound to r and set to their
@@ -47,6 +48,11 @@ func (r *Respond) Register(fs *flag.FlagSet) {
 	fs.IntVar(&r.Capacity, "capacity", d.Capacity, "sequences recorded (0..capacity-1); more are answered but not recorded")
 	fs.DurationVar(&r.TxWait, "tx-wait", d.TxWait, "how long to wait for the last replies' TX stamps")
 	fs.TextVar(&r.Engine, "engine", d.Engine, "go (rig's own loop) | native (rig-respond-native, beside rig: a C loop no runtime interrupts, which kernel-bypass stacks can accelerate; more --poll backends)")
+	fs.TextVar(&r.Stack.Name, "stack", d.Stack.Name, "socket stack of --engine native: kernel | onload | exasock | vma | xlio (launched by its launcher or preloaded, and proven mapped in the program) | custom (--stack-preload)")
+	fs.StringVar(&r.Stack.Launcher, "stack-launcher", d.Stack.Launcher, "--stack custom: a launcher that execs the program (as onload does)")
+	fs.StringVar(&r.Stack.Preload, "stack-preload", d.Stack.Preload, "--stack custom: the library to preload (LD_PRELOAD), a path or a name the dynamic loader finds")
+	fs.StringVar(&r.Stack.Presence, "stack-presence", d.Stack.Presence, "--stack custom: the library's int f(void) that says it is loaded (as onload_is_present): the program calls it and must hear non-zero")
+	fs.Var((*envList)(&r.Stack.Env), "stack-env", "NAME=VALUE for the program's environment under a stack, comma-separated or repeated (e.g. EF_RX_TIMESTAMPING=3)")
 }
 
 // Parse completes r from fs, the FlagSet Register defined the flags on,
@@ -78,7 +84,10 @@ func (r Respond) Check() error {
 	case r.TxWait < 0:
 		return fmt.Errorf("--tx-wait %v: want 0 or more", r.TxWait)
 	}
-	return checkEnginePoll(r.Poll, r.Engine)
+	if err := checkEnginePoll(r.Poll, r.Engine); err != nil {
+		return err
+	}
+	return r.Stack.check(r.Engine)
 }
 
 // Args is r as rig respond's arguments (without the command name):

@@ -46,11 +46,15 @@ func TestProbeArgs(t *testing.T) {
 	rsp := probe.DefaultRespond()
 	rsp.Iface, rsp.CPU = "veth-r", 1
 	rsp.Poll, rsp.Sched = probe.Poll{Mode: probe.Block, BusyPollUS: 50}, cpusched.Sched{Policy: cpusched.FIFO, Priority: 50}
+	rsp.Engine, rsp.Stack = probe.EngineNative, probe.Stack{Name: "onload", Env: "EF_RX_TIMESTAMPING=3,EF_TX_TIMESTAMPING=3"}
 	capt := probe.DefaultCapture()
 	capt.Iface, capt.VXLAN = "veth-c", true
 	s := Spec{Send: send, Respond: []probe.Respond{rsp}, Capture: &capt, ReadyTimeout: time.Second, Progress: func(int, int) {}}
 	var r probe.Respond
 	parse(t, s.respond(0).Args(), r.Register, r.Parse)
+	if r.Engine != probe.EngineNative || r.Stack != rsp.Stack {
+		t.Errorf("respond: engine %v, stack %+v", r.Engine, r.Stack)
+	}
 	if r.Iface != "veth-r" || r.Group != send.Group || r.Reply != send.ReplyGroup || r.CPU != 1 || r.Poll != rsp.Poll || r.Sched != rsp.Sched ||
 		r.Capacity != 500 || r.Count != 0 || r.RunID != 0xabc || r.Arm != "pinned" || r.ArmIndex != 1 || r.Round != 4 ||
 		!r.LeaveNIC || r.Timestamps != tstamp.Software || r.MaxDuration != s.maxDuration() || r.Out != "" || r.ID != 0 {
@@ -99,7 +103,7 @@ func TestFanoutProbeArgs(t *testing.T) {
 	capt.Iface = "veth-c"
 	r0, r1, r2 := probe.DefaultRespond(), probe.DefaultRespond(), probe.DefaultRespond()
 	r0.Iface, r0.CPU, r0.Poll = "veth-r", 1, probe.Poll{Mode: probe.Busy}
-	r1.Iface = "veth-r1"
+	r1.Iface, r1.Engine, r1.Stack = "veth-r1", probe.EngineNative, probe.Stack{Name: "exasock"}
 	r2.Iface, r2.CPU, r2.Poll, r2.Sched = "veth-r2", 3, probe.Poll{Mode: probe.Block, BusyPollUS: 50}, cpusched.Sched{Policy: cpusched.FIFO, Priority: 10}
 	s := Spec{Send: send, Respond: []probe.Respond{r0, r1, r2}, Capture: &capt, ReadyTimeout: time.Second}
 	want := []struct {
@@ -112,7 +116,7 @@ func TestFanoutProbeArgs(t *testing.T) {
 		var r probe.Respond
 		parse(t, s.respond(id).Args(), r.Register, r.Parse)
 		if r.ID != id || r.Iface != w.iface || r.CPU != w.cpu || r.Poll != w.poll || r.Sched != w.sched ||
-			r.Group != send.Group || r.RunID != 0xabc || r.Capacity != 500 || !r.LeaveNIC {
+			r.Group != send.Group || r.RunID != 0xabc || r.Capacity != 500 || !r.LeaveNIC || (r.Stack.String() == "exasock") != (id == 1) {
 			t.Errorf("responder %d: %+v", id, r)
 		}
 	}

@@ -416,6 +416,12 @@ func respond(h host, k scenario.Knobs) probe.Respond {
 	if v := k.Responder.Sched; v != nil {
 		c.Sched = *v
 	}
+	if v := k.Responder.Engine; v != nil {
+		c.Engine = *v
+	}
+	if v := k.Responder.Stack; v != nil && v.Name != "" {
+		c.Stack = *v
+	}
 	return c
 }
 

@@ -40,6 +40,14 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 				k.Responder.Poll = &po
 			}
 		}
+		if rr.Engine != nil {
+			if e, err := probe.ParseEngine(*rr.Engine); err != nil {
+				c.val(rp+".engine", err.Error(), "use go or native")
+			} else {
+				k.Responder.Engine = &e
+			}
+		}
+		k.Responder.Stack = c.stack(rp, rr)
 	}
 	if r.IRQ != nil {
 		ip := p + ".irq"
@@ -345,6 +353,32 @@ func (c *checker) stressArgs(path, v, cpusField string) ([]string, bool) {
 	return f, true
 }
 
+// stack reads responder.stack and stack-env; custom needs a library path
+// on the responder host, which only rig respond --stack custom takes.
+func (c *checker) stack(rp string, rr *rawResponder) *probe.Stack {
+	if rr.Stack == nil {
+		if rr.StackEnv != nil {
+			c.key(rp+".stack-env", "stack-env without stack", "add stack: onload (or exasock, vma, xlio), or delete stack-env")
+		}
+		return nil
+	}
+	n, err := probe.ParseStack(*rr.Stack)
+	if err == nil && n == probe.StackCustom {
+		err = fmt.Errorf("stack custom is not a scenario's: its library is a path on one host")
+	}
+	if err != nil {
+		c.val(rp+".stack", err.Error(), "use kernel, onload, exasock, vma or xlio (rig respond --stack custom runs a library of your own)")
+		return nil
+	}
+	for i, kv := range rr.StackEnv {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(kv, ", \t") {
+			c.val(fmt.Sprintf("%s.stack-env[%d]", rp, i), fmt.Sprintf("%q is not NAME=VALUE", kv), "write e.g. EF_RX_TIMESTAMPING=3, one per item, without commas")
+			return nil
+		}
+	}
+	return &probe.Stack{Name: n, Env: strings.Join(rr.StackEnv, ",")}
+}
+
 // merge applies an arm over the defaults. Scalars and NIC fields merge
 // field by field; cstate, load and smt-sibling are replaced whole because
 // their fields only make sense together; requires is the union.
@@ -356,6 +390,8 @@ func merge(d, a Knobs) Knobs {
 	}
 	over(&e.Responder.Sched, a.Responder.Sched)
 	over(&e.Responder.Poll, a.Responder.Poll)
+	over(&e.Responder.Engine, a.Responder.Engine)
+	over(&e.Responder.Stack, a.Responder.Stack)
 	over(&e.IRQ, a.IRQ)
 	ec, ac := &e.NIC.Coalesce, a.NIC.Coalesce
 	over(&ec.RxUsecs, ac.RxUsecs)

@@ -74,9 +74,12 @@ type rawArm struct {
 }
 
 type rawResponder struct {
-	CPU   any     `yaml:"cpu"` // a CPU number, quietest, or {quietest: LIST, window: D}
-	Sched *string `yaml:"sched"`
-	Poll  *string `yaml:"poll"`
+	CPU      any      `yaml:"cpu"` // a CPU number, quietest, or {quietest: LIST, window: D}
+	Sched    *string  `yaml:"sched"`
+	Poll     *string  `yaml:"poll"`
+	Engine   *string  `yaml:"engine"`
+	Stack    *string  `yaml:"stack"`
+	StackEnv []string `yaml:"stack-env"` // NAME=VALUE
 }
 
 type rawIRQ struct {

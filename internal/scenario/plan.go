@@ -16,6 +16,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/probe"
 )
 
 // Plan is the arms × rounds schedule of a scenario.
@@ -233,7 +234,7 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		return "  [defaults]"
 	}
 	r := e.Responder
-	if r.HasCPU() || r.Sched != nil || r.Poll != nil {
+	if r.HasCPU() || r.Sched != nil || r.Poll != nil || r.Engine != nil || r.Stack != nil {
 		var parts []string
 		if r.CPU != nil {
 			parts = append(parts, fmt.Sprintf("CPU %d", *r.CPU))
@@ -247,7 +248,13 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		if r.Poll != nil {
 			parts = append(parts, "poll "+r.Poll.String())
 		}
-		set := k.Responder.HasCPU() || k.Responder.Sched != nil || k.Responder.Poll != nil
+		if r.Engine != nil {
+			parts = append(parts, "engine "+r.Engine.String())
+		}
+		if r.Stack != nil {
+			parts = append(parts, "stack "+stackText(*r.Stack))
+		}
+		set := k.Responder.HasCPU() || k.Responder.Sched != nil || k.Responder.Poll != nil || k.Responder.Engine != nil || k.Responder.Stack != nil
 		out = append(out, "responder process: "+strings.Join(parts, ", ")+from(set))
 	}
 	if e.IRQ != nil {
@@ -418,4 +425,21 @@ func (s *Scenario) kubectlHosts() []string {
 		}
 	}
 	return pods
+}
+
+// stackText is a stack as the dry run shows it: what launches it, and that
+// the responder host must have it.
+func stackText(st probe.Stack) string {
+	if st.Kernel() {
+		return st.String()
+	}
+	i := st.Info()
+	how := "LD_PRELOAD=" + i.Library
+	if i.Launcher != "" {
+		how = "launcher " + i.Launcher
+	}
+	if st.Env != "" {
+		how += " " + strings.ReplaceAll(st.Env, ",", " ")
+	}
+	return fmt.Sprintf("%s (%s; rig respond refuses the round where the responder host lacks it)", st, how)
 }

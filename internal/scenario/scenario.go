@@ -244,8 +244,10 @@ type Knobs struct {
 type Responder struct {
 	CPU      *int            `json:"cpu"`
 	Quietest *Quietest       `json:"quietest"`
-	Sched    *cpusched.Sched `json:"sched"` // the responder thread's scheduling policy
-	Poll     *probe.Poll     `json:"poll"`  // how the responder waits for a request
+	Sched    *cpusched.Sched `json:"sched"`  // the responder thread's scheduling policy
+	Poll     *probe.Poll     `json:"poll"`   // how the responder waits for a request
+	Engine   *probe.Engine   `json:"engine"` // rig respond --engine
+	Stack    *probe.Stack    `json:"stack"`  // rig respond --stack (and --stack-env)
 }
 
 // Quietest is responder.cpu: quietest — the responder host's agent ranks

@@ -6,6 +6,9 @@
  * such a stack (LD_PRELOAD="librig-interpose.so libonload.so") it counts
  * what the stack is handed.
  *
+ * As a custom stack (rig respond --stack custom) it answers the presence
+ * check rig_interpose_present, as Onload answers onload_is_present.
+ *
  * RIG_INTERPOSE_OUT names the file written at exit: one line per phase and
  * call that happened, "PHASE CALL COUNT" (syscall() calls as "syscall-NR"). */
 #include <dlfcn.h>
@@ -17,14 +20,16 @@
 #include <sys/socket.h>
 
 enum { SOCKET, SETSOCKOPT, GETSOCKOPT, BIND, RECVMSG, SENDMSG, RECV, SEND, RECVFROM, SENDTO, EPOLL_WAIT,
-       MALLOC, CALLOC, REALLOC, FREE, MEMALIGN, MMAP, NCALLS };
+       MALLOC, CALLOC, REALLOC, FREE, MEMALIGN, MMAP, RECVMSG_DATA, NCALLS };
 static const char *const names[NCALLS] = {"socket", "setsockopt", "getsockopt", "bind", "recvmsg", "sendmsg", "recv",
-	"send", "recvfrom", "sendto", "epoll_wait", "malloc", "calloc", "realloc", "free", "memalign", "mmap"};
+	"send", "recvfrom", "sendto", "epoll_wait", "malloc", "calloc", "realloc", "free", "memalign", "mmap", "recvmsg-data"};
 enum { NSYS = 512 };
 static unsigned long calls[3][NCALLS], sys[3][NSYS];
 static int phase;
 
 static void count(int c) { __atomic_fetch_add(&calls[phase][c], 1, __ATOMIC_RELAXED); }
+
+int rig_interpose_present(void) { return 1; }
 
 void rig_native_phase(int p)
 {
@@ -54,7 +59,18 @@ FORWARD(int, socket, SOCKET, (int d, int t, int p), (d, t, p))
 FORWARD(int, setsockopt, SETSOCKOPT, (int s, int l, int o, const void *v, socklen_t n), (s, l, o, v, n))
 FORWARD(int, getsockopt, GETSOCKOPT, (int s, int l, int o, void *v, socklen_t *n), (s, l, o, v, n))
 FORWARD(int, bind, BIND, (int s, const struct sockaddr *a, socklen_t n), (s, a, n))
-FORWARD(ssize_t, recvmsg, RECVMSG, (int s, struct msghdr *m, int f), (s, m, f))
+/* recvmsg also counts the reads that are not of the error queue: the
+ * requests' receives. */
+ssize_t recvmsg(int s, struct msghdr *m, int f)
+{
+	static ssize_t (*real)(int, struct msghdr *, int);
+	if (!real)
+		*(void **)&real = next("recvmsg");
+	count(RECVMSG);
+	if (!(f & MSG_ERRQUEUE))
+		count(RECVMSG_DATA);
+	return real(s, m, f);
+}
 FORWARD(ssize_t, sendmsg, SENDMSG, (int s, const struct msghdr *m, int f), (s, m, f))
 FORWARD(ssize_t, recv, RECV, (int s, void *b, size_t n, int f), (s, b, n, f))
 FORWARD(ssize_t, send, SEND, (int s, const void *b, size_t n, int f), (s, b, n, f))

@@ -150,7 +150,7 @@ unit:
 unit-check:
 	./.ci/unit-starts-nothing.sh $(PKGS)
 
-lint: fmt-check vet staticcheck portable deadcode
+lint: fmt-check vet staticcheck portable deadcode doors
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

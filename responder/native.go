@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/native"
@@ -59,7 +57,7 @@ func NewNative(cfg probe.Respond, o Options, prog string) (*Native, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := tstamp.PlanFor(unix.AF_INET, cfg.Iface, cfg.Timestamps, tstamp.Options{Device: o.Device})
+	plan, err := tstamp.PlanFor(tstamp.FamilyUDP, cfg.Iface, cfg.Timestamps, tstamp.Options{Device: o.Device})
 	if err != nil {
 		return nil, err
 	}

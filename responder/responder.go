@@ -25,8 +25,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
@@ -177,9 +175,8 @@ func (r *Responder) loop() error {
 		// request wakes the thread straight into the read, one syscall
 		// fewer than ppoll then recvmsg (docs/probes.md), and
 		// SO_BUSY_POLL only polls there. The timeout lets the loop see Stop.
-		tv := unix.NsecToTimeval(int64(pollTimeout))
-		if err := unix.SetsockoptTimeval(r.conn.FD(), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-			return fmt.Errorf("SO_RCVTIMEO: %w", err)
+		if err := r.conn.SetRecvTimeout(pollTimeout); err != nil {
+			return err
 		}
 	}
 	if r.phc = r.granted.PHC(); r.phc != nil {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -279,6 +280,16 @@ func (c *Conn) SetMulticastTTL(ttl int) error {
 		return fmt.Errorf("tstamp: multicast TTL %d out of range 0..255", ttl)
 	}
 	return c.setInt(unix.IPPROTO_IP, unix.IP_MULTICAST_TTL, ttl, "IP_MULTICAST_TTL")
+}
+
+// SetRecvTimeout bounds a blocking receive (SO_RCVTIMEO): Recv then
+// returns EAGAIN after d with nothing to read.
+func (c *Conn) SetRecvTimeout(d time.Duration) error {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	if err := unix.SetsockoptTimeval(c.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("tstamp: SO_RCVTIMEO: %w", err)
+	}
+	return nil
 }
 
 // recvmsg issues one recvmsg, without scheduler hand-off when it cannot

@@ -46,8 +46,14 @@ func EnableWith(fd int, mode Mode, o Options) (Granted, error) {
 	return setTimestamping(fd, p)
 }
 
-// PlanFor is EnableWith's decision for a socket of family (unix.AF_INET or
-// unix.AF_PACKET) bound to ifname ("" when unbound), with EnableWith's
+// Socket families PlanFor plans for: a UDP socket's, a packet socket's.
+const (
+	FamilyUDP    = unix.AF_INET
+	FamilyPacket = unix.AF_PACKET
+)
+
+// PlanFor is EnableWith's decision for a socket of family (FamilyUDP or
+// FamilyPacket) bound to ifname ("" when unbound), with EnableWith's
 // error contract. Mode Off plans nothing.
 func PlanFor(family int, ifname string, mode Mode, o Options) (Plan, error) {
 	p := Plan{Granted: Granted{Mode: mode}}

@@ -14,10 +14,10 @@ GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 export PATH := $(if $(findstring /,$(GO)),$(dir $(GO)):)$(GOBIN):$(PATH)
 
 # Debian packages the tests and the demo use; installed only when missing.
-# qemu-user-static runs the arm64 unit tests on an amd64 machine; zsh checks
-# the zsh completion script; gcc builds the native engine, and the arm64
+# qemu-user-static runs the arm64 unit tests on an amd64 machine; zsh and fish check
+# the zsh and fish completion scripts; gcc builds the native engine, and the arm64
 # cross compiler its arm64 program for make dist.
-DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static zsh \
+DEB_PKGS  ?= iproute2 stress-ng ethtool openssh-server openssh-client rt-tests sockperf linux-perf chromium qemu-user-static zsh fish \
 	$(NATIVE_DEBS) $(NATIVE_CROSS_DEBS)
 
 .PHONY: all build native native-test native-arm64 dist deps test test-arm64 unit unit-check chaos lint fmt-check vet staticcheck portable deadcode doors fuzz fuzz-smoke rigbench bench bench-smoke gobench gobench-smoke demo man clean

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,6 +154,74 @@ _files() { print -r -- FILES; }
 		slices.Sort(got)
 		if !slices.Equal(got, c.want) {
 			t.Errorf("completing %q: %q, want %q", c.words, got, c.want)
+		}
+	}
+}
+
+// TestFishCompletion: fish -n accepts the script, and sourced in fish
+// (complete -C, what fish offers at the cursor) it completes commands,
+// subcommands, flags after an argument, the values of --format, and every
+// flag of every command.
+func TestFishCompletion(t *testing.T) {
+	fish, err := exec.LookPath("fish")
+	if err != nil {
+		t.Skip("no fish on this machine (make deps installs it)")
+	}
+	_, script, _ := rigIn(t, "completion", "fish")
+	file := filepath.Join(t.TempDir(), "rig.fish")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(fish, "--no-config", "-n", file).CombinedOutput(); err != nil {
+		t.Fatalf("fish -n: %v\n%s", err, out)
+	}
+	cases := []struct {
+		line string
+		want []string
+	}{
+		{"rig re", []string{"report", "respond", "restore"}},
+		{"rig nicctl s", []string{"set", "show"}},
+		{"rig lab ", []string{"down", "list", "show", "up"}},
+		{"rig report results/x --fo", []string{"--format"}},
+		{"rig report results/x --format ", []string{"csv", "json", "md"}},
+		{"rig nicctl set eth0 --rx-u", []string{"--rx-usecs"}},
+		{"rig help sa", []string{"samples"}},
+		{"rig check --host", []string{"--host-root"}},
+	}
+	// Every flag of every command, completed from its first letters.
+	for _, l := range leaves() {
+		describe(l).fs.VisitAll(func(f *flag.Flag) {
+			if len(f.Name) > 1 {
+				cases = append(cases, struct {
+					line string
+					want []string
+				}{"rig " + l.path + " --" + f.Name, []string{"--" + f.Name}})
+			}
+		})
+	}
+	var prog strings.Builder
+	prog.WriteString("source " + file + "\n")
+	for _, c := range cases {
+		fmt.Fprintf(&prog, "complete -C %s; echo '@@'\n", strconv.Quote(c.line))
+	}
+	out, err := exec.Command(fish, "--no-config", "-c", prog.String()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("fish: %v\n%s", err, out)
+	}
+	answers := strings.Split(string(out), "@@\n")
+	if len(answers) != len(cases)+1 {
+		t.Fatalf("%d answers for %d lines:\n%s", len(answers)-1, len(cases), out)
+	}
+	for i, c := range cases {
+		var got []string
+		for _, ln := range strings.Split(strings.TrimSpace(answers[i]), "\n") {
+			if w, _, _ := strings.Cut(ln, "\t"); w != "" && !slices.Contains(got, w) {
+				got = append(got, w)
+			}
+		}
+		slices.Sort(got)
+		if i < 8 && !slices.Equal(got, c.want) || i >= 8 && !slices.Contains(got, c.want[0]) {
+			t.Errorf("completing %q: %q, want %q", c.line, got, c.want)
 		}
 	}
 }

@@ -38,15 +38,17 @@ func respondFlags(fs *flag.FlagSet) func(context.Context) error {
 		if err != nil {
 			return setupError(err)
 		}
-		undo, err := prepareNIC(ctx, "respond", f.Common, tstamp.NeedProbe)
-		if err != nil {
-			return err
+		undo, owner := func() {}, ""
+		if !f.Engine.Reflector() { // the reflector takes no stamps: the NIC's timestamping is left alone
+			if undo, err = prepareNIC(ctx, "respond", f.Common, tstamp.NeedProbe); err != nil {
+				return err
+			}
+			if owner, err = nicOwner(f.Common); err != nil {
+				undo()
+				return err
+			}
 		}
 		defer undo()
-		owner, err := nicOwner(f.Common)
-		if err != nil {
-			return err
-		}
 		var r responder.Engine
 		r, err = responder.Open(f, responder.Options{Owner: owner, Ready: func() {
 			// "thread N" lets the agent watch this loop's context switches.
@@ -56,7 +58,11 @@ func respondFlags(fs *flag.FlagSet) func(context.Context) error {
 			return setupError(err)
 		}
 		defer r.Close()
-		logf("rig respond: timestamps %s", r.Granted())
+		if x, ok := r.(*responder.Reflect); ok {
+			logf("rig respond: XDP program attached to %s in %s mode; it takes no stamps: the arm's turnaround is the capture's", f.Iface, x.Mode())
+		} else {
+			logf("rig respond: timestamps %s", r.Granted())
+		}
 		ctx, cancel := f.Bound(ctx)
 		defer cancel()
 		restore := cpusched.TuneRuntime() // GC off, ≥ 2 Ps: the loop's round

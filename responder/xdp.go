@@ -176,6 +176,13 @@ func (e *Reflect) Header(arm, round int) samples.Header {
 		"udp_checksum": "0 (none, as IPv4 allows)",
 	})
 	h.Clocks = map[string]samples.Clock{}
+	// A file lists columns; without the user stamps' (whose clock needs
+	// none in the header) and with no clocks, none is a turnaround source.
+	for _, c := range samples.ColumnsFor(samples.RoleResponder) {
+		if c != samples.ReqRxUser && c != samples.RepTxUser {
+			h.Columns = append(h.Columns, c.String())
+		}
+	}
 	return h
 }
 

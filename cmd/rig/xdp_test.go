@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/reflector"
@@ -168,6 +169,14 @@ func TestReflectorEngine(t *testing.T) {
 		t.Errorf("log:\n%s", log)
 	}
 	floor := captureTurnarounds(t, j, 0, n)
+	rep, err := analysis.Analyze(&analysis.Input{Run: "floor", Warmup: 2, Arms: []analysis.InputArm{{Name: "xdp",
+		Rounds: []analysis.InputRound{{Load: func() (*samples.Joined, error) { return j, nil }}}}}}, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := rep.Arm("xdp"); a.Metrics[analysis.Turnaround] == nil || a.Metrics[analysis.Turnaround].Source != "reflector floor: capture sw" || a.Metrics[analysis.UserProcessing] != nil {
+		t.Errorf("analysis of the reflector's round: turnaround %+v, user processing %+v", a.Metrics[analysis.Turnaround], a.Metrics[analysis.UserProcessing])
+	}
 	j, _, in = captureRound(t, topo, n)
 	if in != n {
 		t.Errorf("the Go engine's round: %d datagrams reached the stack, want %d", in, n)

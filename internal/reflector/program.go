@@ -136,6 +136,11 @@ func Instructions(p Params, counters int) asm.Instructions {
 		asm.HostTo(asm.BE, w, asm.Half),
 		asm.Sub.Imm(w, 8),
 		asm.JNE.Reg(v, w, "foreign"),
+		// …and within the frame, as the stack would have it.
+		asm.And.Imm(v, 0xffff),
+		asm.Add.Reg(v, data),
+		asm.Add.Imm(v, wireOff),
+		asm.JGT.Reg(v, end, "foreign"),
 		asm.LoadMem(v, data, wireOff+8, asm.DWord),
 		asm.LoadImm(w, int64(binary.NativeEndian.Uint64(run)), asm.DWord),
 		asm.JNE.Reg(v, w, "foreign"),

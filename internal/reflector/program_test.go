@@ -140,24 +140,26 @@ func checkReply(t *testing.T, in, out []byte, p Params) {
 		t.Fatalf("reply of %d bytes for a request of %d", len(out), len(in))
 	}
 	want := append([]byte{}, in...)
-	dstMAC, dstIP, dstPort := senderMAC, senderIP, uint16(40000)
+	// To the request's source: its MAC, address and port.
+	copy(want[0:], in[6:12])
+	copy(want[ipOff+16:], in[ipOff+12:ipOff+16])
+	copy(want[udpOff+2:], in[udpOff:udpOff+2])
 	if p.Reply.IsValid() {
 		g := p.Reply.Addr().As4()
-		dstMAC, dstIP, dstPort = net.HardwareAddr{1, 0, 0x5e, g[1] & 0x7f, g[2], g[3]}, p.Reply.Addr(), p.Reply.Port()
+		copy(want[0:], []byte{1, 0, 0x5e, g[1] & 0x7f, g[2], g[3]})
+		copy(want[ipOff+16:], g[:])
+		binary.BigEndian.PutUint16(want[udpOff+2:], p.Reply.Port())
 	}
-	copy(want[0:], dstMAC)
 	copy(want[6:], p.FromMAC)
 	ip := want[ethLen:udpOff]
 	ip[8] = p.TTL
-	s, d := p.From.As4(), dstIP.As4()
+	s := p.From.As4()
 	copy(ip[12:], s[:])
-	copy(ip[16:], d[:])
 	ip[10], ip[11] = 0, 0
 	binary.BigEndian.PutUint16(ip[10:], ^onesSum(ip))
 	binary.BigEndian.PutUint16(want[udpOff:], p.To.Port())
-	binary.BigEndian.PutUint16(want[udpOff+2:], dstPort)
 	want[udpOff+6], want[udpOff+7] = 0, 0
-	wire.MakeReply(want[wireOff:], p.ID)
+	wire.MakeReply(want[wireOff:], p.ID) // version 2: the id goes in
 	if !bytes.Equal(out, want) {
 		t.Errorf("reply\n% x\nwant\n% x", out, want)
 	}
@@ -165,7 +167,7 @@ func checkReply(t *testing.T, in, out []byte, p Params) {
 		t.Errorf("IP header checksum does not verify")
 	}
 	var h wire.Header
-	if err := wire.Decode(out[wireOff:], p.RunID, &h); err != nil || h.Type != wire.Reply || h.Responder != p.ID {
+	if err := wire.Decode(out[wireOff:udpOff+int(binary.BigEndian.Uint16(out[udpOff+4:]))], p.RunID, &h); err != nil || h.Type != wire.Reply || h.Responder != p.ID {
 		t.Errorf("reply payload %+v: %v", h, err)
 	}
 }
@@ -190,4 +192,57 @@ func TestProgramUnicastToGroup(t *testing.T) {
 	if _, err := Load(Params{To: p.To, Reply: netip.MustParseAddrPort("10.0.0.9:1"), From: p.From, FromMAC: p.FromMAC, TTL: 1}); err == nil {
 		t.Error("unicast --reply accepted")
 	}
+}
+
+// answers is the Go reading of what the program answers: a frame to the
+// port and address with an IPv4 header of 20 bytes, not a fragment,
+// whose UDP payload (within the frame) the Go responder decodes as a
+// version 2 request of this run, arm and round.
+func answers(p Params, f []byte) bool {
+	if len(f) < frameMin || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[ipOff] != 0x45 || f[ipOff+9] != 17 ||
+		binary.BigEndian.Uint16(f[udpOff+2:]) != p.To.Port() || netip.AddrFrom4([4]byte(f[ipOff+16:ipOff+20])) != p.To.Addr() ||
+		binary.BigEndian.Uint16(f[ipOff+6:])&0x3fff != 0 {
+		return false
+	}
+	n := int(binary.BigEndian.Uint16(f[udpOff+4:]))
+	if n < 8 || udpOff+n > len(f) {
+		return false
+	}
+	var h wire.Header
+	return wire.Decode(f[wireOff:udpOff+n], p.RunID, &h) == nil && h.Version == 2 && h.Type == wire.Request && h.Arm == p.Arm && h.Round == p.Round
+}
+
+// FuzzProgram: on any frame the program answers exactly what the Go
+// responder would (answers), turning it around as checkReply says, and
+// passes everything else untouched.
+func FuzzProgram(f *testing.F) {
+	to := testParams.To
+	f.Add(frame(to, 5, request(wire.Header{Seq: 1})))
+	f.Add(frame(to, 5, request(wire.Header{RunID: 9})))
+	f.Add(frame(to, 6, request(wire.Header{})))
+	f.Add(frame(to, 5, request(wire.Header{})[:44]))
+	testbin.Integration(f)
+	r, err := Load(testParams)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { r.Close() })
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < ethLen {
+			return // the kernel refuses a test run without an Ethernet header
+		}
+		ret, out, err := r.prog.Test(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := answers(testParams, in)
+		if (ret == 3) != want || ret != 3 && ret != 2 {
+			t.Fatalf("returned %d, the Go responder answers: %v\n% x", ret, want, in)
+		}
+		if want {
+			checkReply(t, in, out, testParams)
+		} else if !bytes.Equal(out, in) {
+			t.Fatalf("a passed frame was changed")
+		}
+	})
 }

@@ -226,7 +226,7 @@ func floor(j *samples.Joined) func(Source, bool) (Source, bool) {
 	h := j.Headers[samples.RoleResponder]
 	e, _ := h.Settings["engine"].(string)
 	return func(s Source, ok bool) (Source, bool) {
-		if !ok || e != "xdp" && e != "xdp-generic" {
+		if !ok || e != "xdp" && e != "xdp-generic" && e != "tc" {
 			return s, ok
 		}
 		s.Label = "reflector floor: " + s.Label

@@ -19,8 +19,8 @@ import (
 	"github.com/rig-project/rig/nicctl"
 )
 
-// Reflect is the reflector engine (--engine xdp or xdp-generic): an XDP
-// program answers in the driver (docs/probes.md#reflector-floor). It takes
+// Reflect is the reflector engine (--engine xdp, xdp-generic or tc): a
+// BPF program answers in the driver (or at tc ingress) (docs/probes.md#reflector-floor). It takes
 // no stamps — nothing in user space sees a request — so its sample file
 // holds counts only: the arm's turnaround is the capture's, on the wire.
 type Reflect struct {
@@ -37,7 +37,7 @@ type Reflect struct {
 
 // NewReflect checks cfg as New does, then loads the program for cfg and
 // attaches it to cfg.Iface: driver mode for EngineXDP, generic for
-// EngineXDPGeneric. A multicast group is joined, as the Go engine's socket
+// EngineXDPGeneric, tc ingress for EngineTC. A multicast group is joined, as the Go engine's socket
 // joins it, so that the NIC's filter lets its requests in.
 func NewReflect(cfg probe.Respond, o Options) (*Reflect, error) {
 	ifi, err := prepare(cfg)
@@ -45,13 +45,17 @@ func NewReflect(cfg probe.Respond, o Options) (*Reflect, error) {
 		return nil, err
 	}
 	e := &Reflect{cfg: cfg, opt: o, group: -1, mode: reflector.Driver}
-	if cfg.Engine == probe.EngineXDPGeneric {
+	var hook reflector.Hook
+	switch cfg.Engine {
+	case probe.EngineXDPGeneric:
 		e.mode = reflector.Generic
+	case probe.EngineTC:
+		e.mode, hook.TCIfindex = reflector.TC, ifi.Index
 	}
 	if e.p, err = reflectParams(cfg, ifi); err != nil {
 		return nil, err
 	}
-	if e.r, err = reflector.Load(e.p); err != nil {
+	if e.r, err = reflector.Load(e.p, hook); err != nil {
 		return nil, err
 	}
 	if cfg.Group.IsValid() {
@@ -110,7 +114,7 @@ func (e *Reflect) join(ifindex int) error {
 	return nil
 }
 
-// Mode is where the program runs: driver or generic.
+// Mode is where the program runs: driver, generic or tc.
 func (e *Reflect) Mode() string { return e.mode.String() }
 
 // Granted: no socket, no stamps.
@@ -170,7 +174,7 @@ func (e *Reflect) Counters() samples.Counters { return e.cnt }
 // program ran.
 func (e *Reflect) Header(arm, round int) samples.Header {
 	h := header(e.cfg, e.opt.Host, e.Granted(), nil, e.started, arm, round, map[string]any{
-		"engine": e.cfg.Engine.String(), "xdp_mode": e.mode.String(), "reply_from": netip.AddrPortFrom(e.p.From, e.p.To.Port()).String(),
+		"engine": e.cfg.Engine.String(), "attach": e.mode.String(), "reply_from": netip.AddrPortFrom(e.p.From, e.p.To.Port()).String(),
 		"timestamps": "none: the program takes no stamps; the arm's turnaround is the capture's, on the wire",
 		"cpu":        "the NIC queue's interrupt CPU", "poll": "none (runs per frame in the driver)", "sched": "softirq",
 		"udp_checksum": "0 (none, as IPv4 allows)",

@@ -59,7 +59,7 @@ func respondFlags(fs *flag.FlagSet) func(context.Context) error {
 		}
 		defer r.Close()
 		if x, ok := r.(*responder.Reflect); ok {
-			logf("rig respond: XDP program attached to %s in %s mode; it takes no stamps: the arm's turnaround is the capture's", f.Iface, x.Mode())
+			logf("rig respond: reflector program attached to %s in %s mode; it takes no stamps: the arm's turnaround is the capture's", f.Iface, x.Mode())
 		} else {
 			logf("rig respond: timestamps %s", r.Granted())
 		}

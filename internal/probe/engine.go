@@ -21,14 +21,15 @@ const (
 	EngineNative
 	EngineXDP        // the reflector in the driver's receive path (native XDP)
 	EngineXDPGeneric // the reflector in the stack's receive path (generic XDP)
+	EngineTC         // the reflector at tc ingress, for NICs without XDP
 )
 
-var engineNames = []string{EngineGo: "go", EngineNative: "native", EngineXDP: "xdp", EngineXDPGeneric: "xdp-generic"}
+var engineNames = []string{EngineGo: "go", EngineNative: "native", EngineXDP: "xdp", EngineXDPGeneric: "xdp-generic", EngineTC: "tc"}
 
 func (e Engine) String() string { return engineNames[e] }
 
 // Reflector reports whether e is the XDP reflector, which no loop runs.
-func (e Engine) Reflector() bool { return e == EngineXDP || e == EngineXDPGeneric }
+func (e Engine) Reflector() bool { return e >= EngineXDP }
 
 // MarshalText writes String: rig respond --engine.
 func (e Engine) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
@@ -40,7 +41,7 @@ func (e *Engine) UnmarshalText(b []byte) error {
 	return err
 }
 
-// ParseEngine parses "go", "native", "xdp" or "xdp-generic"; "" is go.
+// ParseEngine parses "go", "native", "xdp", "xdp-generic" or "tc"; "" is go.
 func ParseEngine(s string) (Engine, error) {
 	if s == "" {
 		return EngineGo, nil
@@ -48,7 +49,7 @@ func ParseEngine(s string) (Engine, error) {
 	if i := slices.Index(engineNames, s); i >= 0 {
 		return Engine(i), nil
 	}
-	return 0, fmt.Errorf("engine %q: want go, native, xdp or xdp-generic", s)
+	return 0, fmt.Errorf("engine %q: want go, native, xdp, xdp-generic or tc", s)
 }
 
 // checkReflector refuses what the reflector cannot honour: it has no loop

@@ -37,7 +37,7 @@ func TestEnginePoll(t *testing.T) {
 	if _, err := ParseEnginePoll("spin", EngineNative); err == nil || err.Error() != `poll mode "spin": want block, busy or busy-poll:µs` {
 		t.Errorf("spin: %v", err)
 	}
-	if _, err := ParseEngine("c"); err == nil || !strings.Contains(err.Error(), "go, native, xdp or xdp-generic") {
+	if _, err := ParseEngine("c"); err == nil || !strings.Contains(err.Error(), "go, native, xdp, xdp-generic or tc") {
 		t.Errorf("engine c: %v", err)
 	}
 }
@@ -66,7 +66,7 @@ func FuzzParseEnginePoll(f *testing.F) {
 // TestReflectorRefusals: the XDP reflector has no loop: --cpu, --poll and
 // --sched are refused with the reason; its engine names read back.
 func TestReflectorRefusals(t *testing.T) {
-	for _, e := range []Engine{EngineXDP, EngineXDPGeneric} {
+	for _, e := range []Engine{EngineXDP, EngineXDPGeneric, EngineTC} {
 		if got, err := ParseEngine(e.String()); err != nil || got != e || !e.Reflector() {
 			t.Errorf("%v: read back as %v, %v", e, got, err)
 		}

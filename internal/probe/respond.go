@@ -46,7 +46,7 @@ func (r *Respond) Register(fs *flag.FlagSet) {
 	fs.IntVar(&r.Count, "count", d.Count, "stop after answering this many requests (0: until Ctrl-C)")
 	fs.IntVar(&r.Capacity, "capacity", d.Capacity, "sequences recorded (0..capacity-1); more are answered but not recorded")
 	fs.DurationVar(&r.TxWait, "tx-wait", d.TxWait, "how long to wait for the last replies' TX stamps")
-	fs.TextVar(&r.Engine, "engine", d.Engine, "go (rig's own loop) | native (rig-respond-native, beside rig: a C loop no runtime interrupts, which kernel-bypass stacks can accelerate; more --poll backends) | xdp (the reflector: an XDP program answers in the driver, the path's floor) | xdp-generic (the same in the stack's receive path, for drivers without XDP)")
+	fs.TextVar(&r.Engine, "engine", d.Engine, "go (rig's own loop) | native (rig-respond-native, beside rig: a C loop no runtime interrupts, which kernel-bypass stacks can accelerate; more --poll backends) | xdp (the reflector: an XDP program answers in the driver, the path's floor) | xdp-generic (the same in the stack's receive path, for drivers without XDP) | tc (the same at tc ingress)")
 }
 
 // Parse completes r from fs, the FlagSet Register defined the flags on,

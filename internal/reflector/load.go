@@ -21,14 +21,12 @@ const (
 	// Generic runs it in the stack's receive path after the socket buffer
 	// is built (for drivers without native XDP): a higher floor.
 	Generic
+	// TC runs it at tc ingress (tcx) and sends the reply out of the
+	// interface's egress: the stack's receive and transmit entry too.
+	TC
 )
 
-func (m Mode) String() string {
-	if m == Generic {
-		return "generic"
-	}
-	return "driver"
-}
+func (m Mode) String() string { return [...]string{"driver", "generic", "tc"}[m] }
 
 // Reflector is the program loaded, with its counters, and once Attach
 // succeeds attached to an interface through a BPF link: the link is this
@@ -39,9 +37,9 @@ type Reflector struct {
 	link     link.Link
 }
 
-// Load checks p and loads the program for it. Without CAP_BPF and
-// CAP_NET_ADMIN the kernel refuses, and the error says which.
-func Load(p Params) (*Reflector, error) {
+// Load checks p and loads the program for it at hook h. Without CAP_BPF
+// and CAP_NET_ADMIN the kernel refuses, and the error says which.
+func Load(p Params, h Hook) (*Reflector, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
@@ -49,7 +47,11 @@ func Load(p Params) (*Reflector, error) {
 	if err != nil {
 		return nil, permission("creating its counters map", err)
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "rig_reflect", Type: ebpf.XDP, License: "Apache-2.0", Instructions: Instructions(p, m.FD())})
+	typ := ebpf.XDP
+	if h.TCIfindex != 0 {
+		typ = ebpf.SchedCLS
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "rig_reflect", Type: typ, License: "Apache-2.0", Instructions: Instructions(p, m.FD(), h)})
 	if err != nil {
 		m.Close()
 		return nil, permission("loading the program", err)
@@ -68,6 +70,14 @@ func permission(what string, err error) error {
 // Attach attaches the program to interface ifindex (named iface) in mode.
 // A driver that refuses native XDP is refused, with what to try instead.
 func (r *Reflector) Attach(iface string, ifindex int, mode Mode) error {
+	if mode == TC {
+		l, err := link.AttachTCX(link.TCXOptions{Program: r.prog, Interface: ifindex, Attach: ebpf.AttachTCXIngress})
+		if err != nil {
+			return permission(fmt.Sprintf("attaching to %s's tc ingress (tcx, Linux 6.6 or later)", iface), err)
+		}
+		r.link = l
+		return nil
+	}
 	flags := link.XDPDriverMode
 	if mode == Generic {
 		flags = link.XDPGenericMode
@@ -78,7 +88,7 @@ func (r *Reflector) Attach(iface string, ifindex int, mode Mode) error {
 		r.link = l
 		return nil
 	case mode == Driver && !errors.Is(err, unix.EPERM):
-		return fmt.Errorf("reflector: %s refuses XDP in driver mode: %w (--engine xdp-generic runs it in the stack's receive path, a higher floor)", iface, err)
+		return fmt.Errorf("reflector: %s refuses XDP in driver mode: %w (--engine xdp-generic runs it in the stack's receive path, --engine tc at tc ingress: higher floors)", iface, err)
 	}
 	return permission(fmt.Sprintf("attaching to %s in %s mode", iface, mode), err)
 }

@@ -88,9 +88,21 @@ func (p Params) Check() error {
 	return nil
 }
 
-// Instructions is the XDP program for p; counters is the fd of the
+// Hook is where the program runs: XDP (ifindex 0), or tc ingress of
+// interface Ifindex, sending the reply out of its egress (bpf_redirect).
+type Hook struct{ TCIfindex int }
+
+// The hook's context offsets and verdicts.
+func (h Hook) ctx() (data, end int16, pass int32) {
+	if h.TCIfindex != 0 {
+		return 76, 80, 0 // __sk_buff data, data_end; TC_ACT_OK
+	}
+	return 0, 4, 2 // xdp_md data, data_end; XDP_PASS
+}
+
+// Instructions is the program for p at hook h; counters is the fd of the
 // per-CPU array of nCounters uint64 it counts in.
-func Instructions(p Params, counters int) asm.Instructions {
+func Instructions(p Params, counters int, h Hook) asm.Instructions {
 	const (
 		data = asm.R2 // packet start
 		end  = asm.R3
@@ -103,9 +115,18 @@ func Instructions(p Params, counters int) asm.Instructions {
 	binary.BigEndian.PutUint64(run, p.RunID)
 	u32 := func(x uint32) int64 { b := binary.BigEndian.AppendUint32(nil, x); return ne32(b) }
 	magic := []byte{'R', 'I', 'G', 0xA7}
-	insns := asm.Instructions{
-		asm.LoadMem(data, asm.R1, 0, asm.Word), // xdp_md.data
-		asm.LoadMem(end, asm.R1, 4, asm.Word),  // xdp_md.data_end
+	answer := int32(3) // XDP_TX
+	if h.TCIfindex != 0 {
+		answer = 7 // TC_ACT_REDIRECT, what bpf_redirect returns
+	}
+	dataOff, endOff, pass := h.ctx()
+	var insns asm.Instructions
+	if h.TCIfindex != 0 { // the headers into the linear part; a failure fails the bounds check
+		insns = append(insns, asm.Mov.Reg(asm.R6, asm.R1), asm.Mov.Imm(asm.R2, frameMin), asm.FnSkbPullData.Call(), asm.Mov.Reg(asm.R1, asm.R6))
+	}
+	insns = append(insns,
+		asm.LoadMem(data, asm.R1, dataOff, asm.Word),
+		asm.LoadMem(end, asm.R1, endOff, asm.Word),
 		asm.Mov.Reg(v, data),
 		asm.Add.Imm(v, frameMin),
 		asm.JGT.Reg(v, end, "pass"), // too short to be a request
@@ -150,7 +171,7 @@ func Instructions(p Params, counters int) asm.Instructions {
 		asm.LoadMem(v, data, wireOff+20, asm.Word),
 		asm.LoadImm(w, u32(p.Round), asm.DWord),
 		asm.JNE.Reg(v, w, "foreign"),
-	}
+	)
 	// The request turned around. Ethernet: to the request's source (or
 	// the reply group's MAC), from the interface.
 	if p.Reply.IsValid() {
@@ -208,10 +229,10 @@ func Instructions(p Params, counters int) asm.Instructions {
 		asm.Xor.Imm(sum, 0xffff),
 		asm.StoreMem(data, ipOff+10, sum, asm.Half),
 		asm.Mov.Imm(asm.R6, Answered),
-		asm.Mov.Imm(asm.R7, 3), // XDP_TX
+		asm.Mov.Imm(asm.R7, answer), // XDP_TX, or bpf_redirect below
 		asm.Ja.Label("count"),
 		asm.Mov.Imm(asm.R6, Passed).WithSymbol("foreign"),
-		asm.Mov.Imm(asm.R7, 2), // XDP_PASS
+		asm.Mov.Imm(asm.R7, pass),
 		// count: counters[R6]++, then return R7.
 		asm.StoreMem(asm.RFP, -4, asm.R6, asm.Word).WithSymbol("count"),
 		asm.LoadMapPtr(asm.R1, counters),
@@ -222,10 +243,15 @@ func Instructions(p Params, counters int) asm.Instructions {
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-		asm.Mov.Reg(asm.R0, asm.R7).WithSymbol("out"),
+		asm.JNE.Imm(asm.R7, answer, "ret").WithSymbol("out"),
+	)
+	if h.TCIfindex != 0 { // out of the interface the request came in by
+		insns = append(insns, asm.Mov.Imm(asm.R1, int32(h.TCIfindex)), asm.Mov.Imm(asm.R2, 0), asm.FnRedirect.Call(), asm.Return())
+	}
+	return append(insns,
+		asm.Mov.Reg(asm.R0, asm.R7).WithSymbol("ret"),
 		asm.Return(),
-		asm.Mov.Imm(asm.R0, 2).WithSymbol("pass"), // XDP_PASS
+		asm.Mov.Imm(asm.R0, pass).WithSymbol("pass"),
 		asm.Return(),
 	)
-	return insns
 }

@@ -63,16 +63,28 @@ func request(h wire.Header) []byte {
 	return wire.Encode(make([]byte, 64), 64, &h)
 }
 
-// TestProgram runs the program on crafted frames (BPF_PROG_TEST_RUN): it
-// turns this run's requests around as the Go responder's socket replies,
-// and passes everything else to the stack, counting what came to its port.
+// TestProgram runs the program, at XDP and at tc ingress, on crafted
+// frames (BPF_PROG_TEST_RUN): it turns this run's requests around as the
+// Go responder's socket replies, and passes everything else to the stack,
+// counting what came to its port.
 func TestProgram(t *testing.T) {
 	testbin.Integration(t) // loads BPF: root
-	r, err := Load(testParams)
+	for _, h := range []Hook{{}, {TCIfindex: 1}} {
+		testProgram(t, h)
+	}
+}
+
+func testProgram(t *testing.T, h Hook) {
+	r, err := Load(testParams, h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	_, _, pass := h.ctx()
+	tx := uint32(3)
+	if h.TCIfindex != 0 {
+		tx = 7
+	}
 	to := testParams.To
 	req := request(wire.Header{Seq: 5, Due: 99})
 	vlan := frame(to, 5, req)
@@ -113,12 +125,12 @@ func TestProgram(t *testing.T) {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		a, p, _ := r.Counts()
-		want := uint32(2)
+		want := uint32(pass)
 		if c.tx {
-			want = 3
+			want = tx
 		}
 		if ret != want || (a-a0 == 1) != c.tx || (p-p0 == 1) != (c.counted && !c.tx) {
-			t.Errorf("%s: returned %d, want %d; answered +%d, passed +%d", c.name, ret, want, a-a0, p-p0)
+			t.Errorf("%+v %s: returned %d, want %d; answered +%d, passed +%d", h, c.name, ret, want, a-a0, p-p0)
 		}
 		if !c.tx && !bytes.Equal(out, c.in) {
 			t.Errorf("%s: a passed frame was changed", c.name)
@@ -178,7 +190,7 @@ func TestProgramUnicastToGroup(t *testing.T) {
 	testbin.Integration(t)
 	p := testParams
 	p.To, p.Reply, p.TTL = netip.AddrPortFrom(p.From, 9400), netip.MustParseAddrPort("239.1.1.2:9001"), 1
-	r, err := Load(p)
+	r, err := Load(p, Hook{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +201,7 @@ func TestProgramUnicastToGroup(t *testing.T) {
 		t.Fatalf("returned %d, %v", ret, err)
 	}
 	checkReply(t, in, out, p)
-	if _, err := Load(Params{To: p.To, Reply: netip.MustParseAddrPort("10.0.0.9:1"), From: p.From, FromMAC: p.FromMAC, TTL: 1}); err == nil {
+	if _, err := Load(Params{To: p.To, Reply: netip.MustParseAddrPort("10.0.0.9:1"), From: p.From, FromMAC: p.FromMAC, TTL: 1}, Hook{}); err == nil {
 		t.Error("unicast --reply accepted")
 	}
 }
@@ -222,7 +234,7 @@ func FuzzProgram(f *testing.F) {
 	f.Add(frame(to, 6, request(wire.Header{})))
 	f.Add(frame(to, 5, request(wire.Header{})[:44]))
 	testbin.Integration(f)
-	r, err := Load(testParams)
+	r, err := Load(testParams, Hook{})
 	if err != nil {
 		f.Fatal(err)
 	}

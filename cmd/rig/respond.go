@@ -52,6 +52,10 @@ func respondFlags(fs *flag.FlagSet) func(context.Context) error {
 		var r responder.Engine
 		r, err = responder.Open(f, responder.Options{Owner: owner, Ready: func() {
 			// "thread N" lets the agent watch this loop's context switches.
+			if f.Engine.Reflector() { // no loop: no poll, CPU or thread
+				logf("rig respond: ready on %s, requests %s (engine %s)", f.Iface, f.Requests(), f.Engine)
+				return
+			}
 			logf("rig respond: ready on %s, requests %s (poll %s, cpu %d, thread %d)", f.Iface, f.Requests(), f.Poll, f.CPU, r.ThreadID())
 		}, Note: func(s string) { logf("rig respond: warning: %s", s) }}, prog)
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/analysis"
@@ -198,16 +200,43 @@ func xdpAttached(t *testing.T, topo *netlab.Topology) bool {
 	return strings.Contains(string(out), "prog/xdp")
 }
 
+// reflectorsLoaded is how many reflector programs the kernel holds.
+func reflectorsLoaded(t *testing.T) int {
+	n := 0
+	for id := ebpf.ProgramID(0); ; {
+		next, err := ebpf.ProgramGetNextID(id)
+		if errors.Is(err, os.ErrNotExist) {
+			return n
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		id = next
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if info, err := p.Info(); err == nil && info.Name == "rig_reflect" {
+			n++
+		}
+		p.Close()
+	}
+}
+
 // TestReflectorDetach: the program goes with rig respond, however it
 // ends — SIGTERM (its file says interrupted) or SIGKILL (the BPF link is
-// the process's file: nothing is left attached for rig restore to undo).
+// the process's file: nothing is left attached for rig restore to undo),
+// at XDP and at tc ingress.
 func TestReflectorDetach(t *testing.T) {
 	topo := reflectorLab(t)
 	rig := testbin.Rig(t)
 	out := filepath.Join(t.TempDir(), "responder.samples")
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+	for _, c := range []struct {
+		engine string
+		sig    syscall.Signal
+	}{{"xdp-generic", syscall.SIGTERM}, {"xdp", syscall.SIGKILL}, {"tc", syscall.SIGKILL}} {
+		sig := c.sig
 		cmd := exec.Command("ip", "netns", "exec", topo.Netns(netlab.Responder), rig, "respond", "--iface", topo.Responder.Interface,
-			"--run-id", "1", "--engine", "xdp-generic", "--out", out)
+			"--run-id", "1", "--engine", c.engine, "--out", out)
 		log := &lockedBuffer{}
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
@@ -215,13 +244,19 @@ func TestReflectorDetach(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		waitFor(t, log, ": ready")
-		if !xdpAttached(t, topo) {
-			t.Fatalf("no XDP program on %s while rig respond runs\n%s", topo.Responder.Interface, log)
+		if xdpAttached(t, topo) != (c.engine != "tc") || reflectorsLoaded(t) != 1 {
+			t.Fatalf("%s: XDP attached %v, %d reflectors loaded while rig respond runs\n%s", c.engine, xdpAttached(t, topo), reflectorsLoaded(t), log)
 		}
 		_ = cmd.Process.Signal(sig)
 		err := cmd.Wait()
 		if xdpAttached(t, topo) {
-			t.Errorf("after %v: an XDP program is still attached to %s", sig, topo.Responder.Interface)
+			t.Errorf("%s after %v: an XDP program is still attached to %s", c.engine, sig, topo.Responder.Interface)
+		}
+		// The kernel frees a released program after an RCU grace period.
+		for deadline := time.Now().Add(10 * time.Second); reflectorsLoaded(t) != 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s after %v: the program is still loaded", c.engine, sig)
+			}
 		}
 		if sig == syscall.SIGTERM {
 			f, ferr := samples.ReadFile(out)

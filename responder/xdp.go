@@ -2,6 +2,7 @@ package responder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -85,7 +86,7 @@ func reflectParams(cfg probe.Respond, ifi *net.Interface) (reflector.Params, err
 			return p, err
 		}
 		if len(as) != 1 {
-			return p, fmt.Errorf("%s has %d IPv4 addresses (%s): the reflector replies from one fixed address, the interface's only one (give %s one, or take unicast requests with --listen ADDR:PORT)", cfg.Iface, len(as), nicctl.AddrList(as), cfg.Iface)
+			return p, fmt.Errorf("%s has %d IPv4 addresses (%s): the reflector replies from one fixed address, the interface's only one (give %s one, or take unicast requests with --listen ADDR:PORT): %w", cfg.Iface, len(as), nicctl.AddrList(as), cfg.Iface, errors.ErrUnsupported)
 		}
 		p.From = as[0]
 	}

@@ -312,6 +312,17 @@ func TestReflectorRefusals(t *testing.T) {
 			t.Fatalf("%v: left a program attached", c.args)
 		}
 	}
+	// Replies come from one fixed address: an interface with two is
+	// refused for multicast requests, and --listen picks one.
+	if out, err := exec.Command("ip", "-n", topo.Netns(netlab.Responder), "addr", "add", "10.9.8.8/24", "dev", topo.Responder.Interface).CombinedOutput(); err != nil {
+		t.Fatalf("ip addr add: %v\n%s", err, out)
+	}
+	if code, out := respond(false, "--iface", topo.Responder.Interface, "--engine", "tc"); code != 2 || !strings.Contains(out, "has 2 IPv4 addresses") || !strings.Contains(out, "--listen") {
+		t.Errorf("two addresses: exit %d\n%s", code, out)
+	}
+	if code, out := respond(false, "--iface", topo.Responder.Interface, "--engine", "tc", "--listen", "10.9.8.8:9000", "--max-duration", "1ms"); !strings.Contains(out, "ready on") {
+		t.Errorf("--listen with two addresses: exit %d\n%s", code, out)
+	}
 }
 
 // TestReflectorTC: rig respond --engine tc answers every request at tc

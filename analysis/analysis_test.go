@@ -566,3 +566,30 @@ func TestFallbackNoteInCaption(t *testing.T) {
 		t.Fatalf("caption lacks the note:\n%s", b.String())
 	}
 }
+
+// TestReflectorFloorSource: a round the reflector answered (rig respond
+// --engine xdp: a responder file with counts, no stamps) takes its
+// turnaround from the capture, labelled as the floor, never from a
+// responder stamp; without a capture it has none.
+func TestReflectorFloorSource(t *testing.T) {
+	ck := map[string]samples.Clock{"cap_req_sw": {Source: "sw"}, "cap_rep_sw": {Source: "sw"}, "rx_sw": {Source: "sw"}, "tx_sw": {Source: "sw"}}
+	reflected := func(ck map[string]samples.Clock, roles ...samples.Role) *samples.Joined {
+		j := joined(ck, roles...)
+		j.Present[samples.ReqRxUser], j.Present[samples.RepTxUser] = false, false // the reflector's file lists no user columns
+		j.Headers = map[samples.Role]samples.Header{samples.RoleResponder: {Role: samples.RoleResponder, Settings: map[string]any{"engine": "xdp"}}}
+		return j
+	}
+	a := analyzeJoined(t, reflected(ck, samples.RoleSender, samples.RoleResponder, samples.RoleCapture)).Arm("a")
+	m := a.Metrics[Turnaround]
+	if m == nil || m.Source != "reflector floor: capture sw" || !strings.Contains(m.Note, "reflector (--engine xdp): it takes no stamps") {
+		t.Fatalf("turnaround %+v", m)
+	}
+	if a.Metrics[KernelToUser] != nil || a.Metrics[UserProcessing] != nil {
+		t.Errorf("a responder metric computed for the reflector: %+v %+v", a.Metrics[KernelToUser], a.Metrics[UserProcessing])
+	}
+	delete(ck, "cap_req_sw")
+	delete(ck, "cap_rep_sw")
+	if m := analyzeJoined(t, reflected(ck, samples.RoleSender, samples.RoleResponder)).Arm("a").Metrics[Turnaround]; m != nil {
+		t.Errorf("the reflector without a capture has a turnaround: %+v", m)
+	}
+}

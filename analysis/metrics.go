@@ -183,8 +183,9 @@ func candidates(m string, j *samples.Joined) []Source {
 	}
 	switch m {
 	case Turnaround:
-		add(pair(j, "capture", samples.CapReqHW, samples.CapRepHW, true))
-		add(pair(j, "capture", samples.CapReqSW, samples.CapRepSW, true))
+		fl := floor(j)
+		add(fl(pair(j, "capture", samples.CapReqHW, samples.CapRepHW, true)))
+		add(fl(pair(j, "capture", samples.CapReqSW, samples.CapRepSW, true)))
 		add(pair(j, "responder", samples.ReqRxHW, samples.RepTxHW, true))
 		add(pair(j, "responder", samples.ReqRxSW, samples.RepTxSW, true))
 		add(pair(j, "responder", samples.ReqRxUser, samples.RepTxUser, true))
@@ -216,6 +217,23 @@ func candidates(m string, j *samples.Joined) []Source {
 		}
 	}
 	return out
+}
+
+// floor labels a capture turnaround of a round the reflector answered
+// (rig respond --engine xdp, docs/probes.md#reflector-floor): it takes no
+// stamps, so the capture's, on the wire, are the arm's only turnaround.
+func floor(j *samples.Joined) func(Source, bool) (Source, bool) {
+	h := j.Headers[samples.RoleResponder]
+	e, _ := h.Settings["engine"].(string)
+	return func(s Source, ok bool) (Source, bool) {
+		if !ok || e != "xdp" && e != "xdp-generic" && e != "tc" {
+			return s, ok
+		}
+		s.Label = "reflector floor: " + s.Label
+		note := "the responder is the reflector (--engine " + e + "): it takes no stamps; the turnaround is the capture's, reply − request on the wire"
+		s.Note = strings.TrimPrefix(s.Note+"; "+note, "; ")
+		return s, true
+	}
 }
 
 // networkSource combines an rtt and a turnaround source when both are

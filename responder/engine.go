@@ -10,7 +10,7 @@ import (
 )
 
 // Engine is what runs rig respond's loop, whichever engine --engine
-// chose: a *Responder or a *Native.
+// chose: a *Responder, a *Native or a *Reflect.
 type Engine interface {
 	Granted() tstamp.Granted
 	ThreadID() int
@@ -39,6 +39,13 @@ func FindEngine(cfg probe.Respond) (string, error) {
 // native engine's; o.Note hears what the native engine's setup and run
 // could not check or do.
 func Open(cfg probe.Respond, o Options, prog string) (Engine, error) {
+	if cfg.Engine.Reflector() {
+		r, err := NewReflect(cfg, o)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
 	if prog == "" {
 		r, err := New(cfg, o)
 		if err != nil {

@@ -234,7 +234,7 @@ func TestUsageErrorsOnce(t *testing.T) {
 	for _, args := range [][]string{
 		{"check", "extra"}, {"check", "--cpu", "-5"}, {"report"}, {"report", testRun, "--metric", "nope"}, {"samples", "a", "b"},
 		{"compare", testRun}, {"lab", "bogus"}, {"lab", "up", "--mirror", "x"}, {"lab", "show", "-bad"}, {"nicctl", "set"},
-		{"nicctl", "--json"}, {"completion", "fish"}, {"man"}, {"agent"}, {"agent", "--stdio", "--lane", "a/b"},
+		{"nicctl", "--json"}, {"completion", "tcsh"}, {"man"}, {"agent"}, {"agent", "--stdio", "--lane", "a/b"},
 		{"send", "--iface", "lo", "--quiet", "--format", "json"}, {"send", "--iface", "lo", "--count", "x"},
 		{"run", "--dry-run", "../../internal/scenario/testdata/bad/wrong-type-count.yaml"}, {"version", "--format", "md"},
 		{"run", "../../scenarios/demo.yaml", "--dry-run", "--format", "json"},

@@ -51,25 +51,35 @@ func respondFlags(fs *flag.FlagSet) func(context.Context) error {
 		if err != nil {
 			return setupError(err)
 		}
-		undo, err := prepareNIC(ctx, "respond", f.Common, tstamp.NeedProbe)
-		if err != nil {
-			return err
+		undo, owner := func() {}, ""
+		if !f.Engine.Reflector() { // the reflector takes no stamps: the NIC's timestamping is left alone
+			if undo, err = prepareNIC(ctx, "respond", f.Common, tstamp.NeedProbe); err != nil {
+				return err
+			}
+			if owner, err = nicOwner(f.Common); err != nil {
+				undo()
+				return err
+			}
 		}
 		defer undo()
-		owner, err := nicOwner(f.Common)
-		if err != nil {
-			return err
-		}
 		var r responder.Engine
 		r, err = responder.Open(f, responder.Options{Owner: owner, Ready: func() {
 			// "thread N" lets the agent watch this loop's context switches.
+			if f.Engine.Reflector() { // no loop: no poll, CPU or thread
+				logf("rig respond: ready on %s, requests %s (engine %s)", f.Iface, f.Requests(), f.Engine)
+				return
+			}
 			logf("rig respond: ready on %s, requests %s (poll %s, cpu %d, thread %d)", f.Iface, f.Requests(), f.Poll, f.CPU, r.ThreadID())
 		}, Note: func(s string) { logf("rig respond: warning: %s", s) }}, prog)
 		if err != nil {
 			return setupError(err)
 		}
 		defer r.Close()
-		logf("rig respond: timestamps %s", r.Granted())
+		if x, ok := r.(*responder.Reflect); ok {
+			logf("rig respond: reflector program attached to %s in %s mode; it takes no stamps: the arm's turnaround is the capture's", f.Iface, x.Mode())
+		} else {
+			logf("rig respond: timestamps %s", r.Granted())
+		}
 		ctx, cancel := f.Bound(ctx)
 		defer cancel()
 		restore := cpusched.TuneRuntime() // GC off, ≥ 2 Ps: the loop's round

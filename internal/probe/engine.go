@@ -2,27 +2,34 @@ package probe
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rig-project/rig/internal/cpusched"
 )
 
 // Engine is what runs a probe's measuring loop: rig's own Go code, or the
 // native program beside rig (docs/probes.md#the-native-engine), which no
 // language runtime interrupts and which a kernel-bypass stack preloaded in
-// front of libc can accelerate.
+// front of libc can accelerate; or, for the responder, the reflector: an
+// XDP program that answers in the driver (docs/probes.md#reflector-floor).
 type Engine int
 
 const (
 	EngineGo Engine = iota
 	EngineNative
+	EngineXDP        // the reflector in the driver's receive path (native XDP)
+	EngineXDPGeneric // the reflector in the stack's receive path (generic XDP)
+	EngineTC         // the reflector at tc ingress, for NICs without XDP
 )
 
-func (e Engine) String() string {
-	if e == EngineNative {
-		return "native"
-	}
-	return "go"
-}
+var engineNames = []string{EngineGo: "go", EngineNative: "native", EngineXDP: "xdp", EngineXDPGeneric: "xdp-generic", EngineTC: "tc"}
+
+func (e Engine) String() string { return engineNames[e] }
+
+// Reflector reports whether e is the XDP reflector, which no loop runs.
+func (e Engine) Reflector() bool { return e >= EngineXDP }
 
 // MarshalText writes String: rig respond --engine.
 func (e Engine) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
@@ -34,15 +41,32 @@ func (e *Engine) UnmarshalText(b []byte) error {
 	return err
 }
 
-// ParseEngine parses "go" or "native"; "" is go.
+// ParseEngine parses "go", "native", "xdp", "xdp-generic" or "tc"; "" is go.
 func ParseEngine(s string) (Engine, error) {
-	switch s {
-	case "", "go":
+	if s == "" {
 		return EngineGo, nil
-	case "native":
-		return EngineNative, nil
 	}
-	return 0, fmt.Errorf("engine %q: want go or native", s)
+	if i := slices.Index(engineNames, s); i >= 0 {
+		return Engine(i), nil
+	}
+	return 0, fmt.Errorf("engine %q: want go, native, xdp, xdp-generic or tc", s)
+}
+
+// checkReflector refuses what the reflector cannot honour: it has no loop
+// to pin, schedule or poll with — it runs in the NIC's receive softirq, on
+// the CPU that takes the queue's interrupt (steer that with nicctl).
+func checkReflector(r Respond) error {
+	switch {
+	case !r.Engine.Reflector():
+		return nil
+	case r.CPU >= 0:
+		return fmt.Errorf("--cpu %d with --engine %s: the program has no thread to pin; it runs on the CPU that takes the NIC queue's interrupt (steer it with nicctl)", r.CPU, r.Engine)
+	case r.Poll != Poll{}:
+		return fmt.Errorf("--poll %s with --engine %s: the program does not wait, the driver runs it for each frame", r.Poll, r.Engine)
+	case r.Sched != cpusched.Sched{}:
+		return fmt.Errorf("--sched %s with --engine %s: the program has no thread to schedule", r.Sched, r.Engine)
+	}
+	return nil
 }
 
 // The poll modes only the native engine has.

@@ -3,6 +3,8 @@ package probe
 import (
 	"strings"
 	"testing"
+
+	"github.com/rig-project/rig/internal/cpusched"
 )
 
 // TestEnginePoll: the native engine's backends parse only with --engine
@@ -35,7 +37,7 @@ func TestEnginePoll(t *testing.T) {
 	if _, err := ParseEnginePoll("spin", EngineNative); err == nil || err.Error() != `poll mode "spin": want block, busy or busy-poll:µs` {
 		t.Errorf("spin: %v", err)
 	}
-	if _, err := ParseEngine("c"); err == nil || !strings.Contains(err.Error(), "go or native") {
+	if _, err := ParseEngine("c"); err == nil || !strings.Contains(err.Error(), "go, native, xdp, xdp-generic or tc") {
 		t.Errorf("engine c: %v", err)
 	}
 }
@@ -93,5 +95,35 @@ func TestStack(t *testing.T) {
 	}
 	if info := (Stack{Name: StackCustom, Preload: "/opt/i/libi.so"}).Info(); info.Library != "libi.so" {
 		t.Errorf("custom info %+v", info)
+	}
+}
+
+// TestReflectorRefusals: the XDP reflector has no loop: --cpu, --poll and
+// --sched are refused with the reason; its engine names read back.
+func TestReflectorRefusals(t *testing.T) {
+	for _, e := range []Engine{EngineXDP, EngineXDPGeneric, EngineTC} {
+		if got, err := ParseEngine(e.String()); err != nil || got != e || !e.Reflector() {
+			t.Errorf("%v: read back as %v, %v", e, got, err)
+		}
+		for _, c := range []struct {
+			change func(*Respond)
+			want   string
+		}{
+			{func(r *Respond) { r.CPU = 1 }, "--cpu 1 with --engine " + e.String() + ": the program has no thread to pin"},
+			{func(r *Respond) { r.Poll = Poll{Mode: Busy} }, "--poll busy with --engine " + e.String() + ": the program does not wait"},
+			{func(r *Respond) { r.Sched = cpusched.Sched{Policy: cpusched.FIFO, Priority: 1} }, "--sched fifo:1 with --engine " + e.String()},
+			{func(*Respond) {}, ""},
+		} {
+			r := DefaultRespond()
+			r.Iface, r.RunID, r.Engine = "lo", 1, e
+			c.change(&r)
+			err := r.Check()
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("%v: %v, want %q", e, err, c.want)
+			}
+		}
+	}
+	if EngineGo.Reflector() || EngineNative.Reflector() {
+		t.Error("a loop engine called a reflector")
 	}
 }

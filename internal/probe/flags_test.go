@@ -252,7 +252,7 @@ func TestParseErrors(t *testing.T) {
 		{"respond", []string{"--iface", "lo", "--run-id", "1", "--poll", "spin"}, `invalid value --poll "spin": poll mode "spin": want block, busy or busy-poll:µs`},
 		{"respond", []string{"--iface", "lo", "--run-id", "1", "--sched", "fifo:0"}, `invalid value --sched "fifo:0": sched "fifo:0": the FIFO priority must be 1..99 (e.g. fifo:50)`},
 		{"respond", []string{"--iface", "lo", "--run-id", "1", "--poll", "io-uring"}, `poll mode "io-uring" needs --engine native: the Go engine waits by block, busy or busy-poll:µs`},
-		{"respond", []string{"--iface", "lo", "--run-id", "1", "--engine", "c"}, `invalid value --engine "c": engine "c": want go or native`},
+		{"respond", []string{"--iface", "lo", "--run-id", "1", "--engine", "c"}, `invalid value --engine "c": engine "c": want go, native, xdp, xdp-generic or tc`},
 		{"send", []string{"--iface", "lo", "--sched", "rr:1"}, `invalid value --sched "rr:1": sched "rr:1": want other or fifo:N (N 1..99)`},
 		{"send", []string{"--iface", "lo", "--poll", "busy-poll:50"}, `invalid value --poll "busy-poll:50": want block or busy`},
 		{"send", []string{"--iface", "lo", "--poll", "spin"}, `invalid value --poll "spin": want block or busy`},

@@ -47,7 +47,7 @@ func (r *Respond) Register(fs *flag.FlagSet) {
 	fs.IntVar(&r.Count, "count", d.Count, "stop after answering this many requests (0: until Ctrl-C)")
 	fs.IntVar(&r.Capacity, "capacity", d.Capacity, "sequences recorded (0..capacity-1); more are answered but not recorded")
 	fs.DurationVar(&r.TxWait, "tx-wait", d.TxWait, "how long to wait for the last replies' TX stamps")
-	fs.TextVar(&r.Engine, "engine", d.Engine, "go (rig's own loop) | native (rig-respond-native, beside rig: a C loop no runtime interrupts, which kernel-bypass stacks can accelerate; more --poll backends)")
+	fs.TextVar(&r.Engine, "engine", d.Engine, "go (rig's own loop) | native (rig-respond-native, beside rig: a C loop no runtime interrupts, which kernel-bypass stacks can accelerate; more --poll backends) | xdp (the reflector: an XDP program answers in the driver, the path's floor) | xdp-generic (the same in the stack's receive path, for drivers without XDP) | tc (the same at tc ingress)")
 	fs.TextVar(&r.Stack.Name, "stack", d.Stack.Name, "socket stack of --engine native: kernel | onload | exasock | vma | xlio (launched by its launcher or preloaded, and proven mapped in the program) | custom (--stack-preload)")
 	fs.StringVar(&r.Stack.Launcher, "stack-launcher", d.Stack.Launcher, "--stack custom: a launcher that execs the program (as onload does)")
 	fs.StringVar(&r.Stack.Preload, "stack-preload", d.Stack.Preload, "--stack custom: the library to preload (LD_PRELOAD), a path or a name the dynamic loader finds")
@@ -83,6 +83,9 @@ func (r Respond) Check() error {
 		return fmt.Errorf("--capacity %d: want 1 or more", r.Capacity)
 	case r.TxWait < 0:
 		return fmt.Errorf("--tx-wait %v: want 0 or more", r.TxWait)
+	}
+	if err := checkReflector(r); err != nil {
+		return err
 	}
 	if err := checkEnginePoll(r.Poll, r.Engine); err != nil {
 		return err

@@ -15,7 +15,11 @@ import (
 // has sent (Udp OutDatagrams of /proc/PID/net/snmp). In a namespace of a
 // test's own lab those are its probe's: a sender's requests, a responder's
 // replies. Tests wait on it for a round to be under way.
-func UDPSent(pid int) (int, error) {
+func UDPSent(pid int) (int, error) { return UDPStat(pid, "OutDatagrams") }
+
+// UDPStat is the Udp counter named stat (InDatagrams, NoPorts, …) of the
+// network namespace of process pid (/proc/PID/net/snmp).
+func UDPStat(pid int, stat string) (int, error) {
 	p := fmt.Sprintf("/proc/%d/net/snmp", pid)
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -31,11 +35,11 @@ func UDPSent(pid int) (int, error) {
 			head = f
 			continue
 		}
-		if i := slices.Index(head, "OutDatagrams"); i > 0 && i < len(f) {
+		if i := slices.Index(head, stat); i > 0 && i < len(f) {
 			return strconv.Atoi(f[i])
 		}
 	}
-	return 0, fmt.Errorf("%s: no Udp OutDatagrams", p)
+	return 0, fmt.Errorf("%s: no Udp %s", p, stat)
 }
 
 // RxPackets is how many packets interface iface has received in the network

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -41,12 +42,30 @@ func PinThreadFor(cpu int) (unpin func() bool, err error) {
 // AvoidCPU takes cpu from the affinity of every thread of this process,
 // so that none of them runs where a child's loop is measured (threads
 // created later inherit it from their creator); restore gives each back
-// the set it had. Threads that appear meanwhile are caught by listing
-// again until none is new.
+// the set it had, and a thread created since then the CPUs it would have
+// inherited. Threads that appear meanwhile are caught by listing again
+// until none is new.
 func AvoidCPU(cpu int) (restore func(), err error) {
 	orig := map[int]unix.CPUSet{}
 	restore = func() {
-		for tid, set := range orig {
+		var all unix.CPUSet // what a thread created later had inherited
+		for _, set := range orig {
+			for c := range 8 * int(unsafe.Sizeof(set)) {
+				if set.IsSet(c) {
+					all.Set(c)
+				}
+			}
+		}
+		ents, _ := os.ReadDir("/proc/self/task")
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			set, ok := orig[tid]
+			if !ok {
+				set = all
+			}
 			_ = unix.SchedSetaffinity(tid, &set) // a thread that ended needs nothing
 		}
 	}

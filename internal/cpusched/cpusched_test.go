@@ -261,6 +261,15 @@ func TestAvoidCPU(t *testing.T) {
 		t.Errorf("CPU %d: a thread started later may run there %v, %d threads may", cpu, s.IsSet(cpu), on())
 	}
 	restore()
+	// Every thread, the one started in between included, may run there
+	// again unless another test pinned it elsewhere.
+	ents, _ = os.ReadDir("/proc/self/task")
+	for _, e := range ents {
+		var s unix.CPUSet
+		if tid, _ := strconv.Atoi(e.Name()); unix.SchedGetaffinity(tid, &s) == nil && s.Count() > 1 && !s.IsSet(cpu) {
+			t.Errorf("thread %d kept out of CPU %d after restore", tid, cpu)
+		}
+	}
 	if on() == 0 {
 		t.Errorf("restore gave CPU %d back to no thread", cpu)
 	}

@@ -84,6 +84,8 @@ func TestRunLocked(t *testing.T) {
 // the loop runs, the caller's thread is left as it was, and a thread that
 // cannot be placed fails the run without running the loop.
 func TestRunLockedPlaces(t *testing.T) {
+	runtime.LockOSThread() // "the caller's thread": the same one before and after
+	defer runtime.UnlockOSThread()
 	before, err := ThreadCPUs()
 	if err != nil {
 		t.Fatal(err)

@@ -188,7 +188,8 @@ func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Clien
 	}()
 	match := func(cmd string) func(rundir.Process) bool {
 		return func(p rundir.Process) bool {
-			return len(p.Cmdline) > 2 && p.Cmdline[1] == cmd && slices.Contains(p.Cmdline, id)
+			// --run-id ID or --run-id=ID: the agents pass flags in the second form.
+			return len(p.Cmdline) > 2 && p.Cmdline[1] == cmd && slices.ContainsFunc(p.Cmdline, func(a string) bool { return a == id || a == "--run-id="+id })
 		}
 	}
 	comm := filepath.Base(cfg.Rig) // the kernel keeps 15 bytes of it

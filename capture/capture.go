@@ -188,7 +188,7 @@ func (c *Capture) Frames() int { return int(c.frames.Load()) }
 // (cpusched.RunLocked).
 func (c *Capture) Run(ctx context.Context) error {
 	var err error
-	c.stopped, err = cpusched.RunLocked(ctx, cpusched.Thread{CPU: -1}, c.loop, c.Stop)
+	c.stopped, err = cpusched.RunLocked(ctx, cpusched.Thread{CPU: c.cfg.CPU}, c.loop, c.Stop)
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/rig-project/rig/capture"
 	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -26,6 +27,12 @@ func captureFlags(fs *flag.FlagSet) func(context.Context) error {
 		surviveEPIPE()
 		if err := f.Parse(fs); err != nil {
 			return cli.Usage(err)
+		}
+		// Bad input is refused before the NIC is touched.
+		if f.CPU >= 0 {
+			if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
+				return setupError(err)
+			}
 		}
 		undo, err := prepareNIC(ctx, "capture", f.Common, tstamp.NeedCapture)
 		if err != nil {

@@ -25,12 +25,13 @@ type Capture struct {
 	// reply is paired with its request per responder.
 	Responders int
 	Duration   time.Duration // --duration: stop after this long (0: until stopped)
+	CPU        int           // --cpu: the capture loop's CPU (-1: not pinned)
 }
 
 // DefaultCapture is rig capture's command line with every flag at its
 // default (Iface, which has none, empty).
 func DefaultCapture() Capture {
-	return Capture{Common: defaultCommon(), Capacity: 100000, Responders: 1, VXLANPort: tstamp.VXLANPort, VNI: -1}
+	return Capture{Common: defaultCommon(), Capacity: 100000, Responders: 1, VXLANPort: tstamp.VXLANPort, VNI: -1, CPU: -1}
 }
 
 // Register defines rig capture's flags on fs, bound to c and set to their
@@ -46,6 +47,7 @@ func (c *Capture) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Capacity, "capacity", d.Capacity, "sequences recorded (0..capacity-1)")
 	fs.IntVar(&c.Responders, "responders", d.Responders, fmt.Sprintf("how many responders answer every request (their --id 0..N-1; 1..%d): each reply is paired with its request per responder", MaxResponders))
 	fs.DurationVar(&c.Duration, "duration", d.Duration, "stop after this long (0: until Ctrl-C)")
+	fs.IntVar(&c.CPU, "cpu", d.CPU, "CPU to pin the capture loop to (-1: no pinning)")
 }
 
 // Parse completes c from fs, the FlagSet Register defined the flags on,
@@ -72,6 +74,8 @@ func (c Capture) Check() error {
 		return fmt.Errorf("--responders %d: want 1..%d", c.Responders, MaxResponders)
 	case c.VXLANPort < 1 || c.VXLANPort > 65535:
 		return fmt.Errorf("--vxlan-port %d: want 1..65535", c.VXLANPort)
+	case c.CPU < -1:
+		return fmt.Errorf("--cpu %d: want a CPU number, or -1 for no pinning", c.CPU)
 	case c.VNI < -1 || c.VNI > tstamp.MaxVNI:
 		return fmt.Errorf("--vni %d: want 0..%d (a VNI has 24 bits), or -1 for any", c.VNI, tstamp.MaxVNI)
 	case !c.VXLAN && (c.VXLANPort != tstamp.VXLANPort || c.VNI != -1):

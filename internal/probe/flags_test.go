@@ -191,6 +191,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 		"Capacity":   func(c *Capture) { c.Capacity = 10 },
 		"Responders": func(c *Capture) { c.Responders = MaxResponders },
 		"Duration":   func(c *Capture) { c.Duration = time.Minute },
+		"CPU":        func(c *Capture) { c.CPU = 3 },
 	}))
 }
 

@@ -95,6 +95,8 @@ type host struct {
 	// VXLAN: a capture port that receives VXLAN-encapsulated mirror
 	// copies (rig capture --vxlan).
 	VXLAN bool
+	// CPU pins the sender's or the capture's thread (host option cpu).
+	CPU *int
 }
 
 // hosts are the agents of a run, one per host (per namespace when
@@ -387,6 +389,9 @@ func (r *run) spec(arm scenario.Arm, n int) (round.Spec, error) {
 	}
 	c := probe.DefaultSend()
 	c.Iface, c.TakeOverPTP = r.hs.sender.Iface, r.hs.sender.TakeOverPTP
+	if v := r.hs.sender.CPU; v != nil {
+		c.CPU = *v
+	}
 	c.Timestamps, c.Arm, c.ArmIndex, c.Round = ts, arm.Name, armIndexOf(s, arm.Name), n
 	c.RunID, _ = wire.ParseRunID(r.o.RunID)
 	c.Group, c.ReplyGroup, c.Count, c.Interval, c.Warmup = t.Group, t.Reply, t.Count, t.Interval, t.Warmup
@@ -398,6 +403,9 @@ func (r *run) spec(arm scenario.Arm, n int) (round.Spec, error) {
 	if h := r.hs.capture; h != nil {
 		cc := probe.DefaultCapture()
 		cc.Iface, cc.TakeOverPTP, cc.VXLAN = h.Iface, h.TakeOverPTP, h.VXLAN
+		if v := h.CPU; v != nil {
+			cc.CPU = *v
+		}
 		spec.Capture, spec.CaptureOn = &cc, h.Agent
 	}
 	return spec, nil
@@ -487,7 +495,7 @@ func (r *run) setupHosts(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		rh := host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt, TakeOverPTP: h.TakeOverPTP, VXLAN: h.Mirror == scenario.MirrorVXLAN}
+		rh := host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt, TakeOverPTP: h.TakeOverPTP, VXLAN: h.Mirror == scenario.MirrorVXLAN, CPU: h.CPU}
 		if h.Has(scenario.RoleSender) {
 			hs.sender = rh
 		}

@@ -21,10 +21,10 @@ import (
 func TestRoundSpec(t *testing.T) {
 	s, err := scenario.Parse("spec.yaml", []byte(`name: spec
 hosts:
-  cap: {via: ssh cap, roles: [capture], iface: eth4, mirror: vxlan}
+  cap: {via: ssh cap, roles: [capture], iface: eth4, mirror: vxlan, cpu: 0}
   r0: {via: ssh r0, roles: [responder], iface: eth2}
   r1: {via: ssh r1, roles: [responder], iface: eth3, take-over-ptp: true}
-  snd: {via: local, roles: [sender], iface: eth1, take-over-ptp: true}
+  snd: {via: local, roles: [sender], iface: eth1, take-over-ptp: true, cpu: 1}
 traffic: {group: 239.1.1.1:5000, reply: 239.1.1.2:5001, count: 100, interval: 2ms, size: 200, warmup: 5, reply-timeout: 300ms}
 timestamps: software
 defaults: {responder: {cpu: 2}}
@@ -37,9 +37,9 @@ arms:
 		t.Fatal(err)
 	}
 	r := &run{s: s, dir: "/res", o: Options{RunID: "abc"}, hs: &hosts{
-		sender:     host{Iface: "eth1", TakeOverPTP: true},
+		sender:     host{Iface: "eth1", TakeOverPTP: true, CPU: s.HostWith(scenario.RoleSender).CPU},
 		responders: []host{{Iface: "eth2"}, {Iface: "eth3", TakeOverPTP: true}},
-		capture:    &host{Iface: "eth4", VXLAN: true},
+		capture:    &host{Iface: "eth4", VXLAN: true, CPU: s.HostWith(scenario.RoleCapture).CPU},
 	}}
 	arm := s.Arms[1]
 	spec, err := r.spec(arm, 3)
@@ -50,10 +50,10 @@ arms:
 	if c.Iface != "eth1" || !c.TakeOverPTP || c.Group != s.Traffic.Group || c.Unicast.IsValid() || c.ReplyGroup != s.Traffic.Reply ||
 		c.Count != 100 || c.Interval != 2*time.Millisecond || c.Size != 200 || c.Warmup != 5 || c.ReplyTimeout != 300*time.Millisecond ||
 		c.Timestamps != tstamp.Software || c.RunID != 0xabc || c.Arm != "tuned" || c.ArmIndex != 1 || c.Round != 3 || !spec.Telemetry ||
-		spec.Dir != rundir.RoundDir("/res", "tuned", 3) {
+		spec.Dir != rundir.RoundDir("/res", "tuned", 3) || c.CPU != 1 {
 		t.Errorf("send: %+v (dir %s)", c, spec.Dir)
 	}
-	if spec.Capture == nil || spec.Capture.Iface != "eth4" || !spec.Capture.VXLAN {
+	if spec.Capture == nil || spec.Capture.Iface != "eth4" || !spec.Capture.VXLAN || spec.Capture.CPU != 0 {
 		t.Errorf("capture: %+v", spec.Capture)
 	}
 	for i, want := range []probe.Respond{

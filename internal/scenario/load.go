@@ -37,6 +37,7 @@ type rawHost struct {
 	AllowMgmt   *bool    `yaml:"allow-mgmt"`
 	Address     *string  `yaml:"address"`
 	Mirror      *string  `yaml:"mirror"`
+	CPU         *int     `yaml:"cpu"`
 }
 
 type rawTraffic struct {

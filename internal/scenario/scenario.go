@@ -106,6 +106,10 @@ type Host struct {
 	// Mirror is how the capture host's port receives the copies: ""
 	// (a SPAN/tap port: the frames as on the wire) or MirrorVXLAN.
 	Mirror string
+	// CPU pins the sender's pacing thread or the capture's loop on this
+	// host (host option cpu; nil: not pinned). A responder's CPU is an
+	// arm knob (responder.cpu), not a host option.
+	CPU *int
 }
 
 // Has reports whether h plays role r.

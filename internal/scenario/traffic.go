@@ -85,6 +85,16 @@ func (c *checker) hostTraffic(p string, rh *rawHost, h *Host) {
 			}
 		}
 	}
+	if rh.CPU != nil {
+		switch {
+		case !h.Has(RoleSender) && !h.Has(RoleCapture):
+			c.key(p+".cpu", fmt.Sprintf("cpu: pins a sender's or a capture's thread, and host %s has neither role", h.Name), "set the responder's CPU per arm with responder: {cpu: N}, or delete the line")
+		case *rh.CPU < 0:
+			c.val(p+".cpu", fmt.Sprintf("cpu: %d is not a CPU number", *rh.CPU), "write the CPU the sender's or capture's thread runs on, e.g. cpu: 2 (an isolated one)")
+		default:
+			h.CPU = rh.CPU
+		}
+	}
 	if rh.Mirror != nil {
 		switch {
 		case !h.Has(RoleCapture):

@@ -98,6 +98,9 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 		}
 		hf := v.load(h.Name, f)
 		hosts[h.Name] = hf
+		if h.CPU != nil {
+			v.cpus("hosts."+h.Name+".cpu", []int{*h.CPU}, hf, "the sender's or capture's CPU")
+		}
 		if h.Iface != "" && !slices.Contains(hf.ifaces, h.Iface) {
 			hint := "interfaces there: " + strings.Join(hf.ifaces, ", ")
 			if d := closest(h.Iface, hf.ifaces); d != "" {

@@ -14,13 +14,14 @@ import (
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/noise"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 func init() {
 	register(&command{
 		name:    "noise",
 		summary: "measure what takes a CPU from a loop that only reads its counter",
-		usage:   "--cpu N [--for D] [--sched other|fifo:N] [--format md|json]",
+		usage:   "--cpu N [--for D] [--sched other|fifo:N] [--format md|json] [--out FILE]",
 		flags:   noiseFlags,
 	})
 }
@@ -30,6 +31,7 @@ func noiseFlags(fs *flag.FlagSet) func(context.Context) error {
 	dur := fs.Duration("for", 5*time.Second, "how long the loop runs")
 	sched := fs.String("sched", "other", "scheduling policy of the loop: other | fifo:N (needs CAP_SYS_NICE)")
 	format := addFormat(fs, "json: one object, docs/noise.md", "md", "json")
+	out := fs.String("out", "", "write the result as JSON to `FILE` (noise.json; rig run's agent gives it) instead of printing it")
 	return func(ctx context.Context) error {
 		if err := noArgs(fs); err != nil {
 			return err
@@ -56,6 +58,9 @@ func noiseFlags(fs *flag.FlagSet) func(context.Context) error {
 		}
 		if err != nil {
 			return setupError(err)
+		}
+		if *out != "" {
+			return rundir.WriteJSON(*out, r)
 		}
 		if format.value == "json" {
 			enc := json.NewEncoder(os.Stdout)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +56,10 @@ type Spec struct {
 	// written to rundir.TelemetryFile(id).
 	Telemetry         bool
 	TelemetryInterval time.Duration
+	// Noise, when set, is a window of rig noise that long on responder
+	// 0's CPU before any probe starts (a busy responder would be its
+	// noise), written to rundir.NoiseFile.
+	Noise time.Duration
 	// Progress, when set, receives the sender's progress (once a second);
 	// nil: the sender prints none.
 	Progress func(sent, received int)
@@ -178,6 +183,11 @@ type runner struct {
 // sender after the lead, and ends the round when the sender ends.
 func (r *runner) run() error {
 	s := r.spec
+	if s.Noise > 0 {
+		if err := r.noise(); err != nil {
+			return fmt.Errorf("noise window: %w", err)
+		}
+	}
 	for id, on := range s.RespondOn {
 		cmd := s.respond(id)
 		ra := agent.StartArgs{Command: "respond", Args: cmd.Args()}
@@ -222,6 +232,33 @@ func (r *runner) run() error {
 		return errors.Join(err, r.finish())
 	}
 	return r.waitSender()
+}
+
+// noise runs the noise window on responder 0's host and CPU, alone, and
+// writes its result to the round directory.
+func (r *runner) noise() error {
+	on, cpu := r.spec.RespondOn[0], r.spec.Respond[0].CPU
+	if cpu < 0 {
+		return errors.New("the responder has no CPU: set responder.cpu")
+	}
+	h, err := on.Start(r.ctx, agent.StartArgs{Command: "noise", Args: []string{"--cpu", strconv.Itoa(cpu), "--for", r.spec.Noise.String()}}, nil)
+	if err != nil {
+		return err
+	}
+	wr, err := on.Wait(r.ctx, h)
+	if err != nil { // interrupted: the loop stops and writes what it has
+		_ = on.Stop(r.cleanup, h)
+		_, _ = on.Wait(r.cleanup, h)
+		return err
+	}
+	if wr.Error != "" {
+		return fmt.Errorf("rig noise exited: %s\n    %s", wr.Error, strings.Join(wr.Tail, "\n    "))
+	}
+	fr, err := on.Fetch(r.cleanup, h)
+	if err != nil {
+		return err
+	}
+	return rundir.WriteFileAtomic(filepath.Join(r.spec.Dir, rundir.NoiseFile), fr.Data)
 }
 
 // start starts p (its role and id) through its agent.

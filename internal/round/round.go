@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -56,10 +55,10 @@ type Spec struct {
 	// written to rundir.TelemetryFile(id).
 	Telemetry         bool
 	TelemetryInterval time.Duration
-	// Noise, when set, is a window of rig noise that long on responder
-	// 0's CPU before any probe starts (a busy responder would be its
-	// noise), written to rundir.NoiseFile.
-	Noise time.Duration
+	// Noise, when set, is rig noise's window (its For) before any probe
+	// starts (a busy responder would be its noise), written to
+	// rundir.NoiseFile. Run sets its CPU and Sched: responder 0's.
+	Noise *probe.Noise
 	// Progress, when set, receives the sender's progress (once a second);
 	// nil: the sender prints none.
 	Progress func(sent, received int)
@@ -183,7 +182,7 @@ type runner struct {
 // sender after the lead, and ends the round when the sender ends.
 func (r *runner) run() error {
 	s := r.spec
-	if s.Noise > 0 {
+	if s.Noise != nil {
 		if err := r.noise(); err != nil {
 			return fmt.Errorf("noise window: %w", err)
 		}
@@ -234,14 +233,16 @@ func (r *runner) run() error {
 	return r.waitSender()
 }
 
-// noise runs the noise window on responder 0's host and CPU, alone, and
+// noise runs the noise window on responder 0's host and CPU, with its
+// scheduling policy (what its loop would suffer), alone, and
 // writes its result to the round directory.
 func (r *runner) noise() error {
-	on, cpu := r.spec.RespondOn[0], r.spec.Respond[0].CPU
-	if cpu < 0 {
+	on, n := r.spec.RespondOn[0], *r.spec.Noise
+	n.CPU, n.Sched = r.spec.Respond[0].CPU, r.spec.Respond[0].Sched
+	if n.CPU < 0 {
 		return errors.New("the responder has no CPU: set responder.cpu")
 	}
-	h, err := on.Start(r.ctx, agent.StartArgs{Command: "noise", Args: []string{"--cpu", strconv.Itoa(cpu), "--for", r.spec.Noise.String()}}, nil)
+	h, err := on.Start(r.ctx, agent.StartArgs{Command: "noise", Args: n.Args()}, nil)
 	if err != nil {
 		return err
 	}

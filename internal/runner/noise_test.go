@@ -84,6 +84,8 @@ func TestRunNoiseWindow(t *testing.T) {
 	if err != nil || !strings.Contains(string(md), "## Platform noise") || !strings.Contains(string(md), "| noisy | 2 | 0.") {
 		t.Errorf("tables.md lacks the noise table (%v):\n%s", err, md)
 	}
+	_, table, _ := strings.Cut(string(md), "## Platform noise")
+	t.Logf("the noise table:%s", table[:strings.Index(table+"\n## ", "\n## ")])
 }
 
 // TestRunNoiseWindowFails: a window that cannot run (no native program)

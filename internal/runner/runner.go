@@ -374,7 +374,7 @@ func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress fu
 		}
 		undos = append(undos, undo)
 		if k.Noise != nil {
-			spec.Noise = k.Noise.For
+			spec.Noise = &probe.Noise{For: k.Noise.For}
 		}
 		spec.Respond = append(spec.Respond, respond(h, k))
 		spec.RespondOn = append(spec.RespondOn, h.Agent)

@@ -139,6 +139,8 @@ type ArmReport struct {
 	// Freq is the responder CPU's measured frequency over the analysed
 	// rounds, from their telemetry (nil when none carries it).
 	Freq *ArmFreq `json:"freq,omitempty"`
+	// Noise is the analysed rounds' noise windows (nil when none has one).
+	Noise *ArmNoise `json:"noise,omitempty"`
 }
 
 // RoundAccount is what happened to one round, whatever its statistics:
@@ -524,6 +526,11 @@ func (z *analyzer) arm(a InputArm, ar *ArmReport, af *armFacts, ta *TelemetryArm
 		rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q: no rounds", a.Name))
 	}
 	ar.Freq = armFreq(ta.Rounds)
+	var noiseProblems []string
+	ar.Noise, noiseProblems = armNoise(ta.Rounds)
+	for _, p := range noiseProblems {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q: noise: %s", a.Name, p))
+	}
 	z.chooseSources(ar, accs, ta)
 }
 

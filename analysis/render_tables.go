@@ -126,6 +126,7 @@ func (r *Report) sections() []section {
 		section{table: baselineTable(r), always: true},
 		section{table: pairedTable(r)},
 		section{table: freqTable(r), detail: true},
+		section{table: noiseTable(r), detail: true},
 		section{table: roundsTable(r), always: true, detail: true},
 		section{table: threadsTable(r), detail: true},
 	)

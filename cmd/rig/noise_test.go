@@ -12,13 +12,13 @@ import (
 
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/native"
-	"github.com/rig-project/rig/internal/noise"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
 // noiseRun runs `rig noise ARGS --format json` with the native program
 // found in dir and returns its result and stderr.
-func noiseRun(t *testing.T, dir string, args ...string) (*noise.Result, string) {
+func noiseRun(t *testing.T, dir string, args ...string) (*rundir.Noise, string) {
 	t.Helper()
 	cmd := exec.Command(testbin.Rig(t), append([]string{"noise", "--format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), native.EnvDir+"="+dir)
@@ -28,7 +28,7 @@ func noiseRun(t *testing.T, dir string, args ...string) (*noise.Result, string) 
 	if err != nil {
 		t.Fatalf("rig noise %v: %v\n%s", args, err, stderr.String())
 	}
-	var r noise.Result
+	var r rundir.Noise
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("rig noise %v: %v\n%s", args, err, out)
 	}
@@ -42,7 +42,7 @@ func noiseRun(t *testing.T, dir string, args ...string) (*noise.Result, string) 
 }
 
 // checkNoise checks what every noise result promises.
-func checkNoise(t *testing.T, what string, r *noise.Result, forNS int64) {
+func checkNoise(t *testing.T, what string, r *rundir.Noise, forNS int64) {
 	t.Helper()
 	if len(r.Gaps) != 4 || r.DurationNS < forNS*99/100 || r.Interrupted != "" || r.Floor.TypicalNS <= 0 || r.Floor.TickNS <= 0 || r.Counter.HzCalibrated <= 0 {
 		t.Fatalf("%s: %+v", what, r)

@@ -141,8 +141,8 @@ type ApplyResult struct {
 	Report []string `json:"report"`
 }
 
-// StartArgs starts a rig probe process: Command is "respond", "send" or
-// "capture"; Args are its flags without --out (the agent picks the file).
+// StartArgs starts a rig probe process: Command is "respond", "send",
+// "capture" or "noise"; Args are its flags without --out (the agent picks the file).
 type StartArgs struct {
 	Command string   `json:"command"`
 	Args    []string `json:"args"`

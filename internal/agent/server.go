@@ -33,7 +33,7 @@ import (
 )
 
 // probeCommands are the only processes an agent starts.
-var probeCommands = []string{"respond", "send", "capture"}
+var probeCommands = []string{"respond", "send", "capture", "noise"}
 
 // Server is the agent side: `rig agent --stdio`.
 type Server struct {

@@ -1,6 +1,8 @@
 package noise
 
 import (
+	"github.com/rig-project/rig/internal/rundir"
+
 	"cmp"
 	"context"
 	"errors"
@@ -26,32 +28,6 @@ import (
 
 // tracefsDirs are where tracefs is looked for, in order.
 var tracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
-
-// OSNoise is the osnoise tracer's view of the window.
-type OSNoise struct {
-	Mode string `json:"mode"`
-	// Events are the noise events inside the window, the probe's own
-	// thread left out; ByKind counts them per source kind (irq, softirq,
-	// thread, nmi: osnoise's interference counters).
-	Events      uint64            `json:"events"`
-	ByKind      map[string]uint64 `json:"by_kind"`
-	LongestNS   uint64            `json:"longest_ns"`
-	LongestName string            `json:"longest"`
-	TotalNS     uint64            `json:"total_ns"`
-	// Top are the sources that took the most time.
-	Top []Source `json:"top"`
-	// Lost counts events the instance's buffer overran.
-	Lost uint64 `json:"lost"`
-}
-
-// Source is one noise source in the window.
-type Source struct {
-	Kind    string `json:"kind"`
-	Name    string `json:"name"`
-	Count   uint64 `json:"count"`
-	TotalNS uint64 `json:"total_ns"`
-	MaxNS   uint64 `json:"max_ns"`
-}
 
 // modeNoWorkload is OSNoise.Mode.
 const modeNoWorkload = "tracepoints, no workload (NO_OSNOISE_WORKLOAD): net durations, nested noise subtracted"
@@ -309,10 +285,10 @@ func monoStarts(ev []event) {
 
 // summarize keeps the events that overlap the window [from, to] (mono),
 // the loop's own thread left out, and counts them above each threshold.
-func summarize(ev []event, from, to int64, loopTID int, thresholds []uint64, lost uint64) (*OSNoise, []uint64, []event) {
-	o := &OSNoise{Mode: modeNoWorkload, ByKind: map[string]uint64{}, Lost: lost}
+func summarize(ev []event, from, to int64, loopTID int, thresholds []uint64, lost uint64) (*rundir.OSNoise, []uint64, []event) {
+	o := &rundir.OSNoise{Mode: modeNoWorkload, ByKind: map[string]uint64{}, Lost: lost}
 	above := make([]uint64, len(thresholds))
-	by := map[[2]string]*Source{}
+	by := map[[2]string]*rundir.NoiseSource{}
 	var kept []event
 	for _, e := range ev {
 		if e.Kind == "thread" && e.PID == loopTID || e.StartMono+int64(e.NS) < from || e.StartMono > to {
@@ -332,7 +308,7 @@ func summarize(ev []event, from, to int64, loopTID int, thresholds []uint64, los
 		}
 		s := by[[2]string{e.Kind, e.Name}]
 		if s == nil {
-			s = &Source{Kind: e.Kind, Name: e.Name}
+			s = &rundir.NoiseSource{Kind: e.Kind, Name: e.Name}
 			by[[2]string{e.Kind, e.Name}] = s
 		}
 		s.Count++
@@ -342,7 +318,7 @@ func summarize(ev []event, from, to int64, loopTID int, thresholds []uint64, los
 	for _, s := range by {
 		o.Top = append(o.Top, *s)
 	}
-	slices.SortFunc(o.Top, func(a, b Source) int {
+	slices.SortFunc(o.Top, func(a, b rundir.NoiseSource) int {
 		return cmp.Or(cmp.Compare(b.TotalNS, a.TotalNS), cmp.Compare(a.Kind+a.Name, b.Kind+b.Name))
 	})
 	o.Top = o.Top[:min(len(o.Top), 5)]
@@ -362,7 +338,7 @@ func inside(ev []event, from int64, ns uint64) string {
 	slices.SortStableFunc(in, func(a, b event) int { return cmp.Compare(b.NS, a.NS) })
 	var parts []string
 	for _, e := range in[:min(len(in), 3)] {
-		parts = append(parts, fmt.Sprintf("%s %s µs", label(e), us(e.NS)))
+		parts = append(parts, fmt.Sprintf("%s %.1f µs", label(e), float64(e.NS)/1e3))
 	}
 	if len(in) > 3 {
 		parts = append(parts, fmt.Sprintf("%d more", len(in)-3))

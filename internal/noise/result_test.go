@@ -57,7 +57,7 @@ func TestBuild(t *testing.T) {
 		}
 	}
 	j, _ := json.Marshal(r)
-	var back Result
+	var back rundir.Noise
 	if err := json.Unmarshal(j, &back); err != nil || back.Gaps[3].Count != r.Gaps[3].Count || back.Rule != Rule {
 		t.Errorf("json: %v\n%s", err, j)
 	}
@@ -72,17 +72,17 @@ func TestWho(t *testing.T) {
 		Threads:   []rundir.ThreadSeen{{TID: 10, Comm: "rig-noise-nativ"}, {TID: 11, Comm: "compile"}, {TID: 12, Comm: "compile"}},
 		Intervals: []rundir.TelemetryInterval{{Start: 100, End: 200, Deltas: []uint64{25, 3}, Threads: []int{0, 1, 2}}},
 	}
-	r := &Result{Telemetry: tel, OSNoise: &OSNoise{}}
+	r := &rundir.Noise{Telemetry: tel, OSNoise: &rundir.OSNoise{}}
 	ev := []event{{Kind: "irq", Name: "local_timer:236", StartMono: 1000, NS: 2000}, {Kind: "thread", Name: "compile:11", StartMono: 4000, NS: 30000}}
-	got := who(r, ev, Gap{StartNS: 150, StartMonoNS: 900, NS: 40000}, 10)
+	got := who(r, ev, rundir.NoiseGap{StartNS: 150, StartMonoNS: 900, NS: 40000}, 10)
 	want := "telemetry: cpu1 irq LOC Local timer interrupts ×25, cpu1 softirq RCU ×3, thread compile; osnoise: thread compile:11 30.0 µs, irq local_timer:236 2.0 µs"
 	if got != want {
 		t.Errorf("who:\n got %s\nwant %s", got, want)
 	}
-	if got := who(r, ev, Gap{StartNS: 500, StartMonoNS: 90000, NS: 5000}, 10); got != "osnoise: no event: the hypervisor, or hardware (SMI)" {
+	if got := who(r, ev, rundir.NoiseGap{StartNS: 500, StartMonoNS: 90000, NS: 5000}, 10); got != "osnoise: no event: the hypervisor, or hardware (SMI)" {
 		t.Errorf("outside telemetry, no event: %s", got)
 	}
-	if got := who(&Result{}, nil, Gap{}, 10); got != "not sampled" {
+	if got := who(&rundir.Noise{}, nil, rundir.NoiseGap{}, 10); got != "not sampled" {
 		t.Errorf("nothing: %s", got)
 	}
 }

@@ -63,7 +63,7 @@ func CheckCPU(fs hostfs.FS, cpu int) error {
 // or claimed by a rig responder's loop is refused (journal.ErrCPUBusy);
 // an error after the loop ran is a failure to put osnoise's settings back
 // or of the program. Ctrl-C (ctx) ends the loop early: the Result says so.
-func Run(ctx context.Context, cfg Config) (res *Result, err error) {
+func Run(ctx context.Context, cfg Config) (res *rundir.Noise, err error) {
 	if err := CheckCPU(cfg.FS, cfg.CPU); err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 // who says who took the CPU during gap g, as far as telemetry (its
 // interval around the gap: the sources that moved most, the threads seen
 // but the loop's own) and osnoise (the events inside it) tell.
-func who(r *Result, ev []event, g Gap, loopTID int) string {
+func who(r *rundir.Noise, ev []event, g rundir.NoiseGap, loopTID int) string {
 	var parts []string
 	if t := r.Telemetry; t != nil {
 		if iv := t.IntervalAt(g.StartNS); iv != nil {
@@ -225,7 +225,7 @@ func stopTelemetry(s *telemetry.Sampler) (*rundir.TelemetryResult, error) {
 
 // hostNotes are what the reader of a Result must know about how the
 // host treated the loop.
-func hostNotes(fs hostfs.FS, r *Result, rd native.NoiseReady, sched cpusched.Sched) []string {
+func hostNotes(fs hostfs.FS, r *rundir.Noise, rd native.NoiseReady, sched cpusched.Sched) []string {
 	var out []string
 	if rd.MlockAll != 0 {
 		out = append(out, "mlockall failed ("+rd.MlockAll.Error()+"): the loop's pages may fault (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)")

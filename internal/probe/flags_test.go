@@ -195,6 +195,21 @@ func TestCaptureRoundTrip(t *testing.T) {
 	}))
 }
 
+func TestNoiseRoundTrip(t *testing.T) {
+	base := DefaultNoise()
+	base.CPU = 1 // required
+	roundTrip[Noise](t, base, Noise.Args, map[string]func(*Noise){
+		"CPU":   func(n *Noise) { n.CPU = 3 },
+		"For":   func(n *Noise) { n.For = 200 * time.Millisecond },
+		"Sched": func(n *Noise) { n.Sched = cpusched.Sched{Policy: cpusched.FIFO, Priority: 50} },
+	})
+	for _, bad := range []Noise{{CPU: -1, For: time.Second}, {CPU: 1, For: time.Microsecond}, {CPU: 1, For: 25 * time.Hour}} {
+		if bad.Check() == nil {
+			t.Errorf("%+v passes Check", bad)
+		}
+	}
+}
+
 // TestDefaults: a command line with only the required flags parses to
 // DefaultX with those set: the defaults the CLI shows are the ones the
 // runner starts from.

@@ -55,6 +55,10 @@ type Spec struct {
 	// written to rundir.TelemetryFile(id).
 	Telemetry         bool
 	TelemetryInterval time.Duration
+	// Noise, when set, is rig noise's window (its For) before any probe
+	// starts (a busy responder would be its noise), written to
+	// rundir.NoiseFile. Run sets its CPU and Sched: responder 0's.
+	Noise *probe.Noise
 	// Progress, when set, receives the sender's progress (once a second);
 	// nil: the sender prints none.
 	Progress func(sent, received int)
@@ -178,6 +182,11 @@ type runner struct {
 // sender after the lead, and ends the round when the sender ends.
 func (r *runner) run() error {
 	s := r.spec
+	if s.Noise != nil {
+		if err := r.noise(); err != nil {
+			return fmt.Errorf("noise window: %w", err)
+		}
+	}
 	for id, on := range s.RespondOn {
 		cmd := s.respond(id)
 		ra := agent.StartArgs{Command: "respond", Args: cmd.Args()}
@@ -222,6 +231,35 @@ func (r *runner) run() error {
 		return errors.Join(err, r.finish())
 	}
 	return r.waitSender()
+}
+
+// noise runs the noise window on responder 0's host and CPU, with its
+// scheduling policy (what its loop would suffer), alone, and
+// writes its result to the round directory.
+func (r *runner) noise() error {
+	on, n := r.spec.RespondOn[0], *r.spec.Noise
+	n.CPU, n.Sched = r.spec.Respond[0].CPU, r.spec.Respond[0].Sched
+	if n.CPU < 0 {
+		return errors.New("the responder has no CPU: set responder.cpu")
+	}
+	h, err := on.Start(r.ctx, agent.StartArgs{Command: "noise", Args: n.Args()}, nil)
+	if err != nil {
+		return err
+	}
+	wr, err := on.Wait(r.ctx, h)
+	if err != nil { // interrupted: the loop stops and writes what it has
+		_ = on.Stop(r.cleanup, h)
+		_, _ = on.Wait(r.cleanup, h)
+		return err
+	}
+	if wr.Error != "" {
+		return fmt.Errorf("rig noise exited: %s\n    %s", wr.Error, strings.Join(wr.Tail, "\n    "))
+	}
+	fr, err := on.Fetch(r.cleanup, h)
+	if err != nil {
+		return err
+	}
+	return rundir.WriteFileAtomic(filepath.Join(r.spec.Dir, rundir.NoiseFile), fr.Data)
 }
 
 // start starts p (its role and id) through its agent.

@@ -1,13 +1,13 @@
 // Package rundir names the files of a run directory (docs/formats.md) and
 // holds their types: the manifest, telemetry.json, env/<host>.json,
-// cpu-rank.json and the host values they record. Their producers write
+// cpu-rank.json, noise.json and the host values they record. Their producers write
 // these types and the analysis reads them back; the package reads no host
 // (no /proc, no x/sys), so the report builds on any OS.
 //
 //	results/<scenario>-<UTC time>[-N]/
 //	  manifest.json
 //	  env/<host>.json
-//	  arms/<arm>/round-<k>/{sender,responder,capture}.samples, telemetry.json, cpu-rank.json
+//	  arms/<arm>/round-<k>/{sender,responder,capture}.samples, telemetry.json, cpu-rank.json, noise.json
 //	  tables.md tables.csv report.md report.json report.html hist.hlog plots/
 package rundir
 

@@ -348,6 +348,9 @@ func (r *run) knobs(a scenario.Arm, i int) scenario.Knobs {
 // takes the arm back.
 func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress func(int, int)) (err error) {
 	length := r.s.Traffic.RoundDuration() + 10*time.Second
+	if n := r.knobs(arm, 0).Noise; n != nil {
+		length += n.For
+	}
 	fmt.Fprintf(r.o.Log, "rig run: round %d arm %s\n", n, arm.Name)
 	spec, err := r.spec(arm, n)
 	if err != nil {
@@ -372,6 +375,9 @@ func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress fu
 			return err
 		}
 		undos = append(undos, undo)
+		if k.Noise != nil {
+			spec.Noise = &probe.Noise{For: k.Noise.For}
+		}
 		spec.Respond = append(spec.Respond, respond(h, k))
 		spec.RespondOn = append(spec.RespondOn, h.Agent)
 	}

@@ -348,6 +348,11 @@ func (c *checker) fanout(p string, s *Scenario, a Arm) {
 			"fan-out needs multicast requests (every responder hears each one): delete request: unicast")
 	}
 	for _, h := range s.Responders {
+		if s.KnobsFor(a, h).Noise != nil {
+			c.key(p+".noise", fmt.Sprintf("arm %s: noise with several responders (%s): the window runs on one responder host", a.Name, h),
+				"run the noise arm in a scenario with one responder, or measure the CPUs by hand with rig noise --cpu N")
+			return
+		}
 		if s.KnobsFor(a, h).Responder.Quietest != nil {
 			c.val(p+".responder.cpu", fmt.Sprintf("arm %s: responder.cpu: quietest with several responders (%s)", a.Name, h),
 				"pin each responder to its CPU in responders: (e.g. responders: {"+h+": {responder: {cpu: 1}}})")
@@ -597,6 +602,9 @@ func (c *checker) effective(p string, e Knobs) {
 	}
 	if st := e.Responder.Stack; st != nil && !st.Kernel() && (e.Responder.Engine == nil || *e.Responder.Engine != probe.EngineNative) {
 		c.key(p+".responder.stack", fmt.Sprintf("stack %s needs engine: native: the Go engine makes its socket calls as raw system calls, which no preloaded stack sees", st), "add engine: native to responder, in the arm or in defaults")
+	}
+	if e.Noise != nil && !e.Responder.HasCPU() {
+		c.key(p+".noise", "noise measures the responder CPU, and responder.cpu is not set", "set responder.cpu (a number or quietest) in the arm or in defaults")
 	}
 	if e.CState != nil && (e.CState.Disable != nil || e.CState.Poll) && !e.Responder.HasCPU() {
 		c.key(p+".cstate", "cstate disable/poll acts on the responder CPU, and responder.cpu is not set", "set responder.cpu in the arm or in defaults, or use max-latency-us (all CPUs)")

@@ -139,6 +139,15 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 			k.Tuned = &t
 		}
 	}
+	if r.Noise != nil {
+		if r.Noise.For == nil {
+			c.key(p+".noise", "noise has no for:", "add for: 5s (how long the window runs before each round)")
+		} else if d, ok := c.duration(p+".noise.for", r.Noise.For); ok && (d < MinNoise || d > MaxNoise) {
+			c.val(p+".noise.for", fmt.Sprintf("noise for %v is outside %v..%v", d, MinNoise, MaxNoise), "a few seconds is plenty, e.g. for: 5s")
+		} else if ok {
+			k.Noise = &Noise{For: d}
+		}
+	}
 	for i, q := range r.Requires {
 		qp := fmt.Sprintf("%s.requires[%d]", p, i)
 		if !slices.Contains(requirements, Requirement(q)) {
@@ -412,6 +421,7 @@ func merge(d, a Knobs) Knobs {
 	over(&e.SMTSibling, a.SMTSibling)
 	e.Power = mergePower(d.Power, a.Power)
 	over(&e.Tuned, a.Tuned)
+	over(&e.Noise, a.Noise)
 	e.Requires = slices.Clone(d.Requires)
 	for _, r := range a.Requires {
 		if !slices.Contains(e.Requires, r) {

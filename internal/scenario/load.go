@@ -61,6 +61,7 @@ type rawKnobs struct {
 	SMTSibling *rawSMT       `yaml:"smt-sibling"`
 	Power      *rawPower     `yaml:"power"`
 	Tuned      *string       `yaml:"tuned"`
+	Noise      *rawNoise     `yaml:"noise"`
 	Requires   []string      `yaml:"requires"`
 	// Responders holds knobs for one responder each, by host name.
 	Responders map[string]*rawKnobs `yaml:"responders"`
@@ -81,6 +82,10 @@ type rawResponder struct {
 	Engine   *string  `yaml:"engine"`
 	Stack    *string  `yaml:"stack"`
 	StackEnv []string `yaml:"stack-env"` // NAME=VALUE
+}
+
+type rawNoise struct {
+	For any `yaml:"for"`
 }
 
 type rawIRQ struct {

@@ -257,6 +257,9 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		set := k.Responder.HasCPU() || k.Responder.Sched != nil || k.Responder.Poll != nil || k.Responder.Engine != nil || k.Responder.Stack != nil
 		out = append(out, "responder process: "+strings.Join(parts, ", ")+from(set))
 	}
+	if e.Noise != nil {
+		out = append(out, fmt.Sprintf("noise window: rig noise on the responder CPU for %v before the round's probes (noise.json)%s", e.Noise.For, from(k.Noise != nil)))
+	}
 	if e.IRQ != nil {
 		out = append(out, fmt.Sprintf("IRQs of %s queues → CPUs %s (/proc/irq/N/smp_affinity_list; irqbalance held)%s", iface, cpulist.Format(e.IRQ.CPUs), from(k.IRQ != nil)))
 	}

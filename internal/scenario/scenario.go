@@ -240,6 +240,7 @@ type Knobs struct {
 	SMTSibling *SMTSibling     `json:"smt_sibling"`
 	Power      *power.Settings `json:"power"` // the CPU frequency (cpufreq, turbo, intel_pstate limits)
 	Tuned      *string         `json:"tuned"` // a tuned profile (tuned-adm profile), applied first
+	Noise      *Noise          `json:"noise"`
 	Requires   []Requirement   `json:"requires"`
 }
 
@@ -265,6 +266,19 @@ type Quietest struct {
 // HasCPU reports whether the responder is pinned: to a given CPU or to the
 // quietest one.
 func (r Responder) HasCPU() bool { return r.CPU != nil || r.Quietest != nil }
+
+// Noise is a window of rig noise on the responder CPU before each round's
+// probes start, under the arm's knobs: a busy responder and the noise
+// loop cannot share the CPU, so each gets its own time.
+type Noise struct {
+	For time.Duration `json:"for_ns"`
+}
+
+// Noise window bounds (noise: {for: D}).
+const (
+	MinNoise = time.Millisecond
+	MaxNoise = time.Hour
+)
 
 // IRQ places the queue IRQs of the responder NIC.
 type IRQ struct {

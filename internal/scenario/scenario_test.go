@@ -654,7 +654,7 @@ func TestFormatDoc(t *testing.T) {
 		t.Errorf("README.md example: %d hosts, %d arms: not the example this test knows", len(s.Hosts), len(s.Arms))
 	}
 	for _, path := range []string{"", "hosts.x", "traffic", "arms[0]", "arms[0].responder", "arms[0].irq", "arms[0].nic",
-		"arms[0].nic.coalesce", "arms[0].nic.ring", "arms[0].cstate", "arms[0].load", "arms[0].smt-sibling", "arms[0].power"} {
+		"arms[0].nic.coalesce", "arms[0].nic.ring", "arms[0].cstate", "arms[0].load", "arms[0].smt-sibling", "arms[0].power", "arms[0].noise"} {
 		keys := knownKeys(path)
 		if len(keys) == 0 {
 			t.Errorf("no keys known under %q", path)
@@ -931,5 +931,34 @@ func TestDryRunWarnsKubernetesMulticast(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: note %v, want %v:\n%s", file, got, want, out.String())
 		}
+	}
+}
+
+// TestNoiseKnob: noise: {for: D} in defaults reaches every arm, an arm's
+// own replaces it, and the dry run says what runs.
+func TestNoiseKnob(t *testing.T) {
+	src := `name: t
+emulate: netns
+traffic: {group: 239.1.1.1:5000}
+defaults:
+  responder: {cpu: quietest}
+  noise: {for: 200ms}
+arms:
+  - name: a
+  - name: b
+    noise: {for: 2s}
+`
+	s, err := Parse("noise.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []time.Duration{200 * time.Millisecond, 2 * time.Second} {
+		if n := s.Arms[i].Effective.Noise; n == nil || n.For != want {
+			t.Errorf("arm %s: noise %+v, want for %v", s.Arms[i].Name, n, want)
+		}
+	}
+	d := strings.Join(describe(s.Arms[0], "eth1", nil), "\n")
+	if !strings.Contains(d, "noise window: rig noise on the responder CPU for 200ms before the round's probes (noise.json)  [defaults]") {
+		t.Errorf("dry run:\n%s", d)
 	}
 }

@@ -1,0 +1,132 @@
+package analysis
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/rig-project/rig/internal/rundir"
+)
+
+// Platform noise: the rounds of an arm with noise: {for: D} carry
+// noise.json (rundir.Noise), rig noise's window on the responder CPU
+// before the round's probes.
+
+// ArmNoise is the noise windows of an arm's analysed rounds.
+type ArmNoise struct {
+	Rounds     []int    `json:"rounds"`
+	DurationNS int64    `json:"duration_ns"` // the windows' total (CLOCK_MONOTONIC)
+	AboveNS    []uint64 `json:"above_ns"`
+	// PerSec[i] is the median over the rounds of the gaps per second
+	// above AboveNS[i] (lower middle).
+	PerSec []float64 `json:"per_sec"`
+	// Longest is the longest gap of every window, in the round LongestRound.
+	LongestNS    uint64 `json:"longest_ns"`
+	LongestRound int    `json:"longest_round"`
+	LongestWho   string `json:"longest_who,omitempty"`
+	// Counter is the counters the windows read and their calibration.
+	Counter string `json:"counter"`
+	Rule    string `json:"rule"`
+}
+
+// armNoise reads the noise windows of the rounds; nil when none has one.
+// A window that cannot be read is a problem, never a silent gap.
+func armNoise(rounds []TelemetryRound) (*ArmNoise, []string) {
+	var an *ArmNoise
+	var problems []string
+	var rates [][]float64
+	for _, rd := range rounds {
+		path := filepath.Join(rd.Dir, rundir.NoiseFile)
+		b, err := rundir.ReadRegular(path)
+		if rd.Responder != 0 || errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		var n rundir.Noise
+		if err == nil {
+			err = json.Unmarshal(b, &n)
+		}
+		if err == nil && (len(n.Gaps) == 0 || n.DurationNS <= 0) {
+			err = fmt.Errorf("no gap counts (%d rows over %d ns)", len(n.Gaps), n.DurationNS)
+		}
+		if err == nil && n.Interrupted != "" {
+			err = fmt.Errorf("the window was cut short by %s", n.Interrupted)
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("round %d: %s: %v (window left out)", rd.K, path, err))
+			continue
+		}
+		if an == nil {
+			an = &ArmNoise{Rule: n.Rule}
+			for _, g := range n.Gaps {
+				an.AboveNS = append(an.AboveNS, g.AboveNS)
+			}
+			rates = make([][]float64, len(n.Gaps))
+		}
+		c := fmt.Sprintf("%s %.3f MHz calibrated against %s", n.Counter.Name, n.Counter.HzCalibrated/1e6, n.Counter.CalibratedBy)
+		if !strings.Contains(an.Counter, c) {
+			an.Counter = strings.TrimPrefix(an.Counter+"; "+c, "; ")
+		}
+		for i, g := range n.Gaps {
+			if i < len(rates) && g.AboveNS == an.AboveNS[i] {
+				rates[i] = append(rates[i], g.PerSec)
+			}
+		}
+		an.Rounds = append(an.Rounds, rd.K)
+		an.DurationNS += n.DurationNS
+		if len(an.Rounds) == 1 || n.LongestNS > an.LongestNS {
+			an.LongestNS, an.LongestRound, an.LongestWho = n.LongestNS, rd.K, ""
+			if len(n.Longest) > 0 {
+				an.LongestWho = n.Longest[0].Who
+			}
+		}
+	}
+	for i := range rates {
+		if len(rates[i]) < len(an.Rounds) {
+			problems = append(problems, fmt.Sprintf("gaps above %d ns: %d of %d windows count them (thresholds differ)", an.AboveNS[i], len(rates[i]), len(an.Rounds)))
+		}
+		an.PerSec = append(an.PerSec, medianF(rates[i]))
+	}
+	return an, problems
+}
+
+// noiseTable is the noise windows per arm; no rows when no arm has one.
+func noiseTable(r *Report) table {
+	t := table{Title: "Platform noise"}
+	var counters []string
+	rule := ""
+	for _, a := range r.Arms {
+		n := a.Noise
+		if n == nil {
+			continue
+		}
+		if t.Head == nil {
+			t.Head = []string{"arm", "windows", "seconds"}
+			for _, ns := range n.AboveNS {
+				t.Head = append(t.Head, fmt.Sprintf("gaps/s above %v µs", float64(ns)/1e3))
+			}
+			t.Head = append(t.Head, "longest gap µs (round)", "who took the CPU then")
+			rule = n.Rule
+		}
+		row := []string{a.Name, fmt.Sprint(len(n.Rounds)), fmt.Sprintf("%.3f", float64(n.DurationNS)/1e9)}
+		for i := range len(t.Head) - 5 {
+			cell := "—"
+			if i < len(n.PerSec) {
+				cell = rate(n.PerSec[i])
+			}
+			row = append(row, cell)
+		}
+		t.Rows = append(t.Rows, append(row, fmt.Sprintf("%.1f (%d)", float64(n.LongestNS)/1e3, n.LongestRound), orDash(n.LongestWho)))
+		if !slices.Contains(counters, n.Counter) {
+			counters = append(counters, n.Counter)
+		}
+	}
+	t.Caption = "Source: rig noise on the responder CPU before each round's probes (noise: {for: D}; each round's noise.json). " +
+		"Cell: the median over the arm's windows (lower middle) of the gaps per second above each threshold; windows and seconds are how many windows and how long they ran in all (CLOCK_MONOTONIC); " +
+		"the longest gap is the longest of every window, with its round and what telemetry saw on the CPU then. Clock: " + strings.Join(counters, "; ") +
+		". Rule of each window: " + rule + "."
+	return t
+}

@@ -131,6 +131,7 @@ func (c *checker) scenario(r *rawScenario) *Scenario {
 		} else {
 			c.effective(p, a.Effective)
 		}
+		c.reflector(p, s, a.Effective)
 		s.Arms = append(s.Arms, a)
 	}
 	if r.Baseline != nil {
@@ -586,6 +587,23 @@ func (c *checker) ns(path string, v *int) *uint64 {
 	}
 	u := uint64(*v)
 	return &u
+}
+
+// reflector checks an arm whose responder is the XDP or tc reflector: its
+// turnaround is the capture's (the program takes no stamps), and on the
+// emulated topology's veths XDP_TX needs a program on each peer, which
+// the lab does not attach.
+func (c *checker) reflector(p string, s *Scenario, e Knobs) {
+	if e.Responder.Engine == nil || !e.Responder.Engine.Reflector() {
+		return
+	}
+	eng := e.Responder.Engine.String()
+	switch {
+	case s.Emulate != "":
+		c.key(p+".responder.engine", fmt.Sprintf("engine %s on the emulated topology: its veth peers carry no XDP program, and veth drops what the reflector sends back without one", eng), "run the reflector on real hosts, or by hand on the lab (docs/probes.md#reflector-floor)")
+	case s.HostWith(RoleCapture) == nil:
+		c.key(p+".responder.engine", fmt.Sprintf("engine %s answers in the driver and takes no stamps: the arm's turnaround comes from a capture, and no host captures", eng), "add a capture host on a mirror/SPAN port (roles: [capture])")
+	}
 }
 
 // effective checks what only makes sense once defaults are merged. The

@@ -603,6 +603,8 @@ func (c *checker) reflector(p string, s *Scenario, e Knobs) {
 		c.key(p+".responder.engine", fmt.Sprintf("engine %s on the emulated topology: its veth peers carry no XDP program, and veth drops what the reflector sends back without one", eng), "run the reflector on real hosts, or by hand on the lab (docs/probes.md#reflector-floor)")
 	case s.HostWith(RoleCapture) == nil:
 		c.key(p+".responder.engine", fmt.Sprintf("engine %s answers in the driver and takes no stamps: the arm's turnaround comes from a capture, and no host captures", eng), "add a capture host on a mirror/SPAN port (roles: [capture])")
+	case e.Responder.HasCPU() || e.Responder.Poll != nil || e.Responder.Sched != nil:
+		c.key(p+".responder.engine", fmt.Sprintf("engine %s has no thread: responder cpu, poll and sched mean nothing to it", eng), "drop cpu, poll and sched from this arm's responder (or from defaults)")
 	}
 }
 

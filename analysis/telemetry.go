@@ -124,7 +124,7 @@ func srcLabel(s *rundir.TelemetrySource) string {
 
 // alwaysShown are sources that mean trouble whatever their rate.
 func alwaysShown(s *rundir.TelemetrySource) bool {
-	return s.Kind == "nic" || s.Kind == kindInvol || s.Kind == kindVol ||
+	return s.Kind == "nic" || s.Kind == "thermal" || s.Kind == kindInvol || s.Kind == kindVol ||
 		(s.Kind == "softnet" && (s.ID == "dropped" || s.ID == "time_squeeze"))
 }
 

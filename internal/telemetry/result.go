@@ -49,6 +49,10 @@ func (s *Sampler) result() *rundir.TelemetryResult {
 		all = append(all, source{rundir.TelemetrySource{CPU: f.cpu, Kind: "idle_usage", ID: id, Name: f.name}, func(i int) uint64 { return s.idleU[i*ni+k] }},
 			source{rundir.TelemetrySource{CPU: f.cpu, Kind: "idle_time_us", ID: id, Name: f.name}, func(i int) uint64 { return s.idleT[i*ni+k] }})
 	}
+	for k, f := range s.thermal {
+		k, nt := k, len(s.thermal)
+		all = append(all, source{rundir.TelemetrySource{CPU: f.cpu, Kind: "thermal", ID: f.id}, func(i int) uint64 { return s.therm[i*nt+k] }})
+	}
 	for c, cpu := range cfg.CPUs {
 		for j, id := range []string{"processed", "dropped", "time_squeeze"} {
 			off := c*netCols + j

@@ -95,6 +95,7 @@ type Sampler struct {
 	small                      []byte
 	softnet                    []hostinfo.Softnet
 	idle                       []idleFiles
+	thermal                    []thermalFile
 	aff                        []affWatch
 	freq                       *freqMeter
 	// use are the per-CPU time counters at the first and the last sample,
@@ -110,6 +111,7 @@ type Sampler struct {
 	soft      []uint64
 	idleU     []uint64
 	idleT     []uint64
+	therm     []uint64
 	net       []uint64 // [sample][cpu][processed, dropped, squeeze]
 	vol, inv  []uint64
 	nic       []uint64
@@ -125,6 +127,17 @@ type Sampler struct {
 	stopped bool
 	mu      sync.Mutex
 }
+
+// thermalFile is one CPU's thermal-throttle counter (x86 therm_throt:
+// how often the core or its package crossed the throttling threshold).
+type thermalFile struct {
+	cpu int
+	id  string
+	f   *hostinfo.File
+}
+
+// thermalCounters are the counters of /sys/devices/system/cpu/cpuN/thermal_throttle.
+var thermalCounters = []string{"core_throttle_count", "package_throttle_count"}
 
 type idleFiles struct {
 	cpu, state  int
@@ -182,6 +195,7 @@ func New(cfg Config) (*Sampler, error) {
 	s.soft = make([]uint64, m*s.softR.Len())
 	s.idleU = make([]uint64, m*len(s.idle))
 	s.idleT = make([]uint64, m*len(s.idle))
+	s.therm = make([]uint64, m*len(s.thermal))
 	s.net = make([]uint64, m*len(cfg.CPUs)*netCols)
 	s.vol = make([]uint64, m)
 	s.inv = make([]uint64, m)
@@ -247,6 +261,15 @@ func (s *Sampler) open() error {
 			s.idle = append(s.idle, idleFiles{cpu: cpu, state: st.Index, name: st.Name, latency: st.LatencyUS, usage: u, time: tm})
 		}
 	}
+	// Thermal throttling is Intel's and AMD's therm_throt (absent in VMs
+	// and on arm64): counted where the kernel has it.
+	for _, cpu := range cfg.CPUs {
+		for _, id := range thermalCounters {
+			if f, err := hostinfo.Open(fs, fmt.Sprintf("/sys/devices/system/cpu/cpu%d/thermal_throttle/%s", cpu, id)); err == nil {
+				s.thermal = append(s.thermal, thermalFile{cpu: cpu, id: id, f: f})
+			}
+		}
+	}
 	if cfg.TID != 0 {
 		if s.statusF, err = hostinfo.Open(fs, fmt.Sprintf("/proc/%d/task/%d/status", cfg.PID, cfg.TID)); err != nil {
 			return err
@@ -282,6 +305,9 @@ func (s *Sampler) close() {
 	for _, i := range s.idle {
 		i.usage.Close()
 		i.time.Close()
+	}
+	for _, t := range s.thermal {
+		t.f.Close()
 	}
 	for _, a := range s.aff {
 		a.f.Close()
@@ -402,6 +428,9 @@ func (s *Sampler) sample() {
 	for k, f := range s.idle {
 		s.idleU[i*len(s.idle)+k] = s.readUint(f.usage)
 		s.idleT[i*len(s.idle)+k] = s.readUint(f.time)
+	}
+	for k, f := range s.thermal {
+		s.therm[i*len(s.thermal)+k] = s.readUint(f.f)
 	}
 	if b, err := s.netF.ReadAll(s.buf); err != nil {
 		s.fail(err)

@@ -58,13 +58,14 @@ func TestEverySourceOnFakeTree(t *testing.T) {
 	edit(t, h, "/proc/net/softnet_stat", "00000bb8 00000002", "00000bb8 00000005")
 	edit(t, h, "/proc/4242/task/4250/status", "voluntary_ctxt_switches:\t4350", "voluntary_ctxt_switches:\t4360")
 	edit(t, h, "/proc/irq/121/effective_affinity_list", "2", "3")
+	edit(t, h, "/sys/devices/system/cpu/cpu2/thermal_throttle/core_throttle_count", "3", "5")
 	s.sample()
 	s.sample() // interval 2: quiet
 	r := s.result()
 	if r.Samples != 3 || len(r.Intervals) != 2 || r.ReadErrors != 0 {
 		t.Fatalf("samples %d intervals %d errors %d %s", r.Samples, len(r.Intervals), r.ReadErrors, r.FirstError)
 	}
-	want := map[string]uint64{"cpu2 irq 131 nvme0q1": 40, "cpu2 irq LOC Local timer interrupts": 25, "cpu2 softirq NET_RX": 7, "cpu2 idle_usage state1 C1": 50, "cpu2 softnet dropped": 3}
+	want := map[string]uint64{"cpu2 irq 131 nvme0q1": 40, "cpu2 irq LOC Local timer interrupts": 25, "cpu2 softirq NET_RX": 7, "cpu2 idle_usage state1 C1": 50, "cpu2 softnet dropped": 3, "cpu2 thermal core_throttle_count": 2}
 	got := map[string]uint64{}
 	for k, src := range r.Sources {
 		got[src.Label()] = r.Intervals[0].Deltas[k]

@@ -190,6 +190,9 @@ def isolated():
              'performance', 'intel_pstate')
     cpu = '/sys/devices/system/cpu'
     w(root, cpu + '/isolated', '2,6\n')
+    for c in range(n):  # therm_throt: the core's and the package's throttling events
+        w(root, cpu + '/cpu%d/thermal_throttle/core_throttle_count' % c, '3\n')
+        w(root, cpu + '/cpu%d/thermal_throttle/package_throttle_count' % c, '11\n')
     w(root, cpu + '/nohz_full', '2,6\n')
     w(root, cpu + '/intel_pstate/no_turbo', '1\n')
     w(root, cpu + '/intel_pstate/status', 'active\n')

@@ -241,7 +241,8 @@ func parseEvent(kind, head, payload string) (event, error) {
 	e.Start, e.Name = uint64(start), strings.TrimSpace(name)
 	if kind == "thread" {
 		_, pid, _ := strings.Cut(e.Name[max(strings.LastIndexByte(e.Name, ':'), 0):], ":")
-		if e.PID, err = strconv.Atoi(pid); err != nil {
+		// The kernel prints the pid with %d: digits, no sign, no leading zero.
+		if e.PID, err = strconv.Atoi(pid); err != nil || e.PID < 0 || strconv.Itoa(e.PID) != pid {
 			return e, errors.New("thread without a pid")
 		}
 	}

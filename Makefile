@@ -122,7 +122,7 @@ test: deps lint
 ARM64_PKGS ?= ./analysis/... ./internal/bench ./internal/check ./internal/cpulist ./internal/cpurank ./internal/cpusched ./internal/cstate \
 	./internal/envsnap ./internal/facts ./internal/hostctl ./internal/hostfs ./internal/hostinfo ./internal/journal ./internal/power/... \
 	./internal/rundir ./internal/samples ./internal/scenario ./internal/telemetry ./internal/wire ./nicctl
-ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestReadFacts|TestMeter)$$
+ARM64_SKIP ?= ^(TestReal.*|TestKill9ThenRestore|TestKill9DuringNAPISetThenRestore|TestSetHoldsThenUndoesOnSIGTERM|TestNICStatsVeth|TestNICStatsGuardVeth|TestReadFacts|TestMeter)$$
 
 # test-arm64: go vet for linux/arm64, every package's tests compiled for
 # it, ARM64_PKGS run under qemu-aarch64 (installed when missing; its

@@ -66,38 +66,7 @@ func TestKill9ThenRestore(t *testing.T) {
 
 	cmd := rigCmd(bin, fs.Root, state, "nicctl", "set", "ens5", "--irq-cpu-per-queue", "1,2,3")
 	cmd.Env = append(cmd.Env, "RIG_TEST_PAUSE_AFTER_APPLY=3")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	paused := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var all []string
-		for sc.Scan() {
-			all = append(all, sc.Text())
-			if strings.Contains(sc.Text(), "rig: test pause") {
-				paused <- ""
-			}
-		}
-		paused <- strings.Join(all, "\n")
-	}()
-	select {
-	case msg := <-paused:
-		if msg != "" {
-			t.Fatalf("rig exited before the pause:\n%s", msg)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("rig never reached the test pause")
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	killAtPause(t, cmd)
 	mid := snapshot(t, fs.Root)
 	if d := diffSnap(before, mid); len(d) != 3 {
 		t.Fatalf("expected 3 changed IRQ files at the kill, got %d:\n%s", len(d), strings.Join(d, "\n"))
@@ -169,3 +138,42 @@ type syncBuf struct {
 
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// killAtPause starts cmd (with RIG_TEST_PAUSE_AFTER_APPLY set), waits
+// for its "rig: test pause" line — the change applied, nothing undone —
+// and kills it with SIGKILL there.
+func killAtPause(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	paused := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		var all []string
+		for sc.Scan() {
+			all = append(all, sc.Text())
+			if strings.Contains(sc.Text(), "rig: test pause") {
+				paused <- ""
+			}
+		}
+		paused <- strings.Join(all, "\n")
+	}()
+	select {
+	case msg := <-paused:
+		if msg != "" {
+			t.Fatalf("rig exited before the pause:\n%s", msg)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("rig never reached the test pause")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+}

@@ -1,7 +1,6 @@
 package nicctl
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
@@ -163,36 +161,7 @@ func TestKill9DuringNAPISetThenRestore(t *testing.T) {
 	before := snapshot(t, fs.Root)
 	cmd := rigCmd(bin, fs.Root, state, "nicctl", "set", "eth1", "--napi-defer-hard-irqs", "2", "--gro-flush-timeout", "200000")
 	cmd.Env = append(cmd.Env, "RIG_TEST_PAUSE_AFTER_APPLY=2")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	paused := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var all []string
-		for sc.Scan() {
-			all = append(all, sc.Text())
-			if strings.Contains(sc.Text(), "rig: test pause") {
-				paused <- ""
-			}
-		}
-		paused <- strings.Join(all, "\n")
-	}()
-	select {
-	case msg := <-paused:
-		if msg != "" {
-			t.Fatalf("rig exited before the pause:\n%s", msg)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("rig never reached the test pause")
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	killAtPause(t, cmd)
 	if d := diffSnap(before, snapshot(t, fs.Root)); len(d) != 2 {
 		t.Fatalf("expected both NAPI files changed at the kill, got:\n%s", strings.Join(d, "\n"))
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/owner"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // An agent keeps its processes' sample files in a work directory of its
@@ -26,7 +27,9 @@ func newWorkDir() (string, error) {
 		return "", fmt.Errorf("work directory: %w", err)
 	}
 	b, _ := json.Marshal(owner.Self())
-	if err := os.WriteFile(filepath.Join(d, ownerFile), b, 0o600); err != nil {
+	// Atomic: an agent killed mid-write must leave no record or a whole
+	// one (a half record names no owner, so its directory would stay).
+	if err := rundir.WriteFileAtomic(filepath.Join(d, ownerFile), b); err != nil {
 		os.RemoveAll(d)
 		return "", fmt.Errorf("work directory: %w", err)
 	}

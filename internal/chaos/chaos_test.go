@@ -54,8 +54,14 @@ func (x *h) lastRoundDone() bool {
 // agents put the knob back themselves and end with their probes, the lab
 // is listed as stale, and `rig restore` removes it and says so.
 func killedRun(x *h, p *proc) {
-	if code := p.wait(5 * time.Second); code != -1 {
+	// A SIGKILL takes effect when the process leaves the kernel: a netlink
+	// request waiting for rtnl_lock (held by the cleanup of the namespaces
+	// earlier tests removed) can take seconds on a busy host.
+	start := time.Now()
+	if code := p.wait(60 * time.Second); code != -1 {
 		x.failf("rig run after SIGKILL: exit %d", code)
+	} else {
+		x.observe("rig run gone %.1f s after SIGKILL", time.Since(start).Seconds())
 	}
 	x.noRig(10 * time.Second)
 	if k := x.knobs(); len(k) > 0 {

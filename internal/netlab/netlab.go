@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/rig-project/rig/internal/owner"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 const (
@@ -597,35 +598,15 @@ func Load(name string) (*Topology, error) {
 	return t, nil
 }
 
-// save writes the description atomically (temp file + rename) so a reader
-// never sees half a file.
+// save writes the description atomically so a reader never sees half a
+// file, and ends the building record.
 func (t *Topology) save() error {
 	b, err := t.MarshalIndent()
 	if err != nil {
 		return err
 	}
-	dir := Dir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("netlab: state directory: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "."+t.Name+".json.*")
-	if err != nil {
-		return fmt.Errorf("netlab: %w", err)
-	}
-	_, werr := f.Write(b)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("netlab: writing %s: %w", f.Name(), err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("netlab: %w", err)
-	}
-	if err := os.Rename(f.Name(), Path(t.Name)); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("netlab: %w", err)
+	if err := rundir.WriteFileAtomic(Path(t.Name), b); err != nil {
+		return fmt.Errorf("netlab: writing %s: %w", Path(t.Name), err)
 	}
 	os.Remove(buildingPath(t.Name))
 	return nil
@@ -634,12 +615,12 @@ func (t *Topology) save() error {
 // buildingPath records the owner of a lab being built (see Up).
 func buildingPath(name string) string { return filepath.Join(Dir(), name+".building") }
 
+// writeBuilding writes the record atomically: an owner killed while
+// writing it must leave no record or a whole one, since an unreadable
+// record names no owner and so can never be found stale.
 func writeBuilding(name string, o owner.Process) error {
-	if err := os.MkdirAll(Dir(), 0o755); err != nil {
-		return fmt.Errorf("netlab: state directory: %w", err)
-	}
 	b, _ := json.Marshal(o)
-	if err := os.WriteFile(buildingPath(name), b, 0o644); err != nil {
+	if err := rundir.WriteFileAtomic(buildingPath(name), b); err != nil {
 		return fmt.Errorf("netlab: %w", err)
 	}
 	return nil

@@ -151,7 +151,7 @@ func Present(name string) (netns, files []string) {
 			netns = append(netns, ns)
 		}
 	}
-	for _, p := range []string{Path(name), buildingPath(name)} {
+	for _, p := range labFiles(name) {
 		if _, err := os.Lstat(p); err == nil {
 			files = append(files, p)
 		}
@@ -159,12 +159,19 @@ func Present(name string) (netns, files []string) {
 	return netns, files
 }
 
+// labFiles are the description, the building record and the temporary
+// files of an atomic write of either that an owner killed mid-write left.
+func labFiles(name string) []string {
+	tmp, _ := filepath.Glob(filepath.Join(Dir(), "."+name+".*.tmp*"))
+	return append([]string{Path(name), buildingPath(name)}, tmp...)
+}
+
 func down(name string) error {
 	var errs []error
 	for _, ns := range Namespaces(name) {
 		errs = append(errs, deleteNetns(ns))
 	}
-	for _, p := range []string{Path(name), buildingPath(name)} {
+	for _, p := range labFiles(name) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -319,6 +319,10 @@ func TestListAndStale(t *testing.T) {
 	// Owners killed while building: the record of the build is all there is.
 	writeBuilding("half", dead)
 	writeBuilding("busy", self)
+	// What a write killed before its rename leaves: hidden, not a lab, and
+	// removed with its lab.
+	os.WriteFile(filepath.Join(Dir(), ".half.json.tmp123"), []byte("{"), 0o644)
+	os.WriteFile(filepath.Join(Dir(), ".live.json.tmp456"), []byte("{"), 0o644)
 	labs, err := List()
 	if err != nil {
 		t.Fatal(err)
@@ -341,12 +345,12 @@ func TestListAndStale(t *testing.T) {
 	if err != nil || len(removed) != 2 || removed[0].Name != "dead" || removed[1].Name != "half" {
 		t.Fatalf("RemoveStale: %+v, %v", removed, err)
 	}
-	for _, gone := range []string{Path("dead"), buildingPath("half")} {
+	for _, gone := range []string{Path("dead"), buildingPath("half"), filepath.Join(Dir(), ".half.json.tmp123")} {
 		if _, err := os.Stat(gone); !os.IsNotExist(err) {
 			t.Errorf("stale %s left: %v", gone, err)
 		}
 	}
-	for _, keep := range []string{Path("byhand"), Path("live"), buildingPath("busy")} {
+	for _, keep := range []string{Path("byhand"), Path("live"), buildingPath("busy"), filepath.Join(Dir(), ".live.json.tmp456")} {
 		if _, err := os.Stat(keep); err != nil {
 			t.Errorf("%s removed: %v", keep, err)
 		}

@@ -55,10 +55,6 @@ type Options struct {
 	Device tstamp.Device
 }
 
-// snaplen is how much of a frame the pcap copy keeps: the rig's headers
-// and payload start (a VXLAN copy's outer headers come on top).
-const snaplen = 128
-
 // Capture pairs requests and replies seen on a mirror port.
 type Capture struct {
 	cfg     probe.Capture
@@ -116,10 +112,7 @@ func New(cfg probe.Capture, o Options) (*Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Capture{cfg: cfg, opt: o, conn: conn, runID: cfg.RunID, ports: cfg.Ports(), match: cfg.VXLANMatch(), snaplen: snaplen}
-	if cfg.VXLAN {
-		c.snaplen += vxlanOverhead
-	}
+	c := &Capture{cfg: cfg, opt: o, conn: conn, runID: cfg.RunID, ports: cfg.Ports(), match: cfg.VXLANMatch(), snaplen: cfg.Snaplen()}
 	c.allocate()
 	if c.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: o.Device}); err != nil {
 		conn.Close()

@@ -109,6 +109,7 @@ arms: [{name: a}]
 	if uint64(len(seen)) != c.Received || frames != c.Received+c.Duplicated {
 		t.Errorf("pcap holds %d frames of %d requests and replies; the capture filed %d and %d duplicates", frames, len(seen), c.Received, c.Duplicated)
 	}
+	t.Logf("%d frames in capture.pcap: %d requests and replies filed, %d duplicates", frames, c.Received, c.Duplicated)
 	b, err := os.ReadFile(filepath.Join(res.Dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func WriteReportMD(w io.Writer, r *Report, plots []Plot) error {
 
 // PcapCaption introduces the list of pcap files (report.md and .html).
 func (r *Report) PcapCaption() string {
-	return fmt.Sprintf("%d rounds carry the capture's frames as pcap, each stamped as its capture.samples (its header's settings.pcap.stamps names the columns)", len(r.PcapFiles))
+	return fmt.Sprintf("The capture's frames as pcap (one file a round, %d in all), each frame stamped as its round's capture.samples (its header's settings.pcap.stamps names the columns)", len(r.PcapFiles))
 }
 
 func (r *Report) armNames() []string {

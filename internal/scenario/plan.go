@@ -115,7 +115,7 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 		c.Capacity, c.Responders = t.Count, len(s.Responders)
 		c.VXLAN = slices.ContainsFunc(s.Hosts, func(h Host) bool { return h.Has(RoleCapture) && h.Mirror == MirrorVXLAN })
 		n, mib := c.PcapBytes(t.Size), float64(1<<20)
-		ew.printf("pcap: every round's capture writes %s, up to %.1f MiB (%d requests and %d replies, at most %d B of each frame): %.1f MiB for the run on the results disk, and about as much memory on the capture host\n",
+		ew.printf("pcap: every round's capture writes %s, up to %.1f MiB a round (%d requests and %d replies, at most %d B of each frame; held in the capture host's memory until the round ends): %.1f MiB for the run on the results disk\n",
 			rundir.PcapFile, float64(n)/mib, t.Count, t.Count*c.Responders, c.Snaplen(), float64(n)*float64(len(p.Arms)*len(p.Rounds))/mib)
 	}
 	ew.printf("\nhosts:")

@@ -982,7 +982,7 @@ arms: [{name: a}, {name: b}]
 		t.Fatal(err)
 	}
 	// 24 + 2·10000·(16+106) = 2 440 024 B a round, 6 rounds in all.
-	want := "pcap: every round's capture writes capture.pcap, up to 2.3 MiB (10000 requests and 10000 replies, at most 128 B of each frame): 14.0 MiB for the run"
+	want := "pcap: every round's capture writes capture.pcap, up to 2.3 MiB a round (10000 requests and 10000 replies, at most 128 B of each frame; held in the capture host's memory until the round ends): 14.0 MiB for the run on the results disk"
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("dry run lacks %q:\n%s", want, out.String())
 	}

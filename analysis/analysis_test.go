@@ -593,3 +593,37 @@ func TestReflectorFloorSource(t *testing.T) {
 		t.Errorf("the reflector without a capture has a turnaround: %+v", m)
 	}
 }
+
+// TestPcapFilesListed: the rounds' capture.pcap files are in report.json
+// and report.md, relative to the run directory; a run without any lists
+// none.
+func TestPcapFilesListed(t *testing.T) {
+	dir := t.TempDir()
+	spec := goldenSpec
+	spec.Rounds = 2
+	writeRun(t, dir, spec)
+	rep, err := Run(dir, Options{})
+	if err != nil || rep.PcapFiles != nil {
+		t.Fatalf("without pcap files: %v, %v", rep.PcapFiles, err)
+	}
+	if err := os.WriteFile(filepath.Join(rundir.RoundDir(dir, "base", 1), rundir.PcapFile), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = Run(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"arms/base/round-1/capture.pcap"}; !slices.Equal(rep.PcapFiles, want) {
+		t.Fatalf("pcap_files %v, want %v", rep.PcapFiles, want)
+	}
+	var b bytes.Buffer
+	if err := WriteReportMD(&b, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "## Packet captures\n\nThe capture's frames as pcap (one file a round, 1 in all)") || !strings.Contains(b.String(), "- arms/base/round-1/capture.pcap\n") {
+		t.Fatalf("report.md:\n%s", b.String())
+	}
+	b.Reset()
+	if err := WriteReportHTML(&b, rep, nil); err != nil || !strings.Contains(b.String(), "<li>arms/base/round-1/capture.pcap</li>") {
+		t.Fatalf("report.html (%v) lacks the pcap file", err)
+	}
+}

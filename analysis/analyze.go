@@ -65,6 +65,9 @@ type Report struct {
 	// Telemetry are optional per-round sections (see TelemetryFunc).
 	Telemetry      []TelemetrySection `json:"telemetry,omitempty"`
 	TelemetryFiles int                `json:"telemetry_files"`
+	// PcapFiles are the rounds' capture.pcap files (scenario capture:
+	// {pcap: true}), relative to the run directory.
+	PcapFiles []string `json:"pcap_files,omitempty"`
 
 	side side
 }
@@ -479,6 +482,7 @@ func (z *analyzer) arm(a InputArm, ar *ArmReport, af *armFacts, ta *TelemetryArm
 	rep, in := z.rep, z.in
 	accs := map[string]map[string]*acc{} // metric → label → acc
 	for _, rd := range a.Rounds {
+		z.pcapFile(rd.Dir)
 		j, err := rd.Load()
 		if err != nil {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q round %d: %v (round skipped)", a.Name, rd.K, err))
@@ -683,6 +687,20 @@ func afterWarmup(recs []samples.Record, w int) []samples.Record {
 		return 0
 	})
 	return recs[start:]
+}
+
+// pcapFile lists round directory dir's pcap file, once (a fan-out arm's
+// responders share the round), whatever became of the round.
+func (z *analyzer) pcapFile(dir string) {
+	if dir == "" {
+		return
+	}
+	path := filepath.Join(dir, rundir.PcapFile)
+	rel, err := filepath.Rel(z.in.Run, path)
+	if _, serr := os.Stat(path); err != nil || serr != nil || slices.Contains(z.rep.PcapFiles, rel) {
+		return
+	}
+	z.rep.PcapFiles = append(z.rep.PcapFiles, rel)
 }
 
 // account counts what became of a round's requests after warm-up, the

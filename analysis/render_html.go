@@ -99,6 +99,7 @@ Arms: {{range $i, $a := .R.Arms}}{{if $i}}, {{end}}<span class="arm">{{$a.Name}}
 {{end}}</table>
 {{else}}<p>{{.Text}}</p>
 {{end}}{{end}}{{else}}<p>{{.TelemetryNone}}</p>{{end}}
+{{if .R.PcapFiles}}<h2>Packet captures</h2><p>{{.R.PcapCaption}}:</p><ul>{{range .R.PcapFiles}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .R.Problems}}<h2 id="problems">Problems</h2><ul>{{range .R.Problems}}<li class="problem">{{.}}</li>{{end}}</ul>{{end}}
 {{if .R.Notes}}<h2 id="notes">Notes</h2><ul>{{range .R.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </body></html>

@@ -28,9 +28,21 @@ func WriteReportMD(w io.Writer, r *Report, plots []Plot) error {
 	b.WriteString("## Responder CPU activity (telemetry)\n\n")
 	b.WriteString(telemetryText(r))
 	b.WriteString("\n")
+	if len(r.PcapFiles) > 0 {
+		fmt.Fprintf(b, "## Packet captures\n\n%s:\n\n", r.PcapCaption())
+		for _, f := range r.PcapFiles {
+			fmt.Fprintf(b, "- %s\n", f)
+		}
+		b.WriteString("\n")
+	}
 	writeProblemsMD(b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// PcapCaption introduces the list of pcap files (report.md and .html).
+func (r *Report) PcapCaption() string {
+	return fmt.Sprintf("The capture's frames as pcap (one file a round, %d in all), each frame stamped as its round's capture.samples (its header's settings.pcap.stamps names the columns)", len(r.PcapFiles))
 }
 
 func (r *Report) armNames() []string {

@@ -11,7 +11,8 @@
 // (PACKET_OUTGOING: a tap on a sending NIC) are dropped and counted: they
 // carry no hardware RX stamp and are not what a mirror port sees. The
 // per-packet path does not allocate; an optional pcap copy of each frame
-// goes to preallocated memory and is written after the round.
+// goes to preallocated memory and is written after the round, stamped as
+// the sample file is.
 //
 // Run leaves the Go runtime as it finds it. rig capture runs it with the
 // garbage collector off and at least two Ps (cpusched.TuneRuntime): a
@@ -21,6 +22,7 @@
 package capture
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -53,10 +55,6 @@ type Options struct {
 	Device tstamp.Device
 }
 
-// snaplen is how much of a frame the pcap copy keeps: the rig's headers
-// and payload start (a VXLAN copy's outer headers come on top).
-const snaplen = 128
-
 // Capture pairs requests and replies seen on a mirror port.
 type Capture struct {
 	cfg     probe.Capture
@@ -84,14 +82,17 @@ type Capture struct {
 	rcvbuf  int // SO_RCVBUF granted
 
 	pcap struct {
-		data []byte
-		meta []frameMeta
-		n    int
+		data    []byte
+		meta    []frameMeta
+		n       int
+		leftOut int // frames beyond the preallocated room
 	}
 }
 
+// frameMeta is a kept frame's stamps (both: which one the pcap file takes
+// is settled after the round) and lengths.
 type frameMeta struct {
-	ts       int64
+	st       tstamp.Stamps
 	length   int
 	captured int
 }
@@ -111,10 +112,7 @@ func New(cfg probe.Capture, o Options) (*Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Capture{cfg: cfg, opt: o, conn: conn, runID: cfg.RunID, ports: cfg.Ports(), match: cfg.VXLANMatch(), snaplen: snaplen}
-	if cfg.VXLAN {
-		c.snaplen += vxlanOverhead
-	}
+	c := &Capture{cfg: cfg, opt: o, conn: conn, runID: cfg.RunID, ports: cfg.Ports(), match: cfg.VXLANMatch(), snaplen: cfg.Snaplen()}
 	c.allocate()
 	if c.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: o.Device}); err != nil {
 		conn.Close()
@@ -146,20 +144,21 @@ func New(cfg probe.Capture, o Options) (*Capture, error) {
 		conn.Close()
 		return nil, err
 	}
-	if cfg.Pcap != "" { // every request and reply of the round fits
-		frames := (1 + cfg.Responders) * cfg.Capacity
-		c.pcap.data = make([]byte, frames*c.snaplen)
-		c.pcap.meta = make([]frameMeta, frames)
-	}
 	return c, nil
 }
 
-// allocate makes the request records and reply slots up front: the
-// capture thread fills them and never allocates.
+// allocate makes the request records, reply slots and, with --pcap, the
+// room for every request and reply of the round up front: the capture
+// thread fills them and never allocates.
 func (c *Capture) allocate() {
 	c.recs = make([]samples.Record, c.cfg.Capacity)
 	c.reps = make([]samples.Record, c.cfg.Capacity*c.cfg.Responders)
 	c.per = make([]samples.Counters, c.cfg.Responders)
+	if c.cfg.Pcap != "" {
+		frames := (1 + c.cfg.Responders) * c.cfg.Capacity
+		c.pcap.data = make([]byte, frames*c.snaplen)
+		c.pcap.meta = make([]frameMeta, frames)
+	}
 }
 
 // HardwareStamps says whether the NIC's stamps were requested and arrived,
@@ -275,7 +274,7 @@ func (c *Capture) onFrame(f []byte, pkttype uint8, st tstamp.Stamps) {
 	}
 	c.frames.Add(1)
 	st.HW = c.hw.Recv(st.HW, st.SW)
-	c.keepFrame(f, st.SW)
+	c.keepFrame(f, st)
 	if (c.hw.RX() && st.HW == 0) || st.SW == 0 {
 		c.cnt.RxStampsMissing++
 	}
@@ -359,16 +358,17 @@ func udpFrame(f []byte) ([]byte, endpoints, bool) {
 	return udp[8:ulen], ep, true
 }
 
-// keepFrame copies f for the pcap file, stamped with the kernel's
-// CLOCK_REALTIME stamp (comparable with tcpdump's; the NIC's stamps are in
-// the sample file).
-func (c *Capture) keepFrame(f []byte, ts int64) {
+// keepFrame copies f and its stamps for the pcap file.
+func (c *Capture) keepFrame(f []byte, st tstamp.Stamps) {
 	if c.pcap.n >= len(c.pcap.meta) {
+		if c.cfg.Pcap != "" {
+			c.pcap.leftOut++ // duplicates and strays beyond the round's room
+		}
 		return
 	}
 	sl := c.snaplen
 	k := copy(c.pcap.data[c.pcap.n*sl:(c.pcap.n+1)*sl], f)
-	c.pcap.meta[c.pcap.n] = frameMeta{ts: ts, length: len(f), captured: k}
+	c.pcap.meta[c.pcap.n] = frameMeta{st: st, length: len(f), captured: k}
 	c.pcap.n++
 }
 
@@ -476,6 +476,9 @@ func (c *Capture) Header(arm, round int) samples.Header {
 			"hardware_stamps": c.hw.String(), "mirror": c.mirror()},
 		StartedAt: c.started.UTC().Format(time.RFC3339Nano),
 	}
+	if c.cfg.Pcap != "" { // which columns the pcap file's stamps are
+		h.Settings["pcap"] = map[string]any{"stamps": "cap_*_" + c.Source(), "frames": c.pcap.n, "left_out": c.pcap.leftOut}
+	}
 	h.SetRequests(c.cfg.Group, c.cfg.Unicast)
 	return h
 }
@@ -496,32 +499,35 @@ func (c *Capture) responders() int {
 }
 
 // WritePcap writes the kept frames as a pcap file with nanosecond stamps
-// (magic a1b23c4d): the kernel's CLOCK_REALTIME RX stamps, which tcpdump's
-// agree with. The NIC's stamps (raw PHC time) are in the sample file.
+// (magic a1b23c4d, link type Ethernet, snaplen bytes a frame): each
+// frame's stamp is the one its sample file holds, the NIC's (raw PHC time,
+// cap_*_hw) when its stamps were granted and came, else the kernel's
+// CLOCK_REALTIME (cap_*_sw, as tcpdump's); a frame without that stamp has
+// 1 ns. A failed or short write is an error naming path.
 func (c *Capture) WritePcap(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	w := pcapgo.NewWriterNanos(f)
-	if err := w.WriteFileHeader(uint32(c.snaplen), layers.LinkTypeEthernet); err != nil {
-		f.Close()
-		return err
-	}
+	hw := c.hw.RX()
+	b := bufio.NewWriterSize(f, 1<<16) // a short write is an error (io.ErrShortWrite)
+	w := pcapgo.NewWriterNanos(b)
+	err = w.WriteFileHeader(uint32(c.snaplen), layers.LinkTypeEthernet)
 	sl := c.snaplen
-	for i := 0; i < c.pcap.n; i++ {
+	for i := 0; i < c.pcap.n && err == nil; i++ {
 		m := c.pcap.meta[i]
-		ts := m.ts
-		if ts == 0 {
-			ts = 1 // pcapgo would substitute time.Now() for a zero time
+		ts := m.st.SW
+		if hw {
+			ts = m.st.HW
 		}
-		ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, ts), CaptureLength: m.captured, Length: m.length}
-		if err := w.WritePacket(ci, c.pcap.data[i*sl:i*sl+m.captured]); err != nil {
-			f.Close()
-			return err
-		}
+		// pcapgo would write time.Now() for a zero time.
+		ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, max(ts, 1)), CaptureLength: m.captured, Length: m.length}
+		err = w.WritePacket(ci, c.pcap.data[i*sl:i*sl+m.captured])
 	}
-	return f.Close()
+	if err = errors.Join(err, b.Flush(), f.Close()); err != nil {
+		return fmt.Errorf("pcap %s: %w", path, err)
+	}
+	return nil
 }
 
 // Close releases the socket.

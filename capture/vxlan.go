@@ -14,9 +14,7 @@ import (
 // copies this way, the VNI being the mirror session's.
 const (
 	vxlanHeaderLen = 8
-	// vxlanOverhead is what encapsulation adds in front of a frame: outer
-	// Ethernet, IPv4 (no options), UDP and VXLAN headers.
-	vxlanOverhead = 14 + 20 + 8 + vxlanHeaderLen
+	vxlanOverhead  = tstamp.VXLANOverhead
 )
 
 // vxlanInner returns the Ethernet frame a VXLAN-encapsulated IPv4/UDP

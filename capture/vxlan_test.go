@@ -173,10 +173,8 @@ func TestVXLANCaptureVNI(t *testing.T) {
 // copy costs no allocation either.
 func TestOnFrameVXLANAllocs(t *testing.T) {
 	c := newTestCapture(1 << 12)
-	c.cfg.VXLAN, c.snaplen = true, 128+vxlanOverhead
-	const frames = 1 << 12
-	c.pcap.data = make([]byte, frames*c.snaplen)
-	c.pcap.meta = make([]frameMeta, frames)
+	c.cfg.VXLAN, c.cfg.Pcap, c.snaplen = true, "cap.pcap", 128+vxlanOverhead
+	c.allocate()
 	b := make([]byte, 64)
 	f := encap(frame(append([]byte(nil), wire.Encode(b, 64, &wire.Header{Type: wire.Request, RunID: 9})...), false), 5, 0x08, 4789)
 	seq := uint64(0)

@@ -70,7 +70,7 @@ func captureFlags(fs *flag.FlagSet) func(context.Context) error {
 			if err := c.WritePcap(f.Pcap); err != nil {
 				return err
 			}
-			logf("rig capture: wrote %s", f.Pcap)
+			logf("rig capture: wrote %s (stamped as the cap_*_%s columns)", f.Pcap, c.Source())
 		}
 		if err := f.Expired(ctx); err != nil {
 			return err

@@ -107,6 +107,8 @@ func TestServerRunsOnlyRigOperations(t *testing.T) {
 	}{
 		{Request{Op: OpStart, Args: args(StartArgs{Command: "sh", Args: []string{"-c", "id"}})}, "not a rig probe command"},
 		{Request{Op: OpStart, Args: args(StartArgs{Command: "respond", Args: []string{"--out", "/etc/passwd"}})}, "--out is chosen by the agent"},
+		{Request{Op: OpStart, Args: args(StartArgs{Command: "capture", Args: []string{"--pcap=/etc/passwd"}})}, "--pcap is chosen by the agent"},
+		{Request{Op: OpStart, Args: args(StartArgs{Command: "respond", Pcap: true})}, "a pcap file is the capture's"},
 		{Request{Op: "exec", Args: args(map[string]string{"cmd": "rm -rf /"})}, `unknown operation "exec"`},
 		{Request{Op: OpWait, Args: args(HandleArgs{Handle: 42})}, "no process 42"},
 		{Request{Op: OpApply, Args: json.RawMessage(`{"knobs": 5}`)}, "knobs"},

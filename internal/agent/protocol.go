@@ -31,10 +31,10 @@ import (
 // states. 3: knobs in snake_case, host facts as one struct
 // (facts.Facts), several responders (respond --id, send/capture
 // --responders). 4: a probe's start args are the flags that differ from
-// its defaults.
+// its defaults. 5: a capture's pcap file (StartArgs.Pcap, FetchResult.Pcap).
 const (
 	Proto   = "rig-agent"
-	Version = 4
+	Version = 5
 )
 
 // Hello is the agent's first line.
@@ -149,6 +149,9 @@ type StartArgs struct {
 	// Telemetry, for a responder, samples its CPU from the agent while it
 	// runs (what else ran there: docs/measurement.md); nil: none.
 	Telemetry *TelemetryArgs `json:"telemetry,omitempty"`
+	// Pcap, for a capture, has it write its frames as pcap too (the agent
+	// picks the file, as --out's); Fetch hands it back.
+	Pcap bool `json:"pcap,omitempty"`
 }
 
 // TelemetryArgs configure the per-CPU telemetry of a responder.
@@ -182,4 +185,5 @@ type WaitResult struct {
 type FetchResult struct {
 	Data      []byte `json:"data"`                // base64 in JSON
 	Telemetry []byte `json:"telemetry,omitempty"` // telemetry.json, when asked for
+	Pcap      []byte `json:"pcap,omitempty"`      // the capture's pcap file, when asked for
 }

@@ -74,6 +74,7 @@ type serverProc struct {
 	telDone bool
 	cmd     *exec.Cmd
 	out     string
+	pcap    bool // it writes pcapPath(out) too
 	ready   chan struct{}
 	done    chan struct{}
 	once    sync.Once
@@ -237,7 +238,11 @@ func (s *Server) handle(ctx context.Context, req Request) (any, error) {
 			<-p.done
 			b, err := os.ReadFile(p.out)
 			t, _ := os.ReadFile(p.out + ".telemetry.json")
-			return FetchResult{Data: b, Telemetry: t}, err
+			r := FetchResult{Data: b, Telemetry: t}
+			if p.pcap { // none: the round says it is missing
+				r.Pcap, _ = os.ReadFile(pcapPath(p.out))
+			}
+			return r, err
 		}
 	}
 	return nil, fmt.Errorf("agent: unknown operation %q (this agent speaks %s version %d)", req.Op, Proto, Version)
@@ -379,9 +384,14 @@ func (s *Server) start(a StartArgs) (any, error) {
 		return nil, fmt.Errorf("agent: %q is not a rig probe command (want %s)", a.Command, strings.Join(probeCommands, ", "))
 	}
 	for _, arg := range a.Args {
-		if arg == "--out" || strings.HasPrefix(arg, "--out=") {
-			return nil, errors.New("agent: --out is chosen by the agent")
+		for _, f := range []string{"--out", "--pcap"} {
+			if arg == f || strings.HasPrefix(arg, f+"=") {
+				return nil, fmt.Errorf("agent: %s is chosen by the agent", f)
+			}
 		}
+	}
+	if a.Pcap && a.Command != "capture" {
+		return nil, fmt.Errorf("agent: a pcap file is the capture's, not rig %s's", a.Command)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -393,13 +403,16 @@ func (s *Server) start(a StartArgs) (any, error) {
 	out := filepath.Join(s.WorkDir, fmt.Sprintf("%d-%s.samples", h, a.Command))
 	argv := append([]string{a.Command}, a.Args...)
 	argv = append(argv, "--out", out)
+	if a.Pcap {
+		argv = append(argv, "--pcap", pcapPath(out))
+	}
 	cmd := exec.Command(s.Rig, argv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
-	p := &serverProc{cmd: cmd, out: out, ready: make(chan struct{}), done: make(chan struct{})}
+	p := &serverProc{cmd: cmd, out: out, pcap: a.Pcap, ready: make(chan struct{}), done: make(chan struct{})}
 	// A probe ends with its agent, even one killed with SIGKILL: SIGTERM
 	// makes it write its file and exit (a busy responder would otherwise
 	// keep its CPU forever). Its --max-duration is the second guard.
@@ -439,6 +452,9 @@ func (s *Server) start(a StartArgs) (any, error) {
 	s.procs[h] = p
 	return StartResult{Handle: h}, nil
 }
+
+// pcapPath is the pcap file of the capture whose sample file is out.
+func pcapPath(out string) string { return strings.TrimSuffix(out, ".samples") + ".pcap" }
 
 func (s *Server) proc(h int) (*serverProc, error) {
 	s.mu.Lock()

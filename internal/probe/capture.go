@@ -43,7 +43,7 @@ func (c *Capture) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.VXLAN, "vxlan", d.VXLAN, "the port receives VXLAN-encapsulated copies (UDP 4789: AWS VPC Traffic Mirroring, rig lab up --mirror vxlan): filter and pair the frames inside; the stamps are the copies' arrival here, not the wire at the responder")
 	fs.IntVar(&c.VXLANPort, "vxlan-port", d.VXLANPort, "with --vxlan: the copies' UDP port (AWS VPC Traffic Mirroring: 4789; a Linux vxlan device made without dstport sends to 8472)")
 	fs.IntVar(&c.VNI, "vni", d.VNI, "with --vxlan: take only the copies of this VXLAN network identifier (the mirror session's --virtual-network-id; -1: any)")
-	fs.StringVar(&c.Pcap, "pcap", d.Pcap, "also write the frames as pcap with nanosecond stamps")
+	fs.StringVar(&c.Pcap, "pcap", d.Pcap, "also write the frames as pcap with nanosecond stamps, the sample file's: the NIC's where granted, else the kernel's")
 	fs.IntVar(&c.Capacity, "capacity", d.Capacity, "sequences recorded (0..capacity-1)")
 	fs.IntVar(&c.Responders, "responders", d.Responders, fmt.Sprintf("how many responders answer every request (their --id 0..N-1; 1..%d): each reply is paired with its request per responder", MaxResponders))
 	fs.DurationVar(&c.Duration, "duration", d.Duration, "stop after this long (0: until Ctrl-C)")
@@ -106,6 +106,27 @@ func (c Capture) Ports() []uint16 {
 		ports = append(ports, uint16(c.ReplyPort))
 	}
 	return ports
+}
+
+// Snaplen is how much of a frame the pcap copy keeps: the rig's headers
+// and the payload's start, a VXLAN copy's outer headers on top.
+func (c Capture) Snaplen() int {
+	if c.VXLAN {
+		return 128 + tstamp.VXLANOverhead
+	}
+	return 128
+}
+
+// PcapBytes is the most a round's --pcap file takes with payload bytes a
+// request: a 24-byte file header and, for every request and reply of
+// Capacity sequences, a 16-byte record header and the frame up to Snaplen
+// (Ethernet, IPv4, UDP, payload; an 802.1Q tag is not counted).
+func (c Capture) PcapBytes(payload int) int64 {
+	frame := 14 + 20 + 8 + payload
+	if c.VXLAN {
+		frame += tstamp.VXLANOverhead
+	}
+	return 24 + int64((1+c.Responders)*c.Capacity)*int64(16+min(frame, c.Snaplen()))
 }
 
 // Args is c as rig capture's arguments (without the command name):

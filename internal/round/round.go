@@ -40,6 +40,9 @@ type Spec struct {
 	// every request (fan-out), each as its own id.
 	Respond []probe.Respond
 	Capture *probe.Capture // nil: no capture
+	// Pcap has the capture write its frames as pcap too, brought back as
+	// rundir.PcapFile.
+	Pcap bool
 	// SendOn, RespondOn[i] and CaptureOn are the agents that start Send,
 	// Respond[i] and Capture.
 	SendOn, CaptureOn *agent.Client
@@ -200,7 +203,7 @@ func (r *runner) run() error {
 		}
 	}
 	if s.Capture != nil {
-		if err := r.start(proc{role: samples.RoleCapture, agent: s.CaptureOn}, agent.StartArgs{Command: "capture", Args: s.capture().Args()}, nil); err != nil {
+		if err := r.start(proc{role: samples.RoleCapture, agent: s.CaptureOn}, agent.StartArgs{Command: "capture", Args: s.capture().Args(), Pcap: s.Pcap}, nil); err != nil {
 			return errors.Join(err, r.finish())
 		}
 	}
@@ -338,6 +341,9 @@ func (r *runner) collect(p proc) error {
 	if err := rundir.WriteFileAtomic(path, fr.Data); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
+	if p.role == samples.RoleCapture && r.spec.Pcap {
+		errs = append(errs, r.writePcap(fr.Pcap))
+	}
 	if p.role == samples.RoleResponder {
 		r.res.ResponderFiles[p.id] = path
 	}
@@ -345,4 +351,17 @@ func (r *runner) collect(p proc) error {
 		r.res.Files[p.role] = path
 	}
 	return errors.Join(errs...)
+}
+
+// writePcap writes the capture's pcap file to the round directory; none
+// came back is an error (the capture failed before writing it).
+func (r *runner) writePcap(data []byte) error {
+	path := filepath.Join(r.spec.Dir, rundir.PcapFile)
+	if len(data) == 0 {
+		return fmt.Errorf("capture: no %s came back", rundir.PcapFile)
+	}
+	if err := rundir.WriteFileAtomic(path, data); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

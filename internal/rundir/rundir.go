@@ -7,7 +7,7 @@
 //	results/<scenario>-<UTC time>[-N]/
 //	  manifest.json
 //	  env/<host>.json
-//	  arms/<arm>/round-<k>/{sender,responder,capture}.samples, telemetry.json, cpu-rank.json, noise.json
+//	  arms/<arm>/round-<k>/{sender,responder,capture}.samples, telemetry.json, cpu-rank.json, noise.json, capture.pcap
 //	  tables.md tables.csv report.md report.json report.html hist.hlog plots/
 package rundir
 
@@ -101,6 +101,9 @@ const (
 	// CPURank is a round's CPU ranking (responder.cpu: quietest): which
 	// CPU the responder was pinned to and the evidence (Ranking).
 	CPURank = "cpu-rank.json"
+	// PcapFile is a round's capture frames as pcap (scenario capture:
+	// {pcap: true}), stamped as capture.samples is.
+	PcapFile = "capture.pcap"
 )
 
 // TelemetryFile is the telemetry file of responder id in a round

@@ -412,7 +412,7 @@ func (r *run) spec(arm scenario.Arm, n int) (round.Spec, error) {
 		if v := h.CPU; v != nil {
 			cc.CPU = *v
 		}
-		spec.Capture, spec.CaptureOn = &cc, h.Agent
+		spec.Capture, spec.CaptureOn, spec.Pcap = &cc, h.Agent, s.Pcap
 	}
 	return spec, nil
 }
@@ -654,6 +654,7 @@ type effectiveScenario struct {
 	Rounds     int               `json:"rounds"`
 	Order      string            `json:"order"`
 	Baseline   string            `json:"baseline"`
+	Capture    map[string]bool   `json:"capture,omitempty"` // {"pcap": true}
 	Arms       []effectiveArm    `json:"arms"`
 	Skipped    map[string]string `json:"skipped,omitempty"`
 }
@@ -671,6 +672,9 @@ func effective(s *scenario.Scenario, p scenario.Plan) effectiveScenario {
 			"count": s.Traffic.Count, "size": s.Traffic.Size, "warmup": s.Traffic.Warmup,
 			"reply_timeout": s.Traffic.ReplyTimeout.String(),
 		}}
+	if s.Pcap {
+		e.Capture = map[string]bool{"pcap": true}
+	}
 	for _, a := range p.Arms {
 		e.Arms = append(e.Arms, effectiveArm{Name: a.Name, Knobs: knobMap(a.Effective)})
 	}

@@ -87,6 +87,13 @@ func (c *checker) scenario(r *rawScenario) *Scenario {
 	if r.RequireCheck != nil {
 		s.RequireCheck = *r.RequireCheck
 	}
+	if r.Capture != nil && r.Capture.Pcap != nil && *r.Capture.Pcap {
+		if slices.ContainsFunc(s.Hosts, func(h Host) bool { return h.Has(RoleCapture) }) {
+			s.Pcap = true
+		} else if s.Hosts != nil {
+			c.val("capture.pcap", "capture.pcap: no host captures", "give a host the capture role (its mirror/SPAN port as iface), or delete capture:")
+		}
+	}
 	if r.Defaults != nil {
 		s.Defaults = c.knobs("defaults", r.Defaults)
 		s.DefaultsPer = c.perResponder("defaults", r.Defaults.Responders, s.Responders)

@@ -25,8 +25,13 @@ type rawScenario struct {
 	Order        *string             `yaml:"order"`
 	Baseline     *string             `yaml:"baseline"`
 	RequireCheck *bool               `yaml:"require-check"`
+	Capture      *rawCapture         `yaml:"capture"`
 	Defaults     *rawKnobs           `yaml:"defaults"`
 	Arms         []*rawArm           `yaml:"arms"`
+}
+
+type rawCapture struct {
+	Pcap *bool `yaml:"pcap"`
 }
 
 type rawHost struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/probe"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // Plan is the arms × rounds schedule of a scenario.
@@ -109,6 +110,14 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 		requests, reply, t.Interval, t.Count, t.Warmup, t.Size, t.ReplyTimeout)
 	ew.printf("timestamps: %s; rounds: %d; order: %s; baseline: %s; rig check first: %v\n", s.Timestamps, s.Rounds, s.Order, s.Baseline, s.RequireCheck)
 	ew.printf("sending time: %d arms × %d rounds × %v = %v (plus setup)\n", len(p.Arms), len(p.Rounds), t.RoundDuration(), p.Duration(t))
+	if s.Pcap {
+		c := probe.DefaultCapture()
+		c.Capacity, c.Responders = t.Count, len(s.Responders)
+		c.VXLAN = slices.ContainsFunc(s.Hosts, func(h Host) bool { return h.Has(RoleCapture) && h.Mirror == MirrorVXLAN })
+		n, mib := c.PcapBytes(t.Size), float64(1<<20)
+		ew.printf("pcap: every round's capture writes %s, up to %.1f MiB a round (%d requests and %d replies, at most %d B of each frame; held in the capture host's memory until the round ends): %.1f MiB for the run on the results disk\n",
+			rundir.PcapFile, float64(n)/mib, t.Count, t.Count*c.Responders, c.Snaplen(), float64(n)*float64(len(p.Arms)*len(p.Rounds))/mib)
+	}
 	ew.printf("\nhosts:")
 	if s.Emulate != "" {
 		ew.printf(" (emulate: %s — built by rig in network namespaces)", s.Emulate)

@@ -68,7 +68,10 @@ type Scenario struct {
 	Order        Order
 	Baseline     string // an arm name; the first arm unless the file says otherwise
 	RequireCheck bool   // run `rig check` on every host before the first round
-	Defaults     Knobs  // as written under `defaults`
+	// Pcap: every round's capture writes its frames as pcap too
+	// (capture.pcap; rundir.PcapFile).
+	Pcap     bool
+	Defaults Knobs // as written under `defaults`
 	// DefaultsPer are the knobs under defaults.responders, by responder
 	// host name.
 	DefaultsPer map[string]Knobs

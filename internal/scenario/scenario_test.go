@@ -654,7 +654,7 @@ func TestFormatDoc(t *testing.T) {
 		t.Errorf("README.md example: %d hosts, %d arms: not the example this test knows", len(s.Hosts), len(s.Arms))
 	}
 	for _, path := range []string{"", "hosts.x", "traffic", "arms[0]", "arms[0].responder", "arms[0].irq", "arms[0].nic",
-		"arms[0].nic.coalesce", "arms[0].nic.ring", "arms[0].cstate", "arms[0].load", "arms[0].smt-sibling", "arms[0].power", "arms[0].noise"} {
+		"arms[0].nic.coalesce", "arms[0].nic.ring", "arms[0].cstate", "arms[0].load", "arms[0].smt-sibling", "arms[0].power", "arms[0].noise", "capture"} {
 		keys := knownKeys(path)
 		if len(keys) == 0 {
 			t.Errorf("no keys known under %q", path)
@@ -960,5 +960,33 @@ arms:
 	d := strings.Join(describe(s.Arms[0], "eth1", nil), "\n")
 	if !strings.Contains(d, "noise window: rig noise on the responder CPU for 200ms before the round's probes (noise.json)  [defaults]") {
 		t.Errorf("dry run:\n%s", d)
+	}
+}
+
+// TestPcapKey: capture: {pcap: true} reaches the scenario, and the dry run
+// states what the pcap files take: 10000 requests and replies of
+// 14+20+8+64 B frames, 16 B a record, 24 B a file.
+func TestPcapKey(t *testing.T) {
+	s := load(t, `name: t
+emulate: netns
+traffic: {group: "239.1.1.1:5000", count: 10000, size: 64}
+rounds: 3
+capture: {pcap: true}
+arms: [{name: a}, {name: b}]
+`)
+	if !s.Pcap {
+		t.Fatal("capture.pcap: true did not reach the scenario")
+	}
+	var out bytes.Buffer
+	if err := WriteDryRun(&out, s, s.Plan(), DryRunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// 24 + 2·10000·(16+106) = 2 440 024 B a round, 6 rounds in all.
+	want := "pcap: every round's capture writes capture.pcap, up to 2.3 MiB a round (10000 requests and 10000 replies, at most 128 B of each frame; held in the capture host's memory until the round ends): 14.0 MiB for the run on the results disk"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("dry run lacks %q:\n%s", want, out.String())
+	}
+	if s := load(t, "name: t\nemulate: netns\ntraffic: {group: \"239.1.1.1:5000\"}\ncapture: {pcap: false}\narms: [{name: a}]\n"); s.Pcap {
+		t.Error("capture.pcap: false turned pcap on")
 	}
 }

@@ -5,6 +5,10 @@ package tstamp
 // vxlan` without dstport uses 8472, the port it used before IANA's.)
 const VXLANPort = 4789
 
+// VXLANOverhead is what encapsulation adds in front of a frame: outer
+// Ethernet, IPv4 (no options), UDP and the 8-byte VXLAN header.
+const VXLANOverhead = 14 + 20 + 8 + 8
+
 // VXLANMatch is which VXLAN copies a capture takes: those to UDP port Port
 // (0: VXLANPort) and, when VNI is set, of that VXLAN network identifier
 // only (a mirror session's; copies of another session to the same target

@@ -206,6 +206,11 @@ func (r *run) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, a := range r.s.Arms { // what the dry run shows: warnings, not refusals
+		for _, n := range a.Notes {
+			fmt.Fprintf(r.o.Log, "rig run: arm %s: note: %s\n", a.Name, n)
+		}
+	}
 	if r.to, err = r.unicastTo(byHost); err != nil {
 		return err
 	}

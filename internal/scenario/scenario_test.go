@@ -31,6 +31,8 @@ func smallHost() *StaticFacts {
 		Ifaces:     []string{"eth0", "lo"},
 		Idle:       []string{"POLL", "C1"},
 		PowerFacts: &power.Facts{Arch: "x86_64", Virtual: true},
+		Stacks:     map[probe.StackName]string{"onload": "no onload on PATH; libonload.so is neither in the loader's cache (ldconfig -p) nor in LD_LIBRARY_PATH"},
+		IOUring:    &facts.IOUring{Refused: "io_uring is disabled on this host (kernel.io_uring_disabled = 2; 0 enables it)"},
 	}
 }
 
@@ -96,6 +98,9 @@ type StaticFacts struct {
 	Mgmt       []string // interfaces that carry a default route
 	Addrs      map[string][]netip.Addr
 	PowerFacts *power.Facts
+	Stacks     map[probe.StackName]string // nil: not reported
+	IOUring    *facts.IOUring
+	NAPI       map[string]facts.NAPIKnobs
 }
 
 // hostOf is what tests hand to factsFor: a *StaticFacts or a *facts.Facts.
@@ -140,6 +145,7 @@ func (sf *StaticFacts) facts() *facts.Facts {
 	if sf.PowerFacts != nil {
 		f.Power = sf.PowerFacts
 	}
+	f.Stacks, f.IOUring, f.NAPI = sf.Stacks, sf.IOUring, sf.NAPI
 	return f
 }
 

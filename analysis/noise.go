@@ -14,10 +14,15 @@ import (
 
 // Platform noise: the rounds of an arm with noise: {for: D} carry
 // noise.json (rundir.Noise), rig noise's window on the responder CPU
-// before the round's probes.
+// before the round's probes; with several responders, one window per
+// responder (rundir.NoiseFileOf), each in its arm × responder row.
 
 // ArmNoise is the noise windows of an arm's analysed rounds.
 type ArmNoise struct {
+	// Arm and Responder, with several responders: the scenario's arm and
+	// the responder host whose CPU the windows measured.
+	Arm       string   `json:"arm,omitempty"`
+	Responder string   `json:"responder,omitempty"`
 	Rounds     []int    `json:"rounds"`
 	DurationNS int64    `json:"duration_ns"` // the windows' total (CLOCK_MONOTONIC)
 	AboveNS    []uint64 `json:"above_ns"`
@@ -33,16 +38,17 @@ type ArmNoise struct {
 	Rule    string `json:"rule"`
 }
 
-// armNoise reads the noise windows of the rounds; nil when none has one.
-// A window that cannot be read is a problem, never a silent gap.
-func armNoise(rounds []TelemetryRound) (*ArmNoise, []string) {
+// armNoise reads the noise windows of a's analysed rounds, each its
+// responder's; nil when none has one. A window that cannot be read is a
+// problem, never a silent gap.
+func armNoise(a InputArm, rounds []TelemetryRound) (*ArmNoise, []string) {
 	var an *ArmNoise
 	var problems []string
 	var rates [][]float64
 	for _, rd := range rounds {
-		path := filepath.Join(rd.Dir, rundir.NoiseFile)
+		path := filepath.Join(rd.Dir, rundir.NoiseFileOf(rd.Responder))
 		b, err := rundir.ReadRegular(path)
-		if rd.Responder != 0 || errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		var n rundir.Noise
@@ -60,7 +66,7 @@ func armNoise(rounds []TelemetryRound) (*ArmNoise, []string) {
 			continue
 		}
 		if an == nil {
-			an = &ArmNoise{Rule: n.Rule}
+			an = &ArmNoise{Arm: a.Arm, Responder: a.Responder, Rule: n.Rule}
 			for _, g := range n.Gaps {
 				an.AboveNS = append(an.AboveNS, g.AboveNS)
 			}
@@ -93,26 +99,31 @@ func armNoise(rounds []TelemetryRound) (*ArmNoise, []string) {
 	return an, problems
 }
 
-// noiseTable is the noise windows per arm; no rows when no arm has one.
+// noiseTable is the noise windows per arm, and with several responders
+// per arm and responder; no rows when no arm has one.
 func noiseTable(r *Report) table {
 	t := table{Title: "Platform noise"}
 	var counters []string
-	rule := ""
+	rule, per := "", slices.ContainsFunc(r.Arms, func(a *ArmReport) bool { return a.Noise != nil && a.Noise.Responder != "" })
 	for _, a := range r.Arms {
 		n := a.Noise
 		if n == nil {
 			continue
 		}
+		lead := []string{a.Name}
+		if per {
+			lead = []string{n.Arm, n.Responder}
+		}
 		if t.Head == nil {
-			t.Head = []string{"arm", "windows", "seconds"}
+			t.Head = append(noiseLead(per), "windows", "seconds")
 			for _, ns := range n.AboveNS {
 				t.Head = append(t.Head, fmt.Sprintf("gaps/s above %v µs", float64(ns)/1e3))
 			}
 			t.Head = append(t.Head, "longest gap µs (round)", "who took the CPU then")
 			rule = n.Rule
 		}
-		row := []string{a.Name, fmt.Sprint(len(n.Rounds)), fmt.Sprintf("%.3f", float64(n.DurationNS)/1e9)}
-		for i := range len(t.Head) - 5 {
+		row := append(lead, fmt.Sprint(len(n.Rounds)), fmt.Sprintf("%.3f", float64(n.DurationNS)/1e9))
+		for i := range len(t.Head) - len(lead) - 4 {
 			cell := "—"
 			if i < len(n.PerSec) {
 				cell = rate(n.PerSec[i])
@@ -124,9 +135,22 @@ func noiseTable(r *Report) table {
 			counters = append(counters, n.Counter)
 		}
 	}
-	t.Caption = "Source: rig noise on the responder CPU before each round's probes (noise: {for: D}; each round's noise.json). " +
+	src := "Source: rig noise on the responder CPU before each round's probes (noise: {for: D}; each round's noise.json). "
+	if per {
+		src = "Source: rig noise on each responder's CPU, one after another, before each round's probes (noise: {for: D}; each round's noise.json, noise-<id>.json for responder id), a row per arm and responder. "
+	}
+	t.Caption = src +
 		"Cell: the median over the arm's windows (lower middle) of the gaps per second above each threshold; windows and seconds are how many windows and how long they ran in all (CLOCK_MONOTONIC); " +
 		"the longest gap is the longest of every window, with its round and what telemetry saw on the CPU then. Clock: " + strings.Join(counters, "; ") +
 		". Rule of each window: " + rule + "."
 	return t
+}
+
+// noiseLead is the first columns of a noise table: the arm, and the
+// responder with several.
+func noiseLead(per bool) []string {
+	if per {
+		return []string{"arm", "responder"}
+	}
+	return []string{"arm"}
 }

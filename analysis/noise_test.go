@@ -80,3 +80,17 @@ func TestNoiseSection(t *testing.T) {
 		t.Errorf("a damaged noise.json is no problem: %q", rep.Problems)
 	}
 }
+
+// TestNoiseTableResponders: with several responders each arm × responder
+// row shows its own windows under an arm and a responder column.
+func TestNoiseTableResponders(t *testing.T) {
+	n := func(resp string, rate float64) *ArmNoise {
+		return &ArmNoise{Arm: "a", Responder: resp, Rounds: []int{0}, DurationNS: 2e8, AboveNS: []uint64{1000}, PerSec: []float64{rate}, LongestNS: 5000, Counter: "TSC", Rule: "r"}
+	}
+	rep := &Report{Arms: []*ArmReport{{Name: ArmResponderName("a", "r0"), Noise: n("r0", 10)}, {Name: ArmResponderName("a", "r1"), Noise: n("r1", 30)}}}
+	tb := noiseTable(rep)
+	if strings.Join(tb.Head[:3], ",") != "arm,responder,windows" || len(tb.Rows) != 2 ||
+		strings.Join(tb.Rows[1][:5], ",") != "a,r1,1,0.200,30.0" || !strings.Contains(tb.Caption, "noise-<id>.json") {
+		t.Errorf("head %q rows %q\n%s", tb.Head, tb.Rows, tb.Caption)
+	}
+}

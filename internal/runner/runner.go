@@ -353,8 +353,8 @@ func (r *run) knobs(a scenario.Arm, i int) scenario.Knobs {
 // takes the arm back.
 func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress func(int, int)) (err error) {
 	length := r.s.Traffic.RoundDuration() + 10*time.Second
-	if n := r.knobs(arm, 0).Noise; n != nil {
-		length += n.For
+	if n := r.knobs(arm, 0).Noise; n != nil { // a window per responder, one after another
+		length += n.For * time.Duration(len(r.hs.responders))
 	}
 	fmt.Fprintf(r.o.Log, "rig run: round %d arm %s\n", n, arm.Name)
 	spec, err := r.spec(arm, n)

@@ -964,7 +964,7 @@ arms:
 		}
 	}
 	d := strings.Join(describe(s.Arms[0], "eth1", nil), "\n")
-	if !strings.Contains(d, "noise window: rig noise on the responder CPU for 200ms before the round's probes (noise.json)  [defaults]") {
+	if !strings.Contains(d, "noise window: rig noise on the responder CPU for 200ms before the round's probes (noise.json; with several responders on each one's CPU in turn, noise-<id>.json)  [defaults]") {
 		t.Errorf("dry run:\n%s", d)
 	}
 }

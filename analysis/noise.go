@@ -21,8 +21,8 @@ import (
 type ArmNoise struct {
 	// Arm and Responder, with several responders: the scenario's arm and
 	// the responder host whose CPU the windows measured.
-	Arm       string   `json:"arm,omitempty"`
-	Responder string   `json:"responder,omitempty"`
+	Arm        string   `json:"arm,omitempty"`
+	Responder  string   `json:"responder,omitempty"`
 	Rounds     []int    `json:"rounds"`
 	DurationNS int64    `json:"duration_ns"` // the windows' total (CLOCK_MONOTONIC)
 	AboveNS    []uint64 `json:"above_ns"`

@@ -154,3 +154,90 @@ func noiseLead(per bool) []string {
 	}
 	return []string{"arm"}
 }
+
+// NoiseDelta is one arm's noise windows in run A and in run B (rig
+// compare): per threshold both count, each run's median gaps per second,
+// and each run's longest gap; B − A is shown beside them, not judged.
+type NoiseDelta struct {
+	Arm      string    `json:"arm"`
+	WindowsA int       `json:"windows_a"`
+	WindowsB int       `json:"windows_b"`
+	AboveNS  []uint64  `json:"above_ns"`
+	PerSecA  []float64 `json:"per_sec_a"`
+	PerSecB  []float64 `json:"per_sec_b"`
+	LongestA uint64    `json:"longest_ns_a"`
+	LongestB uint64    `json:"longest_ns_b"`
+}
+
+// NoiseRule is how rig compare sets two runs' noise windows side by side.
+const NoiseRule = "each side is its run's Platform noise row: per threshold the median over the arm's windows (lower middle) of the gaps per second, and the longest gap of every window; " +
+	"B − A is their difference, with no verdict: a round has one window, too few for the rounds rule of the latency comparison to call a difference real"
+
+// CompareNoise sets the noise windows of the arms both runs have side by
+// side (the thresholds both count); an arm with windows in one run only,
+// or thresholds or counters that differ, is a note.
+func CompareNoise(a, b *Report) (out []NoiseDelta, notes []string) {
+	out = []NoiseDelta{}
+	for _, bb := range b.Arms {
+		aa := a.Arm(bb.Name)
+		if aa == nil || (aa.Noise == nil && bb.Noise == nil) {
+			continue
+		}
+		na, nb := aa.Noise, bb.Noise
+		if na == nil || nb == nil {
+			in := map[bool]string{true: a.Run, false: b.Run}[nb == nil]
+			notes = append(notes, fmt.Sprintf("arm %q has noise windows only in %s", bb.Name, in))
+			continue
+		}
+		d := NoiseDelta{Arm: bb.Name, WindowsA: len(na.Rounds), WindowsB: len(nb.Rounds), LongestA: na.LongestNS, LongestB: nb.LongestNS}
+		for i, ns := range nb.AboveNS {
+			if j := slices.Index(na.AboveNS, ns); j >= 0 && i < len(nb.PerSec) && j < len(na.PerSec) {
+				d.AboveNS, d.PerSecA, d.PerSecB = append(d.AboveNS, ns), append(d.PerSecA, na.PerSec[j]), append(d.PerSecB, nb.PerSec[i])
+			}
+		}
+		if len(d.AboveNS) != len(na.AboveNS) || len(d.AboveNS) != len(nb.AboveNS) {
+			notes = append(notes, fmt.Sprintf("arm %q: the runs' noise windows count gaps above different thresholds (A %v ns, B %v ns): only those both count are compared", bb.Name, na.AboveNS, nb.AboveNS))
+		}
+		if na.Counter != nb.Counter {
+			notes = append(notes, fmt.Sprintf("arm %q: the noise windows read different counters (A %s; B %s)", bb.Name, na.Counter, nb.Counter))
+		}
+		out = append(out, d)
+	}
+	return out, notes
+}
+
+// noiseCompareTable is rig compare's noise table: A, B and B − A for the
+// gaps per second above each threshold and for the longest gap.
+func noiseCompareTable(ds []NoiseDelta) table {
+	t := table{Title: "Platform noise, B against A", Caption: "Source: each run's noise windows (noise: {for: D}; docs/noise.md). Rule: " + NoiseRule + "."}
+	signed := func(v float64) string {
+		if v > 0 {
+			return "+" + rate(v)
+		}
+		if v < 0 {
+			return "−" + rate(-v)
+		}
+		return "0"
+	}
+	for _, d := range ds {
+		if t.Head == nil {
+			t.Head = []string{"arm", "windows A", "windows B"}
+			for _, ns := range d.AboveNS {
+				x := fmt.Sprintf("gaps/s above %v µs", float64(ns)/1e3)
+				t.Head = append(t.Head, x+" A", x+" B", x+" B − A")
+			}
+			t.Head = append(t.Head, "longest gap µs A", "longest gap µs B", "longest gap µs B − A")
+		}
+		row := []string{d.Arm, fmt.Sprint(d.WindowsA), fmt.Sprint(d.WindowsB)}
+		for i := range (len(t.Head) - 6) / 3 {
+			if i < len(d.AboveNS) && d.AboveNS[i] == ds[0].AboveNS[i] {
+				row = append(row, rate(d.PerSecA[i]), rate(d.PerSecB[i]), signed(d.PerSecB[i]-d.PerSecA[i]))
+			} else {
+				row = append(row, "—", "—", "—")
+			}
+		}
+		la, lb := float64(d.LongestA)/1e3, float64(d.LongestB)/1e3
+		t.Rows = append(t.Rows, append(row, fmt.Sprintf("%.1f", la), fmt.Sprintf("%.1f", lb), strings.Replace(fmt.Sprintf("%+.1f", lb-la), "-", "−", 1)))
+	}
+	return t
+}

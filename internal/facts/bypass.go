@@ -3,12 +3,8 @@
 package facts
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"unsafe"
 
@@ -19,42 +15,18 @@ import (
 	"github.com/rig-project/rig/internal/probe"
 )
 
-// readStacks looks for each stack of probe.StackTable where rig respond
-// would start it from: its launcher on PATH, its library in the loader's
-// cache (ldconfig -p) or in LD_LIBRARY_PATH. nil when the cache cannot be
-// listed: then nothing can be said.
+// readStacks looks for each stack of probe.StackTable as rig respond
+// starts it here (native.FindStack): what it would refuse is the stack's
+// entry, "" where it is found.
 func readStacks() map[probe.StackName]string {
-	ldconfig, err := exec.LookPath("ldconfig")
-	if err != nil {
-		ldconfig = "/sbin/ldconfig" // root's PATH has it, others' may not
-	}
-	cache, err := exec.Command(ldconfig, "-p").Output()
-	if err != nil {
-		return nil
-	}
 	m := map[probe.StackName]string{}
-	for name, in := range probe.StackTable {
-		var miss []string
-		if in.Launcher != "" {
-			if _, err := exec.LookPath(in.Launcher); err != nil {
-				miss = append(miss, "no "+in.Launcher+" on PATH")
-			}
+	for name := range probe.StackTable {
+		m[name] = ""
+		if _, _, err := native.FindStack(probe.Stack{Name: name}); err != nil {
+			m[name] = err.Error()
 		}
-		if _, ok := native.LibraryIn(bytes.NewReader(cache), in.Library); !ok && !inLibraryPath(in.Library) {
-			miss = append(miss, in.Library+" is neither in the loader's cache (ldconfig -p) nor in LD_LIBRARY_PATH")
-		}
-		m[name] = strings.Join(miss, "; ")
 	}
 	return m
-}
-
-func inLibraryPath(lib string) bool {
-	for _, d := range filepath.SplitList(os.Getenv("LD_LIBRARY_PATH")) {
-		if m, _ := filepath.Glob(filepath.Join(d, lib+"*")); d != "" && len(m) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // IOUringDisabled is the sysctl that turns io_uring off (Linux 6.6+).

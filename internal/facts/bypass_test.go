@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/probe"
 )
 
 // TestReadIOUring: a fake root whose sysctl disables io_uring says so for
@@ -37,23 +38,18 @@ func TestReadIOUring(t *testing.T) {
 	t.Logf("this machine: %+v", *u)
 }
 
-// TestReadStacks: every stack rig knows is looked for, and one this
-// machine lacks says what is missing.
+// TestReadStacks: every stack rig knows is looked for as rig respond
+// starts it, and one this machine lacks says what is missing.
 func TestReadStacks(t *testing.T) {
-	m := readStacks()
-	if m == nil {
-		t.Skip("no ldconfig here")
-	}
-	if why, ok := m["xlio"]; !ok || len(m) < 4 {
-		t.Fatalf("stacks %v", m)
-	} else if why != "" && !strings.Contains(why, "libxlio.so is neither in the loader's cache") {
-		t.Errorf("xlio: %q", why)
-	}
 	t.Setenv("LD_LIBRARY_PATH", t.TempDir())
-	if err := os.WriteFile(filepath.Join(os.Getenv("LD_LIBRARY_PATH"), "libxlio.so.3"), nil, 0o644); err != nil {
+	m := readStacks()
+	if why, ok := m["xlio"]; !ok || len(m) != len(probe.StackTable) || !strings.Contains(why, "library libxlio.so is not in LD_LIBRARY_PATH") {
+		t.Fatalf("stacks %v", m)
+	}
+	if err := os.WriteFile(filepath.Join(os.Getenv("LD_LIBRARY_PATH"), "libxlio.so"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if m := readStacks(); m["xlio"] != "" {
-		t.Errorf("libxlio.so.3 in LD_LIBRARY_PATH: %q", m["xlio"])
+	if m := readStacks(); m["xlio"] != "" || !strings.Contains(m["onload"], "its launcher onload is not on PATH") {
+		t.Errorf("libxlio.so in LD_LIBRARY_PATH: %q", m)
 	}
 }

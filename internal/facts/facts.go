@@ -60,9 +60,9 @@ type Facts struct {
 	ProcIRQWritable *bool `json:"proc_irq_writable,omitempty"`
 	CPUDMALatency   *bool `json:"cpu_dma_latency,omitempty"`
 	// Stacks are the kernel-bypass stacks of probe.StackTable as the host
-	// has them: "" for one whose launcher is on PATH and library in the
-	// loader's path, else what is missing. nil: not known (an older
-	// agent, no ldconfig).
+	// has them: "" for one rig respond finds (its launcher on PATH, or its
+	// library where the loader finds it), else what is missing. nil: not
+	// known (an older agent).
 	Stacks map[probe.StackName]string `json:"stacks,omitempty"`
 	// IOUring is whether rig's processes can set up an io_uring there
 	// (nil: not known: an older agent, or a fake root that cannot say).

@@ -31,7 +31,7 @@ func smallHost() *StaticFacts {
 		Ifaces:     []string{"eth0", "lo"},
 		Idle:       []string{"POLL", "C1"},
 		PowerFacts: &power.Facts{Arch: "x86_64", Virtual: true},
-		Stacks:     map[probe.StackName]string{"onload": "no onload on PATH; libonload.so is neither in the loader's cache (ldconfig -p) nor in LD_LIBRARY_PATH"},
+		Stacks:     map[probe.StackName]string{"onload": `its launcher onload is not on PATH (exec: "onload": executable file not found in $PATH)`},
 		IOUring:    &facts.IOUring{Refused: "io_uring is disabled on this host (kernel.io_uring_disabled = 2; 0 enables it)"},
 	}
 }

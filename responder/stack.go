@@ -34,7 +34,6 @@ func stackLaunch(s probe.Stack) (native.Launch, error) {
 	return l, nil
 }
 
-
 // proveStack requires stack s in the running program: its library mapped
 // (/proc/PID/maps) and, where the stack offers one, its presence check
 // saying yes. It returns the library's path as mapped.

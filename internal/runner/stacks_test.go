@@ -46,7 +46,7 @@ func TestRunStacks(t *testing.T) {
 	testbin.Integration(t)
 	t.Setenv(native.EnvDir, testbin.Native(t))
 	dir := t.TempDir()
-	run := func(src string) (*Result, error, string) {
+	run := func(src string) (*Result, string, error) {
 		path := filepath.Join(dir, "stacks.yaml")
 		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 			t.Fatal(err)
@@ -58,9 +58,9 @@ func TestRunStacks(t *testing.T) {
 		var log bytes.Buffer
 		res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
 			Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "state"), FS: hostfs.Default(), Log: &log})
-		return res, err, log.String()
+		return res, log.String(), err
 	}
-	res, err, log := run(stackArms)
+	res, log, err := run(stackArms)
 	var list scenario.ErrorList
 	if !errors.As(err, &list) || !strings.Contains(err.Error(), "stacks.yaml:18:24: stack xlio is not on host responder") || !strings.Contains(err.Error(), "install NVIDIA XLIO") {
 		t.Fatalf("the xlio arm: %v, want it refused at its line with the install hint\n%s", err, log)
@@ -68,7 +68,7 @@ func TestRunStacks(t *testing.T) {
 	if res != nil && res.Dir != "" {
 		t.Errorf("a run directory for a refused scenario: %s", res.Dir)
 	}
-	res, err, log = run(stackArms[:strings.Index(stackArms, "  - name: xlio")])
+	res, log, err = run(stackArms[:strings.Index(stackArms, "  - name: xlio")])
 	if err != nil || res == nil {
 		t.Fatalf("the kernel arm: %v\n%s", err, log)
 	}

@@ -531,7 +531,7 @@ func (z *analyzer) arm(a InputArm, ar *ArmReport, af *armFacts, ta *TelemetryArm
 	}
 	ar.Freq = armFreq(ta.Rounds)
 	var noiseProblems []string
-	ar.Noise, noiseProblems = armNoise(ta.Rounds)
+	ar.Noise, noiseProblems = armNoise(a, ta.Rounds)
 	for _, p := range noiseProblems {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("arm %q: noise: %s", a.Name, p))
 	}

@@ -80,3 +80,57 @@ func TestNoiseSection(t *testing.T) {
 		t.Errorf("a damaged noise.json is no problem: %q", rep.Problems)
 	}
 }
+
+// TestNoiseTableResponders: with several responders each arm × responder
+// row shows its own windows under an arm and a responder column.
+func TestNoiseTableResponders(t *testing.T) {
+	n := func(resp string, rate float64) *ArmNoise {
+		return &ArmNoise{Arm: "a", Responder: resp, Rounds: []int{0}, DurationNS: 2e8, AboveNS: []uint64{1000}, PerSec: []float64{rate}, LongestNS: 5000, Counter: "TSC", Rule: "r"}
+	}
+	rep := &Report{Arms: []*ArmReport{{Name: ArmResponderName("a", "r0"), Noise: n("r0", 10)}, {Name: ArmResponderName("a", "r1"), Noise: n("r1", 30)}}}
+	tb := noiseTable(rep)
+	if strings.Join(tb.Head[:3], ",") != "arm,responder,windows" || len(tb.Rows) != 2 ||
+		strings.Join(tb.Rows[1][:5], ",") != "a,r1,1,0.200,30.0" || !strings.Contains(tb.Caption, "noise-<id>.json") {
+		t.Errorf("head %q rows %q\n%s", tb.Head, tb.Rows, tb.Caption)
+	}
+}
+
+// TestCompareNoise: rig compare sets the noise windows of the arm both
+// runs measured side by side, B − A beside A and B, with the rule in the
+// caption; an arm with windows in one run only is a note.
+func TestCompareNoise(t *testing.T) {
+	da, db := t.TempDir(), t.TempDir()
+	spec := goldenSpec
+	spec.Events = nil
+	writeRun(t, da, spec)
+	writeRun(t, db, spec)
+	for k := range 3 {
+		writeNoise(t, da, "isolated", k, [4]float64{100, 50, 10, 0}, 60000, "")
+		writeNoise(t, db, "isolated", k, [4]float64{40, 20, 10, 2}, 150000, "")
+	}
+	writeNoise(t, db, "base", 0, [4]float64{1, 1, 1, 1}, 1000, "")
+	ra, err := Run(da, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := Run(db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, notes := CompareNoise(ra, rb)
+	if len(ds) != 1 || ds[0].Arm != "isolated" || ds[0].LongestB != 150000 || len(notes) != 1 || !strings.Contains(notes[0], `arm "base" has noise windows only in `+rb.Run) {
+		t.Fatalf("deltas %+v notes %q", ds, notes)
+	}
+	var md bytes.Buffer
+	if err := WriteComparisonMD(&md, ra, rb, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Platform noise, B against A",
+		"| arm | windows A | windows B | gaps/s above 1 µs A | gaps/s above 1 µs B | gaps/s above 1 µs B − A |",
+		"| isolated | 3 | 3 | 100.0 | 40.0 | −60.0 | 50.0 | 20.0 | −30.0 | 10.0 | 10.0 | 0 | 0 | 2.00 | +2.00 | 60.0 | 150.0 | +90.0 |",
+		"Rule: " + NoiseRule, `arm "base" has noise windows only in`} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("rig compare lacks %q:\n%s", want, md.String())
+		}
+	}
+}

@@ -508,7 +508,11 @@ func WriteComparisonMD(w io.Writer, a, b *Report, cs []Comparison, notes []strin
 		fmt.Fprintf(sb, "**Warning:** the runs use different warm-ups.\n\n")
 	}
 	writeComparisonMD(sb, "B against A", cs, "A", "B")
-	for _, n := range notes {
+	nd, nn := CompareNoise(a, b)
+	if t := noiseCompareTable(nd); len(t.Rows) > 0 {
+		t.md(sb)
+	}
+	for _, n := range append(notes, nn...) {
 		fmt.Fprintf(sb, "- %s\n", n)
 	}
 	for _, r := range []*Report{a, b} {

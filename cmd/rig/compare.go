@@ -44,10 +44,11 @@ func compareFlags(fs *flag.FlagSet) func(context.Context) error {
 		cs, notes := analysis.CompareRuns(reps[0], reps[1])
 		switch format.value {
 		case "json":
+			nd, nn := analysis.CompareNoise(reps[0], reps[1])
 			enc := json.NewEncoder(os.Stdout)
 			enc.SetIndent("", "  ")
 			if err := enc.Encode(map[string]any{"format": "rig-compare", "format_version": analysis.FormatVersion,
-				"a": reps[0].Run, "b": reps[1].Run, "comparisons": cs, "notes": notes,
+				"a": reps[0].Run, "b": reps[1].Run, "comparisons": cs, "notes": append(notes, nn...), "noise": nd, "noise_rule": analysis.NoiseRule,
 				"problems": map[string][]string{"a": reps[0].Problems, "b": reps[1].Problems}}); err != nil {
 				return err
 			}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/testbin"
 )
 
 // TestReportCompareExitCodes drives `rig report` and `rig compare` through
@@ -114,5 +117,38 @@ func TestSamplesDanglingSymlink(t *testing.T) {
 		if code != 1 || out != "" || !strings.Contains(errs, link+" is a symlink to "+gone+", which cannot be read") {
 			t.Errorf("rig samples with %s dangling: exit %d, stdout %d bytes, stderr:\n%s", name, code, len(out), errs)
 		}
+	}
+}
+
+// TestCompareNoiseJSON: rig compare --format json sets the noise windows
+// of the arm both runs measured side by side, with the rule.
+func TestCompareNoiseJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the rig binary")
+	}
+	var dirs [2]string
+	for i, rate := range []float64{100, 40} {
+		dirs[i] = hostfstest.CopyTree(t, "../../analysis/testdata/run")
+		n := rundir.Noise{CPU: 1, DurationNS: 2e8, LongestNS: uint64(rate) * 1000, Rule: "r",
+			Counter: rundir.NoiseCounter{Name: "TSC"}, Gaps: []rundir.NoiseRow{{AboveNS: 1000, Count: uint64(rate / 5), PerSec: rate}}}
+		if err := rundir.WriteJSON(filepath.Join(rundir.RoundDir(dirs[i], "isolated", 0), rundir.NoiseFile), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command(testbin.Rig(t), "compare", dirs[0], dirs[1], "--format", "json").Output()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	var got struct {
+		Noise []analysis.NoiseDelta `json:"noise"`
+		Rule  string                `json:"noise_rule"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(got.Noise) != 1 || got.Noise[0].Arm != "isolated" || got.Noise[0].PerSecA[0] != 100 || got.Noise[0].PerSecB[0] != 40 ||
+		got.Noise[0].LongestB != 40000 || got.Rule != analysis.NoiseRule {
+		t.Errorf("noise %+v rule %q", got.Noise, got.Rule)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -58,6 +59,24 @@ type Facts struct {
 	SysfsWritable   *bool `json:"sysfs_writable,omitempty"`
 	ProcIRQWritable *bool `json:"proc_irq_writable,omitempty"`
 	CPUDMALatency   *bool `json:"cpu_dma_latency,omitempty"`
+	// Stacks are the kernel-bypass stacks of probe.StackTable as the host
+	// has them: "" for one rig respond finds (its launcher on PATH, or its
+	// library where the loader finds it), else what is missing. nil: not
+	// known (an older agent).
+	Stacks map[probe.StackName]string `json:"stacks,omitempty"`
+	// IOUring is whether rig's processes can set up an io_uring there
+	// (nil: not known: an older agent, or a fake root that cannot say).
+	IOUring *IOUring `json:"io_uring,omitempty"`
+	// NAPI are each interface's NAPI knobs as sysfs shows them (an
+	// interface missing here was not read).
+	NAPI map[string]NAPIKnobs `json:"napi,omitempty"`
+}
+
+// IOUring says why io_uring_setup fails, plain and with
+// IORING_SETUP_SQPOLL ("": it works).
+type IOUring struct {
+	Refused       string `json:"refused,omitempty"`
+	SQPollRefused string `json:"sqpoll_refused,omitempty"`
 }
 
 func (f *Facts) lacks(what string) error {

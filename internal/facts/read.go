@@ -73,6 +73,7 @@ func Read(fs hostfs.FS) (*Facts, error) {
 	if f.StressNG, err = hasStressNG(); err != nil {
 		return nil, err
 	}
+	f.Stacks, f.IOUring = readStacks(), readIOUring(fs)
 	pf, err := power.ReadFacts(context.Background(), fs, power.HostTuned(fs))
 	if err != nil {
 		return nil, fmt.Errorf("power facts: %w", err)
@@ -92,11 +93,18 @@ func Read(fs hostfs.FS) (*Facts, error) {
 	return f, nil
 }
 
-// readNIC asks the kernel (ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP, RTM_GETADDR,
-// the process table) about iface. A fake fs has no kernel behind it, and
+// readNIC reads iface's NAPI knobs (sysfs, a fake root's too) and asks
+// the kernel (ETHTOOL_GET_TS_INFO, SIOCGHWTSTAMP, RTM_GETADDR, the process
+// table) about it. A fake fs has no kernel behind it, and
 // an interface may be gone since the listing: what cannot be asked is left
 // out, with the reason for timestamping.
 func (f *Facts) readNIC(fs hostfs.FS, iface string) {
+	if k, err := ReadNAPIKnobs(fs, iface); err == nil {
+		if f.NAPI == nil {
+			f.NAPI = map[string]NAPIKnobs{}
+		}
+		f.NAPI[iface] = k
+	}
 	if !fs.IsReal() {
 		f.noTimestamping(iface, "cannot ask a fake host root")
 		return

@@ -58,9 +58,10 @@ type Spec struct {
 	// written to rundir.TelemetryFile(id).
 	Telemetry         bool
 	TelemetryInterval time.Duration
-	// Noise, when set, is rig noise's window (its For) before any probe
-	// starts (a busy responder would be its noise), written to
-	// rundir.NoiseFile. Run sets its CPU and Sched: responder 0's.
+	// Noise, when set, is rig noise's window (its For) on each responder's
+	// CPU before any probe starts (a busy responder would be its noise),
+	// written to rundir.NoiseFileOf(id). Run sets its CPU and Sched: the
+	// responder's.
 	Noise *probe.Noise
 	// Progress, when set, receives the sender's progress (once a second);
 	// nil: the sender prints none.
@@ -236,12 +237,26 @@ func (r *runner) run() error {
 	return r.waitSender()
 }
 
-// noise runs the noise window on responder 0's host and CPU, with its
-// scheduling policy (what its loop would suffer), alone, and
-// writes its result to the round directory.
+// noise runs the noise window on each responder's host and CPU, with its
+// scheduling policy (what its loop would suffer), alone, and writes each
+// result to the round directory (rundir.NoiseFileOf). The windows run one
+// after another: responders that share a CPU (an emulated lab's) would
+// otherwise measure each other.
 func (r *runner) noise() error {
-	on, n := r.spec.RespondOn[0], *r.spec.Noise
-	n.CPU, n.Sched = r.spec.Respond[0].CPU, r.spec.Respond[0].Sched
+	for id, on := range r.spec.RespondOn {
+		n := *r.spec.Noise
+		n.CPU, n.Sched = r.spec.Respond[id].CPU, r.spec.Respond[id].Sched
+		if err := r.noiseOn(on, n, uint32(id)); err != nil {
+			if r.spec.fanout() {
+				return fmt.Errorf("responder %d: %w", id, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) noiseOn(on *agent.Client, n probe.Noise, id uint32) error {
 	if n.CPU < 0 {
 		return errors.New("the responder has no CPU: set responder.cpu")
 	}
@@ -262,7 +277,7 @@ func (r *runner) noise() error {
 	if err != nil {
 		return err
 	}
-	return rundir.WriteFileAtomic(filepath.Join(r.spec.Dir, rundir.NoiseFile), fr.Data)
+	return rundir.WriteFileAtomic(filepath.Join(r.spec.Dir, rundir.NoiseFileOf(id)), fr.Data)
 }
 
 // start starts p (its role and id) through its agent.

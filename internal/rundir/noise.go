@@ -12,6 +12,16 @@ import (
 // noise's result on the responder CPU, before the round's probes start.
 const NoiseFile = "noise.json"
 
+// NoiseFileOf is the noise window of responder id in a round directory,
+// named as its telemetry (TelemetryFile): noise.json for responder 0,
+// noise-<id>.json for the others of a fan-out round.
+func NoiseFileOf(id uint32) string {
+	if id == 0 {
+		return NoiseFile
+	}
+	return "noise-" + strconv.FormatUint(uint64(id), 10) + ".json"
+}
+
 // Noise is one window of the noise probe on one CPU. Its Gaps rows (one
 // per threshold) are what a per-arm table shows.
 type Noise struct {

@@ -33,11 +33,15 @@ arms:
 // runNoise runs noiseArms on the emulated topology with the native
 // programs found in nativeDir.
 func runNoise(t *testing.T, nativeDir string) (*Result, string, error) {
+	return runNoiseSrc(t, nativeDir, noiseArms)
+}
+
+func runNoiseSrc(t *testing.T, nativeDir, src string) (*Result, string, error) {
 	t.Helper()
 	t.Setenv(native.EnvDir, nativeDir)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "noise.yaml")
-	if err := os.WriteFile(path, []byte(noiseArms), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s, err := scenario.Load(path)
@@ -86,6 +90,49 @@ func TestRunNoiseWindow(t *testing.T) {
 	}
 	_, table, _ := strings.Cut(string(md), "## Platform noise")
 	t.Logf("the noise table:%s", table[:strings.Index(table+"\n## ", "\n## ")])
+}
+
+// TestRunNoiseFanout: with two responders, the noise arm's window runs
+// on each responder's CPU through its own agent before each round's
+// probes; each round keeps noise.json (responder 0, CPU 0) and
+// noise-1.json (responder 1, CPU 1), and the Platform noise table has a
+// row per arm and responder, with a responder column.
+func TestRunNoiseFanout(t *testing.T) {
+	testbin.Integration(t)
+	src := strings.Replace(noiseArms, "defaults:\n  responder: {cpu: 1}\n", `responders: 2
+defaults:
+  responders:
+    responder: {responder: {cpu: 0}}
+    responder1: {responder: {cpu: 1}}
+`, 1)
+	res, log, err := runNoiseSrc(t, testbin.Native(t), src)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log)
+	}
+	for k := range 2 {
+		for id, cpu := range []int{0, 1} {
+			b, err := os.ReadFile(filepath.Join(rundir.RoundDir(res.Dir, "noisy", k), rundir.NoiseFileOf(uint32(id))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n rundir.Noise
+			if err := json.Unmarshal(b, &n); err != nil {
+				t.Fatal(err)
+			}
+			if n.CPU != cpu || len(n.Gaps) != 4 || n.DurationNS < 190e6 {
+				t.Errorf("round %d responder %d: %+v", k, id, n)
+			}
+			if _, err := os.Stat(filepath.Join(rundir.RoundDir(res.Dir, "plain", k), rundir.NoiseFileOf(uint32(id)))); err == nil {
+				t.Errorf("round %d: the arm without noise has a window of responder %d", k, id)
+			}
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(res.Dir, "tables.md"))
+	for _, want := range []string{"| arm | responder | windows | seconds |", "| noisy | responder | 2 | 0.", "| noisy | responder1 | 2 | 0."} {
+		if err != nil || !strings.Contains(string(md), want) {
+			t.Errorf("tables.md lacks %q (%v):\n%s", want, err, md)
+		}
+	}
 }
 
 // TestRunNoiseWindowFails: a window that cannot run (no native program)

@@ -206,6 +206,11 @@ func (r *run) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, a := range r.s.Arms { // what the dry run shows: warnings, not refusals
+		for _, n := range a.Notes {
+			fmt.Fprintf(r.o.Log, "rig run: arm %s: note: %s\n", a.Name, n)
+		}
+	}
 	if r.to, err = r.unicastTo(byHost); err != nil {
 		return err
 	}
@@ -348,8 +353,8 @@ func (r *run) knobs(a scenario.Arm, i int) scenario.Knobs {
 // takes the arm back.
 func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress func(int, int)) (err error) {
 	length := r.s.Traffic.RoundDuration() + 10*time.Second
-	if n := r.knobs(arm, 0).Noise; n != nil {
-		length += n.For
+	if n := r.knobs(arm, 0).Noise; n != nil { // a window per responder, one after another
+		length += n.For * time.Duration(len(r.hs.responders))
 	}
 	fmt.Fprintf(r.o.Log, "rig run: round %d arm %s\n", n, arm.Name)
 	spec, err := r.spec(arm, n)

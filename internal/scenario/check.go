@@ -356,9 +356,14 @@ func (c *checker) fanout(p string, s *Scenario, a Arm) {
 			"fan-out needs multicast requests (every responder hears each one): delete request: unicast")
 	}
 	for _, h := range s.Responders {
-		if s.KnobsFor(a, h).Noise != nil {
-			c.key(p+".noise", fmt.Sprintf("arm %s: noise with several responders (%s): the window runs on one responder host", a.Name, h),
-				"run the noise arm in a scenario with one responder, or measure the CPUs by hand with rig noise --cpu N")
+		// One window per responder CPU, each as long: the round waits for all.
+		if n := s.KnobsFor(a, h).Noise; (n == nil) != (a.Effective.Noise == nil) || (n != nil && *n != *a.Effective.Noise) {
+			np := p + ".responders." + h + ".noise"
+			if !c.x.has(np) {
+				np = "defaults.responders." + h + ".noise"
+			}
+			c.key(np, fmt.Sprintf("arm %s: noise set for responder %s alone: the noise window runs on every responder's CPU", a.Name, h),
+				"set noise: {for: D} in the arm or in defaults, not under responders:")
 			return
 		}
 		if s.KnobsFor(a, h).Responder.Quietest != nil {
@@ -629,6 +634,9 @@ func (c *checker) effective(p string, e Knobs) {
 	}
 	if st := e.Responder.Stack; st != nil && !st.Kernel() && (e.Responder.Engine == nil || *e.Responder.Engine != probe.EngineNative) {
 		c.key(p+".responder.stack", fmt.Sprintf("stack %s needs engine: native: the Go engine makes its socket calls as raw system calls, which no preloaded stack sees", st), "add engine: native to responder, in the arm or in defaults")
+	}
+	if po := e.Responder.Poll; po != nil && po.Mode > probe.Busy && (e.Responder.Engine == nil || *e.Responder.Engine != probe.EngineNative) {
+		c.key(p+".responder.poll", fmt.Sprintf("poll %s needs engine: native: the Go engine waits by block, busy or busy-poll:µs", po), "add engine: native to responder, in the arm or in defaults, or use one of those")
 	}
 	if e.Noise != nil && !e.Responder.HasCPU() {
 		c.key(p+".noise", "noise measures the responder CPU, and responder.cpu is not set", "set responder.cpu (a number or quietest) in the arm or in defaults")

@@ -29,13 +29,9 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 			}
 		}
 		if rr.Poll != nil {
-			if po, err := probe.ParsePoll(*rr.Poll); err != nil {
-				hint := "use block, busy, or busy-poll:µs (e.g. busy-poll:50)"
-				if _, nerr := probe.ParseEnginePoll(*rr.Poll, probe.EngineNative); nerr == nil {
-					// The native engine's backends are rig respond's alone.
-					hint = "rig run's responders run the Go engine; " + *rr.Poll + " is the native engine's: run it by hand (rig respond --engine native --poll " + *rr.Poll + ", docs/probes.md#the-native-engine), or " + hint
-				}
-				c.val(rp+".poll", err.Error(), hint)
+			// Every mode rig respond takes; the engine is checked once merged.
+			if po, err := probe.ParseEnginePoll(*rr.Poll, probe.EngineNative); err != nil {
+				c.val(rp+".poll", err.Error(), "use block, busy or busy-poll:µs (e.g. busy-poll:50), or with engine: native prefer-busy-poll:µs[:budget], epoll, io-uring or io-uring-sqpoll")
 			} else {
 				k.Responder.Poll = &po
 			}

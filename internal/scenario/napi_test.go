@@ -3,8 +3,12 @@ package scenario
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/rig-project/rig/internal/facts"
+	"github.com/rig-project/rig/internal/probe"
 )
 
 // TestNAPIKnobs: nic takes napi-defer-hard-irqs, gro-flush-timeout and
@@ -53,17 +57,68 @@ arms:
 	}
 }
 
-// TestNativePollInScenario: a native engine backend in responder.poll is
-// refused at its line and column, saying where it runs instead.
+// TestNativePollInScenario: responder.poll takes every backend of rig
+// respond --engine native, as the probe package's Poll, and refuses them
+// with the Go engine at the line and column where poll is written.
 func TestNativePollInScenario(t *testing.T) {
-	_, err := Parse("t.yaml", []byte(`name: t
+	const src = `name: t
 hosts: {h: {via: local, roles: [sender, responder], iface: eth0}}
 traffic: {group: "239.1.1.1:5000"}
+defaults:
+  responder: {engine: %s}
 arms:
   - name: a
-    responder: {poll: "prefer-busy-poll:50"}
-`))
-	if err == nil || !strings.Contains(err.Error(), "t.yaml:6:23:") || !strings.Contains(err.Error(), "rig respond --engine native --poll prefer-busy-poll:50") {
-		t.Fatalf("%v", err)
+    responder: {poll: "%s"}
+`
+	for _, p := range []string{"prefer-busy-poll:50", "prefer-busy-poll:50:16", "epoll", "io-uring", "io-uring-sqpoll"} {
+		s, err := Parse("t.yaml", []byte(fmt.Sprintf(src, "native", p)))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		want, _ := probe.ParseEnginePoll(p, probe.EngineNative)
+		if got := s.Arms[0].Effective.Responder.Poll; got == nil || *got != want || got.String() != p {
+			t.Errorf("%s: poll %v", p, got)
+		}
+		_, err = Parse("t.yaml", []byte(fmt.Sprintf(src, "go", p)))
+		if err == nil || !strings.Contains(err.Error(), "t.yaml:8:17: poll "+p+" needs engine: native") {
+			t.Errorf("%s with engine go: %v", p, err)
+		}
+	}
+}
+
+// TestPreferBusyPollNAPI: prefer-busy-poll on a host whose NIC does not
+// defer its interrupts, and an arm that does not set them, is a warning
+// (the arm still runs); the arm's nic knobs or the host's own silence it,
+// and a host that did not report its knobs cannot tell.
+func TestPreferBusyPollNAPI(t *testing.T) {
+	const src = `name: t
+hosts: {h: {via: local, roles: [sender, responder], iface: eth1}}
+traffic: {group: "239.1.1.1:5000"}
+defaults:
+  responder: {engine: native, poll: "prefer-busy-poll:50"}
+arms:
+  - name: off
+  - name: on
+    nic: {napi-defer-hard-irqs: 2, gro-flush-timeout: 200000}
+`
+	u32, u64 := func(v uint32) *uint32 { return &v }, func(v uint64) *uint64 { return &v }
+	for _, c := range []struct {
+		napi map[string]facts.NAPIKnobs
+		want string
+	}{
+		{map[string]facts.NAPIKnobs{"eth1": {DeferHardIRQs: u32(0), GROFlushTimeout: u64(0)}}, "eth1 has napi_defer_hard_irqs 0 and gro_flush_timeout 0 ns, and the arm sets no nic napi-defer-hard-irqs"},
+		{map[string]facts.NAPIKnobs{"eth1": {DeferHardIRQs: u32(2), GROFlushTimeout: u64(200000)}}, ""},
+		{nil, "cannot tell whether eth1 on host h holds its interrupts off"},
+	} {
+		s := load(t, src)
+		f := bigHost()
+		f.NAPI = c.napi
+		if err := Validate(s, factsFor(s, f)); err != nil {
+			t.Fatal(err)
+		}
+		off, on := strings.Join(s.Arms[0].Notes, "\n"), strings.Join(s.Arms[1].Notes, "\n")
+		if on != "" || (c.want == "") != (off == "") || !strings.Contains(off, c.want) {
+			t.Errorf("host %v: notes off %q, on %q; want %q", c.napi, off, on, c.want)
+		}
 	}
 }

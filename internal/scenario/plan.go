@@ -267,7 +267,7 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 		out = append(out, "responder process: "+strings.Join(parts, ", ")+from(set))
 	}
 	if e.Noise != nil {
-		out = append(out, fmt.Sprintf("noise window: rig noise on the responder CPU for %v before the round's probes (noise.json)%s", e.Noise.For, from(k.Noise != nil)))
+		out = append(out, fmt.Sprintf("noise window: rig noise on the responder CPU for %v before the round's probes (noise.json; with several responders on each one's CPU in turn, noise-<id>.json)%s", e.Noise.For, from(k.Noise != nil)))
 	}
 	if e.IRQ != nil {
 		out = append(out, fmt.Sprintf("IRQs of %s queues → CPUs %s (/proc/irq/N/smp_affinity_list; irqbalance held)%s", iface, cpulist.Format(e.IRQ.CPUs), from(k.IRQ != nil)))
@@ -440,7 +440,7 @@ func (s *Scenario) kubectlHosts() []string {
 }
 
 // stackText is a stack as the dry run shows it: what launches it, and that
-// the responder host must have it.
+// the responder host must have it (Validate checks its facts).
 func stackText(st probe.Stack) string {
 	if st.Kernel() {
 		return st.String()
@@ -453,5 +453,5 @@ func stackText(st probe.Stack) string {
 	if st.Env != "" {
 		how += " " + strings.ReplaceAll(st.Env, ",", " ")
 	}
-	return fmt.Sprintf("%s (%s; rig respond refuses the round where the responder host lacks it)", st, how)
+	return fmt.Sprintf("%s (%s; refused before the run where the responder host lacks it)", st, how)
 }

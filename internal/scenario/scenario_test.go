@@ -31,6 +31,8 @@ func smallHost() *StaticFacts {
 		Ifaces:     []string{"eth0", "lo"},
 		Idle:       []string{"POLL", "C1"},
 		PowerFacts: &power.Facts{Arch: "x86_64", Virtual: true},
+		Stacks:     map[probe.StackName]string{"onload": `its launcher onload is not on PATH (exec: "onload": executable file not found in $PATH)`},
+		IOUring:    &facts.IOUring{Refused: "io_uring is disabled on this host (kernel.io_uring_disabled = 2; 0 enables it)"},
 	}
 }
 
@@ -96,6 +98,9 @@ type StaticFacts struct {
 	Mgmt       []string // interfaces that carry a default route
 	Addrs      map[string][]netip.Addr
 	PowerFacts *power.Facts
+	Stacks     map[probe.StackName]string // nil: not reported
+	IOUring    *facts.IOUring
+	NAPI       map[string]facts.NAPIKnobs
 }
 
 // hostOf is what tests hand to factsFor: a *StaticFacts or a *facts.Facts.
@@ -140,6 +145,7 @@ func (sf *StaticFacts) facts() *facts.Facts {
 	if sf.PowerFacts != nil {
 		f.Power = sf.PowerFacts
 	}
+	f.Stacks, f.IOUring, f.NAPI = sf.Stacks, sf.IOUring, sf.NAPI
 	return f
 }
 
@@ -958,7 +964,7 @@ arms:
 		}
 	}
 	d := strings.Join(describe(s.Arms[0], "eth1", nil), "\n")
-	if !strings.Contains(d, "noise window: rig noise on the responder CPU for 200ms before the round's probes (noise.json)  [defaults]") {
+	if !strings.Contains(d, "noise window: rig noise on the responder CPU for 200ms before the round's probes (noise.json; with several responders on each one's CPU in turn, noise-<id>.json)  [defaults]") {
 		t.Errorf("dry run:\n%s", d)
 	}
 }

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -156,6 +158,13 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 	for i := range s.Arms {
 		if err := v.arm(i, rsp, hf); err != nil {
 			return err
+		}
+	}
+	for i, a := range s.Arms {
+		for _, name := range s.Responders {
+			if h := hosts[name]; h != nil {
+				v.native(i, s.KnobsFor(a, name), *s.host(name), h)
+			}
 		}
 	}
 	if err := v.mgmt(rsp, hf); err != nil {
@@ -494,6 +503,67 @@ func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone 
 		}
 	}
 	return skip, nil
+}
+
+// native checks what arm i's responder r on host h needs there of the
+// native engine, from the host's facts: its stack's launcher and library,
+// io_uring for the io-uring polls, and for prefer-busy-poll the NAPI knobs
+// that hold the NIC's interrupts off (the arm's napi, else the host's).
+func (v *validator) native(i int, k Knobs, h Host, hf *hostFacts) {
+	a, r, napi := &v.s.Arms[i], k.Responder, k.NIC.NAPI
+	note := func(n string) {
+		if !slices.Contains(a.Notes, n) {
+			a.Notes = append(a.Notes, n)
+		}
+	}
+	if st := r.Stack; st != nil && !st.Kernel() && st.Name != probe.StackCustom {
+		switch why, ok := hf.f.Stacks[st.Name]; {
+		case hf.f.Stacks == nil:
+			note(fmt.Sprintf("cannot tell whether host %s has stack %s (its agent does not report stacks: an older rig, or no ldconfig there); rig respond refuses the round if it lacks it", hf.name, st))
+		case !ok || why != "":
+			v.c.val(v.field(i, "responder.stack"), fmt.Sprintf("stack %s is not on host %s: %s", st, hf.name, cmp.Or(why, "rig does not know it there")), st.Info().Install)
+		}
+	}
+	if r.Poll == nil {
+		return
+	}
+	switch po := *r.Poll; po.Mode {
+	case probe.IOUring, probe.IOUringSQPoll:
+		u := hf.f.IOUring
+		if u == nil {
+			note(fmt.Sprintf("cannot tell whether io_uring works on host %s (its agent does not report it: an older rig, or a fake host root); rig respond refuses the round if it does not", hf.name))
+			return
+		}
+		why := u.Refused
+		if po.Mode == probe.IOUringSQPoll && why == "" {
+			why = u.SQPollRefused
+		}
+		if why != "" {
+			v.c.val(v.field(i, "responder.poll"), fmt.Sprintf("poll %s on host %s: %s", po, hf.name, why), "use epoll or block there, or let rig's processes set up an io_uring (sysctl kernel.io_uring_disabled=0)")
+		}
+	case probe.PreferBusyPoll:
+		// A warning, not a refusal: the loop still busy-polls, with the
+		// interrupts on; that is an arm worth measuring against one with them off.
+		on := func(k facts.NAPIKnobs) bool {
+			return k.DeferHardIRQs != nil && *k.DeferHardIRQs > 0 && ((k.GROFlushTimeout != nil && *k.GROFlushTimeout > 0) || (k.IRQSuspendTimeout != nil && *k.IRQSuspendTimeout > 0))
+		}
+		host, known := hf.f.NAPI[h.Iface]
+		switch {
+		case on(napi):
+		case !known:
+			note(fmt.Sprintf("cannot tell whether %s on host %s holds its interrupts off for prefer-busy-poll: its napi_defer_hard_irqs and gro_flush_timeout were not read, and the arm sets no nic napi-defer-hard-irqs and gro-flush-timeout", cmp.Or(h.Iface, "the responder's interface"), hf.name))
+		case !on(host):
+			note(fmt.Sprintf("prefer-busy-poll on host %s: %s has napi_defer_hard_irqs %s and gro_flush_timeout %s ns, and the arm sets no nic napi-defer-hard-irqs and gro-flush-timeout above 0: the loop polls, but the kernel does not hold the interrupts off for it (set both in the arm, e.g. nic: {napi-defer-hard-irqs: 2, gro-flush-timeout: 200000})",
+				hf.name, h.Iface, orUnset(host.DeferHardIRQs), orUnset(host.GROFlushTimeout)))
+		}
+	}
+}
+
+func orUnset[T uint32 | uint64](p *T) string {
+	if p == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*p)
 }
 
 // TimestampPlan is what rig will do with one host's NIC timestamping: the

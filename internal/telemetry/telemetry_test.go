@@ -139,7 +139,7 @@ func TestSampleAllocs(t *testing.T) {
 	var nicDrops uint64
 	cfg.NICStatNames, cfg.NICStats = nic, func(dst []uint64) error { nicDrops++; dst[0] = nicDrops; return nil }
 	cfg.MeasureFreq, cfg.FreqCPU = true, 2 // scaling_cur_freq on every sample
-	cfg.MeasureEnergy = true                // RAPL energy_uj on every sample
+	cfg.MeasureEnergy = true               // RAPL energy_uj on every sample
 	raplHost(t, h)
 	s, err := New(cfg)
 	if err != nil {

@@ -8,17 +8,13 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // PowercapDir holds the powercap zones. The intel_rapl driver registers
 // intel-rapl:N per package and intel-rapl:N:M for its subzones (core,
 // uncore, dram); on AMD Zen the same driver keeps the intel-rapl name.
 const PowercapDir = "/sys/class/powercap"
-
-// RAPLMaxWatts bounds what one zone can draw: an interval longer than
-// max_energy_range_uj at this power may hold more than one wrap of the
-// counter (no CPU package or DIMM set draws a kilowatt).
-const RAPLMaxWatts = 1000
 
 // RAPLZone is one RAPL powercap zone.
 type RAPLZone struct {
@@ -75,10 +71,10 @@ func RAPLZones(fs hostfs.FS) ([]RAPLZone, error) {
 
 // RAPLDelta is the energy between two readings dtNS apart: one wrap at
 // rangeUJ is unwound (wrapped); ok is false when dtNS is long enough for
-// the zone to have wrapped more than once at RAPLMaxWatts, where no delta
+// the zone to have wrapped more than once at rundir.RAPLMaxWatts, where no delta
 // can be told.
 func RAPLDelta(prev, cur, rangeUJ uint64, dtNS int64) (uj uint64, wrapped, ok bool) {
-	if float64(dtNS)/1e9*RAPLMaxWatts*1e6 >= float64(rangeUJ) {
+	if float64(dtNS)/1e9*rundir.RAPLMaxWatts*1e6 >= float64(rangeUJ) {
 		return 0, false, false
 	}
 	if cur >= prev {

@@ -261,6 +261,11 @@ const EnergySourceRAPL = "RAPL energy_uj"
 // over the time from the first sample to the last.
 const RuleRAPL = "Σ Δenergy_uj between samples (one wrap per step unwound) / 1e6; W = J / (last − first sample)"
 
+// RAPLMaxWatts bounds what one zone can draw: a step between readings
+// longer than max_energy_range_uj at this power may hold more than one
+// wrap of the counter (no CPU package or its memory draws a kilowatt).
+const RAPLMaxWatts = 1000
+
 // EnergyResult is the energy of every RAPL zone over one round.
 type EnergyResult struct {
 	Source string       `json:"source"`
@@ -268,6 +273,8 @@ type EnergyResult struct {
 	Zones  []EnergyZone `json:"zones,omitempty"`
 	// CannotTell says why no zone was measured (no RAPL, no access).
 	CannotTell string `json:"cannot_tell,omitempty"`
+	// Note says what to keep in mind (read at the round's ends only).
+	Note string `json:"note,omitempty"`
 }
 
 // EnergyZone is one zone's energy over the round. A zone covers its whole

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/rundir"
 )
@@ -20,6 +21,11 @@ var openEnergyFile = hostinfo.Open
 type energyMeter struct {
 	zones []energyZone
 	why   string // no zone at all, and why
+	// endsOnly: a measured CPU is its package's lead CPU, where the driver
+	// runs every read (an IPI), so the counters are read at the round's
+	// first and last sample only; note says so.
+	endsOnly bool
+	note     string
 }
 
 type energyZone struct {
@@ -48,6 +54,11 @@ func (s *Sampler) openEnergy() {
 		em.why = err.Error()
 		return
 	}
+	if lead, err := leadCPU(s.cfg.FS, s.cfg.CPUs); err != nil {
+		em.endsOnly, em.note = true, fmt.Sprintf("read at the round's first and last sample only: cannot tell which CPU the driver reads on (%v)", err)
+	} else if lead >= 0 {
+		em.endsOnly, em.note = true, fmt.Sprintf("read at the round's first and last sample only: measured CPU %d is its package's first, where the driver reads every counter (an IPI each)", lead)
+	}
 	for _, z := range zs {
 		ez := energyZone{z: z}
 		ez.f, err = openEnergyFile(s.cfg.FS, z.EnergyPath())
@@ -70,6 +81,33 @@ func (s *Sampler) openEnergy() {
 	}
 }
 
+// leadCPU returns the measured CPU that is the lowest online CPU of its
+// package (intel_rapl_msr reads a package's counters on that CPU), or -1.
+func leadCPU(fs hostfs.FS, cpus []int) (int, error) {
+	online, err := hostinfo.OnlineCPUs(fs)
+	if err != nil {
+		return -1, err
+	}
+	pkg := map[int]int{} // package → its lowest online CPU
+	for _, c := range online {
+		t, err := hostinfo.ReadTopology(fs, c)
+		if err != nil {
+			return -1, err
+		}
+		if _, ok := pkg[t.Package]; !ok {
+			pkg[t.Package] = c
+		}
+	}
+	for _, c := range cpus {
+		for _, lead := range pkg {
+			if c == lead {
+				return c, nil
+			}
+		}
+	}
+	return -1, nil
+}
+
 // sample reads every zone at time t (ns) and adds the step since the
 // previous reading. It does not allocate.
 func (em *energyMeter) sample(t int64, buf []byte) {
@@ -88,7 +126,7 @@ func (em *energyMeter) sample(t int64, buf []byte) {
 			d, wrapped, ok := hostinfo.RAPLDelta(z.prev, v, z.z.RangeUJ, t-z.prevT)
 			if !ok {
 				z.why = fmt.Sprintf("%v between two readings: at %d W the counter (range %d µJ) could have wrapped more than once",
-					time.Duration(t-z.prevT), hostinfo.RAPLMaxWatts, z.z.RangeUJ)
+					time.Duration(t-z.prevT), rundir.RAPLMaxWatts, z.z.RangeUJ)
 				continue
 			}
 			z.uj += d
@@ -103,6 +141,14 @@ func (em *energyMeter) sample(t int64, buf []byte) {
 	}
 }
 
+// readEnergyEnd reads the counters at the round's first or last sample
+// when they are read there only.
+func (s *Sampler) readEnergyEnd() {
+	if s.energy != nil && s.energy.endsOnly {
+		s.energy.sample(time.Now().UnixNano(), s.small)
+	}
+}
+
 func (em *energyMeter) close() {
 	for _, z := range em.zones {
 		if z.f != nil {
@@ -112,7 +158,7 @@ func (em *energyMeter) close() {
 }
 
 func (em *energyMeter) result() *rundir.EnergyResult {
-	r := &rundir.EnergyResult{Source: rundir.EnergySourceRAPL, Rule: rundir.RuleRAPL, CannotTell: em.why}
+	r := &rundir.EnergyResult{Source: rundir.EnergySourceRAPL, Rule: rundir.RuleRAPL, CannotTell: em.why, Note: em.note}
 	if em.why != "" {
 		r.Rule = ""
 	}

@@ -141,3 +141,27 @@ func TestEnergyCannotTell(t *testing.T) {
 		t.Fatalf("vm %+v", r)
 	}
 }
+
+// TestEnergyLeadCPU: intel_rapl_msr reads a package's counters on its
+// lowest online CPU (rapl_msr_read_raw, an IPI to lead_cpu); when that is
+// a measured CPU the counters are read at the round's ends only, and the
+// result says so.
+func TestEnergyLeadCPU(t *testing.T) {
+	h := copyTree(t, "isolated")
+	raplHost(t, h)
+	s, err := New(Config{FS: h, CPUs: []int{0, 4}, PinCPU: 1, ThreadScanEvery: -1, MaxSamples: 16, MeasureEnergy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	s.sample()
+	s.readEnergyEnd()
+	setEnergy(t, h, "intel-rapl:0:0", 3_000_000)
+	s.sample()
+	s.sample()
+	s.readEnergyEnd()
+	r := s.result().Energy
+	if z := r.Zones[1]; z.Samples != 2 || z.Joules != 2 || z.CannotTell != "" || !strings.Contains(r.Note, "measured CPU 0 is its package's first") {
+		t.Fatalf("%+v, note %q", z, r.Note)
+	}
+}

@@ -376,12 +376,14 @@ func (s *Sampler) run(ready chan<- error) {
 	if s.freq != nil {
 		s.freq.readMSR(false)
 	}
+	s.readEnergyEnd()
 	ready <- nil
 	defer func() {
 		s.readUse(1)
 		if s.freq != nil {
 			s.freq.readMSR(true)
 		}
+		s.readEnergyEnd()
 	}()
 	for s.cfg.Wait != nil {
 		if s.cfg.Wait() != nil {
@@ -483,7 +485,7 @@ func (s *Sampler) sample() {
 		}
 	}
 	s.sampleCur(i)
-	if s.energy != nil {
+	if s.energy != nil && !s.energy.endsOnly {
 		s.energy.sample(s.t[i], s.small)
 	}
 	if s.scanner != nil && i%s.cfg.ThreadScanEvery == 0 {

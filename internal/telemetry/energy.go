@@ -73,8 +73,6 @@ func (s *Sampler) openEnergy() {
 		}
 		if err != nil && ez.f != nil {
 			ez.f.Close()
-		}
-		if err != nil {
 			ez.f = nil
 		}
 		em.zones = append(em.zones, ez)

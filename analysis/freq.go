@@ -13,9 +13,10 @@ import (
 	"github.com/rig-project/rig/internal/rundir"
 )
 
-// The responder CPU's measured frequency, per round and per arm, from the
-// "freq" and "power" sections of telemetry.json (rundir.FreqResult and
-// rundir.PowerState).
+// The responder CPU's measured frequency and the responder host's RAPL
+// energy, per round and per arm, from the "freq", "power" and "energy"
+// sections of telemetry.json (rundir.FreqResult, rundir.PowerState and
+// rundir.EnergyResult).
 
 // FreqDiffPct is how far two arms' frequencies may differ before a
 // comparison says that part of its difference may be frequency.
@@ -35,6 +36,29 @@ type ArmFreq struct {
 	// RanUnder is the power state of the arm's first round: governor,
 	// turbo, intel_pstate limits, EPP, tuned profile.
 	RanUnder string `json:"ran_under,omitempty"`
+	// Energy is each RAPL zone's energy per round, the median over the
+	// rounds that could tell (nil when no round read RAPL); EnergyRounds
+	// holds every round's reading.
+	Energy       []ZoneEnergy  `json:"energy,omitempty"`
+	EnergyRounds []RoundEnergy `json:"energy_rounds,omitempty"`
+}
+
+// ZoneEnergy is one RAPL zone over an arm's rounds.
+type ZoneEnergy struct {
+	Zone string `json:"zone"` // "package-0", "package-0 dram"
+	// Rounds is how many rounds could tell, of Of that read RAPL.
+	Rounds int `json:"rounds"`
+	Of     int `json:"of"`
+	// MedianJ and MedianW are the medians of the rounds' joules and
+	// mean watts (nil when no round could tell).
+	MedianJ *float64 `json:"median_joules"`
+	MedianW *float64 `json:"median_watts"`
+}
+
+// RoundEnergy is one round's RAPL reading.
+type RoundEnergy struct {
+	Round  int                  `json:"round"`
+	Energy *rundir.EnergyResult `json:"energy"`
 }
 
 // RoundFreq is one round's measurement.
@@ -48,35 +72,36 @@ type RoundFreq struct {
 	Note string `json:"note,omitempty"`
 }
 
-// readRoundFreq reads the frequency and power sections of one round's
-// telemetry.json; ok is false when the file is missing or carries neither
-// (an older rig, or a responder that was not pinned).
-func readRoundFreq(rd TelemetryRound) (rf RoundFreq, pw *rundir.PowerState, ok bool) {
+// readRoundFreq reads the frequency, power and energy sections of one
+// round's telemetry.json; ok is false when the file is missing or carries
+// no frequency (an older rig, or a responder that was not pinned).
+func readRoundFreq(rd TelemetryRound) (rf RoundFreq, pw *rundir.PowerState, en *rundir.EnergyResult, ok bool) {
 	k := rd.K
 	b, err := rundir.ReadRegular(rd.TelemetryPath()) // a FIFO must not hang the report
 	if errors.Is(err, os.ErrNotExist) {
-		return rf, nil, false
+		return rf, nil, nil, false
 	}
 	rf.Round = k
 	if err != nil {
 		rf.Source, rf.Note = rundir.FreqNone, err.Error()
-		return rf, nil, true
+		return rf, nil, nil, true
 	}
 	var v struct {
-		Error string             `json:"error"`
-		Freq  *rundir.FreqResult `json:"freq"`
-		Power *rundir.PowerState `json:"power"`
+		Error  string               `json:"error"`
+		Freq   *rundir.FreqResult   `json:"freq"`
+		Power  *rundir.PowerState   `json:"power"`
+		Energy *rundir.EnergyResult `json:"energy"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		rf.Source, rf.Note = rundir.FreqNone, "telemetry.json damaged: "+err.Error()
-		return rf, nil, true
+		return rf, nil, nil, true
 	}
 	switch {
 	case v.Error != "":
 		rf.Source, rf.Note = rundir.FreqNone, "telemetry could not run: "+v.Error
-		return rf, nil, true
+		return rf, nil, nil, true
 	case v.Freq == nil:
-		return rf, v.Power, false
+		return rf, v.Power, v.Energy, false
 	}
 	f := v.Freq
 	rf.Source, rf.Note = f.Source, f.Note
@@ -94,7 +119,7 @@ func readRoundFreq(rd TelemetryRound) (rf RoundFreq, pw *rundir.PowerState, ok b
 	} else if f.Source != rundir.FreqNone {
 		rf.Source, rf.Note = rundir.FreqNone, fmt.Sprintf("%s gave no value: %s", f.Source, f.Note)
 	}
-	return rf, v.Power, true
+	return rf, v.Power, v.Energy, true
 }
 
 // armFreq gathers the rounds' measurements; nil when no round has one.
@@ -103,9 +128,12 @@ func armFreq(rounds []TelemetryRound) *ArmFreq {
 	var mhz []float64
 	var sources []string
 	for _, rd := range rounds {
-		rf, pw, ok := readRoundFreq(rd)
+		rf, pw, en, ok := readRoundFreq(rd)
 		if af.RanUnder == "" && pw != nil {
 			af.RanUnder = describePower(pw)
+		}
+		if en != nil {
+			af.EnergyRounds = append(af.EnergyRounds, RoundEnergy{Round: rd.K, Energy: en})
 		}
 		if !ok {
 			continue
@@ -118,10 +146,13 @@ func armFreq(rounds []TelemetryRound) *ArmFreq {
 			mhz = append(mhz, *rf.MHz)
 		}
 	}
-	if len(af.Rounds) == 0 {
+	af.Energy = zoneEnergy(af.EnergyRounds)
+	if len(af.Rounds) == 0 && len(af.EnergyRounds) == 0 {
 		return nil
 	}
-	af.Source = sources[0]
+	if len(sources) > 0 {
+		af.Source = sources[0]
+	}
 	if len(sources) > 1 {
 		af.Source = "mixed: " + strings.Join(sources, ", ")
 	}
@@ -130,6 +161,33 @@ func armFreq(rounds []TelemetryRound) *ArmFreq {
 		af.MinMHz, af.MaxMHz = ptr(slices.Min(mhz)), ptr(slices.Max(mhz))
 	}
 	return &af
+}
+
+// zoneEnergy is each zone's median joules and watts over the rounds that
+// could tell, zones in the order the first round lists them.
+func zoneEnergy(rounds []RoundEnergy) []ZoneEnergy {
+	var out []ZoneEnergy
+	j, w := map[string][]float64{}, map[string][]float64{}
+	for _, re := range rounds {
+		for _, z := range re.Energy.Zones {
+			l := z.Label()
+			k := slices.IndexFunc(out, func(e ZoneEnergy) bool { return e.Zone == l })
+			if k < 0 {
+				out, k = append(out, ZoneEnergy{Zone: l}), len(out)
+			}
+			out[k].Of++
+			if z.CannotTell == "" && z.Seconds > 0 {
+				out[k].Rounds++
+				j[l], w[l] = append(j[l], z.Joules), append(w[l], z.Watts)
+			}
+		}
+	}
+	for k, z := range out {
+		if len(j[z.Zone]) > 0 {
+			out[k].MedianJ, out[k].MedianW = ptr(medianF(j[z.Zone])), ptr(medianF(w[z.Zone]))
+		}
+	}
+	return out
 }
 
 // describePower is the power state in a few words.

@@ -15,7 +15,13 @@ import (
 // power sections (the rest of the telemetry is not needed here).
 func writeFreq(t *testing.T, dir, arm string, k int, freq, power any) {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"freq": freq, "power": power})
+	writeTel(t, dir, arm, k, map[string]any{"freq": freq, "power": power})
+}
+
+// writeTel writes a round's telemetry.json holding only sections.
+func writeTel(t *testing.T, dir, arm string, k int, sections map[string]any) {
+	t.Helper()
+	b, err := json.Marshal(sections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +113,8 @@ func TestFrequencyNotMeasurable(t *testing.T) {
 	none := map[string]any{"cpu": 1, "source": "not measurable here", "note": "no /dev/cpu/1/msr (the msr driver is not loaded: modprobe msr); no cpufreq on CPU 1"}
 	for _, a := range spec.Arms {
 		for k := range 3 {
-			writeFreq(t, dir, a, k, none, map[string]any{"cpu": 1, "idle": []string{"POLL", "haltpoll"}})
+			writeTel(t, dir, a, k, map[string]any{"freq": none, "power": map[string]any{"cpu": 1, "idle": []string{"POLL", "haltpoll"}},
+				"energy": rundir.EnergyResult{Source: rundir.EnergySourceRAPL, CannotTell: "no RAPL zones in /sys/class/powercap (…)"}})
 		}
 	}
 	rep, err := Run(dir, Options{})
@@ -125,8 +132,56 @@ func TestFrequencyNotMeasurable(t *testing.T) {
 	}
 	var md bytes.Buffer
 	WriteTablesMD(&md, rep)
-	if !strings.Contains(md.String(), "| base | not measurable here | 0/3 | — | — | no cpufreq | no /dev/cpu/1/msr (the msr driver is not loaded: modprobe msr); no cpufreq on CPU 1 |") {
+	if !strings.Contains(md.String(), "| base | not measurable here | 0/3 | — | — | cannot tell | no cpufreq | no /dev/cpu/1/msr (the msr driver is not loaded: modprobe msr); no cpufreq on CPU 1; energy cannot tell: no RAPL zones in /sys/class/powercap (…) |") {
 		t.Errorf("tables.md:\n%s", md.String())
+	}
+}
+
+// TestEnergyColumn: each RAPL zone's joules and watts per round reach
+// report.json and the table beside the frequency as the median over the
+// rounds that could tell, with how many could; a zone that could not
+// says why; an arm whose responder was not pinned (no frequency) still
+// shows its energy.
+func TestEnergyColumn(t *testing.T) {
+	dir := t.TempDir()
+	spec := goldenSpec
+	spec.Events = nil
+	writeRun(t, dir, spec)
+	zone := func(j, w float64) rundir.EnergyZone {
+		return rundir.EnergyZone{Zone: "intel-rapl:0", Name: "package-0", Joules: j, Watts: w, Seconds: j / w, Samples: 41}
+	}
+	dram := rundir.EnergyZone{Zone: "intel-rapl:0:0", Name: "dram", Parent: "package-0", Joules: 6, Watts: 1.5, Seconds: 4, Samples: 41}
+	for k, j := range []float64{120, 100, 160} {
+		d := dram
+		if k == 1 {
+			d = rundir.EnergyZone{Zone: "intel-rapl:0:0", Name: "dram", Parent: "package-0", CannotTell: "open /sys/class/powercap/intel-rapl:0:0/energy_uj: permission denied"}
+		}
+		en := rundir.EnergyResult{Source: rundir.EnergySourceRAPL, Rule: rundir.RuleRAPL, Zones: []rundir.EnergyZone{zone(j, j/4), d}}
+		writeTel(t, dir, "base", k, map[string]any{"freq": aperf(3400), "energy": en})
+		writeTel(t, dir, "isolated", k, map[string]any{"energy": rundir.EnergyResult{Source: rundir.EnergySourceRAPL, Rule: rundir.RuleRAPL, Zones: []rundir.EnergyZone{zone(80, 20)},
+			Note: "read at the round's first and last sample only: measured CPU 0 is its package's first"}})
+	}
+	rep, err := Run(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := rep.Arm("base").Freq.Energy
+	if len(e) != 2 || e[0].Zone != "package-0" || *e[0].MedianJ != 120 || *e[0].MedianW != 30 || e[0].Rounds != 3 ||
+		e[1].Zone != "package-0 dram" || e[1].Rounds != 2 || e[1].Of != 3 || *e[1].MedianJ != 6 {
+		t.Fatalf("base energy %+v", e)
+	}
+	var md, js bytes.Buffer
+	WriteTablesMD(&md, rep)
+	for _, want := range []string{"| base | APERF/MPERF | 3/3 | 3400 | 12 % | package-0 120.0 J, 30.0 W; package-0 dram 6.0 J, 1.5 W (2/3 rounds) |",
+		"package-0 dram energy cannot tell: open /sys/class/powercap/intel-rapl:0:0/energy_uj: permission denied",
+		"| isolated | — | 0/0 | — | — | package-0 80.0 J, 20.0 W | — | energy read at the round's first and last sample only: measured CPU 0 is its package's first |", "includes every CPU's work, not only the responder's"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("tables.md lacks %q:\n%s", want, md.String())
+		}
+	}
+	WriteJSON(&js, rep)
+	if !strings.Contains(js.String(), `"median_joules": 120`) || !strings.Contains(js.String(), `"energy_rounds"`) {
+		t.Errorf("report.json lacks the energy")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/probe"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 )
 
@@ -560,16 +561,20 @@ func pairedTable(r *Report) table {
 	return t
 }
 
-// freqTable is the responder CPU's frequency per arm; no rows when no
-// arm's telemetry carries one.
+// freqTable is the responder CPU's frequency and the responder host's
+// energy per arm; no rows when no arm's telemetry carries either.
 func freqTable(r *Report) table {
-	t := table{Title: "Responder CPU frequency",
+	t := table{Title: "Responder CPU frequency and energy",
 		Caption: "The responder CPU's average frequency over each round, from its telemetry: APERF, MPERF and the TSC (msr driver, read before the first request and after the last), " +
 			"ΔAPERF/ΔMPERF × ΔTSC/Δt = the average while the CPU was not idle (MPERF counts at the TSC's rate then; turbostat's Bzy_MHz), with busy = ΔMPERF/ΔTSC, the share of the round it was not idle; " +
 			"else the mean of cpufreq's scaling_cur_freq at every telemetry sample; else not measurable (a VM without msr and cpufreq). " +
 			fmt.Sprintf("Cell: median of the rounds' averages [min–max], MHz. A comparison whose arms' frequencies differ by more than %.0f %% says so next to its verdict. ", FreqDiffPct) +
+			"Energy: " + rundir.EnergySourceRAPL + " of every RAPL powercap zone of the responder host (intel-rapl:N a package, intel-rapl:N:M its core, uncore or dram), read at every telemetry sample: " +
+			"J = the sum of the counter's steps over the round (one wrap at max_energy_range_uj unwound per step; a step long enough for two wraps at " + strconv.Itoa(rundir.RAPLMaxWatts) + " W cannot be told), W = J / the time from the first sample to the last. " +
+			"Package energy is the whole package's: it includes every CPU's work, not only the responder's (the sampler, the agent, any other task on the host); core is every core of the package, dram all its memory. " +
+			"Cell: per zone, the median over the rounds that could tell of J per round and of mean W (n/m rounds when some could not); cannot tell (an unreadable energy_uj, root only since Linux 5.10; no powercap in a VM or container) is never 0. " +
 			"Ran under: the first round's power state (governor, EPP, limits, turbo, intel_pstate perf limits, idle states disabled, tuned profile)." + requestsCaption(r),
-		Head: []string{"arm", "source", "rounds measured", "MHz", "busy", "ran under", "note"}}
+		Head: []string{"arm", "source", "rounds measured", "MHz", "busy", "energy per round (RAPL)", "ran under", "note"}}
 	measured := false
 	for _, a := range r.Arms {
 		f := a.Freq
@@ -577,7 +582,7 @@ func freqTable(r *Report) table {
 			continue
 		}
 		if f == nil {
-			t.Rows = append(t.Rows, []string{a.Name, "—", "0", "—", "—", "—", "no frequency in the rounds' telemetry (the responder was not pinned, or an older rig)"})
+			t.Rows = append(t.Rows, []string{a.Name, "—", "0", "—", "—", "—", "—", "no frequency or energy in the rounds' telemetry (an older rig)"})
 			continue
 		}
 		measured = true
@@ -603,12 +608,54 @@ func freqTable(r *Report) table {
 		if len(b) > 0 {
 			busy = fmt.Sprintf("%.0f %%", medianF(b))
 		}
-		t.Rows = append(t.Rows, []string{a.Name, f.Source, fmt.Sprintf("%d/%d", n, len(f.Rounds)), mhz, busy, orDash(f.RanUnder), orDash(strings.Join(notes, "; "))})
+		energy := energyCell(f, &notes)
+		t.Rows = append(t.Rows, []string{a.Name, orDash(f.Source), fmt.Sprintf("%d/%d", n, len(f.Rounds)), mhz, busy, energy, orDash(f.RanUnder), orDash(strings.Join(notes, "; "))})
 	}
 	if !measured {
 		t.Rows = nil // no telemetry with a frequency at all: no table
 	}
 	return t
+}
+
+// energyCell is an arm's energy per zone ("package-0 41.2 J, 12.3 W");
+// why a round or zone could not tell goes to notes, once.
+func energyCell(f *ArmFreq, notes *[]string) string {
+	note := func(s string) {
+		if !slices.Contains(*notes, s) {
+			*notes = append(*notes, s)
+		}
+	}
+	for _, re := range f.EnergyRounds {
+		if re.Energy.CannotTell != "" {
+			note("energy cannot tell: " + re.Energy.CannotTell)
+		}
+		if re.Energy.Note != "" {
+			note("energy " + re.Energy.Note)
+		}
+		for _, z := range re.Energy.Zones {
+			if z.CannotTell != "" {
+				note(z.Label() + " energy cannot tell: " + z.CannotTell)
+			}
+		}
+	}
+	if len(f.EnergyRounds) == 0 {
+		return "—"
+	}
+	var cells []string
+	for _, z := range f.Energy {
+		c := z.Zone + " cannot tell"
+		if z.MedianJ != nil {
+			c = fmt.Sprintf("%s %.1f J, %.1f W", z.Zone, *z.MedianJ, *z.MedianW)
+			if z.Rounds < z.Of {
+				c += fmt.Sprintf(" (%d/%d rounds)", z.Rounds, z.Of)
+			}
+		}
+		cells = append(cells, c)
+	}
+	if len(cells) == 0 {
+		return "cannot tell"
+	}
+	return strings.Join(cells, "; ")
 }
 
 // requestsCaption is the sentence every table caption ends with: where

@@ -72,7 +72,7 @@ func TestReadRoundFreq(t *testing.T) {
 		{CPU: 3, Source: rundir.FreqAPERF, Rule: rundir.RuleAPERFTSC, MHz: 2999.5, Samples: 2, TSCMHz: 2400.4, BusyPct: 40},
 		{CPU: 3, Source: rundir.FreqAPERF, MHz: 2999.5, Samples: 2, BaseMHz: 3100, BaseFrom: "b", BusyPct: 40},
 	} {
-		rf, _, ok := readRoundFreq(TelemetryRound{K: 4, Dir: telemetryDir(t, rundir.TelemetryResult{CPUs: []int{3}, Freq: &f})})
+		rf, _, _, ok := readRoundFreq(TelemetryRound{K: 4, Dir: telemetryDir(t, rundir.TelemetryResult{CPUs: []int{3}, Freq: &f})})
 		want := map[bool]string{true: "ΔAPERF/ΔMPERF × TSC 2400 MHz", false: "ΔAPERF/ΔMPERF × base 3100 MHz (b)"}[f.Rule != ""]
 		if !ok || rf.Round != 4 || rf.Source != rundir.FreqAPERF || *rf.MHz != 2999.5 || *rf.BusyPct != 40 || rf.Note != want {
 			t.Fatalf("%+v, want note %q", rf, want)
@@ -83,7 +83,7 @@ func TestReadRoundFreq(t *testing.T) {
 		Power: &rundir.PowerState{CPU: 3, Freq: &rundir.Freq{Driver: "intel_pstate", Governor: "performance", MinKHz: 800000, MaxKHz: 3600000, EPP: "performance"},
 			Turbo: &rundir.Turbo{Enabled: false, Source: hostinfo.IntelPstateDir + "/no_turbo", MinPerfPct: 30, MaxPerfPct: 90},
 			Idle:  []string{"POLL", "C6 (disabled)"}, Tuned: "Current active profile: latency-performance"}}
-	_, pw, _ := readRoundFreq(TelemetryRound{K: 4, Dir: telemetryDir(t, in)})
+	_, pw, _, _ := readRoundFreq(TelemetryRound{K: 4, Dir: telemetryDir(t, in)})
 	if want := "intel_pstate performance, EPP performance, limits 800–3600 MHz; turbo off, perf 30–90 %; idle states off: C6; tuned latency-performance"; describePower(pw) != want {
 		t.Fatalf("%q", describePower(pw))
 	}

@@ -64,7 +64,7 @@ func startTelemetry(fs hostfs.FS, a *TelemetryArgs, pid int, readyLine string) *
 	}
 	cfg := telemetry.Config{FS: fs, CPUs: cpus, Watched: watched, PID: pid, TID: tid,
 		Interval: time.Duration(a.IntervalNS), PinCPU: pin, IRQs: queueIRQs(fs, a.Iface), MaxSamples: 1 << 16,
-		MeasureFreq: a.CPU >= 0, FreqCPU: a.CPU, Power: power.ReadState(context.Background(), fs, stateCPU, power.HostTuned(fs))}
+		MeasureFreq: a.CPU >= 0, FreqCPU: a.CPU, MeasureEnergy: true, Power: power.ReadState(context.Background(), fs, stateCPU, power.HostTuned(fs))}
 	// The NIC's drop and ring-overrun counters (ethtool -S), where the
 	// driver has them; without them the sampler still runs.
 	if a.Iface != "" {

@@ -84,6 +84,7 @@ func Take(ctx context.Context, fs hostfs.FS, opts Options) *rundir.Snapshot {
 	c.fail("dmi", err)
 	c.cpu()
 	c.power()
+	c.cstateMSRs()
 	c.tuned(ctx, opts.Tuned)
 	s.Clocksource, s.Clocksources, err = hostinfo.Clocksource(fs)
 	c.fail("clocksource", err)
@@ -187,6 +188,38 @@ func (c *collector) power() {
 		s.Power.Turbo = &t
 	} else {
 		c.fail("turbo", err)
+	}
+}
+
+// cstateMSRs reads the BIOS's C-state registers on each package's first
+// online CPU, through the msr driver (Intel only; AMD has neither).
+func (c *collector) cstateMSRs() {
+	s := c.s
+	vendor, err := hostinfo.CPUVendor(c.fs)
+	switch {
+	case err != nil:
+		s.Power.CStateMSRsNotRead = "cannot tell the CPU vendor: " + err.Error()
+		return
+	case vendor != "GenuineIntel":
+		s.Power.CStateMSRsNotRead = fmt.Sprintf("not an Intel CPU (vendor %q): MSR 0xE2 and 0x1FC are Intel's", vendor)
+		return
+	}
+	seen := map[int]bool{}
+	for _, t := range s.CPU.Topology {
+		if seen[t.Package] {
+			continue
+		}
+		seen[t.Package] = true
+		m, err := hostinfo.ReadCStateMSRs(c.fs, t.CPU)
+		if err != nil {
+			s.Power.CStateMSRs = nil
+			s.Power.CStateMSRsNotRead = err.Error()
+			if errors.Is(err, os.ErrNotExist) {
+				s.Power.CStateMSRsNotRead = fmt.Sprintf("no %s (the msr driver is not loaded: modprobe msr)", hostinfo.MSRPath(t.CPU))
+			}
+			return
+		}
+		s.Power.CStateMSRs = append(s.Power.CStateMSRs, m)
 	}
 }
 

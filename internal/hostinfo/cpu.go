@@ -286,3 +286,18 @@ func ReadSchedRT(fs hostfs.FS) (rundir.SchedRT, error) {
 	r.PeriodUS, err = fs.ReadInt("/proc/sys/kernel/sched_rt_period_us")
 	return r, err
 }
+
+// CPUVendor returns the first vendor_id of /proc/cpuinfo ("GenuineIntel",
+// "AuthenticAMD"); "" on hosts without one (arm64).
+func CPUVendor(fs hostfs.FS) (string, error) {
+	b, err := fs.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "vendor_id" {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", nil
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/rundir"
 )
 
 // x86 registers of the effective-frequency counters and the time stamp
@@ -55,3 +56,41 @@ func (m *MSR) Read(reg int64) (uint64, error) {
 
 // Close closes the device.
 func (m *MSR) Close() error { return m.f.Close() }
+
+// Registers of the C-state settings the BIOS leaves (Intel, since
+// Nehalem; the layout is the SDM's, as intel_idle and turbostat read it).
+const (
+	MSRPkgCStConfig = 0xE2  // MSR_PKG_CST_CONFIG_CONTROL
+	MSRPowerCtl     = 0x1FC // MSR_POWER_CTL
+)
+
+// ReadCStateMSRs reads MSR_PKG_CST_CONFIG_CONTROL and MSR_POWER_CTL on
+// cpu and decodes them. Intel only: the caller checks the vendor (AMD
+// has neither register).
+func ReadCStateMSRs(fs hostfs.FS, cpu int) (rundir.CStateMSRs, error) {
+	c := rundir.CStateMSRs{CPU: cpu}
+	m, err := OpenMSR(fs, cpu)
+	if err != nil {
+		return c, err
+	}
+	defer m.Close()
+	if c.PkgCStConfig, err = m.Read(MSRPkgCStConfig); err != nil {
+		return c, err
+	}
+	if c.PowerCtl, err = m.Read(MSRPowerCtl); err != nil {
+		return c, err
+	}
+	v := c.PkgCStConfig
+	// Bits 3:0 are the limit on Haswell and later, 2:0 (bit 3 reserved,
+	// zero) before; what each code means is model-specific.
+	c.PkgCStateLimit = int(v & 0xF)
+	c.CFGLock = v&(1<<15) != 0
+	c.C3AutoDemote = v&(1<<25) != 0
+	c.C1AutoDemote = v&(1<<26) != 0
+	// The SDM's order: bit 27 C3, bit 28 C1 (older turbostat printed them
+	// the other way round).
+	c.C3Undemote = v&(1<<27) != 0
+	c.C1Undemote = v&(1<<28) != 0
+	c.C1E = c.PowerCtl&(1<<1) != 0
+	return c, nil
+}

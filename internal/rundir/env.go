@@ -1,6 +1,9 @@
 package rundir
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // env/<host>.json: the environment a run measured on, one snapshot per
 // host (internal/envsnap takes it; `rig env` prints it).
@@ -72,6 +75,34 @@ type HostPower struct {
 	Turbo        *Turbo    `json:"turbo,omitempty"`
 	// Tuned is `tuned-adm active`; nil when tuned is not installed.
 	Tuned *TunedState `json:"tuned,omitempty"`
+	// CStateMSRs are the BIOS's C-state settings, one per package (read
+	// on its first online CPU); CStateMSRsNotRead says why there are
+	// none (not Intel, no msr driver, no access).
+	CStateMSRs        []CStateMSRs `json:"cstate_msrs,omitempty"`
+	CStateMSRsNotRead string       `json:"cstate_msrs_not_read,omitempty"`
+}
+
+// CStateMSRs are MSR_PKG_CST_CONFIG_CONTROL (0xE2) and MSR_POWER_CTL
+// (0x1FC) of one CPU, raw and decoded.
+type CStateMSRs struct {
+	CPU          int    `json:"cpu"`
+	PkgCStConfig uint64 `json:"msr_pkg_cst_config_control"`
+	PowerCtl     uint64 `json:"msr_power_ctl"`
+	// PkgCStateLimit is bits 3:0 of 0xE2 (2:0 before Haswell): the
+	// deepest package C-state, coded per model (turbostat's tables).
+	PkgCStateLimit int `json:"pkg_cstate_limit"`
+	// CFGLock (bit 15): the BIOS locked bits 15:0 until reset.
+	CFGLock bool `json:"cfg_lock"`
+	// C3AutoDemote and C1AutoDemote (bits 25, 26): the CPU turns a C6/C3
+	// request into C3/C1 when it predicts a short idle; C3Undemote and
+	// C1Undemote (bits 27, 28, Sandy Bridge and later) undo that.
+	C3AutoDemote bool `json:"c3_auto_demotion"`
+	C1AutoDemote bool `json:"c1_auto_demotion"`
+	C3Undemote   bool `json:"c3_undemotion"`
+	C1Undemote   bool `json:"c1_undemotion"`
+	// C1E (0x1FC bit 1): C1 requests are promoted to C1E (lower voltage,
+	// a longer wake-up).
+	C1E bool `json:"c1e_promotion"`
 }
 
 // CPUIdle is the idle states of one CPU.
@@ -123,4 +154,20 @@ type IRQBalance struct {
 	// CannotTell says why Running cannot be believed: rig does not see
 	// the node's processes (a pod without hostPID).
 	CannotTell string `json:"cannot_tell,omitempty"`
+}
+
+// String is the registers in one line, raw and decoded.
+func (m CStateMSRs) String() string {
+	lock := "unlocked"
+	if m.CFGLock {
+		lock = "locked"
+	}
+	on := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	return fmt.Sprintf("PKG_CST_CONFIG_CONTROL %#x (package C-state limit code %d, %s, C1 auto-demotion %s, C3 auto-demotion %s, C1 undemotion %s, C3 undemotion %s); POWER_CTL %#x (C1E %s)",
+		m.PkgCStConfig, m.PkgCStateLimit, lock, on(m.C1AutoDemote), on(m.C3AutoDemote), on(m.C1Undemote), on(m.C3Undemote), m.PowerCtl, on(m.C1E))
 }

@@ -79,6 +79,12 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 			p("intel_pstate", "%s, min_perf_pct %d, max_perf_pct %d", t.PstateMode, t.MinPerfPct, t.MaxPerfPct)
 		}
 	}
+	if s.Power.CStateMSRsNotRead != "" {
+		p("cstate msrs", "not read: %s", s.Power.CStateMSRsNotRead)
+	}
+	for _, m := range s.Power.CStateMSRs {
+		p(fmt.Sprintf("cpu%d msr", m.CPU), "%s", m)
+	}
 	if t := s.Power.Tuned; t != nil {
 		state := "profile " + t.Active
 		switch {

@@ -54,6 +54,9 @@ type TelemetryResult struct {
 	// Power is the power state the round ran under, read as sampling
 	// started (nil when not asked for).
 	Power *PowerState `json:"power,omitempty"`
+	// Energy is the responder host's RAPL energy over the round (nil
+	// when not asked for).
+	Energy *EnergyResult `json:"energy,omitempty"`
 	// Watched says what CPUs are ("" in older files: the responder CPU
 	// and its SMT siblings); PinCPU -1 says the sampler ran unpinned.
 	Watched string `json:"watched,omitempty"`
@@ -247,4 +250,56 @@ type PowerState struct {
 	Tuned string `json:"tuned,omitempty"`
 	// Errors are the parts that could not be read.
 	Errors []string `json:"errors,omitempty"`
+}
+
+// EnergySourceRAPL: the powercap zones' energy_uj counters of the RAPL
+// driver, read at every telemetry sample.
+const EnergySourceRAPL = "RAPL energy_uj"
+
+// RuleRAPL: joules are the sum of the counter's steps between samples
+// (one wrap at max_energy_range_uj unwound per step); watts are joules
+// over the time from the first sample to the last.
+const RuleRAPL = "Σ Δenergy_uj between samples (one wrap per step unwound) / 1e6; W = J / (last − first sample)"
+
+// RAPLMaxWatts bounds what one zone can draw: a step between readings
+// longer than max_energy_range_uj at this power may hold more than one
+// wrap of the counter (no CPU package or its memory draws a kilowatt).
+const RAPLMaxWatts = 1000
+
+// EnergyResult is the energy of every RAPL zone over one round.
+type EnergyResult struct {
+	Source string       `json:"source"`
+	Rule   string       `json:"rule,omitempty"`
+	Zones  []EnergyZone `json:"zones,omitempty"`
+	// CannotTell says why no zone was measured (no RAPL, no access).
+	CannotTell string `json:"cannot_tell,omitempty"`
+	// Note says what to keep in mind (read at the round's ends only).
+	Note string `json:"note,omitempty"`
+}
+
+// EnergyZone is one zone's energy over the round. A zone covers its whole
+// package (every CPU's work, not only the responder's) or that package's
+// cores, uncore or memory.
+type EnergyZone struct {
+	Zone   string  `json:"zone"`             // "intel-rapl:0:0"
+	Name   string  `json:"name"`             // "core"
+	Parent string  `json:"parent,omitempty"` // "package-0" for a subzone
+	Joules float64 `json:"joules,omitempty"`
+	Watts  float64 `json:"watts,omitempty"`
+	// Seconds is the span of the readings; Samples their number; Wraps
+	// the counter wraps unwound.
+	Seconds float64 `json:"seconds,omitempty"`
+	Samples int     `json:"samples,omitempty"`
+	Wraps   int     `json:"wraps,omitempty"`
+	// CannotTell says why this zone has no value: an unreadable counter,
+	// a failed read, a step long enough to hold two wraps.
+	CannotTell string `json:"cannot_tell,omitempty"`
+}
+
+// Label names the zone for people: "package-0", "package-0 core".
+func (z EnergyZone) Label() string {
+	if z.Parent != "" {
+		return z.Parent + " " + z.Name
+	}
+	return z.Name
 }

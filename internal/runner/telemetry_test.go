@@ -88,6 +88,13 @@ arms:
 		t.Errorf("involuntary context switches: alone %d, stressed %d; want clearly more under load",
 			alone.Thread.Involuntary, stressed.Thread.Involuntary)
 	}
+	// The host's RAPL energy rides along: measured per zone, or cannot
+	// tell with the reason (this VM has no powercap), never a silent 0.
+	if e := alone.Energy; e == nil || (e.CannotTell == "") == (len(e.Zones) == 0) {
+		t.Errorf("energy %+v", e)
+	} else {
+		t.Logf("energy: %+v", *e)
+	}
 	if stressed.PinCPU == 1 || alone.PinCPU == 1 {
 		t.Errorf("sampler ran on the measured CPU")
 	}

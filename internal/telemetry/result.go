@@ -156,5 +156,8 @@ func (s *Sampler) result() *rundir.TelemetryResult {
 		r.Freq = s.freq.result(n)
 	}
 	r.Power = cfg.Power
+	if s.energy != nil {
+		r.Energy = s.energy.result()
+	}
 	return r
 }

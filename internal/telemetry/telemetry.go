@@ -3,10 +3,11 @@
 // cpuidle usage and residency per state, softnet drops, context switches
 // of the responder thread, the threads seen on the CPUs, drift of NIC IRQ
 // affinity, the NIC's drop counters (through the caller's NICStats hook),
-// and the responder CPU's frequency over the round and the power state it
-// ran under. It reads procfs/sysfs only (no IPIs to the measured CPUs)
-// from one OS thread pinned to a CPU that is not measured, into memory
-// preallocated by New: a sample costs no allocation.
+// the responder CPU's frequency over the round and the power state it
+// ran under, and the host's RAPL energy. It reads procfs/sysfs only (no
+// IPIs to the measured CPUs) from one OS thread pinned to a CPU that is
+// not measured, into memory preallocated by New: a sample costs no
+// allocation.
 //
 // The round runner creates a Sampler per round, calls Start before the
 // first packet and Stop after the last, and writes the Result as
@@ -69,6 +70,9 @@ type Config struct {
 	// scaling_cur_freq at every sample, else it says it cannot.
 	MeasureFreq bool
 	FreqCPU     int
+	// MeasureEnergy reads every RAPL zone's energy counter at every
+	// sample (Result.Energy): whole packages, not only the measured CPUs.
+	MeasureEnergy bool
 	// Power is the power state the round runs under (governor, limits,
 	// turbo, tuned profile, idle states), read by the caller before
 	// sampling starts (tuned-adm is slow); kept as Result.Power.
@@ -98,6 +102,7 @@ type Sampler struct {
 	thermal                    []thermalFile
 	aff                        []affWatch
 	freq                       *freqMeter
+	energy                     *energyMeter
 	// use are the per-CPU time counters at the first and the last sample,
 	// read outside sample() (they allocate); useErr is the first failure.
 	use    [2]hostinfo.CPUUse
@@ -207,6 +212,9 @@ func New(cfg Config) (*Sampler, error) {
 	if cfg.MeasureFreq {
 		s.openFreq(cfg.FreqCPU)
 	}
+	if cfg.MeasureEnergy {
+		s.openEnergy()
+	}
 	return s, nil
 }
 
@@ -315,6 +323,9 @@ func (s *Sampler) close() {
 	if s.freq != nil {
 		s.freq.close()
 	}
+	if s.energy != nil {
+		s.energy.close()
+	}
 }
 
 // Start starts sampling on a new OS thread pinned to PinCPU and takes the
@@ -365,12 +376,14 @@ func (s *Sampler) run(ready chan<- error) {
 	if s.freq != nil {
 		s.freq.readMSR(false)
 	}
+	s.readEnergyEnd()
 	ready <- nil
 	defer func() {
 		s.readUse(1)
 		if s.freq != nil {
 			s.freq.readMSR(true)
 		}
+		s.readEnergyEnd()
 	}()
 	for s.cfg.Wait != nil {
 		if s.cfg.Wait() != nil {
@@ -472,6 +485,9 @@ func (s *Sampler) sample() {
 		}
 	}
 	s.sampleCur(i)
+	if s.energy != nil && !s.energy.endsOnly {
+		s.energy.sample(s.t[i], s.small)
+	}
 	if s.scanner != nil && i%s.cfg.ThreadScanEvery == 0 {
 		s.scanner.scan(i)
 	}

@@ -139,6 +139,8 @@ func TestSampleAllocs(t *testing.T) {
 	var nicDrops uint64
 	cfg.NICStatNames, cfg.NICStats = nic, func(dst []uint64) error { nicDrops++; dst[0] = nicDrops; return nil }
 	cfg.MeasureFreq, cfg.FreqCPU = true, 2 // scaling_cur_freq on every sample
+	cfg.MeasureEnergy = true               // RAPL energy_uj on every sample
+	raplHost(t, h)
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +155,9 @@ func TestSampleAllocs(t *testing.T) {
 	r := s.result()
 	if r.Freq == nil || r.Freq.Source != rundir.FreqCurFreq || r.Freq.Samples != 101 { // AllocsPerRun warms up once
 		t.Fatalf("frequency samples: %+v", r.Freq)
+	}
+	if r.Energy == nil || len(r.Energy.Zones) != 2 || r.Energy.Zones[0].Samples != 101 || r.Energy.Zones[0].CannotTell != "" {
+		t.Fatalf("energy samples: %+v", r.Energy)
 	}
 	if len(r.Sources) != 1 || r.Sources[0].Label() != "nic rx_dropped" {
 		t.Fatalf("only the NIC hook moved: %+v", r.Sources)

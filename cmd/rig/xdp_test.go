@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,37 +19,19 @@ import (
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
-	"github.com/rig-project/rig/internal/reflector/reflectortest"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
-// reflectorLab is a lab whose responder veth runs native XDP on every
-// request and sends the XDP_TX frames on: veth runs a program only on
-// frames its peer hands over through NAPI, which a peer with TSO on does
-// not for forwarded frames (veth_xmit, veth_skb_is_eligible_for_gro); and
-// it wakes the peer for XDP_TX frames only when the peer runs a program
-// (veth_xdp_flush), here one that passes all. Both are set on the switch
-// port, in the lab's own namespace.
+// reflectorLab is a lab whose responder's switch port is ready for the
+// reflector in driver mode (netlab's PassXDP), as rig run readies it.
 func reflectorLab(t *testing.T) *netlab.Topology {
 	topo := netlabtest.New(t, netlab.Options{})
-	if out, err := exec.Command("ip", "netns", "exec", topo.Switch.Netns, "ethtool", "-K", topo.Responder.Port, "tso", "off").CombinedOutput(); err != nil {
-		t.Fatalf("ethtool -K %s: %v\n%s", topo.Responder.Port, err, out)
-	}
-	err := netlab.Do(topo.Switch.Netns, func() error {
-		ifi, err := net.InterfaceByName(topo.Responder.Port)
-		if err != nil {
-			return err
-		}
-		l, err := reflectortest.AttachPass(ifi.Name, ifi.Index)
-		if err == nil {
-			t.Cleanup(func() { l.Close() })
-		}
-		return err
-	})
+	c, err := topo.PassXDP(netlab.Responder)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
 	return topo
 }
 

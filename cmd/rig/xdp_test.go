@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,39 +17,22 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rig-project/rig/analysis"
+	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
-	"github.com/rig-project/rig/internal/reflector/reflectortest"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
-// reflectorLab is a lab whose responder veth runs native XDP on every
-// request and sends the XDP_TX frames on: veth runs a program only on
-// frames its peer hands over through NAPI, which a peer with TSO on does
-// not for forwarded frames (veth_xmit, veth_skb_is_eligible_for_gro); and
-// it wakes the peer for XDP_TX frames only when the peer runs a program
-// (veth_xdp_flush), here one that passes all. Both are set on the switch
-// port, in the lab's own namespace.
+// reflectorLab is a lab whose responder's switch port is ready for the
+// reflector in driver mode (netlab's PassXDP), as rig run readies it.
 func reflectorLab(t *testing.T) *netlab.Topology {
 	topo := netlabtest.New(t, netlab.Options{})
-	if out, err := exec.Command("ip", "netns", "exec", topo.Switch.Netns, "ethtool", "-K", topo.Responder.Port, "tso", "off").CombinedOutput(); err != nil {
-		t.Fatalf("ethtool -K %s: %v\n%s", topo.Responder.Port, err, out)
-	}
-	err := netlab.Do(topo.Switch.Netns, func() error {
-		ifi, err := net.InterfaceByName(topo.Responder.Port)
-		if err != nil {
-			return err
-		}
-		l, err := reflectortest.AttachPass(ifi.Name, ifi.Index)
-		if err == nil {
-			t.Cleanup(func() { l.Close() })
-		}
-		return err
-	})
+	c, err := topo.PassXDP(netlab.Responder)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
 	return topo
 }
 
@@ -338,4 +320,57 @@ func TestReflectorTC(t *testing.T) {
 	}
 	d := captureTurnarounds(t, j, 0, n)
 	t.Logf("capture turnaround of the tc reflector (software stamps, %d requests): median %v p99 %v", n, d[n/2], d[n*99/100])
+}
+
+// TestRunFloorKilled: the pass program rig run attaches to the emulated
+// responder's switch port for a floor arm is rig run's: killed with
+// SIGKILL in the middle of that arm's round, it leaves no program on the
+// port (the lab itself is then stale, for rig restore or the next run).
+func TestRunFloorKilled(t *testing.T) {
+	testbin.Integration(t)
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "floor.yaml")
+	os.WriteFile(scen, []byte(`name: floorkill
+emulate: netns
+traffic: {group: 239.44.0.9:7409, interval: 1ms, count: 60000}
+timestamps: software
+rounds: 1
+arms:
+  - name: floor
+    responder: {engine: xdp}
+`), 0o644)
+	cmd := exec.Command(testbin.Rig(t), "run", "-v", "--results", filepath.Join(dir, "results"), scen)
+	cmd.Env = append(os.Environ(), journal.EnvDir+"="+filepath.Join(dir, "state"))
+	log := &lockedBuffer{}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var port, ns string
+	for deadline := time.Now().Add(60 * time.Second); port == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rig run never readied the switch port:\n%s", log)
+		}
+		_, line, ok := strings.Cut(log.String(), "arm floor: XDP pass program on ")
+		if f := strings.Fields(line); ok && len(f) > 2 {
+			port, ns = f[0], f[2]
+		}
+	}
+	t.Cleanup(func() { netlab.Down(strings.TrimSuffix(ns, "-sw")) })
+	xdpOnPort := func() bool {
+		out, err := exec.Command("ip", "-n", ns, "link", "show", "dev", port).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip link: %v\n%s", err, out)
+		}
+		return strings.Contains(string(out), "prog/xdp")
+	}
+	if !xdpOnPort() {
+		t.Fatalf("%s in %s has no XDP program while the floor arm runs", port, ns)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if xdpOnPort() {
+		t.Errorf("%s in %s still has an XDP program after rig run was killed", port, ns)
+	}
 }

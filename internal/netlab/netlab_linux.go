@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/reflector"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -239,6 +241,27 @@ func Do(nsName string, fn func() error) error {
 		runtime.Goexit()
 	}
 	return r.err
+}
+
+// PassXDP readies role r's switch port for the reflector in driver mode
+// on r's veth: it attaches a program that passes every frame to the port
+// (reflector.AttachPass), which veth needs to deliver the reflector's
+// XDP_TX frames, until the closer is closed. The link is the calling
+// process's file, pinned nowhere: however that process ends, the kernel
+// detaches the program, and Down takes the port itself. Nothing else is
+// needed: attaching XDP to a veth turns TSO off on its peer
+// (veth_fix_features), so forwarded frames reach the program's NAPI.
+func (t *Topology) PassXDP(r Role) (io.Closer, error) {
+	h, err := t.Host(r)
+	if err != nil {
+		return nil, err
+	}
+	var c io.Closer
+	err = Do(t.Switch.Netns, func() (err error) { c, err = reflector.AttachPass(h.Port, h.PortIfindex); return err })
+	if err != nil {
+		return nil, fmt.Errorf("netlab: lab %q: %w", t.Name, err)
+	}
+	return c, nil
 }
 
 // Do runs fn in the namespace of role r; see the package function Do.

@@ -3,9 +3,11 @@ package reflector
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 )
 
@@ -113,4 +115,25 @@ func (r *Reflector) Close() error {
 		err = r.link.Close()
 	}
 	return errors.Join(err, r.prog.Close(), r.counters.Close())
+}
+
+// AttachPass attaches a program that passes every frame to interface
+// ifindex (named iface), in driver mode, until the returned link is
+// closed or its holder ends. A veth needs it on the reflector's peer in
+// driver mode: veth hands the frames the reflector sends back (XDP_TX) to
+// the peer's ring and wakes the peer's NAPI for them only when the peer
+// runs an XDP program of its own (veth_xdp_flush); GRO on the peer gives
+// it a ring and a NAPI, but nothing wakes it for them.
+func AttachPass(iface string, ifindex int) (io.Closer, error) {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "rig_pass", Type: ebpf.XDP, License: "Apache-2.0",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}}) // XDP_PASS
+	if err != nil {
+		return nil, permission("loading a pass program", err)
+	}
+	defer prog.Close() // the link holds it
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPDriverMode})
+	if err != nil {
+		return nil, permission("attaching a pass program to "+iface, err)
+	}
+	return l, nil
 }

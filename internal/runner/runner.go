@@ -108,7 +108,8 @@ type hosts struct {
 	// scenario.Scenario.Responders.
 	responders []host
 	capture    *host
-	lab        string // emulated lab name to remove at the end
+	lab        string           // emulated lab name to remove at the end
+	topo       *netlab.Topology // the emulated lab, nil on real hosts
 	// restore is, by host name, the command that runs rig restore where
 	// the host's journal is (restoreCommand).
 	restore map[string]string
@@ -380,6 +381,10 @@ func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress fu
 			return err
 		}
 		undos = append(undos, undo)
+		if undo, err = r.passXDP(arm.Name, i, k); err != nil {
+			return err
+		}
+		undos = append(undos, undo)
 		if k.Noise != nil {
 			spec.Noise = &probe.Noise{For: k.Noise.For}
 		}
@@ -388,6 +393,24 @@ func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress fu
 	}
 	_, err = round.Run(ctx, spec)
 	return err
+}
+
+// passXDP readies emulated responder i's switch port for an arm whose
+// reflector runs in driver mode (netlab's PassXDP), for the arm's round
+// only: the other arms' replies keep the veth path without XDP. This
+// process holds the program: killed, it takes the program with it.
+func (r *run) passXDP(arm string, i int, k scenario.Knobs) (func() error, error) {
+	if r.hs.topo == nil || k.Responder.Engine == nil || *k.Responder.Engine != probe.EngineXDP {
+		return func() error { return nil }, nil
+	}
+	h := r.hs.topo.ResponderHosts()[i]
+	c, err := r.hs.topo.PassXDP(h.Role)
+	if err != nil {
+		return nil, fmt.Errorf("readying the lab for engine xdp: %w", err)
+	}
+	fmt.Fprintf(r.o.Log, "rig run: arm %s: XDP pass program on %s in %s for the reflector on %s (veth delivers XDP_TX frames only to a peer running XDP)\n",
+		arm, h.Port, r.hs.topo.Switch.Netns, h.Interface)
+	return c.Close, nil
 }
 
 // spec is arm's round n without its responders: the sender's command line
@@ -478,6 +501,7 @@ func (r *run) setupHosts(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("building the emulated topology: %w", err)
 		}
+		hs.topo = topo
 		dialRole := func(role netlab.Role, name, iface string) (host, error) {
 			c, err := dial(name, topo.Exec(role), o.Rig)
 			return host{Agent: c, Iface: iface}, err

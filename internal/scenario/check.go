@@ -602,18 +602,16 @@ func (c *checker) ns(path string, v *int) *uint64 {
 }
 
 // reflector checks an arm whose responder is the XDP or tc reflector: its
-// turnaround is the capture's (the program takes no stamps), and on the
-// emulated topology's veths XDP_TX needs a program on each peer, which
-// the lab does not attach.
+// turnaround is the capture's (the program takes no stamps), which the
+// emulated topology always has; there the lab readies the responder's
+// switch port for driver mode (docs/probes.md#reflector-floor).
 func (c *checker) reflector(p string, s *Scenario, e Knobs) {
 	if e.Responder.Engine == nil || !e.Responder.Engine.Reflector() {
 		return
 	}
 	eng := e.Responder.Engine.String()
 	switch {
-	case s.Emulate != "":
-		c.key(p+".responder.engine", fmt.Sprintf("engine %s on the emulated topology: its veth peers carry no XDP program, and veth drops what the reflector sends back without one", eng), "run the reflector on real hosts, or by hand on the lab (docs/probes.md#reflector-floor)")
-	case s.HostWith(RoleCapture) == nil:
+	case s.Emulate == "" && s.HostWith(RoleCapture) == nil:
 		c.key(p+".responder.engine", fmt.Sprintf("engine %s answers in the driver and takes no stamps: the arm's turnaround comes from a capture, and no host captures", eng), "add a capture host on a mirror/SPAN port (roles: [capture])")
 	case e.Responder.HasCPU() || e.Responder.Poll != nil || e.Responder.Sched != nil:
 		c.key(p+".responder.engine", fmt.Sprintf("engine %s has no thread: responder cpu, poll and sched mean nothing to it", eng), "drop cpu, poll and sched from this arm's responder (or from defaults)")

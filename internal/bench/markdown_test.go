@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 )
 
@@ -23,11 +24,12 @@ func rtts(base, step int64, n int) []int64 {
 }
 
 // syntheticRTT fills the RTT rounds' state of a bench with fixed figures
-// (rounds rounds, every tool in block and busy, rig's default sender) and
-// turns it into rows through finishRTT, as a run does.
-func syntheticRTT(t *testing.T, rounds int) *Results {
+// (rounds rounds, every tool in block and busy, rig's default sender; the
+// native responder's rounds with engines go,native) and turns it into
+// rows through finishRTT, as a run does; the cost rows likewise.
+func syntheticRTT(t *testing.T, rounds int, engines ...probe.Engine) *Results {
 	t.Helper()
-	res := &Results{Config: Config{Rig: "rig", Dir: "d"}}
+	res := &Results{Config: Config{Rig: "rig", Dir: "d", Engines: engines}}
 	if err := res.Config.defaults(); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +66,13 @@ func syntheticRTT(t *testing.T, rounds int) *Results {
 			p.sp.add(k, rtts(base+500-kk*100, 45, 50))
 			p.spCli.add(usage(kk + 2))
 			p.spSrv.add(usage(kk + 3))
+			if res.Config.native() {
+				// faster than the Go responder in even rounds, slower in odd ones
+				p.nat.add(k, rtts(base-1_000+kk%2*1_600, 30, 45))
+				p.lostNat += 2
+				p.natSnd.add(usage(kk + 4))
+				p.natRsp.add(&samples.ThreadUsage{WallNS: 3e9, CPUNS: 2e9, Voluntary: 3000, Involuntary: kk})
+			}
 		}
 		c := &Cyclictest{MinUS: 1, MaxUS: 9, Buckets: []int64{0, 10, 20, 15, 4, 0, 0, 0, 0, 1}}
 		s := c.summary()
@@ -74,7 +83,11 @@ func syntheticRTT(t *testing.T, rounds int) *Results {
 		st.planned++
 	}
 	b.finishRTT(st)
-	res.Cost = syntheticCost([]string{CostRig, CostRigNoAsync, CostSockperf})
+	tools := []string{CostRig, CostRigNoAsync, CostSockperf}
+	if res.Config.native() {
+		tools = []string{CostRig, CostRigNoAsync, RigNative, CostSockperf}
+	}
+	res.Cost = syntheticCost(tools)
 	return res
 }
 
@@ -90,9 +103,15 @@ func syntheticCost(tools []string) []CostRow {
 				r := CostRow{Mode: mode, Tool: tool, Side: side, Window: 2 * time.Second, Skew: time.Millisecond, RoundTrips: 2000, Threads: 5,
 					Syscalls: 8000 + 100*n, BySyscall: map[string]uint64{"sendmsg": 2000, "recvmsg": 4000, "futex": 500 + n, "tgkill": 40 + n, "rt_sigreturn": 40 + n},
 					ThreadSyscalls: 6000, Voluntary: 2100, Involuntary: 30 + n, ThreadVoluntary: 2000, ThreadInvoluntary: 20 + n, CPUNS: 9e8, ThreadCPUNS: 8e8}
-				if tool == CostSockperf {
+				switch {
+				case tool == CostSockperf:
 					r.Threads, r.BySyscall = 1, map[string]uint64{"sendto": 2000, "recvfrom": 2000}
-				} else {
+				case tool == RigNative && side == "responder":
+					r.Threads, r.StampReads, r.BySyscall = 1, 2000, map[string]uint64{"sendmsg": 2000, "recvmsg": 4000}
+					if mode == "busy" { // a goal not met: one futex in the window
+						r.BySyscall["futex"] = 1
+					}
+				default:
 					r.StampReads = 2000
 				}
 				if tool == CostRig {
@@ -109,7 +128,7 @@ func syntheticCost(tools []string) []CostRow {
 // TestMarkdownGolden: the results table of fixed figures, byte for byte
 // (go test -run TestMarkdownGolden -update ./internal/bench rewrites it).
 func TestMarkdownGolden(t *testing.T) {
-	for name, res := range map[string]*Results{"results-go.md": syntheticRTT(t, 8)} {
+	for name, res := range map[string]*Results{"results-go.md": syntheticRTT(t, 8, probe.EngineGo), "results-native.md": syntheticRTT(t, 8, Engines...)} {
 		var got bytes.Buffer
 		if err := res.Markdown(&got); err != nil {
 			t.Fatal(err)

@@ -36,7 +36,7 @@ func TestSmoke(t *testing.T) {
 	cfg.UntilDecided, cfg.MaxRounds = true, 2
 	var log bytes.Buffer
 	cfg.Log = &log
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute) // a -race rig on a loaded 2-vCPU VM: 4 min were not enough with the native rounds
 	defer cancel()
 	res, err := Run(ctx, cfg)
 	if err != nil {
@@ -119,8 +119,8 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("cost %s %s %s: allocations %v: want a count for rig's Go processes only", c.Mode, c.Tool, c.Side, c.HeapAllocs)
 		}
 		if nativeRsp {
-			t.Logf("cost %s native responder: %d threads, %d futex, %d tgkill, %d preempted in %v (the Go responder's futex and tgkill: %v)", c.Mode, c.Threads,
-				c.BySyscall["futex"], c.BySyscall["tgkill"], c.ThreadInvoluntary, c.Window, res.costRow(c.Mode, CostRig, "responder").BySyscall)
+			t.Logf("cost %s native responder: %d threads, %d futex, %d tgkill, %d preempted in %v", c.Mode, c.Threads,
+				c.BySyscall["futex"], c.BySyscall["tgkill"], c.ThreadInvoluntary, c.Window)
 			if c.BySyscall["futex"] != 0 || c.BySyscall["tgkill"] != 0 || c.Threads != 1 {
 				t.Errorf("cost %s native responder: %d threads, %d futex, %d tgkill: want one thread and no runtime's calls", c.Mode, c.Threads, c.BySyscall["futex"], c.BySyscall["tgkill"])
 			}

@@ -65,8 +65,12 @@ func (r *Results) Markdown(w io.Writer) error {
 		b.WriteString("- in block and busy, rounds of rig's sender against the native responder (`rig respond --engine native`, the same `--poll`) take their turn in the same rotation: the engines are compared round by round, each with sockperf's round and with the Go responder's round of the same number\n")
 	}
 	if r.ExtraRounds > 0 {
-		fmt.Fprintf(&b, "- then %s added by `--until-decided` (at most %d rounds in all), each of the modes whose goals were still undecided: rig and sockperf only (no rounds without kernel stamps)\n",
-			plural(r.ExtraRounds, "round"), c.MaxRounds)
+		tools := "rig and sockperf"
+		if r.nativeRan() {
+			tools = "rig, rig native and sockperf"
+		}
+		fmt.Fprintf(&b, "- then %s added by `--until-decided` (at most %d rounds in all), each of the modes whose goals were still undecided: %s only (no rounds without kernel stamps)\n",
+			plural(r.ExtraRounds, "round"), c.MaxRounds, tools)
 	}
 	fmt.Fprintf(&b, "- start-up like sockperf's: its server runs alone while its client's warm-up stage sleeps (~2 s), so rig's responder runs alone %v before rig's sender starts; a busy responder spinning alone pushes the host's other wake-ups to the idle CPU, and there they stay while both CPUs are busy\n",
 		c.Lead)

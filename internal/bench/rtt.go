@@ -234,9 +234,9 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 		}
 		runs := []func() error{runRig, runRigOff, runSockperf}
 		if !p.noStamps {
-			runs = slices.Delete(runs, 1, 2)
+			runs = []func() error{runRig, runSockperf}
 		}
-		if cfg.native() {
+		if cfg.native() { // beside rig's: each still goes first in turn
 			runs = slices.Insert(runs, 1, runNative)
 		}
 		if err := rotate(k, runs...); err != nil {

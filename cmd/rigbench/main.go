@@ -27,7 +27,8 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// usageError marks bad input (exit 2): flags, a missing rig binary.
+// usageError marks bad input (exit 2): flags, a missing rig binary (and
+// bench.NativeMissing: a missing native program).
 type usageError struct{ error }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
@@ -43,13 +44,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintln(stderr, "rigbench: "+strings.TrimPrefix(err.Error(), "bench: "))
-	if errors.As(err, new(usageError)) {
+	if errors.As(err, new(usageError)) || errors.As(err, new(bench.NativeMissing)) {
 		return 2
 	}
 	return 1
 }
 
-const synopsis = "[--rig PATH] [--smoke] [--out FILE] [--lab NAME] [--rounds N] [--round-time D] [--budget D] [--until-decided] [--parts cost,rate,analysis,rtt] [--analysis-sizes 1M,10M,100M] [--format md] ..."
+const synopsis = "[--rig PATH] [--smoke] [--out FILE] [--lab NAME] [--rounds N] [--round-time D] [--budget D] [--until-decided] [--parts cost,rate,analysis,rtt] [--engines go,native] [--analysis-sizes 1M,10M,100M] [--format md] ..."
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rigbench", flag.ContinueOnError)
@@ -80,6 +81,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ratePoll := fs.String("rate-poll", "busy", "responder poll mode of the rate test")
 	sizes := fs.String("analysis-sizes", "", "synthetic sample counts for rig report (default 1M,10M,100M; smoke 100k)")
 	parts := fs.String("parts", "", "parts to run, comma-separated: cost, rate, analysis, rtt (with pacing) (default all)")
+	engines := fs.String("engines", "", "responder engines of the RTT and cost rounds, comma-separated: go, native (rig respond --engine native, beside the Go responder in the same rounds) (default go,native; without the native program beside --rig, or in $RIG_NATIVE_DIR, the native rounds are refused: build it with make build, or give --engines go)")
 	verbose := fs.Bool("v", false, "log progress and the tools' messages to stderr")
 	fs.Func("format", "output `FORMAT`: md (its one form: the table of bench/RESULTS.md) (default md)", func(f string) error {
 		if f != "md" {
@@ -133,6 +135,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *parts != "" {
 		if cfg.Parts, err = bench.ParseParts(*parts); err != nil {
+			return usageError{err}
+		}
+	}
+	if *engines != "" {
+		if cfg.Engines, err = bench.ParseEngines(*engines); err != nil {
 			return usageError{err}
 		}
 	}

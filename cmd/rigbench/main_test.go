@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rig-project/rig/internal/native"
 )
 
 // rigbench runs rigbench ARGS in this process as main does.
@@ -82,6 +84,7 @@ func TestFindRig(t *testing.T) {
 func TestGrammar(t *testing.T) {
 	t.Chdir(t.TempDir())
 	t.Setenv("PATH", t.TempDir())
+	t.Setenv(native.EnvDir, "")
 	fake := exe(t, t.TempDir(), "rig")
 	for _, c := range []struct {
 		args           []string
@@ -99,6 +102,12 @@ func TestGrammar(t *testing.T) {
 		{args: []string{"--rig", "nonexistent", "--smoke"}, code: 2, stderr: "rigbench: --rig nonexistent: "},
 		{args: []string{"--rig", fake, "--format", "md", "--parts", "pacing"}, code: 2, stderr: `"pacing"`},
 		{args: []string{"--rig", fake, "--analysis-sizes", "lots"}, code: 2, stderr: "lots"},
+		{args: []string{"--rig", fake, "--engines", "xdp"}, code: 2, stderr: "want go or native"},
+		{args: []string{"--rig", fake, "--engines", "native"}, code: 2, stderr: "want go among them"},
+		// No rig-respond-native beside the rig binary: the native rounds
+		// are refused before anything runs, with the way out.
+		{args: []string{"--rig", fake, "--parts", "cost"}, code: 2, stderr: "rig-respond-native is missing"},
+		{args: []string{"--rig", fake, "--parts", "rtt", "--engines", "go,native"}, code: 2, stderr: "or run without them: --engines go"},
 	} {
 		code, stdout, stderr := rigbench(c.args...)
 		if code != c.code || !strings.Contains(stdout, c.stdout) || !strings.Contains(stderr, c.stderr) {

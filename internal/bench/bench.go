@@ -34,12 +34,14 @@ import (
 
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/owner"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/round"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/responder"
 )
 
 // Part names one section of the bench.
@@ -93,6 +95,12 @@ type Config struct {
 	// CostTime is each counting round's time (whole seconds, default 5 s);
 	// CostWindow the steady part of it that is counted (default 2 s).
 	CostTime, CostWindow time.Duration
+
+	// Engines are the responder engines of the RTT and cost rounds:
+	// probe.EngineGo, which the other rounds use too, and with it
+	// probe.EngineNative (nil: both). The native rounds need the native
+	// program where rig finds it; without it Run refuses them.
+	Engines []probe.Engine
 
 	Parts []Part // nil: all
 	Log   io.Writer
@@ -152,6 +160,9 @@ func (c *Config) defaults() error {
 	if c.Parts == nil {
 		c.Parts = AllParts
 	}
+	if c.Engines == nil {
+		c.Engines = Engines
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -177,6 +188,9 @@ func (c *Config) defaults() error {
 	case c.SenderCPU < 0 || c.ResponderCPU < 0:
 		return fmt.Errorf("bench: sender CPU %d / responder CPU %d: both tools are pinned, give CPUs", c.SenderCPU, c.ResponderCPU)
 	}
+	if err := checkEngines(c.Engines); err != nil {
+		return err
+	}
 	for _, p := range c.Parts {
 		if !slices.Contains(AllParts, p) {
 			return fmt.Errorf("bench: unknown part %q: want one of %v", p, AllParts)
@@ -186,6 +200,47 @@ func (c *Config) defaults() error {
 }
 
 func (c *Config) has(p Part) bool { return slices.Contains(c.Parts, p) }
+
+// native reports whether the RTT and cost rounds run the native responder.
+func (c *Config) native() bool { return slices.Contains(c.Engines, probe.EngineNative) }
+
+// Engines are the responder engines the bench can run, in the order
+// --engines lists them.
+var Engines = []probe.Engine{probe.EngineGo, probe.EngineNative}
+
+// checkEngines refuses engines the bench does not run, and a list
+// without the Go engine: the reference rows (the default sender's pacing,
+// the rate test, the rounds without kernel stamps) are its.
+func checkEngines(es []probe.Engine) error {
+	for _, e := range es {
+		if !slices.Contains(Engines, e) {
+			return fmt.Errorf("bench: engine %s: want go or native (the reflector engines have no loop to compare)", e)
+		}
+	}
+	if !slices.Contains(es, probe.EngineGo) {
+		return fmt.Errorf("bench: engines %v: want go among them (the pacing, rate and kernel-stamp rows are the Go engine's): go,native or go", es)
+	}
+	return nil
+}
+
+// ParseEngines parses a comma-separated list of responder engines
+// ("go,native").
+func ParseEngines(s string) ([]probe.Engine, error) {
+	var out []probe.Engine
+	for _, f := range strings.Split(s, ",") {
+		e, err := probe.ParseEngine(strings.TrimSpace(f))
+		if err != nil || strings.TrimSpace(f) == "" {
+			return nil, fmt.Errorf("engines %q: want a comma-separated list of go and native (go,native)", s)
+		}
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	if err := checkEngines(out); err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "bench: "))
+	}
+	return out, nil
+}
 
 // Results is what a bench run measured.
 type Results struct {
@@ -272,6 +327,16 @@ const ToolClosedLoop = "rig user, closed loop"
 // sockperf, what is left of a gap once it is out of the path.
 const ToolNoStamps = "rig user, closed loop, no kernel stamps"
 
+// RigNative names the rows of rig's sender against the native responder
+// (`rig respond --engine native`, the same --poll): measuring threads and
+// work per round trip; ToolNative is its closed-loop user RTT, compared
+// with sockperf's and with ToolClosedLoop's (the Go responder's) in the
+// same rounds.
+const (
+	RigNative  = "rig native"
+	ToolNative = "rig native, closed loop"
+)
+
 // The pacing rows: rig's lateness of every request, of its wake-ups alone
 // (cyclictest's rule: missed periods are skipped, see rigFigures), and
 // cyclictest's wake-up latency.
@@ -313,6 +378,13 @@ func summarize(v []int64) Summary {
 func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
+	}
+	if cfg.native() && (cfg.has(PartRTT) || cfg.has(PartCost)) {
+		// Refused before anything runs, never skipped: rig respond
+		// --engine native would find no program either.
+		if _, err := native.FindFor(cfg.Rig, responder.NativeProgram); err != nil {
+			return nil, NativeMissing{fmt.Errorf("bench: the native responder's rounds (--engines %s): %w; or run without them: --engines go", engineList(cfg.Engines), err)}
+		}
 	}
 	start := time.Now()
 	res := &Results{Config: cfg, Env: snapshotEnv(ctx)}
@@ -368,6 +440,21 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	return res, nil
 }
 
+// NativeMissing refuses the native responder's rounds: rig would not find
+// the native program.
+type NativeMissing struct{ error }
+
+func (e NativeMissing) Unwrap() error { return e.error }
+
+// engineList is engines as --engines takes them.
+func engineList(es []probe.Engine) string {
+	var s []string
+	for _, e := range es {
+		s = append(s, e.String())
+	}
+	return strings.Join(s, ",")
+}
+
 func lab(ctx context.Context, cfg Config) (*netlab.Topology, func(), error) {
 	if cfg.Lab != "" {
 		t, err := netlab.Load(cfg.Lab)
@@ -418,8 +505,8 @@ func (b *runner) prefix(r netlab.Role, cpu int) []string {
 }
 
 // rigRound runs one rig round and returns its sender file.
-func (b *runner) rigRound(ctx context.Context, dir, poll, timestamps string, spin time.Duration, k int, interval time.Duration, count, warmup int) (*samples.File, error) {
-	spec, err := b.rigSpec(dir, poll, timestamps, spin, k, interval, count, warmup)
+func (b *runner) rigRound(ctx context.Context, dir, poll, timestamps string, engine probe.Engine, spin time.Duration, k int, interval time.Duration, count, warmup int) (*samples.File, error) {
+	spec, err := b.rigSpec(dir, poll, timestamps, engine, spin, k, interval, count, warmup)
 	if err != nil {
 		return nil, err
 	}
@@ -433,9 +520,9 @@ func (b *runner) rigRound(ctx context.Context, dir, poll, timestamps string, spi
 	return f, nil
 }
 
-// rigSpec is a rig round through the bench's agents; poll and timestamps
-// are rig respond's --poll and --timestamps values.
-func (b *runner) rigSpec(dir, poll, timestamps string, spin time.Duration, k int, interval time.Duration, count, warmup int) (round.Spec, error) {
+// rigSpec is a rig round through the bench's agents; poll, timestamps and
+// engine are rig respond's --poll, --timestamps and --engine values.
+func (b *runner) rigSpec(dir, poll, timestamps string, engine probe.Engine, spin time.Duration, k int, interval time.Duration, count, warmup int) (round.Spec, error) {
 	pm, err := probe.ParsePoll(poll)
 	if err != nil {
 		return round.Spec{}, err
@@ -448,7 +535,7 @@ func (b *runner) rigSpec(dir, poll, timestamps string, spin time.Duration, k int
 	snd.Iface, snd.Group, snd.Count, snd.Interval, snd.Size = b.topo.Sender.Interface, rigGroup, count, interval, b.cfg.Size
 	snd.Warmup, snd.Timestamps, snd.Arm, snd.Round = warmup, ts, poll, k
 	snd.CPU, snd.Poll, snd.Spin = b.cfg.SenderCPU, senderPoll(pm), spin
-	rsp.Iface, rsp.CPU, rsp.Poll = b.topo.Responder.Interface, b.cfg.ResponderCPU, pm
+	rsp.Iface, rsp.CPU, rsp.Poll, rsp.Engine = b.topo.Responder.Interface, b.cfg.ResponderCPU, pm, engine
 	return round.Spec{Dir: dir, Send: snd, Respond: []probe.Respond{rsp}, SendOn: b.snd, RespondOn: []*agent.Client{b.rsp}, Lead: b.cfg.Lead}, nil
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"os"
 	"os/exec"
@@ -10,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/native"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
 // TestSmoke runs the bench-smoke code path end to end on a lab of its own:
-// rig and sockperf rounds in both modes, cyclictest, the rate test, the
+// rig (Go and native responder) and sockperf rounds in both modes, cyclictest, the rate test, the
 // counting rounds, `rig report` on a small synthetic run, and with
 // --until-decided one more round (one round decides nothing). It checks
 // that every part produced figures and the table, not their values (noisy
@@ -27,19 +30,20 @@ func TestSmoke(t *testing.T) {
 			t.Fatalf("%s not installed (make deps installs sockperf and rt-tests): %v", tool, err)
 		}
 	}
+	t.Setenv(native.EnvDir, testbin.Native(t)) // the agents' rig finds rig-respond-native there
 	cfg := SmokeConfig(testbin.Rig(t), t.TempDir())
 	cfg.AnalysisSizes = []int{20_000}
 	cfg.UntilDecided, cfg.MaxRounds = true, 2
 	var log bytes.Buffer
 	cfg.Log = &log
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute) // a -race rig on a loaded 2-vCPU VM: 4 min were not enough with the native rounds
 	defer cancel()
 	res, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, log.String())
 	}
-	if len(res.RTT) != 13 {
-		t.Fatalf("%d RTT rows, want 13 (block and busy × rig user, closed loop, closed loop without kernel stamps, rig sw, sockperf; rig default × rig user, closed loop, rig sw)", len(res.RTT))
+	if len(res.RTT) != 15 {
+		t.Fatalf("%d RTT rows, want 15 (block and busy × rig user, closed loop, closed loop without kernel stamps, rig sw, sockperf, rig native; rig default × rig user, closed loop, rig sw)", len(res.RTT))
 	}
 	for _, r := range res.RTT {
 		if r.Tool == "rig sw" {
@@ -50,10 +54,11 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s %s: %+v: want samples and ordered percentiles", r.Mode, r.Tool, s)
 		}
 	}
-	// Measuring threads: rig's two sides in its three modes, sockperf's in
-	// two; a busy thread runs most of its round and never blocks for long.
-	if len(res.Threads) != 10 {
-		t.Errorf("%d thread rows, want 10 (rig sender + responder × 3 modes, sockperf × 2): %+v", len(res.Threads), res.Threads)
+	// Measuring threads: rig's two sides in its three modes, rig native's
+	// and sockperf's in two; a busy thread runs most of its round and
+	// never blocks for long.
+	if len(res.Threads) != 14 {
+		t.Errorf("%d thread rows, want 14 (rig sender + responder × 3 modes, rig native and sockperf × 2): %+v", len(res.Threads), res.Threads)
 	}
 	for _, th := range res.Threads {
 		u := th.Usage
@@ -65,19 +70,19 @@ func TestSmoke(t *testing.T) {
 		// the machine's to give (other load takes it), so it is logged,
 		// not asserted; a thread that blocked per request would show
 		// ~1000 voluntary switches a second.
-		if th.Mode == "busy" && th.Tool == "rig" {
+		if th.Mode == "busy" && (th.Tool == "rig" || th.Tool == RigNative) {
 			if v := u.PerSecond(u.Voluntary); v > 100 {
-				t.Errorf("busy rig %s thread blocked %.0f times a second (%+v), want a thread that never sleeps", th.Side, v, u)
+				t.Errorf("busy %s %s thread blocked %.0f times a second (%+v), want a thread that never sleeps", th.Tool, th.Side, v, u)
 			}
-			t.Logf("busy rig %s thread on CPU %.0f %% of its round", th.Side, 100*u.OnCPU())
+			t.Logf("busy %s %s thread on CPU %.0f %% of its round", th.Tool, th.Side, 100*u.OnCPU())
 		}
 	}
 	all, wake, cyc := res.pacingRow(PacingRigAll), res.pacingRow(PacingRigWake), res.pacingRow(PacingCyclictest)
 	if all == nil || wake == nil || cyc == nil || all.Stats.N == 0 || wake.Stats.N == 0 || wake.Stats.N > all.Stats.N || cyc.Stats.N != 4000 {
 		t.Errorf("pacing %+v: want rig lateness of every request, of its wake-ups (a subset), and 2 × 2000 cyclictest loops", res.Pacing)
 	}
-	// The extra round ran rig and sockperf in every mode (their goals were
-	// undecided), not the rounds without kernel stamps.
+	// The extra round ran rig, rig native and sockperf in every mode (their
+	// goals were undecided), not the rounds without kernel stamps.
 	for _, r := range res.RTT {
 		if want := map[bool]int{true: 1, false: 2}[r.Tool == ToolNoStamps]; r.Rounds != want || len(r.PerRound) != want || r.PerRound[want-1].Round != want-1 {
 			t.Errorf("%s %s: %d rounds %+v, want %d", r.Mode, r.Tool, r.Rounds, r.PerRound, want)
@@ -97,19 +102,28 @@ func TestSmoke(t *testing.T) {
 	if res.RTTRounds != 1 || res.ExtraRounds != 1 || len(res.RoundTimes) != 1 {
 		t.Errorf("rounds %d + %d (%v), want the 1 planned and 1 added", res.RTTRounds, res.ExtraRounds, res.RoundTimes)
 	}
-	// Work per round trip: 3 tools × 2 modes × 2 sides, each counted over
+	// Work per round trip: 4 tools × 2 modes × 2 sides, each counted over
 	// about a second of round trips; every side sends once per round trip
 	// and makes at least that syscall; rig's Go processes count their
-	// allocations, and its blocking sender reads its TX stamps.
-	if len(res.Cost) != 12 {
-		t.Errorf("%d cost rows, want 12: %+v", len(res.Cost), res.Cost)
+	// allocations, and its senders and responders read their TX stamps;
+	// the native responder's process makes no futex or tgkill call.
+	if len(res.Cost) != 16 {
+		t.Errorf("%d cost rows, want 16: %+v", len(res.Cost), res.Cost)
 	}
 	for _, c := range res.Cost {
 		if c.RoundTrips < 500 || c.RoundTrips > 1500 || c.Syscalls < c.RoundTrips || c.BySyscall["sendmsg"]+c.BySyscall["sendto"] < c.RoundTrips || c.CPUNS == 0 {
 			t.Errorf("cost %s %s %s: %+v: want ~1000 round trips, a send each", c.Mode, c.Tool, c.Side, c)
 		}
-		if (c.Tool != CostSockperf) != (c.HeapAllocs != nil) {
-			t.Errorf("cost %s %s %s: allocations %v: want a count for rig only", c.Mode, c.Tool, c.Side, c.HeapAllocs)
+		nativeRsp := c.Tool == RigNative && c.Side == "responder"
+		if (c.Tool != CostSockperf && !nativeRsp) != (c.HeapAllocs != nil) {
+			t.Errorf("cost %s %s %s: allocations %v: want a count for rig's Go processes only", c.Mode, c.Tool, c.Side, c.HeapAllocs)
+		}
+		if nativeRsp {
+			t.Logf("cost %s native responder: %d threads, %d futex, %d tgkill, %d preempted in %v", c.Mode, c.Threads,
+				c.BySyscall["futex"], c.BySyscall["tgkill"], c.ThreadInvoluntary, c.Window)
+			if c.BySyscall["futex"] != 0 || c.BySyscall["tgkill"] != 0 || c.Threads != 1 {
+				t.Errorf("cost %s native responder: %d threads, %d futex, %d tgkill: want one thread and no runtime's calls", c.Mode, c.Threads, c.BySyscall["futex"], c.BySyscall["tgkill"])
+			}
 		}
 		if _, ok := c.AllocsPerRT(); ok != (c.Tool == CostRig) {
 			t.Errorf("cost %s %s %s: allocations per round trip computed %v: want them for rig (a long and a short round)", c.Mode, c.Tool, c.Side, ok)
@@ -123,7 +137,7 @@ func TestSmoke(t *testing.T) {
 		if c.Tool == CostRig {
 			t.Logf("cost %s rig %s: %d TX-stamp reads, %d round trips, counters switched within %v", c.Mode, c.Side, c.StampReads, c.RoundTrips, c.Skew)
 		}
-		if c.Tool == CostRig && (c.Skew <= 0 || c.StampReads+slack < c.RoundTrips) {
+		if (c.Tool == CostRig || c.Tool == RigNative) && (c.Skew <= 0 || c.StampReads+slack < c.RoundTrips) {
 			t.Errorf("cost %s rig %s: %d TX-stamp reads for %d round trips, counters switched within %v: want one at least per request or reply (less %d at the window's ends)", c.Mode, c.Side, c.StampReads, c.RoundTrips, c.Skew, slack)
 		}
 		if c.Tool == CostSockperf && c.StampReads != 0 {
@@ -134,7 +148,8 @@ func TestSmoke(t *testing.T) {
 	if err := res.Markdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals", "### Measuring threads", "| busy | rig | responder | 2 |", "| busy | rig user, closed loop, no kernel stamps |", "### What the kernel's stamps cost", "### Kernel stamp to user space", "| block | sender |", "| busy | responder |", "without kernel stamps", "## Work per round trip", "| busy | rig, GODEBUG=asyncpreemptoff=1 | responder |", "syscalls per round trip without TX-stamp reads", "peak RSS", "then 1 round added by `--until-decided`"} {
+	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals", "### Measuring threads", "| busy | rig | responder | 2 |", "| busy | rig user, closed loop, no kernel stamps |", "### What the kernel's stamps cost", "### Kernel stamp to user space", "| block | sender |", "| busy | responder |", "without kernel stamps", "## Work per round trip", "| busy | rig, GODEBUG=asyncpreemptoff=1 | responder |", "syscalls per round trip without TX-stamp reads", "peak RSS", "then 1 round added by `--until-decided`",
+		"| busy | rig native, closed loop |", "### Native and Go responders", "| busy | rig native | responder | 2 |", "busy: rig native/rig go median", "the native responder's process makes no futex"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, md.String())
 		}
@@ -154,6 +169,8 @@ func TestConfigErrors(t *testing.T) {
 		"negative budget":  func(c *Config) { c.Budget = -time.Minute },
 		"cost window":      func(c *Config) { c.CostWindow = 4 * time.Second },
 		"cost time":        func(c *Config) { c.CostTime = 2500 * time.Millisecond },
+		"native alone":     func(c *Config) { c.Engines = []probe.Engine{probe.EngineNative} },
+		"reflector engine": func(c *Config) { c.Engines = []probe.Engine{probe.EngineGo, probe.EngineXDP} },
 	} {
 		c := base
 		mod(&c)
@@ -197,4 +214,53 @@ func TestSyntheticRun(t *testing.T) {
 	if _, _, err := WriteSyntheticRun(t.TempDir(), 0); err == nil {
 		t.Error("0 samples: no error")
 	}
+}
+
+// TestNativeRefused: without the native program where rig finds it, a
+// bench with the native engine is refused before anything runs, saying
+// why and how to run without it; one without it needs no program.
+func TestNativeRefused(t *testing.T) {
+	rigDir := t.TempDir()
+	t.Setenv(native.EnvDir, "")
+	cfg := Config{Rig: rigDir + "/rig", Dir: t.TempDir(), Parts: []Part{PartCost}}
+	_, err := Run(context.Background(), cfg)
+	if !errors.As(err, new(NativeMissing)) || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "--engines go") || !strings.Contains(err.Error(), rigDir+"/rig-respond-native") {
+		t.Fatalf("Run without the native program: %v, want a NativeMissing naming where it looked and --engines go", err)
+	}
+	t.Setenv(native.EnvDir, rigDir) // RIG_NATIVE_DIR is where rig looks then
+	if _, err := Run(context.Background(), cfg); !errors.As(err, new(NativeMissing)) {
+		t.Fatalf("Run with %s=%s and no program there: %v, want NativeMissing", native.EnvDir, rigDir, err)
+	}
+	cfg.Parts = []Part{PartAnalysis}
+	cfg.AnalysisSizes = []int{0} // refused by rig report's generator, past the engines' check
+	if _, err := Run(context.Background(), cfg); errors.As(err, new(NativeMissing)) {
+		t.Fatalf("Run of the analysis part alone: %v, want no native check", err)
+	}
+}
+
+func TestParseEngines(t *testing.T) {
+	for in, want := range map[string]string{"go,native": "go,native", "go": "go", " native , go,go": "native,go"} {
+		if e, err := ParseEngines(in); err != nil || engineList(e) != want {
+			t.Errorf("ParseEngines(%q) = %v, %v, want %s", in, e, err, want)
+		}
+	}
+	for _, bad := range []string{"", "native", "go,", "go,xdp", "go,Native", "rust"} {
+		if e, err := ParseEngines(bad); err == nil {
+			t.Errorf("ParseEngines(%q) = %v: no error", bad, e)
+		}
+	}
+}
+
+func FuzzParseEngines(f *testing.F) {
+	f.Add("go,native")
+	f.Add("native, go")
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := ParseEngines(s)
+		if err != nil {
+			return
+		}
+		if checkEngines(e) != nil || len(e) == 0 || len(e) > len(Engines) {
+			t.Fatalf("ParseEngines(%q) = %v", s, e)
+		}
+	})
 }

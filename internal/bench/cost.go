@@ -17,9 +17,11 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/wire"
+	"github.com/rig-project/rig/responder"
 )
 
 // CostRow is one tool's work per round trip on one side in one mode,
@@ -140,8 +142,12 @@ func (b *runner) cost(ctx context.Context) error {
 		defer c.Close()
 		noAsync[i] = c
 	}
+	tools := []string{CostRig, CostRigNoAsync, CostSockperf}
+	if cfg.native() {
+		tools = slices.Insert(tools, 2, RigNative)
+	}
 	for _, mode := range []string{"block", "busy"} {
-		for _, tool := range []string{CostRig, CostRigNoAsync, CostSockperf} {
+		for _, tool := range tools {
 			b.logf("cost: %s %s", mode, tool)
 			var rows []CostRow
 			var err error
@@ -149,9 +155,11 @@ func (b *runner) cost(ctx context.Context) error {
 			case CostSockperf:
 				rows, err = b.costSockperf(ctx, mode)
 			case CostRigNoAsync:
-				rows, err = b.costRig(ctx, mode, noAsync[0], noAsync[1])
+				rows, err = b.costRig(ctx, mode, probe.EngineGo, noAsync[0], noAsync[1])
+			case RigNative:
+				rows, err = b.costRig(ctx, mode, probe.EngineNative, b.snd, b.rsp)
 			default:
-				rows, err = b.costRig(ctx, mode, b.snd, b.rsp)
+				rows, err = b.costRig(ctx, mode, probe.EngineGo, b.snd, b.rsp)
 			}
 			if err != nil {
 				return fmt.Errorf("cost (%s, %s): %w", mode, tool, err)
@@ -170,15 +178,16 @@ func (b *runner) cost(ctx context.Context) error {
 	return nil
 }
 
-// costRig runs one rig round through the agents snd and rsp and counts a
-// window of it.
-func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Client) ([]CostRow, error) {
+// costRig runs one rig round through the agents snd and rsp, its
+// responder on engine, and counts a window of it: of the native engine
+// the program rig respond started, which runs the loop.
+func (b *runner) costRig(ctx context.Context, mode string, engine probe.Engine, snd, rsp *agent.Client) ([]CostRow, error) {
 	cfg := b.cfg
 	runID := wire.NewRunID()
 	id := wire.FormatRunID(runID)
 	dir := filepath.Join(cfg.Dir, "cost", fmt.Sprintf("%s-rig-%s", mode, id))
 	done := make(chan error, 1)
-	spec, err := b.rigSpec(dir, mode, "software", time.Millisecond, 0, time.Millisecond, int(cfg.CostTime/time.Millisecond), 0)
+	spec, err := b.rigSpec(dir, mode, "software", engine, time.Millisecond, 0, time.Millisecond, int(cfg.CostTime/time.Millisecond), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -192,8 +201,13 @@ func (b *runner) costRig(ctx context.Context, mode string, snd, rsp *agent.Clien
 			return len(p.Cmdline) > 2 && p.Cmdline[1] == cmd && slices.ContainsFunc(p.Cmdline, func(a string) bool { return a == id || a == "--run-id="+id })
 		}
 	}
-	comm := filepath.Base(cfg.Rig) // the kernel keeps 15 bytes of it
-	c, err := b.countTool(ctx, comm[:min(len(comm), 15)], match("send"), match("respond"), costSettle, done)
+	comm, rspComm := kernelComm(cfg.Rig), kernelComm(cfg.Rig)
+	isResponder := match("respond")
+	if engine == probe.EngineNative {
+		// Its command line is rig's (responder/native.go): --run-id ID.
+		rspComm, isResponder = kernelComm(responder.NativeProgram), func(p rundir.Process) bool { return slices.Contains(p.Cmdline, id) }
+	}
+	c, err := b.countTool(ctx, comm, rspComm, match("send"), isResponder, costSettle, done)
 	werr := <-done
 	if err != nil {
 		return nil, errors.Join(err, werr)
@@ -227,7 +241,7 @@ func (b *runner) allocRounds(ctx context.Context, mode string, rows []CostRow) e
 			name, length = "long", allocLong
 		}
 		dir := filepath.Join(b.cfg.Dir, "cost", mode+"-rig-allocs-"+name)
-		spec, err := b.rigSpec(dir, mode, "software", time.Millisecond, 0, time.Millisecond, int(float64(b.cfg.CostTime/time.Millisecond)*length), 0)
+		spec, err := b.rigSpec(dir, mode, "software", probe.EngineGo, time.Millisecond, 0, time.Millisecond, int(float64(b.cfg.CostTime/time.Millisecond)*length), 0)
 		if err != nil {
 			return err
 		}
@@ -267,7 +281,7 @@ func (b *runner) costSockperf(ctx context.Context, mode string) ([]CostRow, erro
 			return len(p.Cmdline) > 1 && p.Cmdline[1] == cmd && slices.Contains(p.Cmdline, sockperfGroup) && slices.Contains(p.Cmdline, sockperfPort)
 		}
 	}
-	c, err := b.countTool(ctx, "sockperf", match("ping-pong"), match("server"), sockperfPreamble, done)
+	c, err := b.countTool(ctx, "sockperf", "sockperf", match("ping-pong"), match("server"), sockperfPreamble, done)
 	werr := <-done
 	if err != nil {
 		return nil, errors.Join(err, werr)
@@ -275,23 +289,31 @@ func (b *runner) costSockperf(ctx context.Context, mode string) ([]CostRow, erro
 	return c, werr
 }
 
-// countTool finds the tool's sender and responder processes (comm), waits
-// until the sender has run for settle, and counts both over the window.
-// done ends the wait early when the round failed.
-func (b *runner) countTool(ctx context.Context, comm string, isSender, isResponder func(rundir.Process) bool, settle time.Duration, done chan error) ([]CostRow, error) {
+// kernelComm is a program's name as /proc/PID/comm gives it: the kernel
+// keeps 15 bytes of its executable's base name.
+func kernelComm(path string) string {
+	c := filepath.Base(path)
+	return c[:min(len(c), 15)]
+}
+
+// countTool finds the tool's sender and responder processes (by comm,
+// then isSender and isResponder), waits until the sender has run for
+// settle, and counts both over the window. done ends the wait early when
+// the round failed.
+func (b *runner) countTool(ctx context.Context, comm, rspComm string, isSender, isResponder func(rundir.Process) bool, settle time.Duration, done chan error) ([]CostRow, error) {
 	fs := hostfs.Default()
 	var snd, rsp int
 	deadline := time.Now().Add(30 * time.Second)
 	for snd == 0 || rsp == 0 {
-		ps, err := hostinfo.FindProcesses(fs, comm)
+		ps, err := hostinfo.FindProcesses(fs, comm, rspComm)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range ps {
 			switch {
-			case isSender(p):
+			case p.Comm == comm && isSender(p):
 				snd = p.PID
-			case isResponder(p):
+			case p.Comm == rspComm && isResponder(p):
 				rsp = p.PID
 			}
 		}

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,9 +61,16 @@ func (r *Results) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- %d interleaved rounds (rig, rig without kernel stamps and sockperf take turns going first, so a drift of the host favours none; rig without kernel stamps in the first %d only) of %v per tool and mode%s; rig drops its first %v of each round, sockperf its own warm-up; percentiles are nearest-rank over the pooled raw samples\n",
 			r.RTTRounds, min(r.RTTRounds, NoStampRounds), c.RoundTime, r.roundsNote(), c.Warmup)
 	}
+	if r.nativeRan() {
+		b.WriteString("- in block and busy, rounds of rig's sender against the native responder (`rig respond --engine native`, the same `--poll`) take their turn in the same rotation: the engines are compared round by round, each with sockperf's round and with the Go responder's round of the same number\n")
+	}
 	if r.ExtraRounds > 0 {
-		fmt.Fprintf(&b, "- then %s added by `--until-decided` (at most %d rounds in all), each of the modes whose goals were still undecided: rig and sockperf only (no rounds without kernel stamps)\n",
-			plural(r.ExtraRounds, "round"), c.MaxRounds)
+		tools := "rig and sockperf"
+		if r.nativeRan() {
+			tools = "rig, rig native and sockperf"
+		}
+		fmt.Fprintf(&b, "- then %s added by `--until-decided` (at most %d rounds in all), each of the modes whose goals were still undecided: %s only (no rounds without kernel stamps)\n",
+			plural(r.ExtraRounds, "round"), c.MaxRounds, tools)
 	}
 	fmt.Fprintf(&b, "- start-up like sockperf's: its server runs alone while its client's warm-up stage sleeps (~2 s), so rig's responder runs alone %v before rig's sender starts; a busy responder spinning alone pushes the host's other wake-ups to the idle CPU, and there they stay while both CPUs are busy\n",
 		c.Lead)
@@ -75,7 +83,7 @@ func (r *Results) Markdown(w io.Writer) error {
 		b.WriteString("| mode | tool | n | lost | median | p99 | p99.9 | max | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, mode := range []string{"block", ModeBlockDefault, "busy"} {
 			sp := r.sockperfFor(mode)
-			for _, tool := range []string{"rig user", ToolClosedLoop, ToolNoStamps, "rig sw", "sockperf"} {
+			for _, tool := range []string{"rig user", ToolClosedLoop, ToolNative, ToolNoStamps, "rig sw", "sockperf"} {
 				row := r.rtt(mode, tool)
 				if row == nil {
 					continue
@@ -90,11 +98,14 @@ func (r *Results) Markdown(w io.Writer) error {
 			}
 		}
 		b.WriteString("\nratio = rig / sockperf over the pooled samples (≤ 1.00: rig is as fast or faster).\n")
+		if r.nativeRan() {
+			b.WriteString("\nrig native, closed loop = rig user, closed loop of the rounds whose responder is the native engine (`rig respond --engine native`: a C loop no Go runtime interrupts), rig's sender and everything else as in the rig rounds.\n")
+		}
 		b.WriteString("\n### Paired by round\n\nThe same figures compared round by round — rig's round against the sockperf round of the same number — then the median of the per-round ratios (smallest–largest in brackets). Neighbouring rounds share the host's state; pooled percentiles let the loudest minutes decide. The goals use these.\n\n")
 		b.WriteString("| mode | tool | rounds | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|\n")
 		for _, mode := range []string{"block", ModeBlockDefault, "busy"} {
 			sp := r.sockperfFor(mode)
-			for _, tool := range []string{"rig user", ToolClosedLoop, ToolNoStamps, "rig sw"} {
+			for _, tool := range []string{"rig user", ToolClosedLoop, ToolNative, ToolNoStamps, "rig sw"} {
 				row := r.rtt(mode, tool)
 				if row == nil || sp == nil {
 					continue
@@ -104,6 +115,7 @@ func (r *Results) Markdown(w io.Writer) error {
 					paired(row.PerRound, sp.PerRound, p99), paired(row.PerRound, sp.PerRound, p999))
 			}
 		}
+		r.engines(&b)
 		r.stampCost(&b)
 		r.recvTable(&b)
 	}
@@ -179,6 +191,30 @@ func orNA(s string) string {
 		return "n/a"
 	}
 	return s
+}
+
+// nativeRan reports whether the RTT rounds ran the native responder.
+func (r *Results) nativeRan() bool {
+	return slices.ContainsFunc(r.RTT, func(x RTTRow) bool { return x.Tool == ToolNative })
+}
+
+// engines writes the responder engines compared round by round: the
+// native responder's closed-loop rows against the Go responder's.
+func (r *Results) engines(b *strings.Builder) {
+	if !r.nativeRan() {
+		return
+	}
+	b.WriteString("\n### Native and Go responders\n\nrig's closed-loop user RTT (µs; medians over the pooled samples, n = their count) with the native responder against the same with the Go responder, rig's sender in both, compared round by round (ratio native/Go; median of the rounds, smallest–largest in brackets): below 1.00 the native engine answers faster. The goals judge it with the equivalence bound.\n\n")
+	b.WriteString("| mode | rounds | median native | median Go | ratio median | ratio p99 | ratio p99.9 | n native | n Go |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, mode := range []string{"block", "busy"} {
+		nat, gor := r.rtt(mode, ToolNative), r.rtt(mode, ToolClosedLoop)
+		if nat == nil || gor == nil {
+			continue
+		}
+		m := paired(nat.PerRound, gor.PerRound, p50)
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %d | %d |\n", mode, m.N, us(nat.Stats.P50), us(gor.Stats.P50), m,
+			paired(nat.PerRound, gor.PerRound, p99), paired(nat.PerRound, gor.PerRound, p999), nat.Stats.N, gor.Stats.N)
+	}
 }
 
 // stampCost writes what the kernel's stamps add to rig's round trip: the
@@ -282,6 +318,9 @@ func (r *Results) Goals() []Goal {
 			}
 			g = append(g, ratioGoal(fmt.Sprintf("%s: rig/sockperf %s ≤ %.2f (closed-loop user RTT, paired by round)", mode, f.name, EquivalenceBound), measured, mode, p))
 		}
+		if nat := r.rtt(mode, ToolNative); nat != nil {
+			g = append(g, nativeGoals(mode, nat, rig, sp)...)
+		}
 	}
 	if rig, cyc := r.pacingRow(PacingRigWake), r.pacingRow(PacingCyclictest); rig != nil && cyc != nil {
 		pt := paired(rig.PerRound, cyc.PerRound, p999)
@@ -305,6 +344,26 @@ func (r *Results) Goals() []Goal {
 		last := r.Analysis[n-1]
 		g = append(g, countGoal(fmt.Sprintf("rig report on %d samples: peak RSS ≤ %d MB", last.Samples, maxAnalysisRSSMB),
 			fmt.Sprintf("%d MB", last.PeakRSSKB>>10), last.PeakRSSKB>>10 <= maxAnalysisRSSMB))
+	}
+	return g
+}
+
+// nativeGoals are the native responder's ratio goals in mode: against
+// sockperf, as rig's, and against the Go responder (the engine decision).
+func nativeGoals(mode string, nat, gor, sp *RTTRow) []Goal {
+	var g []Goal
+	for _, ref := range []struct {
+		name, what string
+		row        *RTTRow
+	}{{"sockperf", "native responder", sp}, {"rig go", "native against the Go responder in the same rounds: the engine decision", gor}} {
+		for _, f := range []struct {
+			name string
+			fig  func(Summary) int64
+		}{{"median", p50}, {"p99.9", p999}} {
+			p := paired(nat.PerRound, ref.row.PerRound, f.fig)
+			g = append(g, ratioGoal(fmt.Sprintf("%s: rig native/%s %s ≤ %.2f (closed-loop user RTT, %s, paired by round)", mode, ref.name, f.name, EquivalenceBound, ref.what),
+				fmt.Sprintf("%.2f %s (pooled %s)", p.Median, p.CI(), ratio(f.fig(nat.Stats), f.fig(ref.row.Stats))), mode, p))
+		}
 	}
 	return g
 }
@@ -380,6 +439,11 @@ func (r *Results) costTables(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", x.Mode, x.Tool, x.Side, strings.Join(parts, ", "))
 	}
+	b.WriteString("\nWhat takes the measuring threads off their work, per second of the window: futex (a Go process's threads handing the CPU around: a locked goroutine's P at each scheduler meeting, sysmon's wake-ups), tgkill (the Go runtime's preemption signal, sent by one of its threads to another), rt_sigreturn (a signal handled), all of the process, and the measuring thread's preemptions. rig native's responder is the program `rig respond --engine native` starts (rig-respond-native), one C thread: no runtime sends it either call.\n\n| mode | tool | side | futex / s | tgkill / s | rt_sigreturn / s | preempted / s (thread) |\n|---|---|---|---:|---:|---:|---:|\n")
+	for _, x := range r.Cost {
+		fmt.Fprintf(b, "| %s | %s | %s | %.0f | %.0f | %.0f | %.0f |\n", x.Mode, x.Tool, x.Side, x.perSecond(x.BySyscall["futex"]),
+			x.perSecond(x.BySyscall["tgkill"]), x.perSecond(x.BySyscall["rt_sigreturn"]), x.perSecond(x.ThreadInvoluntary))
+	}
 }
 
 // costGoals: per mode, rig's syscalls (without its TX-stamp reads) and
@@ -427,6 +491,18 @@ func (r *Results) costGoals() []Goal {
 			met = met && a < MaxAllocsPerRT
 		}
 		g = append(g, countGoal(fmt.Sprintf("%s: rig's probe processes allocate nothing per round trip (< %g heap allocations per round trip: the longer round makes no more than the shorter)", mode, MaxAllocsPerRT), strings.Join(m, "; "), met))
+	}
+	for _, mode := range []string{"block", "busy"} {
+		nat, gor := r.costRow(mode, RigNative, "responder"), r.costRow(mode, CostRig, "responder")
+		if nat == nil {
+			continue
+		}
+		futex, tgkill := nat.BySyscall["futex"], nat.BySyscall["tgkill"]
+		m := fmt.Sprintf("%d futex, %d tgkill in the %v counted", futex, tgkill, nat.Window.Round(time.Millisecond))
+		if gor != nil {
+			m += fmt.Sprintf("; the Go responder's futex %.0f/s, tgkill %.0f/s", gor.perSecond(gor.BySyscall["futex"]), gor.perSecond(gor.BySyscall["tgkill"]))
+		}
+		g = append(g, countGoal(fmt.Sprintf("%s: the native responder's process makes no futex or tgkill call (no runtime hands its CPU around or preempts it)", mode), m, futex == 0 && tgkill == 0))
 	}
 	return g
 }

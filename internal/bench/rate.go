@@ -43,7 +43,7 @@ func (b *runner) rate(ctx context.Context) error {
 	cfg := b.cfg
 	count := int(cfg.RateTime / cfg.RateInterval)
 	fmt.Fprintf(cfg.Log, "bench: rate: rig %d requests at %v (%s responder)\n", count, cfg.RateInterval, cfg.RatePoll)
-	f, err := b.rigRound(ctx, filepath.Join(cfg.Dir, "rate", "rig"), cfg.RatePoll, "software", probe.DefaultSend().Spin, 0, cfg.RateInterval, count, 0)
+	f, err := b.rigRound(ctx, filepath.Join(cfg.Dir, "rate", "rig"), cfg.RatePoll, "software", probe.EngineGo, probe.DefaultSend().Spin, 0, cfg.RateInterval, count, 0)
 	if err != nil {
 		return err
 	}

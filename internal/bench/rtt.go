@@ -44,10 +44,12 @@ const NoStampRounds = 8
 type pool struct {
 	user, closed, sw, sp series
 	off                  series // closed-loop user RTT, kernel stamps off
+	nat                  series // closed-loop user RTT, the native responder
 	recvSnd, recvRsp     series // rig's kernel-stamp-to-read time per side (RecvRow)
 	lostRig, lostSP      int
-	lostOff              int
+	lostOff, lostNat     int
 	rigSnd, rigRsp       ThreadRow
+	natSnd, natRsp       ThreadRow
 	spCli, spSrv         ThreadRow
 }
 
@@ -133,7 +135,7 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 		// (which takes none) once the kernel's stamping is out of the path.
 		runRigOff := func() error {
 			b.logf("round %d %s: rig, timestamps off", k+1, mode)
-			f, err := b.rigRound(ctx, filepath.Join(modeDir, "rig-off-"+strconv.Itoa(k)), poll, "off", spin, k, time.Millisecond, count, warmup)
+			f, err := b.rigRound(ctx, filepath.Join(modeDir, "rig-off-"+strconv.Itoa(k)), poll, "off", probe.EngineGo, spin, k, time.Millisecond, count, warmup)
 			if err != nil {
 				return err
 			}
@@ -148,7 +150,7 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 		runRig := func() error {
 			b.logf("round %d %s: rig", k+1, mode)
 			dir := filepath.Join(modeDir, "rig-"+strconv.Itoa(k))
-			f, err := b.rigRound(ctx, dir, poll, "software", spin, k, time.Millisecond, count, warmup)
+			f, err := b.rigRound(ctx, dir, poll, "software", probe.EngineGo, spin, k, time.Millisecond, count, warmup)
 			if err != nil {
 				return err
 			}
@@ -188,6 +190,33 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 			}
 			continue
 		}
+		// rig's sender against the native responder (rig respond --engine
+		// native, the same --poll): the engines compared in the same rounds.
+		runNative := func() error {
+			b.logf("round %d %s: rig, native responder", k+1, mode)
+			dir := filepath.Join(modeDir, "rig-native-"+strconv.Itoa(k))
+			f, err := b.rigRound(ctx, dir, poll, "software", probe.EngineNative, spin, k, time.Millisecond, count, warmup)
+			if err != nil {
+				return fmt.Errorf("%w (native responder)", err)
+			}
+			rsp, err := samples.ReadFile(filepath.Join(dir, samples.FileName(samples.RoleResponder)))
+			if err != nil {
+				return fmt.Errorf("rig round (%s, round %d, native responder): %w", poll, k, err)
+			}
+			if f.Footer != nil {
+				pl.natSnd.add(f.Footer.Thread)
+			}
+			if rsp.Footer != nil {
+				pl.natRsp.add(rsp.Footer.Thread)
+			}
+			g, err := rigFigures(f)
+			if err != nil {
+				return fmt.Errorf("rig round (%s, round %d, native responder): sender file: %w", poll, k, err)
+			}
+			pl.nat.add(k, g.closed)
+			pl.lostNat += g.lost
+			return nil
+		}
 		runSockperf := func() error {
 			b.logf("round %d %s: sockperf", k+1, mode)
 			sp, err := b.sockperf(ctx, filepath.Join(cfg.Dir, "rtt", mode, "sockperf-"+strconv.Itoa(k)), mode == "busy", "1000", cfg.RoundTime)
@@ -206,6 +235,9 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 		runs := []func() error{runRig, runRigOff, runSockperf}
 		if !p.noStamps {
 			runs = []func() error{runRig, runSockperf}
+		}
+		if cfg.native() { // beside rig's: each still goes first in turn
+			runs = slices.Insert(runs, 1, runNative)
 		}
 		if err := rotate(k, runs...); err != nil {
 			return err
@@ -245,11 +277,15 @@ func (b *runner) finishRTT(st *rttState) {
 		}
 		if mode != ModeBlockDefault {
 			res.RTT = append(res.RTT, row(ToolNoStamps, p.off, p.lostOff), row("sockperf", p.sp, p.lostSP))
+			if b.cfg.native() {
+				res.RTT = append(res.RTT, row(ToolNative, p.nat, p.lostNat))
+			}
 		}
 		for _, t := range []struct {
 			row        *ThreadRow
 			tool, side string
-		}{{&p.rigSnd, "rig", "sender"}, {&p.rigRsp, "rig", "responder"}, {&p.spCli, "sockperf", "sender"}, {&p.spSrv, "sockperf", "responder"}} {
+		}{{&p.rigSnd, "rig", "sender"}, {&p.rigRsp, "rig", "responder"}, {&p.natSnd, RigNative, "sender"}, {&p.natRsp, RigNative, "responder"},
+			{&p.spCli, "sockperf", "sender"}, {&p.spSrv, "sockperf", "responder"}} {
 			if t.row.Rounds > 0 {
 				r := *t.row
 				r.Mode, r.Tool, r.Side = mode, t.tool, t.side

@@ -27,13 +27,19 @@ const EnvDir = "RIG_NATIVE_DIR"
 // it (name-linux-GOARCH). Missing, the error says how to build it and
 // wraps os.ErrNotExist.
 func Find(name string) (string, error) {
+	exe, err := os.Executable()
+	if err != nil && os.Getenv(EnvDir) == "" {
+		return "", fmt.Errorf("%s: where is rig's own executable? %w (set %s to the program's directory)", name, err, EnvDir)
+	}
+	return FindFor(exe, name)
+}
+
+// FindFor is Find as the rig executable at path rig does it: a tool that
+// starts rig (rigbench) learns before it does whether rig will find name.
+func FindFor(rig, name string) (string, error) {
 	dir := os.Getenv(EnvDir)
 	if dir == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return "", fmt.Errorf("%s: where is rig's own executable? %w (set %s to the program's directory)", name, err, EnvDir)
-		}
-		dir = filepath.Dir(exe)
+		dir = filepath.Dir(rig)
 	}
 	return find(dir, name)
 }

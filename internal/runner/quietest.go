@@ -22,7 +22,11 @@ func (r *run) pinQuietest(ctx context.Context, rsp *agent.Client, k scenario.Kno
 	if q == nil {
 		return k, nil, nil
 	}
-	rk, err := rsp.RankCPUs(ctx, q.CPUs, q.Window)
+	cpus, err := r.s.QuietestCPUs(rsp.Name, *q)
+	if err != nil {
+		return k, nil, err
+	}
+	rk, err := rsp.RankCPUs(ctx, cpus, q.Window)
 	if err != nil {
 		return k, nil, fmt.Errorf("ranking the CPUs for responder.cpu: quietest on host %s: %w", rsp.Name, err)
 	}

@@ -206,6 +206,9 @@ func (r *run) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range r.s.Warnings {
+		fmt.Fprintf(r.o.Log, "rig run: warning: %s\n", w.Error())
+	}
 	if r.to, err = r.unicastTo(byHost); err != nil {
 		return err
 	}

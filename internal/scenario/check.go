@@ -18,11 +18,14 @@ import (
 
 // checker collects the static problems of one file while converting it.
 type checker struct {
-	x    *posIndex
-	errs ErrorList
+	x     *posIndex
+	errs  ErrorList
+	warns ErrorList // what the run may want to change, not refused
 }
 
 func (c *checker) add(e *Error) { c.errs = append(c.errs, e) }
+
+func (c *checker) warn(path, reason, hint string) { c.warns = append(c.warns, c.x.valErr(path, reason, hint)) }
 
 func (c *checker) val(path, reason, hint string) { c.add(c.x.valErr(path, reason, hint)) }
 func (c *checker) key(path, reason, hint string) { c.add(c.x.keyErr(path, reason, hint)) }

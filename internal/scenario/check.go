@@ -25,7 +25,9 @@ type checker struct {
 
 func (c *checker) add(e *Error) { c.errs = append(c.errs, e) }
 
-func (c *checker) warn(path, reason, hint string) { c.warns = append(c.warns, c.x.valErr(path, reason, hint)) }
+func (c *checker) warn(path, reason, hint string) {
+	c.warns = append(c.warns, c.x.valErr(path, reason, hint))
+}
 
 func (c *checker) val(path, reason, hint string) { c.add(c.x.valErr(path, reason, hint)) }
 func (c *checker) key(path, reason, hint string) { c.add(c.x.keyErr(path, reason, hint)) }
@@ -355,11 +357,6 @@ func (c *checker) fanout(p string, s *Scenario, a Arm) {
 		if s.KnobsFor(a, h).Noise != nil {
 			c.key(p+".noise", fmt.Sprintf("arm %s: noise with several responders (%s): the window runs on one responder host", a.Name, h),
 				"run the noise arm in a scenario with one responder, or measure the CPUs by hand with rig noise --cpu N")
-			return
-		}
-		if s.KnobsFor(a, h).Responder.Quietest != nil {
-			c.val(p+".responder.cpu", fmt.Sprintf("arm %s: responder.cpu: quietest with several responders (%s)", a.Name, h),
-				"pin each responder to its CPU in responders: (e.g. responders: {"+h+": {responder: {cpu: 1}}})")
 			return
 		}
 	}

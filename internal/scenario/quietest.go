@@ -190,3 +190,49 @@ func (q Quietest) candidatesOr(online []int) []int {
 	}
 	return slices.Clone(online)
 }
+
+// sharedQuietest refuses arm i's quietest responders that share a
+// machine (the same boot id: namespaces of one kernel) unless one
+// ranking can give each a CPU of its own, as the runner does: they rank
+// the same candidates, at least one per responder once the CPUs the
+// machine's other responders are pinned to are left out.
+func (v *validator) sharedQuietest(i int, hosts map[string]*hostFacts) {
+	a := v.s.Arms[i]
+	byMachine := map[string][]string{}
+	for _, n := range v.s.Responders {
+		if h := hosts[n]; h != nil && h.f.BootID != "" {
+			byMachine[h.f.BootID] = append(byMachine[h.f.BootID], n)
+		}
+	}
+	for _, names := range byMachine {
+		var quiet []string
+		var taken, cands []int
+		for _, n := range names {
+			r := v.s.KnobsFor(a, n).Responder
+			if r.CPU != nil {
+				taken = append(taken, *r.CPU)
+			}
+			if r.Quietest == nil {
+				continue
+			}
+			c, err := v.s.QuietestCPUs(n, *r.Quietest)
+			if err != nil {
+				return // numa: nic was refused
+			}
+			if c == nil {
+				c = hosts[n].online
+			}
+			if len(quiet) > 0 && !slices.Equal(c, cands) {
+				v.c.val(v.knobField(i, n, "responder.cpu"), fmt.Sprintf("arm %s: responders %s and %s are on one machine (the same boot id) and rank different candidates (%s and %s)", a.Name, quiet[0], n, listOrNone(cands), listOrNone(c)),
+					"give them the same candidates: they are ranked once, and each takes the quietest CPU no other responder there has")
+				return
+			}
+			quiet, cands = append(quiet, n), c
+		}
+		free := slices.DeleteFunc(slices.Clone(cands), func(c int) bool { return slices.Contains(taken, c) })
+		if len(quiet) > len(free) {
+			v.c.val(v.knobField(i, quiet[len(free)], "responder.cpu"), fmt.Sprintf("arm %s: %d of the responders on one machine rank for quietest among %s, which leaves %s once the CPUs pinned to the others (%s) are out", a.Name, len(quiet), listOrNone(cands), listOrNone(free), listOrNone(taken)),
+				"list as many candidates as responders rank for them, or pin a responder by number")
+		}
+	}
+}

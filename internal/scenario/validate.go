@@ -161,6 +161,9 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 			}
 		}
 	}
+	for i := range s.Arms {
+		v.sharedQuietest(i, hosts)
+	}
 	if len(c.errs) > 0 {
 		return nil // requirements of an arm with a bad CPU mean nothing
 	}

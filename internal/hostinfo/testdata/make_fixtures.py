@@ -316,6 +316,7 @@ def numa2():
     task(root, 1, 1, 'systemd', 0)
     task(root, 2, 2, 'kthreadd', 0)
     w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t0-7\n')
+    w(root, '/proc/sys/kernel/random/boot_id', '6b1f4c1e-2f0a-4d7e-9c55-0e1d2a3b4c5d\n')
 
 def k8s_node(root, cmdline):
     # An 8-CPU node (4 cores x 2 threads, siblings c and c+4) with the

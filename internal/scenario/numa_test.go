@@ -24,6 +24,9 @@ func numaFacts(t *testing.T, s *Scenario) map[string]*facts.Facts {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if strings.Contains(string(s.Source), "# facts: no boot id") {
+		f.BootID = "" // an older rig on the host
+	}
 	m := map[string]*facts.Facts{}
 	for _, h := range s.Hosts {
 		if h.Local() || s.Emulate != "" {

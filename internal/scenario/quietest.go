@@ -200,8 +200,14 @@ func (v *validator) sharedQuietest(i int, hosts map[string]*hostFacts) {
 	a := v.s.Arms[i]
 	byMachine := map[string][]string{}
 	for _, n := range v.s.Responders {
-		if h := hosts[n]; h != nil && h.f.BootID != "" {
+		h := hosts[n]
+		switch {
+		case h == nil:
+		case h.f.BootID != "":
 			byMachine[h.f.BootID] = append(byMachine[h.f.BootID], n)
+		case v.s.Fanout() && v.s.KnobsFor(a, n).Responder.Quietest != nil:
+			v.c.val(v.knobField(i, n, "responder.cpu"), fmt.Sprintf("arm %s: cannot tell whether responder %s shares a machine with the others (two would rank the same quietest CPU): host %s does not report its kernel boot id", a.Name, n, n),
+				"install this rig's version on the host (its agent answers the facts), or pin the responders by number")
 		}
 	}
 	for _, names := range byMachine {

@@ -25,6 +25,15 @@ type checker struct {
 
 func (c *checker) add(e *Error) { c.errs = append(c.errs, e) }
 
+// valOnce is val for a check made per arm of a knob that may be written
+// once for all of them (in defaults): one error per place and reason.
+func (c *checker) valOnce(path, reason, hint string) {
+	e := c.x.valErr(path, reason, hint)
+	if !slices.ContainsFunc(c.errs, func(x *Error) bool { return *x == *e }) {
+		c.add(e)
+	}
+}
+
 func (c *checker) warn(path, reason, hint string) {
 	c.warns = append(c.warns, c.x.valErr(path, reason, hint))
 }

@@ -109,6 +109,12 @@ func TestQuietestOnNICNode(t *testing.T) {
 			t.Errorf("dry run: %v\n%s", err, out.String())
 		}
 	}
+	// Written once in defaults, refused once, not once per arm.
+	e := load(t, "name: t\nemulate: netns\ntraffic: {group: \"239.1.1.1:5000\"}\ndefaults:\n  responder: {cpu: {quietest: allowed, numa: nic}}\narms: [{name: a}, {name: b}]\n")
+	var list ErrorList
+	if err := Validate(e, numaFacts(t, e)); !errors.As(err, &list) || len(list) != 1 {
+		t.Errorf("numa: nic in defaults of an emulated scenario: %v", err)
+	}
 	// Not validated: the runner must not rank every CPU instead.
 	s := load(t, "name: t\nemulate: netns\ntraffic: {group: \"239.1.1.1:5000\"}\narms:\n  - name: a\n    responder: {cpu: {quietest: allowed, numa: nic}}\n")
 	if _, err := s.QuietestCPUs("responder", *s.Arms[0].Effective.Responder.Quietest); err == nil {

@@ -158,16 +158,16 @@ func (v *validator) nicNode(i int, h Host, hf *hostFacts) {
 	nic, err := hf.f.NICNodeOf(h.Iface)
 	switch {
 	case v.s.Emulate != "":
-		v.c.val(p, "numa: nic in an emulated topology: its interfaces are veths, which are on no NUMA node", "leave numa: out of an emulated scenario")
+		v.c.valOnce(p, "numa: nic in an emulated topology: its interfaces are veths, which are on no NUMA node", "leave numa: out of an emulated scenario")
 		return
 	case h.Iface == "":
-		v.c.val(p, fmt.Sprintf("numa: nic, and responder host %s has no iface", h.Name), fmt.Sprintf("name the interface (hosts.%s.iface)", h.Name))
+		v.c.valOnce(p, fmt.Sprintf("numa: nic, and responder host %s has no iface", h.Name), fmt.Sprintf("name the interface (hosts.%s.iface)", h.Name))
 		return
 	case errors.Is(err, os.ErrNotExist):
-		v.c.val(p, fmt.Sprintf("numa: nic, and host %s does not report the NUMA node of %s: %v", h.Name, h.Iface, err), "install this rig's version on the host (its agent answers the facts)")
+		v.c.valOnce(p, fmt.Sprintf("numa: nic, and host %s does not report the NUMA node of %s: %v", h.Name, h.Iface, err), "install this rig's version on the host (its agent answers the facts)")
 		return
 	case nic < 0:
-		v.c.val(p, fmt.Sprintf("numa: nic, and the platform gives no NUMA node for %s on host %s (device/numa_node is -1 or absent)", h.Iface, h.Name),
+		v.c.valOnce(p, fmt.Sprintf("numa: nic, and the platform gives no NUMA node for %s on host %s (device/numa_node is -1 or absent)", h.Iface, h.Name),
 			"leave numa: out (on a host with one node every CPU is on the NIC's), or list the candidates of the NIC's node in quietest:")
 		return
 	}
@@ -177,7 +177,7 @@ func (v *validator) nicNode(i int, h Host, hf *hostFacts) {
 	}
 	v.s.NICNodeCPUs[h.Name] = node
 	if cands := q.candidatesOr(hf.online); len(cpulist.Intersect(cands, node)) == 0 {
-		v.c.val(p, fmt.Sprintf("numa: nic leaves no candidate: none of %s is on NUMA node %d of %s on host %s (its CPUs: %s)", listOrNone(cands), nic, h.Iface, h.Name, listOrNone(node)),
+		v.c.valOnce(p, fmt.Sprintf("numa: nic leaves no candidate: none of %s is on NUMA node %d of %s on host %s (its CPUs: %s)", listOrNone(cands), nic, h.Iface, h.Name, listOrNone(node)),
 			fmt.Sprintf("list candidates from %s, or quietest: allowed", listOrNone(node)))
 	}
 }
@@ -206,7 +206,7 @@ func (v *validator) sharedQuietest(i int, hosts map[string]*hostFacts) {
 		case h.f.BootID != "":
 			byMachine[h.f.BootID] = append(byMachine[h.f.BootID], n)
 		case v.s.Fanout() && v.s.KnobsFor(a, n).Responder.Quietest != nil:
-			v.c.val(v.knobField(i, n, "responder.cpu"), fmt.Sprintf("arm %s: cannot tell whether responder %s shares a machine with the others (two would rank the same quietest CPU): host %s does not report its kernel boot id", a.Name, n, n),
+			v.c.valOnce(v.knobField(i, n, "responder.cpu"), fmt.Sprintf("cannot tell whether responder %s shares a machine with the others (two would rank the same quietest CPU): host %s does not report its kernel boot id", n, n),
 				"install this rig's version on the host (its agent answers the facts), or pin the responders by number")
 		}
 	}

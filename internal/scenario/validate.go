@@ -389,8 +389,8 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 		cpus = []int{*e.Responder.CPU}
 	case e.Responder.Quietest != nil:
 		cpus = e.Responder.Quietest.candidatesOr(hf.online)
-		if node, err := v.s.QuietestCPUs(rsp.Name, *e.Responder.Quietest); err == nil && e.Responder.Quietest.NICNode {
-			cpus = cpulist.Intersect(cpus, node)
+		if c, err := v.s.QuietestCPUs(rsp.Name, *e.Responder.Quietest); err == nil && c != nil {
+			cpus = c // numa: nic
 		}
 	}
 	cstateErrs := len(v.c.errs)

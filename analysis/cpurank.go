@@ -21,7 +21,7 @@ func decodeRank(b []byte) (*rundir.Ranking, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
 	}
-	if r.Format != rundir.RankingFormat || len(r.CPUs) == 0 || r.CPUs[0].CPU != r.Chosen {
+	if r.Format != rundir.RankingFormat || r.Get(r.Chosen) == nil {
 		return nil, fmt.Errorf("not a CPU ranking (format %q, %d CPUs, chosen %d)", r.Format, len(r.CPUs), r.Chosen)
 	}
 	return &r, nil
@@ -35,7 +35,7 @@ func rankBlocks(a *TelemetryArm) []TelemetryBlock {
 	var rows [][]string
 	var first *rundir.Ranking
 	for _, rd := range a.Rounds {
-		path := filepath.Join(rd.Dir, rundir.CPURank)
+		path := filepath.Join(rd.Dir, rundir.CPURankFile(rd.Responder))
 		b, err := rundir.ReadRegular(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -51,11 +51,14 @@ func rankBlocks(a *TelemetryArm) []TelemetryBlock {
 		if first == nil {
 			first = r
 		}
-		next := ""
-		if len(r.CPUs) > 1 {
+		c, next := r.Get(r.Chosen), ""
+		switch {
+		case c.Rank > 1: // a quieter one went to another responder on the machine
+			next = fmt.Sprintf(", rank %d: CPU %s went to the other responders there", c.Rank, cpuList(rankedBefore(r, c.Rank)))
+		case len(r.CPUs) > 1:
 			next = fmt.Sprintf(", next CPU %d at %.0f µs/s", r.CPUs[1].CPU, r.CPUs[1].Cost)
 		}
-		chosen = append(chosen, fmt.Sprintf("round %d: CPU %d (%.0f µs/s%s)", rd.K, r.Chosen, r.CPUs[0].Cost, next))
+		chosen = append(chosen, fmt.Sprintf("round %d: CPU %d (%.0f µs/s%s)", rd.K, r.Chosen, c.Cost, next))
 		for _, c := range r.CPUs {
 			busiest := strings.Join(append(append([]string{}, c.TopThreads...), c.TopIRQs...), "; ")
 			rows = append(rows, []string{fmt.Sprint(rd.K), fmt.Sprint(c.Rank), fmt.Sprint(c.CPU), f0(c.Cost), f0(c.RunUS),
@@ -84,3 +87,14 @@ func rankBlocks(a *TelemetryArm) []TelemetryBlock {
 }
 
 func f0(v float64) string { return fmt.Sprintf("%.0f", v) }
+
+// rankedBefore lists the CPUs ranked above rank.
+func rankedBefore(r *rundir.Ranking, rank int) []int {
+	var l []int
+	for _, c := range r.CPUs {
+		if c.Rank < rank {
+			l = append(l, c.CPU)
+		}
+	}
+	return l
+}

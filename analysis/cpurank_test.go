@@ -56,3 +56,26 @@ func TestCPURankSummary(t *testing.T) {
 		t.Fatal("blocks for an arm without rankings")
 	}
 }
+
+// A fan-out round's responder 1 reads its own ranking (cpu-rank-1.json),
+// where two responders on one machine were ranked once and it took the
+// second CPU: the report shows its pick and why it is not the first.
+func TestCPURankPerResponder(t *testing.T) {
+	rk := rundir.Ranking{Format: rundir.RankingFormat, Candidates: []int{0, 1}, Chosen: 0, WindowNS: 1e9,
+		CPUs: []rundir.RankedCPU{{CPU: 1, Rank: 1, Cost: 20}, {CPU: 0, Rank: 2, Cost: 35}}}
+	b, err := json.Marshal(rk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, rundir.CPURankFile(1)), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blocks := rankBlocks(&TelemetryArm{Arm: "q@responder1", Rounds: []TelemetryRound{{K: 0, Dir: dir, Responder: 1}}})
+	if len(blocks) != 2 || !strings.Contains(blocks[0].Text, "round 0: CPU 0 (35 µs/s, rank 2: CPU 1 went to the other responders there)") {
+		t.Fatalf("%+v", blocks)
+	}
+	if rankBlocks(&TelemetryArm{Arm: "q@responder", Rounds: []TelemetryRound{{K: 0, Dir: dir}}}) != nil {
+		t.Fatal("responder 0 read responder 1's ranking")
+	}
+}

@@ -49,3 +49,18 @@ arms:
 		t.Fatalf("plan:\n%s", out.String())
 	}
 }
+
+// On a two-node host (fake tree: ens1 on node 1) `rig run --dry-run`
+// goes ahead and prints the warning for the arm whose responder CPU is
+// on node 0, at its place in the file.
+func TestDryRunNUMAWarning(t *testing.T) {
+	numa2 := hostfs.FS{Root: "../../internal/hostinfo/testdata/numa2"}
+	var out bytes.Buffer
+	f := "../../internal/scenario/testdata/numa/warn-cpu-off-node.yaml"
+	if err := dryRun(context.Background(), &out, f, numa2); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "warning: "+f+":14:22: arm far: responder CPU 1 on host rsp is on NUMA node 0") {
+		t.Fatalf("dry run:\n%s", out.String())
+	}
+}

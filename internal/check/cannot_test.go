@@ -81,6 +81,9 @@ func TestCannotTellIsNeverOK(t *testing.T) {
 			unreadable(t, h, "/proc/sys/net/ipv4/conf/ens5/force_igmp_version")
 		}, Warn, "IGMP version"},
 		{"net.igmp", "c7i", 3, Options{Iface: "ens5", Multicast: true}, func(t *testing.T, h hostfs.FS) { unreadable(t, h, "/sys/class/dmi/id/sys_vendor") }, Warn, "DMI"},
+		{"nic.numa", "numa2", 5, Options{Iface: "ens1"}, func(t *testing.T, h hostfs.FS) { unreadable(t, h, "/sys/class/net/ens1/device/numa_node") }, Warn, "NUMA node of ens1"},
+		{"nic.numa", "numa2", 5, Options{Iface: "ens2"}, nil, Warn, "which of the 2 NUMA nodes ens2 is on"},
+		{"nic.numa", "numa2", 5, Options{Iface: "ens1"}, func(t *testing.T, h hostfs.FS) { remove(t, h, cpuDir+"/cpu5/node1") }, Warn, "NUMA node of CPU 5"},
 		{"nic.ena.express", "c7i", 3, Options{Iface: "ens5"}, nil, Warn, "ena_srd_mode"},
 		{"cgroup.cpu_max", "eks-al2-shared", 2, Options{Getenv: pod(burstable)}, func(t *testing.T, h hostfs.FS) {
 			remove(t, h, "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us")

@@ -388,3 +388,32 @@ func TestExaNICBypassOnly(t *testing.T) {
 		t.Fatalf("mlx5 has no bypass_only: %+v", g)
 	}
 }
+
+// nic.numa: ok when the responder CPU is on its NIC's node, a warning
+// naming the node's CPUs when not; a single-node host whose NIC has no
+// node is fine.
+func TestNICNUMA(t *testing.T) {
+	for _, c := range []struct {
+		tree, iface string
+		cpu         int
+		sev         Severity
+		says        string
+	}{
+		{"numa2", "ens1", 5, OK, "CPU 5 and ens1 are on NUMA node 1"},
+		{"numa2", "ens1", 1, Warn, "CPU 1 is on NUMA node 0, ens1 on node 1"},
+		{"c7i", "ens5", 3, OK, "no NUMA information for ens5"},
+		{"numa2", "nosuch0", 1, Skip, "does not exist"},
+	} {
+		r := run(t, fx(c.tree), Options{CPU: c.cpu, Iface: c.iface, NIC: withTS(fx(c.tree), fakeTS{ti: hwAll})})
+		g := r.Get("nic.numa")
+		if g == nil || g.Severity != c.sev || !strings.Contains(g.Observed, c.says) {
+			t.Errorf("%s %s CPU %d: %+v, want %s saying %q", c.tree, c.iface, c.cpu, g, c.sev, c.says)
+		}
+		if c.sev == Warn && !strings.Contains(g.Fix, "node 1 (CPUs 4-7)") {
+			t.Errorf("fix %q does not name node 1's CPUs", g.Fix)
+		}
+	}
+	if g := run(t, fx("numa2"), Options{CPU: 1}).Get("nic.numa"); g == nil || g.Severity != Skip {
+		t.Errorf("no --iface: %+v", g)
+	}
+}

@@ -14,11 +14,12 @@ import (
 func (x *runner) nic() {
 	ifc := x.o.Iface
 	if ifc == "" {
-		for _, id := range []string{"nic.hwts", "nic.txsw", "nic.phc", "nic.ptp4l"} {
+		for _, id := range []string{"nic.hwts", "nic.txsw", "nic.phc", "nic.ptp4l", "nic.numa"} {
 			x.add(id, Skip, "", "no --iface given")
 		}
 		return
 	}
+	x.numa(ifc)
 	env := x.nicEnv()
 	st, err := tstamp.ReadNIC(env.TS, ifc)
 	switch {
@@ -108,5 +109,40 @@ func (x *runner) bypass(env *facts.NIC, ifc string) {
 			"%s is in ExaNIC bypass-only mode: the kernel sends and receives nothing on it, so rig's probes would wait for packets that never come", ifc)
 	case has:
 		x.add("nic.bypass", OK, "", "%s is not in bypass-only mode: the kernel sends and receives on it", ifc)
+	}
+}
+
+// numa: a responder on another NUMA node than its NIC reaches the
+// packets' memory and the NIC's registers across the interconnect.
+func (x *runner) numa(ifc string) {
+	nic, err := hostinfo.NICNode(x.fs, ifc)
+	if errors.Is(err, os.ErrNotExist) {
+		x.add("nic.numa", Skip, "", "interface %s does not exist", ifc)
+		return
+	}
+	if err != nil {
+		x.cannot("nic.numa", Warn, "", "cannot read the NUMA node of %s: %v", ifc, err)
+		return
+	}
+	nodes := map[int][]int{}
+	for _, c := range x.online {
+		if n := hostinfo.CPUNode(x.fs, c); n >= 0 {
+			nodes[n] = append(nodes[n], c)
+		}
+	}
+	cpu := hostinfo.CPUNode(x.fs, x.r.CPU)
+	switch {
+	case nic < 0 && len(nodes) <= 1:
+		x.add("nic.numa", OK, "", "no NUMA information for %s (device/numa_node -1 or absent), on a host with one node", ifc)
+	case nic < 0:
+		x.cannot("nic.numa", Warn, "ask the platform's documentation which node the NIC's PCIe slot is on, and pick the responder CPU there",
+			"cannot tell which of the %d NUMA nodes %s is on: the platform gives none (device/numa_node -1 or absent)", len(nodes), ifc)
+	case cpu < 0:
+		x.cannot("nic.numa", Warn, "", "cannot tell the NUMA node of CPU %d (no node link under /sys/devices/system/cpu/cpu%d); %s is on node %d", x.r.CPU, x.r.CPU, ifc, nic)
+	case cpu == nic:
+		x.add("nic.numa", OK, "", "CPU %d and %s are on NUMA node %d", x.r.CPU, ifc, nic)
+	default:
+		x.add("nic.numa", Warn, fmt.Sprintf("pin the responder on node %d (CPUs %s): --cpu N, or responder: {cpu: {quietest: allowed, numa: nic}}", nic, list(nodes[nic])),
+			"CPU %d is on NUMA node %d, %s on node %d: every packet and the NIC's registers are reached across the interconnect", x.r.CPU, cpu, ifc, nic)
 	}
 }

@@ -124,5 +124,16 @@ func Union(a, b []int) []int {
 	return slices.Compact(u)
 }
 
+// Intersect returns the CPUs of a that are in b, in a's order.
+func Intersect(a, b []int) []int {
+	var out []int
+	for _, c := range a {
+		if slices.Contains(b, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Contains reports whether cpu is in cpus.
 func Contains(cpus []int, cpu int) bool { return slices.Contains(cpus, cpu) }

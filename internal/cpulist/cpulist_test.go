@@ -81,3 +81,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestIntersect(t *testing.T) {
+	for _, c := range []struct{ a, b, want []int }{
+		{nil, []int{1}, nil},
+		{[]int{5, 2, 7}, []int{2, 7, 9}, []int{2, 7}},
+		{[]int{0, 1}, []int{4, 5}, nil},
+	} {
+		if got := Intersect(c.a, c.b); !slices.Equal(got, c.want) {
+			t.Errorf("Intersect(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

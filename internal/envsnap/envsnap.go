@@ -102,7 +102,13 @@ func Take(ctx context.Context, fs hostfs.FS, opts Options) *rundir.Snapshot {
 	c.fail("cgroup", err)
 	if len(opts.Ifaces) > 0 {
 		s.NIC = map[string]any{}
+		s.NICNode = map[string]int{}
 		for _, ifc := range opts.Ifaces {
+			n, err := hostinfo.NICNode(fs, ifc)
+			c.fail("numa node of "+ifc, err)
+			if err == nil {
+				s.NICNode[ifc] = n
+			}
 			f, err := NICFacts(ctx, fs, ifc)
 			c.fail("nic "+ifc, err)
 			if err == nil {

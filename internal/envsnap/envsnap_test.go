@@ -167,3 +167,22 @@ func TestPowerEnvironment(t *testing.T) {
 		t.Fatalf("tuned on a fake root without $RIG_TUNED_ADM: %+v %v", vm.Power.Tuned, vm.Absent)
 	}
 }
+
+// env/<host>.json of a two-node host records each CPU's node and the
+// responder NIC's, -1 where the platform gives none.
+func TestNUMAHost(t *testing.T) {
+	old := NICFacts
+	NICFacts = func(context.Context, hostfs.FS, string) (any, error) { return nil, nil }
+	defer func() { NICFacts = old }()
+	s := Take(context.Background(), fx("numa2"), Options{Getenv: noenv, Ifaces: []string{"ens1", "ens2"}})
+	if !reflect.DeepEqual(s.CPU.NUMA, []int{0, 1}) || s.CPU.Topology[5].Node != 1 || s.CPU.Topology[0].Node != 0 {
+		t.Fatalf("cpu %+v", s.CPU)
+	}
+	if !reflect.DeepEqual(s.NICNode, map[string]int{"ens1": 1, "ens2": -1}) {
+		t.Fatalf("nic numa nodes %v", s.NICNode)
+	}
+	var b strings.Builder
+	if err := s.WriteText(&b); err != nil || !strings.Contains(b.String(), "nic ens1:        NUMA node 1\n") || !strings.Contains(b.String(), "NUMA node none given by the platform") {
+		t.Errorf("text: %v\n%s", err, b.String())
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/probe"
+	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -34,6 +35,16 @@ type Facts struct {
 	NohzFull []int         `json:"nohz_full"`
 	Ifaces   []string      `json:"ifaces"`
 	StressNG bool          `json:"stress_ng"`
+	// Node is each online CPU's NUMA node, NICNode each interface's
+	// (-1: the platform gives none); CPUs the kernel places on no node are
+	// left out. nil: an older agent.
+	Node    map[int]int    `json:"numa_node,omitempty"`
+	NICNode map[string]int `json:"nic_numa_node,omitempty"`
+	// SchedRT is the RT bandwidth; nil when not read.
+	SchedRT *rundir.SchedRT `json:"sched_rt,omitempty"`
+	// BootID is the kernel's boot_id: hosts that report the same one are
+	// one machine (namespaces of it), sharing its CPUs. "": unknown.
+	BootID string `json:"boot_id,omitempty"`
 	// IdleStates lists each CPU's cpuidle state names in index order.
 	IdleStates map[int][]string `json:"idle_states"`
 	// MgmtIfaces are the management interfaces rig does not change
@@ -45,7 +56,7 @@ type Facts struct {
 	// requests can go); nil (an older agent, a fake root) means unknown.
 	Addrs map[string][]netip.Addr `json:"addrs"`
 	// Missing names facilities the host lacks (isolated, nohz_full,
-	// cpuidle, net).
+	// cpuidle, net, sched_rt, boot_id).
 	Missing []string `json:"missing,omitempty"`
 	// Power is the frequency control (cpufreq, turbo, tuned:
 	// power.ReadFacts); nil from an agent that does not report it, which
@@ -148,4 +159,34 @@ func (f *Facts) IdleStatesOf(cpu int) ([]string, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("cpu%d/cpuidle: %w", cpu, os.ErrNotExist)
+}
+
+// NICNodeOf is iface's NUMA node, -1 when the platform gives none; an
+// error wrapping os.ErrNotExist when the host does not report it.
+func (f *Facts) NICNodeOf(iface string) (int, error) {
+	if n, ok := f.NICNode[iface]; ok {
+		return n, nil
+	}
+	return -1, fmt.Errorf("NUMA node of %s: the host does not report it (an older rig, or no such interface): %w", iface, os.ErrNotExist)
+}
+
+// NodeCPUs lists the online CPUs on NUMA node n.
+func (f *Facts) NodeCPUs(n int) []int {
+	var l []int
+	for _, c := range f.Online {
+		if nc, ok := f.Node[c]; ok && nc == n {
+			l = append(l, c)
+		}
+	}
+	return l
+}
+
+// Nodes counts the NUMA nodes the CPUs are on (0: the kernel places them
+// on none).
+func (f *Facts) Nodes() int {
+	seen := map[int]bool{}
+	for _, n := range f.Node {
+		seen[n] = true
+	}
+	return len(seen)
 }

@@ -71,3 +71,26 @@ func TestReadFactsAddresses(t *testing.T) {
 		t.Errorf("fake root: %v %v", err, fake.Addrs)
 	}
 }
+
+// The NUMA facts of a two-node host: each CPU's node, each interface's
+// (-1 where the platform gives none), and the RT bandwidth.
+func TestReadFactsNUMA(t *testing.T) {
+	f := tree(t, hostfs.FS{Root: "../hostinfo/testdata/numa2"})
+	if f.Nodes() != 2 || !slices.Equal(f.NodeCPUs(1), []int{4, 5, 6, 7}) || !slices.Equal(f.NodeCPUs(0), []int{0, 1, 2, 3}) {
+		t.Errorf("nodes %d: %v", f.Nodes(), f.Node)
+	}
+	for ifc, want := range map[string]int{"ens1": 1, "ens2": -1, "vr0": -1} {
+		if n, err := f.NICNodeOf(ifc); n != want || err != nil {
+			t.Errorf("%s: %d %v, want %d", ifc, n, err, want)
+		}
+	}
+	if _, err := f.NICNodeOf("nosuch0"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("unknown interface: %v", err)
+	}
+	if f.SchedRT == nil || f.SchedRT.RuntimeUS != 950000 {
+		t.Errorf("sched_rt %+v", f.SchedRT)
+	}
+	if l := tree(t, hostfs.Default()); l.BootID == "" || l.SchedRT == nil {
+		t.Errorf("this machine: boot_id %q, sched_rt %v", l.BootID, l.SchedRT)
+	}
+}

@@ -24,7 +24,7 @@ import (
 // an interface whose timestamping or addresses cannot be asked (a fake
 // root) is left out of those maps. Other read failures are errors.
 func Read(fs hostfs.FS) (*Facts, error) {
-	f := &Facts{Siblings: map[int][]int{}, Timestamping: map[string]tstamp.NICState{}, IdleStates: map[int][]string{}}
+	f := &Facts{Siblings: map[int][]int{}, Timestamping: map[string]tstamp.NICState{}, IdleStates: map[int][]string{}, Node: map[int]int{}, NICNode: map[string]int{}}
 	var err error
 	if f.Online, err = hostinfo.OnlineCPUs(fs); err != nil {
 		return nil, err
@@ -45,6 +45,9 @@ func Read(fs hostfs.FS) (*Facts, error) {
 	for _, c := range f.Online {
 		if f.Siblings[c], err = hostinfo.ThreadSiblings(fs, c); err != nil {
 			return nil, err
+		}
+		if n := hostinfo.CPUNode(fs, c); n >= 0 {
+			f.Node[c] = n
 		}
 		st, err := hostinfo.ReadIdleStates(fs, c)
 		switch {
@@ -68,7 +71,21 @@ func Read(fs hostfs.FS) (*Facts, error) {
 		f.Ifaces = append(f.Ifaces, e.Name())
 	}
 	for _, i := range f.Ifaces {
+		switch n, err := hostinfo.NICNode(fs, i); {
+		case err == nil:
+			f.NICNode[i] = n
+		case !errors.Is(err, os.ErrNotExist): // else gone since the listing
+			return nil, err
+		}
 		f.readNIC(fs, i)
+	}
+	if rt, err := hostinfo.ReadSchedRT(fs); missing("sched_rt", err) != nil {
+		return nil, err
+	} else if err == nil {
+		f.SchedRT = &rt
+	}
+	if f.BootID, err = fs.ReadString("/proc/sys/kernel/random/boot_id"); missing("boot_id", err) != nil {
+		return nil, err
 	}
 	if f.StressNG, err = hasStressNG(); err != nil {
 		return nil, err

@@ -68,12 +68,33 @@ func ReadTopology(fs hostfs.FS, cpu int) (rundir.CPUTopology, error) {
 	if t.ThreadSiblings, err = ThreadSiblings(fs, cpu); err != nil {
 		return t, err
 	}
+	t.Node = CPUNode(fs, cpu)
+	return t, nil
+}
+
+// CPUNode is cpu's NUMA node, from its nodeN link; -1 when the kernel
+// gives none (built without NUMA).
+func CPUNode(fs hostfs.FS, cpu int) int {
 	if m, _ := fs.Glob(fmt.Sprintf("%s/cpu%d/node*", cpuDir, cpu)); len(m) > 0 {
 		if n, err := strconv.Atoi(strings.TrimPrefix(m[0][strings.LastIndex(m[0], "/")+1:], "node")); err == nil {
-			t.Node = n
+			return n
 		}
 	}
-	return t, nil
+	return -1
+}
+
+// NICNode is iface's NUMA node (/sys/class/net/IF/device/numa_node): -1
+// when the platform gives none (the file says -1, or a virtual device
+// has no device directory).
+func NICNode(fs hostfs.FS, iface string) (int, error) {
+	n, err := fs.ReadInt("/sys/class/net/" + iface + "/device/numa_node")
+	if errors.Is(err, os.ErrNotExist) && fs.Exists("/sys/class/net/"+iface) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	return int(max(n, -1)), nil
 }
 
 // CPUModel returns the first "model name" of /proc/cpuinfo (x86) or the

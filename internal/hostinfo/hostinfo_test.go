@@ -575,3 +575,26 @@ func TestHostPIDs(t *testing.T) {
 		}
 	}
 }
+
+// A two-node host: each CPU's node from its nodeN link, the NIC's from
+// its device; a device whose platform gives none, and a veth without a
+// device, are -1; an interface that does not exist is an error.
+func TestNUMANodes(t *testing.T) {
+	fs := hostfs.FS{Root: "testdata/numa2"}
+	for cpu, want := range map[int]int{0: 0, 3: 0, 4: 1, 7: 1} {
+		if n := CPUNode(fs, cpu); n != want {
+			t.Errorf("cpu%d: node %d, want %d", cpu, n, want)
+		}
+	}
+	if n := CPUNode(hostfs.FS{Root: t.TempDir()}, 0); n != -1 {
+		t.Errorf("no node link: %d", n)
+	}
+	for ifc, want := range map[string]int{"ens1": 1, "ens2": -1, "vr0": -1} {
+		if n, err := NICNode(fs, ifc); n != want || err != nil {
+			t.Errorf("%s: node %d %v, want %d", ifc, n, err, want)
+		}
+	}
+	if _, err := NICNode(fs, "nosuch0"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("unknown interface: %v", err)
+	}
+}

@@ -32,6 +32,9 @@ type Snapshot struct {
 	PTP          []Process `json:"ptp_daemons"`
 	InKubernetes bool      `json:"in_kubernetes"`
 	Cgroup       *Cgroup   `json:"cgroup,omitempty"`
+	// NICNode is the NUMA node of each interface of NIC
+	// (/sys/class/net/IF/device/numa_node); -1: the platform gives none.
+	NICNode map[string]int `json:"nic_numa_node,omitempty"`
 	// NIC maps interface name to what envsnap.NICFacts returned (a
 	// nicctl.Info from a host).
 	NIC    map[string]any `json:"nic,omitempty"`

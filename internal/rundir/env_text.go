@@ -3,6 +3,8 @@ package rundir
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/rig-project/rig/internal/cpulist"
@@ -122,6 +124,13 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 		if len(c.Missing) > 0 {
 			p("cgroup", "not read (absent): %s", strings.Join(c.Missing, " "))
 		}
+	}
+	for _, ifc := range slices.Sorted(maps.Keys(s.NICNode)) {
+		n, node := s.NICNode[ifc], fmt.Sprint(s.NICNode[ifc])
+		if n < 0 {
+			node = "none given by the platform"
+		}
+		p("nic "+ifc, "NUMA node %s", node)
 	}
 	for ifc, f := range s.NIC {
 		// facts.Info prints itself (driver, ENA facts, queues, IRQs).

@@ -116,6 +116,16 @@ func TelemetryFile(id uint32) string {
 	return "telemetry-" + strconv.FormatUint(uint64(id), 10) + ".json"
 }
 
+// CPURankFile is the CPU ranking of responder id in a round directory:
+// cpu-rank.json for responder 0, cpu-rank-<id>.json for the others of a
+// fan-out round.
+func CPURankFile(id uint32) string {
+	if id == 0 {
+		return CPURank
+	}
+	return "cpu-rank-" + strconv.FormatUint(uint64(id), 10) + ".json"
+}
+
 // RoundDir is the directory of one arm's round k.
 func RoundDir(run, arm string, k int) string {
 	return filepath.Join(run, ArmsDir, arm, "round-"+strconv.Itoa(k))

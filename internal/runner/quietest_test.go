@@ -114,3 +114,87 @@ arms:
 		})
 	}
 }
+
+// TestQuietestFanout runs an emulated fan-out whose arm says
+// responder.cpu: quietest for both responders while stress-ng (started
+// by the test) loads CPU 0: the responders share this machine, so one
+// ranking gives responder (id 0) the quiet CPU 1 and responder1 CPU 0,
+// each round keeps each responder's ranking, each responder ran where
+// its ranking says, and the report shows both picks.
+func TestQuietestFanout(t *testing.T) {
+	testbin.Integration(t)
+	testbin.StressNG(t)
+	t.Cleanup(func() {
+		if testbin.StressNGRuns() {
+			t.Error("stress-ng left running")
+		}
+	})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "q.yaml")
+	os.WriteFile(path, []byte(`name: quiet-fanout
+emulate: netns
+responders: 2
+traffic: {group: 239.67.0.2:7611, interval: 1ms, count: 300}
+timestamps: software
+rounds: 2
+require-check: true
+arms:
+  - name: quietest
+    responder: {cpu: {quietest: allowed, window: 700ms}}
+`), 0o644)
+	s, err := scenario.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := load.Start(load.Spec{Args: "--cpu 1", CPUs: []int{0}, Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.Background(), 3*time.Second)
+	var log bytes.Buffer
+	state := filepath.Join(dir, "state")
+	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
+		Rig: testbin.Rig(t), StateDir: state, FS: hostfs.Default(), Log: &log})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	if err := p.Stop(context.Background(), 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"rig check: responder CPU 1", "rig check: responder CPU 0"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("require-check did not say %q:\n%s", want, log.String())
+		}
+	}
+	for r := 0; r < 2; r++ {
+		rd := rundir.RoundDir(res.Dir, "quietest", r)
+		for id, want := range []int{1, 0} {
+			b, err := os.ReadFile(filepath.Join(rd, rundir.CPURankFile(uint32(id))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rk rundir.Ranking
+			if err := json.Unmarshal(b, &rk); err != nil || len(rk.CPUs) != 2 || !strings.Contains(strings.Join(rk.Notes, " "), "ranked once for the responders responder, responder1") {
+				t.Fatalf("round %d responder %d ranking: %v %+v", r, id, err, rk)
+			}
+			if rk.Chosen != want {
+				testbin.BusyElsewhere(t, &rk, 1)
+				t.Fatalf("round %d responder %d: CPU %d, want %d: %+v", r, id, rk.Chosen, want, rk.CPUs)
+			}
+			f, err := samples.ReadFile(filepath.Join(rd, samples.ResponderFileName(uint32(id))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Header.Settings["cpu"]; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("round %d responder %d ran on CPU %v, want %d", r, id, got, want)
+			}
+		}
+	}
+	rep, err := os.ReadFile(filepath.Join(res.Dir, "report.md"))
+	if err != nil || !bytes.Contains(rep, []byte("round 0: CPU 1 (")) || !bytes.Contains(rep, []byte("rank 2: CPU 1 went to the other responders there")) {
+		t.Errorf("report.md lacks each responder's pick: %v", err)
+	}
+	if err := journal.CheckPending(state); err != nil {
+		t.Errorf("journal: %v", err)
+	}
+}

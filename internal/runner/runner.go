@@ -138,6 +138,9 @@ type run struct {
 	start time.Time
 	dir   string
 	man   *rundir.Manifest
+	// bootID is each host's kernel boot id (its facts): responders with
+	// the same one share a machine's CPUs.
+	bootID map[string]string
 }
 
 // Run executes the scenario. The run directory is returned even when the
@@ -211,6 +214,13 @@ func (r *run) prepare(ctx context.Context) error {
 		for _, n := range a.Notes {
 			fmt.Fprintf(r.o.Log, "rig run: arm %s: note: %s\n", a.Name, n)
 		}
+	}
+	r.bootID = map[string]string{}
+	for name, f := range byHost {
+		r.bootID[name] = f.BootID
+	}
+	for _, w := range r.s.Warnings {
+		fmt.Fprintf(r.o.Log, "rig run: warning: %s\n", w.Error())
 	}
 	if r.to, err = r.unicastTo(byHost); err != nil {
 		return err
@@ -371,11 +381,12 @@ func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress fu
 			err = errors.Join(err, undos[i]())
 		}
 	}()
+	ks, err := r.pinQuietest(ctx, arm, spec.Dir)
+	if err != nil {
+		return err
+	}
 	for i, h := range r.hs.responders {
-		k, _, err := r.pinQuietest(ctx, h.Agent, r.knobs(arm, i), spec.Dir)
-		if err != nil {
-			return err
-		}
+		k := ks[i]
 		undo, err := r.applyOn(ctx, arm.Name, h, k, length)
 		if err != nil {
 			return err
@@ -787,37 +798,46 @@ func (e *CheckFailedError) Error() string {
 // CPU the arms give it (with several responders, each host's own knobs:
 // defaults, then responders.<host>, then the arm's), and stops the run on
 // a FAIL or on a check that can FAIL and could not tell (warnings are
-// logged). An arm with responder.cpu: quietest (one
-// responder only) is checked on the CPU a ranking picks now (each round
-// ranks again); an arm that leaves the CPU unset, on the CPU rig check
+// logged). An arm with responder.cpu: quietest is checked on the CPU a
+// ranking picks now (each round ranks again; pinQuietest); an arm that leaves the CPU unset, on the CPU rig check
 // picks among the CPUs the host lets rig use.
 func (r *run) preflight(ctx context.Context) error {
 	multicast := slices.ContainsFunc(r.plan.Arms, func(a scenario.Arm) bool { return a.Request != scenario.RequestUnicast })
-	for i, h := range r.hs.responders {
-		seen := map[int]bool{}
-		ranked := map[string]int{} // quietest candidates → the CPU picked
-		for _, a := range r.plan.Arms {
-			k := r.knobs(a, i)
+	seen := make([]map[int]bool, len(r.hs.responders))
+	ranked := map[string][]scenario.Knobs{} // the arm's quietest choices → the CPUs picked
+	for _, a := range r.plan.Arms {
+		var cpus []string // each responder's choice: the ranking's key
+		for i := range r.hs.responders {
+			switch k := r.knobs(a, i).Responder; {
+			case k.Quietest != nil:
+				cpus = append(cpus, k.Quietest.String())
+			case k.CPU != nil:
+				cpus = append(cpus, fmt.Sprint(*k.CPU))
+			default:
+				cpus = append(cpus, "-")
+			}
+		}
+		key := strings.Join(cpus, "; ")
+		ks, ok := ranked[key]
+		if !ok {
+			var err error
+			if ks, err = r.pinQuietest(ctx, a, ""); err != nil {
+				return fmt.Errorf("require-check: %w", err)
+			}
+			ranked[key] = ks
+		}
+		for i, h := range r.hs.responders {
 			cpu := -1
-			if c := k.Responder.CPU; c != nil {
+			if c := ks[i].Responder.CPU; c != nil {
 				cpu = *c
 			}
-			if q := k.Responder.Quietest; q != nil {
-				c, ok := ranked[q.String()]
-				if !ok {
-					_, rk, err := r.pinQuietest(ctx, h.Agent, k, "")
-					if err != nil {
-						return fmt.Errorf("require-check: %w", err)
-					}
-					c = rk.Chosen
-					ranked[q.String()] = c
-				}
-				cpu = c
+			if seen[i] == nil {
+				seen[i] = map[int]bool{}
 			}
-			if seen[cpu] {
+			if seen[i][cpu] {
 				continue
 			}
-			seen[cpu] = true
+			seen[i][cpu] = true
 			if r.s.Fanout() {
 				fmt.Fprintf(r.o.Log, "rig run: rig check on responder host %s\n", h.Agent.Name)
 			}

@@ -18,11 +18,25 @@ import (
 
 // checker collects the static problems of one file while converting it.
 type checker struct {
-	x    *posIndex
-	errs ErrorList
+	x     *posIndex
+	errs  ErrorList
+	warns ErrorList // what the run may want to change, not refused
 }
 
 func (c *checker) add(e *Error) { c.errs = append(c.errs, e) }
+
+// valOnce is val for a check made per arm of a knob that may be written
+// once for all of them (in defaults): one error per place and reason.
+func (c *checker) valOnce(path, reason, hint string) {
+	e := c.x.valErr(path, reason, hint)
+	if !slices.ContainsFunc(c.errs, func(x *Error) bool { return *x == *e }) {
+		c.add(e)
+	}
+}
+
+func (c *checker) warn(path, reason, hint string) {
+	c.warns = append(c.warns, c.x.valErr(path, reason, hint))
+}
 
 func (c *checker) val(path, reason, hint string) { c.add(c.x.valErr(path, reason, hint)) }
 func (c *checker) key(path, reason, hint string) { c.add(c.x.keyErr(path, reason, hint)) }
@@ -364,11 +378,6 @@ func (c *checker) fanout(p string, s *Scenario, a Arm) {
 			}
 			c.key(np, fmt.Sprintf("arm %s: noise set for responder %s alone: the noise window runs on every responder's CPU", a.Name, h),
 				"set noise: {for: D} in the arm or in defaults, not under responders:")
-			return
-		}
-		if s.KnobsFor(a, h).Responder.Quietest != nil {
-			c.val(p+".responder.cpu", fmt.Sprintf("arm %s: responder.cpu: quietest with several responders (%s)", a.Name, h),
-				"pin each responder to its CPU in responders: (e.g. responders: {"+h+": {responder: {cpu: 1}}})")
 			return
 		}
 	}

@@ -218,6 +218,12 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 			ew.printf("  %s: %s\n", a.Name, a.Skip)
 		}
 	}
+	if len(s.Warnings) > 0 {
+		ew.printf("\nwarnings (the run goes ahead):\n")
+		for _, w := range s.Warnings {
+			ew.printf("warning: %s\n", w.Error())
+		}
+	}
 	return ew.err
 }
 

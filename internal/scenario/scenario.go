@@ -85,6 +85,13 @@ type Scenario struct {
 	// (invalid when no arm sends unicast, when emulated, or when the facts
 	// could not say; the runner resolves it again from its agent).
 	RequestAddr netip.Addr
+	// Warnings are what Validate found the run may pay for on the hosts
+	// (a responder CPU off its NIC's NUMA node, RT throttling of a
+	// spinning FIFO responder), each at its field: printed, not refused.
+	Warnings ErrorList
+	// NICNodeCPUs are, by responder host, the CPUs of its interface's
+	// NUMA node, read by Validate where an arm asks numa: nic.
+	NICNodeCPUs map[string][]int
 
 	pos *posIndex
 }
@@ -264,6 +271,9 @@ type Responder struct {
 type Quietest struct {
 	CPUs   []int         `json:"cpus"`      // candidates; nil = every CPU rig may run on there
 	Window time.Duration `json:"window_ns"` // how long they are watched; 0 = the default (1 s)
+	// NICNode (numa: nic) keeps only the candidates on the NUMA node of
+	// the responder's interface (Scenario.QuietestCPUs).
+	NICNode bool `json:"numa_nic,omitempty"`
 }
 
 // HasCPU reports whether the responder is pinned: to a given CPU or to the

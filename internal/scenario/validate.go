@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/power"
@@ -39,8 +40,10 @@ func Validate(s *Scenario, byHost map[string]*facts.Facts) error {
 	for i := range s.Arms {
 		s.Arms[i].Skip, s.Arms[i].Notes = "", nil
 	}
-	s.RequestAddr = netip.Addr{}
-	if err := v.run(byHost); err != nil {
+	s.RequestAddr, s.NICNodeCPUs = netip.Addr{}, nil
+	err := v.run(byHost)
+	s.Warnings = v.c.warns.sorted()
+	if err != nil {
 		return err
 	}
 	if len(v.c.errs) > 0 {
@@ -152,6 +155,16 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 			}
 		}
 	}
+	for _, name := range s.Responders {
+		if h := hosts[name]; h != nil {
+			for i := range s.Arms {
+				v.nicNode(i, *s.host(name), h)
+			}
+		}
+	}
+	for i := range s.Arms {
+		v.sharedQuietest(i, hosts)
+	}
 	if len(c.errs) > 0 {
 		return nil // requirements of an arm with a bad CPU mean nothing
 	}
@@ -164,6 +177,13 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 		for _, name := range s.Responders {
 			if h := hosts[name]; h != nil {
 				v.native(i, s.KnobsFor(a, name), *s.host(name), h)
+			}
+		}
+	}
+	for _, name := range s.Responders {
+		if h := hosts[name]; h != nil {
+			for i := range s.Arms {
+				v.armWarnings(i, *s.host(name), h)
 			}
 		}
 	}
@@ -377,6 +397,9 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 		cpus = []int{*e.Responder.CPU}
 	case e.Responder.Quietest != nil:
 		cpus = e.Responder.Quietest.candidatesOr(hf.online)
+		if c, err := v.s.QuietestCPUs(rsp.Name, *e.Responder.Quietest); err == nil && c != nil {
+			cpus = c // numa: nic
+		}
 	}
 	cstateErrs := len(v.c.errs)
 	for _, cpu := range cpus {
@@ -428,6 +451,35 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 	sort.Strings(skip)
 	a.Skip = strings.Join(slices.Compact(skip), "; ")
 	return nil
+}
+
+// knobField returns where responder h's knob sub of arm i is written:
+// the first of the levels KnobsFor merges, the last written first.
+func (v *validator) knobField(i int, h, sub string) string {
+	for _, p := range []string{fmt.Sprintf("arms[%d].responders.%s.%s", i, h, sub), fmt.Sprintf("arms[%d].%s", i, sub), "defaults.responders." + h + "." + sub, "defaults." + sub} {
+		if v.s.pos.has(p) {
+			return p
+		}
+	}
+	return fmt.Sprintf("arms[%d]", i)
+}
+
+// armWarnings warns of what arm i's knobs cost on responder host h:
+// a responder CPU on another NUMA node than h's NIC, and a SCHED_FIFO
+// responder that spins where the RT bandwidth is limited.
+func (v *validator) armWarnings(i int, h Host, hf *hostFacts) {
+	a := v.s.Arms[i]
+	r := v.s.KnobsFor(a, h.Name).Responder
+	if nic, err := hf.f.NICNodeOf(h.Iface); err == nil && nic >= 0 && r.CPU != nil && slices.Contains(hf.ifaces, h.Iface) {
+		if n, ok := hf.f.Node[*r.CPU]; ok && n != nic {
+			v.c.warn(v.knobField(i, h.Name, "responder.cpu"), fmt.Sprintf("arm %s: responder CPU %d on host %s is on NUMA node %d, its interface %s on node %d: every packet crosses the interconnect", a.Name, *r.CPU, h.Name, n, h.Iface, nic),
+				fmt.Sprintf("pick a CPU of node %d (%s), or responder: {cpu: {quietest: allowed, numa: nic}}", nic, listOrNone(hf.f.NodeCPUs(nic))))
+		}
+	}
+	if rt := hf.f.SchedRT; rt != nil && !rt.Unlimited() && r.Sched != nil && r.Sched.Policy == cpusched.FIFO && r.Poll != nil && r.Poll.Mode == probe.Busy {
+		v.c.warn(v.knobField(i, h.Name, "responder.sched"), fmt.Sprintf("arm %s: a SCHED_FIFO responder that spins (poll: busy) on host %s, where RT threads may run %d of every %d µs (kernel.sched_rt_runtime_us): RT throttling takes its CPU away for the rest of each period (50 ms each second by default; from Linux 6.12 while another task there waits)", a.Name, h.Name, rt.RuntimeUS, rt.PeriodUS),
+			"sysctl -w kernel.sched_rt_runtime_us=-1 on the host for the run (only where the responder has its CPU to itself: a runaway RT thread then keeps it), or sched: other")
+	}
 }
 
 // armCPU checks what arm i needs of the responder CPU cpu (-1: not

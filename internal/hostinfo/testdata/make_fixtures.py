@@ -43,6 +43,8 @@ c8g-ubuntu/ ENA; x86 rows from per-device MSI domains, PCI-MSIX-BDF) with a
             table with route-metric 100 (ens5) and 200 (ens6, use-routes),
             ens6's default and subnet routes in table 101, a rule from its
             address
+numa2/      two NUMA nodes (CPUs 0-3, 4-7), NIC ens1 on node 1, ens2 with
+            numa_node -1, a veth vr0 (no device), RT bandwidth limited
 c7i, c8g    also: DMI "Amazon EC2" with the instance type, IGMP defaults
             (force_igmp_version 0: IGMPv3) on every interface
 
@@ -111,7 +113,7 @@ def softirqs(ncpu, scale):
         s += '%12s:' % n + ''.join('%11d' % (scale[c] * (i + 1)) for c in range(ncpu)) + '\n'
     return s
 
-def cpu_tree(root, ncpu, siblings, core_of, driver, states, governor=None, cpufreq_driver=None):
+def cpu_tree(root, ncpu, siblings, core_of, driver, states, governor=None, cpufreq_driver=None, node_of=lambda c: 0):
     cpu = '/sys/devices/system/cpu'
     w(root, cpu + '/online', '0-%d\n' % (ncpu - 1))
     w(root, cpu + '/possible', '0-%d\n' % (ncpu - 1))
@@ -124,9 +126,10 @@ def cpu_tree(root, ncpu, siblings, core_of, driver, states, governor=None, cpufr
         w(root, d + '/topology/physical_package_id', '0\n')
         w(root, d + '/topology/core_id', '%d\n' % core_of(c))
         w(root, d + '/topology/thread_siblings_list', siblings(c) + '\n')
-        os.makedirs(os.path.join(root, (d + '/node0').lstrip('/')), exist_ok=True)
-        # git keeps no empty directory: a placeholder keeps node0 in the tree
-        open(os.path.join(root, (d + '/node0/.keep').lstrip('/')), 'w').close()
+        node = '%s/node%d' % (d, node_of(c))
+        os.makedirs(os.path.join(root, node.lstrip('/')), exist_ok=True)
+        # git keeps no empty directory: a placeholder keeps the node link in the tree
+        open(os.path.join(root, (node + '/.keep').lstrip('/')), 'w').close()
         for k, (name, lat, res, dis, usage, time) in enumerate(states(c)):
             sd = '%s/cpuidle/state%d' % (d, k)
             for f, v in (('name', name), ('desc', name + ' idle state'), ('latency', lat), ('residency', res),
@@ -283,6 +286,37 @@ def irqbalance():
     w(root, '/sys/fs/cgroup/user.slice/cpu.max', 'max 100000\n')
     w(root, '/sys/fs/cgroup/user.slice/cpu.stat', 'nr_periods 0\nnr_throttled 0\nthrottled_usec 0\n')
     w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t0-3\n')
+
+def numa2():
+    # Two NUMA nodes (CPUs 0-3 on node 0, 4-7 on node 1, no SMT), RT
+    # bandwidth limited (the kernel's default); the NIC ens1 is on node 1,
+    # the veth vr0 has no device (no NUMA node) and ens2's platform gives
+    # none (numa_node -1).
+    root = os.path.join(HERE, 'numa2')
+    shutil.rmtree(root, ignore_errors=True)
+    n = 8
+    common(root, 'BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro', 'tsc', 'tsc hpet', 'madvise')
+    cpu_tree(root, n, lambda c: str(c), lambda c: c % 4, 'intel_idle', lambda c: [('POLL', 0, 0, 0, 1, 1), ('C1', 1, 1, 0, 10, 100)],
+             node_of=lambda c: c // 4)
+    w(root, '/sys/devices/system/cpu/isolated', '\n')
+    w(root, '/proc/cpuinfo', 'processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6346 CPU @ 3.10GHz\n\n')
+    w(root, '/proc/interrupts', header(n) + irqline(0, [40] + [0] * 7, 'IO-APIC   2-edge      timer'))
+    w(root, '/proc/softirqs', softirqs(n, [100] * n))
+    w(root, '/proc/stat', stat(n, [1000] * n))
+    irqs(root, [(0, '0', '0')])
+    for ifc, bdf, node in (('ens1', '0000:af:00.0', '1'), ('ens2', '0000:3b:00.0', '-1')):
+        dev = '/sys/devices/pci0000:00/%s' % bdf
+        w(root, dev + '/numa_node', node + '\n')
+        w(root, dev + '/net/%s/operstate' % ifc, 'up\n')
+        os.makedirs(os.path.join(root, 'sys/class/net'), exist_ok=True)
+        os.symlink('../../devices/pci0000:00/%s/net/%s' % (bdf, ifc), os.path.join(root, 'sys/class/net', ifc))
+        os.symlink('../../../%s' % bdf, os.path.join(root, (dev + '/net/%s/device' % ifc).lstrip('/')))
+    w(root, '/sys/devices/virtual/net/vr0/operstate', 'up\n')
+    os.symlink('../../devices/virtual/net/vr0', os.path.join(root, 'sys/class/net/vr0'))
+    task(root, 1, 1, 'systemd', 0)
+    task(root, 2, 2, 'kthreadd', 0)
+    w(root, '/proc/self/status', 'Name:\trig\nCpus_allowed_list:\t0-7\n')
+    w(root, '/proc/sys/kernel/random/boot_id', '6b1f4c1e-2f0a-4d7e-9c55-0e1d2a3b4c5d\n')
 
 def k8s_node(root, cmdline):
     # An 8-CPU node (4 cores x 2 threads, siblings c and c+4) with the
@@ -681,4 +715,4 @@ def interrupts_files():
 if __name__ == '__main__':
     if '--vm' in sys.argv:
         copy_vm()
-    isolated(); irqbalance(); k8spod(); k8spod_shared(); eks_al2('pinned'); eks_al2('shared'); c7i(); c8g(); c7i(ubuntu=True); c8g(ubuntu=True); interrupts_files()
+    isolated(); irqbalance(); k8spod(); k8spod_shared(); eks_al2('pinned'); eks_al2('shared'); c7i(); c8g(); c7i(ubuntu=True); c8g(ubuntu=True); numa2(); interrupts_files()

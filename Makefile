@@ -201,8 +201,9 @@ fuzz-smoke:
 # ship it). bench: it measures $(BIN) against sockperf and cyclictest on an
 # emulated lab, interleaved rounds (~15 min, root; docs/bench.md); the
 # table goes to bench/RESULTS.md. BENCH_FLAGS adds flags, e.g.
-# BENCH_FLAGS=--until-decided. bench-smoke: the same code path in about a
-# minute. gobench: Go benchmarks.
+# BENCH_FLAGS=--until-decided. bench-smoke: the same code path in a few
+# minutes, as internal/bench's TestSmoke, which checks every part's figures
+# (make test skips it). gobench: Go benchmarks.
 BENCH_FLAGS ?=
 rigbench:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BENCHBIN) ./cmd/rigbench
@@ -213,7 +214,7 @@ bench: build rigbench
 
 bench-smoke: build rigbench
 	@./.ci/install-debs.sh iproute2 sockperf rt-tests linux-perf
-	./$(BENCHBIN) --rig $(BIN) --smoke
+	RIG_BENCH_SMOKE=1 $(GO) test -count=1 -timeout 10m -run '^TestSmoke$$' -v ./internal/bench
 
 gobench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)

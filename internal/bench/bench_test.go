@@ -23,7 +23,14 @@ import (
 // --until-decided one more round (one round decides nothing). It checks
 // that every part produced figures and the table, not their values (noisy
 // VM).
+//
+// It runs with RIG_BENCH_SMOKE=1 (make bench-smoke, which CI runs), not
+// in make test: it is the bench's own path, minutes of rounds that test
+// no code the other packages' tests leave unexercised.
 func TestSmoke(t *testing.T) {
+	if os.Getenv("RIG_BENCH_SMOKE") != "1" {
+		t.Skip("the bench smoke runs with RIG_BENCH_SMOKE=1 (make bench-smoke)")
+	}
 	testbin.Integration(t) // builds namespaces, runs the tools for ~20 s
 	for _, tool := range []string{"sockperf", "cyclictest", "taskset", "perf"} {
 		if _, err := exec.LookPath(tool); err != nil {

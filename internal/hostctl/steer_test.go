@@ -1,0 +1,207 @@
+package hostctl
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rig-project/rig/internal/facts"
+	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostfs/hostfstest"
+	"github.com/rig-project/rig/internal/journal"
+	"github.com/rig-project/rig/internal/scenario"
+	"github.com/rig-project/rig/nicctl"
+)
+
+// balancer is an irqbalance run by systemd that Stop and Start switch.
+type balancer struct{ running bool }
+
+func (b *balancer) State(context.Context) (facts.IRQBalanceState, error) {
+	return facts.IRQBalanceState{Running: b.running, PID: 99, Systemd: true}, nil
+}
+func (b *balancer) Stop(context.Context) error  { b.running = false; return nil }
+func (b *balancer) Start(context.Context) error { b.running = true; return nil }
+
+// refusing makes writes to some files fail the way the kernel refuses a
+// managed IRQ (root writes read-only files, so modes cannot show it).
+type refusing struct {
+	hostfs.FS
+	errno map[string]error
+}
+
+func (r refusing) WriteFile(p, v string) error {
+	if e := r.errno[p]; e != nil {
+		return &os.PathError{Op: "write", Path: p, Err: e}
+	}
+	return r.FS.WriteFile(p, v)
+}
+
+// steerTree is a copy of the c7i fixture (8 CPUs, SMT pairs n and n+4:
+// CPU 1's sibling is 5) with online files for CPUs 1-7 (x86 has none for
+// CPU 0) and IRQs that cover each rule: 25 only on CPU 1, 26 only on 1
+// and its sibling, 27 refused with EIO, 28 read-only, 50 without
+// smp_affinity_list.
+func steerTree(t *testing.T) hostfs.FS {
+	root := hostfstest.CopyTree(t, "../hostinfo/testdata/c7i")
+	put := func(p, v string, mode os.FileMode) {
+		t.Helper()
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for c := 1; c < 8; c++ {
+		put("sys/devices/system/cpu/cpu"+string(rune('0'+c))+"/online", "1\n", 0o644)
+	}
+	put("proc/irq/25/smp_affinity_list", "1\n", 0o644)
+	put("proc/irq/26/smp_affinity_list", "1,5\n", 0o644)
+	put("proc/irq/28/smp_affinity_list", "0-7\n", 0o444)
+	put("proc/irq/50/spurious", "count 0\n", 0o444)
+	return hostfs.FS{Root: root}
+}
+
+// snap is every file below root: mode and content.
+func snap(t *testing.T, root string) map[string]string {
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		st, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		out[strings.TrimPrefix(p, root)] = st.Mode().String() + " " + string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func steerHost(t *testing.T, fsys hostfs.FS, b *balancer) (*Host, string) {
+	env := &nicctl.Env{NIC: facts.NIC{FS: fsys}, IRQBalance: b,
+		Files: refusing{fsys, map[string]error{"/proc/irq/27/smp_affinity_list": syscall.EIO}}}
+	dir := t.TempDir()
+	j, err := journal.Open(dir, Handlers(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return &Host{FS: fsys, NIC: env, Journal: j}, dir
+}
+
+// TestSteerApplyAndRestore: irq.away and smt.fence on a fake tree move
+// every IRQ off CPU 1 and its sibling 5 (one with nowhere else to go to
+// the housekeeping CPUs), name the IRQs they could not move, hold
+// irqbalance, take CPU 5 offline, and the undo gives back the tree byte
+// for byte and irqbalance running.
+func TestSteerApplyAndRestore(t *testing.T) {
+	fsys := steerTree(t)
+	before := snap(t, fsys.Root)
+	b := &balancer{running: true}
+	h, _ := steerHost(t, fsys, b)
+	cpu := 1
+	k := scenario.Knobs{Responder: scenario.Responder{CPU: &cpu}, IRQ: &scenario.IRQ{Away: true}, SMT: &scenario.SMT{Fence: true}}
+	ap, err := Apply(context.Background(), h, Arm{Name: "quiet", Knobs: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := strings.Join(ap.Report, "\n")
+	for p, want := range map[string]string{
+		"/proc/irq/0/smp_affinity_list":       "0,2-4,6-7",
+		"/proc/irq/25/smp_affinity_list":      "0,2-4,6-7", // only on CPU 1: the housekeeping CPUs
+		"/proc/irq/26/smp_affinity_list":      "0,2-4,6-7",
+		"/proc/irq/27/smp_affinity_list":      "0-7\n", // refused: left
+		"/proc/irq/28/smp_affinity_list":      "0-7\n", // read-only: left
+		"/sys/devices/system/cpu/cpu5/online": "0\n",
+		"/sys/devices/system/cpu/cpu1/online": "1\n",
+		"/sys/devices/system/cpu/cpu2/online": "1\n",
+	} {
+		got, _ := os.ReadFile(fsys.Path(p))
+		if string(got) != want {
+			t.Errorf("%s = %q, want %q\n%s", p, got, want, report)
+		}
+	}
+	if b.running {
+		t.Error("irqbalance not held")
+	}
+	for _, want := range []string{"irq away: 2", "LEFT on it: IRQ 27 (EIO), IRQ 28 (smp_affinity_list is read-only), IRQ 50 (no smp_affinity_list: cannot tell)",
+		"smt fence: cpu5 offline (/sys/devices/system/cpu/cpu5/online 1 → 0, read back)"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if err := ap.Undo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !b.running {
+		t.Error("irqbalance not started again")
+	}
+	after := snap(t, fsys.Root)
+	for p, v := range before {
+		if after[p] != v {
+			t.Errorf("%s after undo: %q, was %q", p, after[p], v)
+		}
+	}
+	if len(after) != len(before) {
+		t.Errorf("%d files after undo, %d before", len(after), len(before))
+	}
+}
+
+// TestSteerRefusals: a fence that could not be put back as it was is
+// refused before anything changes, naming why; a CPU without sibling has
+// nothing to fence.
+func TestSteerRefusals(t *testing.T) {
+	cpu := 1
+	fence := scenario.Knobs{Responder: scenario.Responder{CPU: &cpu}, SMT: &scenario.SMT{Fence: true}, IRQ: &scenario.IRQ{Away: true}}
+	for _, tc := range []struct {
+		name, want string
+		prep       func(root string)
+	}{
+		{"no online file", "CPU 5 cannot be taken offline", func(root string) { os.Remove(root + "/sys/devices/system/cpu/cpu5/online") }},
+		{"read-only online file", "cpu5/online is read-only", func(root string) { os.Chmod(root+"/sys/devices/system/cpu/cpu5/online", 0o444) }},
+		{"a process pinned to the sibling", "pid 4242 (pinned) is pinned to CPU 5", func(root string) {
+			os.MkdirAll(root+"/proc/4242", 0o755)
+			os.WriteFile(root+"/proc/4242/status", []byte("Name:\tpinned\nPPid:\t1\nCpus_allowed_list:\t5\n"), 0o444)
+		}},
+		{"a cgroup v1 cpuset", "cgroup v1 cpuset pods/a lists CPU 4-7", func(root string) {
+			os.MkdirAll(root+"/sys/fs/cgroup/cpuset/pods/a", 0o755)
+			os.WriteFile(root+"/sys/fs/cgroup/cpuset/cpuset.cpus", []byte("0-7\n"), 0o644)
+			os.WriteFile(root+"/sys/fs/cgroup/cpuset/pods/cpuset.cpus", []byte("0-7\n"), 0o644)
+			os.WriteFile(root+"/sys/fs/cgroup/cpuset/pods/a/cpuset.cpus", []byte("4-7\n"), 0o644)
+		}},
+		{"no sibling", "CPU 1 has no SMT sibling", func(root string) {
+			os.WriteFile(root+"/sys/devices/system/cpu/cpu1/topology/thread_siblings_list", []byte("1\n"), 0o444)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := steerTree(t)
+			tc.prep(fsys.Root)
+			before := snap(t, fsys.Root)
+			h, _ := steerHost(t, fsys, &balancer{running: true})
+			_, err := Apply(context.Background(), h, Arm{Name: "quiet", Knobs: fence})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want %q, got %v", tc.want, err)
+			}
+			after := snap(t, fsys.Root)
+			for p, v := range before {
+				if after[p] != v {
+					t.Errorf("%s changed: %q, was %q", p, after[p], v)
+				}
+			}
+		})
+	}
+}

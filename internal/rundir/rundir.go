@@ -101,6 +101,9 @@ const (
 	// CPURank is a round's CPU ranking (responder.cpu: quietest): which
 	// CPU the responder was pinned to and the evidence (Ranking).
 	CPURank = "cpu-rank.json"
+	// HostChanges is what the responder hosts reported changing for a
+	// round's arm and putting back, one line each ([host] line).
+	HostChanges = "host-changes.txt"
 )
 
 // TelemetryFile is the telemetry file of responder id in a round

@@ -58,10 +58,11 @@ type Arm struct {
 
 // Applied is an arm in force on a host.
 type Applied struct {
-	host   *Host
-	mark   int // the journal's mark before the arm: Undo takes back only what came after
-	loads  []*load.Process
-	holder *cstate.Holder
+	host    *Host
+	mark    int // the journal's mark before the arm: Undo takes back only what came after
+	loads   []*load.Process
+	holder  *cstate.Holder
+	steered *steered // what irq.away and smt.fence must still hold when the arm ends
 	// Report lists what changed, one line each, for the log and manifest.
 	Report []string
 }
@@ -281,6 +282,10 @@ func (ap *Applied) Undo(ctx context.Context) error {
 		}
 	}
 	ap.loads = nil
+	if ap.steered != nil {
+		ap.Report = append(ap.Report, ap.steered.check(ap.host.FS)...)
+		ap.steered = nil
+	}
 	if ap.holder != nil {
 		errs = append(errs, ap.holder.Close())
 		ap.holder = nil

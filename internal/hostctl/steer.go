@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/rig-project/rig/internal/cpulist"
+	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
@@ -79,6 +80,7 @@ func (ap *Applied) steer(ctx context.Context, k scenario.Knobs, iface string) er
 		sum += "; LEFT on it: " + strings.Join(left, ", ")
 	}
 	ap.Report = append(ap.Report, sum)
+	still := onCPUs(h.FS, from)
 	for _, c := range fence {
 		p := onlineFile(c)
 		r, err := h.Journal.Apply(ctx, journal.SysfsChange(h.FS, h.FS.Root, p, "0\n"))
@@ -90,7 +92,64 @@ func (ap *Applied) steer(ctx context.Context, k scenario.Knobs, iface string) er
 		}
 		ap.Report = append(ap.Report, fmt.Sprintf("smt fence: cpu%d offline (%s %s → 0, read back): no task or IRQ can run there", c, p, strings.TrimSpace(r.Previous)))
 	}
+	ap.steered = &steered{from: from, fenced: fence, left: still}
 	return nil
+}
+
+// steered is what an arm's irq.away and smt.fence left in force, checked
+// again when the arm ends: what the run claims held for the whole round.
+type steered struct {
+	from, fenced []int
+	left         map[int]bool // IRQs on from (or unreadable) once they were moved
+}
+
+// check reports, one line each, whether the fenced CPUs are still offline
+// and whether any IRQ came back to the cleared CPUs during the arm (moved
+// by something else, or new); what it cannot read says "cannot tell".
+func (s *steered) check(fsys hostfs.FS) []string {
+	var out []string
+	for _, c := range s.fenced {
+		switch v, err := fsys.ReadString(onlineFile(c)); {
+		case err != nil:
+			out = append(out, fmt.Sprintf("smt fence: cannot tell whether cpu%d stayed offline to the end of the arm: %v", c, err))
+		case v != "0":
+			out = append(out, fmt.Sprintf("smt fence: cpu%d was online again at the end of the arm (online reads %q): the fence did not hold for the whole round", c, v))
+		default:
+			out = append(out, fmt.Sprintf("smt fence: cpu%d still offline at the end of the arm", c))
+		}
+	}
+	now := onCPUs(fsys, s.from)
+	if now == nil {
+		return append(out, "irq away: cannot tell whether the IRQs stayed off CPU "+cpulist.Format(s.from)+": /proc/irq cannot be read")
+	}
+	var back []int
+	for n := range now {
+		if !s.left[n] {
+			back = append(back, n)
+		}
+	}
+	if len(back) == 0 {
+		return append(out, "irq away: held to the end of the arm: no IRQ came back to CPU "+cpulist.Format(s.from))
+	}
+	slices.Sort(back)
+	return append(out, fmt.Sprintf("irq away: back on CPU %s at the end of the arm (moved by something else, or new): IRQ %s", cpulist.Format(s.from), strings.Trim(fmt.Sprint(back), "[]")))
+}
+
+// onCPUs is the set of IRQs whose affinity includes a CPU of cpus or
+// cannot be read; nil when /proc/irq cannot be listed.
+func onCPUs(fsys hostfs.FS, cpus []int) map[int]bool {
+	irqs, err := facts.HostIRQs(fsys)
+	if err != nil {
+		return nil
+	}
+	out := map[int]bool{}
+	for _, q := range irqs {
+		l, err := cpulist.Parse(q.Affinity)
+		if q.Affinity == "" || err != nil || slices.ContainsFunc(l, func(c int) bool { return slices.Contains(cpus, c) }) {
+			out[q.Number] = true
+		}
+	}
+	return out
 }
 
 func awayLine(c nicctl.Change) string {

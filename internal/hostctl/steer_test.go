@@ -150,6 +150,12 @@ func TestSteerApplyAndRestore(t *testing.T) {
 	if !b.running {
 		t.Error("irqbalance not started again")
 	}
+	report = strings.Join(ap.Report, "\n")
+	for _, want := range []string{"smt fence: cpu5 still offline at the end of the arm", "irq away: held to the end of the arm: no IRQ came back to CPU 1,5"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("undo report lacks %q:\n%s", want, report)
+		}
+	}
 	after := snap(t, fsys.Root)
 	for p, v := range before {
 		if after[p] != v {
@@ -203,5 +209,61 @@ func TestSteerRefusals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSteerCheckedAtTheEnd: what irq.away and smt.fence claimed is read
+// again when the arm ends; an IRQ moved back and a sibling brought online
+// during the round are reported, and the undo still restores the tree.
+func TestSteerCheckedAtTheEnd(t *testing.T) {
+	fsys := steerTree(t)
+	before := snap(t, fsys.Root)
+	h, _ := steerHost(t, fsys, &balancer{})
+	cpu := 1
+	k := scenario.Knobs{Responder: scenario.Responder{CPU: &cpu}, IRQ: &scenario.IRQ{Away: true}, SMT: &scenario.SMT{Fence: true}}
+	ap, err := Apply(context.Background(), h, Arm{Name: "quiet", Knobs: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Something else during the round: IRQ 4 back on every CPU, CPU 5 online.
+	for p, v := range map[string]string{"/proc/irq/4/smp_affinity_list": "0-7\n", "/sys/devices/system/cpu/cpu5/online": "1\n"} {
+		if err := fsys.WriteFile(p, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ap.Undo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	report := strings.Join(ap.Report, "\n")
+	for _, want := range []string{"smt fence: cpu5 was online again at the end of the arm", "irq away: back on CPU 1,5 at the end of the arm (moved by something else, or new): IRQ 4"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("undo report lacks %q:\n%s", want, report)
+		}
+	}
+	after := snap(t, fsys.Root)
+	for p, v := range before {
+		if after[p] != v {
+			t.Errorf("%s after undo: %q, was %q", p, after[p], v)
+		}
+	}
+}
+
+// TestSteerAwayFromEveryResponder: with irq.away resolved to several
+// measured CPUs (a fan-out round's responders), every IRQ leaves them all.
+func TestSteerAwayFromEveryResponder(t *testing.T) {
+	fsys := steerTree(t)
+	h, _ := steerHost(t, fsys, &balancer{})
+	cpu := 1
+	k := scenario.Knobs{Responder: scenario.Responder{CPU: &cpu}, IRQ: &scenario.IRQ{Away: true, AwayFrom: []int{1, 2}}}
+	ap, err := Apply(context.Background(), h, Arm{Name: "fan", Knobs: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ap.Undo(context.Background())
+	for _, n := range []string{"0", "25", "26", "44"} {
+		got, _ := fsys.ReadString("/proc/irq/" + n + "/smp_affinity_list")
+		if strings.Contains(got, "1") || strings.Contains(got, "2") {
+			t.Errorf("IRQ %s on %q, want none of CPU 1,2", n, got)
+		}
 	}
 }

@@ -1,5 +1,6 @@
 // Package nicctl changes a NIC's queues, rings, interrupt moderation, IRQ
-// affinity and hardware timestamping config, and holds irqbalance, through
+// affinity and hardware timestamping config, moves every IRQ of the host
+// off given CPUs (IRQsAway), and holds irqbalance, through
 // the host-change journal so every change is put back; it also proves what
 // a NIC really stamps (rig nicctl probe). What it reads of a NIC (rig nicctl
 // show, the drop counters) is package facts'.

@@ -23,7 +23,7 @@ func TestSteerKnobsAgainstHost(t *testing.T) {
 		host           *StaticFacts
 		err, skip      string
 	}{
-		{"fence on a core of two", "1", "    smt: {fence: true}\n", bigHost(), "", ""},
+		{"fence on a core of two", "1", "    smt: {fence: true}\n    irq: {away: true}\n", bigHost(), "", ""},
 		{"fence without SMT skips", "1", "    smt: {fence: true}\n", smallHost(), "", "CPU 1 has no SMT sibling (thread_siblings_list 1: one thread per core) to fence"},
 		{"fence of CPU 0 refused", "13", "    smt: {fence: true}\n", bigHost(), "t.yaml:10:18: the SMT sibling of CPU 13 on host responder is CPU 0", ""},
 		{"away with irq.cpus on the measured CPU", "1", "    irq: {away: true, cpus: 1}\n", bigHost(), "", ""},
@@ -44,6 +44,13 @@ func TestSteerKnobsAgainstHost(t *testing.T) {
 				t.Fatalf("want %q, got %v", tc.err, err)
 			case tc.err == "" && s.Arms[1].Skip != tc.skip:
 				t.Errorf("skip %q, want %q", s.Arms[1].Skip, tc.skip)
+			}
+			if plan := strings.Join(describe(s.Arms[1], "ens1f0", nil), "\n"); tc.err == "" && tc.skip == "" {
+				for knob, want := range map[string]string{"smt": "smt fence: the responder CPU's SMT siblings offline", "away": "of the host off the responder CPU"} {
+					if strings.Contains(tc.arm, knob) && !strings.Contains(plan, want) {
+						t.Errorf("plan lacks %q:\n%s", want, plan)
+					}
+				}
 			}
 		})
 	}

@@ -267,3 +267,36 @@ func TestSteerAwayFromEveryResponder(t *testing.T) {
 		}
 	}
 }
+
+// TestSteerAwayBesideIRQCPUs: irq.cpus on the measured CPU plus away puts
+// the NIC's queue IRQs there and every other IRQ off it; the undo gives
+// the tree back.
+func TestSteerAwayBesideIRQCPUs(t *testing.T) {
+	fsys := steerTree(t)
+	before := snap(t, fsys.Root)
+	h, _ := steerHost(t, fsys, &balancer{})
+	h.Iface, h.AllowMgmt = "ens6", true
+	cpu := 1
+	k := scenario.Knobs{Responder: scenario.Responder{CPU: &cpu}, IRQ: &scenario.IRQ{CPUs: []int{1}, Away: true}}
+	ap, err := Apply(context.Background(), h, Arm{Name: "nic-here", Knobs: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[string]string{"37": "1", "44": "1", "29": "0,2-7", "0": "0,2-7", "36": "0,2-7"} { // ens6 queues, ens5's, timer, ens6 misc
+		if got, _ := fsys.ReadString("/proc/irq/" + n + "/smp_affinity_list"); got != want {
+			t.Errorf("IRQ %s on %q, want %q\n%s", n, got, want, strings.Join(ap.Report, "\n"))
+		}
+	}
+	if !strings.Contains(strings.Join(ap.Report, "\n"), "queue IRQ of ens6: left where irq.cpus put it") {
+		t.Errorf("report does not say the queues stay:\n%s", strings.Join(ap.Report, "\n"))
+	}
+	if err := ap.Undo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := snap(t, fsys.Root)
+	for p, v := range before {
+		if after[p] != v {
+			t.Errorf("%s after undo: %q, was %q", p, after[p], v)
+		}
+	}
+}

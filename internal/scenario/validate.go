@@ -157,6 +157,7 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 		if err := v.arm(i, rsp, hf); err != nil {
 			return err
 		}
+		v.awayFanout(i, hf)
 	}
 	if err := v.mgmt(rsp, hf); err != nil {
 		return err
@@ -422,6 +423,24 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 	sort.Strings(skip)
 	a.Skip = strings.Join(slices.Compact(skip), "; ")
 	return nil
+}
+
+// awayFanout refuses irq.away in a fan-out arm whose responders' CPUs,
+// all cleared on their one shared host, leave no CPU for the IRQs.
+func (v *validator) awayFanout(i int, hf *hostFacts) {
+	a, away, measured := v.s.Arms[i], false, []int{}
+	for _, n := range v.s.Responders {
+		k := v.s.KnobsFor(a, n)
+		away = away || (k.IRQ != nil && k.IRQ.Away)
+		if k.Responder.CPU != nil {
+			measured = cpulist.Union(measured, []int{*k.Responder.CPU})
+		}
+	}
+	if !away || len(v.s.Responders) < 2 || slices.ContainsFunc(hf.online, func(c int) bool { return !slices.Contains(measured, c) }) {
+		return
+	}
+	v.c.val(v.field(i, "irq.away"), fmt.Sprintf("irq away clears every responder's CPU (%s) on host %s, which leaves no CPU for the IRQs (online %s)", cpulist.Format(measured), hf.name, listOrNone(hf.online)),
+		"leave one online CPU without a responder, or drop irq.away")
 }
 
 // armCPU checks what arm i needs of the responder CPU cpu (-1: not

@@ -56,7 +56,8 @@ func (ap *Applied) steer(ctx context.Context, k scenario.Knobs, iface string) er
 	if away {
 		from = cpulist.Union(measured, fence)
 	}
-	to, err := housekeeping(h.FS, from)
+	// Never the measured CPU, even when only the siblings are cleared.
+	to, err := housekeeping(h.FS, cpulist.Union(measured, fence))
 	if err != nil {
 		return err
 	}
@@ -64,18 +65,22 @@ func (ap *Applied) steer(ctx context.Context, k scenario.Knobs, iface string) er
 	if k.IRQ != nil && k.IRQ.CPUs != nil {
 		a.Keep = iface
 	}
+	label := "irq away"
+	if !away {
+		label = "smt fence"
+	}
 	changes, left, err := nicctl.IRQsAway(ctx, h.NIC, h.Journal, a)
 	moved := 0
 	for _, c := range changes {
-		if c.Err == "" && c.Previous != c.Effective {
+		if c.What != "irqbalance" && c.Err == "" && c.Previous != c.Effective {
 			moved++
 		}
-		ap.Report = append(ap.Report, awayLine(c))
+		ap.Report = append(ap.Report, awayLine(label, c))
 	}
 	if err != nil {
 		return err
 	}
-	sum := fmt.Sprintf("irq away: %d IRQs moved off CPU %s (housekeeping CPUs %s)", moved, cpulist.Format(from), cpulist.Format(to))
+	sum := fmt.Sprintf("%s: %d IRQs moved off CPU %s (housekeeping CPUs %s)", label, moved, cpulist.Format(from), cpulist.Format(to))
 	if len(left) > 0 {
 		sum += "; LEFT on it: " + strings.Join(left, ", ")
 	}
@@ -92,13 +97,14 @@ func (ap *Applied) steer(ctx context.Context, k scenario.Knobs, iface string) er
 		}
 		ap.Report = append(ap.Report, fmt.Sprintf("smt fence: cpu%d offline (%s %s → 0, read back): no task or IRQ can run there", c, p, strings.TrimSpace(r.Previous)))
 	}
-	ap.steered = &steered{from: from, fenced: fence, left: still}
+	ap.steered = &steered{label: label, from: from, fenced: fence, left: still}
 	return nil
 }
 
 // steered is what an arm's irq.away and smt.fence left in force, checked
 // again when the arm ends: what the run claims held for the whole round.
 type steered struct {
+	label        string // irq away, or smt fence alone
 	from, fenced []int
 	left         map[int]bool // IRQs on from (or unreadable) once they were moved
 }
@@ -120,7 +126,7 @@ func (s *steered) check(fsys hostfs.FS) []string {
 	}
 	now := onCPUs(fsys, s.from)
 	if now == nil {
-		return append(out, "irq away: cannot tell whether the IRQs stayed off CPU "+cpulist.Format(s.from)+": /proc/irq cannot be read")
+		return append(out, s.label+": cannot tell whether the IRQs stayed off CPU "+cpulist.Format(s.from)+": /proc/irq cannot be read")
 	}
 	var back []int
 	for n := range now {
@@ -129,10 +135,10 @@ func (s *steered) check(fsys hostfs.FS) []string {
 		}
 	}
 	if len(back) == 0 {
-		return append(out, "irq away: held to the end of the arm: no IRQ came back to CPU "+cpulist.Format(s.from))
+		return append(out, s.label+": held to the end of the arm: no IRQ came back to CPU "+cpulist.Format(s.from))
 	}
 	slices.Sort(back)
-	return append(out, fmt.Sprintf("irq away: back on CPU %s at the end of the arm (moved by something else, or new): IRQ %s", cpulist.Format(s.from), strings.Trim(fmt.Sprint(back), "[]")))
+	return append(out, fmt.Sprintf("%s: back on CPU %s at the end of the arm (moved by something else, or new): IRQ %s", s.label, cpulist.Format(s.from), strings.Trim(fmt.Sprint(back), "[]")))
 }
 
 // onCPUs is the set of IRQs whose affinity includes a CPU of cpus or
@@ -152,8 +158,8 @@ func onCPUs(fsys hostfs.FS, cpus []int) map[int]bool {
 	return out
 }
 
-func awayLine(c nicctl.Change) string {
-	line := fmt.Sprintf("irq away: %s %s → %s (effective %s)", c.What, c.Previous, c.Requested, c.Effective)
+func awayLine(label string, c nicctl.Change) string {
+	line := fmt.Sprintf("%s: %s %s → %s (effective %s)", label, c.What, c.Previous, c.Requested, c.Effective)
 	if c.Note != "" {
 		line += " — " + c.Note
 	}

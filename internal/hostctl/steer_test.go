@@ -138,7 +138,7 @@ func TestSteerApplyAndRestore(t *testing.T) {
 	if b.running {
 		t.Error("irqbalance not held")
 	}
-	for _, want := range []string{"irq away: 2", "LEFT on it: IRQ 27 (EIO), IRQ 28 (smp_affinity_list is read-only), IRQ 50 (no smp_affinity_list: cannot tell)",
+	for _, want := range []string{"irq away: 25 IRQs moved off CPU 1,5 (housekeeping CPUs 0,2-4,6-7); LEFT on it: IRQ 27 (EIO), IRQ 28 (smp_affinity_list is read-only), IRQ 50 (no smp_affinity_list: cannot tell)",
 		"smt fence: cpu5 offline (/sys/devices/system/cpu/cpu5/online 1 → 0, read back)"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
@@ -298,5 +298,27 @@ func TestSteerAwayBesideIRQCPUs(t *testing.T) {
 		if after[p] != v {
 			t.Errorf("%s after undo: %q, was %q", p, after[p], v)
 		}
+	}
+}
+
+// TestSteerFenceAlone: smt.fence without irq.away moves IRQs off the
+// sibling only (the kernel would widen one left with no online CPU), and
+// leaves the responder CPU's.
+func TestSteerFenceAlone(t *testing.T) {
+	fsys := steerTree(t)
+	h, _ := steerHost(t, fsys, &balancer{})
+	cpu := 1
+	ap, err := Apply(context.Background(), h, Arm{Name: "fence", Knobs: scenario.Knobs{Responder: scenario.Responder{CPU: &cpu}, SMT: &scenario.SMT{Fence: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ap.Undo(context.Background())
+	for n, want := range map[string]string{"25": "1\n", "26": "1", "0": "0-4,6-7"} {
+		if got, _ := os.ReadFile(fsys.Path("/proc/irq/" + n + "/smp_affinity_list")); string(got) != want {
+			t.Errorf("IRQ %s on %q, want %q", n, got, want)
+		}
+	}
+	if r := strings.Join(ap.Report, "\n"); !strings.Contains(r, "smt fence: 24 IRQs moved off CPU 5 (housekeeping CPUs 0,2-4,6-7)") {
+		t.Errorf("report:\n%s", r)
 	}
 }

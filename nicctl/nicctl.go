@@ -1,5 +1,6 @@
 // Package nicctl changes a NIC's queues, rings, interrupt moderation, IRQ
-// affinity and hardware timestamping config, and holds irqbalance, through
+// affinity and hardware timestamping config, moves every IRQ of the host
+// off given CPUs (IRQsAway), and holds irqbalance, through
 // the host-change journal so every change is put back; it also proves what
 // a NIC really stamps (rig nicctl probe). What it reads of a NIC (rig nicctl
 // show, the drop counters) is package facts'.
@@ -254,11 +255,7 @@ func (p *setPlan) ethtool(ctx context.Context, env *Env, j *journal.Journal, ifa
 // s.RequireIRQAffinity they make it fail.
 func setIRQAffinity(ctx context.Context, env *Env, j *journal.Journal, iface string, d facts.Device, s Settings, out []Change) ([]Change, error) {
 	// Channel changes re-create the queue IRQs: discover after them.
-	ints, err := hostinfo.ReadInterrupts(env.FS)
-	if err != nil {
-		return out, err
-	}
-	irqs, err := facts.DiscoverIRQs(env.FS, d, ints)
+	queues, err := queueIRQs(env, d)
 	if err != nil {
 		return out, err
 	}
@@ -266,15 +263,6 @@ func setIRQAffinity(ctx context.Context, env *Env, j *journal.Journal, iface str
 		if chg := irqbalanceExposes(ctx, env, append(slices.Clone(s.IRQCPUs), s.IRQCPUPerQueue...)); chg != nil {
 			out = append(out, *chg)
 		}
-	}
-	var queues []facts.IRQ
-	for _, q := range irqs {
-		if q.IsQueue() {
-			queues = append(queues, q)
-		}
-	}
-	if len(queues) == 0 {
-		return out, fmt.Errorf("%s: no queue IRQs found (driver %q, %d IRQs attributed to the device): cannot set IRQ affinity", iface, d.Driver, len(irqs))
 	}
 	var failed []string
 	for _, q := range queues {
@@ -296,6 +284,28 @@ func setIRQAffinity(ctx context.Context, env *Env, j *journal.Journal, iface str
 		return out, fmt.Errorf("%s: affinity of %s could not be set and --require-irq-affinity was given", iface, strings.Join(failed, ", "))
 	}
 	return out, nil
+}
+
+// queueIRQs are d's queue IRQs; none is an error.
+func queueIRQs(env *Env, d facts.Device) ([]facts.IRQ, error) {
+	ints, err := hostinfo.ReadInterrupts(env.FS)
+	if err != nil {
+		return nil, err
+	}
+	irqs, err := facts.DiscoverIRQs(env.FS, d, ints)
+	if err != nil {
+		return nil, err
+	}
+	var queues []facts.IRQ
+	for _, q := range irqs {
+		if q.IsQueue() {
+			queues = append(queues, q)
+		}
+	}
+	if len(queues) == 0 {
+		return nil, fmt.Errorf("%s: no queue IRQs found (driver %q, %d IRQs attributed to the device): cannot set IRQ affinity", d.Iface, d.Driver, len(irqs))
+	}
+	return queues, nil
 }
 
 // irqbalanceExposes warns when a running irqbalance does not ban every CPU

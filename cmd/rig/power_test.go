@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/power/powertest"
 	"github.com/rig-project/rig/internal/scenario"
@@ -81,54 +83,10 @@ func TestPowerKill9ThenRestore(t *testing.T) {
 	state := t.TempDir()
 	env := append(os.Environ(), hostfs.EnvRoot+"="+fs.Root, "RIG_STATE_DIR="+state, power.EnvTunedAdm+"="+filepath.Join(tuned, "tuned-adm"))
 
-	cmd := exec.Command(bin, "agent", "--stdio")
 	// Apply 1 is the tuned profile, 2 min_perf_pct as it is, 3 CPU 1's
 	// governor, 4 its max-freq, 5 no_turbo (limits before a turbo off).
-	cmd.Env = append(env, "RIG_TEST_PAUSE_AFTER_APPLY=5")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, `"proto":"rig-agent"`) {
-		t.Fatalf("hello %q %v", line, err)
-	}
-	knobs, _ := json.Marshal(scenario.Knobs{Responder: scenario.Responder{CPU: ptrTo(1)}, Tuned: ptrTo("network-latency"),
+	killAgentAtPause(t, bin, env, 5, scenario.Knobs{Responder: scenario.Responder{CPU: ptrTo(1)}, Tuned: ptrTo("network-latency"),
 		Power: &power.Settings{Governor: "performance", Turbo: ptrTo(false), MaxFreqKHz: ptrTo[int64](3100000)}})
-	args, _ := json.Marshal(agent.ApplyArgs{Arm: "runtime", Knobs: knobs, LengthNS: int64(time.Minute)})
-	req, _ := json.Marshal(agent.Request{ID: 1, Op: agent.OpApply, Args: args})
-	if _, err := stdin.Write(append(req, '\n')); err != nil {
-		t.Fatal(err)
-	}
-	paused := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var all []string
-		for sc.Scan() {
-			all = append(all, sc.Text())
-			if strings.Contains(sc.Text(), "rig: test pause") {
-				paused <- ""
-			}
-		}
-		paused <- strings.Join(all, "\n")
-	}()
-	select {
-	case msg := <-paused:
-		if msg != "" {
-			t.Fatalf("the agent ended before the pause:\n%s", msg)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the agent never reached the test pause")
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
 
 	// Snapshots hold real paths: cpuN/cpufreq links to cpufreq/policyN.
 	mid := powertest.Snapshot(t, fs.Root)
@@ -172,6 +130,58 @@ func TestPowerKill9ThenRestore(t *testing.T) {
 	if out, err := rc.CombinedOutput(); err != nil || !strings.Contains(string(out), "nothing to restore") {
 		t.Fatalf("second restore: %v\n%s", err, out)
 	}
+}
+
+// killAgentAtPause starts `rig agent --stdio` with env, asks it to apply
+// knobs, and kills it with -9 once its pause-th journaled change is made
+// (journal.EnvTestPause) and before it is recorded as effective.
+func killAgentAtPause(t *testing.T, bin string, env []string, pause int, knobs scenario.Knobs) {
+	t.Helper()
+	cmd := exec.Command(bin, "agent", "--stdio")
+	cmd.Env = append(env, fmt.Sprintf("%s=%d", journal.EnvTestPause, pause))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, `"proto":"rig-agent"`) {
+		t.Fatalf("hello %q %v", line, err)
+	}
+	k, _ := json.Marshal(knobs)
+	args, _ := json.Marshal(agent.ApplyArgs{Arm: "runtime", Knobs: k, LengthNS: int64(time.Minute)})
+	req, _ := json.Marshal(agent.Request{ID: 1, Op: agent.OpApply, Args: args})
+	if _, err := stdin.Write(append(req, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	paused := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		var all []string
+		for sc.Scan() {
+			all = append(all, sc.Text())
+			if strings.Contains(sc.Text(), "rig: test pause") {
+				paused <- ""
+			}
+		}
+		paused <- strings.Join(all, "\n")
+	}()
+	select {
+	case msg := <-paused:
+		if msg != "" {
+			t.Fatalf("the agent ended before the pause:\n%s", msg)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the agent never reached the test pause")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
 }
 
 func ptrTo[T any](v T) *T { return &v }

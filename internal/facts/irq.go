@@ -247,3 +247,36 @@ func readAffinity(fs hostfs.FS, irq *IRQ) error {
 
 // IsQueue reports whether the IRQ serves a queue.
 func (i IRQ) IsQueue() bool { return i.Kind == IRQTxRx || i.Kind == IRQRx || i.Kind == IRQTx }
+
+// HostIRQs lists every numbered IRQ under /proc/irq with its affinity,
+// named from /proc/interrupts where it has a row. One without
+// smp_affinity_list (the kernel gives it no affinity to set) is listed as
+// Managed, so that whoever moves IRQs names it instead of passing it over.
+func HostIRQs(fs hostfs.FS) ([]IRQ, error) {
+	ents, err := fs.ReadDir("/proc/irq")
+	if err != nil {
+		return nil, err
+	}
+	names := map[int]string{}
+	if in, err := hostinfo.ReadInterrupts(fs); err == nil {
+		for _, r := range in.Rows {
+			names[r.IRQ] = strings.Join(r.Actions, ", ")
+		}
+	}
+	var out []IRQ
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || !e.IsDir() {
+			continue
+		}
+		irq := IRQ{Number: n, Name: names[n], Queue: -1}
+		if !fs.Exists(IRQFile(n, "smp_affinity_list")) {
+			irq.Managed, irq.ManagedWhy = true, "no smp_affinity_list"
+		} else if err := readAffinity(fs, &irq); err != nil {
+			return nil, err
+		}
+		out = append(out, irq)
+	}
+	slices.SortFunc(out, func(a, b IRQ) int { return a.Number - b.Number })
+	return out, nil
+}

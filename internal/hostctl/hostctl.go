@@ -1,8 +1,9 @@
 // Package hostctl applies the host knobs of one arm on the responder host
 // and takes them back: NIC queue IRQs, coalescing, rings, channels and
-// NAPI knobs (through nicctl), idle states (cstate), CPU frequency and the tuned
-// profile (power), and noisy neighbours (stress-ng on a CPU list and on the
-// responder CPU's SMT sibling). The NIC's
+// NAPI knobs (through nicctl), every IRQ off the measured CPUs and their
+// SMT siblings offline (steer), idle states (cstate), CPU frequency and
+// the tuned profile (power), and noisy neighbours (stress-ng on a CPU list
+// and on the responder CPU's SMT sibling). The NIC's
 // timestamping is not an arm's: rig run prepares it once per run
 // (nicctl.PrepareTimestamping) in the same journal, before the first arm,
 // and an arm's undo leaves it in force.
@@ -57,10 +58,11 @@ type Arm struct {
 
 // Applied is an arm in force on a host.
 type Applied struct {
-	host   *Host
-	mark   int // the journal's mark before the arm: Undo takes back only what came after
-	loads  []*load.Process
-	holder *cstate.Holder
+	host    *Host
+	mark    int // the journal's mark before the arm: Undo takes back only what came after
+	loads   []*load.Process
+	holder  *cstate.Holder
+	steered *steered // what irq.away and smt.fence must still hold when the arm ends
 	// Report lists what changed, one line each, for the log and manifest.
 	Report []string
 }
@@ -85,6 +87,10 @@ func Apply(ctx context.Context, h *Host, a Arm) (_ *Applied, err error) {
 		return ap, err
 	}
 	if err := ap.nic(ctx, k); err != nil {
+		return ap, err
+	}
+	// After the NIC: new channels re-create IRQs, which must go away too.
+	if err := ap.steer(ctx, k, h.Iface); err != nil {
 		return ap, err
 	}
 	if cs := k.CState; cs != nil {
@@ -183,7 +189,7 @@ func Handlers(env *nicctl.Env) journal.Handlers {
 func (ap *Applied) nic(ctx context.Context, k scenario.Knobs) error {
 	s := nicctl.Settings{AllowMgmt: ap.host.AllowMgmt}
 	change := false
-	if k.IRQ != nil {
+	if k.IRQ != nil && k.IRQ.CPUs != nil {
 		s.IRQCPUs, s.HoldIRQBalance, change = k.IRQ.CPUs, true, true
 	}
 	s.Coalesce = k.NIC.Coalesce
@@ -276,6 +282,10 @@ func (ap *Applied) Undo(ctx context.Context) error {
 		}
 	}
 	ap.loads = nil
+	if ap.steered != nil {
+		ap.Report = append(ap.Report, ap.steered.check(ap.host.FS)...)
+		ap.steered = nil
+	}
 	if ap.holder != nil {
 		errs = append(errs, ap.holder.Close())
 		ap.holder = nil

@@ -104,6 +104,9 @@ const (
 	// PcapFile is a round's capture frames as pcap (scenario capture:
 	// {pcap: true}), stamped as capture.samples is.
 	PcapFile = "capture.pcap"
+	// HostChanges is what the responder hosts reported changing for a
+	// round's arm and putting back, one line each ([host] line).
+	HostChanges = "host-changes.txt"
 )
 
 // TelemetryFile is the telemetry file of responder id in a round

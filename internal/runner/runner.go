@@ -326,12 +326,16 @@ func restoreCommand(prefix []string, rig string) string {
 // applyOn applies knobs k of arm on responder host h and returns the
 // function that takes them back (nil when the apply failed: the agent
 // takes back what a failed apply did itself).
-func (r *run) applyOn(ctx context.Context, arm string, h host, k scenario.Knobs, length time.Duration) (func() error, error) {
+func (r *run) applyOn(ctx context.Context, arm string, h host, k scenario.Knobs, length time.Duration, record *[]string) (func() error, error) {
 	rsp := h.Agent
-	report, err := rsp.Apply(ctx, arm, k, h.Iface, h.AllowMgmt, length)
-	for _, line := range report {
-		fmt.Fprintf(r.o.Log, "  [%s] %s\n", rsp.Name, line)
+	log := func(report []string) {
+		for _, line := range report {
+			fmt.Fprintf(r.o.Log, "  [%s] %s\n", rsp.Name, line)
+			*record = append(*record, fmt.Sprintf("[%s] %s", rsp.Name, line))
+		}
 	}
+	report, err := rsp.Apply(ctx, arm, k, h.Iface, h.AllowMgmt, length)
+	log(report)
 	// An agent that answers took back what it did; one that died could not.
 	hint := fmt.Sprintf("to put host %s back, run `%s`", rsp.Name, r.hs.restore[rsp.Name])
 	if err != nil && rsp.Gone() {
@@ -341,9 +345,7 @@ func (r *run) applyOn(ctx context.Context, arm string, h host, k scenario.Knobs,
 	}
 	return func() error {
 		report, uerr := rsp.Undo(context.WithoutCancel(ctx))
-		for _, line := range report {
-			fmt.Fprintf(r.o.Log, "  [%s] %s\n", rsp.Name, line)
-		}
+		log(report)
 		if uerr != nil {
 			return fmt.Errorf("taking back the knobs: %w (%s)", uerr, hint)
 		}
@@ -374,20 +376,35 @@ func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress fu
 	}
 	spec.Progress = progress
 	// The arm's knobs go to the responder hosts; taken back even when the
-	// round was interrupted, the last applied first.
+	// round was interrupted, the last applied first. What the hosts said
+	// they changed and put back is the round's host-changes.txt.
 	var undos []func() error
+	var record []string
 	defer func() {
 		for i := len(undos) - 1; i >= 0; i-- {
 			err = errors.Join(err, undos[i]())
+		}
+		if len(record) > 0 {
+			err = errors.Join(err, rundir.WriteFileAtomic(filepath.Join(spec.Dir, rundir.HostChanges), []byte(strings.Join(record, "\n")+"\n")))
 		}
 	}()
 	ks, err := r.pinQuietest(ctx, arm, spec.Dir)
 	if err != nil {
 		return err
 	}
+	var measured []int
+	for _, k := range ks {
+		if c := k.Responder.CPU; c != nil {
+			measured = append(measured, *c)
+		}
+	}
 	for i, h := range r.hs.responders {
 		k := ks[i]
-		undo, err := r.applyOn(ctx, arm.Name, h, k, length)
+		if q := k.IRQ; q != nil && q.Away && r.s.Fanout() {
+			// The responders share the host's IRQs: each one's CPU is measured.
+			k.IRQ = &scenario.IRQ{CPUs: q.CPUs, Away: true, AwayFrom: measured}
+		}
+		undo, err := r.applyOn(ctx, arm.Name, h, k, length, &record)
 		if err != nil {
 			return err
 		}

@@ -639,6 +639,16 @@ func (c *checker) effective(p string, e Knobs) {
 	} else if e.SMTSibling != nil && anyCPU {
 		c.key(p+".smt-sibling", "smt-sibling load with responder.cpu: quietest of every CPU rig may use: the sibling cannot be checked before the run", `list the candidates, e.g. responder: {cpu: {quietest: "2-5"}}, or give responder.cpu a number`)
 	}
+	if e.SMT != nil && e.SMTSibling != nil {
+		c.key(p+".smt", "smt fence keeps the SMT siblings idle, and smt-sibling load runs stress-ng on one: they contradict each other", "keep one: fence for a quiet core, smt-sibling for a noisy one (two arms compare them)")
+	} else if e.SMT != nil && !e.Responder.HasCPU() {
+		c.key(p+".smt", "smt fence needs responder.cpu: the siblings fenced are the responder CPU's", "set responder.cpu in the arm or in defaults")
+	} else if e.SMT != nil && anyCPU {
+		c.key(p+".smt", "smt fence with responder.cpu: quietest of every CPU rig may use: the siblings cannot be checked before the run", `list the candidates, e.g. responder: {cpu: {quietest: "2-5"}}, or give responder.cpu a number`)
+	}
+	if e.IRQ != nil && e.IRQ.Away && !e.Responder.HasCPU() {
+		c.key(p+".irq", "irq away moves IRQs off the responder CPU, and responder.cpu is not set", "set responder.cpu in the arm or in defaults")
+	}
 	if st := e.Responder.Stack; st != nil && !st.Kernel() && (e.Responder.Engine == nil || *e.Responder.Engine != probe.EngineNative) {
 		c.key(p+".responder.stack", fmt.Sprintf("stack %s needs engine: native: the Go engine makes its socket calls as raw system calls, which no preloaded stack sees", st), "add engine: native to responder, in the arm or in defaults")
 	}
@@ -689,8 +699,8 @@ func (c *checker) crossChecks(s *Scenario) {
 		for i, a := range s.Arms {
 			e := a.Effective
 			p := fmt.Sprintf("arms[%d]", i)
-			if e.IRQ != nil || e.NIC != (NIC{}) {
-				c.key(p, fmt.Sprintf("arm %s sets irq/nic knobs, which veth in the emulated topology does not have", a.Name), "use responder, cstate and load knobs with emulate: netns")
+			if e.ChangesNIC() {
+				c.key(p, fmt.Sprintf("arm %s sets irq.cpus or nic knobs, which veth in the emulated topology does not have", a.Name), "use responder, cstate, load and irq.away knobs with emulate: netns")
 			}
 			if slices.Contains(e.Requires, RequireHWTimestamps) {
 				c.key(p, fmt.Sprintf("arm %s requires hw-timestamps, which veth never has", a.Name), "drop the requirement or use real hosts")
@@ -703,8 +713,8 @@ func (c *checker) crossChecks(s *Scenario) {
 		return
 	}
 	for i, a := range s.Arms {
-		if a.Effective.IRQ != nil || a.Effective.NIC != (NIC{}) {
-			c.key("hosts."+rsp.Name, fmt.Sprintf("arm %s (line %d) sets irq/nic knobs, and the responder host %s has no iface:", a.Name, c.x.m[fmt.Sprintf("arms[%d]", i)].val.line, rsp.Name), "add iface: NAME (the NIC that receives the requests) to the responder host")
+		if a.Effective.ChangesNIC() {
+			c.key("hosts."+rsp.Name, fmt.Sprintf("arm %s (line %d) sets irq.cpus or nic knobs, and the responder host %s has no iface:", a.Name, c.x.m[fmt.Sprintf("arms[%d]", i)].val.line, rsp.Name), "add iface: NAME (the NIC that receives the requests) to the responder host")
 			return
 		}
 	}

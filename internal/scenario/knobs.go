@@ -47,11 +47,22 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 	}
 	if r.IRQ != nil {
 		ip := p + ".irq"
-		if r.IRQ.CPUs == nil {
-			c.key(ip, "irq has no cpus:", `add cpus: "0" (the CPUs for the responder NIC's queue IRQs)`)
-		} else if l, ok := c.cpuList(ip+".cpus", r.IRQ.CPUs); ok {
-			k.IRQ = &IRQ{CPUs: l}
+		q := &IRQ{}
+		if r.IRQ.CPUs == nil && r.IRQ.Away == nil {
+			c.key(ip, "irq sets nothing", `add cpus: "0" (the CPUs for the responder NIC's queue IRQs) or away: true (every IRQ off the measured CPU)`)
+			q = nil
+		} else if r.IRQ.CPUs != nil {
+			if q.CPUs, _ = c.cpuList(ip+".cpus", r.IRQ.CPUs); q.CPUs == nil {
+				q = nil
+			}
 		}
+		if a := r.IRQ.Away; a != nil && !*a {
+			c.val(ip+".away", "away: false changes nothing", "use away: true, or delete it")
+			q = nil
+		} else if a != nil && q != nil {
+			q.Away = true
+		}
+		k.IRQ = q
 	}
 	if n := r.NIC; n != nil {
 		np := p + ".nic"
@@ -123,6 +134,16 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 			c.key(sp, "smt-sibling has no load:", `add load: "--cpu 1 --cpu-method fft"`)
 		} else if args, ok := c.stressArgs(sp+".load", *sm.Load, "nothing: rig pins it to the sibling"); ok {
 			k.SMTSibling = &SMTSibling{StressNG: args}
+		}
+	}
+	if sm := r.SMT; sm != nil {
+		switch {
+		case sm.Fence == nil:
+			c.key(p+".smt", "smt has no fence:", "add fence: true (the responder CPU's SMT siblings offline for the round)")
+		case !*sm.Fence:
+			c.val(p+".smt.fence", "fence: false changes nothing", "use fence: true, or delete smt")
+		default:
+			k.SMT = &SMT{Fence: true}
 		}
 	}
 	if pw := r.Power; pw != nil {
@@ -385,8 +406,9 @@ func (c *checker) stack(rp string, rr *rawResponder) *probe.Stack {
 }
 
 // merge applies an arm over the defaults. Scalars and NIC fields merge
-// field by field; cstate, load and smt-sibling are replaced whole because
-// their fields only make sense together; requires is the union.
+// field by field; irq, cstate, load, smt-sibling and smt are replaced
+// whole because their fields only make sense together; requires is the
+// union.
 func merge(d, a Knobs) Knobs {
 	e := d
 	// responder.cpu is one field in either form.
@@ -415,6 +437,7 @@ func merge(d, a Knobs) Knobs {
 	over(&e.CState, a.CState)
 	over(&e.Load, a.Load)
 	over(&e.SMTSibling, a.SMTSibling)
+	over(&e.SMT, a.SMT)
 	e.Power = mergePower(d.Power, a.Power)
 	over(&e.Tuned, a.Tuned)
 	over(&e.Noise, a.Noise)

@@ -64,6 +64,7 @@ type rawKnobs struct {
 	CState     *rawCState    `yaml:"cstate"`
 	Load       *rawLoad      `yaml:"load"`
 	SMTSibling *rawSMT       `yaml:"smt-sibling"`
+	SMT        *rawSMTFence  `yaml:"smt"`
 	Power      *rawPower     `yaml:"power"`
 	Tuned      *string       `yaml:"tuned"`
 	Noise      *rawNoise     `yaml:"noise"`
@@ -94,7 +95,8 @@ type rawNoise struct {
 }
 
 type rawIRQ struct {
-	CPUs any `yaml:"cpus"`
+	CPUs any   `yaml:"cpus"`
+	Away *bool `yaml:"away"`
 }
 
 type rawNIC struct {
@@ -143,6 +145,10 @@ type rawPower struct {
 
 type rawSMT struct {
 	Load *string `yaml:"load"`
+}
+
+type rawSMTFence struct {
+	Fence *bool `yaml:"fence"`
 }
 
 // MaxFileSize bounds a scenario file; anything larger is not a scenario.

@@ -275,8 +275,18 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 	if e.Noise != nil {
 		out = append(out, fmt.Sprintf("noise window: rig noise on the responder CPU for %v before the round's probes (noise.json; with several responders on each one's CPU in turn, noise-<id>.json)%s", e.Noise.For, from(k.Noise != nil)))
 	}
-	if e.IRQ != nil {
+	if e.IRQ != nil && e.IRQ.CPUs != nil {
 		out = append(out, fmt.Sprintf("IRQs of %s queues → CPUs %s (/proc/irq/N/smp_affinity_list; irqbalance held)%s", iface, cpulist.Format(e.IRQ.CPUs), from(k.IRQ != nil)))
+	}
+	if e.IRQ != nil && e.IRQ.Away {
+		which := "every IRQ"
+		if e.IRQ.CPUs != nil {
+			which = "every IRQ but the queues'"
+		}
+		out = append(out, which+" of the host off the responder CPU (/proc/irq/N/smp_affinity_list minus it, or the housekeeping CPUs; managed IRQs named and left; irqbalance held)"+from(k.IRQ != nil))
+	}
+	if e.SMT != nil {
+		out = append(out, "smt fence: the responder CPU's SMT siblings offline (/sys/devices/system/cpu/cpuN/online 0; their IRQs moved off first)"+from(k.SMT != nil))
 	}
 	if c := e.NIC.Coalesce; c != (ethtoolnl.Coalesce{}) {
 		var parts []string

@@ -248,6 +248,7 @@ type Knobs struct {
 	CState     *CState         `json:"cstate"`
 	Load       *StressLoad     `json:"load"`
 	SMTSibling *SMTSibling     `json:"smt_sibling"`
+	SMT        *SMT            `json:"smt"`
 	Power      *power.Settings `json:"power"` // the CPU frequency (cpufreq, turbo, intel_pstate limits)
 	Tuned      *string         `json:"tuned"` // a tuned profile (tuned-adm profile), applied first
 	Noise      *Noise          `json:"noise"`
@@ -293,9 +294,21 @@ const (
 	MaxNoise = time.Hour
 )
 
-// IRQ places the queue IRQs of the responder NIC.
+// IRQ places the queue IRQs of the responder NIC (CPUs) and moves every
+// other IRQ of the host off the measured CPUs (Away).
 type IRQ struct {
 	CPUs []int `json:"cpus"`
+	Away bool  `json:"away"`
+	// AwayFrom is what rig run resolves Away to on the host: the CPUs of
+	// every responder of the round there (a fan-out lab shares one host's
+	// IRQs); nil means responder.cpu.
+	AwayFrom []int `json:"away_from,omitempty"`
+}
+
+// ChangesNIC reports whether the knobs change the responder's NIC: its
+// queue IRQs or its ethtool and NAPI settings (irq.away is the host's).
+func (k Knobs) ChangesNIC() bool {
+	return (k.IRQ != nil && k.IRQ.CPUs != nil) || k.NIC != (NIC{})
 }
 
 // NIC holds the ethtool settings of the responder NIC.
@@ -324,6 +337,12 @@ type CState struct {
 type StressLoad struct {
 	StressNG []string `json:"stress_ng"` // stress-ng arguments (rig adds --taskset and stops it)
 	CPUs     []int    `json:"cpus"`      // --taskset list; nil = stress-ng's default affinity
+}
+
+// SMT keeps the responder CPU's SMT siblings idle for the round: Fence
+// takes them offline.
+type SMT struct {
+	Fence bool `json:"fence"`
 }
 
 // SMTSibling runs stress-ng on the SMT sibling of the responder CPU.

@@ -172,6 +172,7 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 		if err := v.arm(i, rsp, hf); err != nil {
 			return err
 		}
+		v.awayFanout(i, hf)
 	}
 	for i, a := range s.Arms {
 		for _, name := range s.Responders {
@@ -245,7 +246,7 @@ func (v *validator) knobs(p string, k Knobs, hf *hostFacts) {
 		}
 		v.cpus(path, q.CPUs, hf, "candidate CPUs")
 	}
-	if k.IRQ != nil {
+	if k.IRQ != nil && k.IRQ.CPUs != nil {
 		v.cpus(p+".irq.cpus", k.IRQ.CPUs, hf, "IRQ CPUs")
 	}
 	if k.Load != nil && k.Load.CPUs != nil {
@@ -281,9 +282,12 @@ func (v *validator) nodeKnobs(p string, k Knobs, hf *hostFacts) {
 	if k.Tuned != nil && no(f.SysfsWritable) {
 		add("tuned", sysfs)
 	}
+	if k.SMT != nil && no(f.SysfsWritable) {
+		add("smt", sysfs)
+	}
 	for _, r := range refuse {
 		v.c.key(p+"."+r.knob, fmt.Sprintf("in a pod: on host %s %s, so %s cannot change the node (it would fail mid-run)", hf.name, r.why, r.knob),
-			"use the host agent: node knobs (irq, cstate, power, tuned) need the node's /sys, /proc/irq and /dev; leave them out of a pod's arms (docs/kubernetes.md#4-what-a-pod-can-and-cannot-change)")
+			"use the host agent: node knobs (irq, cstate, power, tuned, smt) need the node's /sys, /proc/irq and /dev; leave them out of a pod's arms (docs/kubernetes.md#4-what-a-pod-can-and-cannot-change)")
 	}
 }
 
@@ -343,7 +347,7 @@ func (v *validator) mgmt(rsp *Host, hf *hostFacts) error {
 		for _, k := range []struct {
 			set  bool
 			name string
-		}{{a.Effective.IRQ != nil, "irq"}, {a.Effective.NIC != (NIC{}), "nic"}} {
+		}{{a.Effective.IRQ != nil && a.Effective.IRQ.CPUs != nil, "irq"}, {a.Effective.NIC != (NIC{}), "nic"}} {
 			if p := v.field(i, k.name); k.set && !slices.Contains(sites, p) {
 				sites = append(sites, p)
 			}
@@ -482,6 +486,24 @@ func (v *validator) armWarnings(i int, h Host, hf *hostFacts) {
 	}
 }
 
+// awayFanout refuses irq.away in a fan-out arm whose responders' CPUs,
+// all cleared on their one shared host, leave no CPU for the IRQs.
+func (v *validator) awayFanout(i int, hf *hostFacts) {
+	a, away, measured := v.s.Arms[i], false, []int{}
+	for _, n := range v.s.Responders {
+		k := v.s.KnobsFor(a, n)
+		away = away || (k.IRQ != nil && k.IRQ.Away)
+		if k.Responder.CPU != nil {
+			measured = cpulist.Union(measured, []int{*k.Responder.CPU})
+		}
+	}
+	if !away || len(v.s.Responders) < 2 || slices.ContainsFunc(hf.online, func(c int) bool { return !slices.Contains(measured, c) }) {
+		return
+	}
+	v.c.val(v.field(i, "irq.away"), fmt.Sprintf("irq away clears every responder's CPU (%s) on host %s, which leaves no CPU for the IRQs (online %s)", cpulist.Format(measured), hf.name, listOrNone(hf.online)),
+		"leave one online CPU without a responder, or drop irq.away")
+}
+
 // armCPU checks what arm i needs of the responder CPU cpu (-1: not
 // pinned), adding skip reasons to skip; cstateDone says a cstate problem
 // was already reported for another candidate of the arm.
@@ -490,7 +512,7 @@ func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone 
 	e := a.Effective
 	var siblings []int
 	noSMT := ""
-	if cpu >= 0 && (e.SMTSibling != nil || slices.Contains(e.Requires, RequireSMT)) {
+	if cpu >= 0 && (e.SMTSibling != nil || e.SMT != nil || slices.Contains(e.Requires, RequireSMT)) {
 		sib, err := hf.f.SiblingsOf(cpu)
 		if err != nil {
 			return skip, &HostError{hf.name, err}
@@ -521,6 +543,20 @@ func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone 
 	}
 	if e.SMTSibling != nil && len(siblings) == 0 && !slices.Contains(e.Requires, RequireSMT) {
 		skip = append(skip, noSMT+" for the smt-sibling load")
+	}
+	if e.SMT != nil && len(siblings) == 0 && !slices.Contains(e.Requires, RequireSMT) {
+		skip = append(skip, noSMT+" to fence")
+	}
+	if e.SMT != nil && slices.Contains(siblings, 0) {
+		// Linux keeps CPU 0 online where it can (x86 has no cpu0/online).
+		v.c.val(v.field(i, "smt.fence"), fmt.Sprintf("the SMT sibling of CPU %d on host %s is CPU 0, which rig does not take offline (the boot CPU: timers and firmware interrupts may need it)", cpu, hf.name), "pin the responder to a core whose siblings are not CPU 0")
+	}
+	spare := len(hf.online) - 1
+	if e.SMT != nil {
+		spare -= len(siblings)
+	}
+	if e.IRQ != nil && e.IRQ.Away && cpu >= 0 && spare < 1 {
+		v.c.val(v.field(i, "irq.away"), fmt.Sprintf("irq away on host %s leaves no CPU for the IRQs: online %s, measured CPU %d", hf.name, listOrNone(hf.online), cpu), "run on a host with a CPU to spare for the IRQs")
 	}
 	// max-latency-us is global: the first online CPU's states stand for all.
 	icpu := cpu

@@ -12,7 +12,9 @@
  *
  * Its readiness and failures go to --ready-fd as one line: "ready k=v …"
  * once the socket is set up and the loop starts (with --presence FUNC,
- * "presence=yes|no|absent": what the preloaded stack's own check said), or "refused MESSAGE"
+ * "presence=yes|no|absent": what the preloaded stack's own check said; with
+ * --fd-stat FUNC, "accelerated=yes stack=NAME id=N|no|absent|error:N": what
+ * its per-socket check said of this socket), or "refused MESSAGE"
  * (bad input, a missing privilege, a backend this host cannot run; exit 2)
  * or "failed MESSAGE" (exit 1). SIGINT or SIGTERM ends the loop; it then
  * waits up to --tx-wait-ns for the last replies' TX stamps and writes the
@@ -97,6 +99,7 @@ static struct cfg {
 	int rcvbuf;
 	int ready_fd, out_fd;
 	const char *presence; /* the stack's own "am I loaded" function, int f(void) */
+	const char *fd_stat;  /* its per-socket check, as onload_fd_stat */
 } c = {.cpu = -1, .ready_fd = -1, .out_fd = -1, .tx_wait_ns = 500000000, .budget = 64};
 
 static int fd = -1, ep = -1;
@@ -212,7 +215,7 @@ static void args(int argc, char **argv)
 		{"ts-optional", 1, 0, 'T'}, {"hw-tx", 1, 0, 'h'}, {"hw-window", 1, 0, 'w'}, {"capacity", 1, 0, 'C'},
 		{"hw-rx", 1, 0, 'H'}, {"hw-fail", 1, 0, 'F'}, {"tx-sw", 1, 0, 'S'},
 		{"count", 1, 0, 'n'}, {"tx-wait-ns", 1, 0, 'W'}, {"rcvbuf", 1, 0, 's'}, {"ready-fd", 1, 0, 'y'},
-		{"out-fd", 1, 0, 'O'}, {"presence", 1, 0, 'P'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
+		{"out-fd", 1, 0, 'O'}, {"presence", 1, 0, 'P'}, {"fd-stat", 1, 0, 'd'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
 	};
 	int o, ix;
 	opterr = 0;
@@ -266,6 +269,7 @@ static void args(int argc, char **argv)
 		case 'y': c.ready_fd = (int)num("ready-fd", v, INT_MAX); break;
 		case 'O': c.out_fd = (int)num("out-fd", v, INT_MAX); break;
 		case 'P': c.presence = v; break;
+		case 'd': c.fd_stat = v; break;
 		case 'V':
 			printf("rig-respond-native commit %s, handoff format %d, wire format %d\n", RIG_COMMIT, HANDOFF_VERSION, WIRE_VERSION);
 			exit(0);
@@ -868,6 +872,39 @@ static const char *presence(void)
 	return !f ? "absent" : f() ? "yes" : "no";
 }
 
+/* onload_stat is Onload's (extensions.h): what onload_fd_stat fills. */
+struct onload_stat {
+	int32_t stack_id;
+	char *stack_name; /* malloc'd by the stack: the caller frees it */
+	int32_t endpoint_id;
+	int32_t endpoint_state;
+};
+
+/* fd_stat asks the stack whether it took this socket, as onload_fd_stat
+ * does: 1 accelerated (in stack id and name), 0 left to the kernel, < 0
+ * an error. Once, in setup: the name it allocates is freed here. */
+static void fd_stat(char *out, size_t n)
+{
+	int (*f)(int, struct onload_stat *);
+	*(void **)&f = dlsym(RTLD_DEFAULT, c.fd_stat);
+	struct onload_stat st = {0};
+	int r = f ? f(fd, &st) : 0;
+	if (!f)
+		snprintf(out, n, " accelerated=absent");
+	else if (r < 0)
+		snprintf(out, n, " accelerated=error:%ld", -(long)r);
+	else if (r == 0)
+		snprintf(out, n, " accelerated=no");
+	else {
+		/* The name is one field of the ready line: no spaces in it. */
+		for (char *p = st.stack_name; p && *p; p++)
+			if (*p <= ' ' || *p > '~')
+				*p = '?';
+		snprintf(out, n, " accelerated=yes stack=%.32s id=%d", st.stack_name && *st.stack_name ? st.stack_name : "-", st.stack_id);
+	}
+	free(st.stack_name);
+}
+
 static int64_t tv_ns(struct timeval tv) { return (int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000; }
 
 int main(int argc, char **argv)
@@ -892,11 +929,13 @@ int main(int argc, char **argv)
 	/* After the ring: its SQ thread must not inherit the CPU or the policy. */
 	place();
 	int mlock_err = mlockall(MCL_CURRENT | MCL_FUTURE) < 0 ? errno : 0;
-	char stack[160] = "";
+	char stack[160] = "", fds[80] = "";
 	if (c.presence)
 		snprintf(stack, sizeof stack, " presence=%s", presence());
-	if (dprintf(c.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d%s\n",
-		    (int)gettid(), ts_granted, ts_old, ts_dropped, ts_assumed, rcvbuf, mlock_err, stack) < 0)
+	if (c.fd_stat)
+		fd_stat(fds, sizeof fds);
+	if (dprintf(c.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d%s%s\n",
+		    (int)gettid(), ts_granted, ts_old, ts_dropped, ts_assumed, rcvbuf, mlock_err, stack, fds) < 0)
 		die(1, "ready pipe: %s", strerror(errno));
 
 	struct rusage ru0, ru1;

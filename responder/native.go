@@ -75,7 +75,7 @@ func NewNative(cfg probe.Respond, o Options, prog string) (*Native, error) {
 		return nil, err
 	}
 	if !cfg.Stack.Kernel() {
-		if n.lib, err = proveStack(cfg.Stack, n.proc.Pid(), n.ready); err != nil {
+		if n.lib, err = proveStack(cfg.Stack, cfg.Iface, n.proc.Pid(), n.ready); err != nil {
 			n.proc.Close()
 			return nil, err
 		}
@@ -169,6 +169,9 @@ func (n *Native) args(ifi *net.Interface, plan tstamp.Plan) []string {
 	}
 	if p := c.Stack.Info().Presence; p != "" {
 		a = append(a, "--presence", p)
+	}
+	if f := c.Stack.Info().FdStat; f != "" {
+		a = append(a, "--fd-stat", f)
 	}
 	return a
 }
@@ -268,6 +271,9 @@ func (n *Native) Header(arm, round int) samples.Header {
 		more["stack_library"], more["stack_env"] = n.lib, n.cfg.Stack.Vars()
 		if p := n.cfg.Stack.Info().Presence; p != "" {
 			more["stack_presence"] = p + ": " + n.ready.Presence
+		}
+		if f := n.cfg.Stack.Info().FdStat; f != "" {
+			more["stack_fd_stat"] = fmt.Sprintf("%s: %s (stack %s, id %d)", f, n.ready.Accelerated, n.ready.FdStack, n.ready.FdStackID)
 		}
 	}
 	more["mlockall"] = "ok"

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/probe"
@@ -35,9 +37,11 @@ func stackLaunch(s probe.Stack) (native.Launch, error) {
 }
 
 // proveStack requires stack s in the running program: its library mapped
-// (/proc/PID/maps) and, where the stack offers one, its presence check
-// saying yes. It returns the library's path as mapped.
-func proveStack(s probe.Stack, pid int, ready native.Ready) (string, error) {
+// (/proc/PID/maps) and, where the stack offers them, its presence check
+// saying yes and its per-socket check saying the program's socket is
+// accelerated (a loaded stack may still leave a socket to the kernel). It
+// returns the library's path as mapped.
+func proveStack(s probe.Stack, iface string, pid int, ready native.Ready) (string, error) {
 	info := s.Info()
 	maps := "/proc/" + strconv.Itoa(pid) + "/maps"
 	b, err := os.ReadFile(maps)
@@ -51,6 +55,19 @@ func proveStack(s probe.Stack, pid int, ready native.Ready) (string, error) {
 	if info.Presence != "" && ready.Presence != "yes" {
 		return "", &native.Refusal{Msg: fmt.Sprintf("--stack %s: %s is mapped, but its presence check %s() %s: the stack is not accelerating the program", s.Name, path, info.Presence,
 			map[string]string{"no": "says no", "absent": "is not in the process", "": "was not answered"}[ready.Presence])}
+	}
+	if info.FdStat != "" && ready.Accelerated != "yes" {
+		said := map[string]string{"no": "says the responder's socket is not accelerated: is " + iface + " an interface the stack accelerates? (or an environment that keeps sockets off it, as EF_DONT_ACCELERATE, or a handover to the kernel)",
+			"absent": "is not in the process", "": "was not answered"}[ready.Accelerated]
+		if n, ok := strings.CutPrefix(ready.Accelerated, "error:"); ok {
+			errno, _ := strconv.Atoi(n)
+			said = "failed on the responder's socket: " + syscall.Errno(errno).Error()
+		}
+		loaded := path + " is mapped"
+		if info.Presence != "" {
+			loaded += " and " + info.Presence + "() says yes"
+		}
+		return "", &native.Refusal{Msg: fmt.Sprintf("--stack %s: %s, but %s() %s", s.Name, loaded, info.FdStat, said)}
 	}
 	return path, nil
 }

@@ -56,19 +56,27 @@ func TestProveStack(t *testing.T) {
 	}
 	pid := os.Getpid()
 	mapped := probe.Stack{Name: probe.StackCustom, Preload: exe}
-	if p, err := proveStack(mapped, pid, native.Ready{}); err != nil || filepath.Base(p) != filepath.Base(exe) {
+	if p, err := proveStack(mapped, "veth-r", pid, native.Ready{}); err != nil || filepath.Base(p) != filepath.Base(exe) {
 		t.Errorf("mapped: %q, %v", p, err)
 	}
 	var ref *native.Refusal
-	if _, err := proveStack(probe.Stack{Name: probe.StackCustom, Preload: "/x/librig-absent.so"}, pid, native.Ready{}); !errors.As(err, &ref) ||
+	if _, err := proveStack(probe.Stack{Name: probe.StackCustom, Preload: "/x/librig-absent.so"}, "veth-r", pid, native.Ready{}); !errors.As(err, &ref) ||
 		!strings.Contains(err.Error(), "librig-absent.so is not mapped in the native program") {
 		t.Errorf("absent: %v", err)
 	}
 	mapped.Presence = "x_loaded"
 	for presence, want := range map[string]string{"yes": "", "no": "x_loaded() says no", "absent": "x_loaded() is not in the process"} {
-		_, err := proveStack(mapped, pid, native.Ready{Presence: presence})
+		_, err := proveStack(mapped, "veth-r", pid, native.Ready{Presence: presence})
 		if want == "" && err != nil || want != "" && (!errors.As(err, &ref) || !strings.Contains(err.Error(), want)) {
 			t.Errorf("presence %s: %v, want %q", presence, err, want)
+		}
+	}
+	mapped.FdStat = "x_fd_stat"
+	for acc, want := range map[string]string{"yes": "", "no": "x_loaded() says yes, but x_fd_stat() says the responder's socket is not accelerated: is veth-r an interface the stack accelerates?",
+		"absent": "x_fd_stat() is not in the process", "error:9": "x_fd_stat() failed on the responder's socket: bad file descriptor", "": "x_fd_stat() was not answered"} {
+		_, err := proveStack(mapped, "veth-r", pid, native.Ready{Presence: "yes", Accelerated: acc})
+		if want == "" && err != nil || want != "" && (!errors.As(err, &ref) || !strings.Contains(err.Error(), want)) {
+			t.Errorf("accelerated %q: %v, want %q", acc, err, want)
 		}
 	}
 }

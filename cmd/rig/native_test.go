@@ -391,9 +391,11 @@ func TestNativeLibcCalls(t *testing.T) {
 // TestNativeStack runs the native engine under --stack custom with the
 // interposer as the stack (native/test/interpose.c, preloaded as Onload,
 // VMA or XLIO would be): rig proves it loaded — the library mapped in the
-// program and its presence check answering yes — and every request's
-// receive and every reply's send went through it. A library the loader
-// cannot preload, or a presence check the process lacks, is refused.
+// program, its presence check answering yes and its per-socket check
+// saying the responder's socket is its own — and every request's receive
+// and every reply's send went through it. A library the loader cannot
+// preload, a presence check the process lacks, or a socket the stack
+// left to the kernel (RIG_INTERPOSE_KERNEL) is refused.
 func TestNativeStack(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
 	dir := testbin.Native(t)
@@ -402,9 +404,10 @@ func TestNativeStack(t *testing.T) {
 	for _, poll := range []string{"block", "epoll"} {
 		calls := filepath.Join(t.TempDir(), "calls")
 		f, log := nativeRound(t, topo, dir, n, "--engine", "native", "--poll", poll, "--stack", "custom", "--stack-preload", lib,
-			"--stack-presence", "rig_interpose_present", "--stack-env", "RIG_INTERPOSE_OUT="+calls)
+			"--stack-presence", "rig_interpose_present", "--stack-fd-stat", "rig_interpose_fd_stat", "--stack-env", "RIG_INTERPOSE_OUT="+calls)
 		s, c := f.Header.Settings, f.Footer.Counters
-		if s["stack"] != "custom" || s["stack_library"] != lib || s["stack_presence"] != "rig_interpose_present: yes" {
+		if s["stack"] != "custom" || s["stack_library"] != lib || s["stack_presence"] != "rig_interpose_present: yes" ||
+			s["stack_fd_stat"] != "rig_interpose_fd_stat: yes (stack interpose, id 7)" {
 			t.Errorf("%s: settings %v\n%s", poll, s, log)
 		}
 		seen := readCalls(t, calls)
@@ -424,6 +427,9 @@ func TestNativeStack(t *testing.T) {
 	}{
 		{[]string{"--stack-preload", fake}, "libfake.so is not mapped in the native program"},
 		{[]string{"--stack-preload", lib, "--stack-presence", "no_such_check"}, "its presence check no_such_check() is not in the process"},
+		{[]string{"--stack-preload", lib, "--stack-presence", "rig_interpose_present", "--stack-fd-stat", "rig_interpose_fd_stat", "--stack-env", "RIG_INTERPOSE_KERNEL=1"},
+			"rig_interpose_present() says yes, but rig_interpose_fd_stat() says the responder's socket is not accelerated: is " + topo.Responder.Interface + " an interface"},
+		{[]string{"--stack-preload", lib, "--stack-fd-stat", "no_such_fd_stat"}, "no_such_fd_stat() is not in the process"},
 	} {
 		cmd := exec.Command("ip", append([]string{"netns", "exec", topo.Netns(netlab.Responder), testbin.Rig(t), "respond", "--iface", topo.Responder.Interface,
 			"--timestamps", "software", "--run-id", "1", "--engine", "native", "--stack", "custom"}, c.flags...)...)

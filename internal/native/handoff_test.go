@@ -143,6 +143,21 @@ func TestParseReady(t *testing.T) {
 	if r, err := ParseReady("ready tid=1 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0 presence=no"); err != nil || r.Presence != "no" {
 		t.Errorf("presence: %+v, %v", r, err)
 	}
+	const base = "ready tid=1 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0 "
+	for line, want := range map[string]Ready{"accelerated=yes stack=rig id=0": {Accelerated: "yes", FdStack: "rig"},
+		"accelerated=yes stack=- id=3": {Accelerated: "yes", FdStack: "-", FdStackID: 3}, "accelerated=no": {Accelerated: "no"},
+		"accelerated=absent": {Accelerated: "absent"}, "accelerated=error:22": {Accelerated: "error:22"}} {
+		want.TID = 1
+		if r, err := ParseReady(base + line); err != nil || r != want {
+			t.Errorf("%s: %+v, %v", line, r, err)
+		}
+	}
+	for _, bad := range []string{"accelerated=yes", "accelerated=no stack=x id=1", "accelerated=yes stack=x", "accelerated=maybe",
+		"accelerated=error:", "accelerated=error:x", "accelerated=no accelerated=no", "accelerated=yes stack=x id=1 id=2", "accelerated=yes stack= id=1"} {
+		if _, err := ParseReady(base + bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
 	for _, bad := range []string{"", "ready tid=1 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0 presence=maybe",
 		"ready tid=1 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0 presence=yes presence=yes", "refused x", "ready tid=1", "ready tid=1 tid=2 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0",
 		"ready tid=x ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0", "ready tid=1 ts_flags=0 ts_old=2 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0",
@@ -165,6 +180,7 @@ func FuzzParseReady(f *testing.F) {
 	f.Add("ready tid=123 ts_flags=0x2089a ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=2000000 mlockall=0")
 	f.Add("ready tid=1")
 	f.Add("ready tid=1 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0 presence=yes")
+	f.Add("ready tid=1 ts_flags=0 ts_old=0 ts_dropped=0 ts_assumed=0 rcvbuf=0 mlockall=0 accelerated=yes stack=rig id=2")
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := ParseReady(s)
 		if err != nil {

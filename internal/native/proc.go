@@ -68,8 +68,15 @@ type Ready struct {
 	// Presence is what the stack's own presence check said (--presence):
 	// yes, no, or absent (the program found no such function); "" when
 	// not asked.
-	Presence  string
-	Remainder string // fields this rig does not know, as given
+	Presence string
+	// Accelerated is what the stack's per-socket check said of the
+	// program's socket (--fd-stat): yes, no, absent, or error:N (N an
+	// errno); "" when not asked. With yes, the stack's name (- when it
+	// gave none) and id it is in.
+	Accelerated string
+	FdStack     string
+	FdStackID   int
+	Remainder   string // fields this rig does not know, as given
 }
 
 // readyKeys are the fields a ready line must carry.
@@ -85,11 +92,19 @@ func ParseReady(line string) (Ready, error) {
 	}
 	v := map[string]uint64{}
 	var rest []string
+	var r Ready
+	fd := map[string]bool{} // the per-socket check's fields given
 	presence := ""
 	for _, f := range fields[1:] {
 		k, val, ok := strings.Cut(f, "=")
 		if !ok {
 			return Ready{}, fmt.Errorf("native: ready line field %q is not key=value", f)
+		}
+		if k == "accelerated" || k == "stack" || k == "id" {
+			if err := r.fdStat(k, val, fd); err != nil {
+				return Ready{}, err
+			}
+			continue
 		}
 		if k == "presence" {
 			if presence != "" || !slices.Contains([]string{"yes", "no", "absent"}, val) {
@@ -121,8 +136,42 @@ func ParseReady(line string) (Ready, error) {
 			return Ready{}, fmt.Errorf("native: ready line %s=%d: want 0 or 1", k, v[k])
 		}
 	}
-	return Ready{TID: int(v["tid"]), RcvBuf: int(v["rcvbuf"]), MlockAll: syscall.Errno(v["mlockall"]), Presence: presence, Remainder: strings.Join(rest, " "),
-		TS: tstamp.SetResult{Flags: tstamp.Flags(v["ts_flags"]), Old: v["ts_old"] == 1, Dropped: tstamp.Flags(v["ts_dropped"]), Assumed: v["ts_assumed"] == 1}}, nil
+	if (r.Accelerated == "yes") != fd["stack"] || fd["stack"] != fd["id"] {
+		return Ready{}, fmt.Errorf("native: ready line %q: stack= and id= go with accelerated=yes, and only with it", line)
+	}
+	r.TID, r.RcvBuf, r.MlockAll, r.Presence, r.Remainder = int(v["tid"]), int(v["rcvbuf"]), syscall.Errno(v["mlockall"]), presence, strings.Join(rest, " ")
+	r.TS = tstamp.SetResult{Flags: tstamp.Flags(v["ts_flags"]), Old: v["ts_old"] == 1, Dropped: tstamp.Flags(v["ts_dropped"]), Assumed: v["ts_assumed"] == 1}
+	return r, nil
+}
+
+// fdStat takes one field of the per-socket check's answer, each once:
+// accelerated=yes|no|absent|error:N, and with yes stack=NAME id=N.
+func (r *Ready) fdStat(k, val string, seen map[string]bool) error {
+	bad := func(want string) error { return fmt.Errorf("native: ready line %s=%q: want %s", k, val, want) }
+	if seen[k] {
+		return fmt.Errorf("native: ready line gives %s twice", k)
+	}
+	seen[k] = true
+	switch k {
+	case "accelerated":
+		n, err := strconv.ParseUint(strings.TrimPrefix(val, "error:"), 10, 31)
+		if !slices.Contains([]string{"yes", "no", "absent"}, val) && (!strings.HasPrefix(val, "error:") || err != nil || n == 0) {
+			return bad("yes, no, absent or error:N")
+		}
+		r.Accelerated = val
+	case "stack":
+		if val == "" {
+			return bad("a name")
+		}
+		r.FdStack = val
+	case "id":
+		n, err := strconv.ParseInt(val, 10, 32)
+		if err != nil {
+			return bad("a stack id")
+		}
+		r.FdStackID = int(n)
+	}
+	return nil
 }
 
 // Refusal is a program's "refused" line, or the caller's refusal to start

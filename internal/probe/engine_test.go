@@ -81,6 +81,8 @@ func TestStack(t *testing.T) {
 		"custom no lib":   {func(r *Respond) { r.Stack = Stack{Name: StackCustom, Launcher: "/x/l"} }, "--stack custom needs --stack-preload"},
 		"launcher onload": {func(r *Respond) { r.Stack = Stack{Name: "onload", Launcher: "/x/l"} }, "are for --stack custom"},
 		"env on kernel":   {func(r *Respond) { r.Stack.Env = "A=1" }, "need --stack"},
+		"fd-stat kernel":  {func(r *Respond) { r.Stack.FdStat = "x_fd_stat" }, "--stack-fd-stat and --stack-env need --stack"},
+		"fd-stat onload":  {func(r *Respond) { r.Stack = Stack{Name: "onload", FdStat: "x_fd_stat"} }, "--stack-fd-stat are for --stack custom"},
 		"bad env":         {func(r *Respond) { r.Stack = Stack{Name: "vma", Env: "VMA_SPEC"} }, `--stack-env "VMA_SPEC": want NAME=VALUE`},
 	} {
 		r := base
@@ -93,7 +95,7 @@ func TestStack(t *testing.T) {
 	if _, err := ParseStack("dpdk"); err == nil || err.Error() != `stack "dpdk": want kernel, exasock, onload, vma, xlio or custom` {
 		t.Errorf("dpdk: %v", err)
 	}
-	if info := (Stack{Name: StackCustom, Preload: "/opt/i/libi.so"}).Info(); info.Library != "libi.so" {
+	if info := (Stack{Name: StackCustom, Preload: "/opt/i/libi.so", FdStat: "i_fd_stat"}).Info(); info.Library != "libi.so" || info.FdStat != "i_fd_stat" {
 		t.Errorf("custom info %+v", info)
 	}
 }

@@ -152,7 +152,7 @@ func TestRespondRoundTrip(t *testing.T) {
 			r.Engine, r.Poll = EngineNative, Poll{Mode: PreferBusyPoll, BusyPollUS: 50, Budget: 16}
 		},
 		"Stack": func(r *Respond) {
-			r.Engine, r.Stack = EngineNative, Stack{Name: StackCustom, Launcher: "/opt/x/launch", Preload: "libx.so", Presence: "x_loaded", Env: "EF_RX_TIMESTAMPING=3,EF_POLL_USEC=100000"}
+			r.Engine, r.Stack = EngineNative, Stack{Name: StackCustom, Launcher: "/opt/x/launch", Preload: "libx.so", Presence: "x_loaded", FdStat: "x_fd_stat", Env: "EF_RX_TIMESTAMPING=3,EF_POLL_USEC=100000"}
 		},
 	}))
 }

@@ -52,6 +52,7 @@ func (r *Respond) Register(fs *flag.FlagSet) {
 	fs.StringVar(&r.Stack.Launcher, "stack-launcher", d.Stack.Launcher, "--stack custom: a launcher that execs the program (as onload does)")
 	fs.StringVar(&r.Stack.Preload, "stack-preload", d.Stack.Preload, "--stack custom: the library to preload (LD_PRELOAD), a path or a name the dynamic loader finds")
 	fs.StringVar(&r.Stack.Presence, "stack-presence", d.Stack.Presence, "--stack custom: the library's int f(void) that says it is loaded (as onload_is_present): the program calls it and must hear non-zero")
+	fs.StringVar(&r.Stack.FdStat, "stack-fd-stat", d.Stack.FdStat, "--stack custom: the library's per-socket check, int f(int fd, struct onload_stat *) as onload_fd_stat: the program calls it on its socket and must hear 1 (accelerated)")
 	fs.Var((*envList)(&r.Stack.Env), "stack-env", "NAME=VALUE for the program's environment under a stack, comma-separated or repeated (e.g. EF_RX_TIMESTAMPING=3)")
 }
 

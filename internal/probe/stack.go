@@ -28,13 +28,18 @@ type StackInfo struct {
 	// Presence is the stack's own "am I loaded" function, int f(void),
 	// which the program looks up (dlsym) and calls ("": it offers none).
 	Presence string
+	// FdStat is the stack's per-socket check, with onload_fd_stat's
+	// signature, which the program calls on its socket: the library can be
+	// loaded yet leave the socket to the kernel ("": it offers none rig
+	// uses — exasock, VMA and XLIO have no such per-fd call).
+	FdStat string
 	// Install says how to get the stack when it is missing.
 	Install string
 }
 
 // StackTable are the kernel-bypass stacks rig knows by name.
 var StackTable = map[StackName]StackInfo{
-	"onload": {Launcher: "onload", Library: "libonload.so", Presence: "onload_is_present",
+	"onload": {Launcher: "onload", Library: "libonload.so", Presence: "onload_is_present", FdStat: "onload_fd_stat",
 		Install: "install OpenOnload (AMD Solarflare: its onload launcher goes on PATH, libonload.so in the loader's path) and load its driver (onload_tool reload)"},
 	"exasock": {Launcher: "exasock", Library: "libexasock.so", Presence: "exasock_loaded",
 		Install: "install the ExaNIC software (exanic-software: make install, or the exanic-utils package: it puts exasock on PATH and libexasock.so in the loader's path)"},
@@ -79,6 +84,7 @@ type Stack struct {
 	Launcher string    `json:"launcher,omitempty"` // custom: a launcher that execs the program ("": none)
 	Preload  string    `json:"preload,omitempty"`  // custom: the library preloaded, and proven mapped
 	Presence string    `json:"presence,omitempty"` // custom: its presence check, as StackInfo's ("": none)
+	FdStat   string    `json:"fd_stat,omitempty"`  // custom: its per-socket check, as StackInfo's ("": none)
 	// Env are NAME=VALUE pairs, comma-separated, added to the program's
 	// environment (EF_*, VMA_*, XLIO_*); a string keeps Respond comparable.
 	Env string `json:"env,omitempty"`
@@ -98,7 +104,7 @@ func (s Stack) Info() StackInfo {
 	if s.Name != StackCustom {
 		return StackTable[s.Name]
 	}
-	return StackInfo{Launcher: s.Launcher, Library: filepath.Base(s.Preload), Presence: s.Presence, Install: "check --stack-launcher and --stack-preload"}
+	return StackInfo{Launcher: s.Launcher, Library: filepath.Base(s.Preload), Presence: s.Presence, FdStat: s.FdStat, Install: "check --stack-launcher and --stack-preload"}
 }
 
 // String is the stack's name, as sample headers and captions give it.
@@ -115,16 +121,16 @@ func (s Stack) Kernel() bool { return s.Name == "" || s.Name == StackKernel }
 // check refuses a stack the engine cannot run or flags that do not fit it.
 func (s Stack) check(e Engine) error {
 	switch {
-	case s.Kernel() && (s.Launcher != "" || s.Preload != "" || s.Presence != "" || s.Env != ""):
-		return fmt.Errorf("--stack-launcher, --stack-preload, --stack-presence and --stack-env need --stack: the kernel's stack preloads nothing")
+	case s.Kernel() && (s.Launcher != "" || s.Preload != "" || s.Presence != "" || s.FdStat != "" || s.Env != ""):
+		return fmt.Errorf("--stack-launcher, --stack-preload, --stack-presence, --stack-fd-stat and --stack-env need --stack: the kernel's stack preloads nothing")
 	case s.Kernel():
 		return nil
 	case e != EngineNative:
 		return fmt.Errorf("--stack %s needs --engine native: the Go engine makes its socket calls as raw system calls, which no preloaded stack sees (the kernel would answer, not %s)", s.Name, s.Name)
 	case s.Name == StackCustom && s.Preload == "":
 		return fmt.Errorf("--stack custom needs --stack-preload LIB: the library preloaded and proven mapped in the program (and --stack-launcher PATH if the stack has a launcher)")
-	case s.Name != StackCustom && (s.Launcher != "" || s.Preload != "" || s.Presence != ""):
-		return fmt.Errorf("--stack-launcher, --stack-preload and --stack-presence are for --stack custom: --stack %s is launched and checked as rig knows it", s.Name)
+	case s.Name != StackCustom && (s.Launcher != "" || s.Preload != "" || s.Presence != "" || s.FdStat != ""):
+		return fmt.Errorf("--stack-launcher, --stack-preload, --stack-presence and --stack-fd-stat are for --stack custom: --stack %s is launched and checked as rig knows it", s.Name)
 	}
 	for _, kv := range s.Vars() {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(k, " \t") {

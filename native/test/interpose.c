@@ -7,12 +7,17 @@
  * what the stack is handed.
  *
  * As a custom stack (rig respond --stack custom) it answers the presence
- * check rig_interpose_present, as Onload answers onload_is_present.
+ * check rig_interpose_present, as Onload answers onload_is_present, and the
+ * per-socket check rig_interpose_fd_stat, as Onload answers onload_fd_stat:
+ * 1 for a socket its socket() made, 0 for any other — and for every one
+ * when RIG_INTERPOSE_KERNEL is set, as a stack that left its sockets to
+ * the kernel (an interface it cannot accelerate, EF_DONT_ACCELERATE).
  *
  * RIG_INTERPOSE_OUT names the file written at exit: one line per phase and
  * call that happened, "PHASE CALL COUNT" (syscall() calls as "syscall-NR"). */
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -30,6 +35,32 @@ static int phase;
 static void count(int c) { __atomic_fetch_add(&calls[phase][c], 1, __ATOMIC_RELAXED); }
 
 int rig_interpose_present(void) { return 1; }
+
+/* The sockets its socket() made: a bit per fd below NFD. */
+enum { NFD = 4096 };
+static unsigned char taken[NFD / 8];
+
+static void take(int fd, int on)
+{
+	if (fd < 0 || fd >= NFD)
+		return;
+	unsigned char bit = (unsigned char)(1u << fd % 8);
+	if (on)
+		__atomic_fetch_or(&taken[fd / 8], bit, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(&taken[fd / 8], (unsigned char)~bit, __ATOMIC_RELAXED);
+}
+
+struct onload_stat { int32_t stack_id; char *stack_name; int32_t endpoint_id; int32_t endpoint_state; };
+
+int rig_interpose_fd_stat(int fd, struct onload_stat *st)
+{
+	if (fd < 0 || fd >= NFD || !(taken[fd / 8] & 1 << fd % 8))
+		return 0;
+	st->stack_id = 7;
+	st->stack_name = __builtin_strdup("interpose");
+	return 1;
+}
 
 void rig_native_phase(int p)
 {
@@ -55,7 +86,25 @@ static void *next(const char *name)
 		return real args;                                  \
 	}
 
-FORWARD(int, socket, SOCKET, (int d, int t, int p), (d, t, p))
+int socket(int d, int t, int p)
+{
+	static int (*real)(int, int, int);
+	if (!real)
+		*(void **)&real = next("socket");
+	count(SOCKET);
+	int fd = real(d, t, p);
+	take(fd, !getenv("RIG_INTERPOSE_KERNEL"));
+	return fd;
+}
+
+int close(int fd)
+{
+	static int (*real)(int);
+	if (!real)
+		*(void **)&real = next("close");
+	take(fd, 0);
+	return real(fd);
+}
 FORWARD(int, setsockopt, SETSOCKOPT, (int s, int l, int o, const void *v, socklen_t n), (s, l, o, v, n))
 FORWARD(int, getsockopt, GETSOCKOPT, (int s, int l, int o, void *v, socklen_t *n), (s, l, o, v, n))
 FORWARD(int, bind, BIND, (int s, const struct sockaddr *a, socklen_t n), (s, a, n))

@@ -86,6 +86,9 @@ type Result struct {
 // host allows there.
 type host struct {
 	Agent *agent.Client
+	// Node applies the arm's node knobs (scenario.Knobs.SplitNode) on a
+	// responder host that cannot (a pod): the host option node's agent.
+	Node  *agent.Client
 	Iface string
 	// AllowMgmt lets the arm's knobs change Iface although it carries the
 	// default route (the scenario host's allow-mgmt); TakeOverPTP lets the
@@ -307,11 +310,34 @@ func restoreCommand(prefix []string, rig string) string {
 	return strings.Join(append(slices.Clone(prefix), rig, "restore"), " ")
 }
 
-// applyOn applies knobs k of arm on responder host h and returns the
-// function that takes them back (nil when the apply failed: the agent
-// takes back what a failed apply did itself).
-func (r *run) applyOn(ctx context.Context, arm string, h host, k scenario.Knobs, length time.Duration) (func() error, error) {
-	rsp := h.Agent
+// applyOn applies knobs k of arm on responder host h — the node knobs
+// first, on its node agent when it has one — and returns the functions
+// that take them back, in the order applied (none for an apply that
+// failed: the agent takes back what a failed apply did itself).
+func (r *run) applyOn(ctx context.Context, arm string, h host, k scenario.Knobs, length time.Duration) ([]func() error, error) {
+	if h.Node == nil || !k.HasNode() {
+		undo, err := r.applyAgent(ctx, arm, h.Agent, h, k, length)
+		if err != nil {
+			return nil, err
+		}
+		return []func() error{undo}, nil
+	}
+	node, rest := k.SplitNode()
+	undoNode, err := r.applyAgent(ctx, arm, h.Node, h, node, length)
+	if err != nil {
+		return nil, err
+	}
+	undo, err := r.applyAgent(ctx, arm, h.Agent, h, rest, length)
+	if err != nil {
+		return []func() error{undoNode}, err
+	}
+	return []func() error{undoNode, undo}, nil
+}
+
+// applyAgent applies knobs k of arm through agent rsp, for responder host
+// h's interface, and returns the function that takes them back (nil when
+// the apply failed).
+func (r *run) applyAgent(ctx context.Context, arm string, rsp *agent.Client, h host, k scenario.Knobs, length time.Duration) (func() error, error) {
 	report, err := rsp.Apply(ctx, arm, k, h.Iface, h.AllowMgmt, length)
 	for _, line := range report {
 		fmt.Fprintf(r.o.Log, "  [%s] %s\n", rsp.Name, line)
@@ -371,10 +397,10 @@ func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress fu
 			return err
 		}
 		undo, err := r.applyOn(ctx, arm.Name, h, k, length)
+		undos = append(undos, undo...)
 		if err != nil {
 			return err
 		}
-		undos = append(undos, undo)
 		if k.Noise != nil {
 			spec.Noise = &probe.Noise{For: k.Noise.For}
 		}
@@ -502,6 +528,11 @@ func (r *run) setupHosts(ctx context.Context) error {
 			return err
 		}
 		rh := host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt, TakeOverPTP: h.TakeOverPTP, VXLAN: h.Mirror == scenario.MirrorVXLAN, CPU: h.CPU}
+		if n := h.Node; n != nil {
+			if rh.Node, err = dial(n.Name, n.Command, r.agentRig(*n)); err != nil {
+				return err
+			}
+		}
 		if h.Has(scenario.RoleSender) {
 			hs.sender = rh
 		}
@@ -639,6 +670,9 @@ func (r *run) manifest() *rundir.Manifest {
 			roles = append(roles, string(r))
 		}
 		m.Hosts[h.Name] = rundir.Host{Roles: roles, Via: h.Via}
+		if h.Node != nil {
+			m.Hosts[h.Name] = rundir.Host{Roles: roles, Via: h.Via, Node: h.Node.Via}
+		}
 	}
 	r.setRequests(m)
 	return m

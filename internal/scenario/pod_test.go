@@ -144,3 +144,37 @@ arms:
 		}
 	}
 }
+
+// With several responders the arms' own knobs act on each: a node knob
+// there is refused when one responder pod has no node agent, and taken
+// when it is written under the responder that has one.
+func TestNodeKnobsFanout(t *testing.T) {
+	src := `name: t
+hosts:
+  snd: {via: local, roles: [sender]}
+  pinned: {via: kubectl exec -i rig-responder-pinned --, roles: [responder], node: kubectl exec -i rig-host-agent-x7k2p --}
+  shared: {via: kubectl exec -i rig-responder-shared --, roles: [responder]}
+traffic: {group: "239.1.1.1:5000"}
+defaults:
+  responders:
+    pinned: {responder: {cpu: 2}}
+    shared: {responder: {cpu: 3}}
+arms:
+  - name: base
+  - name: c6
+`
+	no, yes := false, true
+	fs := hostfs.FS{Root: "../hostinfo/testdata/isolated"}
+	pod := treeWithStressNG(t, fs)
+	pod.SysfsWritable, pod.ProcIRQWritable, pod.CPUDMALatency = &no, &no, &no
+	node := treeWithStressNG(t, fs)
+	node.SysfsWritable, node.ProcIRQWritable, node.CPUDMALatency = &yes, &yes, &yes
+	byHost := map[string]*facts.Facts{"snd": node, "pinned": pod, "pinned-node": node, "shared": pod}
+	err := Validate(load(t, src+"    cstate: {disable: [C6]}\n"), byHost)
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:14:5: in a pod: on host shared /sys is mounted read-only") || strings.Contains(err.Error(), "host pinned") {
+		t.Errorf("arm-level cstate with one node agent: %v", err)
+	}
+	if err := Validate(load(t, src+"    responders: {pinned: {cstate: {disable: [C6]}}}\n"), byHost); err != nil {
+		t.Errorf("cstate under the responder with the node agent: %v", err)
+	}
+}

@@ -158,6 +158,14 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 			continue
 		}
 		n := node(s.host(name))
+		if name != rsp.Name && n != nil {
+			// The knobs of defaults and the arms act on every responder:
+			// this one's node must take their node knobs too.
+			v.nodeKnobs("defaults", s.Defaults, name, n)
+			for i, a := range s.Arms {
+				v.nodeKnobs(fmt.Sprintf("arms[%d]", i), a.Knobs, name, n)
+			}
+		}
 		if k, ok := s.DefaultsPer[name]; ok {
 			v.knobs("defaults.responders."+name, k, h, n)
 		}

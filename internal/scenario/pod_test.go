@@ -118,6 +118,10 @@ arms:
 	if got := s.Unchecked(map[string]*facts.Facts{"snd": node, "rsp": pod}); len(got) != 1 || got[0] != "rsp-node" {
 		t.Errorf("unchecked: %v", got)
 	}
+	var plan strings.Builder
+	if err := WriteDryRun(&plan, s, s.Plan(), DryRunOptions{}); err != nil || !strings.Contains(plan.String(), "  rsp-node     via kubectl exec -i -n rig rig-host-agent-x7k2p -- applies the node knobs (irq, cstate, power, tuned) of rsp\n") {
+		t.Errorf("the plan does not name the node agent: %v\n%s", err, plan.String())
+	}
 	// The node agent's facts decide: a state the node lacks is refused there.
 	c7 := strings.Replace(src, "disable: [C6]", "disable: [C7]", 1)
 	err := Validate(load(t, c7), map[string]*facts.Facts{"snd": node, "rsp": pod, "rsp-node": node})

@@ -696,6 +696,10 @@ arms:
 				if err := json.Unmarshal(b, &m); err != nil || m.Hosts["rsp"].Node != "kubectl exec -i -n rig rig-host-agent --" {
 					t.Errorf("manifest hosts.rsp: %+v %v", m.Hosts["rsp"], err)
 				}
+				tables, _ := os.ReadFile(filepath.Join(res.Dir, analysis.TablesMD))
+				if !strings.Contains(string(tables), "| rsp (responder; kubectl exec -i rig-responder --; node knobs through kubectl exec -i -n rig rig-host-agent --) |") {
+					t.Errorf("the hosts table does not name the node agent:\n%s", tables)
+				}
 			}
 			if got := disabled(); got != "0,0,0" {
 				t.Errorf("after the run CPU %d's idle states are %s, want all enabled", cpu, got)

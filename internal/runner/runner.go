@@ -669,10 +669,11 @@ func (r *run) manifest() *rundir.Manifest {
 		for _, r := range h.Roles {
 			roles = append(roles, string(r))
 		}
-		m.Hosts[h.Name] = rundir.Host{Roles: roles, Via: h.Via}
+		mh := rundir.Host{Roles: roles, Via: h.Via}
 		if h.Node != nil {
-			m.Hosts[h.Name] = rundir.Host{Roles: roles, Via: h.Via, Node: h.Node.Via}
+			mh.Node = h.Node.Via
 		}
+		m.Hosts[h.Name] = mh
 	}
 	r.setRequests(m)
 	return m

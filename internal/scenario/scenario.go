@@ -110,7 +110,7 @@ type Host struct {
 	// host (host option cpu; nil: not pinned). A responder's CPU is an
 	// arm knob (responder.cpu), not a host option.
 	CPU *int
-	// Node is the agent that applies the arms' node knobs (NodeKnobs) for
+	// Node is the agent that applies the arms' node knobs (SplitNode) for
 	// a responder that cannot (a pod: read-only /sys and /proc/irq): the
 	// host agent on its node, reached by host option node (a via). Its
 	// name is NodeName(Name); nil: the host applies them itself.

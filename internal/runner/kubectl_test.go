@@ -318,7 +318,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 					}
 				}
 			}
-			md, err := os.ReadFile(filepath.Join(res.Dir, analysis.TablesMD))
+			md, err := os.ReadFile(filepath.Join(res.Dir, analysis.ReportMD))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -696,9 +696,9 @@ arms:
 				if err := json.Unmarshal(b, &m); err != nil || m.Hosts["rsp"].Node != "kubectl exec -i -n rig rig-host-agent --" {
 					t.Errorf("manifest hosts.rsp: %+v %v", m.Hosts["rsp"], err)
 				}
-				tables, _ := os.ReadFile(filepath.Join(res.Dir, analysis.TablesMD))
-				if !strings.Contains(string(tables), "| rsp (responder; kubectl exec -i rig-responder --; node knobs through kubectl exec -i -n rig rig-host-agent --) |") {
-					t.Errorf("the hosts table does not name the node agent:\n%s", tables)
+				report, _ := os.ReadFile(filepath.Join(res.Dir, analysis.ReportMD))
+				if !strings.Contains(string(report), "| rsp (responder; kubectl exec -i rig-responder --; node knobs through kubectl exec -i -n rig rig-host-agent --) |") {
+					t.Errorf("the report's hosts table does not name the node agent:\n%s", report)
 				}
 			}
 			if got := disabled(); got != "0,0,0" {

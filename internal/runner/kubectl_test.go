@@ -25,6 +25,7 @@ import (
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/power/powertest"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/scenario"
@@ -579,31 +580,50 @@ arms:
 	}
 }
 
-// A pod cannot change its node's idle states (read-only /sys): with host
-// option node, the arm's cstate knob goes to the host agent on the pod's
-// node (privileged, hostPID; its node is a host root whose CPUs have
-// cpuidle states, hostfstest.IdleRoot), which journals it on the node,
-// while the responder runs and answers in its pod. The states are
-// disabled while the arm runs (read from the progress of its round) and
-// enabled again after it, and every journal is closed. When the node
-// agent is killed (-9) in the middle of the apply, the run fails naming
-// the node's `rig restore`, which puts the node back.
+// A pod cannot change its node's idle states or frequency (read-only
+// /sys): with host option node, the arm's cstate or power knob goes to the
+// host agent on the pod's node (privileged, hostPID; its node is a host
+// root: hostfstest.IdleRoot's cpuidle states, powertest's intel_pstate
+// tree), which journals it on the node, while the responder runs and
+// answers in its pod. The knob is in force while the arm runs (read at the
+// progress of its round), not during the baseline, and put back after it;
+// every journal is closed. When the node agent is killed (-9) in the
+// middle of the apply, the run fails naming the node's `rig restore`,
+// which puts the node back.
 func TestKubectlNodeKnobsThroughTheHostAgent(t *testing.T) {
 	testbin.Integration(t)
-	const cpu = 1
-	for _, variant := range []string{"run", "kill-9"} {
-		t.Run(variant, func(t *testing.T) {
+	idle := func(root string) string {
+		var out []string
+		for k := range hostfstest.IdleStates {
+			b, _ := os.ReadFile(filepath.Join(root, fmt.Sprintf("sys/devices/system/cpu/cpu1/cpuidle/state%d/disable", k)))
+			out = append(out, strings.TrimSpace(string(b)))
+		}
+		return strings.Join(out, ",")
+	}
+	governor := func(root string) string {
+		b, _ := os.ReadFile(filepath.Join(root, "sys/devices/system/cpu/cpufreq/policy1/scaling_governor"))
+		return strings.TrimSpace(string(b))
+	}
+	for _, c := range []struct {
+		name, knob string
+		root       func(t testing.TB) string
+		state      func(root string) string
+		off, on    string // the state without and with the knob
+		kill       bool
+	}{
+		{"cstate", "cstate: {poll: true}", hostfstest.IdleRoot, idle, "0,0,0", "0,1,1", false},
+		{"power", "power: {governor: performance}", func(t testing.TB) string { return powertest.Build(t, powertest.IntelActive, 2).Root }, governor, "powersave", "performance", false},
+		{"kill-9", "cstate: {poll: true}", hostfstest.IdleRoot, idle, "0,0,0", "0,1,0", true}, // paused after C1
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			root := hostfstest.IdleRoot(t)
+			root := c.root(t)
 			agentEnv := []string{hostfs.EnvRoot + "=" + root}
-			if variant == "kill-9" {
-				agentEnv = append(agentEnv, journal.EnvTestPause+"=1")
+			arms := "  - name: base\n    responder: {cpu: 1}\n"
+			if c.kill {
+				agentEnv, arms = append(agentEnv, journal.EnvTestPause+"=1"), ""
 			}
 			topo, state := kubectlLab(t, dir, map[string]labPod{"rig-host-agent": {hostAgent: true, env: agentEnv}}, "rig-responder")
-			arms := "  - name: base\n    responder: {cpu: 1}\n"
-			if variant == "kill-9" {
-				arms = ""
-			}
 			yaml := `name: node
 hosts:
   snd: {via: kubectl exec -i rig-sender --, roles: [sender], iface: ` + topo.Sender.Interface + `}
@@ -612,9 +632,9 @@ traffic: {group: 239.56.0.6:7565, interval: 1ms, count: 1500}
 timestamps: software
 rounds: 1
 arms:
-` + arms + `  - name: poll
+` + arms + `  - name: tuned
     responder: {cpu: 1}
-    cstate: {poll: true}
+    ` + c.knob + `
 `
 			path := filepath.Join(dir, "node.yaml")
 			os.WriteFile(path, []byte(yaml), 0o644)
@@ -622,15 +642,7 @@ arms:
 			if err != nil {
 				t.Fatal(err)
 			}
-			disabled := func() string {
-				var out []string
-				for k := range hostfstest.IdleStates {
-					b, _ := os.ReadFile(filepath.Join(root, fmt.Sprintf("sys/devices/system/cpu/cpu%d/cpuidle/state%d/disable", cpu, k)))
-					out = append(out, strings.TrimSpace(string(b)))
-				}
-				return strings.Join(out, ",")
-			}
-			// arm → its states' disable files during its round (the sender's
+			// arm → the node's state during its round (the sender's
 			// progress, once a second: 1500 requests at 1ms have one)
 			seen := map[string]string{}
 			var logb bytes.Buffer
@@ -638,14 +650,14 @@ arms:
 				StateDir: filepath.Join(dir, "controller-state"), FS: hostfs.Default(), Log: &logb,
 				Progress: func(p Progress) {
 					if p.Sent > 0 {
-						seen[p.Arm] = disabled()
+						seen[p.Arm] = c.state(root)
 					}
 				}}
-			if variant == "kill-9" {
+			if c.kill {
 				done := make(chan error, 1)
 				go func() { _, err := Run(context.Background(), o); done <- err }()
 				// The node agent paused after its first change to the node.
-				for disabled() == "0,0,0" {
+				for c.state(root) == c.off {
 					select {
 					case err := <-done:
 						t.Fatalf("the run ended before the node changed: %v\n%s", err, logb.String())
@@ -664,8 +676,8 @@ arms:
 				if err == nil || !strings.Contains(err.Error(), "applying knobs on host rsp-node") || !strings.Contains(err.Error(), "run `"+restore+"`") {
 					t.Fatalf("want the run to fail naming the node's restore: %v\n%s", err, logb.String())
 				}
-				if got := disabled(); got != "0,1,0" {
-					t.Errorf("at the kill the node's states are %s, want C1 disabled (the paused change)", got)
+				if got := c.state(root); got != c.on {
+					t.Errorf("at the kill the node's state is %s, want %s", got, c.on)
 				}
 				if journal.CheckPending(state["rig-host-agent"]) == nil {
 					t.Errorf("the killed node agent left no journal on the node")
@@ -681,15 +693,15 @@ arms:
 					t.Fatalf("run: %v\n%s", err, logb.String())
 				}
 				log := logb.String()
-				if !strings.Contains(log, "host rsp-node: agent pid") || !strings.Contains(log, "[rsp-node] cstate: ") {
-					t.Errorf("the cstate knob did not go through the node agent:\n%s", log)
+				if !strings.Contains(log, "host rsp-node: agent pid") || !strings.Contains(log, "[rsp-node] "+strings.SplitN(c.knob, ":", 2)[0]) {
+					t.Errorf("the %s knob did not go through the node agent:\n%s", c.name, log)
 				}
-				if want := map[string]string{"base": "0,0,0", "poll": "0,1,1"}; seen["base"] != want["base"] || seen["poll"] != want["poll"] {
-					t.Errorf("CPU %d's idle states disabled during each arm: %v, want %v", cpu, seen, want)
+				if seen["base"] != c.off || seen["tuned"] != c.on {
+					t.Errorf("the node's state during each arm: %v, want base %s, tuned %s", seen, c.off, c.on)
 				}
-				j, err := samples.JoinDir(rundir.RoundDir(res.Dir, "poll", 0), 0)
+				j, err := samples.JoinDir(rundir.RoundDir(res.Dir, "tuned", 0), 0)
 				if err != nil || j.Counters[samples.RoleResponder].Received != 1500 {
-					t.Errorf("the responder pod under the poll arm: %v %+v", err, j)
+					t.Errorf("the responder pod under the tuned arm: %v %+v", err, j)
 				}
 				var m rundir.Manifest
 				b, _ := os.ReadFile(filepath.Join(res.Dir, rundir.ManifestFile))
@@ -701,8 +713,8 @@ arms:
 					t.Errorf("the report's hosts table does not name the node agent:\n%s", report)
 				}
 			}
-			if got := disabled(); got != "0,0,0" {
-				t.Errorf("after the run CPU %d's idle states are %s, want all enabled", cpu, got)
+			if got := c.state(root); got != c.off {
+				t.Errorf("after the run the node's state is %s, want %s", got, c.off)
 			}
 			for pod, st := range state {
 				if err := journal.CheckPending(st); err != nil {

@@ -18,7 +18,8 @@ import (
 type HostFacts struct {
 	Name  string   `json:"name"` // the manifest's host name (env/<name>.json)
 	Roles []string `json:"roles"`
-	Via   string   `json:"via"` // "local", "ssh h", "ip netns exec"…
+	Via   string   `json:"via"`            // "local", "ssh h", "ip netns exec"…
+	Node  string   `json:"node,omitempty"` // the via of the agent that applied its node knobs
 	// EnvError says why the environment is unknown ("" when env/<name>.json
 	// was read): missing, damaged, or the snapshot's own error.
 	EnvError     string `json:"env_error,omitempty"`
@@ -69,7 +70,7 @@ var roleOrder = []string{string(samples.RoleSender), string(samples.RoleResponde
 func hostFacts(run string, hosts map[string]rundir.Host) []HostFacts {
 	out := []HostFacts{}
 	for name, h := range hosts {
-		hf := HostFacts{Name: name, Roles: append([]string{}, h.Roles...), Via: h.Via, CPUsOnline: []int{}, CPUsIsolated: []int{}, NohzFull: []int{}, NICs: []NICFacts{}}
+		hf := HostFacts{Name: name, Roles: append([]string{}, h.Roles...), Via: h.Via, Node: h.Node, CPUsOnline: []int{}, CPUsIsolated: []int{}, NohzFull: []int{}, NICs: []NICFacts{}}
 		readEnv(filepath.Join(run, rundir.EnvDir, name+".json"), &hf)
 		out = append(out, hf)
 	}

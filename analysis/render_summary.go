@@ -68,6 +68,9 @@ func (r *Report) comparedTables() []table {
 		Head:    []string{"host (roles, via)", "hostname, kernel", "CPU", "CPUs", "clocksource", "NIC"}}
 	for _, h := range s.Hosts {
 		name := fmt.Sprintf("%s (%s; %s)", h.Name, strings.Join(h.Roles, ", "), orDash(h.Via))
+		if h.Node != "" {
+			name = fmt.Sprintf("%s (%s; %s; node knobs through %s)", h.Name, strings.Join(h.Roles, ", "), h.Via, h.Node)
+		}
 		if h.EnvError != "" {
 			hosts.Rows = append(hosts.Rows, []string{name, "environment unknown: " + h.EnvError, "—", "—", "—", "—"})
 			continue

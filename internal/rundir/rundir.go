@@ -90,6 +90,9 @@ type Arm struct {
 type Host struct {
 	Roles []string `json:"roles"`
 	Via   string   `json:"via"` // "local", "ssh h", "ip netns exec ns", ...
+	// Node is the via of the agent that applied its node knobs (host
+	// option node), "" for none.
+	Node string `json:"node,omitempty"`
 }
 
 // ManifestFile etc. name the fixed files of a run directory.

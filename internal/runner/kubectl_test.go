@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,10 +20,12 @@ import (
 	"github.com/rig-project/rig/internal/check"
 	"github.com/rig-project/rig/internal/cpulist"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/hostfs/hostfstest"
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/power/powertest"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/scenario"
@@ -35,6 +38,11 @@ import (
 type labPod struct {
 	limits    netlabtest.PodLimits
 	resources []string
+	// hostAgent makes it the host agent of the first responder's node
+	// (privileged, hostPID, in that node's network namespace) with env
+	// added to its environment.
+	hostAgent bool
+	env       []string
 }
 
 // burstable is a pod of the shared pool on this machine: a 500m request,
@@ -75,6 +83,12 @@ func kubectlLab(t *testing.T, dir string, given map[string]labPod, responders ..
 	add("rig-capture", topo.Capture.Netns)
 	for i, h := range topo.ResponderHosts() {
 		add(responders[i], h.Netns)
+	}
+	for name, p := range given {
+		if p.hostAgent {
+			state[name] = filepath.Join(dir, "pods", name, "state")
+			pods[name] = netlabtest.Pod{Netns: topo.Responder.Netns, Env: append(netlabtest.PodEnv(name, rigDir, state[name]), p.env...), Privileged: true}
+		}
 	}
 	t.Setenv("PATH", netlabtest.Kubectl(t, pods)+":"+os.Getenv("PATH"))
 	return topo, state
@@ -189,9 +203,9 @@ func TestShippedKubernetesScenario(t *testing.T) {
 			topo, state := kubectlLab(t, dir, map[string]labPod{
 				// Guaranteed with 1 CPU (the manifest's 2 on a 2-CPU
 				// machine): the static CPU manager's exclusive CPU.
-				"rig-responder-pinned": {netlabtest.PodLimits{CPUs: strconv.Itoa(pinnedCPU)}, netlabtest.PodResources(1000, 1000, 512<<20, 512<<20)},
+				"rig-responder-pinned": {limits: netlabtest.PodLimits{CPUs: strconv.Itoa(pinnedCPU)}, resources: netlabtest.PodResources(1000, 1000, 512<<20, 512<<20)},
 				// The shared pool: every CPU the pinned pod does not own.
-				"rig-responder-shared": {netlabtest.PodLimits{CPUs: strconv.Itoa(1 - pinnedCPU)}, burstable.resources},
+				"rig-responder-shared": {limits: netlabtest.PodLimits{CPUs: strconv.Itoa(1 - pinnedCPU)}, resources: burstable.resources},
 			}, "rig-responder-pinned", "rig-responder-shared")
 			text := string(src)
 			if variant == "pinned-cpus" {
@@ -305,7 +319,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 					}
 				}
 			}
-			md, err := os.ReadFile(filepath.Join(res.Dir, analysis.TablesMD))
+			md, err := os.ReadFile(filepath.Join(res.Dir, analysis.ReportMD))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -355,7 +369,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 func TestKubectlFanoutCheckEveryResponder(t *testing.T) {
 	testbin.Integration(t)
 	dir := t.TempDir()
-	topo, state := kubectlLab(t, dir, map[string]labPod{"rig-b": {netlabtest.PodLimits{CPUs: "1"}, burstable.resources}}, "rig-a", "rig-b")
+	topo, state := kubectlLab(t, dir, map[string]labPod{"rig-b": {limits: netlabtest.PodLimits{CPUs: "1"}, resources: burstable.resources}}, "rig-a", "rig-b")
 	rh := topo.ResponderHosts()
 	yaml := `name: kubectl-fanout-check
 hosts:
@@ -427,7 +441,7 @@ func TestKubectlQuotaThrottledPod(t *testing.T) {
 	testbin.Integration(t)
 	dir := t.TempDir()
 	topo, state := kubectlLab(t, dir, map[string]labPod{
-		"rig-quota": {netlabtest.PodLimits{CPUs: "1", QuotaUS: 20000}, netlabtest.PodResources(1000, 1000, 512<<20, 512<<20)},
+		"rig-quota": {limits: netlabtest.PodLimits{CPUs: "1", QuotaUS: 20000}, resources: netlabtest.PodResources(1000, 1000, 512<<20, 512<<20)},
 	}, "rig-quota")
 	setDir, cpuDir := "", ""
 	for _, d := range []string{"/sys/fs/cgroup/cpuset", "/sys/fs/cgroup/cpu"} {
@@ -564,4 +578,165 @@ arms:
 			t.Errorf("pod %s: journal: %v", pod, err)
 		}
 	}
+}
+
+// A pod cannot change its node's idle states or frequency (read-only
+// /sys): with host option node, the arm's cstate or power knob goes to the
+// host agent on the pod's node (privileged, hostPID; its node is a host
+// root: hostfstest.IdleRoot's cpuidle states, powertest's intel_pstate
+// tree), which journals it on the node, while the responder runs and
+// answers in its pod. The knob is in force while the arm runs (read at the
+// progress of its round), not during the baseline, and put back after it;
+// every journal is closed. When the node agent is killed (-9) in the
+// middle of the apply, the run fails naming the node's `rig restore`,
+// which puts the node back.
+func TestKubectlNodeKnobsThroughTheHostAgent(t *testing.T) {
+	testbin.Integration(t)
+	idle := func(root string) string {
+		var out []string
+		for k := range hostfstest.IdleStates {
+			b, _ := os.ReadFile(filepath.Join(root, fmt.Sprintf("sys/devices/system/cpu/cpu1/cpuidle/state%d/disable", k)))
+			out = append(out, strings.TrimSpace(string(b)))
+		}
+		return strings.Join(out, ",")
+	}
+	governor := func(root string) string {
+		b, _ := os.ReadFile(filepath.Join(root, "sys/devices/system/cpu/cpufreq/policy1/scaling_governor"))
+		return strings.TrimSpace(string(b))
+	}
+	for _, c := range []struct {
+		name, knob string
+		root       func(t testing.TB) string
+		state      func(root string) string
+		off, on    string // the state without and with the knob
+		kill       bool
+	}{
+		{"cstate", "cstate: {poll: true}", hostfstest.IdleRoot, idle, "0,0,0", "0,1,1", false},
+		{"power", "power: {governor: performance}", func(t testing.TB) string { return powertest.Build(t, powertest.IntelActive, 2).Root }, governor, "powersave", "performance", false},
+		{"kill-9", "cstate: {poll: true}", hostfstest.IdleRoot, idle, "0,0,0", "0,1,0", true}, // paused after C1
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			root := c.root(t)
+			agentEnv := []string{hostfs.EnvRoot + "=" + root}
+			arms := "  - name: base\n    responder: {cpu: 1}\n"
+			if c.kill {
+				agentEnv, arms = append(agentEnv, journal.EnvTestPause+"=1"), ""
+			}
+			topo, state := kubectlLab(t, dir, map[string]labPod{"rig-host-agent": {hostAgent: true, env: agentEnv}}, "rig-responder")
+			yaml := `name: node
+hosts:
+  snd: {via: kubectl exec -i rig-sender --, roles: [sender], iface: ` + topo.Sender.Interface + `}
+  rsp: {via: kubectl exec -i rig-responder --, roles: [responder], iface: ` + topo.Responder.Interface + `, node: kubectl exec -i -n rig rig-host-agent --}
+traffic: {group: 239.56.0.6:7565, interval: 1ms, count: 1500}
+timestamps: software
+rounds: 1
+arms:
+` + arms + `  - name: tuned
+    responder: {cpu: 1}
+    ` + c.knob + `
+`
+			path := filepath.Join(dir, "node.yaml")
+			os.WriteFile(path, []byte(yaml), 0o644)
+			s, err := scenario.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// arm → the node's state during its round (the sender's
+			// progress, once a second: 1500 requests at 1ms have one)
+			seen := map[string]string{}
+			var logb bytes.Buffer
+			o := Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"), Rig: testbin.Rig(t),
+				StateDir: filepath.Join(dir, "controller-state"), FS: hostfs.Default(), Log: &logb,
+				Progress: func(p Progress) {
+					if p.Sent > 0 {
+						seen[p.Arm] = c.state(root)
+					}
+				}}
+			if c.kill {
+				done := make(chan error, 1)
+				go func() { _, err := Run(context.Background(), o); done <- err }()
+				// The node agent paused after its first change to the node.
+				for c.state(root) == c.off {
+					select {
+					case err := <-done:
+						t.Fatalf("the run ended before the node changed: %v\n%s", err, logb.String())
+					case <-time.After(50 * time.Millisecond):
+					}
+				}
+				pid := laneAgent(testbin.Rig(t), scenario.NodeName("rsp"))
+				if pid == 0 {
+					t.Fatalf("no node agent running")
+				}
+				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				err := <-done
+				restore := "kubectl exec -i -n rig rig-host-agent -- rig restore"
+				if err == nil || !strings.Contains(err.Error(), "applying knobs on host rsp-node") || !strings.Contains(err.Error(), "run `"+restore+"`") {
+					t.Fatalf("want the run to fail naming the node's restore: %v\n%s", err, logb.String())
+				}
+				if got := c.state(root); got != c.on {
+					t.Errorf("at the kill the node's state is %s, want %s", got, c.on)
+				}
+				if journal.CheckPending(state["rig-host-agent"]) == nil {
+					t.Errorf("the killed node agent left no journal on the node")
+				}
+				out, err := exec.Command("sh", "-c", restore).CombinedOutput()
+				t.Logf("%s:\n%s", restore, out)
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				res, err := Run(context.Background(), o)
+				if err != nil {
+					t.Fatalf("run: %v\n%s", err, logb.String())
+				}
+				log := logb.String()
+				if !strings.Contains(log, "host rsp-node: agent pid") || !strings.Contains(log, "[rsp-node] "+strings.SplitN(c.knob, ":", 2)[0]) {
+					t.Errorf("the %s knob did not go through the node agent:\n%s", c.name, log)
+				}
+				if seen["base"] != c.off || seen["tuned"] != c.on {
+					t.Errorf("the node's state during each arm: %v, want base %s, tuned %s", seen, c.off, c.on)
+				}
+				j, err := samples.JoinDir(rundir.RoundDir(res.Dir, "tuned", 0), 0)
+				if err != nil || j.Counters[samples.RoleResponder].Received != 1500 {
+					t.Errorf("the responder pod under the tuned arm: %v %+v", err, j)
+				}
+				var m rundir.Manifest
+				b, _ := os.ReadFile(filepath.Join(res.Dir, rundir.ManifestFile))
+				if err := json.Unmarshal(b, &m); err != nil || m.Hosts["rsp"].Node != "kubectl exec -i -n rig rig-host-agent --" {
+					t.Errorf("manifest hosts.rsp: %+v %v", m.Hosts["rsp"], err)
+				}
+				report, _ := os.ReadFile(filepath.Join(res.Dir, analysis.ReportMD))
+				if !strings.Contains(string(report), "| rsp (responder; kubectl exec -i rig-responder --; node knobs through kubectl exec -i -n rig rig-host-agent --) |") {
+					t.Errorf("the report's hosts table does not name the node agent:\n%s", report)
+				}
+			}
+			if got := c.state(root); got != c.off {
+				t.Errorf("after the run the node's state is %s, want %s", got, c.off)
+			}
+			for pod, st := range state {
+				if err := journal.CheckPending(st); err != nil {
+					t.Errorf("pod %s: journal: %v", pod, err)
+				}
+			}
+		})
+	}
+}
+
+// laneAgent finds the pid of the running `rig agent --stdio --lane LANE`.
+func laneAgent(rig, lane string) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if exe, _ := os.Readlink("/proc/" + e.Name() + "/exe"); exe != rig {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if strings.Contains(string(b), "agent\x00--stdio\x00--lane\x00"+lane+"\x00") {
+			pid, _ := strconv.Atoi(e.Name())
+			return pid
+		}
+	}
+	return 0
 }

@@ -86,6 +86,9 @@ type Result struct {
 // host allows there.
 type host struct {
 	Agent *agent.Client
+	// Node applies the arm's node knobs (scenario.Knobs.SplitNode) on a
+	// responder host that cannot (a pod): the host option node's agent.
+	Node  *agent.Client
 	Iface string
 	// AllowMgmt lets the arm's knobs change Iface although it carries the
 	// default route (the scenario host's allow-mgmt); TakeOverPTP lets the
@@ -323,11 +326,35 @@ func restoreCommand(prefix []string, rig string) string {
 	return strings.Join(append(slices.Clone(prefix), rig, "restore"), " ")
 }
 
-// applyOn applies knobs k of arm on responder host h and returns the
-// function that takes them back (nil when the apply failed: the agent
-// takes back what a failed apply did itself).
-func (r *run) applyOn(ctx context.Context, arm string, h host, k scenario.Knobs, length time.Duration, record *[]string) (func() error, error) {
-	rsp := h.Agent
+// applyOn applies knobs k of arm on responder host h — the node knobs
+// first, on its node agent when it has one — and returns the functions
+// that take them back, in the order applied (none for an apply that
+// failed: the agent takes back what a failed apply did itself). What the
+// agents report goes to the log and to record.
+func (r *run) applyOn(ctx context.Context, arm string, h host, k scenario.Knobs, length time.Duration, record *[]string) ([]func() error, error) {
+	if h.Node == nil || !k.HasNode() {
+		undo, err := r.applyAgent(ctx, arm, h.Agent, h, k, length, record)
+		if err != nil {
+			return nil, err
+		}
+		return []func() error{undo}, nil
+	}
+	node, rest := k.SplitNode()
+	undoNode, err := r.applyAgent(ctx, arm, h.Node, h, node, length, record)
+	if err != nil {
+		return nil, err
+	}
+	undo, err := r.applyAgent(ctx, arm, h.Agent, h, rest, length, record)
+	if err != nil {
+		return []func() error{undoNode}, err
+	}
+	return []func() error{undoNode, undo}, nil
+}
+
+// applyAgent applies knobs k of arm through agent rsp, for responder host
+// h's interface, and returns the function that takes them back (nil when
+// the apply failed).
+func (r *run) applyAgent(ctx context.Context, arm string, rsp *agent.Client, h host, k scenario.Knobs, length time.Duration, record *[]string) (func() error, error) {
 	log := func(report []string) {
 		for _, line := range report {
 			fmt.Fprintf(r.o.Log, "  [%s] %s\n", rsp.Name, line)
@@ -405,14 +432,15 @@ func (r *run) armRound(ctx context.Context, arm scenario.Arm, n int, progress fu
 			k.IRQ = &scenario.IRQ{CPUs: q.CPUs, Away: true, AwayFrom: measured}
 		}
 		undo, err := r.applyOn(ctx, arm.Name, h, k, length, &record)
+		undos = append(undos, undo...)
 		if err != nil {
 			return err
 		}
-		undos = append(undos, undo)
-		if undo, err = r.passXDP(arm.Name, i, k); err != nil {
+		xdp, err := r.passXDP(arm.Name, i, k)
+		if err != nil {
 			return err
 		}
-		undos = append(undos, undo)
+		undos = append(undos, xdp)
 		if k.Noise != nil {
 			spec.Noise = &probe.Noise{For: k.Noise.For}
 		}
@@ -559,6 +587,11 @@ func (r *run) setupHosts(ctx context.Context) error {
 			return err
 		}
 		rh := host{Agent: c, Iface: h.Iface, AllowMgmt: h.AllowMgmt, TakeOverPTP: h.TakeOverPTP, VXLAN: h.Mirror == scenario.MirrorVXLAN, CPU: h.CPU}
+		if n := h.Node; n != nil {
+			if rh.Node, err = dial(n.Name, n.Command, r.agentRig(*n)); err != nil {
+				return err
+			}
+		}
 		if h.Has(scenario.RoleSender) {
 			hs.sender = rh
 		}
@@ -695,7 +728,11 @@ func (r *run) manifest() *rundir.Manifest {
 		for _, r := range h.Roles {
 			roles = append(roles, string(r))
 		}
-		m.Hosts[h.Name] = rundir.Host{Roles: roles, Via: h.Via}
+		mh := rundir.Host{Roles: roles, Via: h.Via}
+		if h.Node != nil {
+			mh.Node = h.Node.Via
+		}
+		m.Hosts[h.Name] = mh
 	}
 	r.setRequests(m)
 	return m

@@ -295,6 +295,7 @@ func (c *checker) hosts(r *rawScenario, emulate bool) []Host {
 			h.AllowMgmt = *rh.AllowMgmt
 		}
 		c.hostTraffic(p, rh, &h)
+		c.hostNode(p, rh, &h, names, out)
 		out = append(out, h)
 	}
 	// Two entries may reach one machine (one per NIC port): the capture's
@@ -324,6 +325,35 @@ func (c *checker) hosts(r *rawScenario, emulate bool) []Host {
 		c.val("hosts."+count[RoleResponder][MaxResponders], fmt.Sprintf("%d hosts have the responder role", n), fmt.Sprintf("one request stream takes at most %d responders", MaxResponders))
 	}
 	return out
+}
+
+// hostNode reads host option node: the via of the agent that applies a
+// responder's node knobs on its node. Its agent's name (NodeName) must
+// not be a host's, and one node agent serves one responder (it applies
+// one arm at a time).
+func (c *checker) hostNode(p string, rh *rawHost, h *Host, names []string, before []Host) {
+	if rh.Node == nil {
+		return
+	}
+	p += ".node"
+	via := strings.TrimSpace(*rh.Node)
+	cmd, err := parseVia(via)
+	switch {
+	case !h.Has(RoleResponder):
+		c.key(p, fmt.Sprintf("node: reaches the agent that applies a responder's node knobs, and host %s is not a responder", h.Name), "put node: on the responder host, or delete it")
+	case err != nil:
+		c.val(p, err.Error(), "name the host agent on the responder's node: \"kubectl exec -i -n rig rig-host-agent-XXXXX --\" (docs/kubernetes.md#5-the-host-agent-and-its-limits)")
+	case slices.Contains(names, NodeName(h.Name)):
+		c.val(p, fmt.Sprintf("the node agent of host %s is named %s, which is another host's name", h.Name, NodeName(h.Name)), "rename host "+NodeName(h.Name))
+	default:
+		for _, o := range before {
+			if o.Node != nil && o.Node.Via == via {
+				c.val(p, fmt.Sprintf("hosts %s and %s name one node agent (%s): it applies one responder's node knobs at a time", o.Name, h.Name, via), "give node: to one of them; the node knobs of its arms change the node the other shares")
+				return
+			}
+		}
+		h.Node = &Host{Name: NodeName(h.Name), Via: via, Command: cmd}
+	}
 }
 
 // perResponder reads the knobs of a responders: map (defaults or an arm),

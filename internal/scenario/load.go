@@ -43,6 +43,7 @@ type rawHost struct {
 	Address     *string  `yaml:"address"`
 	Mirror      *string  `yaml:"mirror"`
 	CPU         *int     `yaml:"cpu"`
+	Node        *string  `yaml:"node"`
 }
 
 type rawTraffic struct {

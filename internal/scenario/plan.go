@@ -133,6 +133,9 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 			iface = "-"
 		}
 		ew.printf("  %-12s via %-24s roles %-26s iface %s\n", h.Name, h.Via, strings.Join(roles, ","), iface)
+		if n := h.Node; n != nil {
+			ew.printf("  %-12s via %-24s applies the node knobs (irq, cstate, power, tuned) of %s\n", n.Name, n.Via, h.Name)
+		}
 	}
 	for _, u := range o.Unchecked {
 		ew.printf("  note: facts of host %s were not checked (it is remote; the runner checks it before changing anything)\n", u)

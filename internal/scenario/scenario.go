@@ -120,7 +120,16 @@ type Host struct {
 	// host (host option cpu; nil: not pinned). A responder's CPU is an
 	// arm knob (responder.cpu), not a host option.
 	CPU *int
+	// Node is the agent that applies the arms' node knobs (SplitNode) for
+	// a responder that cannot (a pod: read-only /sys and /proc/irq): the
+	// host agent on its node, reached by host option node (a via). Its
+	// name is NodeName(Name); nil: the host applies them itself.
+	Node *Host
 }
+
+// NodeName names the node agent of host: its journal lane, its facts
+// and its lines in the log.
+func NodeName(host string) string { return host + "-node" }
 
 // Has reports whether h plays role r.
 func (h Host) Has(r Role) bool {
@@ -361,6 +370,21 @@ func (k Knobs) PowerSettings() power.Settings {
 		s.CPUs = []int{*k.Responder.CPU}
 	}
 	return s
+}
+
+// SplitNode splits k into the knobs that change the node — irq, cstate,
+// power, tuned, smt, with the responder CPU they default to — and the
+// others.
+func (k Knobs) SplitNode() (node, rest Knobs) {
+	node = Knobs{Responder: Responder{CPU: k.Responder.CPU}, IRQ: k.IRQ, CState: k.CState, Power: k.Power, Tuned: k.Tuned, SMT: k.SMT}
+	rest = k
+	rest.IRQ, rest.CState, rest.Power, rest.Tuned, rest.SMT = nil, nil, nil, nil, nil
+	return node, rest
+}
+
+// HasNode reports whether k changes the node (SplitNode).
+func (k Knobs) HasNode() bool {
+	return k.IRQ != nil || k.CState != nil || k.Power != nil || k.Tuned != nil || k.SMT != nil
 }
 
 // TunedProfile is the arm's tuned profile, "" for none.

@@ -52,12 +52,16 @@ func Validate(s *Scenario, byHost map[string]*facts.Facts) error {
 	return nil
 }
 
-// Unchecked lists the hosts of s that facts does not cover.
+// Unchecked lists the hosts of s, and their node agents, that facts does
+// not cover.
 func (s *Scenario) Unchecked(byHost map[string]*facts.Facts) []string {
 	var out []string
 	for _, h := range s.Hosts {
 		if byHost[h.Name] == nil {
 			out = append(out, h.Name)
+		}
+		if h.Node != nil && byHost[h.Node.Name] == nil {
+			out = append(out, h.Node.Name)
 		}
 	}
 	return out
@@ -113,6 +117,9 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 			}
 			c.val("hosts."+h.Name+".iface", fmt.Sprintf("interface %s does not exist on host %s", h.Iface, h.Name), hint)
 		}
+		if f := byHost[NodeName(h.Name)]; h.Node != nil && f != nil {
+			hosts[h.Node.Name] = v.load(h.Node.Name, f)
+		}
 	}
 	if s.Timestamps == TimestampsHardware {
 		for _, tp := range s.timestampPlans(hosts) {
@@ -135,10 +142,19 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 	if hf == nil {
 		return nil
 	}
+	// Where a host's node knobs are checked: its node agent's facts
+	// (nil: not read), or its own.
+	node := func(h *Host) *hostFacts {
+		if h.Node != nil {
+			return hosts[h.Node.Name]
+		}
+		return hosts[h.Name]
+	}
+	nf := node(rsp)
 	// Knobs as written, each checked where it is written.
-	v.knobs("defaults", s.Defaults, hf)
+	v.knobs("defaults", s.Defaults, hf, nf)
 	for i, a := range s.Arms {
-		v.knobs(fmt.Sprintf("arms[%d]", i), a.Knobs, hf)
+		v.knobs(fmt.Sprintf("arms[%d]", i), a.Knobs, hf, nf)
 	}
 	// Knobs under responders: on their own responder host.
 	for _, name := range s.Responders {
@@ -146,12 +162,21 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 		if h == nil {
 			continue
 		}
+		n := node(s.host(name))
+		if name != rsp.Name && n != nil {
+			// The knobs of defaults and the arms act on every responder:
+			// this one's node must take their node knobs too.
+			v.nodeKnobs("defaults", s.Defaults, name, n)
+			for i, a := range s.Arms {
+				v.nodeKnobs(fmt.Sprintf("arms[%d]", i), a.Knobs, name, n)
+			}
+		}
 		if k, ok := s.DefaultsPer[name]; ok {
-			v.knobs("defaults.responders."+name, k, h)
+			v.knobs("defaults.responders."+name, k, h, n)
 		}
 		for i, a := range s.Arms {
 			if k, ok := a.PerResponder[name]; ok {
-				v.knobs(fmt.Sprintf("arms[%d].responders.%s", i, name), k, h)
+				v.knobs(fmt.Sprintf("arms[%d].responders.%s", i, name), k, h, n)
 			}
 		}
 	}
@@ -169,7 +194,7 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 		return nil // requirements of an arm with a bad CPU mean nothing
 	}
 	for i := range s.Arms {
-		if err := v.arm(i, rsp, hf); err != nil {
+		if err := v.arm(i, rsp, hf, nf); err != nil {
 			return err
 		}
 		v.awayFanout(i, hf)
@@ -235,7 +260,10 @@ func (v *validator) cpus(path string, cpus []int, hf *hostFacts, what string) {
 	}
 }
 
-func (v *validator) knobs(p string, k Knobs, hf *hostFacts) {
+// knobs checks knobs k written at p against the responder host's facts
+// hf and, for the knobs that change the node, the facts nf of what
+// applies them (nil: not read, not checked).
+func (v *validator) knobs(p string, k Knobs, hf, nf *hostFacts) {
 	if k.Responder.CPU != nil {
 		v.cpus(p+".responder.cpu", []int{*k.Responder.CPU}, hf, "a responder CPU")
 	}
@@ -246,23 +274,27 @@ func (v *validator) knobs(p string, k Knobs, hf *hostFacts) {
 		}
 		v.cpus(path, q.CPUs, hf, "candidate CPUs")
 	}
-	if k.IRQ != nil && k.IRQ.CPUs != nil {
-		v.cpus(p+".irq.cpus", k.IRQ.CPUs, hf, "IRQ CPUs")
-	}
 	if k.Load != nil && k.Load.CPUs != nil {
 		v.cpus(p+".load.cpus", k.Load.CPUs, hf, "load CPUs")
 	}
-	if k.Power != nil && k.Power.CPUs != nil {
-		v.cpus(p+".power.cpus", k.Power.CPUs, hf, "power CPUs")
+	if nf == nil {
+		return
 	}
-	v.nodeKnobs(p, k, hf)
+	if k.IRQ != nil && k.IRQ.CPUs != nil {
+		v.cpus(p+".irq.cpus", k.IRQ.CPUs, nf, "IRQ CPUs")
+	}
+	if k.Power != nil && k.Power.CPUs != nil {
+		v.cpus(p+".power.cpus", k.Power.CPUs, nf, "power CPUs")
+	}
+	v.nodeKnobs(p, k, hf.name, nf)
 }
 
-// nodeKnobs refuses the knobs that change the node where the host cannot
-// write what they change (a pod: /sys and /proc/irq read-only, no
-// /dev/cpu_dma_latency), instead of failing mid-run with EROFS. An
-// unknown fact (nil) is not checked.
-func (v *validator) nodeKnobs(p string, k Knobs, hf *hostFacts) {
+// nodeKnobs refuses the knobs that change the node where what applies
+// them for host (the host, or its node agent: hf) cannot write what they
+// change (a pod: /sys and /proc/irq read-only, no /dev/cpu_dma_latency),
+// instead of failing mid-run with EROFS. An unknown fact (nil) is not
+// checked.
+func (v *validator) nodeKnobs(p string, k Knobs, host string, hf *hostFacts) {
 	f := hf.f
 	no := func(b *bool) bool { return b != nil && !*b }
 	sysfs := "/sys is mounted read-only"
@@ -287,7 +319,7 @@ func (v *validator) nodeKnobs(p string, k Knobs, hf *hostFacts) {
 	}
 	for _, r := range refuse {
 		v.c.key(p+"."+r.knob, fmt.Sprintf("in a pod: on host %s %s, so %s cannot change the node (it would fail mid-run)", hf.name, r.why, r.knob),
-			"use the host agent: node knobs (irq, cstate, power, tuned, smt) need the node's /sys, /proc/irq and /dev; leave them out of a pod's arms (docs/kubernetes.md#4-what-a-pod-can-and-cannot-change)")
+			fmt.Sprintf("use the host agent: node knobs (irq, cstate, power, tuned, smt) need the node's /sys, /proc/irq and /dev; give hosts.%s the privileged host agent on its node, node: \"kubectl exec -i -n rig rig-host-agent-XXXXX --\", or leave them out of a pod's arms (docs/kubernetes.md#4-what-a-pod-can-and-cannot-change)", host))
 	}
 }
 
@@ -389,7 +421,7 @@ func (v *validator) mgmt(rsp *Host, hf *hostFacts) error {
 
 // arm decides whether arm i can run, and checks what depends on the
 // effective responder CPU.
-func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
+func (v *validator) arm(i int, rsp *Host, hf, nf *hostFacts) error {
 	a := &v.s.Arms[i]
 	e := a.Effective
 	var skip []string
@@ -408,7 +440,7 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 	cstateErrs := len(v.c.errs)
 	for _, cpu := range cpus {
 		var err error
-		if skip, err = v.armCPU(i, cpu, hf, skip, len(v.c.errs) > cstateErrs); err != nil {
+		if skip, err = v.armCPU(i, cpu, hf, nf, skip, len(v.c.errs) > cstateErrs); err != nil {
 			return err
 		}
 	}
@@ -434,8 +466,10 @@ func (v *validator) arm(i int, rsp *Host, hf *hostFacts) error {
 			skip = append(skip, "no hardware timestamps: "+why)
 		}
 	}
-	if err := v.power(i, hf); err != nil {
-		return err
+	if nf != nil {
+		if err := v.power(i, nf); err != nil {
+			return err
+		}
 	}
 	// stress-ng matters only for an arm that can otherwise run.
 	needStress := e.Load != nil || e.SMTSibling != nil
@@ -505,9 +539,10 @@ func (v *validator) awayFanout(i int, hf *hostFacts) {
 }
 
 // armCPU checks what arm i needs of the responder CPU cpu (-1: not
-// pinned), adding skip reasons to skip; cstateDone says a cstate problem
-// was already reported for another candidate of the arm.
-func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone bool) ([]string, error) {
+// pinned), adding skip reasons to skip; its cstate against nf, the facts
+// of what applies the node knobs (nil: not read); cstateDone says a
+// cstate problem was already reported for another candidate of the arm.
+func (v *validator) armCPU(i, cpu int, hf, nf *hostFacts, skip []string, cstateDone bool) ([]string, error) {
 	a := &v.s.Arms[i]
 	e := a.Effective
 	var siblings []int
@@ -558,6 +593,10 @@ func (v *validator) armCPU(i, cpu int, hf *hostFacts, skip []string, cstateDone 
 	if e.IRQ != nil && e.IRQ.Away && cpu >= 0 && spare < 1 {
 		v.c.val(v.field(i, "irq.away"), fmt.Sprintf("irq away on host %s leaves no CPU for the IRQs: online %s, measured CPU %d", hf.name, listOrNone(hf.online), cpu), "run on a host with a CPU to spare for the IRQs")
 	}
+	if nf == nil {
+		return skip, nil
+	}
+	hf = nf
 	// max-latency-us is global: the first online CPU's states stand for all.
 	icpu := cpu
 	if icpu < 0 && len(hf.online) > 0 {

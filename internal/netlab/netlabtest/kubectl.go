@@ -33,6 +33,11 @@ type Pod struct {
 	// Caps are the capabilities the container keeps (PodCaps), every
 	// other one dropped; nil keeps root's (a privileged container).
 	Caps []string
+	// Privileged makes the container as the host agent's manifest does
+	// (privileged, hostPID): in the host's PID namespace, with /sys and
+	// /proc writable and the host's /dev; Cgroups and Caps must be
+	// unset. The node's knobs then go to what RIG_HOST_ROOT in Env names.
+	Privileged bool
 }
 
 // PodCaps are the capabilities the rig pods of deploy/kubernetes add
@@ -63,7 +68,10 @@ var PodCaps = []string{"NET_RAW", "NET_ADMIN", "SYS_NICE"}
 //     devices only (no /dev/cpu/*/msr, /dev/cpu_dma_latency, /dev/ptp*),
 //     a temporary directory of its own (TMPDIR), and only the pod's
 //     capabilities (Caps: bounding, effective and permitted; none
-//     inheritable or ambient).
+//     inheritable or ambient);
+//   - a Privileged pod (the host agent) is not confined but to its network
+//     namespace: the host's PIDs, /proc, /dev and capabilities, a writable
+//     /sys.
 //
 // Unlike a pod, whose execs share one PID namespace under the image's
 // init, each exec has a namespace of its own whose init is a shell: what
@@ -100,11 +108,18 @@ func Kubectl(t testing.TB, pods map[string]Pod) string {
 		for _, d := range p.Cgroups {
 			fmt.Fprintf(&join, " echo $$ > %s || { echo 'kubectl double: cannot join cgroup %s' >&2; exit 1; };", shq(d+"/cgroup.procs"), d)
 		}
-		setup, err := container(p)
-		if err != nil {
+		// A container of its own: PID namespace, /proc, mounts.
+		var err error
+		ns, setup := "unshare --pid --fork --mount-proc --propagation private", ""
+		if p.Privileged {
+			if p.Caps != nil || p.Cgroups != nil {
+				t.Fatalf("kubectl double: pod %s: a privileged pod keeps every capability and the host's cgroups", n)
+			}
+			ns, setup = "", ":;" // hostPID; ip netns exec's own /sys, writable
+		} else if setup, err = container(p); err != nil {
 			t.Fatalf("kubectl double: pod %s: %v", n, err)
 		}
-		fmt.Fprintf(&cases, "  %s)%s netns=%s; setup=%s; set -- %s env -i %s \"$@\" ;;\n", shq(n), join.String(), shq(p.Netns), shq(setup), privs(p.Caps), strings.Join(env, " "))
+		fmt.Fprintf(&cases, "  %s)%s netns=%s; ns=%s; setup=%s; set -- %s env -i %s \"$@\" ;;\n", shq(n), join.String(), shq(p.Netns), shq(ns), shq(setup), privs(p.Caps), strings.Join(env, " "))
 	}
 	script := `#!/bin/sh
 # kubectl test double (rig tests): emulates kubectl exec for pods that are
@@ -150,7 +165,7 @@ if [ "$stdin" = 0 ]; then exec </dev/null; fi
 # (dash would say "Killed" on the stderr of a command redirected in place:
 # hence the subshell).
 exec 3>&2 4<&0 2>/dev/null
-setsid ip netns exec "$netns" unshare --pid --fork --mount-proc --propagation private \
+setsid ip netns exec "$netns" $ns \
   sh -c "$setup"' exec 5>&2 2>/dev/null; (exec "$@") 2>&5 5>&-' kubectl-exec "$@" <&4 4<&- 2>&3 3>&- &
 wait $!
 rc=$?

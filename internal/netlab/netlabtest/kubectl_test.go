@@ -63,3 +63,40 @@ echo "$(ls /proc | grep -c '^[0-9]') processes"
 		t.Errorf("the pod's cgroup mounts are on the host:\n%s", b)
 	}
 }
+
+// The host agent's pod (privileged, hostPID) is confined only to its
+// network namespace: the host's PID namespace, every capability, /sys
+// mounted writable, the host's /dev. Nothing is written to find out.
+func TestKubectlPrivilegedHostAgent(t *testing.T) {
+	topo := New(t, netlab.Options{})
+	kdir := Kubectl(t, map[string]Pod{"rig-host-agent": {Netns: topo.Responder.Netns, Env: PodEnv("rig-host-agent", "/nonexistent", t.TempDir()), Privileged: true}})
+	script := `readlink /proc/self/ns/pid /proc/self/ns/net
+grep -E '^CapEff:' /proc/self/status
+awk '$5 == "/sys" { print "/sys " $6 }' /proc/self/mountinfo
+[ -e /dev/cpu_dma_latency ] && echo "has cpu_dma_latency" || echo "no cpu_dma_latency"
+`
+	out, err := exec.Command(filepath.Join(kdir, "kubectl"), "exec", "-i", "rig-host-agent", "--", "sh", "-c", script).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := func(ns string) string { l, _ := os.Readlink("/proc/self/ns/" + ns); return l }
+	all, _ := os.ReadFile("/proc/self/status")
+	var capEff string
+	for _, l := range strings.Split(string(all), "\n") {
+		if strings.HasPrefix(l, "CapEff:") {
+			capEff = l
+		}
+	}
+	_, dma := os.Stat("/dev/cpu_dma_latency")
+	wantDMA := map[bool]string{true: "has cpu_dma_latency", false: "no cpu_dma_latency"}[dma == nil]
+	o := string(out)
+	for _, want := range []string{own("pid") + "\n", capEff + "\n", "/sys rw", wantDMA} {
+		if !strings.Contains(o, want) {
+			t.Errorf("the host agent's view lacks %q", want)
+		}
+	}
+	if strings.Contains(o, own("net")) {
+		t.Errorf("the host agent runs in this network namespace, not the pod's")
+	}
+}

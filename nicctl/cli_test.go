@@ -1,7 +1,6 @@
 package nicctl
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rig-project/rig/internal/testbin"
 )
 
 var (
@@ -152,28 +153,5 @@ func killAtPause(t *testing.T, cmd *exec.Cmd) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	paused := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var all []string
-		for sc.Scan() {
-			all = append(all, sc.Text())
-			if strings.Contains(sc.Text(), "rig: test pause") {
-				paused <- ""
-			}
-		}
-		paused <- strings.Join(all, "\n")
-	}()
-	select {
-	case msg := <-paused:
-		if msg != "" {
-			t.Fatalf("rig exited before the pause:\n%s", msg)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("rig never reached the test pause")
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	testbin.KillAtPause(t, cmd, stderr, 30*time.Second)
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -158,30 +157,7 @@ func killAgentAtPause(t *testing.T, bin string, env []string, pause int, knobs s
 	if _, err := stdin.Write(append(req, '\n')); err != nil {
 		t.Fatal(err)
 	}
-	paused := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var all []string
-		for sc.Scan() {
-			all = append(all, sc.Text())
-			if strings.Contains(sc.Text(), "rig: test pause") {
-				paused <- ""
-			}
-		}
-		paused <- strings.Join(all, "\n")
-	}()
-	select {
-	case msg := <-paused:
-		if msg != "" {
-			t.Fatalf("the agent ended before the pause:\n%s", msg)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the agent never reached the test pause")
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	testbin.KillAtPause(t, cmd, stderr, 60*time.Second)
 }
 
 func ptrTo[T any](v T) *T { return &v }

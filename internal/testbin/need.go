@@ -1,12 +1,16 @@
 package testbin
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rig-project/rig/internal/rundir"
 )
@@ -69,4 +73,36 @@ func Alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	i := bytes.LastIndexByte(b, ')')
 	return err == nil && i > 0 && len(b) > i+2 && b[i+2] != 'Z'
+}
+
+// KillAtPause waits (up to timeout) for the started cmd to print journal's
+// "rig: test pause" line on stderr, then kills it with SIGKILL and reaps
+// it: a kill -9 at the moment a journaled change is made and not yet
+// recorded as effective. It fails t when cmd ends before the pause.
+func KillAtPause(t testing.TB, cmd *exec.Cmd, stderr io.Reader, timeout time.Duration) {
+	t.Helper()
+	paused := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		var all []string
+		for sc.Scan() {
+			all = append(all, sc.Text())
+			if strings.Contains(sc.Text(), "rig: test pause") {
+				paused <- ""
+			}
+		}
+		paused <- strings.Join(all, "\n")
+	}()
+	select {
+	case msg := <-paused:
+		if msg != "" {
+			t.Fatalf("%s ended before the pause:\n%s", cmd.Path, msg)
+		}
+	case <-time.After(timeout):
+		t.Fatalf("%s never reached the test pause", cmd.Path)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
 }

@@ -1,6 +1,6 @@
 // Package rundir names the files of a run directory (docs/formats.md) and
 // holds their types: the manifest, telemetry.json, env/<host>.json,
-// cpu-rank.json, noise.json and the host values they record. Their producers write
+// cpu-rank.json, noise.json, host-changes.txt and the host values they record. Their producers write
 // these types and the analysis reads them back; the package reads no host
 // (no /proc, no x/sys), so the report builds on any OS.
 //

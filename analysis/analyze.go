@@ -68,6 +68,9 @@ type Report struct {
 	// PcapFiles are the rounds' capture.pcap files (scenario capture:
 	// {pcap: true}), relative to the run directory.
 	PcapFiles []string `json:"pcap_files,omitempty"`
+	// HostChanges is what the arms did to the responder hosts, from
+	// the rounds' host-changes.txt (absent when no round has one).
+	HostChanges []HostChanges `json:"host_changes,omitempty"`
 
 	side side
 }
@@ -448,6 +451,9 @@ func Analyze(in *Input, opt Options) (*Report, error) {
 		z.arm(a, ar, af, ta)
 	}
 	z.w = max(z.w, 0)
+	var hp []string
+	rep.HostChanges, hp = hostChanges(in)
+	rep.Problems = append(rep.Problems, hp...)
 	if rep.TelemetryFiles > 0 && opt.Telemetry != nil {
 		for _, ta := range tel {
 			if len(ta.Rounds) == 0 {

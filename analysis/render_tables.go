@@ -128,6 +128,7 @@ func (r *Report) sections() []section {
 		section{table: pairedTable(r)},
 		section{table: freqTable(r), detail: true},
 		section{table: noiseTable(r), detail: true},
+		section{table: hostChangesTable(r), detail: true},
 		section{table: roundsTable(r), always: true, detail: true},
 		section{table: threadsTable(r), detail: true},
 	)

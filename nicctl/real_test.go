@@ -1,7 +1,6 @@
 package nicctl
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/rig-project/rig/internal/facts"
@@ -368,32 +366,8 @@ func TestRealVethNAPI(t *testing.T) {
 	// kill -9 once all three are applied and the last not yet recorded.
 	cmd := rigIn(set...)
 	cmd.Env = append(cmd.Env, "RIG_TEST_PAUSE_AFTER_APPLY=3")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	paused := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var all []string
-		for sc.Scan() {
-			all = append(all, sc.Text())
-			if strings.Contains(sc.Text(), "rig: test pause") {
-				paused <- ""
-			}
-		}
-		paused <- strings.Join(all, "\n")
-	}()
-	if msg := <-paused; msg != "" {
-		t.Fatalf("rig exited before the pause:\n%s", msg)
-	}
-	// ip netns exec execs rig: the process is rig itself.
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	// ip netns exec execs rig: the process killed is rig itself.
+	killAtPause(t, cmd)
 	if got := read(); got != changed {
 		t.Fatalf("at the kill:\n%s\nwant:\n%s", got, changed)
 	}

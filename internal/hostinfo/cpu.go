@@ -100,36 +100,33 @@ func NICNode(fs hostfs.FS, iface string) (int, error) {
 // CPUModel returns the first "model name" of /proc/cpuinfo (x86) or the
 // "CPU part"/"Hardware" line elsewhere; "" when there is none.
 func CPUModel(fs hostfs.FS) (string, error) {
+	_, v, err := cpuinfo(fs, "model name", "Hardware", "CPU part")
+	return v, err
+}
+
+// cpuinfo is the one reader of /proc/cpuinfo: the first line of the first
+// of keys that has one, as key and trimmed value ("" for none).
+func cpuinfo(fs hostfs.FS, keys ...string) (key, value string, err error) {
 	b, err := fs.ReadFile("/proc/cpuinfo")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	for _, key := range []string{"model name", "Hardware", "CPU part"} {
+	for _, key := range keys {
 		for _, line := range strings.Split(string(b), "\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if ok && strings.TrimSpace(k) == key {
-				return strings.TrimSpace(v), nil
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == key {
+				return key, strings.TrimSpace(v), nil
 			}
 		}
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // CPUFlags returns the "flags" of the first CPU in /proc/cpuinfo (x86;
 // arm64 has "Features" instead, returned the same way). The "hypervisor"
 // flag says the kernel runs in a VM.
 func CPUFlags(fs hostfs.FS) ([]string, error) {
-	b, err := fs.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return nil, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if k = strings.TrimSpace(k); ok && (k == "flags" || k == "Features") {
-			return strings.Fields(v), nil
-		}
-	}
-	return nil, nil
+	_, v, err := cpuinfo(fs, "flags", "Features")
+	return strings.Fields(v), err
 }
 
 // Arch is the kernel's machine name ("x86_64", "aarch64"), from
@@ -140,18 +137,13 @@ func Arch(fs hostfs.FS) (string, error) {
 	if a, err := fs.ReadString("/proc/sys/kernel/arch"); err == nil && a != "" {
 		return a, nil
 	}
-	b, err := fs.ReadFile("/proc/cpuinfo")
-	if err != nil {
+	switch k, _, err := cpuinfo(fs, "vendor_id", "CPU architecture"); {
+	case err != nil:
 		return "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, _, _ := strings.Cut(line, ":")
-		switch strings.TrimSpace(k) {
-		case "vendor_id":
-			return "x86_64", nil
-		case "CPU architecture":
-			return "aarch64", nil
-		}
+	case k == "vendor_id":
+		return "x86_64", nil
+	case k != "":
+		return "aarch64", nil
 	}
 	return "", fmt.Errorf("/proc/cpuinfo: no vendor_id or CPU architecture line to tell the architecture")
 }
@@ -311,14 +303,6 @@ func ReadSchedRT(fs hostfs.FS) (rundir.SchedRT, error) {
 // CPUVendor returns the first vendor_id of /proc/cpuinfo ("GenuineIntel",
 // "AuthenticAMD"); "" on hosts without one (arm64).
 func CPUVendor(fs hostfs.FS) (string, error) {
-	b, err := fs.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "vendor_id" {
-			return strings.TrimSpace(v), nil
-		}
-	}
-	return "", nil
+	_, v, err := cpuinfo(fs, "vendor_id")
+	return v, err
 }

@@ -116,12 +116,16 @@ func (c Common) Bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeoutCause(ctx, c.MaxDuration, errMaxDuration)
 }
 
-// Expired returns an error when ctx (from Bound) ended at MaxDuration.
-func (c Common) Expired(ctx context.Context) error {
+// Ended is a probe's outcome once its loop returned runErr: an error when
+// ctx (from Bound) ended at MaxDuration, else runErr unless ctx ended it.
+func (c Common) Ended(ctx context.Context, runErr error) error {
 	if errors.Is(context.Cause(ctx), errMaxDuration) {
 		return fmt.Errorf("stopped after --max-duration %v: nobody stopped it before (was its controller lost?)", c.MaxDuration)
 	}
-	return nil
+	if ctx.Err() != nil {
+		return nil
+	}
+	return runErr
 }
 
 // requireRunID refuses a respond or capture without --run-id: adopting the

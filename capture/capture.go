@@ -114,7 +114,7 @@ func New(cfg probe.Capture, o Options) (*Capture, error) {
 	}
 	c := &Capture{cfg: cfg, opt: o, conn: conn, runID: cfg.RunID, ports: cfg.Ports(), match: cfg.VXLANMatch(), snaplen: cfg.Snaplen()}
 	c.allocate()
-	if c.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: o.Device}); err != nil {
+	if c.granted, err = conn.EnableTimestamping(cfg.Timestamps, tstamp.Options{Device: o.Device}); err != nil {
 		conn.Close()
 		return nil, err
 	}

@@ -100,7 +100,7 @@ func New(cfg probe.Respond, o Options) (*Responder, error) {
 	r.onTx = r.fileTx // made once: the error-queue drain must not allocate
 	r.txFiled = func() bool { return !r.txAwaited() }
 	fail := func(err error) (*Responder, error) { conn.Close(); return nil, err }
-	if r.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: o.Device, Owner: o.Owner}); err != nil {
+	if r.granted, err = conn.EnableTimestamping(cfg.Timestamps, tstamp.Options{Device: o.Device, Owner: o.Owner}); err != nil {
 		return fail(err)
 	}
 	r.hw = tstamp.NewHWProof(r.granted, cfg.TxWait, "the responder's UDP socket", "requests", "replies")

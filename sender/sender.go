@@ -124,7 +124,7 @@ func New(cfg probe.Send, o Options) (*Sender, error) {
 	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
 	s.txFiled = func() bool { return !s.txAwaited() }
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
-	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: o.Device, Owner: o.Owner}); err != nil {
+	if s.granted, err = conn.EnableTimestamping(cfg.Timestamps, tstamp.Options{Device: o.Device, Owner: o.Owner}); err != nil {
 		return fail(err)
 	}
 	s.hw = tstamp.NewHWProof(s.granted, cfg.TxWait, "the sender's UDP socket", "replies", "requests")

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/rig-project/rig/internal/cli"
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -102,6 +106,21 @@ func (c Common) Requests() string {
 		return "unicast to " + c.Unicast.String()
 	}
 	return "multicast " + c.Group.String()
+}
+
+// Host checks what the command line names on this host before a socket
+// opens — cpu (-1: none) and the interface — and returns the interface.
+func (c Common) Host(cpu int) (*net.Interface, error) {
+	if cpu >= 0 {
+		if err := cpusched.CheckCPU(hostfs.Default(), cpu); err != nil {
+			return nil, err
+		}
+	}
+	ifi, err := net.InterfaceByName(c.Iface)
+	if err != nil {
+		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", c.Iface, os.ErrNotExist)
+	}
+	return ifi, nil
 }
 
 // errMaxDuration is the cause of a context ended by --max-duration.

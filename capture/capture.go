@@ -27,7 +27,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"sync/atomic"
 	"time"
@@ -104,9 +103,9 @@ func New(cfg probe.Capture, o Options) (*Capture, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, cli.Usage(err)
 	}
-	ifi, err := net.InterfaceByName(cfg.Iface)
+	ifi, err := cfg.Host(cfg.CPU)
 	if err != nil {
-		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)
+		return nil, err
 	}
 	conn, err := tstamp.ListenPacket(ifi.Index, true)
 	if err != nil {
@@ -114,7 +113,7 @@ func New(cfg probe.Capture, o Options) (*Capture, error) {
 	}
 	c := &Capture{cfg: cfg, opt: o, conn: conn, runID: cfg.RunID, ports: cfg.Ports(), match: cfg.VXLANMatch(), snaplen: cfg.Snaplen()}
 	c.allocate()
-	if c.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: o.Device}); err != nil {
+	if c.granted, err = conn.EnableTimestamping(cfg.Timestamps, tstamp.Options{Device: o.Device}); err != nil {
 		conn.Close()
 		return nil, err
 	}

@@ -127,7 +127,7 @@ func (r *ProbeReport) probeTX(env *Env, ifi *net.Interface, o ProbeOptions) erro
 	if o.TakeOver {
 		owner = ""
 	}
-	g, err := c.EnableTimestampingWith(tstamp.Auto, tstamp.Options{Device: env.TS, Owner: owner})
+	g, err := c.EnableTimestamping(tstamp.Auto, tstamp.Options{Device: env.TS, Owner: owner})
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (r *ProbeReport) probeRX(ctx context.Context, env *Env, ifi *net.Interface,
 		return err
 	}
 	defer p.Close()
-	if _, err := p.EnableTimestampingWith(tstamp.Auto, tstamp.Options{Device: env.TS}); err != nil {
+	if _, err := p.EnableTimestamping(tstamp.Auto, tstamp.Options{Device: env.TS}); err != nil {
 		return err
 	}
 	buf := make([]byte, 2048)

@@ -20,14 +20,12 @@ import (
 	"maps"
 	"net"
 	"net/netip"
-	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -100,7 +98,7 @@ func New(cfg probe.Respond, o Options) (*Responder, error) {
 	r.onTx = r.fileTx // made once: the error-queue drain must not allocate
 	r.txFiled = func() bool { return !r.txAwaited() }
 	fail := func(err error) (*Responder, error) { conn.Close(); return nil, err }
-	if r.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: o.Device, Owner: o.Owner}); err != nil {
+	if r.granted, err = conn.EnableTimestamping(cfg.Timestamps, tstamp.Options{Device: o.Device, Owner: o.Owner}); err != nil {
 		return fail(err)
 	}
 	r.hw = tstamp.NewHWProof(r.granted, cfg.TxWait, "the responder's UDP socket", "requests", "replies")
@@ -133,14 +131,9 @@ func prepare(cfg probe.Respond) (*net.Interface, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, cli.Usage(err)
 	}
-	if cfg.CPU >= 0 {
-		if err := cpusched.CheckCPU(hostfs.Default(), cfg.CPU); err != nil {
-			return nil, err
-		}
-	}
-	ifi, err := net.InterfaceByName(cfg.Iface)
+	ifi, err := cfg.Host(cfg.CPU)
 	if err != nil {
-		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)
+		return nil, err
 	}
 	if cfg.Unicast.IsValid() {
 		if err := onIface(cfg.Iface, cfg.Unicast.Addr()); err != nil {

@@ -19,16 +19,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -104,14 +101,9 @@ func New(cfg probe.Send, o Options) (*Sender, error) {
 	if cfg.RunID == 0 {
 		cfg.RunID = wire.NewRunID()
 	}
-	if cfg.CPU >= 0 {
-		if err := cpusched.CheckCPU(hostfs.Default(), cfg.CPU); err != nil {
-			return nil, err
-		}
-	}
-	ifi, err := net.InterfaceByName(cfg.Iface)
+	ifi, err := cfg.Host(cfg.CPU)
 	if err != nil {
-		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", cfg.Iface, os.ErrNotExist)
+		return nil, err
 	}
 	conn, err := tstamp.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), cfg.LocalPort()),
 		tstamp.UDPOptions{Device: cfg.Iface, ReuseAddr: cfg.ReplyGroup.IsValid()})
@@ -124,7 +116,7 @@ func New(cfg probe.Send, o Options) (*Sender, error) {
 	s.onTx = s.fileTx // made once: the error-queue drain must not allocate
 	s.txFiled = func() bool { return !s.txAwaited() }
 	fail := func(err error) (*Sender, error) { conn.Close(); return nil, err }
-	if s.granted, err = conn.EnableTimestampingWith(cfg.Timestamps, tstamp.Options{Device: o.Device, Owner: o.Owner}); err != nil {
+	if s.granted, err = conn.EnableTimestamping(cfg.Timestamps, tstamp.Options{Device: o.Device, Owner: o.Owner}); err != nil {
 		return fail(err)
 	}
 	s.hw = tstamp.NewHWProof(s.granted, cfg.TxWait, "the sender's UDP socket", "replies", "requests")

@@ -5,9 +5,7 @@ import (
 	"flag"
 
 	"github.com/rig-project/rig/capture"
-	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -21,18 +19,8 @@ func captureFlags(fs *flag.FlagSet) func(context.Context) error {
 	var f probe.Capture
 	f.Register(fs)
 	return func(ctx context.Context) error {
-		if err := noArgs(fs); err != nil {
+		if err := parseProbe(fs, f.Parse, &f.CPU); err != nil {
 			return err
-		}
-		surviveEPIPE()
-		if err := f.Parse(fs); err != nil {
-			return cli.Usage(err)
-		}
-		// Bad input is refused before the NIC is touched.
-		if f.CPU >= 0 {
-			if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
-				return setupError(err)
-			}
 		}
 		undo, err := prepareNIC(ctx, "capture", f.Common, tstamp.NeedCapture)
 		if err != nil {
@@ -72,12 +60,6 @@ func captureFlags(fs *flag.FlagSet) func(context.Context) error {
 			}
 			logf("rig capture: wrote %s (stamped as the cap_*_%s columns)", f.Pcap, c.Source())
 		}
-		if err := f.Expired(ctx); err != nil {
-			return err
-		}
-		if runErr != nil && ctx.Err() == nil {
-			return runErr
-		}
-		return nil
+		return f.Ended(ctx, runErr)
 	}
 }

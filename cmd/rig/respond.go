@@ -7,7 +7,6 @@ import (
 
 	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -23,18 +22,10 @@ func respondFlags(fs *flag.FlagSet) func(context.Context) error {
 	var f probe.Respond
 	f.Register(fs)
 	return func(ctx context.Context) error {
-		if err := noArgs(fs); err != nil {
+		if err := parseProbe(fs, f.Parse, &f.CPU); err != nil {
 			return err
 		}
-		surviveEPIPE()
-		if err := f.Parse(fs); err != nil {
-			return cli.Usage(err)
-		}
-		// Bad input is refused before the NIC is touched.
 		if f.CPU >= 0 {
-			if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
-				return setupError(err)
-			}
 			// rig noise must not measure a CPU this loop spins on, nor this
 			// loop start where rig noise measures.
 			unlock, err := journal.LockCPU(journal.Dir(), f.CPU, false)
@@ -97,12 +88,6 @@ func respondFlags(fs *flag.FlagSet) func(context.Context) error {
 			}
 			logf("rig respond: wrote %s", f.Out)
 		}
-		if err := f.Expired(ctx); err != nil {
-			return err
-		}
-		if runErr != nil && ctx.Err() == nil {
-			return runErr
-		}
-		return nil
+		return f.Ended(ctx, runErr)
 	}
 }

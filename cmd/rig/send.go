@@ -8,7 +8,6 @@ import (
 
 	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -26,21 +25,11 @@ func sendFlags(fs *flag.FlagSet) func(context.Context) error {
 	f.Register(fs)
 	format := addFormat(fs, "of the summary; json: one object for scripts, see above", "text", "json")
 	return func(ctx context.Context) error {
-		if err := noArgs(fs); err != nil {
+		if err := parseProbe(fs, f.Parse, &f.CPU); err != nil {
 			return err
-		}
-		if err := f.Parse(fs); err != nil {
-			return cli.Usage(err)
 		}
 		if f.Quiet && format.by != "" {
 			return cli.Usagef("--quiet prints no summary, %s asks for one: drop one of them", format.by)
-		}
-		surviveEPIPE()
-		// Bad input is refused before the NIC is touched.
-		if f.CPU >= 0 {
-			if err := cpusched.CheckCPU(hostfs.Default(), f.CPU); err != nil {
-				return setupError(err)
-			}
 		}
 		undo, err := prepareNIC(ctx, "send", f.Common, tstamp.NeedProbe)
 		if err != nil {
@@ -94,15 +83,9 @@ func sendFlags(fs *flag.FlagSet) func(context.Context) error {
 				}
 			}
 		}
-		if err := f.Expired(ctx); err != nil {
+		if err := f.Ended(ctx, runErr); err != nil || ctx.Err() == nil {
 			return err
 		}
-		if runErr != nil && ctx.Err() == nil {
-			return runErr
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted after %d requests", s.Counters().Sent)
-		}
-		return nil
+		return fmt.Errorf("interrupted after %d requests", s.Counters().Sent)
 	}
 }

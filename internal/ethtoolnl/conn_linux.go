@@ -106,147 +106,139 @@ func (c *Conn) do(ctx context.Context, cmd uint8, hdrAttr uint16, iface string, 
 	return ad, nil
 }
 
-func u32p(ad *netlink.AttributeDecoder) *uint32 { v := ad.Uint32(); return &v }
-func boolp(ad *netlink.AttributeDecoder) *bool  { v := ad.Uint8() != 0; return &v }
+// field is one struct field and its attribute: the one place that pairs
+// them, for GET (decode) and SET (encode). A getOnly field (a maximum, TX
+// push) is never sent.
+type field struct {
+	typ     uint16
+	u32     **uint32
+	b       **bool
+	getOnly bool
+}
 
-func putU32(ae *netlink.AttributeEncoder, t uint16, v *uint32) {
-	if v != nil {
-		ae.Uint32(t, *v)
+func (f field) decode(ad *netlink.AttributeDecoder) {
+	if f.u32 != nil {
+		v := ad.Uint32()
+		*f.u32 = &v
+	} else {
+		v := ad.Uint8() != 0
+		*f.b = &v
 	}
 }
 
-func putBool(ae *netlink.AttributeEncoder, t uint16, v *bool) {
-	if v != nil {
+func (f field) encode(ae *netlink.AttributeEncoder) {
+	switch {
+	case f.getOnly:
+	case f.u32 != nil && *f.u32 != nil:
+		ae.Uint32(f.typ, **f.u32)
+	case f.b != nil && *f.b != nil:
 		var b uint8
-		if *v {
+		if **f.b {
 			b = 1
 		}
-		ae.Uint8(t, b)
+		ae.Uint8(f.typ, b)
 	}
 }
 
-func decodeErr(op, iface string, err error) error {
-	if err == nil {
-		return nil
+// get reads one GET reply into fields.
+func (c *Conn) get(ctx context.Context, cmd uint8, hdrAttr uint16, iface string, fields []field) error {
+	ad, err := c.do(ctx, cmd, hdrAttr, iface, nil)
+	if err != nil {
+		return err
 	}
-	return &Error{Op: op, Iface: iface, Err: fmt.Errorf("decoding reply: %w", err)}
+	for ad.Next() {
+		for _, f := range fields {
+			if f.typ == ad.Type() {
+				f.decode(ad)
+			}
+		}
+	}
+	if err := ad.Err(); err != nil {
+		return &Error{Op: opNames[cmd], Iface: iface, Err: fmt.Errorf("decoding reply: %w", err)}
+	}
+	return nil
+}
+
+// set sends the non-nil fields that are not getOnly.
+func (c *Conn) set(ctx context.Context, cmd uint8, hdrAttr uint16, iface string, fields []field) error {
+	_, err := c.do(ctx, cmd, hdrAttr, iface, func(ae *netlink.AttributeEncoder) {
+		for _, f := range fields {
+			f.encode(ae)
+		}
+	})
+	return err
+}
+
+func coalesceFields(s *Coalesce) []field {
+	return []field{
+		{typ: unix.ETHTOOL_A_COALESCE_RX_USECS, u32: &s.RxUsecs},
+		{typ: unix.ETHTOOL_A_COALESCE_RX_MAX_FRAMES, u32: &s.RxFrames},
+		{typ: unix.ETHTOOL_A_COALESCE_TX_USECS, u32: &s.TxUsecs},
+		{typ: unix.ETHTOOL_A_COALESCE_TX_MAX_FRAMES, u32: &s.TxFrames},
+		{typ: unix.ETHTOOL_A_COALESCE_USE_ADAPTIVE_RX, b: &s.AdaptiveRx},
+		{typ: unix.ETHTOOL_A_COALESCE_USE_ADAPTIVE_TX, b: &s.AdaptiveTx},
+	}
+}
+
+func ringsFields(s *Rings) []field {
+	return []field{
+		{typ: unix.ETHTOOL_A_RINGS_RX_MAX, u32: &s.RxMax, getOnly: true},
+		{typ: unix.ETHTOOL_A_RINGS_TX_MAX, u32: &s.TxMax, getOnly: true},
+		{typ: unix.ETHTOOL_A_RINGS_RX, u32: &s.Rx},
+		{typ: unix.ETHTOOL_A_RINGS_TX, u32: &s.Tx},
+		{typ: unix.ETHTOOL_A_RINGS_TX_PUSH, b: &s.TxPush, getOnly: true},
+		{typ: unix.ETHTOOL_A_RINGS_TX_PUSH_BUF_LEN, u32: &s.TxPushBufLen, getOnly: true},
+		{typ: unix.ETHTOOL_A_RINGS_TX_PUSH_BUF_LEN_MAX, u32: &s.TxPushBufLenMax, getOnly: true},
+	}
+}
+
+func channelsFields(s *Channels) []field {
+	return []field{
+		{typ: unix.ETHTOOL_A_CHANNELS_RX_MAX, u32: &s.RxMax, getOnly: true},
+		{typ: unix.ETHTOOL_A_CHANNELS_TX_MAX, u32: &s.TxMax, getOnly: true},
+		{typ: unix.ETHTOOL_A_CHANNELS_OTHER_MAX, u32: &s.OtherMax, getOnly: true},
+		{typ: unix.ETHTOOL_A_CHANNELS_COMBINED_MAX, u32: &s.CombinedMax, getOnly: true},
+		{typ: unix.ETHTOOL_A_CHANNELS_RX_COUNT, u32: &s.Rx},
+		{typ: unix.ETHTOOL_A_CHANNELS_TX_COUNT, u32: &s.Tx},
+		{typ: unix.ETHTOOL_A_CHANNELS_OTHER_COUNT, u32: &s.Other},
+		{typ: unix.ETHTOOL_A_CHANNELS_COMBINED_COUNT, u32: &s.Combined},
+	}
 }
 
 // Coalesce reads interrupt moderation. Attributes the driver does not
 // support are nil.
 func (c *Conn) Coalesce(ctx context.Context, iface string) (Coalesce, error) {
-	ad, err := c.do(ctx, unix.ETHTOOL_MSG_COALESCE_GET, unix.ETHTOOL_A_COALESCE_HEADER, iface, nil)
-	if err != nil {
-		return Coalesce{}, err
-	}
 	var r Coalesce
-	for ad.Next() {
-		switch ad.Type() {
-		case unix.ETHTOOL_A_COALESCE_RX_USECS:
-			r.RxUsecs = u32p(ad)
-		case unix.ETHTOOL_A_COALESCE_RX_MAX_FRAMES:
-			r.RxFrames = u32p(ad)
-		case unix.ETHTOOL_A_COALESCE_TX_USECS:
-			r.TxUsecs = u32p(ad)
-		case unix.ETHTOOL_A_COALESCE_TX_MAX_FRAMES:
-			r.TxFrames = u32p(ad)
-		case unix.ETHTOOL_A_COALESCE_USE_ADAPTIVE_RX:
-			r.AdaptiveRx = boolp(ad)
-		case unix.ETHTOOL_A_COALESCE_USE_ADAPTIVE_TX:
-			r.AdaptiveTx = boolp(ad)
-		}
-	}
-	return r, decodeErr("COALESCE_GET", iface, ad.Err())
+	err := c.get(ctx, unix.ETHTOOL_MSG_COALESCE_GET, unix.ETHTOOL_A_COALESCE_HEADER, iface, coalesceFields(&r))
+	return r, err
 }
 
 // SetCoalesce changes the non-nil fields of s.
 func (c *Conn) SetCoalesce(ctx context.Context, iface string, s Coalesce) error {
-	_, err := c.do(ctx, unix.ETHTOOL_MSG_COALESCE_SET, unix.ETHTOOL_A_COALESCE_HEADER, iface, func(ae *netlink.AttributeEncoder) {
-		putU32(ae, unix.ETHTOOL_A_COALESCE_RX_USECS, s.RxUsecs)
-		putU32(ae, unix.ETHTOOL_A_COALESCE_RX_MAX_FRAMES, s.RxFrames)
-		putU32(ae, unix.ETHTOOL_A_COALESCE_TX_USECS, s.TxUsecs)
-		putU32(ae, unix.ETHTOOL_A_COALESCE_TX_MAX_FRAMES, s.TxFrames)
-		putBool(ae, unix.ETHTOOL_A_COALESCE_USE_ADAPTIVE_RX, s.AdaptiveRx)
-		putBool(ae, unix.ETHTOOL_A_COALESCE_USE_ADAPTIVE_TX, s.AdaptiveTx)
-	})
-	return err
+	return c.set(ctx, unix.ETHTOOL_MSG_COALESCE_SET, unix.ETHTOOL_A_COALESCE_HEADER, iface, coalesceFields(&s))
 }
 
 // Rings reads ring sizes and their maxima.
 func (c *Conn) Rings(ctx context.Context, iface string) (Rings, error) {
-	ad, err := c.do(ctx, unix.ETHTOOL_MSG_RINGS_GET, unix.ETHTOOL_A_RINGS_HEADER, iface, nil)
-	if err != nil {
-		return Rings{}, err
-	}
 	var r Rings
-	for ad.Next() {
-		switch ad.Type() {
-		case unix.ETHTOOL_A_RINGS_RX_MAX:
-			r.RxMax = u32p(ad)
-		case unix.ETHTOOL_A_RINGS_TX_MAX:
-			r.TxMax = u32p(ad)
-		case unix.ETHTOOL_A_RINGS_RX:
-			r.Rx = u32p(ad)
-		case unix.ETHTOOL_A_RINGS_TX:
-			r.Tx = u32p(ad)
-		case unix.ETHTOOL_A_RINGS_TX_PUSH:
-			r.TxPush = boolp(ad)
-		case unix.ETHTOOL_A_RINGS_TX_PUSH_BUF_LEN:
-			r.TxPushBufLen = u32p(ad)
-		case unix.ETHTOOL_A_RINGS_TX_PUSH_BUF_LEN_MAX:
-			r.TxPushBufLenMax = u32p(ad)
-		}
-	}
-	return r, decodeErr("RINGS_GET", iface, ad.Err())
+	err := c.get(ctx, unix.ETHTOOL_MSG_RINGS_GET, unix.ETHTOOL_A_RINGS_HEADER, iface, ringsFields(&r))
+	return r, err
 }
 
 // SetRings changes the non-nil Rx and Tx sizes; the maxima are ignored.
 // Drivers may round or clamp without error: read back.
 func (c *Conn) SetRings(ctx context.Context, iface string, s Rings) error {
-	_, err := c.do(ctx, unix.ETHTOOL_MSG_RINGS_SET, unix.ETHTOOL_A_RINGS_HEADER, iface, func(ae *netlink.AttributeEncoder) {
-		putU32(ae, unix.ETHTOOL_A_RINGS_RX, s.Rx)
-		putU32(ae, unix.ETHTOOL_A_RINGS_TX, s.Tx)
-	})
-	return err
+	return c.set(ctx, unix.ETHTOOL_MSG_RINGS_SET, unix.ETHTOOL_A_RINGS_HEADER, iface, ringsFields(&s))
 }
 
 // Channels reads queue counts and their maxima.
 func (c *Conn) Channels(ctx context.Context, iface string) (Channels, error) {
-	ad, err := c.do(ctx, unix.ETHTOOL_MSG_CHANNELS_GET, unix.ETHTOOL_A_CHANNELS_HEADER, iface, nil)
-	if err != nil {
-		return Channels{}, err
-	}
 	var r Channels
-	for ad.Next() {
-		switch ad.Type() {
-		case unix.ETHTOOL_A_CHANNELS_RX_MAX:
-			r.RxMax = u32p(ad)
-		case unix.ETHTOOL_A_CHANNELS_TX_MAX:
-			r.TxMax = u32p(ad)
-		case unix.ETHTOOL_A_CHANNELS_OTHER_MAX:
-			r.OtherMax = u32p(ad)
-		case unix.ETHTOOL_A_CHANNELS_COMBINED_MAX:
-			r.CombinedMax = u32p(ad)
-		case unix.ETHTOOL_A_CHANNELS_RX_COUNT:
-			r.Rx = u32p(ad)
-		case unix.ETHTOOL_A_CHANNELS_TX_COUNT:
-			r.Tx = u32p(ad)
-		case unix.ETHTOOL_A_CHANNELS_OTHER_COUNT:
-			r.Other = u32p(ad)
-		case unix.ETHTOOL_A_CHANNELS_COMBINED_COUNT:
-			r.Combined = u32p(ad)
-		}
-	}
-	return r, decodeErr("CHANNELS_GET", iface, ad.Err())
+	err := c.get(ctx, unix.ETHTOOL_MSG_CHANNELS_GET, unix.ETHTOOL_A_CHANNELS_HEADER, iface, channelsFields(&r))
+	return r, err
 }
 
 // SetChannels changes the non-nil counts; the maxima are ignored.
 func (c *Conn) SetChannels(ctx context.Context, iface string, s Channels) error {
-	_, err := c.do(ctx, unix.ETHTOOL_MSG_CHANNELS_SET, unix.ETHTOOL_A_CHANNELS_HEADER, iface, func(ae *netlink.AttributeEncoder) {
-		putU32(ae, unix.ETHTOOL_A_CHANNELS_RX_COUNT, s.Rx)
-		putU32(ae, unix.ETHTOOL_A_CHANNELS_TX_COUNT, s.Tx)
-		putU32(ae, unix.ETHTOOL_A_CHANNELS_OTHER_COUNT, s.Other)
-		putU32(ae, unix.ETHTOOL_A_CHANNELS_COMBINED_COUNT, s.Combined)
-	})
-	return err
+	return c.set(ctx, unix.ETHTOOL_MSG_CHANNELS_SET, unix.ETHTOOL_A_CHANNELS_HEADER, iface, channelsFields(&s))
 }

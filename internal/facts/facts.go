@@ -180,13 +180,3 @@ func (f *Facts) NodeCPUs(n int) []int {
 	}
 	return l
 }
-
-// Nodes counts the NUMA nodes the CPUs are on (0: the kernel places them
-// on none).
-func (f *Facts) Nodes() int {
-	seen := map[int]bool{}
-	for _, n := range f.Node {
-		seen[n] = true
-	}
-	return len(seen)
-}

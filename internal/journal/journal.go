@@ -648,41 +648,41 @@ func (j *Journal) Close() error {
 // Restore opens the journal in dir for a separate `rig restore` process and
 // undoes every open change. It returns (nil, nil) when nothing is pending.
 func Restore(ctx context.Context, dir string, handlers Handlers) ([]Restored, error) {
+	j, _, err := openPending(dir, handlers)
+	if j == nil {
+		return nil, err
+	}
+	defer j.Close() // every record is fsynced as it is appended
+	return j.Undo(ctx)
+}
+
+// openPending locks the journal in dir and opens it if changes are
+// pending (a nil Journal: none, or the error). Its Close drops the lock.
+func openPending(dir string, handlers Handlers) (*Journal, []Entry, error) {
 	lock, err := acquire(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer lock.Close() // the flock goes with the descriptor whatever Close says
 	open, err := Pending(dir)
-	if err != nil || len(open) == 0 {
-		return nil, err
+	var j *Journal
+	if err == nil && len(open) > 0 {
+		j, err = openLocked(dir, lock, handlers)
 	}
-	j, err := openLocked(dir, lock, handlers)
-	if err != nil {
-		return nil, err
+	if j == nil {
+		lock.Close() // the flock goes with the descriptor whatever Close says
 	}
-	defer j.f.Close() // every record is fsynced as it is appended
-	return j.Undo(ctx)
+	return j, open, err
 }
 
 // Discard archives a pending journal without undoing it, for when its
 // target no longer exists (the interface was removed, the host rebooted).
 // It returns the entries that were dropped.
 func Discard(dir string) ([]Entry, error) {
-	lock, err := acquire(dir)
-	if err != nil {
+	j, open, err := openPending(dir, nil)
+	if j == nil {
 		return nil, err
 	}
-	defer lock.Close() // the flock goes with the descriptor whatever Close says
-	open, err := Pending(dir)
-	if err != nil || len(open) == 0 {
-		return nil, err
-	}
-	j, err := openLocked(dir, lock, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer j.f.Close() // every record is fsynced as it is appended
+	defer j.Close() // every record is fsynced as it is appended
 	for _, e := range open {
 		if err := j.append(Record{Seq: e.Seq, Op: OpUndone, Kind: e.Kind, Target: e.Target, Error: "discarded by rig restore --discard"}); err != nil {
 			return nil, err

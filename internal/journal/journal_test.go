@@ -112,6 +112,26 @@ func TestPendingRefusesAndRestore(t *testing.T) {
 	if err != nil || rs != nil {
 		t.Fatalf("second restore: %+v %v", rs, err)
 	}
+	if fds := openIn(t, dir); len(fds) > 0 {
+		t.Errorf("restore left open: %v", fds)
+	}
+}
+
+// openIn lists this process's descriptors open on files in dir: a
+// journal closed by Restore or Discard leaves none, the fresh file its
+// archive opened included.
+func openIn(t *testing.T, dir string) []string {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip(err)
+	}
+	var open []string
+	for _, e := range ents {
+		if p, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(p, dir+"/") {
+			open = append(open, p)
+		}
+	}
+	return open
 }
 
 // failingFS refuses writes to some paths with an errno, like a managed IRQ.
@@ -175,6 +195,9 @@ func TestUndoFailureKeepsPending(t *testing.T) {
 	dropped, err := Discard(dir)
 	if err != nil || len(dropped) != 1 {
 		t.Fatalf("discard: %v %v", dropped, err)
+	}
+	if fds := openIn(t, dir); len(fds) > 0 {
+		t.Errorf("discard left open: %v", fds)
 	}
 	if err := CheckPending(dir); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package nicfake
 
 import (
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -105,21 +106,9 @@ func ExaNIC() *Profile {
 	return &Profile{
 		Name: "exanic", Driver: "exanic",
 		Versions: "exanic-software 2.7.6", Functions: []string{"exanic_ioctl_set_hw_timestamp", "exanic_ioctl_get_hw_timestamp", "exanic_netdev_get_ts_info", "exanic_netdev_xmit"},
-		Caps:  tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 2, TxTypes: txOffOn, RxFilters: rxAll},
-		Start: off,
-		Set: func(cur, req tstamp.HWTstampConfig) Result {
-			if req.Flags != 0 {
-				return fail(cur, unix.EINVAL)
-			}
-			if !txOnOff(req.TxType) {
-				return fail(cur, unix.ERANGE)
-			}
-			c := tstamp.HWTstampConfig{TxType: req.TxType, RxFilter: tstamp.FilterNone}
-			if req.RxFilter != tstamp.FilterNone {
-				c.RxFilter = tstamp.FilterAll
-			}
-			return ok(c)
-		},
+		Caps:   tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 2, TxTypes: txOffOn, RxFilters: rxAll},
+		Start:  off,
+		Set:    allSet(true),
 		Queues: 1, FirstIRQ: 60,
 		PHC:   &PHCProfile{},
 		Notes: []string{"rig uses the kernel's socket path; the ExaNIC bypass APIs (libexanic, exasock) are not used and their stamps are not read"},
@@ -164,16 +153,7 @@ func MLX5() *Profile {
 		Versions: "Linux 6.16 and later", Functions: []string{"mlx5e_hwstamp_set", "mlx5e_ethtool_get_ts_info", "mlx5e_tx_skb_update_ts_flags", "mlx5e_decompress_cqe"},
 		Caps:  tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 1, TxTypes: txOffOn, RxFilters: rxAll},
 		Start: off,
-		Set: func(cur, req tstamp.HWTstampConfig) Result {
-			if !txOnOff(req.TxType) {
-				return fail(cur, unix.ERANGE)
-			}
-			c := tstamp.HWTstampConfig{TxType: req.TxType, RxFilter: tstamp.FilterNone}
-			if req.RxFilter != tstamp.FilterNone {
-				c.RxFilter = tstamp.FilterAll
-			}
-			return ok(c)
-		},
+		Set:   allSet(false),
 		Counters: []string{"rx_packets", "tx_packets", "rx_out_of_buffer", "rx_buff_alloc_err", "tx_queue_dropped",
 			"ptp_cq0_err_cqe", "ptp_cq0_abort", "ptp_cq0_abort_abs_diff_ns", "ptp_cq0_late_cqe", "ptp_cq0_lost_cqe"},
 		QueueCounters: []string{"rx%d_packets", "rx%d_xdp_drop", "tx%d_packets", "tx%d_dropped"},
@@ -224,22 +204,9 @@ func ICE() *Profile {
 	return &Profile{
 		Name: "ice", Driver: "ice",
 		Versions: "Linux 6.x", Functions: []string{"ice_ptp_set_timestamp_mode", "ice_ptp_get_ts_config", "ice_get_ts_info", "ice_ptp_request_ts"},
-		Caps:  tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 3, TxTypes: txOffOn, RxFilters: rxAll},
-		Start: off,
-		Set: func(cur, req tstamp.HWTstampConfig) Result {
-			if !txOnOff(req.TxType) {
-				return fail(cur, unix.ERANGE)
-			}
-			c := tstamp.HWTstampConfig{TxType: req.TxType, RxFilter: tstamp.FilterNone}
-			switch req.RxFilter {
-			case tstamp.FilterNone:
-			case tstamp.FilterSome: // not in the handler's switch
-				return fail(cur, unix.ERANGE)
-			default:
-				c.RxFilter = tstamp.FilterAll
-			}
-			return ok(c)
-		},
+		Caps:    tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 3, TxTypes: txOffOn, RxFilters: rxAll},
+		Start:   off,
+		Set:     allSet(false, tstamp.FilterSome), // SOME: not in the handler's switch
 		TxSlots: 64, TxHold: 100 * time.Microsecond, SkipCounter: "tx_hwtstamp_skipped",
 		Counters: []string{"rx_dropped", "tx_dropped", "rx_missed_errors",
 			"tx_hwtstamp_skipped", "tx_hwtstamp_timeouts", "tx_hwtstamp_flushed", "tx_hwtstamp_discarded", "late_cached_phc_updates"},
@@ -274,7 +241,7 @@ func IGB82576() *Profile {
 		Caps: tstamp.Caps{SOF: sofSW | sofHW, PHCIndex: 4, TxTypes: txOffOn,
 			RxFilters: 1<<tstamp.FilterNone | 1<<unix.HWTSTAMP_FILTER_PTP_V1_L4_SYNC | 1<<unix.HWTSTAMP_FILTER_PTP_V1_L4_DELAY_REQ | 1<<tstamp.FilterPTPv2Event},
 		Start:   off,
-		Set:     ptpOnlySet(false),
+		Set:     onOffSet(false, ptpOnly),
 		TxSlots: 1, TxHold: 20 * time.Microsecond, SkipCounter: "tx_hwtstamp_skipped",
 		Counters:      []string{"rx_missed_errors", "rx_fifo_errors", "rx_no_buffer_count", "tx_hwtstamp_timeouts", "tx_hwtstamp_skipped", "rx_hwtstamp_cleared"},
 		QueueCounters: []string{"rx_queue_%d_drops", "rx_queue_%d_alloc_failed"},
@@ -303,7 +270,6 @@ func IXGBE82599() *Profile {
 	p.Functions = []string{"ixgbe_ptp_set_timestamp_mode", "ixgbe_get_ts_info", "ixgbe_xmit_frame_ring", "ixgbe_ptp_tx_hwtstamp_work"}
 	p.Versions = "Linux 4.x–6.18"
 	p.Caps.PHCIndex = 5
-	p.Set = ptpOnlySet(true)
 	p.Counters = []string{"rx_missed_errors", "rx_no_dma_resources", "tx_hwtstamp_timeouts", "tx_hwtstamp_skipped", "rx_hwtstamp_cleared"}
 	p.QueueCounters = []string{"rx_queue_%d_packets", "tx_queue_%d_packets"}
 	p.FirstIRQ = 100
@@ -326,7 +292,7 @@ func IGBI210() *Profile {
 	p.Name = "igb-i210"
 	p.Versions = "Linux 3.x–6.18"
 	p.Caps.RxFilters, p.Caps.PHCIndex = rxAll, 7
-	p.Set = allSet(false)
+	p.Set = allSet(false, tstamp.FilterSome, tstamp.FilterNTPAll)
 	p.FirstIRQ = 130
 	return p
 }
@@ -347,7 +313,7 @@ func IXGBEX550() *Profile {
 	p.Name = "ixgbe-x550"
 	p.Versions = "Linux 4.x–6.18"
 	p.Caps.RxFilters, p.Caps.PHCIndex = rxAll, 8
-	p.Set = allSet(true)
+	p.Set = allSet(false, tstamp.FilterSome)
 	p.FirstIRQ = 140
 	return p
 }
@@ -376,22 +342,17 @@ func I40E() *Profile {
 				1<<unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L4_DELAY_REQ |
 				1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_SYNC | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_DELAY_REQ},
 		Start: off,
-		Set: func(cur, req tstamp.HWTstampConfig) Result {
-			if !txOnOff(req.TxType) {
-				return fail(cur, unix.ERANGE)
-			}
-			c := tstamp.HWTstampConfig{TxType: req.TxType}
+		Set: onOffSet(false, func(f tstamp.RxFilter) (tstamp.RxFilter, bool) {
 			switch {
-			case req.RxFilter == tstamp.FilterNone:
-			case req.RxFilter >= tstamp.FilterPTPv1L4Event && req.RxFilter <= unix.HWTSTAMP_FILTER_PTP_V1_L4_DELAY_REQ:
-				c.RxFilter = tstamp.FilterPTPv1L4Event
-			case req.RxFilter >= tstamp.FilterPTPv2L4Event && req.RxFilter <= unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ:
-				c.RxFilter = tstamp.FilterPTPv2Event
-			default: // ALL, SOME, NTP_ALL
-				return fail(cur, unix.ERANGE)
+			case f == tstamp.FilterNone:
+				return f, true
+			case f >= tstamp.FilterPTPv1L4Event && f <= unix.HWTSTAMP_FILTER_PTP_V1_L4_DELAY_REQ:
+				return tstamp.FilterPTPv1L4Event, true
+			case f >= tstamp.FilterPTPv2L4Event && f <= unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ:
+				return tstamp.FilterPTPv2Event, true
 			}
-			return ok(c)
-		},
+			return f, false // ALL, SOME, NTP_ALL
+		}),
 		TxSlots: 1, TxHold: 10 * time.Microsecond, SkipCounter: "port.tx_hwtstamp_skipped",
 		Counters:      []string{"port.rx_dropped", "port.tx_hwtstamp_timeouts", "port.rx_hwtstamp_cleared", "port.tx_hwtstamp_skipped"},
 		QueueCounters: []string{"tx-%d.tx_packets", "rx-%d.rx_packets"},
@@ -424,25 +385,19 @@ func BNXT() *Profile {
 				1<<unix.HWTSTAMP_FILTER_PTP_V2_SYNC | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L4_SYNC | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_SYNC |
 				1<<unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L4_DELAY_REQ | 1<<unix.HWTSTAMP_FILTER_PTP_V2_L2_DELAY_REQ},
 		Start: off,
-		Set: func(cur, req tstamp.HWTstampConfig) Result {
-			if !txOnOff(req.TxType) {
-				return fail(cur, unix.ERANGE)
-			}
-			c := tstamp.HWTstampConfig{TxType: req.TxType}
-			switch req.RxFilter {
+		Set: onOffSet(false, func(f tstamp.RxFilter) (tstamp.RxFilter, bool) {
+			switch f {
 			case tstamp.FilterNone, tstamp.FilterAll:
-				c.RxFilter = req.RxFilter
+				return f, true
 			case tstamp.FilterPTPv2Event, tstamp.FilterPTPv2L4Event, unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT:
-				c.RxFilter = tstamp.FilterPTPv2Event
+				return tstamp.FilterPTPv2Event, true
 			case unix.HWTSTAMP_FILTER_PTP_V2_SYNC, unix.HWTSTAMP_FILTER_PTP_V2_L4_SYNC, unix.HWTSTAMP_FILTER_PTP_V2_L2_SYNC:
-				c.RxFilter = unix.HWTSTAMP_FILTER_PTP_V2_SYNC
+				return unix.HWTSTAMP_FILTER_PTP_V2_SYNC, true
 			case unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ, unix.HWTSTAMP_FILTER_PTP_V2_L4_DELAY_REQ, unix.HWTSTAMP_FILTER_PTP_V2_L2_DELAY_REQ:
-				c.RxFilter = unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ
-			default:
-				return fail(cur, unix.ERANGE)
+				return unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ, true
 			}
-			return ok(c)
-		},
+			return f, false
+		}),
 		TxSlots: 4, TxHold: 20 * time.Microsecond,
 		Counters:      []string{"rx_total_discard_pkts", "tx_total_discard_pkts"},
 		QueueCounters: []string{"[%d]: rx_ucast_packets", "[%d]: tx_ucast_packets"},
@@ -470,45 +425,44 @@ func BNXTPre68() *Profile {
 	return p
 }
 
-// allSet is the handler of the one-slot chips that stamp every packet
-// (igb 82580 and later, ixgbe X550 and later): any accepted filter is
-// stored as ALL; NTP_ALL is accepted only by ixgbe's.
-func allSet(ntpAll bool) func(cur, req tstamp.HWTstampConfig) Result {
+// onOffSet is a handler that takes tx_type OFF or ON and the filter rx
+// stores for the request's; any other tx_type, or a filter rx refuses, is
+// ERANGE, and with noFlags any flag is EINVAL. Nothing changes on an error.
+func onOffSet(noFlags bool, rx func(tstamp.RxFilter) (tstamp.RxFilter, bool)) func(cur, req tstamp.HWTstampConfig) Result {
 	return func(cur, req tstamp.HWTstampConfig) Result {
-		if !txOnOff(req.TxType) {
+		if noFlags && req.Flags != 0 {
+			return fail(cur, unix.EINVAL)
+		}
+		f, granted := rx(req.RxFilter)
+		if !txOnOff(req.TxType) || !granted {
 			return fail(cur, unix.ERANGE)
 		}
-		c := tstamp.HWTstampConfig{TxType: req.TxType}
-		switch {
-		case req.RxFilter == tstamp.FilterNone:
-		case req.RxFilter == tstamp.FilterSome, req.RxFilter == tstamp.FilterNTPAll && !ntpAll:
-			return fail(cur, unix.ERANGE)
-		default:
-			c.RxFilter = tstamp.FilterAll
-		}
-		return ok(c)
+		return ok(tstamp.HWTstampConfig{TxType: req.TxType, RxFilter: f})
 	}
 }
 
-// ptpOnlySet is the igb 82576 / ixgbe 82599 handler.
-func ptpOnlySet(ixgbe bool) func(cur, req tstamp.HWTstampConfig) Result {
-	return func(cur, req tstamp.HWTstampConfig) Result {
-		if !txOnOff(req.TxType) {
-			return fail(cur, unix.ERANGE)
+// allSet is the handler of a device that stamps every packet or none: NONE
+// is kept, any other filter but the refused ones is stored as ALL.
+func allSet(noFlags bool, refused ...tstamp.RxFilter) func(cur, req tstamp.HWTstampConfig) Result {
+	return onOffSet(noFlags, func(f tstamp.RxFilter) (tstamp.RxFilter, bool) {
+		if f == tstamp.FilterNone {
+			return f, true
 		}
-		c := tstamp.HWTstampConfig{TxType: req.TxType}
-		switch req.RxFilter {
-		case tstamp.FilterNone, unix.HWTSTAMP_FILTER_PTP_V1_L4_SYNC, unix.HWTSTAMP_FILTER_PTP_V1_L4_DELAY_REQ:
-			c.RxFilter = req.RxFilter
-		case unix.HWTSTAMP_FILTER_PTP_V2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L4_EVENT,
-			unix.HWTSTAMP_FILTER_PTP_V2_SYNC, unix.HWTSTAMP_FILTER_PTP_V2_L2_SYNC, unix.HWTSTAMP_FILTER_PTP_V2_L4_SYNC,
-			unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ, unix.HWTSTAMP_FILTER_PTP_V2_L2_DELAY_REQ, unix.HWTSTAMP_FILTER_PTP_V2_L4_DELAY_REQ:
-			c.RxFilter = tstamp.FilterPTPv2Event
-		default: // ALL, SOME, PTP_V1_L4_EVENT, NTP_ALL
-			return fail(cur, unix.ERANGE)
-		}
-		return ok(c)
+		return tstamp.FilterAll, !slices.Contains(refused, f)
+	})
+}
+
+// ptpOnly is the igb 82576 / ixgbe 82599 filter switch.
+func ptpOnly(f tstamp.RxFilter) (tstamp.RxFilter, bool) {
+	switch f {
+	case tstamp.FilterNone, unix.HWTSTAMP_FILTER_PTP_V1_L4_SYNC, unix.HWTSTAMP_FILTER_PTP_V1_L4_DELAY_REQ:
+		return f, true
+	case unix.HWTSTAMP_FILTER_PTP_V2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L4_EVENT,
+		unix.HWTSTAMP_FILTER_PTP_V2_SYNC, unix.HWTSTAMP_FILTER_PTP_V2_L2_SYNC, unix.HWTSTAMP_FILTER_PTP_V2_L4_SYNC,
+		unix.HWTSTAMP_FILTER_PTP_V2_DELAY_REQ, unix.HWTSTAMP_FILTER_PTP_V2_L2_DELAY_REQ, unix.HWTSTAMP_FILTER_PTP_V2_L4_DELAY_REQ:
+		return tstamp.FilterPTPv2Event, true
 	}
+	return f, false // ALL, SOME, PTP_V1_L4_EVENT, NTP_ALL
 }
 
 // ENA is AWS ENA with the out-of-tree driver (amzn-drivers
@@ -538,22 +492,11 @@ func ENA() *Profile {
 		Caps:  tstamp.Caps{SOF: tstamp.FlagTxSoftware | tstamp.FlagRxSoftware | tstamp.FlagSoftware | tstamp.FlagRxHardware, PHCIndex: 0, RxFilters: rxAll},
 		Start: off,
 		Set: func(cur, req tstamp.HWTstampConfig) Result {
-			if !txOnOff(req.TxType) {
-				return fail(cur, unix.ERANGE)
-			}
-			c := tstamp.HWTstampConfig{TxType: req.TxType, RxFilter: tstamp.FilterNone}
-			switch req.RxFilter {
-			case tstamp.FilterNone:
-			case tstamp.FilterSome:
-				return fail(cur, unix.ERANGE)
-			default:
-				c.RxFilter = tstamp.FilterAll
-			}
-			if c.TxType == tstamp.TxOn { // the device has no TX support
+			r := allSet(false, tstamp.FilterSome)(cur, req)
+			if r.Err == 0 && req.TxType == tstamp.TxOn { // the device has no TX support
 				return Result{Stored: off, Err: unix.EOPNOTSUPP, Bounce: true}
 			}
-			r := ok(c)
-			r.Bounce = true
+			r.Bounce = r.Err == 0
 			return r
 		},
 		Counters: []string{"total_resets", "reset_fail", "tx_timeout", "interface_down", "interface_up",
@@ -627,24 +570,8 @@ func Liquidio() *Profile {
 		Start:    off,
 		GetErr:   unix.EOPNOTSUPP,
 		TxAlways: true,
-		Set: func(cur, req tstamp.HWTstampConfig) Result {
-			if req.Flags != 0 {
-				return fail(cur, unix.EINVAL)
-			}
-			if !txOnOff(req.TxType) {
-				return fail(cur, unix.ERANGE)
-			}
-			c := tstamp.HWTstampConfig{TxType: req.TxType, RxFilter: tstamp.FilterNone}
-			switch req.RxFilter {
-			case tstamp.FilterNone:
-			case tstamp.FilterNTPAll:
-				return fail(cur, unix.ERANGE)
-			default:
-				c.RxFilter = tstamp.FilterAll
-			}
-			return ok(c)
-		},
-		Queues: 1, FirstIRQ: 120,
+		Set:      allSet(true, tstamp.FilterNTPAll),
+		Queues:   1, FirstIRQ: 120,
 	}
 }
 

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/rig-project/rig/internal/cli"
+	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -104,6 +108,21 @@ func (c Common) Requests() string {
 	return "multicast " + c.Group.String()
 }
 
+// Host checks what the command line names on this host before a socket
+// opens — cpu (-1: none) and the interface — and returns the interface.
+func (c Common) Host(cpu int) (*net.Interface, error) {
+	if cpu >= 0 {
+		if err := cpusched.CheckCPU(hostfs.Default(), cpu); err != nil {
+			return nil, err
+		}
+	}
+	ifi, err := net.InterfaceByName(c.Iface)
+	if err != nil {
+		return nil, fmt.Errorf("interface %q: %w (list them with `ip link`)", c.Iface, os.ErrNotExist)
+	}
+	return ifi, nil
+}
+
 // errMaxDuration is the cause of a context ended by --max-duration.
 var errMaxDuration = errors.New("--max-duration reached")
 
@@ -116,12 +135,16 @@ func (c Common) Bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeoutCause(ctx, c.MaxDuration, errMaxDuration)
 }
 
-// Expired returns an error when ctx (from Bound) ended at MaxDuration.
-func (c Common) Expired(ctx context.Context) error {
+// Ended is a probe's outcome once its loop returned runErr: an error when
+// ctx (from Bound) ended at MaxDuration, else runErr unless ctx ended it.
+func (c Common) Ended(ctx context.Context, runErr error) error {
 	if errors.Is(context.Cause(ctx), errMaxDuration) {
 		return fmt.Errorf("stopped after --max-duration %v: nobody stopped it before (was its controller lost?)", c.MaxDuration)
 	}
-	return nil
+	if ctx.Err() != nil {
+		return nil
+	}
+	return runErr
 }
 
 // requireRunID refuses a respond or capture without --run-id: adopting the

@@ -203,14 +203,9 @@ func (c *Conn) LocalAddr() (netip.AddrPort, error) {
 // KeyPerSend when OPT_ID was granted (downgraded to KeyCounter by the first
 // send the kernel refuses), KeyNone otherwise. Call it before the first
 // send: the kernel's OPT_ID counter starts at the first enable and is never
-// reset, so KeyCounter mapping is only right from then on.
-func (c *Conn) EnableTimestamping(mode Mode) (Granted, error) {
-	return c.EnableTimestampingWith(mode, Options{})
-}
-
-// EnableTimestampingWith is EnableTimestamping with Options (see
-// EnableWith): extra optional bits such as FlagTxSched, or a Device.
-func (c *Conn) EnableTimestampingWith(mode Mode, o Options) (Granted, error) {
+// reset, so KeyCounter mapping is only right from then on. o (see
+// EnableWith) adds optional bits such as FlagTxSched, or a Device.
+func (c *Conn) EnableTimestamping(mode Mode, o Options) (Granted, error) {
 	if !c.acquire() {
 		return Granted{}, ErrClosed
 	}

@@ -80,7 +80,7 @@ func waitErr(t testing.TB, c *Conn, kind Kind) TxStamp {
 // and a send queues no TX stamp — while sends and receives work as usual.
 func TestEnableOff(t *testing.T) {
 	c := listen(t, UDPOptions{})
-	g, err := c.EnableTimestamping(Off)
+	g, err := c.EnableTimestamping(Off, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +95,11 @@ func TestEnableOff(t *testing.T) {
 			t.Fatalf("getsockopt(%s) = %s, %v: want no flags", optName(opt), f, err)
 		}
 	}
-	if _, err := c.EnableTimestampingWith(Off, Options{Extra: FlagTxSched}); err == nil {
+	if _, err := c.EnableTimestamping(Off, Options{Extra: FlagTxSched}); err == nil {
 		t.Fatal("mode off with extra flags accepted")
 	}
 	tstampOn := listen(t, UDPOptions{}) // the kernel's RX stamping switch is on
-	if _, err := tstampOn.EnableTimestamping(Software); err != nil {
+	if _, err := tstampOn.EnableTimestamping(Software, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	warmUp(t, tstampOn, tstampOn, localAddr(t, tstampOn))
@@ -124,7 +124,7 @@ func TestEnableOff(t *testing.T) {
 
 func TestEnableSoftwareLoopback(t *testing.T) {
 	c := listen(t, UDPOptions{})
-	g, err := c.EnableTimestamping(Software)
+	g, err := c.EnableTimestamping(Software, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +145,11 @@ func TestEnableSoftwareLoopback(t *testing.T) {
 
 func TestEnableHardwareNeedsDevice(t *testing.T) {
 	c := listen(t, UDPOptions{})
-	_, err := c.EnableTimestamping(Hardware)
+	_, err := c.EnableTimestamping(Hardware, Options{})
 	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "bound to a device") {
 		t.Fatalf("Hardware on unbound socket: %v", err)
 	}
-	g, err := c.EnableTimestamping(Auto)
+	g, err := c.EnableTimestamping(Auto, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,11 +167,11 @@ func TestEnableHardwareOnLoopbackFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = c.EnableTimestamping(Hardware)
+	_, err = c.EnableTimestamping(Hardware, Options{})
 	if err == nil || !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "lo: so_timestamping=") {
 		t.Fatalf("Hardware on lo: error %v, want ErrUnsupported with the capability report", err)
 	}
-	g, err := c.EnableTimestamping(Auto)
+	g, err := c.EnableTimestamping(Auto, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,10 +196,10 @@ func TestEnableWithRejectsHardwareExtra(t *testing.T) {
 func TestLoopbackStamps(t *testing.T) {
 	rx := listen(t, UDPOptions{})
 	tx := listen(t, UDPOptions{})
-	if _, err := rx.EnableTimestamping(Software); err != nil {
+	if _, err := rx.EnableTimestamping(Software, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.EnableTimestampingWith(Software, Options{Extra: FlagTxSched}); err != nil {
+	if _, err := tx.EnableTimestamping(Software, Options{Extra: FlagTxSched}); err != nil {
 		t.Fatal(err)
 	}
 	to, from := localAddr(t, rx), localAddr(t, tx)
@@ -239,7 +239,7 @@ func TestLoopbackStamps(t *testing.T) {
 func TestCounterFallback(t *testing.T) {
 	rx := listen(t, UDPOptions{})
 	tx := listen(t, UDPOptions{})
-	if _, err := tx.EnableTimestamping(Software); err != nil {
+	if _, err := tx.EnableTimestamping(Software, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	// An unknown SOL_SOCKET cmsg type gets EINVAL, as SCM_TS_OPT_ID does
@@ -416,10 +416,10 @@ func pingOnce(tb testing.TB, tx, rx *Conn, to netip.AddrPort, key uint32, buf []
 func TestConnAllocs(t *testing.T) {
 	rx := listen(t, UDPOptions{})
 	tx := listen(t, UDPOptions{})
-	if _, err := rx.EnableTimestamping(Software); err != nil {
+	if _, err := rx.EnableTimestamping(Software, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.EnableTimestamping(Software); err != nil {
+	if _, err := tx.EnableTimestamping(Software, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	to := localAddr(t, rx)
@@ -445,8 +445,8 @@ func BenchmarkConnPingPong(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer tx.Close()
-	rx.EnableTimestamping(Software)
-	tx.EnableTimestamping(Software)
+	rx.EnableTimestamping(Software, Options{})
+	tx.EnableTimestamping(Software, Options{})
 	to, _ := rx.LocalAddr()
 	warmUp(b, tx, rx, to)
 	buf := make([]byte, 256)
@@ -463,7 +463,7 @@ func BenchmarkConnPingPong(b *testing.B) {
 func TestBusySpinLockedThread(t *testing.T) {
 	rx := listen(t, UDPOptions{})
 	tx := listen(t, UDPOptions{})
-	if _, err := rx.EnableTimestamping(Software); err != nil {
+	if _, err := rx.EnableTimestamping(Software, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	to := localAddr(t, rx)
@@ -508,7 +508,7 @@ func TestBusySpinLockedThread(t *testing.T) {
 func TestPollWakesOnErrqueue(t *testing.T) {
 	rx := listen(t, UDPOptions{})
 	tx := listen(t, UDPOptions{})
-	if _, err := tx.EnableTimestamping(Software); err != nil {
+	if _, err := tx.EnableTimestamping(Software, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _ := tx.Poll(0); ok {
@@ -532,7 +532,7 @@ func TestCloseDuringUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.EnableTimestamping(Software); err != nil {
+	if _, err := c.EnableTimestamping(Software, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	to := localAddr(t, c)
@@ -644,7 +644,7 @@ func TestPollUntil(t *testing.T) {
 // queue empty and reports false.
 func TestReadTxStopsWhenFiled(t *testing.T) {
 	c := listen(t, UDPOptions{})
-	if _, err := c.EnableTimestamping(Software); err != nil {
+	if _, err := c.EnableTimestamping(Software, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	to := localAddr(t, c)
@@ -690,7 +690,7 @@ func TestSchedStandsInForSND(t *testing.T) {
 		kind Kind
 	}{{capsPTPOnly, KindSched}, {capsSW, KindSnd}} {
 		c := listenLo(t)
-		g, err := c.EnableTimestampingWith(Software, Options{Device: &fakeDev{caps: tt.caps}})
+		g, err := c.EnableTimestamping(Software, Options{Device: &fakeDev{caps: tt.caps}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -135,14 +135,14 @@ func openSockets(t *testing.T, p *nsPair) *nsSockets {
 		if err := s.rx.JoinGroup(probeGroup, p.idxB); err != nil {
 			return err
 		}
-		if _, err := s.rx.EnableTimestamping(Software); err != nil {
+		if _, err := s.rx.EnableTimestamping(Software, Options{}); err != nil {
 			return err
 		}
 		s.cap, err = ListenPacket(p.idxB, false)
 		if err != nil {
 			return err
 		}
-		g, err := s.cap.EnableTimestampingWith(Auto, Options{})
+		g, err := s.cap.EnableTimestamping(Auto, Options{})
 		if err != nil {
 			return err
 		}
@@ -178,7 +178,7 @@ func openSockets(t *testing.T, p *nsPair) *nsSockets {
 		if err := s.tx.SetMulticastTTL(1); err != nil {
 			return err
 		}
-		_, err = s.tx.EnableTimestamping(Software)
+		_, err = s.tx.EnableTimestamping(Software, Options{})
 		return err
 	})
 	if s.tx != nil {
@@ -435,7 +435,7 @@ func TestNetnsVethCapabilities(t *testing.T) {
 			return err
 		}
 		defer c.Close()
-		_, err = c.EnableTimestamping(Hardware)
+		_, err = c.EnableTimestamping(Hardware, Options{})
 		if err == nil || !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), caps.String()) {
 			return fmt.Errorf("Hardware on veth: %v; want ErrUnsupported with %q", err, caps)
 		}
@@ -444,7 +444,7 @@ func TestNetnsVethCapabilities(t *testing.T) {
 			return err
 		}
 		defer pc.Close()
-		if _, err := pc.EnableTimestampingWith(Hardware, Options{}); err == nil || !strings.Contains(err.Error(), "RX: no hardware RX stamps") {
+		if _, err := pc.EnableTimestamping(Hardware, Options{}); err == nil || !strings.Contains(err.Error(), "RX: no hardware RX stamps") {
 			return fmt.Errorf("Hardware on veth capture: %v", err)
 		}
 		// The real device: SIOCGHWTSTAMP and SIOCSHWTSTAMP are not

@@ -74,10 +74,10 @@ func ListenPacket(ifindex int, nonBlocking bool) (*PacketConn, error) {
 // Close closes the socket once no call is in progress.
 func (p *PacketConn) Close() error { return p.close() }
 
-// EnableTimestampingWith runs EnableWith with o (a Device): RX_SOFTWARE|
+// EnableTimestamping runs EnableWith with o (a Device): RX_SOFTWARE|
 // SOFTWARE, plus RX_HARDWARE|RAW_HARDWARE in Hardware and Auto mode where
 // the interface can (see EnableWith for the error contract).
-func (p *PacketConn) EnableTimestampingWith(mode Mode, o Options) (Granted, error) {
+func (p *PacketConn) EnableTimestamping(mode Mode, o Options) (Granted, error) {
 	if !p.acquire() {
 		return Granted{}, ErrClosed
 	}

@@ -219,11 +219,11 @@ func TestClassifySetErr(t *testing.T) {
 func TestEnableFollowsNICConfig(t *testing.T) {
 	c := listenLo(t)
 	dev := &fakeDev{caps: capsAll, cur: HWTstampConfig{TxType: TxOff, RxFilter: FilterNone}}
-	if _, err := c.EnableTimestampingWith(Hardware, Options{Device: dev}); !errors.Is(err, errors.ErrUnsupported) ||
+	if _, err := c.EnableTimestamping(Hardware, Options{Device: dev}); !errors.Is(err, errors.ErrUnsupported) ||
 		!strings.Contains(err.Error(), "tx_type=OFF rx_filter=NONE") || !strings.Contains(err.Error(), "rig nicctl set lo --hwtstamp all") {
 		t.Fatalf("hardware on a NIC that is off: %v", err)
 	}
-	g, err := c.EnableTimestampingWith(Auto, Options{Device: dev})
+	g, err := c.EnableTimestamping(Auto, Options{Device: dev})
 	if err != nil || g.HardwareRX() || g.HardwareTX() || g.Flags&FlagRawHardware != 0 || g.Decision.Action != ActSoftware {
 		t.Fatalf("auto on a NIC that is off: %s, %v", g, err)
 	}
@@ -231,13 +231,13 @@ func TestEnableFollowsNICConfig(t *testing.T) {
 		t.Fatalf("a socket wrote the NIC config: %v", dev.sets)
 	}
 	dev.cur = HWTstampConfig{TxType: TxOn, RxFilter: FilterAll}
-	g, err = c.EnableTimestampingWith(Hardware, Options{Device: dev})
+	g, err = c.EnableTimestamping(Hardware, Options{Device: dev})
 	if err != nil || !g.HardwareRX() || !g.HardwareTX() || g.Decision.Action != ActKeep || g.PHC() == nil || g.PHC().Index != 3 {
 		t.Fatalf("hardware on a NIC that is on: %s, %v", g, err)
 	}
 	// The config cannot be read: hardware requested, proof decides.
 	dev.getErr = unix.EOPNOTSUPP
-	g, err = c.EnableTimestampingWith(Hardware, Options{Device: dev})
+	g, err = c.EnableTimestamping(Hardware, Options{Device: dev})
 	if err != nil || !g.HardwareRX() || g.Decision.Action != ActUnknown || !strings.Contains(strings.Join(g.Fallbacks, ";"), "first packets") {
 		t.Fatalf("unknown config: %s, %v", g, err)
 	}
@@ -255,17 +255,17 @@ func TestEnableReadBackOldKernel(t *testing.T) {
 		}
 		return getsockopt(fd, level, opt, buf)
 	}
-	g, err := c.EnableTimestamping(Software)
+	g, err := c.EnableTimestamping(Software, Options{})
 	if err != nil || g.Flags&FlagSoftware == 0 || !g.New {
 		t.Fatalf("read back through SO_TIMESTAMPING: %s, %v", g, err)
 	}
 	getsockoptFn = func(int, int, int, []byte) (int, error) { return 0, unix.ENOPROTOOPT }
-	g, err = c.EnableTimestamping(Software)
+	g, err = c.EnableTimestamping(Software, Options{})
 	if err != nil || g.Flags != g.Requested || !strings.Contains(strings.Join(g.Fallbacks, ";"), "cannot be read back") {
 		t.Fatalf("trusted value: %s, %v", g, err)
 	}
 	getsockoptFn = func(int, int, int, []byte) (int, error) { return 0, unix.EIO }
-	if _, err := c.EnableTimestamping(Software); !errors.Is(err, unix.EIO) {
+	if _, err := c.EnableTimestamping(Software, Options{}); !errors.Is(err, unix.EIO) {
 		t.Fatalf("EIO swallowed: %v", err)
 	}
 }

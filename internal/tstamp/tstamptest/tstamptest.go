@@ -25,7 +25,7 @@ func HoldSoftwareRX(tb testing.TB) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { c.Close() })
-	if _, err := c.EnableTimestamping(tstamp.Software); err != nil {
+	if _, err := c.EnableTimestamping(tstamp.Software, tstamp.Options{}); err != nil {
 		tb.Fatal(err)
 	}
 	self, err := c.LocalAddr()

@@ -34,8 +34,13 @@ func (c *checker) valOnce(path, reason, hint string) {
 	}
 }
 
+// warn adds a warning once: an arm's responders on one host, or its
+// candidate CPUs, would repeat it.
 func (c *checker) warn(path, reason, hint string) {
-	c.warns = append(c.warns, c.x.valErr(path, reason, hint))
+	e := c.x.valErr(path, reason, hint)
+	if !slices.ContainsFunc(c.warns, func(x *Error) bool { return *x == *e }) {
+		c.warns = append(c.warns, e)
+	}
 }
 
 func (c *checker) val(path, reason, hint string) { c.add(c.x.valErr(path, reason, hint)) }

@@ -87,8 +87,8 @@ arms:
 }
 
 // TestPreferBusyPollNAPI: prefer-busy-poll on a host whose NIC does not
-// defer its interrupts, and an arm that does not set them, is a warning
-// (the arm still runs); the arm's nic knobs or the host's own silence it,
+// defer its interrupts, and an arm that does not set them, is a warning at
+// the poll's position (the arm still runs); the arm's nic knobs or the host's own silence it,
 // and a host that did not report its knobs cannot tell.
 func TestPreferBusyPollNAPI(t *testing.T) {
 	const src = `name: t
@@ -116,9 +116,38 @@ arms:
 		if err := Validate(s, factsFor(s, f)); err != nil {
 			t.Fatal(err)
 		}
-		off, on := strings.Join(s.Arms[0].Notes, "\n"), strings.Join(s.Arms[1].Notes, "\n")
-		if on != "" || (c.want == "") != (off == "") || !strings.Contains(off, c.want) {
-			t.Errorf("host %v: notes off %q, on %q; want %q", c.napi, off, on, c.want)
+		// One warning, for arm off, at the poll it inherits (5:37).
+		w := s.Warnings.Error()
+		if (c.want == "") != (len(s.Warnings) == 0) || strings.Contains(w, "arm on:") || !strings.Contains(w, c.want) ||
+			(c.want != "" && (len(s.Warnings) != 1 || !strings.Contains(w, ":5:37: ") || !strings.Contains(w, "arm off:"))) {
+			t.Errorf("host %v: warnings %q; want %q", c.napi, w, c.want)
 		}
+	}
+}
+
+// TestNativeCannotTell: a host whose agent reports neither its stacks nor
+// io_uring gives a warning at the arm's responder.stack and
+// responder.poll, not a refusal and not silence.
+func TestNativeCannotTell(t *testing.T) {
+	s := load(t, `name: t
+hosts: {h: {via: local, roles: [sender, responder], iface: eth1}}
+traffic: {group: "239.1.1.1:5000"}
+arms:
+  - name: a
+    responder: {engine: native, stack: onload, poll: io-uring}
+`)
+	f := bigHost()
+	f.Stacks, f.IOUring = nil, nil
+	if err := Validate(s, factsFor(s, f)); err != nil {
+		t.Fatal(err)
+	}
+	w := s.Warnings.Error()
+	for _, want := range []string{"t.yaml:6:40: arm a: cannot tell whether host h has stack onload", "t.yaml:6:54: arm a: cannot tell whether io_uring works on host h"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
+	if len(s.Warnings) != 2 || len(s.Arms[0].Notes) != 0 {
+		t.Errorf("%d warnings, notes %q:\n%s", len(s.Warnings), s.Arms[0].Notes, w)
 	}
 }

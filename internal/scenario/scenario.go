@@ -87,7 +87,8 @@ type Scenario struct {
 	RequestAddr netip.Addr
 	// Warnings are what Validate found the run may pay for on the hosts
 	// (a responder CPU off its NIC's NUMA node, RT throttling of a
-	// spinning FIFO responder), each at its field: printed, not refused.
+	// spinning FIFO responder, prefer-busy-poll with the interrupts on)
+	// or could not tell there, each at its field: printed, not refused.
 	Warnings ErrorList
 	// NICNodeCPUs are, by responder host, the CPUs of its interface's
 	// NUMA node, read by Validate where an arm asks numa: nic.
@@ -241,7 +242,7 @@ type Arm struct {
 	Skip string
 	// Notes are what Validate found the knobs do on the host, where that
 	// differs from what they say (max-latency-us 0 without a POLL state
-	// leaves the shallowest state, WFI on arm64).
+	// leaves the shallowest state, WFI on arm64): facts, not warnings.
 	Notes []string
 }
 

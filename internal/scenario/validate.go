@@ -637,16 +637,12 @@ func (v *validator) armCPU(i, cpu int, hf, nf *hostFacts, skip []string, cstateD
 // io_uring for the io-uring polls, and for prefer-busy-poll the NAPI knobs
 // that hold the NIC's interrupts off (the arm's napi, else the host's).
 func (v *validator) native(i int, k Knobs, h Host, hf *hostFacts) {
-	a, r, napi := &v.s.Arms[i], k.Responder, k.NIC.NAPI
-	note := func(n string) {
-		if !slices.Contains(a.Notes, n) {
-			a.Notes = append(a.Notes, n)
-		}
-	}
+	a, r, napi := v.s.Arms[i], k.Responder, k.NIC.NAPI
 	if st := r.Stack; st != nil && !st.Kernel() && st.Name != probe.StackCustom {
 		switch why, ok := hf.f.Stacks[st.Name]; {
 		case hf.f.Stacks == nil:
-			note(fmt.Sprintf("cannot tell whether host %s has stack %s (its agent does not report stacks: an older rig, or no ldconfig there); rig respond refuses the round if it lacks it", hf.name, st))
+			v.c.warn(v.knobField(i, h.Name, "responder.stack"), fmt.Sprintf("arm %s: cannot tell whether host %s has stack %s (its agent does not report stacks: an older rig, or no ldconfig there)", a.Name, hf.name, st),
+				"rig respond refuses the round if the stack is missing; install this rig's version on the host so its agent reports its stacks")
 		case !ok || why != "":
 			v.c.val(v.field(i, "responder.stack"), fmt.Sprintf("stack %s is not on host %s: %s", st, hf.name, cmp.Or(why, "rig does not know it there")), st.Info().Install)
 		}
@@ -658,7 +654,8 @@ func (v *validator) native(i int, k Knobs, h Host, hf *hostFacts) {
 	case probe.IOUring, probe.IOUringSQPoll:
 		u := hf.f.IOUring
 		if u == nil {
-			note(fmt.Sprintf("cannot tell whether io_uring works on host %s (its agent does not report it: an older rig, or a fake host root); rig respond refuses the round if it does not", hf.name))
+			v.c.warn(v.knobField(i, h.Name, "responder.poll"), fmt.Sprintf("arm %s: cannot tell whether io_uring works on host %s (its agent does not report it: an older rig, or a fake host root)", a.Name, hf.name),
+				"rig respond refuses the round if it does not; install this rig's version on the host so its agent reports io_uring")
 			return
 		}
 		why := u.Refused
@@ -678,13 +675,16 @@ func (v *validator) native(i int, k Knobs, h Host, hf *hostFacts) {
 		switch {
 		case on(napi):
 		case !known:
-			note(fmt.Sprintf("cannot tell whether %s on host %s holds its interrupts off for prefer-busy-poll: its napi_defer_hard_irqs and gro_flush_timeout were not read, and the arm sets no nic napi-defer-hard-irqs and gro-flush-timeout", cmp.Or(h.Iface, "the responder's interface"), hf.name))
+			v.c.warn(v.knobField(i, h.Name, "responder.poll"), fmt.Sprintf("arm %s: cannot tell whether %s on host %s holds its interrupts off for prefer-busy-poll: its napi_defer_hard_irqs and gro_flush_timeout were not read, and the arm sets no nic napi-defer-hard-irqs and gro-flush-timeout", a.Name, cmp.Or(h.Iface, "the responder's interface"), hf.name), napiHint)
 		case !on(host):
-			note(fmt.Sprintf("prefer-busy-poll on host %s: %s has napi_defer_hard_irqs %s and gro_flush_timeout %s ns, and the arm sets no nic napi-defer-hard-irqs and gro-flush-timeout above 0: the loop polls, but the kernel does not hold the interrupts off for it (set both in the arm, e.g. nic: {napi-defer-hard-irqs: 2, gro-flush-timeout: 200000})",
-				hf.name, h.Iface, orUnset(host.DeferHardIRQs), orUnset(host.GROFlushTimeout)))
+			v.c.warn(v.knobField(i, h.Name, "responder.poll"), fmt.Sprintf("arm %s: prefer-busy-poll on host %s: %s has napi_defer_hard_irqs %s and gro_flush_timeout %s ns, and the arm sets no nic napi-defer-hard-irqs and gro-flush-timeout above 0: the loop polls, but the kernel does not hold the interrupts off for it",
+				a.Name, hf.name, h.Iface, orUnset(host.DeferHardIRQs), orUnset(host.GROFlushTimeout)), napiHint)
 		}
 	}
 }
+
+// napiHint is how an arm holds the NIC's interrupts off for prefer-busy-poll.
+const napiHint = "set both in the arm, e.g. nic: {napi-defer-hard-irqs: 2, gro-flush-timeout: 200000}"
 
 func orUnset[T uint32 | uint64](p *T) string {
 	if p == nil {

@@ -61,7 +61,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		clidoc.PrintFlags(fs.Output(), fs)
 	}
 	rigFlag := fs.String("rig", "", "`PATH` of the rig binary to measure (default: rig beside rigbench, else bin/rig, else rig on PATH)")
-	smoke := fs.Bool("smoke", false, "tiny version (about a minute): 1 round of 2s, 1s of rate, counting rounds of 3s, report on 100k samples")
+	smoke := fs.Bool("smoke", false, "tiny version (about a minute): 1 round of 2s, 1s of rate, counting rounds of 3s, 2 noise rounds of 1s, report on 100k samples")
 	out := fs.String("out", "", "also write the Markdown table to FILE (e.g. bench/RESULTS.md)")
 	lab := fs.String("lab", "", "use this existing lab (default: build a fresh one and remove it after)")
 	dir := fs.String("dir", "", "keep the tools' raw output and sample files here (default: a temporary directory, removed)")

@@ -195,6 +195,11 @@ func (r *Results) noiseTable(b *strings.Builder) {
 	if len(detail) > 0 {
 		fmt.Fprintf(b, "\nosnoise (%s): %s.\n", first.OSNoise.Mode, strings.Join(detail, "; "))
 	}
+	for k, rd := range nr.Rounds { // what the host did to the loop (RT throttling, mlockall, drift)
+		for _, n := range rd.Probe.Notes {
+			fmt.Fprintf(b, "\nrig noise round %d: %s\n", k+1, n)
+		}
+	}
 	typLo, typHi, short := first.Floor.TypicalNS, first.Floor.TypicalNS, first.Floor.ShortestNS
 	for _, rd := range nr.Rounds {
 		f := rd.Probe.Floor

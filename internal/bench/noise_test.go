@@ -52,6 +52,9 @@ func syntheticNoise(t *testing.T, osnoise bool) *Results {
 			}
 			p.Gaps = append(p.Gaps, row)
 		}
+		if k == 1 {
+			p.Notes = []string{"mlockall failed (ENOMEM): page faults may show as gaps"}
+		}
 		if osnoise {
 			p.OSNoise = &rundir.OSNoise{Mode: "tracepoints, no workload", Events: 14000 + kk, LongestNS: 49_000_000, LongestName: "thread kworker/1:1:55",
 				TotalNS: 350_000_000, ByKind: map[string]uint64{"irq": 10000, "softirq": 3000, "thread": 1000 + kk}}
@@ -91,6 +94,9 @@ func TestNoiseTable(t *testing.T) {
 		// rig noise and cyclictest: 2 rounds and all; osnoise: 2 rounds.
 		if rows != 8 {
 			t.Errorf("osnoise %v: %d rows, want 8:\n%s", osn, rows, table)
+		}
+		if !strings.Contains(table, "\nrig noise round 2: mlockall failed") {
+			t.Errorf("the probe's notes are not shown:\n%s", table)
 		}
 		if got := strings.Contains(table, "| osnoise (in the probe's window) | 1 (rig noise first) | not available: this kernel has no osnoise tracer"); got == osn {
 			t.Errorf("osnoise %v: the osnoise row says not available: %v\n%s", osn, got, table)

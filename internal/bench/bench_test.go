@@ -153,8 +153,11 @@ func TestSmoke(t *testing.T) {
 	}
 	// Noise: two rounds of 1 s, each tool first once, on the responder
 	// CPU; osnoise either counted or said why not.
-	if nr := res.Noise; nr == nil || len(nr.Rounds) != 2 || nr.CPU != cfg.ResponderCPU {
-		t.Errorf("noise %+v: want 2 rounds on CPU %d", nr, cfg.ResponderCPU)
+	if nr := res.Noise; nr == nil || len(nr.Rounds) != 2 || nr.CPU != res.Config.ResponderCPU {
+		t.Errorf("noise: %v, want 2 rounds on CPU %d", nr != nil, res.Config.ResponderCPU)
+		if nr != nil {
+			t.Errorf("noise: %d rounds on CPU %d", len(nr.Rounds), nr.CPU)
+		}
 	} else {
 		for k, rd := range nr.Rounds {
 			p := rd.Probe

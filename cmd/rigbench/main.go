@@ -22,6 +22,7 @@ import (
 
 	"github.com/rig-project/rig/internal/bench"
 	"github.com/rig-project/rig/internal/clidoc"
+	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/rundir"
 )
 
@@ -50,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-const synopsis = "[--rig PATH] [--smoke] [--out FILE] [--lab NAME] [--rounds N] [--round-time D] [--budget D] [--until-decided] [--parts cost,rate,analysis,rtt] [--engines go,native] [--analysis-sizes 1M,10M,100M] [--format md] ..."
+const synopsis = "[--rig PATH] [--smoke] [--out FILE] [--lab NAME] [--rounds N] [--round-time D] [--budget D] [--until-decided] [--parts noise,cost,rate,analysis,rtt] [--noise-rounds N] [--noise-time D] [--noise-sched other|fifo:N] [--engines go,native] [--analysis-sizes 1M,10M,100M] [--format md] ..."
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rigbench", flag.ContinueOnError)
@@ -60,7 +61,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		clidoc.PrintFlags(fs.Output(), fs)
 	}
 	rigFlag := fs.String("rig", "", "`PATH` of the rig binary to measure (default: rig beside rigbench, else bin/rig, else rig on PATH)")
-	smoke := fs.Bool("smoke", false, "tiny version (about a minute): 1 round of 2s, 1s of rate, counting rounds of 3s, report on 100k samples")
+	smoke := fs.Bool("smoke", false, "tiny version (about a minute): 1 round of 2s, 1s of rate, counting rounds of 3s, 2 noise rounds of 1s, report on 100k samples")
 	out := fs.String("out", "", "also write the Markdown table to FILE (e.g. bench/RESULTS.md)")
 	lab := fs.String("lab", "", "use this existing lab (default: build a fresh one and remove it after)")
 	dir := fs.String("dir", "", "keep the tools' raw output and sample files here (default: a temporary directory, removed)")
@@ -80,7 +81,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rateTime := fs.Duration("rate-time", 0, "duration of the rate test (default 10s; smoke 1s)")
 	ratePoll := fs.String("rate-poll", "busy", "responder poll mode of the rate test")
 	sizes := fs.String("analysis-sizes", "", "synthetic sample counts for rig report (default 1M,10M,100M; smoke 100k)")
-	parts := fs.String("parts", "", "parts to run, comma-separated: cost, rate, analysis, rtt (with pacing) (default all)")
+	noiseRounds := fs.Int("noise-rounds", 0, "rounds of the noise part, `rig noise` and cyclictest taking turns going first (default 4; smoke 2)")
+	noiseTime := fs.Duration("noise-time", 0, "per tool and noise round, 1s..1h (default 10s; smoke 1s)")
+	var noiseSched cpusched.Sched
+	fs.TextVar(&noiseSched, "noise-sched", cpusched.Sched{}, "the noise probe's policy, other | fifo:N; cyclictest gets the same (-p N)")
+	parts := fs.String("parts", "", "parts to run, comma-separated: noise, cost, rate, analysis, rtt (with pacing) (default all)")
 	engines := fs.String("engines", "", "responder engines of the RTT and cost rounds, comma-separated: go, native (rig respond --engine native, beside the Go responder in the same rounds) (default go,native; without the native program beside --rig, or in $RIG_NATIVE_DIR, the native rounds are refused: build it with make build, or give --engines go)")
 	verbose := fs.Bool("v", false, "log progress and the tools' messages to stderr")
 	fs.Func("format", "output `FORMAT`: md (its one form: the table of bench/RESULTS.md) (default md)", func(f string) error {
@@ -128,6 +133,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	setDur(&cfg.Lead, *lead)
 	setDur(&cfg.RateInterval, *rateInterval)
 	setDur(&cfg.RateTime, *rateTime)
+	setDur(&cfg.NoiseTime, *noiseTime)
+	if *noiseRounds != 0 {
+		cfg.NoiseRounds = *noiseRounds
+	}
+	cfg.NoiseSched = noiseSched
 	if *sizes != "" {
 		if cfg.AnalysisSizes, err = bench.ParseSizes(*sizes); err != nil {
 			return usageError{err}
@@ -148,7 +158,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	res, err := bench.Run(ctx, cfg)
 	if err != nil {
-		if res != nil && (len(res.RTT) > 0 || res.Rate != nil || len(res.Analysis) > 0 || len(res.Cost) > 0) {
+		if res != nil && (len(res.RTT) > 0 || res.Rate != nil || len(res.Analysis) > 0 || len(res.Cost) > 0 || res.Noise != nil) {
 			_ = res.Markdown(stderr) // what was measured before the failure
 		}
 		return err

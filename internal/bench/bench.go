@@ -11,7 +11,9 @@
 //     paired, lateness), and sockperf's max ping-pong rate for reference;
 //   - analysis: wall time and peak RSS of `rig report` on synthetic runs;
 //   - cost: what each tool does per round trip (syscalls, wake-ups, CPU
-//     time, allocations), counted in separate rounds under perf.
+//     time, allocations), counted in separate rounds under perf;
+//   - noise: `rig noise` against cyclictest (and osnoise, where the
+//     kernel has it) on the responder CPU, in rounds of their own.
 //
 // Both tools get the same namespaces and the same CPUs (the whole process
 // is started under taskset), and every percentile is computed here from
@@ -34,6 +36,7 @@ import (
 
 	"github.com/rig-project/rig/analysis"
 	"github.com/rig-project/rig/internal/agent"
+	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/owner"
@@ -52,12 +55,13 @@ const (
 	PartRTT      Part = "rtt" // RTT vs sockperf, and pacing vs cyclictest inside the same rounds
 	PartRate     Part = "rate"
 	PartAnalysis Part = "analysis"
-	PartCost     Part = "cost" // work per round trip, counted in rounds of its own
+	PartCost     Part = "cost"  // work per round trip, counted in rounds of its own
+	PartNoise    Part = "noise" // the platform-noise probe against cyclictest, no lab
 )
 
 // AllParts lists every part in the order they run: the RTT rounds last, so
 // that a time budget (Config.Budget) gives them what the others left.
-var AllParts = []Part{PartCost, PartRate, PartAnalysis, PartRTT}
+var AllParts = []Part{PartNoise, PartCost, PartRate, PartAnalysis, PartRTT}
 
 // Config is one bench run.
 type Config struct {
@@ -101,6 +105,13 @@ type Config struct {
 	// probe.EngineNative (nil: both). The native rounds need the native
 	// program where rig finds it; without it Run refuses them.
 	Engines []probe.Engine
+
+	// NoiseRounds of NoiseTime per tool (default 4 of 10 s: each tool
+	// goes first equally often), the probe at NoiseSched (default
+	// SCHED_OTHER, rig noise's).
+	NoiseRounds int
+	NoiseTime   time.Duration
+	NoiseSched  cpusched.Sched
 
 	Parts []Part // nil: all
 	Log   io.Writer
@@ -154,6 +165,12 @@ func (c *Config) defaults() error {
 	if c.MaxRateTime == 0 {
 		c.MaxRateTime = 3 * time.Second
 	}
+	if c.NoiseRounds == 0 {
+		c.NoiseRounds = 4
+	}
+	if c.NoiseTime == 0 {
+		c.NoiseTime = 10 * time.Second
+	}
 	if c.AnalysisSizes == nil {
 		c.AnalysisSizes = []int{1_000_000, 10_000_000, 100_000_000}
 	}
@@ -185,6 +202,8 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("bench: warm-up %v must be shorter than the round time %v", c.Warmup, c.RoundTime)
 	case c.RateInterval <= 0 || c.RateTime < c.RateInterval:
 		return fmt.Errorf("bench: rate interval %v / time %v: want 0 < interval ≤ time", c.RateInterval, c.RateTime)
+	case c.NoiseRounds < 1 || c.NoiseTime < time.Second || c.NoiseTime > time.Hour || c.NoiseTime%time.Millisecond != 0:
+		return fmt.Errorf("bench: noise rounds %d of %v: want at least 1 round of 1s..1h in whole ms (rig noise --for, cyclictest loops of 1 ms)", c.NoiseRounds, c.NoiseTime)
 	case c.SenderCPU < 0 || c.ResponderCPU < 0:
 		return fmt.Errorf("bench: sender CPU %d / responder CPU %d: both tools are pinned, give CPUs", c.SenderCPU, c.ResponderCPU)
 	}
@@ -252,7 +271,8 @@ type Results struct {
 	Recv     []RecvRow   // rig's kernel-to-user receive time, per mode and side
 	Rate     *RateResult // nil when not run
 	Analysis []AnalysisRow
-	Cost     []CostRow // per mode, tool and side; nil when not run
+	Cost     []CostRow    // per mode, tool and side; nil when not run
+	Noise    *NoiseResult // nil when not run
 	Notes    []string
 	Elapsed  time.Duration
 	// RTTRounds are the planned RTT rounds run (every mode and tool),
@@ -386,10 +406,20 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			return nil, NativeMissing{fmt.Errorf("bench: the native responder's rounds (--engines %s): %w; or run without them: --engines go", engineList(cfg.Engines), err)}
 		}
 	}
+	if cfg.has(PartNoise) {
+		if _, err := native.FindFor(cfg.Rig, native.NoiseProgram); err != nil {
+			return nil, NativeMissing{fmt.Errorf("bench: the noise part (rig noise): %w; or run without it: --parts cost,rate,analysis,rtt", err)}
+		}
+	}
 	start := time.Now()
 	res := &Results{Config: cfg, Env: snapshotEnv(ctx)}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
+	}
+	if cfg.has(PartNoise) { // before the lab: its agents would run on the CPU
+		if err := (&runner{cfg: cfg, res: res, start: start}).noise(ctx); err != nil {
+			return res, err
+		}
 	}
 	if cfg.has(PartAnalysis) {
 		rows, notes, err := benchAnalysis(ctx, cfg)
@@ -680,12 +710,12 @@ func (c *Cyclictest) add(o *Cyclictest) {
 
 // SmokeConfig is a tiny version of the full bench for CI: one round of
 // 2 s per tool and mode, 1 s at the rate interval, counting rounds of 3 s,
-// and `rig report` on 100 000 samples. It exercises every code path in
+// two noise rounds of 1 s and `rig report` on 100 000 samples. It exercises every code path in
 // about a minute.
 func SmokeConfig(rig, dir string) Config {
 	return Config{Rig: rig, Dir: dir, Rounds: 1, RoundTime: 2 * time.Second, Warmup: 200 * time.Millisecond, Lead: 200 * time.Millisecond,
 		RateTime: time.Second, MaxRateTime: 2 * time.Second, AnalysisSizes: []int{100_000},
-		CostTime: 3 * time.Second, CostWindow: time.Second}
+		CostTime: 3 * time.Second, CostWindow: time.Second, NoiseRounds: 2, NoiseTime: time.Second}
 }
 
 // ParseSizes parses a comma-separated list of sample counts with optional

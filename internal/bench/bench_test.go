@@ -19,7 +19,7 @@ import (
 
 // TestSmoke runs the bench-smoke code path end to end on a lab of its own:
 // rig (Go and native responder) and sockperf rounds in both modes, cyclictest, the rate test, the
-// counting rounds, `rig report` on a small synthetic run, and with
+// counting rounds, rig noise against cyclictest, `rig report` on a small synthetic run, and with
 // --until-decided one more round (one round decides nothing). It checks
 // that every part produced figures and the table, not their values (noisy
 // VM).
@@ -151,12 +151,30 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("cost %s sockperf %s: %d TX-stamp reads, want none", c.Mode, c.Side, c.StampReads)
 		}
 	}
+	// Noise: two rounds of 1 s, each tool first once, on the responder
+	// CPU; osnoise either counted or said why not.
+	if nr := res.Noise; nr == nil || len(nr.Rounds) != 2 || nr.CPU != res.Config.ResponderCPU {
+		t.Errorf("noise: %v, want 2 rounds on CPU %d", nr != nil, res.Config.ResponderCPU)
+		if nr != nil {
+			t.Errorf("noise: %d rounds on CPU %d", len(nr.Rounds), nr.CPU)
+		}
+	} else {
+		for k, rd := range nr.Rounds {
+			p := rd.Probe
+			if rd.ProbeFirst != (k == 0) || len(p.Gaps) != 4 || p.DurationNS < int64(900*time.Millisecond) || p.Floor.Reads == 0 || rd.Cyc.N() != 1000 ||
+				(p.OSNoise == nil) == (p.OSNoiseMissing == "") {
+				t.Errorf("noise round %d: probe first %v, %d gap rows over %d ns, %d reads, %d wake-ups, osnoise %v / %q", k, rd.ProbeFirst, len(p.Gaps), p.DurationNS,
+					p.Floor.Reads, rd.Cyc.N(), p.OSNoise, p.OSNoiseMissing)
+			}
+		}
+	}
 	var md bytes.Buffer
 	if err := res.Markdown(&md); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals", "### Measuring threads", "| busy | rig | responder | 2 |", "| busy | rig user, closed loop, no kernel stamps |", "### What the kernel's stamps cost", "### Kernel stamp to user space", "| block | sender |", "| busy | responder |", "without kernel stamps", "## Work per round trip", "| busy | rig, GODEBUG=asyncpreemptoff=1 | responder |", "syscalls per round trip without TX-stamp reads", "peak RSS", "then 1 round added by `--until-decided`",
-		"| busy | rig native, closed loop |", "### Native and Go responders", "| busy | rig native | responder | 2 |", "busy: rig native/rig go median", "the native responder's process makes no futex"} {
+		"| busy | rig native, closed loop |", "### Native and Go responders", "| busy | rig native | responder | 2 |", "busy: rig native/rig go median", "the native responder's process makes no futex",
+		"## Platform noise on CPU 1", "| rig noise (gaps) | 2 (cyclictest first) |", "| rig noise (gaps) | all |", "| cyclictest (wake-up latency) | all |", "| osnoise (in the probe's window) | 1 (rig noise first) |", "The probe's detection floor:", "What this shows:"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, md.String())
 		}
@@ -178,6 +196,8 @@ func TestConfigErrors(t *testing.T) {
 		"cost time":        func(c *Config) { c.CostTime = 2500 * time.Millisecond },
 		"native alone":     func(c *Config) { c.Engines = []probe.Engine{probe.EngineNative} },
 		"reflector engine": func(c *Config) { c.Engines = []probe.Engine{probe.EngineGo, probe.EngineXDP} },
+		"noise time":       func(c *Config) { c.NoiseTime = 500 * time.Millisecond },
+		"noise rounds":     func(c *Config) { c.NoiseRounds = -1 },
 	} {
 		c := base
 		mod(&c)

@@ -55,8 +55,11 @@ func (r *Results) Markdown(w io.Writer) error {
 	fmt.Fprintf(&b, "- date: %s\n- commit: %s\n- %s; kernel %s; %d CPUs; sockperf %s; cyclictest %s\n",
 		e.Date.Format(time.RFC3339), e.Commit, e.Rig, e.Kernel, e.CPUs, orNA(e.Sockperf), orNA(e.Cyclictest))
 	fmt.Fprintf(&b, "- load average (1/5/15 min): %s at start, %s at end\n", e.LoadBefore, e.LoadAfter)
-	fmt.Fprintf(&b, "- emulated lab (veth + bridge, software timestamps); sender CPU %d, responder CPU %d for both tools (whole process under taskset); payload %d B; SCHED_OTHER\n",
-		c.SenderCPU, c.ResponderCPU, c.Size)
+	lab := c.has(PartRTT) || c.has(PartRate) || c.has(PartCost)
+	if lab {
+		fmt.Fprintf(&b, "- emulated lab (veth + bridge, software timestamps); sender CPU %d, responder CPU %d for both tools (whole process under taskset); payload %d B; SCHED_OTHER\n",
+			c.SenderCPU, c.ResponderCPU, c.Size)
+	}
 	if r.RTTRounds > 0 {
 		fmt.Fprintf(&b, "- %d interleaved rounds (rig, rig without kernel stamps and sockperf take turns going first, so a drift of the host favours none; rig without kernel stamps in the first %d only) of %v per tool and mode%s; rig drops its first %v of each round, sockperf its own warm-up; percentiles are nearest-rank over the pooled raw samples\n",
 			r.RTTRounds, min(r.RTTRounds, NoStampRounds), c.RoundTime, r.roundsNote(), c.Warmup)
@@ -72,8 +75,10 @@ func (r *Results) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- then %s added by `--until-decided` (at most %d rounds in all), each of the modes whose goals were still undecided: %s only (no rounds without kernel stamps)\n",
 			plural(r.ExtraRounds, "round"), c.MaxRounds, tools)
 	}
-	fmt.Fprintf(&b, "- start-up like sockperf's: its server runs alone while its client's warm-up stage sleeps (~2 s), so rig's responder runs alone %v before rig's sender starts; a busy responder spinning alone pushes the host's other wake-ups to the idle CPU, and there they stay while both CPUs are busy\n",
-		c.Lead)
+	if lab {
+		fmt.Fprintf(&b, "- start-up like sockperf's: its server runs alone while its client's warm-up stage sleeps (~2 s), so rig's responder runs alone %v before rig's sender starts; a busy responder spinning alone pushes the host's other wake-ups to the idle CPU, and there they stay while both CPUs are busy\n",
+			c.Lead)
+	}
 	if r.Elapsed > 0 {
 		fmt.Fprintf(&b, "- bench wall time: %v\n", r.Elapsed.Round(time.Second))
 	}
@@ -163,6 +168,7 @@ func (r *Results) Markdown(w io.Writer) error {
 			rt.SockperfRate, us(rt.SockperfRTT.P50), us(rt.SockperfRTT.P999))
 	}
 	r.costTables(&b)
+	r.noiseTable(&b)
 	if len(r.Analysis) > 0 {
 		b.WriteString("\n## Analysis: `rig report` on synthetic runs\n\n")
 		b.WriteString("Rounds of ≤ 1 M requests over two arms, sender + responder files, software stamps; wall and CPU time (user + system) of `rig report DIR` (page cache warm from writing), peak RSS = the child's ru_maxrss. Percentiles are exact (nearest rank on the sorted samples of each round). Reproduce this part alone with `rigbench --parts analysis --analysis-sizes 1M,10M,100M` (each run is written, reported on and removed before the next: 100 M samples take about 10 GB in the work directory).\n\n")

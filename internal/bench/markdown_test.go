@@ -128,7 +128,8 @@ func syntheticCost(tools []string) []CostRow {
 // TestMarkdownGolden: the results table of fixed figures, byte for byte
 // (go test -run TestMarkdownGolden -update ./internal/bench rewrites it).
 func TestMarkdownGolden(t *testing.T) {
-	for name, res := range map[string]*Results{"results-go.md": syntheticRTT(t, 8, probe.EngineGo), "results-native.md": syntheticRTT(t, 8, Engines...)} {
+	for name, res := range map[string]*Results{"results-go.md": syntheticRTT(t, 8, probe.EngineGo), "results-native.md": syntheticRTT(t, 8, Engines...),
+		"results-noise.md": syntheticNoise(t, false), "results-noise-osnoise.md": syntheticNoise(t, true)} {
 		var got bytes.Buffer
 		if err := res.Markdown(&got); err != nil {
 			t.Fatal(err)

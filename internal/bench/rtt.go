@@ -245,7 +245,7 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 	}
 	if p.pacing {
 		b.logf("round %d: cyclictest", k+1)
-		c, err := b.cyclictest(ctx, filepath.Join(cfg.Dir, "pacing", "cyclictest-"+strconv.Itoa(k)+".txt"), count)
+		c, err := cyclictest(ctx, filepath.Join(cfg.Dir, "pacing", "cyclictest-"+strconv.Itoa(k)+".txt"), cfg.SenderCPU, count)
 		if err != nil {
 			return err
 		}

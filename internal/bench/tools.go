@@ -106,16 +106,16 @@ func (b *runner) sockperf(ctx context.Context, dir string, busy bool, mps string
 	return s, nil
 }
 
-// cyclictest measures timer wake-up latency for count 1 ms loops on the
-// sender CPU, SCHED_OTHER like rig's pacer. --laptop keeps it from holding
+// cyclictest measures timer wake-up latency for count 1 ms loops on cpu,
+// SCHED_OTHER unless extra says otherwise. --laptop keeps it from holding
 // /dev/cpu_dma_latency at 0, which rig does not do and which would change
 // the machine under the other tools' rounds.
-func (b *runner) cyclictest(ctx context.Context, file string, count int) (*Cyclictest, error) {
+func cyclictest(ctx context.Context, file string, cpu, count int, extra ...string) (*Cyclictest, error) {
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return nil, err
 	}
-	argv := []string{"cyclictest", "-q", "--laptop", "-a", strconv.Itoa(b.cfg.SenderCPU), "-t", "1",
-		"-i", "1000", "-l", strconv.Itoa(count), "-h", "20000"}
+	argv := append([]string{"cyclictest", "-q", "--laptop", "-a", strconv.Itoa(cpu), "-t", "1",
+		"-i", "1000", "-l", strconv.Itoa(count), "-h", "20000"}, extra...)
 	out, _, err := runCapture(ctx, argv, time.Duration(count)*time.Millisecond+30*time.Second)
 	if werr := os.WriteFile(file, out, 0o644); werr != nil {
 		return nil, werr

@@ -42,6 +42,10 @@ func sendFlags(fs *flag.FlagSet) func(context.Context) error {
 				return setupError(err)
 			}
 		}
+		prog, err := sender.FindEngine(f)
+		if err != nil {
+			return setupError(err)
+		}
 		undo, err := prepareNIC(ctx, "send", f.Common, tstamp.NeedProbe)
 		if err != nil {
 			return err
@@ -51,7 +55,7 @@ func sendFlags(fs *flag.FlagSet) func(context.Context) error {
 		if err != nil {
 			return err
 		}
-		s, err := sender.New(f, sender.Options{Owner: owner})
+		s, err := sender.Open(f, sender.Options{Owner: owner}, prog)
 		if err != nil {
 			return setupError(err)
 		}

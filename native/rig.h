@@ -1,6 +1,7 @@
 /*
- * rig's native engine: what its sources share. The responder's measuring
- * loop (respond.c) runs as its own dynamically linked program, so that a
+ * rig's native engine: what its sources share. The responder's and the
+ * sender's measuring loops (respond.c, send.c; their socket layer is
+ * sock.c) run as dynamically linked programs of their own, so that a
  * kernel-bypass stack interposing libc's socket calls (LD_PRELOAD) can
  * accelerate it, and so that no language runtime interrupts it. rig (Go)
  * decides everything before the loop, spawns it, and turns what it hands

@@ -122,6 +122,20 @@ func TestNativeSender(t *testing.T) {
 	if feet[0] != feet[1] {
 		t.Errorf("the senders counted differently:\ngo     %+v\nnative %+v", feet[0], feet[1])
 	}
+	// An indication for the log, not a check (a loaded VM's figures): the
+	// closed-loop user RTT against the native responder, by sender.
+	for _, engine := range []string{"go", "native", "go", "native"} {
+		f, _ := sendRound(t, topo, dir, 2000, 2000, []string{"--engine", engine, "--spin", "1ms"}, []string{"--engine", "native"})
+		var rtt []int64
+		for _, r := range f.Records[2:] {
+			if r.T[samples.RxUser] != 0 {
+				rtt = append(rtt, r.T[samples.RxUser]-r.T[samples.TxUser])
+			}
+		}
+		slices.Sort(rtt)
+		t.Logf("closed loop, native responder, %s sender: user RTT (rx_user − tx_user, CLOCK_REALTIME) median %v, p99 %v, n %d",
+			engine, time.Duration(rtt[len(rtt)/2]), time.Duration(rtt[len(rtt)*99/100]), len(rtt))
+	}
 }
 
 // TestNativeSenderLibcCalls: every socket call of the native sender goes

@@ -152,6 +152,9 @@ func TestNativeSenderLibcCalls(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(wrap, "rig-send-native"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(filepath.Join(dir, "rig-respond-native"), filepath.Join(wrap, "rig-respond-native")); err != nil {
+		t.Fatal(err)
+	}
 	for _, poll := range []string{"block", "busy"} {
 		f, log := sendRound(t, topo, wrap, n, n, []string{"--engine", "native", "--poll", poll}, []string{"--engine", "native", "--poll", poll})
 		seen := readCalls(t, calls)

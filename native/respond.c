@@ -5,7 +5,8 @@
  * rig decides everything before the loop (the NIC's timestamping, the
  * socket's SO_TIMESTAMPING flags, the CPU) and passes it here as numbers;
  * this program opens the socket through libc (so that a kernel-bypass
- * stack preloaded in front of libc can take it over), answers requests as
+ * stack preloaded in front of libc can take it over; sock.c, shared with
+ * rig-send-native), answers requests as
  * responder/responder.go does, and hands its records back to rig, which
  * alone writes sample files (handoff.c). The command line is rig's, not a
  * user's: responder/native.go builds it.

@@ -157,7 +157,8 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals", "### Measuring threads", "| busy | rig | responder | 2 |", "| busy | rig user, closed loop, no kernel stamps |", "### What the kernel's stamps cost", "### Kernel stamp to user space", "| block | sender |", "| busy | responder |", "without kernel stamps", "## Work per round trip", "| busy | rig, GODEBUG=asyncpreemptoff=1 | responder |", "syscalls per round trip without TX-stamp reads", "peak RSS", "then 1 round added by `--until-decided`",
-		"| busy | rig native, closed loop |", "### Native and Go responders", "| busy | rig native | responder | 2 |", "busy: rig native/rig go median", "the native responder's process makes no futex"} {
+		"| busy | rig native, closed loop |", "### Native and Go engines", "| busy | rig native | responder | 2 |", "busy: rig native/rig go median", "the native responder's process makes no futex",
+		"the native sender's process makes no futex"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, md.String())
 		}

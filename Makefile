@@ -42,7 +42,8 @@ NATIVE_DEBS   := gcc libc6-dev
 NATIVE_CROSS_DEBS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 NATIVE_CFLAGS ?= -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -DRIG_COMMIT='"$(COMMIT)"'
 NATIVE_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-NATIVE_SRC    := native/respond.c native/wire.c native/handoff.c native/uring.c
+NATIVE_SRC    := native/respond.c native/sock.c native/wire.c native/handoff.c native/uring.c
+SEND_SRC      := native/send.c native/sock.c native/wire.c native/handoff.c
 NOISE_SRC     := native/noise.c native/handoff.c
 # The compilers of make dist: the system's for its own architecture.
 NATIVE_CC_amd64 ?= $(if $(filter x86_64,$(shell uname -m)),$(CC),x86_64-linux-gnu-gcc)
@@ -52,6 +53,7 @@ native:
 	@command -v $(CC) >/dev/null 2>&1 || ./.ci/install-debs.sh $(NATIVE_DEBS)
 	@mkdir -p $(NATIVE_OUT)
 	$(CC) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-respond-native $(NATIVE_SRC)
+	$(CC) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-send-native $(SEND_SRC)
 	$(CC) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-noise-native $(NOISE_SRC)
 
 # native-test: what the Go tests run besides the programs (internal/testbin
@@ -61,6 +63,7 @@ native:
 native-test: native
 	@mkdir -p $(NATIVE_OUT)/san
 	$(CC) $(NATIVE_CFLAGS) $(NATIVE_SAN) -o $(NATIVE_OUT)/san/rig-respond-native $(NATIVE_SRC)
+	$(CC) $(NATIVE_CFLAGS) $(NATIVE_SAN) -o $(NATIVE_OUT)/san/rig-send-native $(SEND_SRC)
 	$(CC) $(NATIVE_CFLAGS) $(NATIVE_SAN) -o $(NATIVE_OUT)/san/rig-noise-native $(NOISE_SRC)
 	$(CC) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-interfere native/test/interfere.c
 	$(CC) $(NATIVE_CFLAGS) $(NATIVE_SAN) -o $(NATIVE_OUT)/rig-wire-check native/test/wirecheck.c native/wire.c
@@ -73,6 +76,7 @@ native-arm64:
 	@./.ci/install-debs.sh $(NATIVE_CROSS_DEBS)
 	@mkdir -p $(NATIVE_OUT)
 	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-respond-native $(NATIVE_SRC)
+	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-send-native $(SEND_SRC)
 	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-noise-native $(NOISE_SRC)
 	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(NATIVE_OUT)/rig-wire-check native/test/wirecheck.c native/wire.c
 
@@ -87,9 +91,11 @@ dist:
 	done
 	$(NATIVE_CC_amd64) $(NATIVE_CFLAGS) -o $(DIST)/rig-respond-native-linux-amd64 $(NATIVE_SRC)
 	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(DIST)/rig-respond-native-linux-arm64 $(NATIVE_SRC)
+	$(NATIVE_CC_amd64) $(NATIVE_CFLAGS) -o $(DIST)/rig-send-native-linux-amd64 $(SEND_SRC)
+	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(DIST)/rig-send-native-linux-arm64 $(SEND_SRC)
 	$(NATIVE_CC_amd64) $(NATIVE_CFLAGS) -o $(DIST)/rig-noise-native-linux-amd64 $(NOISE_SRC)
 	$(NATIVE_CC_arm64) $(NATIVE_CFLAGS) -o $(DIST)/rig-noise-native-linux-arm64 $(NOISE_SRC)
-	cd $(DIST) && sha256sum rig-linux-amd64 rig-linux-arm64 rig-respond-native-linux-* rig-noise-native-linux-* > SHA256SUMS
+	cd $(DIST) && sha256sum rig-linux-amd64 rig-linux-arm64 rig-respond-native-linux-* rig-send-native-linux-* rig-noise-native-linux-* > SHA256SUMS
 
 # deploy/kubernetes is a module of its own (its manifest tests alone need
 # the Kubernetes API types, kept out of rig's go.mod): test, unit and lint

@@ -53,7 +53,7 @@ for a in amd64 arm64; do
   v=$("${run[@]}" "$b" version); v=${v%%$'\n'*}
   grep -q "commit $commit" <<<"$v" || { echo "dist: $b reports \"$v\", want commit $commit" >&2; exit 1; }
   echo "dist: rig-linux-$a: $v"
-  for p in rig-respond-native rig-noise-native; do
+  for p in rig-respond-native rig-send-native rig-noise-native; do
     n="$tmp/dist/$p-linux-$a"
     want=3e00; [ "$a" = arm64 ] && want=b700
     machine=$(od -An -tx1 -j18 -N2 "$n" | tr -d ' ')

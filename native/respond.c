@@ -5,7 +5,8 @@
  * rig decides everything before the loop (the NIC's timestamping, the
  * socket's SO_TIMESTAMPING flags, the CPU) and passes it here as numbers;
  * this program opens the socket through libc (so that a kernel-bypass
- * stack preloaded in front of libc can take it over), answers requests as
+ * stack preloaded in front of libc can take it over; sock.c, shared with
+ * rig-send-native), answers requests as
  * responder/responder.go does, and hands its records back to rig, which
  * alone writes sample files (handoff.c). The command line is rig's, not a
  * user's: responder/native.go builds it.
@@ -46,14 +47,9 @@
 #include <unistd.h>
 
 #include "rig.h"
+#include "sock.h"
 #include "uring.h"
 
-#ifndef SO_TIMESTAMPING_OLD
-#define SO_TIMESTAMPING_OLD 37
-#endif
-#ifndef SO_TIMESTAMPING_NEW
-#define SO_TIMESTAMPING_NEW 65
-#endif
 #ifndef SO_INCOMING_NAPI_ID
 #define SO_INCOMING_NAPI_ID 56
 #endif
@@ -63,13 +59,6 @@
 #ifndef SO_BUSY_POLL_BUDGET
 #define SO_BUSY_POLL_BUDGET 70
 #endif
-#ifndef SCM_TS_OPT_ID
-#define SCM_TS_OPT_ID 81 /* Linux 6.13 */
-#endif
-#ifndef SOL_PACKET
-#define SOL_PACKET 263
-#endif
-#define PACKET_TX_TIMESTAMP_ 16
 
 #ifndef RIG_COMMIT
 #define RIG_COMMIT "unknown"
@@ -78,53 +67,34 @@
 enum poll { P_BLOCK, P_BUSY, P_BUSY_POLL, P_PREFER_BUSY_POLL, P_EPOLL, P_URING, P_URING_SQPOLL };
 static const char *const poll_names[] = {"block", "busy", "busy-poll", "prefer-busy-poll", "epoll", "io-uring", "io-uring-sqpoll"};
 
-enum keying { KEY_NONE, KEY_PER_SEND, KEY_COUNTER }; /* tstamp.Keying */
-enum { COUNTER_RING = 8192 };                        /* tstamp's counterRing */
-enum { WAIT_MS = 50 };                               /* how long a blocking wait lasts before it looks at stop */
+enum { WAIT_MS = 50 }; /* how long a blocking wait lasts before it looks at stop */
 
+/* What the command line sets besides sk (sock.c). */
 static struct cfg {
-	const char *iface;
-	int ifindex;
 	struct sockaddr_in group, listen, reply;
 	int has_group, has_listen, has_reply;
 	uint32_t id, arm, round;
 	uint64_t run_id, capacity, count;
-	int cpu, fifo;
 	enum poll poll;
 	int busy_poll_us, budget;
-	uint32_t ts_flags, ts_optional;
-	int hw_rx, hw_tx, hw_window, hw_fail;
-	int tx_sched; /* --tx-sw sched: the qdisc's stamp is the software TX stamp */
-	int64_t tx_wait_ns;
 	int rcvbuf;
-	int ready_fd, out_fd;
+	int out_fd;
 	const char *presence; /* the stack's own "am I loaded" function, int f(void) */
 	const char *fd_stat;  /* its per-socket check, as onload_fd_stat */
-} c = {.cpu = -1, .ready_fd = -1, .out_fd = -1, .tx_wait_ns = 500000000, .budget = 64};
+} c = {.out_fd = -1, .budget = 64};
 
-static int fd = -1, ep = -1;
+static int ep = -1;
 static struct uring ring;
 static volatile sig_atomic_t stop_signal;
-static int stop_count, stop_proof, failed;
+static int stop_count, failed;
 static char fail_msg[512];
 
 static struct rec *recs, *last;
 static uint64_t cnt[H_NFIELDS]; /* the handoff header's counters */
 
-/* Timestamping as set up: what rig asked, what the kernel holds. */
-static uint32_t ts_granted, ts_dropped;
-static int ts_old, ts_assumed, want_sw, want_hw, sw_kind;
-static enum keying keying;
-static uint32_t kcounter;
-static int per_send_ok;
-static uint64_t kring[COUNTER_RING];
-static int64_t hw_first;
-static uint64_t hw_sends;
-static int hw_tx_seen, hw_rx_done, want_hw_rx;
-static uint64_t hw_rx_n;
 
 static uint8_t buf[2048];
-static union { uint8_t b[256]; struct cmsghdr align; } rx_oob, eq_oob, tx_oob;
+static union { uint8_t b[256]; struct cmsghdr align; } rx_oob, eq_oob;
 static struct sockaddr_in rx_name, tx_name;
 static uint8_t eq_buf[64];
 static struct iovec rx_iov = {buf, sizeof buf}, eq_iov = {eq_buf, sizeof eq_buf}, tx_iov = {buf, 0};
@@ -132,21 +102,6 @@ static struct msghdr rx_msg = {.msg_name = &rx_name, .msg_iov = &rx_iov, .msg_io
 static struct msghdr eq_msg = {.msg_iov = &eq_iov, .msg_iovlen = 1, .msg_control = eq_oob.b};
 static struct msghdr tx_msg = {.msg_name = &tx_name, .msg_namelen = sizeof tx_name, .msg_iov = &tx_iov, .msg_iovlen = 1};
 
-static void die(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
-
-/* die reports a setup error on the ready pipe (stderr without one) and
- * exits: code 2 refused, 1 failed. */
-static void die(int code, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	if (c.ready_fd < 0 || dprintf(c.ready_fd, "%s %s\n", code == 2 ? "refused" : "failed", msg) < 0)
-		fprintf(stderr, "rig-respond-native: %s\n", msg);
-	exit(code);
-}
 
 /* fail ends the loop with an error, after which the handoff is still written. */
 static void fail(const char *what, int err)
@@ -155,55 +110,9 @@ static void fail(const char *what, int err)
 	failed = 1;
 }
 
-static int64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Every socket call goes through libc; these count them for the handoff. */
-static int sopt(int level, int opt, const void *v, socklen_t len)
-{
-	cnt[H_CALLS_SETSOCKOPT]++;
-	return setsockopt(fd, level, opt, v, len);
-}
-
-static int sopt_int(int level, int opt, int v) { return sopt(level, opt, &v, sizeof v); }
-
-static ssize_t recv_msg(struct msghdr *m, int flags)
-{
-	cnt[H_CALLS_RECVMSG]++;
-	return recvmsg(fd, m, flags);
-}
 
 /* ---- command line ---- */
 
-static uint64_t num(const char *name, const char *s, uint64_t max)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || *s == '-' || *end || end == s || v > max)
-		die(2, "--%s %s: want a number up to %" PRIu64, name, s, max);
-	return v;
-}
-
-static void addr(const char *name, const char *s, struct sockaddr_in *sa, int *has)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	if (!colon || (size_t)(colon - s) >= sizeof host)
-		die(2, "--%s %s: want an IPv4 address:port", name, s);
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = 0;
-	memset(sa, 0, sizeof *sa);
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons((uint16_t)num(name, colon + 1, 65535));
-	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-		die(2, "--%s %s: want an IPv4 address:port", name, s);
-	*has = 1;
-}
 
 static void args(int argc, char **argv)
 {
@@ -222,8 +131,8 @@ static void args(int argc, char **argv)
 	while ((o = getopt_long(argc, argv, "", opts, &ix)) != -1) {
 		const char *v = optarg;
 		switch (o) {
-		case 'i': c.iface = v; break;
-		case 'x': c.ifindex = (int)num("ifindex", v, INT_MAX); break;
+		case 'i': sk.iface = v; break;
+		case 'x': sk.ifindex = (int)num("ifindex", v, INT_MAX); break;
 		case 'g': addr("group", v, &c.group, &c.has_group); break;
 		case 'l': addr("listen", v, &c.listen, &c.has_listen); break;
 		case 'r': addr("reply", v, &c.reply, &c.has_reply); break;
@@ -238,8 +147,8 @@ static void args(int argc, char **argv)
 		}
 		case 'a': c.arm = (uint32_t)num("arm-index", v, UINT32_MAX); break;
 		case 'o': c.round = (uint32_t)num("round", v, UINT32_MAX); break;
-		case 'c': c.cpu = strcmp(v, "-1") == 0 ? -1 : (int)num("cpu", v, CPU_SETSIZE - 1); break;
-		case 'f': c.fifo = (int)num("fifo", v, 99); break;
+		case 'c': sk.cpu = strcmp(v, "-1") == 0 ? -1 : (int)num("cpu", v, CPU_SETSIZE - 1); break;
+		case 'f': sk.fifo = (int)num("fifo", v, 99); break;
 		case 'p': {
 			size_t k = 0;
 			while (k < sizeof poll_names / sizeof *poll_names && strcmp(v, poll_names[k]) != 0)
@@ -251,22 +160,22 @@ static void args(int argc, char **argv)
 		}
 		case 'b': c.busy_poll_us = (int)num("busy-poll-us", v, 1000000); break;
 		case 'B': c.budget = (int)num("busy-poll-budget", v, 65535); break;
-		case 't': c.ts_flags = (uint32_t)num("ts-flags", v, UINT32_MAX); break;
-		case 'T': c.ts_optional = (uint32_t)num("ts-optional", v, UINT32_MAX); break;
-		case 'h': c.hw_tx = (int)num("hw-tx", v, 1); break;
-		case 'w': c.hw_window = (int)num("hw-window", v, 1 << 20); break;
-		case 'H': c.hw_rx = (int)num("hw-rx", v, 1); break;
-		case 'F': c.hw_fail = (int)num("hw-fail", v, 1); break;
+		case 't': sk.ts_flags = (uint32_t)num("ts-flags", v, UINT32_MAX); break;
+		case 'T': sk.ts_optional = (uint32_t)num("ts-optional", v, UINT32_MAX); break;
+		case 'h': sk.hw_tx = (int)num("hw-tx", v, 1); break;
+		case 'w': sk.hw_window = (int)num("hw-window", v, 1 << 20); break;
+		case 'H': sk.hw_rx = (int)num("hw-rx", v, 1); break;
+		case 'F': sk.hw_fail = (int)num("hw-fail", v, 1); break;
 		case 'S':
 			if (strcmp(v, "sched") && strcmp(v, "snd"))
 				die(2, "--tx-sw %s: want snd or sched", v);
-			c.tx_sched = !strcmp(v, "sched");
+			sk.tx_sched = !strcmp(v, "sched");
 			break;
 		case 'C': c.capacity = num("capacity", v, 1ull << 30); break;
 		case 'n': c.count = num("count", v, UINT64_MAX); break;
-		case 'W': c.tx_wait_ns = (int64_t)num("tx-wait-ns", v, INT64_MAX); break;
+		case 'W': sk.tx_wait_ns = (int64_t)num("tx-wait-ns", v, INT64_MAX); break;
 		case 's': c.rcvbuf = (int)num("rcvbuf", v, INT_MAX); break;
-		case 'y': c.ready_fd = (int)num("ready-fd", v, INT_MAX); break;
+		case 'y': sk.ready_fd = (int)num("ready-fd", v, INT_MAX); break;
 		case 'O': c.out_fd = (int)num("out-fd", v, INT_MAX); break;
 		case 'P': c.presence = v; break;
 		case 'd': c.fd_stat = v; break;
@@ -278,95 +187,23 @@ static void args(int argc, char **argv)
 	}
 	if (optind < argc)
 		die(2, "unexpected argument %s", argv[optind]);
-	if (!c.iface || !c.ifindex || c.has_group == c.has_listen || !c.run_id || !c.capacity || c.out_fd < 0)
+	if (!sk.iface || !sk.ifindex || c.has_group == c.has_listen || !c.run_id || !c.capacity || c.out_fd < 0)
 		die(2, "needs --iface, --ifindex, --group or --listen, --run-id, --capacity and --out-fd (rig respond --engine native builds this command line)");
 }
 
 /* ---- the socket ---- */
 
-/* sockfail reports a failed socket call: a missing privilege or device is
- * refused (exit 2, as rig's own setup errors), anything else failed. */
-static void sockfail(const char *what)
-{
-	int e = errno;
-	if (e == EPERM || e == EACCES)
-		die(2, "%s: %s (needs root or CAP_NET_RAW/CAP_NET_ADMIN)", what, strerror(e));
-	if (e == ENODEV)
-		die(2, "%s: %s (interface %s)", what, strerror(e), c.iface);
-	die(1, "%s: %s", what, strerror(e));
-}
-
-static uint32_t highest_bit(uint32_t v)
-{
-	uint32_t b = 1u << 31;
-	while (b && !(v & b))
-		b >>= 1;
-	return b;
-}
-
-/* timestamping sets what rig asked for as tstamp.setTimestamping does:
- * SO_TIMESTAMPING_NEW, else the old option where the new one is unknown;
- * the optional bits the kernel refuses dropped one at a time, highest
- * first; then the flags read back. */
-static void timestamping(void)
-{
-	if (!c.ts_flags)
-		return; /* --timestamps off */
-	uint32_t want = c.ts_flags;
-	int opt = SO_TIMESTAMPING_NEW;
-	while (sopt_int(SOL_SOCKET, opt, (int)want) < 0) {
-		if (opt == SO_TIMESTAMPING_NEW && errno == ENOPROTOOPT) {
-			opt = SO_TIMESTAMPING_OLD;
-			ts_old = 1;
-		} else if (errno == EINVAL && (want & c.ts_optional)) {
-			uint32_t bit = highest_bit(want & c.ts_optional);
-			want &= ~bit;
-			ts_dropped |= bit;
-		} else {
-			die(1, "setsockopt(%s, %#x): %s", ts_old ? "SO_TIMESTAMPING" : "SO_TIMESTAMPING_NEW", want, strerror(errno));
-		}
-	}
-	int got[2] = {0, 0};
-	socklen_t len = sizeof got;
-	int r = getsockopt(fd, SOL_SOCKET, opt, got, &len);
-	if (r < 0 && errno == ENOPROTOOPT) {
-		len = sizeof got;
-		r = getsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING_OLD, got, &len);
-		if (r < 0) {
-			got[0] = (int)want;
-			ts_assumed = 1;
-			r = 0;
-			len = sizeof got;
-		}
-	}
-	if (r < 0)
-		die(1, "getsockopt(SO_TIMESTAMPING): %s", strerror(errno));
-	if (len < 4)
-		die(1, "getsockopt(SO_TIMESTAMPING) returned %u bytes, want 4 or 8", (unsigned)len);
-	ts_granted = (uint32_t)got[0];
-	const uint32_t hw = SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
-	want_sw = (ts_granted & SOF_TIMESTAMPING_SOFTWARE) != 0;
-	const uint32_t hwrx = SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
-	want_hw = c.hw_tx && (ts_granted & hw) == hw;
-	want_hw_rx = c.hw_rx && (ts_granted & hwrx) == hwrx;
-	/* The software TX stamp is the SND one, or the qdisc's (SCHED) where
-	 * Go's plan says the driver gives none (--tx-sw sched,
-	 * tstamp.Granted.SWTx): the choice is made once, on the Go side. */
-	sw_kind = c.tx_sched ? SCM_TSTAMP_SCHED : SCM_TSTAMP_SND;
-	if (ts_granted & SOF_TIMESTAMPING_OPT_ID)
-		keying = KEY_PER_SEND;
-}
 
 static int setup_socket(void)
 {
 	int type = SOCK_DGRAM | SOCK_CLOEXEC | (c.poll == P_BUSY ? SOCK_NONBLOCK : 0);
-	cnt[H_CALLS_SOCKET]++;
+	calls[CALL_SOCKET]++;
 	fd = socket(AF_INET, type, IPPROTO_UDP);
 	if (fd < 0)
 		sockfail("socket(AF_INET, SOCK_DGRAM)");
 	if (sopt_int(SOL_SOCKET, SO_REUSEADDR, 1) < 0)
 		sockfail("SO_REUSEADDR");
-	if (sopt(SOL_SOCKET, SO_BINDTODEVICE, c.iface, (socklen_t)strlen(c.iface) + 1) < 0)
+	if (sopt(SOL_SOCKET, SO_BINDTODEVICE, sk.iface, (socklen_t)strlen(sk.iface) + 1) < 0)
 		sockfail("SO_BINDTODEVICE");
 	struct sockaddr_in la = {.sin_family = AF_INET, .sin_port = c.group.sin_port};
 	if (c.has_listen)
@@ -374,7 +211,7 @@ static int setup_socket(void)
 	if (bind(fd, (struct sockaddr *)&la, sizeof la) < 0)
 		sockfail("bind");
 	timestamping();
-	struct ip_mreqn mr = {.imr_ifindex = c.ifindex};
+	struct ip_mreqn mr = {.imr_ifindex = sk.ifindex};
 	if (c.has_group) {
 		mr.imr_multiaddr = c.group.sin_addr;
 		if (sopt(IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof mr) < 0)
@@ -385,17 +222,7 @@ static int setup_socket(void)
 		sockfail("IP_MULTICAST_IF");
 	if (sopt_int(IPPROTO_IP, IP_MULTICAST_LOOP, 0) < 0)
 		sockfail("IP_MULTICAST_LOOP");
-	/* tstamp.SetRcvBuf: past rmem_max with CAP_NET_ADMIN, else capped. */
-	if (sopt_int(SOL_SOCKET, SO_RCVBUFFORCE, c.rcvbuf) < 0) {
-		if (errno != EPERM)
-			sockfail("SO_RCVBUFFORCE");
-		if (sopt_int(SOL_SOCKET, SO_RCVBUF, c.rcvbuf) < 0)
-			sockfail("SO_RCVBUF");
-	}
-	int rcvbuf = 0;
-	socklen_t len = sizeof rcvbuf;
-	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len) < 0)
-		sockfail("getsockopt(SO_RCVBUF)");
+	int rcvbuf = set_rcvbuf(c.rcvbuf);
 	if (c.poll == P_BUSY_POLL || c.poll == P_PREFER_BUSY_POLL)
 		if (sopt_int(SOL_SOCKET, SO_BUSY_POLL, c.busy_poll_us) < 0)
 			sockfail("SO_BUSY_POLL");
@@ -418,86 +245,6 @@ static int setup_socket(void)
 	return rcvbuf;
 }
 
-/* ---- stamps ---- */
-
-static int64_t ts_ns(const uint8_t *d)
-{
-	int64_t sec, nsec;
-	memcpy(&sec, d, 8);
-	memcpy(&nsec, d + 8, 8);
-	return (int64_t)((uint64_t)sec * 1000000000u + (uint64_t)nsec);
-}
-
-/* cmsg_next steps through control messages as tstamp's cmsgNext does:
- * it stops at a header too short or too long for what is left. */
-static int cmsg_next(const uint8_t **b, size_t *len, struct cmsghdr *h, const uint8_t **data, size_t *dlen)
-{
-	if (*len < sizeof *h)
-		return 0;
-	memcpy(h, *b, sizeof *h);
-	if (h->cmsg_len < CMSG_LEN(0) || h->cmsg_len > *len)
-		return 0;
-	*data = *b + CMSG_LEN(0);
-	*dlen = h->cmsg_len - CMSG_LEN(0);
-	size_t step = CMSG_SPACE(*dlen);
-	if (step > *len)
-		step = *len;
-	*b += step;
-	*len -= step;
-	return 1;
-}
-
-static int is_ts(const struct cmsghdr *h)
-{
-	return h->cmsg_level == SOL_SOCKET && (h->cmsg_type == SO_TIMESTAMPING_OLD || h->cmsg_type == SO_TIMESTAMPING_NEW);
-}
-
-/* rx_stamps reads the RX stamps (tstamp.ParseRx). */
-static void rx_stamps(const uint8_t *b, size_t len, int64_t *sw, int64_t *hw)
-{
-	struct cmsghdr h;
-	const uint8_t *d;
-	size_t dl;
-	*sw = *hw = 0;
-	while (cmsg_next(&b, &len, &h, &d, &dl))
-		if (is_ts(&h) && dl >= 48) {
-			*sw = ts_ns(d);
-			*hw = ts_ns(d + 32);
-		}
-}
-
-struct txst {
-	uint32_t key, kind;
-	int64_t sw, hw;
-};
-
-/* tx_stamp reads one error-queue entry (tstamp.ParseErrqueue): 1 for a TX stamp. */
-static int tx_stamp(const uint8_t *b, size_t len, struct txst *t)
-{
-	struct cmsghdr h;
-	const uint8_t *d;
-	size_t dl;
-	int have_ts = 0, have_err = 0;
-	while (cmsg_next(&b, &len, &h, &d, &dl)) {
-		if (is_ts(&h) && dl >= 48) {
-			t->sw = ts_ns(d);
-			t->hw = ts_ns(d + 32);
-			have_ts = 1;
-		} else if (((h.cmsg_level == SOL_IP && h.cmsg_type == IP_RECVERR) ||
-			    (h.cmsg_level == SOL_IPV6 && h.cmsg_type == IPV6_RECVERR) ||
-			    (h.cmsg_level == SOL_PACKET && h.cmsg_type == PACKET_TX_TIMESTAMP_)) &&
-			   dl >= sizeof(struct sock_extended_err)) {
-			struct sock_extended_err ee;
-			memcpy(&ee, d, sizeof ee);
-			if (ee.ee_origin != SO_EE_ORIGIN_TIMESTAMPING || ee.ee_errno != ENOMSG)
-				return 0;
-			t->kind = ee.ee_info;
-			t->key = ee.ee_data;
-			have_err = 1;
-		}
-	}
-	return have_ts && have_err;
-}
 
 /* awaits: r was sent and lacks a TX stamp it wants (samples.TxColumns.Awaits). */
 static int awaits(const struct rec *r)
@@ -511,14 +258,8 @@ static int tx_awaited(void) { return last ? awaits(last) : cnt[H_SENT] > 0; }
 
 static void file_tx(const struct txst *t)
 {
-	uint32_t key = t->key;
-	if (keying == KEY_COUNTER) {
-		uint64_t v = kring[key % COUNTER_RING];
-		if ((v & ~0xFFFFFFFFull) != (1ull << 63 | (uint64_t)(key / COUNTER_RING) << 32))
-			return; /* older than the ring: tstamp.ErrUnknownKey */
-		key = (uint32_t)v;
-	}
-	if (key >= c.capacity)
+	uint32_t key;
+	if (!tx_key(t, &key) || key >= c.capacity)
 		return;
 	struct rec *r = &recs[key];
 	if ((int)t->kind == sw_kind && t->sw)
@@ -616,94 +357,18 @@ static void read_tx(int until_filed, int via_ring, int in_loop)
 	}
 }
 
-static int send_once(void)
+/* ring_send is sock_send in the io_uring modes. */
+static int ring_send(struct msghdr *m)
 {
-	if (uring_mode()) {
-		int32_t r = ring_op(&tx_msg, 0, 1, TAG_SEND);
-		return r < 0 ? -r : 0;
-	}
-	cnt[H_CALLS_SENDMSG]++;
-	return sendmsg(fd, &tx_msg, 0) < 0 ? errno : 0;
+	int32_t r = ring_op(m, 0, 1, TAG_SEND);
+	return r < 0 ? -r : 0;
 }
-
-/* send_counted sends without a key in counter mode: the kernel numbers
- * datagrams, the ring maps its number back to key (tstamp.sendCounted). */
-static int send_counted(uint32_t key)
-{
-	tx_msg.msg_control = NULL;
-	tx_msg.msg_controllen = 0;
-	kring[kcounter % COUNTER_RING] = 1ull << 63 | (uint64_t)(kcounter / COUNTER_RING) << 32 | key;
-	int e = send_once();
-	if (e == 0)
-		kcounter++;
-	return e;
-}
-
-/* send_reply sends buf[0:n] to dst with TX stamps keyed key, per
- * SCM_TS_OPT_ID while the kernel takes it (tstamp.Conn.SendTo). */
+/* send_reply sends buf[0:n] to dst with TX stamps keyed key. */
 static int send_reply(size_t n, const struct sockaddr_in *dst, uint32_t key)
 {
 	tx_name = *dst;
 	tx_iov.iov_len = n;
-	switch (keying) {
-	case KEY_PER_SEND: {
-		struct cmsghdr h = {.cmsg_len = CMSG_LEN(4), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_TS_OPT_ID};
-		memcpy(tx_oob.b, &h, sizeof h);
-		memcpy(CMSG_DATA((struct cmsghdr *)tx_oob.b), &key, 4);
-		tx_msg.msg_control = tx_oob.b;
-		tx_msg.msg_controllen = CMSG_SPACE(4);
-		int e = send_once();
-		if (e == 0)
-			per_send_ok = 1;
-		if (e != EINVAL || per_send_ok)
-			return e;
-		keying = KEY_COUNTER; /* a kernel before 6.13 */
-		if ((e = send_counted(key)) != 0)
-			keying = KEY_PER_SEND;
-		return e;
-	}
-	case KEY_COUNTER:
-		return send_counted(key);
-	case KEY_NONE:
-		break;
-	}
-	tx_msg.msg_control = NULL;
-	tx_msg.msg_controllen = 0;
-	return send_once();
-}
-
-/* The hardware-stamp proof, as far as the loop needs it (rig replays
- * tstamp.HWProof over the records for the file): after --hw-window
- * packets of a direction without one hardware stamp (TX: the first sent
- * older than the wait), the loop stops awaiting that direction's stamps,
- * and with --hw-fail (--timestamps hardware) stops. */
-static void hw_absent(void)
-{
-	if (c.hw_fail)
-		stop_proof = 1;
-}
-
-static void hw_sent(int64_t now)
-{
-	if (!want_hw || hw_tx_seen || !c.hw_window)
-		return;
-	if (hw_sends++ == 0)
-		hw_first = now;
-	if (hw_sends >= (uint64_t)c.hw_window && now - hw_first >= c.tx_wait_ns) {
-		want_hw = 0;
-		hw_absent();
-	}
-}
-
-static void hw_received(int64_t hw)
-{
-	if (!want_hw_rx || hw_rx_done || !c.hw_window)
-		return;
-	if (hw || ++hw_rx_n >= (uint64_t)c.hw_window) {
-		hw_rx_done = 1;
-		if (!hw)
-			hw_absent();
-	}
+	return send_keyed(&tx_msg, key);
 }
 
 /* ---- the loop ---- */
@@ -843,24 +508,6 @@ static void loop_ring(void)
 
 static void on_signal(int sig) { stop_signal = sig; }
 
-static void place(void)
-{
-	if (c.cpu >= 0) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		CPU_SET(c.cpu, &set);
-		if (sched_setaffinity(0, sizeof set, &set) < 0)
-			die(2, "pin thread to CPU %d: %s (is it in this process's cpuset?)", c.cpu, strerror(errno));
-	}
-	if (c.fifo) {
-		struct sched_param sp = {.sched_priority = c.fifo};
-		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
-			if (errno == EPERM)
-				die(2, "set scheduling policy fifo:%d: needs CAP_SYS_NICE (run as root or grant it)", c.fifo);
-			die(1, "set scheduling policy fifo:%d: %s", c.fifo, strerror(errno));
-		}
-	}
-}
 
 /* presence asks the preloaded stack itself whether it is loaded: its
  * function looked up in the process (dlsym, no link dependency), called
@@ -905,10 +552,10 @@ static void fd_stat(char *out, size_t n)
 	free(st.stack_name);
 }
 
-static int64_t tv_ns(struct timeval tv) { return (int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000; }
 
 int main(int argc, char **argv)
 {
+	sk.prog = "rig-respond-native";
 	args(argc, argv);
 	struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: a signal ends a blocking wait */
 	sigaction(SIGINT, &sa, NULL);
@@ -917,6 +564,8 @@ int main(int argc, char **argv)
 	char why[512];
 	if (uring_mode() && uring_open(&ring, c.poll == P_URING_SQPOLL, why, sizeof why) < 0)
 		die(2, "poll %s: %s", poll_names[c.poll], why);
+	if (uring_mode())
+		sock_send = ring_send;
 	if (c.poll == P_EPOLL) {
 		struct epoll_event ev = {.events = EPOLLIN | EPOLLERR};
 		if ((ep = epoll_create1(EPOLL_CLOEXEC)) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0)
@@ -934,7 +583,7 @@ int main(int argc, char **argv)
 		snprintf(stack, sizeof stack, " presence=%s", presence());
 	if (c.fd_stat)
 		fd_stat(fds, sizeof fds);
-	if (dprintf(c.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d%s%s\n",
+	if (dprintf(sk.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d%s%s\n",
 		    (int)gettid(), ts_granted, ts_old, ts_dropped, ts_assumed, rcvbuf, mlock_err, stack, fds) < 0)
 		die(1, "ready pipe: %s", strerror(errno));
 
@@ -955,7 +604,7 @@ int main(int argc, char **argv)
 	ru_ok = ru_ok && getrusage(RUSAGE_THREAD, &ru1) == 0;
 
 	/* The last replies' TX stamps (responder.loop's wait). */
-	for (int64_t end = mono1 + c.tx_wait_ns; now_ns(CLOCK_MONOTONIC) < end;) {
+	for (int64_t end = mono1 + sk.tx_wait_ns; now_ns(CLOCK_MONOTONIC) < end;) {
 		int missing = 0;
 		for (uint64_t i = 0; i < c.capacity && !missing; i++)
 			missing = awaits(&recs[i]);
@@ -984,6 +633,10 @@ int main(int argc, char **argv)
 	cnt[H_KEYING] = keying;
 	cnt[H_CALLS_WAITS] += ring.enters;
 	cnt[H_CALLS_RING_OPS] = ring.ops;
+	cnt[H_CALLS_RECVMSG] = calls[CALL_RECVMSG];
+	cnt[H_CALLS_SENDMSG] = calls[CALL_SENDMSG];
+	cnt[H_CALLS_SETSOCKOPT] = calls[CALL_SETSOCKOPT];
+	cnt[H_CALLS_SOCKET] = calls[CALL_SOCKET];
 	if (handoff_write(c.out_fd, cnt, recs, c.capacity) < 0)
 		die(1, "writing the handoff: %s", strerror(errno));
 	if (failed)

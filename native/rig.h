@@ -1,6 +1,7 @@
 /*
- * rig's native engine: what its sources share. The responder's measuring
- * loop (respond.c) runs as its own dynamically linked program, so that a
+ * rig's native engine: what its sources share. The responder's and the
+ * sender's measuring loops (respond.c, send.c; their socket layer is
+ * sock.c) run as dynamically linked programs of their own, so that a
  * kernel-bypass stack interposing libc's socket calls (LD_PRELOAD) can
  * accelerate it, and so that no language runtime interrupts it. rig (Go)
  * decides everything before the loop, spawns it, and turns what it hands
@@ -35,6 +36,8 @@ struct wire_hdr {
 enum wire_err wire_decode(const uint8_t *b, size_t n, uint64_t run_id, struct wire_hdr *h);
 /* wire_make_reply turns a decoded request into responder id's reply in place. */
 void wire_make_reply(uint8_t *b, uint32_t id);
+/* wire_encode_request writes request h as b[0:size] (wire.Encode; size ≥ 44). */
+void wire_encode_request(uint8_t *b, size_t size, const struct wire_hdr *h);
 /* wire_foreign: the verdicts the responder counts as foreign, not malformed. */
 static inline int wire_foreign(enum wire_err e) { return e == WIRE_SHORT || e == WIRE_MAGIC || e == WIRE_RUNID; }
 
@@ -65,6 +68,16 @@ int handoff_write(int fd, const uint64_t h[H_NFIELDS], const struct rec *recs, u
 int handoff_begin(int fd, const char magic[8], uint32_t version, uint32_t nfields, const uint64_t *h);
 int handoff_put(int fd, uint64_t v);
 int handoff_end(int fd);
+
+/* The native sender's handoff header (send.c, docs/formats.md). */
+enum {
+	SH_COUNT, SH_SENT, SH_SEND_ERRORS, SH_FOREIGN, SH_MALFORMED, SH_DUPLICATED, SH_REORDERED, SH_TX_LATE,
+	SH_LOOP_START, SH_LOOP_END, SH_THREAD_OK, SH_THREAD_WALL, SH_THREAD_CPU, SH_THREAD_VOL, SH_THREAD_INVOL,
+	SH_STOP_SIGNAL, SH_KEYING, SH_CALLS_RECVMSG, SH_CALLS_SENDMSG, SH_CALLS_TX_READS, SH_CALLS_WAITS,
+	SH_CALLS_SETSOCKOPT, SH_CALLS_SOCKET,
+	SH_NFIELDS
+};
+enum { SEND_HANDOFF_VERSION = 1 };
 
 /* The noise probe's handoff header (noise.c, docs/formats.md). */
 enum {

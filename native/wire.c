@@ -1,4 +1,6 @@
 /* Wire format 2, as internal/wire reads and answers it. */
+#include <string.h>
+
 #include "rig.h"
 
 static uint16_t be16(const uint8_t *b) { return (uint16_t)(b[0] << 8 | b[1]); }
@@ -46,4 +48,25 @@ void wire_make_reply(uint8_t *b, uint32_t id)
 		b[42] = (uint8_t)(id >> 8);
 		b[43] = (uint8_t)id;
 	}
+}
+
+static void put_be(uint8_t *b, uint64_t v, int n)
+{
+	for (int i = n - 1; i >= 0; i--, v >>= 8)
+		b[i] = (uint8_t)v;
+}
+
+void wire_encode_request(uint8_t *b, size_t size, const struct wire_hdr *h)
+{
+	b[0] = 'R', b[1] = 'I', b[2] = 'G', b[3] = 0xA7;
+	b[4] = WIRE_VERSION;
+	b[5] = WIRE_REQUEST;
+	put_be(b + 6, size, 2);
+	put_be(b + 8, h->run_id, 8);
+	put_be(b + 16, h->arm, 4);
+	put_be(b + 20, h->round, 4);
+	put_be(b + 24, h->seq, 8);
+	put_be(b + 32, (uint64_t)h->due, 8);
+	put_be(b + 40, 0, 4);
+	memset(b + WIRE_HEADER_LEN, 0, size - WIRE_HEADER_LEN);
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rig-project/rig/internal/facts"
@@ -145,14 +144,11 @@ func (n *Native) args(ifi *net.Interface, plan tstamp.Plan) []string {
 	if c.Poll.Mode == probe.Block && c.Poll.BusyPollUS > 0 {
 		poll = "busy-poll"
 	}
-	b := func(v bool) string { return map[bool]string{false: "0", true: "1"}[v] }
-	a := []string{"--iface", c.Iface, "--ifindex", itoa(ifi.Index), "--run-id", wire.FormatRunID(c.RunID),
+	a := append([]string{"--iface", c.Iface, "--ifindex", itoa(ifi.Index), "--run-id", wire.FormatRunID(c.RunID),
 		"--arm-index", itoa(c.ArmIndex), "--round", itoa(c.Round), "--id", itoa(c.ID),
-		"--cpu", itoa(c.CPU), "--fifo", itoa(c.Sched.Priority), "--poll", poll,
-		"--ts-flags", strconv.FormatUint(uint64(plan.Want), 10), "--ts-optional", strconv.FormatUint(uint64(plan.Optional), 10),
-		"--hw-rx", b(plan.Granted.Decision.RX), "--hw-tx", b(plan.Granted.Decision.TX), "--hw-window", itoa(tstamp.ProofWindow),
-		"--hw-fail", b(c.Timestamps == tstamp.Hardware), "--tx-sw", strings.ToLower(plan.Granted.SWTx.String()), "--capacity", itoa(c.Capacity), "--count", itoa(c.Count),
-		"--tx-wait-ns", strconv.FormatInt(int64(c.TxWait), 10), "--rcvbuf", itoa(tstamp.StallRcvBuf)}
+		"--cpu", itoa(c.CPU), "--fifo", itoa(c.Sched.Priority), "--poll", poll, "--capacity", itoa(c.Capacity), "--count", itoa(c.Count),
+		"--tx-wait-ns", strconv.FormatInt(int64(c.TxWait), 10), "--rcvbuf", itoa(tstamp.StallRcvBuf)},
+		native.TimestampArgs(plan, c.Timestamps == tstamp.Hardware)...)
 	if c.Poll.BusyPollUS > 0 {
 		a = append(a, "--busy-poll-us", itoa(c.Poll.BusyPollUS))
 	}

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"sync/atomic"
 	"syscall"
@@ -84,6 +85,7 @@ type Sender struct {
 	// (Block: on POLLERR; Busy: while the last request's is awaited).
 	txMisses int
 	txFiled  func() bool // !txAwaited, made once (ReadTx must not allocate)
+	nat      *nativeLoop // the native engine's program, when it runs the loop (NewNative)
 }
 
 // txEagerMisses: after this many sends whose TX stamp was not queued yet
@@ -95,13 +97,7 @@ const txEagerMisses = 3
 // send's command line (probe.DefaultSend and its changes): what cfg.Check
 // refuses is bad input (cli.ErrUsage). A zero RunID becomes a random one.
 func New(cfg probe.Send, o Options) (*Sender, error) {
-	if err := cfg.Check(); err != nil {
-		return nil, cli.Usage(err)
-	}
-	if cfg.RunID == 0 {
-		cfg.RunID = wire.NewRunID()
-	}
-	ifi, err := cfg.Host(cfg.CPU)
+	ifi, err := prepare(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +136,18 @@ func New(cfg probe.Send, o Options) (*Sender, error) {
 	return s, nil
 }
 
+// prepare checks cfg as New and NewNative do, gives it a run id when it
+// has none, and finds its interface.
+func prepare(cfg *probe.Send) (*net.Interface, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, cli.Usage(err)
+	}
+	if cfg.RunID == 0 {
+		cfg.RunID = wire.NewRunID()
+	}
+	return cfg.Host(cfg.CPU)
+}
+
 // allocate makes the records and reply slots of the round up front: the
 // sending thread fills them and never allocates.
 func (s *Sender) allocate() {
@@ -173,6 +181,9 @@ func (s *Sender) Run(ctx context.Context) error {
 		defer s.phc.Take()
 	}
 	s.started = time.Now()
+	if s.nat != nil {
+		return s.runNative(ctx)
+	}
 	// Start one interval from now so the thread is set up before request 0.
 	s.sched = NewSchedule(s.started.Add(s.cfg.Interval), s.cfg.Interval)
 	// The thread stops sending when ctx is done and still collects what
@@ -580,13 +591,14 @@ func (s *Sender) Header() samples.Header {
 		Clocks:      clocks,
 		Settings: map[string]any{
 			"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "rcvbuf_bytes": s.rcvbuf, "spin_ns": int64(s.cfg.Spin), "poll": s.cfg.Poll.String(),
-			"timestamps": s.granted.String(), "tx_keying": s.conn.Keying().String(),
+			"timestamps": s.granted.String(), "tx_keying": s.keying().String(),
 			"reply_timeout_ns": int64(s.cfg.ReplyTimeout), "tx_wait_ns": int64(s.cfg.TxWait), "phc": s.phc,
 			"hardware_stamps": s.hw.String(),
 		},
 		StartedAt: s.started.UTC().Format(time.RFC3339Nano),
 	}
 	h.SetRequests(s.cfg.Group, s.cfg.Unicast)
+	s.nat.settings(h.Settings)
 	return h
 }
 
@@ -606,5 +618,11 @@ func (s *Sender) responders() int {
 	return s.cfg.Responders
 }
 
-// Close releases the socket.
-func (s *Sender) Close() error { return s.conn.Close() }
+// Close releases the socket, or stops the native program.
+func (s *Sender) Close() error {
+	if s.nat != nil {
+		s.nat.proc.Close()
+		return nil
+	}
+	return s.conn.Close()
+}

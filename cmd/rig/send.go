@@ -31,6 +31,10 @@ func sendFlags(fs *flag.FlagSet) func(context.Context) error {
 		if f.Quiet && format.by != "" {
 			return cli.Usagef("--quiet prints no summary, %s asks for one: drop one of them", format.by)
 		}
+		prog, err := sender.FindEngine(f)
+		if err != nil {
+			return setupError(err)
+		}
 		undo, err := prepareNIC(ctx, "send", f.Common, tstamp.NeedProbe)
 		if err != nil {
 			return err
@@ -40,7 +44,7 @@ func sendFlags(fs *flag.FlagSet) func(context.Context) error {
 		if err != nil {
 			return err
 		}
-		s, err := sender.New(f, sender.Options{Owner: owner})
+		s, err := sender.Open(f, sender.Options{Owner: owner}, prog)
 		if err != nil {
 			return setupError(err)
 		}

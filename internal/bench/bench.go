@@ -45,6 +45,7 @@ import (
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
 	"github.com/rig-project/rig/responder"
+	"github.com/rig-project/rig/sender"
 )
 
 // Part names one section of the bench.
@@ -220,7 +221,7 @@ func (c *Config) defaults() error {
 
 func (c *Config) has(p Part) bool { return slices.Contains(c.Parts, p) }
 
-// native reports whether the RTT and cost rounds run the native responder.
+// native reports whether the RTT and cost rounds run the native engine.
 func (c *Config) native() bool { return slices.Contains(c.Engines, probe.EngineNative) }
 
 // Engines are the responder engines the bench can run, in the order
@@ -347,11 +348,11 @@ const ToolClosedLoop = "rig user, closed loop"
 // sockperf, what is left of a gap once it is out of the path.
 const ToolNoStamps = "rig user, closed loop, no kernel stamps"
 
-// RigNative names the rows of rig's sender against the native responder
-// (`rig respond --engine native`, the same --poll): measuring threads and
-// work per round trip; ToolNative is its closed-loop user RTT, compared
-// with sockperf's and with ToolClosedLoop's (the Go responder's) in the
-// same rounds.
+// RigNative names the rows of the native engine on both ends (`rig send
+// --engine native` against `rig respond --engine native`, the same
+// --poll): measuring threads and work per round trip; ToolNative is its
+// closed-loop user RTT, compared with sockperf's and with
+// ToolClosedLoop's (the Go engine on both ends) in the same rounds.
 const (
 	RigNative  = "rig native"
 	ToolNative = "rig native, closed loop"
@@ -402,8 +403,10 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if cfg.native() && (cfg.has(PartRTT) || cfg.has(PartCost)) {
 		// Refused before anything runs, never skipped: rig respond
 		// --engine native would find no program either.
-		if _, err := native.FindFor(cfg.Rig, responder.NativeProgram); err != nil {
-			return nil, NativeMissing{fmt.Errorf("bench: the native responder's rounds (--engines %s): %w; or run without them: --engines go", engineList(cfg.Engines), err)}
+		for _, prog := range []string{responder.NativeProgram, sender.NativeProgram} {
+			if _, err := native.FindFor(cfg.Rig, prog); err != nil {
+				return nil, NativeMissing{fmt.Errorf("bench: the native engine's rounds (--engines %s): %w; or run without them: --engines go", engineList(cfg.Engines), err)}
+			}
 		}
 	}
 	if cfg.has(PartNoise) {
@@ -470,8 +473,8 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	return res, nil
 }
 
-// NativeMissing refuses the native responder's rounds: rig would not find
-// the native program.
+// NativeMissing refuses the native engine's rounds: rig would not find
+// a native program.
 type NativeMissing struct{ error }
 
 func (e NativeMissing) Unwrap() error { return e.error }
@@ -551,7 +554,8 @@ func (b *runner) rigRound(ctx context.Context, dir, poll, timestamps string, eng
 }
 
 // rigSpec is a rig round through the bench's agents; poll, timestamps and
-// engine are rig respond's --poll, --timestamps and --engine values.
+// engine are rig respond's --poll, --timestamps and --engine values, and
+// engine rig send's too: the native engine is measured by its own sender.
 func (b *runner) rigSpec(dir, poll, timestamps string, engine probe.Engine, spin time.Duration, k int, interval time.Duration, count, warmup int) (round.Spec, error) {
 	pm, err := probe.ParsePoll(poll)
 	if err != nil {
@@ -564,7 +568,7 @@ func (b *runner) rigSpec(dir, poll, timestamps string, engine probe.Engine, spin
 	snd, rsp := probe.DefaultSend(), probe.DefaultRespond()
 	snd.Iface, snd.Group, snd.Count, snd.Interval, snd.Size = b.topo.Sender.Interface, rigGroup, count, interval, b.cfg.Size
 	snd.Warmup, snd.Timestamps, snd.Arm, snd.Round = warmup, ts, poll, k
-	snd.CPU, snd.Poll, snd.Spin = b.cfg.SenderCPU, senderPoll(pm), spin
+	snd.CPU, snd.Poll, snd.Spin, snd.Engine = b.cfg.SenderCPU, senderPoll(pm), spin, engine
 	rsp.Iface, rsp.CPU, rsp.Poll, rsp.Engine = b.topo.Responder.Interface, b.cfg.ResponderCPU, pm, engine
 	return round.Spec{Dir: dir, Send: snd, Respond: []probe.Respond{rsp}, SendOn: b.snd, RespondOn: []*agent.Client{b.rsp}, Lead: b.cfg.Lead}, nil
 }

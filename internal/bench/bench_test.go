@@ -113,7 +113,8 @@ func TestSmoke(t *testing.T) {
 	// about a second of round trips; every side sends once per round trip
 	// and makes at least that syscall; rig's Go processes count their
 	// allocations, and its senders and responders read their TX stamps;
-	// the native responder's process makes no futex or tgkill call.
+	// the native sender's and responder's processes make no futex or
+	// tgkill call.
 	if len(res.Cost) != 16 {
 		t.Errorf("%d cost rows, want 16: %+v", len(res.Cost), res.Cost)
 	}
@@ -121,15 +122,15 @@ func TestSmoke(t *testing.T) {
 		if c.RoundTrips < 500 || c.RoundTrips > 1500 || c.Syscalls < c.RoundTrips || c.BySyscall["sendmsg"]+c.BySyscall["sendto"] < c.RoundTrips || c.CPUNS == 0 {
 			t.Errorf("cost %s %s %s: %+v: want ~1000 round trips, a send each", c.Mode, c.Tool, c.Side, c)
 		}
-		nativeRsp := c.Tool == RigNative && c.Side == "responder"
-		if (c.Tool != CostSockperf && !nativeRsp) != (c.HeapAllocs != nil) {
+		nat := c.Tool == RigNative
+		if (c.Tool != CostSockperf && !nat) != (c.HeapAllocs != nil) {
 			t.Errorf("cost %s %s %s: allocations %v: want a count for rig's Go processes only", c.Mode, c.Tool, c.Side, c.HeapAllocs)
 		}
-		if nativeRsp {
-			t.Logf("cost %s native responder: %d threads, %d futex, %d tgkill, %d preempted in %v", c.Mode, c.Threads,
+		if nat {
+			t.Logf("cost %s native %s: %d threads, %d futex, %d tgkill, %d preempted in %v", c.Mode, c.Side, c.Threads,
 				c.BySyscall["futex"], c.BySyscall["tgkill"], c.ThreadInvoluntary, c.Window)
 			if c.BySyscall["futex"] != 0 || c.BySyscall["tgkill"] != 0 || c.Threads != 1 {
-				t.Errorf("cost %s native responder: %d threads, %d futex, %d tgkill: want one thread and no runtime's calls", c.Mode, c.Threads, c.BySyscall["futex"], c.BySyscall["tgkill"])
+				t.Errorf("cost %s native %s: %d threads, %d futex, %d tgkill: want one thread and no runtime's calls", c.Mode, c.Side, c.Threads, c.BySyscall["futex"], c.BySyscall["tgkill"])
 			}
 		}
 		if _, ok := c.AllocsPerRT(); ok != (c.Tool == CostRig) {
@@ -173,7 +174,8 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals", "### Measuring threads", "| busy | rig | responder | 2 |", "| busy | rig user, closed loop, no kernel stamps |", "### What the kernel's stamps cost", "### Kernel stamp to user space", "| block | sender |", "| busy | responder |", "without kernel stamps", "## Work per round trip", "| busy | rig, GODEBUG=asyncpreemptoff=1 | responder |", "syscalls per round trip without TX-stamp reads", "peak RSS", "then 1 round added by `--until-decided`",
-		"| busy | rig native, closed loop |", "### Native and Go responders", "| busy | rig native | responder | 2 |", "busy: rig native/rig go median", "the native responder's process makes no futex",
+		"| busy | rig native, closed loop |", "### Native and Go engines", "| busy | rig native | responder | 2 |", "busy: rig native/rig go median", "the native responder's process makes no futex",
+		"the native sender's process makes no futex",
 		"## Platform noise on CPU 1", "| rig noise (gaps) | 2 (cyclictest first) |", "| rig noise (gaps) | all |", "| cyclictest (wake-up latency) | all |", "| osnoise (in the probe's window) | 1 (rig noise first) |", "The probe's detection floor:", "What this shows:"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, md.String())
@@ -243,7 +245,7 @@ func TestSyntheticRun(t *testing.T) {
 	}
 }
 
-// TestNativeRefused: without the native program where rig finds it, a
+// TestNativeRefused: without the native programs where rig finds them, a
 // bench with the native engine is refused before anything runs, saying
 // why and how to run without it; one without it needs no program.
 func TestNativeRefused(t *testing.T) {
@@ -257,6 +259,14 @@ func TestNativeRefused(t *testing.T) {
 	t.Setenv(native.EnvDir, rigDir) // RIG_NATIVE_DIR is where rig looks then
 	if _, err := Run(context.Background(), cfg); !errors.As(err, new(NativeMissing)) {
 		t.Fatalf("Run with %s=%s and no program there: %v, want NativeMissing", native.EnvDir, rigDir, err)
+	}
+	// The responder's program alone is not enough: the native rounds run
+	// the native sender too.
+	if err := os.WriteFile(rigDir+"/rig-respond-native", []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), cfg); !errors.As(err, new(NativeMissing)) || !strings.Contains(err.Error(), rigDir+"/rig-send-native") {
+		t.Fatalf("Run without the native sender's program: %v, want NativeMissing naming it", err)
 	}
 	cfg.Parts = []Part{PartAnalysis}
 	cfg.AnalysisSizes = []int{0} // refused by rig report's generator, past the engines' check

@@ -22,6 +22,7 @@ import (
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/wire"
 	"github.com/rig-project/rig/responder"
+	"github.com/rig-project/rig/sender"
 )
 
 // CostRow is one tool's work per round trip on one side in one mode,
@@ -178,9 +179,9 @@ func (b *runner) cost(ctx context.Context) error {
 	return nil
 }
 
-// costRig runs one rig round through the agents snd and rsp, its
-// responder on engine, and counts a window of it: of the native engine
-// the program rig respond started, which runs the loop.
+// costRig runs one rig round through the agents snd and rsp on engine,
+// and counts a window of it: of the native engine the programs rig send
+// and rig respond started, which run the loops.
 func (b *runner) costRig(ctx context.Context, mode string, engine probe.Engine, snd, rsp *agent.Client) ([]CostRow, error) {
 	cfg := b.cfg
 	runID := wire.NewRunID()
@@ -202,12 +203,14 @@ func (b *runner) costRig(ctx context.Context, mode string, engine probe.Engine, 
 		}
 	}
 	comm, rspComm := kernelComm(cfg.Rig), kernelComm(cfg.Rig)
-	isResponder := match("respond")
+	isSender, isResponder := match("send"), match("respond")
 	if engine == probe.EngineNative {
-		// Its command line is rig's (responder/native.go): --run-id ID.
-		rspComm, isResponder = kernelComm(responder.NativeProgram), func(p rundir.Process) bool { return slices.Contains(p.Cmdline, id) }
+		// The programs' command lines are rig's (sender/native.go,
+		// responder/native.go): --run-id ID.
+		byID := func(p rundir.Process) bool { return slices.Contains(p.Cmdline, id) }
+		comm, rspComm, isSender, isResponder = kernelComm(sender.NativeProgram), kernelComm(responder.NativeProgram), byID, byID
 	}
-	c, err := b.countTool(ctx, comm, rspComm, match("send"), isResponder, costSettle, done)
+	c, err := b.countTool(ctx, comm, rspComm, isSender, isResponder, costSettle, done)
 	werr := <-done
 	if err != nil {
 		return nil, errors.Join(err, werr)

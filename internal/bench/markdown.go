@@ -65,7 +65,7 @@ func (r *Results) Markdown(w io.Writer) error {
 			r.RTTRounds, min(r.RTTRounds, NoStampRounds), c.RoundTime, r.roundsNote(), c.Warmup)
 	}
 	if r.nativeRan() {
-		b.WriteString("- in block and busy, rounds of rig's sender against the native responder (`rig respond --engine native`, the same `--poll`) take their turn in the same rotation: the engines are compared round by round, each with sockperf's round and with the Go responder's round of the same number\n")
+		b.WriteString("- in block and busy, rounds of the native engine on both ends (`rig send --engine native` against `rig respond --engine native`, the same `--poll`) take their turn in the same rotation: the engines are compared round by round, each with sockperf's round and with the Go engine's round of the same number\n")
 	}
 	if r.ExtraRounds > 0 {
 		tools := "rig and sockperf"
@@ -104,7 +104,7 @@ func (r *Results) Markdown(w io.Writer) error {
 		}
 		b.WriteString("\nratio = rig / sockperf over the pooled samples (≤ 1.00: rig is as fast or faster).\n")
 		if r.nativeRan() {
-			b.WriteString("\nrig native, closed loop = rig user, closed loop of the rounds whose responder is the native engine (`rig respond --engine native`: a C loop no Go runtime interrupts), rig's sender and everything else as in the rig rounds.\n")
+			b.WriteString("\nrig native, closed loop = rig user, closed loop of the rounds run by the native engine on both ends (`rig send --engine native` and `rig respond --engine native`: C loops no Go runtime interrupts, like with like against sockperf), everything else as in the rig rounds.\n")
 		}
 		b.WriteString("\n### Paired by round\n\nThe same figures compared round by round — rig's round against the sockperf round of the same number — then the median of the per-round ratios (smallest–largest in brackets). Neighbouring rounds share the host's state; pooled percentiles let the loudest minutes decide. The goals use these.\n\n")
 		b.WriteString("| mode | tool | rounds | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|\n")
@@ -199,18 +199,18 @@ func orNA(s string) string {
 	return s
 }
 
-// nativeRan reports whether the RTT rounds ran the native responder.
+// nativeRan reports whether the RTT rounds ran the native engine.
 func (r *Results) nativeRan() bool {
 	return slices.ContainsFunc(r.RTT, func(x RTTRow) bool { return x.Tool == ToolNative })
 }
 
 // engines writes the responder engines compared round by round: the
-// native responder's closed-loop rows against the Go responder's.
+// native engine's closed-loop rows against the Go engine's.
 func (r *Results) engines(b *strings.Builder) {
 	if !r.nativeRan() {
 		return
 	}
-	b.WriteString("\n### Native and Go responders\n\nrig's closed-loop user RTT (µs; medians over the pooled samples, n = their count) with the native responder against the same with the Go responder, rig's sender in both, compared round by round (ratio native/Go; median of the rounds, smallest–largest in brackets): below 1.00 the native engine answers faster. The goals judge it with the equivalence bound.\n\n")
+	b.WriteString("\n### Native and Go engines\n\nrig's closed-loop user RTT (µs; medians over the pooled samples, n = their count) with the native engine on both ends against the same with the Go engine on both ends, compared round by round (ratio native/Go; median of the rounds, smallest–largest in brackets): below 1.00 the native engine is faster. The goals judge it with the equivalence bound.\n\n")
 	b.WriteString("| mode | rounds | median native | median Go | ratio median | ratio p99 | ratio p99.9 | n native | n Go |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, mode := range []string{"block", "busy"} {
 		nat, gor := r.rtt(mode, ToolNative), r.rtt(mode, ToolClosedLoop)
@@ -354,14 +354,14 @@ func (r *Results) Goals() []Goal {
 	return g
 }
 
-// nativeGoals are the native responder's ratio goals in mode: against
-// sockperf, as rig's, and against the Go responder (the engine decision).
+// nativeGoals are the native engine's ratio goals in mode: against
+// sockperf, as rig's, and against the Go engine (the engine decision).
 func nativeGoals(mode string, nat, gor, sp *RTTRow) []Goal {
 	var g []Goal
 	for _, ref := range []struct {
 		name, what string
 		row        *RTTRow
-	}{{"sockperf", "native responder", sp}, {"rig go", "native against the Go responder in the same rounds: the engine decision", gor}} {
+	}{{"sockperf", "native sender and responder", sp}, {"rig go", "the native engine against the Go engine on both ends in the same rounds: the engine decision", gor}} {
 		for _, f := range []struct {
 			name string
 			fig  func(Summary) int64
@@ -445,7 +445,7 @@ func (r *Results) costTables(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", x.Mode, x.Tool, x.Side, strings.Join(parts, ", "))
 	}
-	b.WriteString("\nWhat takes the measuring threads off their work, per second of the window: futex (a Go process's threads handing the CPU around: a locked goroutine's P at each scheduler meeting, sysmon's wake-ups), tgkill (the Go runtime's preemption signal, sent by one of its threads to another), rt_sigreturn (a signal handled), all of the process, and the measuring thread's preemptions. rig native's responder is the program `rig respond --engine native` starts (rig-respond-native), one C thread: no runtime sends it either call.\n\n| mode | tool | side | futex / s | tgkill / s | rt_sigreturn / s | preempted / s (thread) |\n|---|---|---|---:|---:|---:|---:|\n")
+	b.WriteString("\nWhat takes the measuring threads off their work, per second of the window: futex (a Go process's threads handing the CPU around: a locked goroutine's P at each scheduler meeting, sysmon's wake-ups), tgkill (the Go runtime's preemption signal, sent by one of its threads to another), rt_sigreturn (a signal handled), all of the process, and the measuring thread's preemptions. rig native's sender and responder are the programs `rig send --engine native` and `rig respond --engine native` start (rig-send-native, rig-respond-native), one C thread each: no runtime sends them either call.\n\n| mode | tool | side | futex / s | tgkill / s | rt_sigreturn / s | preempted / s (thread) |\n|---|---|---|---:|---:|---:|---:|\n")
 	for _, x := range r.Cost {
 		fmt.Fprintf(b, "| %s | %s | %s | %.0f | %.0f | %.0f | %.0f |\n", x.Mode, x.Tool, x.Side, x.perSecond(x.BySyscall["futex"]),
 			x.perSecond(x.BySyscall["tgkill"]), x.perSecond(x.BySyscall["rt_sigreturn"]), x.perSecond(x.ThreadInvoluntary))
@@ -499,16 +499,18 @@ func (r *Results) costGoals() []Goal {
 		g = append(g, countGoal(fmt.Sprintf("%s: rig's probe processes allocate nothing per round trip (< %g heap allocations per round trip: the longer round makes no more than the shorter)", mode, MaxAllocsPerRT), strings.Join(m, "; "), met))
 	}
 	for _, mode := range []string{"block", "busy"} {
-		nat, gor := r.costRow(mode, RigNative, "responder"), r.costRow(mode, CostRig, "responder")
-		if nat == nil {
-			continue
+		for _, side := range []string{"sender", "responder"} {
+			nat, gor := r.costRow(mode, RigNative, side), r.costRow(mode, CostRig, side)
+			if nat == nil {
+				continue
+			}
+			futex, tgkill := nat.BySyscall["futex"], nat.BySyscall["tgkill"]
+			m := fmt.Sprintf("%d futex, %d tgkill in the %v counted", futex, tgkill, nat.Window.Round(time.Millisecond))
+			if gor != nil {
+				m += fmt.Sprintf("; the Go %s's futex %.0f/s, tgkill %.0f/s", side, gor.perSecond(gor.BySyscall["futex"]), gor.perSecond(gor.BySyscall["tgkill"]))
+			}
+			g = append(g, countGoal(fmt.Sprintf("%s: the native %s's process makes no futex or tgkill call (no runtime hands its CPU around or preempts it)", mode, side), m, futex == 0 && tgkill == 0))
 		}
-		futex, tgkill := nat.BySyscall["futex"], nat.BySyscall["tgkill"]
-		m := fmt.Sprintf("%d futex, %d tgkill in the %v counted", futex, tgkill, nat.Window.Round(time.Millisecond))
-		if gor != nil {
-			m += fmt.Sprintf("; the Go responder's futex %.0f/s, tgkill %.0f/s", gor.perSecond(gor.BySyscall["futex"]), gor.perSecond(gor.BySyscall["tgkill"]))
-		}
-		g = append(g, countGoal(fmt.Sprintf("%s: the native responder's process makes no futex or tgkill call (no runtime hands its CPU around or preempts it)", mode), m, futex == 0 && tgkill == 0))
 	}
 	return g
 }

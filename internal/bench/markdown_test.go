@@ -93,7 +93,7 @@ func syntheticRTT(t *testing.T, rounds int, engines ...probe.Engine) *Results {
 
 // syntheticCost is a counting round's rows per mode, tool and side, with
 // fixed counts: per round trip 2 sends and TX-stamp reads, futex and
-// tgkill from the Go tools.
+// tgkill from the Go tools (none from the native programs).
 func syntheticCost(tools []string) []CostRow {
 	var rows []CostRow
 	for _, mode := range []string{"block", "busy"} {
@@ -106,9 +106,9 @@ func syntheticCost(tools []string) []CostRow {
 				switch {
 				case tool == CostSockperf:
 					r.Threads, r.BySyscall = 1, map[string]uint64{"sendto": 2000, "recvfrom": 2000}
-				case tool == RigNative && side == "responder":
+				case tool == RigNative:
 					r.Threads, r.StampReads, r.BySyscall = 1, 2000, map[string]uint64{"sendmsg": 2000, "recvmsg": 4000}
-					if mode == "busy" { // a goal not met: one futex in the window
+					if mode == "busy" && side == "responder" { // a goal not met: one futex in the window
 						r.BySyscall["futex"] = 1
 					}
 				default:

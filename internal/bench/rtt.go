@@ -44,7 +44,7 @@ const NoStampRounds = 8
 type pool struct {
 	user, closed, sw, sp series
 	off                  series // closed-loop user RTT, kernel stamps off
-	nat                  series // closed-loop user RTT, the native responder
+	nat                  series // closed-loop user RTT, the native engine on both ends
 	recvSnd, recvRsp     series // rig's kernel-stamp-to-read time per side (RecvRow)
 	lostRig, lostSP      int
 	lostOff, lostNat     int
@@ -190,18 +190,18 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 			}
 			continue
 		}
-		// rig's sender against the native responder (rig respond --engine
+		// the native engine on both ends (rig send and rig respond --engine
 		// native, the same --poll): the engines compared in the same rounds.
 		runNative := func() error {
-			b.logf("round %d %s: rig, native responder", k+1, mode)
+			b.logf("round %d %s: rig native", k+1, mode)
 			dir := filepath.Join(modeDir, "rig-native-"+strconv.Itoa(k))
 			f, err := b.rigRound(ctx, dir, poll, "software", probe.EngineNative, spin, k, time.Millisecond, count, warmup)
 			if err != nil {
-				return fmt.Errorf("%w (native responder)", err)
+				return fmt.Errorf("%w (native engine)", err)
 			}
 			rsp, err := samples.ReadFile(filepath.Join(dir, samples.FileName(samples.RoleResponder)))
 			if err != nil {
-				return fmt.Errorf("rig round (%s, round %d, native responder): %w", poll, k, err)
+				return fmt.Errorf("rig round (%s, round %d, native engine): %w", poll, k, err)
 			}
 			if f.Footer != nil {
 				pl.natSnd.add(f.Footer.Thread)
@@ -211,7 +211,7 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 			}
 			g, err := rigFigures(f)
 			if err != nil {
-				return fmt.Errorf("rig round (%s, round %d, native responder): sender file: %w", poll, k, err)
+				return fmt.Errorf("rig round (%s, round %d, native engine): sender file: %w", poll, k, err)
 			}
 			pl.nat.add(k, g.closed)
 			pl.lostNat += g.lost

@@ -340,3 +340,15 @@ func (p *Proc) close() {
 	p.pipe.Close()
 	p.out.Close()
 }
+
+// TimestampArgs are a native program's flags for its socket's
+// timestamping as plan decided it (sock.c reads them): the flags to set
+// and those it may drop, which directions' hardware stamps to take and
+// prove (ProofWindow; hwFail: --timestamps hardware, their absence ends
+// the loop), and which software TX stamp is the SND one's stand-in.
+func TimestampArgs(plan tstamp.Plan, hwFail bool) []string {
+	b := func(v bool) string { return map[bool]string{false: "0", true: "1"}[v] }
+	return []string{"--ts-flags", strconv.FormatUint(uint64(plan.Want), 10), "--ts-optional", strconv.FormatUint(uint64(plan.Optional), 10),
+		"--hw-rx", b(plan.Granted.Decision.RX), "--hw-tx", b(plan.Granted.Decision.TX), "--hw-window", strconv.Itoa(tstamp.ProofWindow),
+		"--hw-fail", b(hwFail), "--tx-sw", strings.ToLower(plan.Granted.SWTx.String())}
+}

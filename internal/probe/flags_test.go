@@ -168,6 +168,7 @@ func TestSendRoundTrip(t *testing.T) {
 		"CPU":           func(s *Send) { s.CPU = 1 },
 		"Sched":         func(s *Send) { s.Sched = cpusched.Sched{Policy: cpusched.FIFO, Priority: 1} },
 		"Poll":          func(s *Send) { s.Poll = Busy },
+		"Engine":        func(s *Send) { s.Engine = EngineNative },
 		"Port":          func(s *Send) { s.Port = 0 },
 		"ReplyGroup":    func(s *Send) { s.ReplyGroup = replyGroup },
 		"Responders":    func(s *Send) { s.Responders = 3 },
@@ -284,6 +285,8 @@ func TestParseErrors(t *testing.T) {
 		{"respond", []string{"--iface", "lo", "--run-id", "1", "--id", "-1"}, "--id -1: want 0..65535"},
 		{"send", []string{"--iface", "lo", "--responders", "0"}, "--responders 0: want 1..64"},
 		{"send", []string{"--iface", "lo", "--responders", "65"}, "--responders 65: want 1..64"},
+		{"send", []string{"--iface", "lo", "--engine", "xdp"}, "--engine xdp: rig send runs go or native (xdp answers requests, it does not send them)"},
+		{"send", []string{"--iface", "lo", "--engine", "native", "--responders", "2"}, "--responders 2 with --engine native: the native sender files one responder's replies; use --engine go for several"},
 		{"capture", []string{"--iface", "lo", "--run-id", "1", "--responders", "0"}, "--responders 0: want 1..64"},
 		{"capture", []string{"--iface", "lo", "--run-id", "1", "--responders", "65"}, "--responders 65: want 1..64"},
 		// What the probes' New refused after the NIC was prepared, or took

@@ -20,6 +20,7 @@ type Send struct {
 	CPU      int            // --cpu: the pacing thread's CPU (-1: not pinned)
 	Sched    cpusched.Sched // --sched
 	Poll     PollMode       // --poll: block or busy
+	Engine   Engine         // --engine: go or native
 	// Port is the local UDP port (--port); -1: the port of Group or
 	// Unicast. ReplyGroup's port, when set, takes its place.
 	Port int
@@ -60,6 +61,7 @@ func (s *Send) Register(fs *flag.FlagSet) {
 	fs.IntVar(&s.CPU, "cpu", d.CPU, "CPU to pin the pacing thread to (-1: no pinning)")
 	fs.TextVar(&s.Sched, "sched", d.Sched, "scheduling policy of the pacing thread: other | fifo:N")
 	fs.TextVar(&s.Poll, "poll", d.Poll, "how the sending thread waits for replies and TX stamps between sends: block (sleeps in ppoll: one wake-up per reply) | busy (polls the socket without blocking: no wake-up, one CPU at 100 %)")
+	fs.TextVar(&s.Engine, "engine", d.Engine, "go (rig's own loop) | native (rig-send-native, beside rig: the same loop in C, no runtime to interrupt it; one responder)")
 	fs.IntVar(&s.Port, "port", d.Port, "local UDP port; replies come back to it (-1: the port of --group or --to)")
 	fs.TextVar((*group)(&s.ReplyGroup), "reply-group", group(d.ReplyGroup), "join this group:port for replies (the responder's --reply); its port becomes the local port")
 	fs.IntVar(&s.Responders, "responders", d.Responders, fmt.Sprintf("how many responders answer every request (their --id 0..N-1; 1..%d): each reply is filed under its responder", MaxResponders))
@@ -97,6 +99,10 @@ func (s Send) Check() error {
 		return fmt.Errorf("--port %d: want 0..65535", s.Port)
 	case s.ReplyGroup.IsValid() && !isGroup(s.ReplyGroup):
 		return fmt.Errorf("--reply-group %v: want an IPv4 multicast group:port", s.ReplyGroup)
+	case s.Engine != EngineGo && s.Engine != EngineNative:
+		return fmt.Errorf("--engine %s: rig send runs go or native (%s answers requests, it does not send them)", s.Engine, s.Engine)
+	case s.Engine == EngineNative && s.Responders > 1:
+		return fmt.Errorf("--responders %d with --engine native: the native sender files one responder's replies; use --engine go for several", s.Responders)
 	case s.Responders < 1 || s.Responders > MaxResponders:
 		return fmt.Errorf("--responders %d: want 1..%d", s.Responders, MaxResponders)
 	case s.Count*s.Responders > MaxCount:

@@ -19,7 +19,7 @@ var (
 
 // Native builds the native engine and its test tools once per test
 // process, as `make native-test` does, and returns their directory:
-// rig-respond-native, san/rig-respond-native (under ASan and UBSan),
+// rig-respond-native and rig-send-native, san/ (both under ASan and UBSan),
 // rig-wire-check (under both too), seccomp-exec and librig-interpose.so.
 // It needs make and a C compiler (make deps installs gcc).
 func Native(t testing.TB) string {

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rig-project/rig/internal/native"
+	"github.com/rig-project/rig/internal/netlab"
+	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/samples"
+	"github.com/rig-project/rig/internal/testbin"
+)
+
+// sendRound runs rig respond (answering answer requests, with the flags
+// respond) and rig send (count requests, with the flags send, the native
+// programs found in dir) on the lab, and returns the sender's sample file
+// and both logs.
+func sendRound(t *testing.T, topo *netlab.Topology, dir string, count, answer int, send, respond []string) (*samples.File, string) {
+	t.Helper()
+	rig := testbin.Rig(t)
+	const runID = "00000000000b0b0b"
+	cmd := exec.Command("ip", append([]string{"netns", "exec", topo.Netns(netlab.Responder), rig, "respond", "--iface", topo.Responder.Interface,
+		"--timestamps", "software", "--count", strconv.Itoa(answer), "--run-id", runID, "--cpu", "1"}, respond...)...)
+	cmd.Env = append(os.Environ(), native.EnvDir+"="+dir)
+	var log lockedBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	waitFor(t, &log, ": ready")
+	out := filepath.Join(t.TempDir(), "sender.samples")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	snd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", topo.Netns(netlab.Sender), rig, "send", "--iface", topo.Sender.Interface,
+		"--count", strconv.Itoa(count), "--timestamps", "software", "--run-id", runID, "--cpu", "0", "--out", out}, send...)...)
+	snd.Env = append(os.Environ(), native.EnvDir+"="+dir)
+	b, err := snd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("rig send %v: %v\n%s\nrig respond:\n%s", send, err, b, &log)
+	}
+	f, err := samples.ReadFile(out)
+	if err != nil {
+		t.Fatalf("rig send %v: its sample file: %v\n%s", send, err, b)
+	}
+	return f, string(b) + "\nrig respond:\n" + log.String()
+}
+
+// TestNativeSender: rig send --engine native against the Go and the
+// native responder, paced (rig send's defaults), in closed loop (spin over
+// the whole interval) and busy, multicast and unicast, as built and under
+// ASan and UBSan: every request answered, the stamps in the order they
+// happen, the Go sender's columns, clocks and counters; and with replies
+// missing, the same counters as the Go sender's.
+func TestNativeSender(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	dir := testbin.Native(t)
+	const n = 200
+	goFile, _ := sendRound(t, topo, dir, n, n, nil, nil)
+	to := netip.AddrPortFrom(topo.Responder.Addr, 9400).String()
+	for _, c := range []struct {
+		name          string
+		build         string
+		send, respond []string
+	}{
+		{"paced, go responder", "", nil, nil},
+		{"closed loop, native responder", "", []string{"--spin", "1ms"}, []string{"--engine", "native"}},
+		{"busy, native responder", "", []string{"--poll", "busy", "--spin", "1ms"}, []string{"--engine", "native", "--poll", "busy"}},
+		{"unicast, native responder", "", []string{"--to", to}, []string{"--engine", "native", "--listen", to}},
+		{"paced, sanitizers", "san", nil, []string{"--engine", "native"}},
+		{"closed loop, sanitizers", "san", []string{"--spin", "1ms"}, nil},
+	} {
+		f, log := sendRound(t, topo, filepath.Join(dir, c.build), n, n, append([]string{"--engine", "native"}, c.send...), c.respond)
+		if s := f.Header.Settings; s["engine"] != "native" || s["tx_keying"] != "SCM_TS_OPT_ID" || s["loop_calls"] == nil {
+			t.Errorf("%s: settings %v", c.name, s)
+		}
+		if !slices.Equal(f.Header.Columns, goFile.Header.Columns) || fmt.Sprint(f.Header.Clocks) != fmt.Sprint(goFile.Header.Clocks) {
+			t.Errorf("%s: columns %v clocks %v; the Go sender's %v %v", c.name, f.Header.Columns, f.Header.Clocks, goFile.Header.Columns, goFile.Header.Clocks)
+		}
+		for k := range goFile.Header.Settings {
+			if _, ok := f.Header.Settings[k]; !ok {
+				t.Errorf("%s: no setting %s, which the Go sender's file has", c.name, k)
+			}
+		}
+		want := samples.Counters{Sent: n, Received: n}
+		if got := f.Footer.Counters; got != want || len(f.Records) != n || f.Footer.Thread == nil || f.Footer.Stopped != "" {
+			t.Errorf("%s: %d records, counters %+v, thread %v, stopped %q\n%s", c.name, len(f.Records), got, f.Footer.Thread, f.Footer.Stopped, log)
+		}
+		for i, r := range f.Records {
+			if r.Seq != uint64(i) || r.Flags != 0 || r.T[samples.Due] == 0 || r.T[samples.TxUser] < r.T[samples.Due] ||
+				r.T[samples.TxSW] < r.T[samples.TxUser] || r.T[samples.RxSW] < r.T[samples.TxSW] || r.T[samples.RxUser] < r.T[samples.RxSW] {
+				t.Errorf("%s: record %d out of order: %+v", c.name, i, r)
+				break
+			}
+		}
+		// Paced: request k is due k intervals after request 0.
+		if d := f.Records[n-1].T[samples.Due] - f.Records[0].T[samples.Due]; d < int64(n-1)*int64(time.Millisecond)-int64(time.Millisecond) ||
+			d > int64(n-1)*int64(time.Millisecond)+int64(time.Millisecond) {
+			t.Errorf("%s: request %d due %v after request 0, want %v", c.name, n-1, time.Duration(d), time.Duration(n-1)*time.Millisecond)
+		}
+	}
+	// Replies missing: the responder stops after answering n-10.
+	var feet []samples.Counters
+	for _, engine := range []string{"go", "native"} {
+		f, log := sendRound(t, topo, dir, n, n-10, []string{"--engine", engine, "--reply-timeout", "200ms"}, []string{"--engine", "native"})
+		c := f.Footer.Counters
+		feet = append(feet, c)
+		if c.Sent != n || c.Received != n-10 || c.Lost != 10 || len(f.Records) != n || f.Records[n-1].T[samples.RxUser] != 0 {
+			t.Errorf("%s sender, %d of %d answered: counters %+v\n%s", engine, n-10, n, c, log)
+		}
+	}
+	if feet[0] != feet[1] {
+		t.Errorf("the senders counted differently:\ngo     %+v\nnative %+v", feet[0], feet[1])
+	}
+	// An indication for the log, not a check (a loaded VM's figures): the
+	// closed-loop user RTT against the native responder, by sender.
+	for _, engine := range []string{"go", "native", "go", "native"} {
+		f, _ := sendRound(t, topo, dir, 2000, 2000, []string{"--engine", engine, "--spin", "1ms"}, []string{"--engine", "native"})
+		var rtt []int64
+		for _, r := range f.Records[2:] {
+			if r.T[samples.RxUser] != 0 {
+				rtt = append(rtt, r.T[samples.RxUser]-r.T[samples.TxUser])
+			}
+		}
+		slices.Sort(rtt)
+		t.Logf("closed loop, native responder, %s sender: user RTT (rx_user − tx_user, CLOCK_REALTIME) median %v, p99 %v, n %d",
+			engine, time.Duration(rtt[len(rtt)/2]), time.Duration(rtt[len(rtt)*99/100]), len(rtt))
+	}
+}
+
+// TestNativeSenderLibcCalls: every socket call of the native sender goes
+// through libc (the interposer counts what the program says it made) and
+// its loop allocates nothing.
+func TestNativeSenderLibcCalls(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	dir := testbin.Native(t)
+	const n = 200
+	wrap := t.TempDir()
+	calls := filepath.Join(wrap, "calls")
+	script := fmt.Sprintf("#!/bin/sh\nLD_PRELOAD=%s RIG_INTERPOSE_OUT=%s exec %s \"$@\"\n", filepath.Join(dir, "librig-interpose.so"), calls,
+		filepath.Join(dir, "rig-send-native"))
+	if err := os.WriteFile(filepath.Join(wrap, "rig-send-native"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "rig-respond-native"), filepath.Join(wrap, "rig-respond-native")); err != nil {
+		t.Fatal(err)
+	}
+	for _, poll := range []string{"block", "busy"} {
+		f, log := sendRound(t, topo, wrap, n, n, []string{"--engine", "native", "--poll", poll}, []string{"--engine", "native", "--poll", poll})
+		seen := readCalls(t, calls)
+		var own map[string]uint64
+		b, _ := json.Marshal(f.Header.Settings["loop_calls"])
+		if err := json.Unmarshal(b, &own); err != nil || own["sendmsg"] != n {
+			t.Fatalf("%s: loop_calls %s: %v\n%s", poll, b, err, log)
+		}
+		total := func(c string) uint64 { return seen["setup "+c] + seen["loop "+c] + seen["after "+c] }
+		for _, c := range []string{"malloc", "calloc", "realloc", "memalign", "free", "mmap"} {
+			if seen["loop "+c] != 0 {
+				t.Errorf("%s: the loop called %s %d times", poll, c, seen["loop "+c])
+			}
+		}
+		for c, want := range map[string]uint64{"socket": own["socket_calls"], "setsockopt": own["setsockopt"], "recvmsg": own["recvmsg"],
+			"sendmsg": own["sendmsg"], "recv": 0, "send": 0, "recvfrom": 0, "sendto": 0} {
+			if total(c) != want {
+				t.Errorf("%s: libc saw %s %d times, the program made %d\n%v", poll, c, total(c), want, seen)
+			}
+		}
+		if seen["loop sendmsg"] != n || !strings.Contains(log, fmt.Sprintf("sent %d  received %d  lost 0", n, n)) {
+			t.Errorf("%s: %d sendmsg in the loop for %d requests\n%s", poll, seen["loop sendmsg"], n, log)
+		}
+		t.Logf("%s, %d requests: the program's own counts %v", poll, n, own)
+	}
+}

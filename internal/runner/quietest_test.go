@@ -11,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -34,12 +32,10 @@ func TestQuietestPinsTheUnloadedCPU(t *testing.T) {
 			t.Error("stress-ng left running")
 		}
 	})
-	rig := testbin.Rig(t)
 	for busy, want := range map[int]int{0: 1, 1: 0} {
 		t.Run(fmt.Sprintf("stress-on-%d", busy), func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, "q.yaml")
-			os.WriteFile(path, []byte(`name: quiet
+			s := loadYAML(t, dir, "q.yaml", `name: quiet
 emulate: netns
 traffic: {group: 239.67.0.1:7610, interval: 1ms, count: 300}
 timestamps: software
@@ -48,11 +44,7 @@ require-check: true
 arms:
   - name: quietest
     responder: {cpu: {quietest: allowed, window: 700ms}}
-`), 0o644)
-			s, err := scenario.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+`)
 			p, err := load.Start(load.Spec{Args: "--cpu 1", CPUs: []int{busy}, Timeout: 2 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
@@ -60,8 +52,7 @@ arms:
 			defer p.Stop(context.Background(), 3*time.Second)
 			var log bytes.Buffer
 			state := filepath.Join(dir, "state")
-			res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-				Rig: rig, StateDir: state, FS: hostfs.Default(), Log: &log})
+			res, err := Run(context.Background(), runOptions(t, dir, s, &log))
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, log.String())
 			}
@@ -130,8 +121,7 @@ func TestQuietestFanout(t *testing.T) {
 		}
 	})
 	dir := t.TempDir()
-	path := filepath.Join(dir, "q.yaml")
-	os.WriteFile(path, []byte(`name: quiet-fanout
+	s := loadYAML(t, dir, "q.yaml", `name: quiet-fanout
 emulate: netns
 responders: 2
 traffic: {group: 239.67.0.2:7611, interval: 1ms, count: 300}
@@ -141,11 +131,7 @@ require-check: true
 arms:
   - name: quietest
     responder: {cpu: {quietest: allowed, window: 700ms}}
-`), 0o644)
-	s, err := scenario.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	p, err := load.Start(load.Spec{Args: "--cpu 1", CPUs: []int{0}, Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -153,8 +139,7 @@ arms:
 	defer p.Stop(context.Background(), 3*time.Second)
 	var log bytes.Buffer
 	state := filepath.Join(dir, "state")
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: testbin.Rig(t), StateDir: state, FS: hostfs.Default(), Log: &log})
+	res, err := Run(context.Background(), runOptions(t, dir, s, &log))
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}

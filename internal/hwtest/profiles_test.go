@@ -633,6 +633,24 @@ func analyse(t *testing.T, dir string) *analysis.Report {
 	return rep
 }
 
+// linkEnv puts NIC n (ens6) on a fake host whose management NIC is ens5,
+// and returns the host, nicctl's environment on clock clk (a 5 s link
+// timeout, 50 ms to settle) and a journal of nicctl's handlers.
+func linkEnv(t *testing.T, n *nicfake.NIC, clk *nicfake.Clock) (*nicfake.Host, *nicctl.Env, *journal.Journal) {
+	t.Helper()
+	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
+	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return h, env, j
+}
+
 // TestENAPrepareWaitsForLink: enabling RX stamps on ENA resets the
 // interface inside the ioctl (carrier_changes +2, the carrier back and
 // operstate never down when it returns, as ena_down/ena_up do); the
@@ -640,18 +658,8 @@ func analyse(t *testing.T, dir string) *analysis.Report {
 // settle time and says so; the undo resets it once more and settles
 // again. All on a virtual clock: the waits are exact.
 func TestENAPrepareWaitsForLink(t *testing.T) {
-	n := nicfake.New(nicfake.ENA(), "ens6")
-	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := nicfake.NewClock()
-	env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
-	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	n, clk := nicfake.New(nicfake.ENA(), "ens6"), nicfake.NewClock()
+	h, env, j := linkEnv(t, n, clk)
 	start := clk.Now()
 	res, err := nicctl.PrepareTimestamping(context.Background(), env, j, "ens6", nicctl.TSRequest{Mode: tstamp.Hardware, Need: tstamp.NeedCapture})
 	if err != nil {
@@ -675,19 +683,9 @@ func TestENAPrepareWaitsForLink(t *testing.T) {
 // carrier count): the wait follows the carrier, so PrepareTimestamping
 // returns only after it is back, then settles.
 func TestSlowLinkPrepareWaits(t *testing.T) {
-	n := nicfake.New(nicfake.SlowLink(nicfake.ENA()), "ens6")
-	clk := nicfake.NewClock()
+	n, clk := nicfake.New(nicfake.SlowLink(nicfake.ENA()), "ens6"), nicfake.NewClock()
 	n.Clock = clk
-	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
-	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	h, env, j := linkEnv(t, n, clk)
 	start := clk.Now()
 	res, err := nicctl.PrepareTimestamping(context.Background(), env, j, "ens6", nicctl.TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedCapture})
 	took := clk.Now().Sub(start)
@@ -706,18 +704,8 @@ func TestSlowLinkPrepareWaits(t *testing.T) {
 // saying why; the config reads as before, so nothing is journaled, and yet
 // the link bounced: the wait still runs. Hardware mode fails.
 func TestENAAdminFailureSettles(t *testing.T) {
-	n := nicfake.New(nicfake.ENAAdminFailure(), "ens6")
-	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := nicfake.NewClock()
-	env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
-	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	n, clk := nicfake.New(nicfake.ENAAdminFailure(), "ens6"), nicfake.NewClock()
+	_, env, j := linkEnv(t, n, clk)
 	start := clk.Now()
 	res, err := nicctl.PrepareTimestamping(context.Background(), env, j, "ens6", nicctl.TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedCapture})
 	if err != nil || res.Decision.Action != tstamp.ActSoftware || res.Hardware() || res.Changed ||

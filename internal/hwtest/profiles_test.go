@@ -538,7 +538,8 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	defer cancel()
 	var wg sync.WaitGroup
 	ready := make(chan error, 2)
-	var capt *capture.Capture // set before its ready
+	var capt *capture.Capture       // set before its ready
+	capEnded := make(chan struct{}) // its Run returned: it files no more frames
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -559,6 +560,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	}()
 	go func() {
 		defer wg.Done()
+		defer close(capEnded)
 		res.err[cpt] = topo.Do(netlab.Capture, func() error {
 			cc := probe.DefaultCapture()
 			cc.Iface, cc.Group, cc.RunID, cc.Timestamps, cc.Capacity, cc.Arm = topo.Capture.Interface, group, runID, mode, roundCount, "a"
@@ -597,8 +599,13 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 		// mirrored switch ports: the capture has their copies when it has
 		// as many rig frames (it reads what is queued when it stops).
 		c := s.Counters()
+	wait:
 		for deadline := time.Now().Add(10 * time.Second); capt.Frames() < int(c.Sent+c.Received) && time.Now().Before(deadline); {
-			time.Sleep(5 * time.Millisecond)
+			select {
+			case <-capEnded: // failed (no hardware stamp): nothing more to wait for
+				break wait
+			case <-time.After(5 * time.Millisecond):
+			}
 		}
 		return errors.Join(err, s.WriteFile(filepath.Join(dir, samples.FileName(samples.RoleSender))))
 	})

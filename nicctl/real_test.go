@@ -347,6 +347,7 @@ func combined(c *exec.Cmd) (string, error) {
 // binary bin in ns with args and the test's own state directory.
 func inNetns(t *testing.T, ns, bin string, setup ...[]string) func(args ...string) *exec.Cmd {
 	t.Helper()
+	testbin.Integration(t)
 	if out, err := combined(exec.Command("ip", "netns", "add", ns)); err != nil {
 		t.Fatalf("ip netns add: %v\n%s", err, out)
 	}

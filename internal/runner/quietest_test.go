@@ -143,6 +143,7 @@ arms:
 // and the journal closed after it; it returns the run and its log.
 func runBesideStress(t *testing.T, busy int, src string) (*Result, string) {
 	t.Helper()
+	testbin.Integration(t)
 	t.Cleanup(func() {
 		if testbin.StressNGRuns() {
 			t.Error("stress-ng left running")

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -51,13 +53,9 @@ func tailX(pct float64) float64 { return math.Log10(1 / (1 - pct/100)) }
 // sample above the round's p99 and every k-th of the rest; the warm-up
 // samples and the worst samples the telemetry placed are marked).
 func Plots(r *Report) ([]Plot, error) {
-	var out []Plot
+	var charts []func() (Plot, bool, error)
 	for _, m := range r.metricsPresent() {
-		p, err := percentilePlot(r, m)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
+		charts = append(charts, func() (Plot, bool, error) { p, err := percentilePlot(r, m); return p, true, err })
 	}
 	rounds := map[int]bool{}
 	for _, sc := range r.side.scatter {
@@ -71,16 +69,32 @@ func Plots(r *Report) ([]Plot, error) {
 	}
 	slices.Sort(ks)
 	for _, k := range ks {
-		p, err := scatterPlot(r, k)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
+		charts = append(charts, func() (Plot, bool, error) { p, err := scatterPlot(r, k); return p, true, err })
 	}
-	if p, ok, err := pairedPlot(r); err != nil {
-		return nil, err
-	} else if ok {
-		out = append(out, p)
+	charts = append(charts, func() (Plot, bool, error) { return pairedPlot(r) })
+	// Each chart draws alone from r, which none changes: on every CPU at
+	// once, as rendering is most of a run's analysis.
+	plots, ok, errs := make([]Plot, len(charts)), make([]bool, len(charts)), make([]error, len(charts))
+	var wg sync.WaitGroup
+	cpus := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, chart := range charts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cpus <- struct{}{}
+			plots[i], ok[i], errs[i] = chart()
+			<-cpus
+		}()
+	}
+	wg.Wait()
+	var out []Plot
+	for i := range charts {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if ok[i] {
+			out = append(out, plots[i])
+		}
 	}
 	return out, nil
 }

@@ -149,25 +149,9 @@ func TestRealVethChannels(t *testing.T) {
 	testbin.Integration(t)
 	bin := buildRig(t)
 	ns := fmt.Sprintf("rignic%d", os.Getpid())
-	run := func(args ...string) (string, error) {
-		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-		return string(out), err
-	}
-	if out, err := run("ip", "netns", "add", ns); err != nil {
-		t.Fatalf("ip netns add: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { run("ip", "netns", "del", ns) })
-	if out, err := run("ip", "-n", ns, "link", "add", "va", "numtxqueues", "4", "numrxqueues", "4", "type", "veth",
-		"peer", "name", "vb", "numtxqueues", "4", "numrxqueues", "4"); err != nil {
-		t.Fatalf("veth: %v\n%s", err, out)
-	}
-	state := t.TempDir()
-	rig := func(args ...string) (string, error) {
-		c := exec.Command("ip", append([]string{"netns", "exec", ns, bin}, args...)...)
-		c.Env = append(os.Environ(), "RIG_STATE_DIR="+state)
-		out, err := c.CombinedOutput()
-		return string(out), err
-	}
+	rigIn := inNetns(t, ns, bin, []string{"ip", "-n", ns, "link", "add", "va", "numtxqueues", "4", "numrxqueues", "4", "type", "veth",
+		"peer", "name", "vb", "numtxqueues", "4", "numrxqueues", "4"})
+	rig := func(args ...string) (string, error) { return combined(rigIn(args...)) }
 	channels := func() (rx, tx uint32) {
 		out, err := rig("nicctl", "show", "va", "--json")
 		if err != nil {
@@ -228,42 +212,26 @@ func TestRealVethProbe(t *testing.T) {
 	testbin.Integration(t)
 	bin := buildRig(t)
 	ns := fmt.Sprintf("rigprb%d", os.Getpid())
-	run := func(args ...string) (string, error) {
-		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-		return string(out), err
-	}
-	if out, err := run("ip", "netns", "add", ns); err != nil {
-		t.Fatalf("ip netns add: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { run("ip", "netns", "del", ns) })
-	for _, c := range [][]string{
-		{"ip", "-n", ns, "link", "add", "pa", "type", "veth", "peer", "name", "pb"},
-		{"ip", "-n", ns, "addr", "add", "10.99.0.1/24", "dev", "pa"},
-		{"ip", "-n", ns, "link", "set", "pa", "up"},
-		{"ip", "-n", ns, "link", "set", "pb", "up"},
-	} {
-		if out, err := run(c...); err != nil {
-			t.Fatalf("%v: %v\n%s", c, err, out)
-		}
-	}
+	rigIn := inNetns(t, ns, bin,
+		[]string{"ip", "-n", ns, "link", "add", "pa", "type", "veth", "peer", "name", "pb"},
+		[]string{"ip", "-n", ns, "addr", "add", "10.99.0.1/24", "dev", "pa"},
+		[]string{"ip", "-n", ns, "link", "set", "pa", "up"},
+		[]string{"ip", "-n", ns, "link", "set", "pb", "up"})
 	// Frames arriving on pa while the probe listens: pings from pb's side.
 	pinger := exec.Command("ip", "netns", "exec", ns, "ping", "-q", "-I", "pb", "-i", "0.05", "-w", "10", "10.99.0.1")
 	if err := pinger.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pinger.Process.Kill(); pinger.Wait() })
-	state := t.TempDir()
 	rig := func(args ...string) (string, int) {
-		c := exec.Command("ip", append([]string{"netns", "exec", ns, bin}, args...)...)
-		c.Env = append(os.Environ(), "RIG_STATE_DIR="+state)
-		out, err := c.CombinedOutput()
+		out, err := combined(rigIn(args...))
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		return string(out), code
+		return out, code
 	}
 	out, code := rig("nicctl", "probe", "pa", "--listen", "1s")
 	if code != 0 || !strings.Contains(out, "verdict: software only on pa") || !strings.Contains(out, "kernel stamps 8/8, NIC stamps 0/8") ||
@@ -299,37 +267,15 @@ func TestRealVethNAPI(t *testing.T) {
 	testbin.Integration(t)
 	bin := buildRig(t)
 	ns := fmt.Sprintf("rignapi%d", os.Getpid())
-	run := func(args ...string) (string, error) {
-		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-		return string(out), err
-	}
-	if out, err := run("ip", "netns", "add", ns); err != nil {
-		t.Fatalf("ip netns add: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { run("ip", "netns", "del", ns) })
-	for _, c := range [][]string{
-		{"ip", "-n", ns, "link", "add", "na", "type", "veth", "peer", "name", "nb"},
-		{"ip", "-n", ns, "link", "set", "na", "up"},
-		{"ip", "-n", ns, "link", "set", "nb", "up"},
-		{"ip", "netns", "exec", ns, "ethtool", "-K", "na", "gro", "on"},
-	} {
-		if out, err := run(c...); err != nil {
-			t.Fatalf("%v: %v\n%s", c, err, out)
-		}
-	}
-	state := t.TempDir()
-	rigIn := func(args ...string) *exec.Cmd {
-		c := exec.Command("ip", append([]string{"netns", "exec", ns, bin}, args...)...)
-		c.Env = append(os.Environ(), "RIG_STATE_DIR="+state)
-		return c
-	}
-	rig := func(args ...string) (string, error) {
-		out, err := rigIn(args...).CombinedOutput()
-		return string(out), err
-	}
+	rigIn := inNetns(t, ns, bin,
+		[]string{"ip", "-n", ns, "link", "add", "na", "type", "veth", "peer", "name", "nb"},
+		[]string{"ip", "-n", ns, "link", "set", "na", "up"},
+		[]string{"ip", "-n", ns, "link", "set", "nb", "up"},
+		[]string{"ip", "netns", "exec", ns, "ethtool", "-K", "na", "gro", "on"})
+	rig := func(args ...string) (string, error) { return combined(rigIn(args...)) }
 	// What the kernel holds: both files byte for byte, and each instance.
 	read := func() string {
-		out, err := run("ip", "netns", "exec", ns, "cat", "/sys/class/net/na/napi_defer_hard_irqs", "/sys/class/net/na/gro_flush_timeout")
+		out, err := combined(exec.Command("ip", "netns", "exec", ns, "cat", "/sys/class/net/na/napi_defer_hard_irqs", "/sys/class/net/na/gro_flush_timeout"))
 		if err != nil {
 			t.Fatalf("cat: %v\n%s", err, out)
 		}
@@ -378,7 +324,7 @@ func TestRealVethNAPI(t *testing.T) {
 		t.Fatalf("after kill -9 and restore:\n%s\nbefore:\n%s", got, before)
 	}
 
-	if out, err := run("ip", "netns", "exec", ns, "ethtool", "-K", "na", "gro", "off"); err != nil {
+	if out, err := combined(exec.Command("ip", "netns", "exec", ns, "ethtool", "-K", "na", "gro", "off")); err != nil {
 		t.Fatalf("gro off: %v\n%s", err, out)
 	}
 	out, err = rig("nicctl", "set", "na", "--irq-suspend-timeout", "1", "--keep")
@@ -387,5 +333,34 @@ func TestRealVethNAPI(t *testing.T) {
 	}
 	if out, err := rig("restore"); err != nil || !strings.Contains(out, "nothing to restore") {
 		t.Fatalf("the refusal left a journal: %v\n%s", err, out)
+	}
+}
+
+// combined runs c and returns its combined output.
+func combined(c *exec.Cmd) (string, error) {
+	out, err := c.CombinedOutput()
+	return string(out), err
+}
+
+// inNetns makes the network namespace ns, removed when the test ends, and
+// runs the setup command lines; it returns the command running the rig
+// binary bin in ns with args and the test's own state directory.
+func inNetns(t *testing.T, ns, bin string, setup ...[]string) func(args ...string) *exec.Cmd {
+	t.Helper()
+	testbin.Integration(t)
+	if out, err := combined(exec.Command("ip", "netns", "add", ns)); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	for _, c := range setup {
+		if out, err := combined(exec.Command(c[0], c[1:]...)); err != nil {
+			t.Fatalf("%v: %v\n%s", c, err, out)
+		}
+	}
+	state := t.TempDir()
+	return func(args ...string) *exec.Cmd {
+		c := exec.Command("ip", append([]string{"netns", "exec", ns, bin}, args...)...)
+		c.Env = append(os.Environ(), "RIG_STATE_DIR="+state)
+		return c
 	}
 }

@@ -49,18 +49,7 @@ func TestCompletionCoversEverything(t *testing.T) {
 // completes commands, subcommands, flags after an argument and the values
 // of --format.
 func TestBashCompletion(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
-	_, script, _ := rigIn(t, "completion", "bash")
-	file := filepath.Join(t.TempDir(), "rig.bash")
-	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(bash, "-n", file).CombinedOutput(); err != nil {
-		t.Fatalf("bash -n: %v\n%s", err, out)
-	}
+	bash, file := completionScript(t, "bash", "rig.bash")
 	for _, c := range []struct {
 		line string // the words typed, the last one being completed
 		want []string
@@ -82,15 +71,10 @@ func TestBashCompletion(t *testing.T) {
 		}
 		prog := "source " + file + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" +
 			strconv.Itoa(len(words)-1) + "\n_rig\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
-		cmd := exec.Command(bash, "--norc", "--noprofile", "-c", prog)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil || stderr.Len() > 0 {
-			t.Errorf("%q: %v %s", c.line, err, stderr.String())
+		got, ok := offered(t, exec.Command(bash, "--norc", "--noprofile", "-c", prog), c.line)
+		if !ok {
 			continue
 		}
-		got := strings.Fields(string(out))
 		slices.Sort(got)
 		if !slices.Equal(got, c.want) {
 			t.Errorf("completing %q: %q, want %q", c.line, got, c.want)
@@ -103,18 +87,7 @@ func TestBashCompletion(t *testing.T) {
 // commands, subcommands, flags after an argument, the forms of --format,
 // and file names for arguments.
 func TestZshCompletion(t *testing.T) {
-	zsh, err := exec.LookPath("zsh")
-	if err != nil {
-		t.Skip("no zsh on this machine (make deps installs it)")
-	}
-	_, script, _ := rigIn(t, "completion", "zsh")
-	file := filepath.Join(t.TempDir(), "_rig")
-	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(zsh, "-n", file).CombinedOutput(); err != nil {
-		t.Fatalf("zsh -n: %v\n%s", err, out)
-	}
+	zsh, file := completionScript(t, "zsh", "_rig")
 	stubs := `compdef() { :; }
 compadd() { shift; print -rl -- "$@"; }
 _describe() { local item; for item in ${(P)4}; do print -r -- ${item%%:*}; done; }
@@ -136,17 +109,13 @@ _files() { print -r -- FILES; }
 			q = append(q, "'"+w+"'")
 		}
 		prog := stubs + "source " + file + "\nwords=(" + strings.Join(q, " ") + ")\nCURRENT=" + strconv.Itoa(len(c.words)) + "\n_rig\n"
-		cmd := exec.Command(zsh, "-f", "-c", prog)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil || stderr.Len() > 0 {
-			t.Errorf("%q: %v %s", c.words, err, stderr.String())
+		out, ok := offered(t, exec.Command(zsh, "-f", "-c", prog), c.words)
+		if !ok {
 			continue
 		}
 		prefix := c.words[len(c.words)-1]
 		var got []string
-		for _, w := range strings.Fields(string(out)) {
+		for _, w := range out {
 			if strings.HasPrefix(w, prefix) {
 				got = append(got, w)
 			}
@@ -163,18 +132,7 @@ _files() { print -r -- FILES; }
 // subcommands, flags after an argument, the values of --format, and every
 // flag of every command.
 func TestFishCompletion(t *testing.T) {
-	fish, err := exec.LookPath("fish")
-	if err != nil {
-		t.Skip("no fish on this machine (make deps installs it)")
-	}
-	_, script, _ := rigIn(t, "completion", "fish")
-	file := filepath.Join(t.TempDir(), "rig.fish")
-	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(fish, "--no-config", "-n", file).CombinedOutput(); err != nil {
-		t.Fatalf("fish -n: %v\n%s", err, out)
-	}
+	fish, file := completionScript(t, "fish", "rig.fish", "--no-config")
 	cases := []struct {
 		line string
 		want []string
@@ -224,6 +182,41 @@ func TestFishCompletion(t *testing.T) {
 			t.Errorf("completing %q: %q, want %q", c.line, got, c.want)
 		}
 	}
+}
+
+// completionScript writes rig's completion script for shell to a file
+// named name and checks that the shell (run with flags) parses it; it
+// returns the shell's path and the file. Without the shell it skips.
+func completionScript(t *testing.T, shell, name string, flags ...string) (string, string) {
+	t.Helper()
+	bin, err := exec.LookPath(shell)
+	if err != nil {
+		t.Skipf("no %s on this machine (make deps installs it)", shell)
+	}
+	_, script, _ := rigIn(t, "completion", shell)
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, append(flags, "-n", file)...).CombinedOutput(); err != nil {
+		t.Fatalf("%s -n: %v\n%s", shell, err, out)
+	}
+	return bin, file
+}
+
+// offered runs cmd, a shell sourcing the completion for what was typed,
+// and returns the words it printed; it failing or writing to stderr is an
+// error (false).
+func offered(t *testing.T, cmd *exec.Cmd, typed any) ([]string, bool) {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || stderr.Len() > 0 {
+		t.Errorf("%q: %v %s", typed, err, stderr.String())
+		return nil, false
+	}
+	return strings.Fields(string(out)), true
 }
 
 // unroff is a man page with the escapes clidoc writes in plain text (\-,

@@ -32,14 +32,23 @@ func TestAgentByeExitsZero(t *testing.T) {
 	}
 	rig := testbin.Rig(t)
 	tmp := t.TempDir()
-	for i := range 30 {
-		cmd := exec.Command(rig, "agent", "--stdio")
-		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, journal.EnvDir+"="+filepath.Join(tmp, "state"))
-		cmd.Stdin = strings.NewReader(`{"id":1,"op":"bye"}` + "\n")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("agent %d after bye: %v\n%s", i, err, stderr.String())
+	// The agents run side by side, each its own process; a race-built one
+	// keeps the race runtime's default second of grace at exit (which
+	// testbin.Rig turns off), when the signal goroutine used to strike.
+	cmds := make([]*exec.Cmd, 30)
+	stderr := make([]bytes.Buffer, len(cmds))
+	for i := range cmds {
+		cmds[i] = exec.Command(rig, "agent", "--stdio")
+		cmds[i].Env = append(os.Environ(), "TMPDIR="+tmp, journal.EnvDir+"="+filepath.Join(tmp, "state"), testbin.EnvRace+"=")
+		cmds[i].Stdin = strings.NewReader(`{"id":1,"op":"bye"}` + "\n")
+		cmds[i].Stderr = &stderr[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("agent %d after bye: %v\n%s", i, err, stderr[i].String())
 		}
 	}
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {

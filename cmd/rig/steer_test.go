@@ -69,6 +69,7 @@ const steerScenario = `name: steer
 emulate: netns
 traffic: {group: 239.88.0.7:7807, interval: 1ms, count: 300}
 timestamps: software
+rounds: 1
 arms:
   - name: base
     responder: {cpu: 1}
@@ -88,6 +89,8 @@ arms:
 // moves them, names the two it cannot, the round keeps what was done in
 // host-changes.txt, the tree is back byte for byte after the run, and the
 // fence arm is skipped on this machine's CPUs, which have no SMT sibling.
+// One round: each round applies and takes back the same, and only round
+// 0's record is read.
 func TestRunIRQAwayOnFakeIRQTree(t *testing.T) {
 	testbin.Integration(t)
 	if online, _ := os.ReadFile("/sys/devices/system/cpu/online"); strings.TrimSpace(string(online)) == "0" {

@@ -538,7 +538,8 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	defer cancel()
 	var wg sync.WaitGroup
 	ready := make(chan error, 2)
-	var capt *capture.Capture // set before its ready
+	var capt *capture.Capture       // set before its ready
+	capEnded := make(chan struct{}) // its Run returned: it files no more frames
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -559,6 +560,7 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 	}()
 	go func() {
 		defer wg.Done()
+		defer close(capEnded)
 		res.err[cpt] = topo.Do(netlab.Capture, func() error {
 			cc := probe.DefaultCapture()
 			cc.Iface, cc.Group, cc.RunID, cc.Timestamps, cc.Capacity, cc.Arm = topo.Capture.Interface, group, runID, mode, roundCount, "a"
@@ -597,8 +599,13 @@ func runRound(t *testing.T, topo *netlab.Topology, hs [3]*host, mode tstamp.Mode
 		// mirrored switch ports: the capture has their copies when it has
 		// as many rig frames (it reads what is queued when it stops).
 		c := s.Counters()
+	wait:
 		for deadline := time.Now().Add(10 * time.Second); capt.Frames() < int(c.Sent+c.Received) && time.Now().Before(deadline); {
-			time.Sleep(5 * time.Millisecond)
+			select {
+			case <-capEnded: // failed (no hardware stamp): nothing more to wait for
+				break wait
+			case <-time.After(5 * time.Millisecond):
+			}
 		}
 		return errors.Join(err, s.WriteFile(filepath.Join(dir, samples.FileName(samples.RoleSender))))
 	})
@@ -633,6 +640,24 @@ func analyse(t *testing.T, dir string) *analysis.Report {
 	return rep
 }
 
+// linkEnv puts NIC n (ens6) on a fake host whose management NIC is ens5,
+// and returns the host, nicctl's environment on clock clk (a 5 s link
+// timeout, 50 ms to settle) and a journal of nicctl's handlers.
+func linkEnv(t *testing.T, n *nicfake.NIC, clk *nicfake.Clock) (*nicfake.Host, *nicctl.Env, *journal.Journal) {
+	t.Helper()
+	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
+	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return h, env, j
+}
+
 // TestENAPrepareWaitsForLink: enabling RX stamps on ENA resets the
 // interface inside the ioctl (carrier_changes +2, the carrier back and
 // operstate never down when it returns, as ena_down/ena_up do); the
@@ -640,18 +665,8 @@ func analyse(t *testing.T, dir string) *analysis.Report {
 // settle time and says so; the undo resets it once more and settles
 // again. All on a virtual clock: the waits are exact.
 func TestENAPrepareWaitsForLink(t *testing.T) {
-	n := nicfake.New(nicfake.ENA(), "ens6")
-	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := nicfake.NewClock()
-	env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
-	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	n, clk := nicfake.New(nicfake.ENA(), "ens6"), nicfake.NewClock()
+	h, env, j := linkEnv(t, n, clk)
 	start := clk.Now()
 	res, err := nicctl.PrepareTimestamping(context.Background(), env, j, "ens6", nicctl.TSRequest{Mode: tstamp.Hardware, Need: tstamp.NeedCapture})
 	if err != nil {
@@ -675,19 +690,9 @@ func TestENAPrepareWaitsForLink(t *testing.T) {
 // carrier count): the wait follows the carrier, so PrepareTimestamping
 // returns only after it is back, then settles.
 func TestSlowLinkPrepareWaits(t *testing.T) {
-	n := nicfake.New(nicfake.SlowLink(nicfake.ENA()), "ens6")
-	clk := nicfake.NewClock()
+	n, clk := nicfake.New(nicfake.SlowLink(nicfake.ENA()), "ens6"), nicfake.NewClock()
 	n.Clock = clk
-	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
-	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	h, env, j := linkEnv(t, n, clk)
 	start := clk.Now()
 	res, err := nicctl.PrepareTimestamping(context.Background(), env, j, "ens6", nicctl.TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedCapture})
 	took := clk.Now().Sub(start)
@@ -706,18 +711,8 @@ func TestSlowLinkPrepareWaits(t *testing.T) {
 // saying why; the config reads as before, so nothing is journaled, and yet
 // the link bounced: the wait still runs. Hardware mode fails.
 func TestENAAdminFailureSettles(t *testing.T) {
-	n := nicfake.New(nicfake.ENAAdminFailure(), "ens6")
-	h, err := nicfake.NewHost(t.TempDir(), n, "ens5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := nicfake.NewClock()
-	env := &nicctl.Env{NIC: facts.NIC{FS: h.FS, TS: n}, LinkTimeout: 5 * time.Second, LinkSettle: 50 * time.Millisecond, Clock: clk}
-	j, err := journal.Open(t.TempDir(), nicctl.Handlers(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	n, clk := nicfake.New(nicfake.ENAAdminFailure(), "ens6"), nicfake.NewClock()
+	_, env, j := linkEnv(t, n, clk)
 	start := clk.Now()
 	res, err := nicctl.PrepareTimestamping(context.Background(), env, j, "ens6", nicctl.TSRequest{Mode: tstamp.Auto, Need: tstamp.NeedCapture})
 	if err != nil || res.Decision.Action != tstamp.ActSoftware || res.Hardware() || res.Changed ||

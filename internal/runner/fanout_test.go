@@ -9,12 +9,10 @@ import (
 	"testing"
 
 	"github.com/rig-project/rig/analysis"
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -38,21 +36,13 @@ func TestRunFanoutDemo(t *testing.T) {
 				text = strings.Replace(text, "    responder1: {responder: {cpu: 1}}\n", "    responder1: {responder: {cpu: 1}}\n    responder2: {responder: {cpu: 1}}\n", 1)
 			}
 			dir := t.TempDir()
-			path := filepath.Join(dir, "fanout-demo.yaml")
-			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			s, err := scenario.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := loadYAML(t, dir, "fanout-demo.yaml", text)
 			if len(s.Responders) != n {
 				t.Fatalf("responders %v", s.Responders)
 			}
 			state := filepath.Join(dir, "state")
 			var log bytes.Buffer
-			res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-				Rig: testbin.Rig(t), StateDir: state, FS: hostfs.Default(), Log: &log})
+			res, err := Run(context.Background(), runOptions(t, dir, s, &log))
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, log.String())
 			}

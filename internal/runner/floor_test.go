@@ -2,17 +2,14 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rig-project/rig/analysis"
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -40,20 +37,9 @@ arms:
 // report labels the floor arm's turnaround as the floor.
 func TestRunFloor(t *testing.T) {
 	testbin.Integration(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "floor.yaml")
-	if err := os.WriteFile(path, []byte(floorArms), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := scenario.Load(path)
+	res, log, err := runYAML(t, t.TempDir(), "floor.yaml", floorArms)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "state"), FS: hostfs.Default(), Log: &log})
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, log.String())
+		t.Fatalf("run: %v\n%s", err, log)
 	}
 	const n, warm = 300, 2
 	for arm, engine := range map[string]any{"floor": "xdp", "go": nil} { // the Go engine is the default: no setting
@@ -66,8 +52,8 @@ func TestRunFloor(t *testing.T) {
 			t.Errorf("arm %s: sender %+v, responder %+v, engine %v", arm, snd, rsp, e)
 		}
 	}
-	if got := strings.Count(log.String(), "XDP pass program on"); got != 1 || !strings.Contains(log.String(), "arm floor: XDP pass program on") {
-		t.Errorf("the switch port was readied %d times, want once, for the floor arm:\n%s", got, log.String())
+	if got := strings.Count(log, "XDP pass program on"); got != 1 || !strings.Contains(log, "arm floor: XDP pass program on") {
+		t.Errorf("the switch port was readied %d times, want once, for the floor arm:\n%s", got, log)
 	}
 	floor, goArm := res.Report.Arm("floor").Metrics[analysis.Turnaround], res.Report.Arm("go").Metrics[analysis.Turnaround]
 	if floor == nil || goArm == nil {

@@ -120,17 +120,9 @@ arms:
     responder: {cpu: {quietest: allowed, window: 300ms}, poll: busy}
     load: {stress-ng: --cpu 1, cpus: 0}
 `
-	path := filepath.Join(dir, "kubectl.yaml")
-	os.WriteFile(path, []byte(yaml), 0o644)
-	s, err := scenario.Load(path)
+	res, log, err := runYAML(t, dir, "kubectl.yaml", yaml)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "controller-state"), FS: hostfs.Default(), Log: &log})
-	if err != nil {
-		t.Fatalf("run over kubectl: %v\n%s", err, log.String())
+		t.Fatalf("run over kubectl: %v\n%s", err, log)
 	}
 	for _, arm := range []string{"cpu0", "quietest"} {
 		for r := 0; r < 2; r++ {
@@ -152,7 +144,7 @@ arms:
 		t.Errorf("quietest arm: %v", err)
 	}
 	for _, h := range []string{"snd", "rsp", "cap"} {
-		if !strings.Contains(log.String(), "host "+h+": agent pid") {
+		if !strings.Contains(log, "host "+h+": agent pid") {
 			t.Errorf("no agent on %s in the log", h)
 		}
 		env, err := os.ReadFile(filepath.Join(res.Dir, rundir.EnvDir, h+".json"))
@@ -162,15 +154,15 @@ arms:
 	}
 	// rig check ran in the responder pod, saw Kubernetes (the kubelet's
 	// variables) and, in the pod's cgroup, a cpuset of every CPU.
-	if !strings.Contains(log.String(), "this pod shares the pool with other pods") {
-		t.Errorf("require-check in the pod did not see Kubernetes:\n%s", log.String())
+	if !strings.Contains(log, "this pod shares the pool with other pods") {
+		t.Errorf("require-check in the pod did not see Kubernetes:\n%s", log)
 	}
 	for pod, st := range state {
 		if err := journal.CheckPending(st); err != nil {
 			t.Errorf("pod %s: journal: %v", pod, err)
 		}
 	}
-	if err := journal.CheckPending(filepath.Join(dir, "controller-state")); err != nil {
+	if err := journal.CheckPending(filepath.Join(dir, "state")); err != nil {
 		t.Errorf("controller journal: %v", err)
 	}
 	if testbin.StressNGRuns() {
@@ -217,14 +209,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 				}
 				text = strings.Replace(text, def, def+"  responders:\n    pinned: {responder: {cpu: "+strconv.Itoa(pinnedCPU)+"}}\n    shared: {responder: {cpu: 0}}\n", 1)
 			}
-			path := filepath.Join(dir, "k8s-pinned-vs-shared.yaml")
-			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			s, err := scenario.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := loadYAML(t, dir, "k8s-pinned-vs-shared.yaml", text)
 			if !slices.Equal(s.Responders, []string{"pinned", "shared"}) || !s.RequireCheck {
 				t.Fatalf("responders %v, require-check %v", s.Responders, s.RequireCheck)
 			}
@@ -241,8 +226,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 			}
 			s.Traffic.Count, s.Rounds = 300, 1
 			var logb bytes.Buffer
-			res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-				Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "controller-state"), FS: hostfs.Default(), Log: &logb})
+			res, err := Run(context.Background(), runOptions(t, dir, s, &logb))
 			log := logb.String()
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, log)
@@ -355,7 +339,7 @@ func TestShippedKubernetesScenario(t *testing.T) {
 					t.Errorf("pod %s: journal: %v", pod, err)
 				}
 			}
-			if err := journal.CheckPending(filepath.Join(dir, "controller-state")); err != nil {
+			if err := journal.CheckPending(filepath.Join(dir, "state")); err != nil {
 				t.Errorf("controller journal: %v", err)
 			}
 		})
@@ -386,23 +370,13 @@ defaults:
 arms:
   - name: block
 `
-	path := filepath.Join(dir, "fanout-check.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := scenario.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "controller-state"), FS: hostfs.Default(), Log: &log})
+	res, log, err := runYAML(t, dir, "fanout-check.yaml", yaml)
 	var cf *CheckFailedError
 	if !errors.As(err, &cf) || cf.Host != "b" || cf.Report.CPU != 0 || cf.Report.Get("cpu.allowed") == nil || cf.Report.Get("cpu.allowed").Severity != check.Fail {
-		t.Fatalf("want rig check to FAIL on host b, CPU 0: %v\n%s", err, log.String())
+		t.Fatalf("want rig check to FAIL on host b, CPU 0: %v\n%s", err, log)
 	}
-	if !strings.Contains(log.String(), "rig run: rig check on responder host a") || res != nil {
-		t.Errorf("host a unchecked, or a run directory made (%v):\n%s", res, log.String())
+	if !strings.Contains(log, "rig run: rig check on responder host a") || res != nil {
+		t.Errorf("host a unchecked, or a run directory made (%v):\n%s", res, log)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "results")); !os.IsNotExist(err) {
 		t.Errorf("results made before the check passed: %v", err)
@@ -412,23 +386,6 @@ arms:
 			t.Errorf("pod %s: journal: %v", pod, err)
 		}
 	}
-}
-
-// kubectlRun loads yaml (a scenario of the lab's pods) and runs it.
-func kubectlRun(t *testing.T, dir, yaml string) (*Result, string, error) {
-	t.Helper()
-	path := filepath.Join(dir, "pods.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := scenario.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "controller-state"), FS: hostfs.Default(), Log: &log})
-	return res, log.String(), err
 }
 
 // A pod whose CFS quota really throttles (a busy loop in its cgroup, until
@@ -481,7 +438,7 @@ func TestKubectlQuotaThrottledPod(t *testing.T) {
 			t.Fatalf("a busy loop under a 20 %% quota was never throttled: %s", b)
 		}
 	}
-	_, log, err := kubectlRun(t, dir, `name: quota
+	_, log, err := runYAML(t, dir, "pods.yaml", `name: quota
 hosts:
   snd: {via: kubectl exec -i rig-sender --, roles: [sender], iface: `+topo.Sender.Interface+`}
   rsp: {via: kubectl exec -i rig-quota --, roles: [responder], iface: `+topo.Responder.Interface+`}
@@ -536,7 +493,7 @@ func TestKubectlPodCannotTellOrChange(t *testing.T) {
 traffic: {group: 239.56.0.4:7563, interval: 1ms, count: 100}
 timestamps: software
 `
-	_, log, err := kubectlRun(t, dir, "name: knobs\n"+hosts+`defaults:
+	_, log, err := runYAML(t, dir, "pods.yaml", "name: knobs\n"+hosts+`defaults:
   responder: {cpu: 1}
 arms:
   - name: base
@@ -565,7 +522,7 @@ arms:
 		"rig-responder": {Netns: topo.Responder.Netns, Env: netlabtest.PodEnv("rig-responder", rigDir, state["rig-responder"], burstable.resources...), Cgroups: cg[:1], Caps: netlabtest.PodCaps},
 	}
 	t.Setenv("PATH", netlabtest.Kubectl(t, pods)+":"+os.Getenv("PATH"))
-	_, log, err = kubectlRun(t, dir, "name: untold\n"+hosts+"require-check: true\narms:\n  - name: block\n")
+	_, log, err = runYAML(t, dir, "pods.yaml", "name: untold\n"+hosts+"require-check: true\narms:\n  - name: block\n")
 	var cf *CheckFailedError
 	if !errors.As(err, &cf) || cf.Report.Worst == check.Fail || !strings.Contains(err.Error(), "could not tell what a check that can FAIL needs") {
 		t.Fatalf("want require-check to stop on a check that could not tell: %v\n%s", err, log)
@@ -636,23 +593,17 @@ arms:
     responder: {cpu: 1}
     ` + c.knob + `
 `
-			path := filepath.Join(dir, "node.yaml")
-			os.WriteFile(path, []byte(yaml), 0o644)
-			s, err := scenario.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := loadYAML(t, dir, "node.yaml", yaml)
 			// arm → the node's state during its round (the sender's
 			// progress, once a second: 1500 requests at 1ms have one)
 			seen := map[string]string{}
 			var logb bytes.Buffer
-			o := Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"), Rig: testbin.Rig(t),
-				StateDir: filepath.Join(dir, "controller-state"), FS: hostfs.Default(), Log: &logb,
-				Progress: func(p Progress) {
-					if p.Sent > 0 {
-						seen[p.Arm] = c.state(root)
-					}
-				}}
+			o := runOptions(t, dir, s, &logb)
+			o.Progress = func(p Progress) {
+				if p.Sent > 0 {
+					seen[p.Arm] = c.state(root)
+				}
+			}
 			if c.kill {
 				done := make(chan error, 1)
 				go func() { _, err := Run(context.Background(), o); done <- err }()

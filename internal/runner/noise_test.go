@@ -1,19 +1,15 @@
 package runner
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/rundir"
-	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -40,22 +36,11 @@ func runNoiseSrc(t *testing.T, nativeDir, src string) (*Result, string, error) {
 	t.Helper()
 	t.Setenv(native.EnvDir, nativeDir)
 	dir := t.TempDir()
-	path := filepath.Join(dir, "noise.yaml")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := scenario.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	state := filepath.Join(dir, "state")
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: testbin.Rig(t), StateDir: state, FS: hostfs.Default(), Log: &log})
-	if perr := journal.CheckPending(state); perr != nil {
+	res, log, err := runYAML(t, dir, "noise.yaml", src)
+	if perr := journal.CheckPending(filepath.Join(dir, "state")); perr != nil {
 		t.Errorf("journal: %v", perr)
 	}
-	return res, log.String(), err
+	return res, log, err
 }
 
 // TestRunNoiseWindow: the arm with noise: {for: 200ms} runs rig noise on

@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,10 +11,8 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/testbin"
 	"github.com/rig-project/rig/internal/wire"
 )
@@ -27,25 +23,16 @@ import (
 // capture.samples (same clock, same ns), and report.json lists the file.
 func TestRunPcap(t *testing.T) {
 	testbin.Integration(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "pcap.yaml")
-	os.WriteFile(path, []byte(`name: pcap
+	res, log, err := runYAML(t, t.TempDir(), "pcap.yaml", `name: pcap
 emulate: netns
 traffic: {group: 239.66.0.3:7602, interval: 1ms, count: 200, warmup: 2}
 timestamps: software
 rounds: 1
 capture: {pcap: true}
 arms: [{name: a}]
-`), 0o644)
-	s, err := scenario.Load(path)
+`)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "state"), FS: hostfs.Default(), Log: &log})
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, log.String())
+		t.Fatalf("run: %v\n%s", err, log)
 	}
 	rd := rundir.RoundDir(res.Dir, "a", 0)
 	cf, err := samples.ReadFile(filepath.Join(rd, samples.FileName(samples.RoleCapture)))

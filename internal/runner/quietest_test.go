@@ -11,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/load"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -29,17 +27,9 @@ import (
 func TestQuietestPinsTheUnloadedCPU(t *testing.T) {
 	testbin.Integration(t)
 	testbin.StressNG(t)
-	t.Cleanup(func() {
-		if testbin.StressNGRuns() {
-			t.Error("stress-ng left running")
-		}
-	})
-	rig := testbin.Rig(t)
 	for busy, want := range map[int]int{0: 1, 1: 0} {
 		t.Run(fmt.Sprintf("stress-on-%d", busy), func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "q.yaml")
-			os.WriteFile(path, []byte(`name: quiet
+			res, log := runBesideStress(t, busy, `name: quiet
 emulate: netns
 traffic: {group: 239.67.0.1:7610, interval: 1ms, count: 300}
 timestamps: software
@@ -48,26 +38,7 @@ require-check: true
 arms:
   - name: quietest
     responder: {cpu: {quietest: allowed, window: 700ms}}
-`), 0o644)
-			s, err := scenario.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := load.Start(load.Spec{Args: "--cpu 1", CPUs: []int{busy}, Timeout: 2 * time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Stop(context.Background(), 3*time.Second)
-			var log bytes.Buffer
-			state := filepath.Join(dir, "state")
-			res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-				Rig: rig, StateDir: state, FS: hostfs.Default(), Log: &log})
-			if err != nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
-			if err := p.Stop(context.Background(), 3*time.Second); err != nil {
-				t.Fatal(err)
-			}
+`)
 			for r := 0; r < 2; r++ {
 				rd := rundir.RoundDir(res.Dir, "quietest", r)
 				b, err := os.ReadFile(filepath.Join(rd, rundir.CPURank))
@@ -101,15 +72,12 @@ arms:
 				}
 			}
 			// After the rankings: a machine busy elsewhere skips the test there.
-			if !strings.Contains(log.String(), fmt.Sprintf("rig check: responder CPU %d", want)) {
-				t.Errorf("require-check did not check CPU %d:\n%s", want, log.String())
+			if !strings.Contains(log, fmt.Sprintf("rig check: responder CPU %d", want)) {
+				t.Errorf("require-check did not check CPU %d:\n%s", want, log)
 			}
 			rep, err := os.ReadFile(filepath.Join(res.Dir, "report.md"))
 			if err != nil || !bytes.Contains(rep, []byte(fmt.Sprintf("round 0: CPU %d", want))) || !bytes.Contains(rep, []byte("Responder CPU chosen by ranking")) {
 				t.Errorf("report.md lacks the ranking: %v", err)
-			}
-			if err := journal.CheckPending(state); err != nil {
-				t.Errorf("journal: %v", err)
 			}
 		})
 	}
@@ -124,14 +92,7 @@ arms:
 func TestQuietestFanout(t *testing.T) {
 	testbin.Integration(t)
 	testbin.StressNG(t)
-	t.Cleanup(func() {
-		if testbin.StressNGRuns() {
-			t.Error("stress-ng left running")
-		}
-	})
-	dir := t.TempDir()
-	path := filepath.Join(dir, "q.yaml")
-	os.WriteFile(path, []byte(`name: quiet-fanout
+	res, log := runBesideStress(t, 0, `name: quiet-fanout
 emulate: netns
 responders: 2
 traffic: {group: 239.67.0.2:7611, interval: 1ms, count: 300}
@@ -141,29 +102,10 @@ require-check: true
 arms:
   - name: quietest
     responder: {cpu: {quietest: allowed, window: 700ms}}
-`), 0o644)
-	s, err := scenario.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := load.Start(load.Spec{Args: "--cpu 1", CPUs: []int{0}, Timeout: 2 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop(context.Background(), 3*time.Second)
-	var log bytes.Buffer
-	state := filepath.Join(dir, "state")
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: testbin.Rig(t), StateDir: state, FS: hostfs.Default(), Log: &log})
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, log.String())
-	}
-	if err := p.Stop(context.Background(), 3*time.Second); err != nil {
-		t.Fatal(err)
-	}
+`)
 	for _, want := range []string{"rig check: responder CPU 1", "rig check: responder CPU 0"} {
-		if !strings.Contains(log.String(), want) {
-			t.Errorf("require-check did not say %q:\n%s", want, log.String())
+		if !strings.Contains(log, want) {
+			t.Errorf("require-check did not say %q:\n%s", want, log)
 		}
 	}
 	for r := 0; r < 2; r++ {
@@ -194,7 +136,34 @@ arms:
 	if err != nil || !bytes.Contains(rep, []byte("round 0: CPU 1 (")) || !bytes.Contains(rep, []byte("rank 2: CPU 1 went to the other responders there")) {
 		t.Errorf("report.md lacks each responder's pick: %v", err)
 	}
-	if err := journal.CheckPending(state); err != nil {
+}
+
+// runBesideStress runs the scenario src while stress-ng, started by the
+// test (not by an arm), loads CPU busy, and checks that the load is gone
+// and the journal closed after it; it returns the run and its log.
+func runBesideStress(t *testing.T, busy int, src string) (*Result, string) {
+	t.Helper()
+	testbin.Integration(t)
+	t.Cleanup(func() {
+		if testbin.StressNGRuns() {
+			t.Error("stress-ng left running")
+		}
+	})
+	p, err := load.Start(load.Spec{Args: "--cpu 1", CPUs: []int{busy}, Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.Background(), 3*time.Second)
+	dir := t.TempDir()
+	res, log, err := runYAML(t, dir, "q.yaml", src)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log)
+	}
+	if err := p.Stop(context.Background(), 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := journal.CheckPending(filepath.Join(dir, "state")); err != nil {
 		t.Errorf("journal: %v", err)
 	}
+	return res, log
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,6 +49,37 @@ arms:
       cpus: 1
 `
 
+// loadYAML writes src to dir/name and loads it as a scenario.
+func loadYAML(t *testing.T, dir, name, src string) *scenario.Scenario {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenario.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// runOptions runs s with the test's rig binary, on this machine's files,
+// its run directory under dir/results and its journal in dir/state.
+func runOptions(t *testing.T, dir string, s *scenario.Scenario, log io.Writer) Options {
+	return Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"), Rig: testbin.Rig(t),
+		StateDir: filepath.Join(dir, "state"), FS: hostfs.Default(), Log: log}
+}
+
+// runYAML runs the scenario src (written to dir/name) with runOptions
+// and returns the run, its log and its error.
+func runYAML(t *testing.T, dir, name, src string) (*Result, string, error) {
+	t.Helper()
+	s := loadYAML(t, dir, name, src)
+	var log bytes.Buffer
+	res, err := Run(context.Background(), runOptions(t, dir, s, &log))
+	return res, log.String(), err
+}
+
 // TestRunThreeArms runs a 3-arm, 2-round scenario on the emulated topology
 // and checks the run directory, the rotation, that stress-ng is gone and
 // that no host change is left behind.
@@ -55,12 +87,7 @@ func TestRunThreeArms(t *testing.T) {
 	testbin.Integration(t)
 	testbin.StressNG(t)
 	dir := t.TempDir()
-	path := filepath.Join(dir, "itest.yaml")
-	os.WriteFile(path, []byte(threeArms), 0o644)
-	s, err := scenario.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := loadYAML(t, dir, "itest.yaml", threeArms)
 	fs := hostfs.Default()
 	local, err := facts.Read(fs)
 	if err != nil {
@@ -81,8 +108,7 @@ func TestRunThreeArms(t *testing.T) {
 	labsBefore := runLabs()
 	var log bytes.Buffer
 	state := filepath.Join(dir, "state")
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: testbin.Rig(t), StateDir: state, FS: fs, Log: &log})
+	res, err := Run(context.Background(), runOptions(t, dir, s, &log))
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}

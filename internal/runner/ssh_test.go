@@ -10,13 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -109,15 +107,10 @@ arms:
   - name: block
     responder: {cpu: 0, poll: block}
 `, topo.Sender.Netns, topo.Sender.Interface, sshAgent, topo.Responder.Interface, topo.Capture.Netns, topo.Capture.Interface)
-	path := filepath.Join(dir, "ssh.yaml")
-	os.WriteFile(path, []byte(yaml), 0o644)
-	s, err := scenario.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var log bytes.Buffer
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: rig, RemoteRig: rig, StateDir: state, FS: hostfs.Default(), Log: &log})
+	o := runOptions(t, dir, loadYAML(t, dir, "ssh.yaml", yaml), &log)
+	o.RemoteRig = rig
+	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("run over ssh: %v\n%s\nsshd: %s", err, log.String(), sshdLog.String())
 	}

@@ -1,15 +1,10 @@
 package runner
 
 import (
-	"bytes"
-	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
@@ -46,21 +41,7 @@ func TestRunStacks(t *testing.T) {
 	testbin.Integration(t)
 	t.Setenv(native.EnvDir, testbin.Native(t))
 	dir := t.TempDir()
-	run := func(src string) (*Result, string, error) {
-		path := filepath.Join(dir, "stacks.yaml")
-		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s, err := scenario.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var log bytes.Buffer
-		res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-			Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "state"), FS: hostfs.Default(), Log: &log})
-		return res, log.String(), err
-	}
-	res, log, err := run(stackArms)
+	res, log, err := runYAML(t, dir, "stacks.yaml", stackArms)
 	var list scenario.ErrorList
 	if !errors.As(err, &list) || !strings.Contains(err.Error(), "stacks.yaml:18:24: stack xlio is not on host responder") || !strings.Contains(err.Error(), "install NVIDIA XLIO") {
 		t.Fatalf("the xlio arm: %v, want it refused at its line with the install hint\n%s", err, log)
@@ -68,7 +49,7 @@ func TestRunStacks(t *testing.T) {
 	if res != nil && res.Dir != "" {
 		t.Errorf("a run directory for a refused scenario: %s", res.Dir)
 	}
-	res, log, err = run(stackArms[:strings.Index(stackArms, "  - name: xlio")])
+	res, log, err = runYAML(t, dir, "stacks.yaml", stackArms[:strings.Index(stackArms, "  - name: xlio")])
 	if err != nil || res == nil {
 		t.Fatalf("the kernel arm: %v\n%s", err, log)
 	}

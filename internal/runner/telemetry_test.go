@@ -1,17 +1,13 @@
 package runner
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/rundir"
-	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -24,9 +20,7 @@ import (
 func TestTelemetrySeesStressOnResponderCPU(t *testing.T) {
 	testbin.Integration(t)
 	testbin.StressNG(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "tel.yaml")
-	os.WriteFile(path, []byte(`name: tel
+	res, log, err := runYAML(t, t.TempDir(), "tel.yaml", `name: tel
 emulate: netns
 traffic: {group: 239.66.0.2:7601, interval: 1ms, count: 1500}
 timestamps: software
@@ -37,16 +31,9 @@ arms:
   - name: stressed
     responder: {cpu: 1, poll: busy}
     load: {stress-ng: --cpu 1 --cpu-method fft, cpus: 1}
-`), 0o644)
-	s, err := scenario.Load(path)
+`)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: testbin.Rig(t), StateDir: filepath.Join(dir, "state"), FS: hostfs.Default(), Log: &log})
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, log.String())
+		t.Fatalf("run: %v\n%s", err, log)
 	}
 	read := func(arm string) *rundir.TelemetryResult {
 		b, err := os.ReadFile(filepath.Join(rundir.RoundDir(res.Dir, arm, 0), rundir.Telemetry))

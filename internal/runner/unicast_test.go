@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -10,11 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/journal"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
-	"github.com/rig-project/rig/internal/scenario"
 	"github.com/rig-project/rig/internal/testbin"
 )
 
@@ -44,20 +40,9 @@ arms:
 func TestRunUnicastBesideMulticast(t *testing.T) {
 	testbin.Integration(t)
 	dir := t.TempDir()
-	path := filepath.Join(dir, "unicast.yaml")
-	if err := os.WriteFile(path, []byte(mixedRequests), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := scenario.Load(path)
+	res, log, err := runYAML(t, dir, "unicast.yaml", mixedRequests)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	state := filepath.Join(dir, "state")
-	res, err := Run(context.Background(), Options{Scenario: s, ResultsDir: filepath.Join(dir, "results"),
-		Rig: testbin.Rig(t), StateDir: state, FS: hostfs.Default(), Log: &log})
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, log.String())
+		t.Fatalf("run: %v\n%s", err, log)
 	}
 	m, err := rundir.ReadManifest(res.Dir)
 	if err != nil {
@@ -103,7 +88,7 @@ func TestRunUnicastBesideMulticast(t *testing.T) {
 	if n := strings.Count(string(tables), caption); n == 0 || n != tablesN {
 		t.Errorf("%d of %d tables carry %q:\n%s", n, tablesN, caption, tables)
 	}
-	if err := journal.CheckPending(state); err != nil {
+	if err := journal.CheckPending(filepath.Join(dir, "state")); err != nil {
 		t.Errorf("journal left open entries: %v", err)
 	}
 }

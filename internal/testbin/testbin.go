@@ -7,9 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
+
+// EnvRace holds the race runtime's options for the processes of a
+// race-built binary.
+const EnvRace = "GORACE"
 
 var (
 	once sync.Once
@@ -20,9 +25,15 @@ var (
 
 // Rig returns the path of a freshly built rig binary (built with -race when
 // the test binary is). The binary lives until the test process exits.
+// Built with -race, its processes started from here on exit as a plain
+// rig does: without the race runtime's second of grace at exit
+// (GORACE atexit_sleep_ms), which every round paid per process.
 func Rig(t testing.TB) string {
 	t.Helper()
 	once.Do(func() {
+		if o := os.Getenv(EnvRace); raceEnabled && !strings.Contains(o, "atexit_sleep_ms") {
+			os.Setenv(EnvRace, strings.TrimSpace(o+" atexit_sleep_ms=0"))
+		}
 		dir, e := os.MkdirTemp("", "rig-testbin-")
 		if e != nil {
 			err = e

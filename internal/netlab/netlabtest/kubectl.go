@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/testbin"
 )
 
 // Pod is a pod as the kubectl test double emulates it: a network namespace
@@ -194,13 +195,14 @@ func privs(caps []string) string {
 // directory first, a state directory of its own (a pod's filesystem is
 // its own), the variables the kubelet sets in every container, and, as
 // the manifests' downward API gives them, the container's requests and
-// limits (PodResources; none: nil).
+// limits (PodResources; none: nil). The race runtime's options are the
+// test's, as testbin.Rig set them for its rig.
 func PodEnv(name, rigDir, stateDir string, res ...string) []string {
 	return append([]string{
 		"PATH=" + rigDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOSTNAME=" + name, "HOME=/root",
 		"KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443",
-		"RIG_STATE_DIR=" + stateDir,
+		"RIG_STATE_DIR=" + stateDir, testbin.EnvRace + "=" + os.Getenv(testbin.EnvRace),
 	}, res...)
 }
 

@@ -261,13 +261,7 @@ static void file_tx(const struct txst *t)
 	uint32_t key;
 	if (!tx_key(t, &key) || key >= c.capacity)
 		return;
-	struct rec *r = &recs[key];
-	if ((int)t->kind == sw_kind && t->sw)
-		r->t[REP_TX_SW] = t->sw;
-	if (t->kind == SCM_TSTAMP_SND && t->hw) {
-		r->t[REP_TX_HW] = t->hw;
-		hw_tx_seen = 1;
-	}
+	tx_file(t, &recs[key].t[REP_TX_SW], &recs[key].t[REP_TX_HW]);
 }
 
 /* ---- one operation of each kind, on the socket or through the ring ---- */

@@ -208,12 +208,7 @@ static void file_tx(const struct txst *t)
 	if (!tx_key(t, &key) || key >= c.count)
 		return;
 	struct srec *r = &recs[key];
-	if ((int)t->kind == sw_kind && t->sw)
-		r->t[S_TX_SW] = t->sw;
-	if (t->kind == SCM_TSTAMP_SND && t->hw) {
-		r->t[S_TX_HW] = t->hw;
-		hw_tx_seen = 1;
-	}
+	tx_file(t, &r->t[S_TX_SW], &r->t[S_TX_HW]);
 	if (now_ns(CLOCK_REALTIME) - r->t[S_DUE] > sk.tx_wait_ns)
 		cnt[SH_TX_LATE]++;
 }

@@ -333,6 +333,16 @@ int tx_key(const struct txst *t, uint32_t *key)
 	return 1;
 }
 
+void tx_file(const struct txst *t, int64_t *sw, int64_t *hw)
+{
+	if ((int)t->kind == sw_kind && t->sw)
+		*sw = t->sw;
+	if (t->kind == SCM_TSTAMP_SND && t->hw) {
+		*hw = t->hw;
+		hw_tx_seen = 1;
+	}
+}
+
 /* The hardware-stamp proof, as far as the loop needs it (rig replays
  * tstamp.HWProof over the records for the file): after --hw-window
  * packets of a direction without one hardware stamp (TX: the first sent

@@ -70,5 +70,8 @@ int tx_stamp(const uint8_t *b, size_t len, struct txst *t);
  * 0 or an errno. tx_key maps a stamp's key back (0: older than kept). */
 int send_keyed(struct msghdr *m, uint32_t key);
 int tx_key(const struct txst *t, uint32_t *key);
+/* tx_file stores t in a record's TX slots (the kind the loop wants for
+ * software, SND for hardware) and notes a hardware one for the proof. */
+void tx_file(const struct txst *t, int64_t *sw, int64_t *hw);
 
 #endif

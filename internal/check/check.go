@@ -12,6 +12,7 @@
 package check
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -373,9 +374,15 @@ func (x *runner) cpuOnline() {
 }
 
 func (x *runner) cpuAllowed() {
-	allowed, err := hostinfo.ProcessCPUsAllowed(x.fs, "self")
+	threads, err := hostinfo.ThreadCPUsAllowed(x.fs, "self")
 	if err != nil {
 		x.cannot("cpu.allowed", Fail, "", "cannot read Cpus_allowed_list of rig: %v", err)
+		return
+	}
+	allowed, _ := hostinfo.ProcessCPUsAllowed(x.fs, "self")
+	if out := x.outsideCpuset(threads); out != "" && slices.Contains(allowed, x.r.CPU) {
+		x.add("cpu.allowed", Warn, "restart rig inside its container (every new thread starts in its process's cgroup), and find what writes thread IDs into another cgroup's tasks file",
+			"rig may run on CPU %d (allowed: %s), but %s outside its cgroup's cpuset %s: another process moved them (a cgroup v1 tasks file takes single threads), and what rig starts from them runs outside the container's CPUs", x.r.CPU, list(allowed), out, list(x.cg.CPUSet))
 		return
 	}
 	if slices.Contains(allowed, x.r.CPU) {
@@ -384,6 +391,25 @@ func (x *runner) cpuAllowed() {
 	}
 	x.add("cpu.allowed", Fail, fmt.Sprintf("use a CPU in %s, or run rig outside this cpuset (taskset/cgroup/pod spec)", list(allowed)),
 		"CPU %d is outside the CPUs rig may use (%s): the responder cannot be pinned there", x.r.CPU, list(allowed))
+}
+
+// outsideCpuset names rig's threads that may run on a CPU outside its
+// cgroup's cpuset ("" when none, or when the cpuset is not known): the
+// union of Cpus_allowed_list would hide them behind the process's list.
+func (x *runner) outsideCpuset(threads []hostinfo.TaskCPUs) string {
+	if x.cgErr != nil || len(x.cg.CPUSet) == 0 {
+		return ""
+	}
+	var out []string
+	for _, t := range threads {
+		if slices.ContainsFunc(t.CPUs, func(c int) bool { return !slices.Contains(x.cg.CPUSet, c) }) {
+			out = append(out, fmt.Sprintf("thread %s (allowed: %s)", cmp.Or(t.TID, "self"), list(t.CPUs)))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return strings.Join(out, ", ") + " may run"
 }
 
 func (x *runner) isolcpus() {

@@ -284,6 +284,23 @@ func TestRealVMTree(t *testing.T) {
 	}
 }
 
+// A thread of rig outside its pod's cpuset (another process wrote its ID
+// into a cgroup v1 tasks file) is named, not hidden in the union of the
+// threads' lists; threads that pinned themselves inside it are fine.
+func TestThreadOutsideCpuset(t *testing.T) {
+	h := copyTree(t, "k8spod") // cpuset 2-3
+	write(t, h, "/proc/self/task/10/status", "Cpus_allowed_list:\t2\n")
+	write(t, h, "/proc/self/task/11/status", "Cpus_allowed_list:\t2-3\n")
+	if a := run(t, h, Options{CPU: 2, Getenv: pod(guaranteed2)}).Get("cpu.allowed"); a.Severity != OK {
+		t.Fatalf("threads inside the cpuset: %+v", a)
+	}
+	write(t, h, "/proc/self/task/12/status", "Cpus_allowed_list:\t0-3\n")
+	a := run(t, h, Options{CPU: 2, Getenv: pod(guaranteed2)}).Get("cpu.allowed")
+	if a.Severity != Warn || !strings.Contains(a.Observed, "(allowed: 0-3), but thread 12 (allowed: 0-3) may run outside its cgroup's cpuset 2-3") || a.Fix == "" {
+		t.Fatalf("a thread outside the cpuset: %+v", a)
+	}
+}
+
 func TestKubernetesPod(t *testing.T) {
 	r := run(t, fx("k8spod"), Options{CPU: 2, Getenv: pod(guaranteed2)})
 	expect(t, r, map[string]Severity{"cgroup.cpu_max": Fail, "cgroup.throttled": Warn, "cgroup.cpuset": OK, "cgroup.whole_cores": Warn, "cpu.allowed": OK})

@@ -163,27 +163,43 @@ func CPUsAllowed(fs hostfs.FS, task string) ([]int, error) {
 	return l, nil
 }
 
-// ProcessCPUsAllowed is what a process may run on: the union of its
-// threads' Cpus_allowed_list (pid "self" or a number). A thread that pinned
-// itself narrows only its own list, and a Go process's main thread can stay
-// pinned after the goroutine that pinned it ended; the process's cpuset
-// (taskset, a container's cgroup) bounds them all. Without a task
-// directory (a fake tree) it is CPUsAllowed of the process.
-func ProcessCPUsAllowed(fs hostfs.FS, pid string) ([]int, error) {
-	tasks, err := fs.ReadDir("/proc/" + pid + "/task")
-	if err != nil || len(tasks) == 0 {
-		return CPUsAllowed(fs, pid)
-	}
-	var all []int
+// TaskCPUs is a thread's Cpus_allowed_list.
+type TaskCPUs struct {
+	TID  string // "" for the process's own line (no task directory)
+	CPUs []int
+}
+
+// ThreadCPUsAllowed reads the Cpus_allowed_list of each thread of a
+// process (pid "self" or a number), skipping threads that exit meanwhile.
+// Without a task directory (a fake tree) it is the process's own list.
+func ThreadCPUsAllowed(fs hostfs.FS, pid string) ([]TaskCPUs, error) {
+	tasks, _ := fs.ReadDir("/proc/" + pid + "/task")
+	var all []TaskCPUs
 	for _, t := range tasks {
-		l, err := CPUsAllowed(fs, pid+"/task/"+t.Name())
-		if err != nil {
-			continue // the thread exited
+		if l, err := CPUsAllowed(fs, pid+"/task/"+t.Name()); err == nil {
+			all = append(all, TaskCPUs{t.Name(), l})
 		}
-		all = append(all, l...)
 	}
 	if len(all) == 0 {
-		return CPUsAllowed(fs, pid)
+		l, err := CPUsAllowed(fs, pid)
+		return []TaskCPUs{{CPUs: l}}, err
+	}
+	return all, nil
+}
+
+// ProcessCPUsAllowed is what a process may run on: the union of its
+// threads' Cpus_allowed_list (ThreadCPUsAllowed). A thread that pinned
+// itself narrows only its own list, and a Go process's main thread can stay
+// pinned after the goroutine that pinned it ended; the process's cpuset
+// (taskset, a container's cgroup) bounds them all.
+func ProcessCPUsAllowed(fs hostfs.FS, pid string) ([]int, error) {
+	ts, err := ThreadCPUsAllowed(fs, pid)
+	if err != nil {
+		return nil, err
+	}
+	var all []int
+	for _, t := range ts {
+		all = append(all, t.CPUs...)
 	}
 	sort.Ints(all)
 	return slices.Compact(all), nil

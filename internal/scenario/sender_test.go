@@ -122,7 +122,7 @@ arms:
 		snd.SendNative = c.snd
 		err := Validate(s, factsOf(map[string]hostOf{"snd": snd, "rsp": smallHost()}))
 		switch {
-		case c.err == "" && err != nil, c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "hint: or use engine: go for the sender")):
+		case c.err == "" && err != nil, c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "hint: give host snd the native sender's program as said, or use engine: go for the sender")):
 			t.Errorf("sender's facts %v: %v, want %q", c.snd, err, c.err)
 		case c.warn == "" && len(s.Warnings) > 0, c.warn != "" && !strings.Contains(s.Warnings.Error(), c.warn):
 			t.Errorf("sender's facts %v: warnings %v, want %q", c.snd, s.Warnings, c.warn)

@@ -695,7 +695,7 @@ func (v *validator) sendNative(i int, hf *hostFacts) {
 		v.c.warn(v.field(i, "sender.engine"), fmt.Sprintf("arm %s: cannot tell whether rig send --engine native starts on host %s (its agent does not report it: an older rig)", a.Name, hf.name),
 			"rig send refuses the round if its program is missing; install this rig's version on the host so its agent reports it")
 	case *why != "":
-		v.c.valOnce(v.field(i, "sender.engine"), fmt.Sprintf("engine native for the sender, and on host %s %s", hf.name, *why), "or use engine: go for the sender")
+		v.c.valOnce(v.field(i, "sender.engine"), fmt.Sprintf("engine native for the sender, and on host %s %s", hf.name, *why), fmt.Sprintf("give host %s the native sender's program as said, or use engine: go for the sender", hf.name))
 	}
 }
 

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,7 +35,7 @@ func (r *Report) comparedTables() []table {
 	m := r.Headline
 	arms := table{Title: "Arms",
 		Caption: fmt.Sprintf("From the sample headers of every readable round (a value that changed between rounds shows each, a | b). %s source: the one clock the metric's stamps come from; n: its samples after warm-up W=%d over the rounds used.", m, r.Rules.Warmup),
-		Head:    []string{"arm", "rounds used", "responder CPU", "responder poll, sched", "sender CPU", m + " source", "clock", "n"}}
+		Head:    []string{"arm", "rounds used", "responder CPU", "responder engine, poll, sched", "sender engine, poll, CPU", m + " source", "clock", "n"}}
 	hw := s.TimestampsRequested != "" && s.TimestampsRequested != "software"
 	if hw {
 		arms.Head = append(arms.Head, "hardware stamps (sender; responder; capture)")
@@ -49,7 +50,7 @@ func (r *Report) comparedTables() []table {
 		if a.Source != "" {
 			n = strconv.Itoa(a.N)
 		}
-		row := []string{a.Name, used, orDash(rsp.CPU), orDash(strings.Trim(rsp.Poll+", "+rsp.Sched, ", ")), orDash(snd.CPU), src, orDash(a.Clock), n}
+		row := []string{a.Name, used, orDash(rsp.CPU), orDash(joinSet(rsp.Engine, rsp.Poll, rsp.Sched)), orDash(joinSet(snd.Engine, snd.Poll, snd.CPU)), src, orDash(a.Clock), n}
 		if hw {
 			var st []string
 			for _, role := range roleOrder {
@@ -102,6 +103,12 @@ func (r *Report) comparedTables() []table {
 		hosts.Caption = "No hosts: the run has no manifest.json, or its manifest lists none. Timestamps requested: " + ts + "."
 	}
 	return []table{arms, hosts}
+}
+
+// joinSet joins the values a header gave, "a, b", leaving out the ones
+// it did not.
+func joinSet(v ...string) string {
+	return strings.Join(slices.DeleteFunc(v, func(s string) bool { return s == "" }), ", ")
 }
 
 // verdictRule is the one-line reminder under the verdicts.

@@ -675,14 +675,35 @@ func requestsCaption(r *Report) string {
 		}
 	}
 	if len(per) == 0 {
-		return stacksCaption(r)
+		return stacksCaption(r) + enginesCaption(r)
 	}
 	if len(distinct) == 1 && len(per) == ran {
 		for s := range distinct {
-			return " Requests: " + s + "." + stacksCaption(r)
+			return " Requests: " + s + "." + stacksCaption(r) + enginesCaption(r)
 		}
 	}
-	return " Requests: " + strings.Join(per, "; ") + "." + stacksCaption(r)
+	return " Requests: " + strings.Join(per, "; ") + "." + stacksCaption(r) + enginesCaption(r)
+}
+
+// enginesCaption names each arm's sender and responder engines, from its
+// sample headers, when one arm ran another than the Go engine on either
+// end ("" otherwise).
+func enginesCaption(r *Report) string {
+	var per []string
+	other := false
+	for _, a := range r.Summary.Arms {
+		snd, rsp := a.Roles[string(samples.RoleSender)].Engine, a.Roles[string(samples.RoleResponder)].Engine
+		if snd != "" || rsp != "" {
+			per = append(per, fmt.Sprintf("arm %s: %s/%s", a.Name, orDash(snd), orDash(rsp)))
+			for _, e := range []string{snd, rsp} {
+				other = other || (e != "" && e != probe.EngineGo.String())
+			}
+		}
+	}
+	if !other {
+		return ""
+	}
+	return " Engines (sender/responder): " + strings.Join(per, "; ") + "."
 }
 
 // stacksCaption names each arm's responder socket stack, from its sample

@@ -71,3 +71,38 @@ func TestStacksCaption(t *testing.T) {
 		t.Errorf("RTT caption lacks the stacks: %q", tb.Caption)
 	}
 }
+
+// Every caption names each arm's sender and responder engines, from the
+// sample headers (the Go probes write none), once an arm ran another than
+// the Go engine on either end; Go-only runs say nothing.
+func TestEnginesCaption(t *testing.T) {
+	r := &Report{Arms: []*ArmReport{{Name: "go"}, {Name: "native"}}}
+	build := func(engines ...map[string]any) {
+		facts := map[string]*armFacts{}
+		for i, snd := range engines {
+			f := &armFacts{}
+			f.add(&samples.Joined{Headers: map[samples.Role]samples.Header{samples.RoleSender: {Settings: snd},
+				samples.RoleResponder: {Settings: map[string]any{"engine": "native"}}, samples.RoleCapture: {}}})
+			facts[r.Arms[i].Name] = f
+		}
+		(&analyzer{in: &Input{}, rep: r}).buildSummary(facts)
+	}
+	build(map[string]any{}, map[string]any{"engine": "native"})
+	want := " Engines (sender/responder): arm go: go/native; arm native: native/native."
+	if c := requestsCaption(r); c != want {
+		t.Errorf("caption %q, want %q", c, want)
+	}
+	if tb := metricTable(r, RTT); !strings.HasSuffix(tb.Caption, want) {
+		t.Errorf("RTT caption lacks the engines: %q", tb.Caption)
+	}
+	if e := r.Summary.Arms[0].Roles["capture"].Engine; e != "" {
+		t.Errorf("the capture's engine: %q", e)
+	}
+	r = &Report{Arms: []*ArmReport{{Name: "go"}}}
+	f := &armFacts{}
+	f.add(&samples.Joined{Headers: map[samples.Role]samples.Header{samples.RoleSender: {}, samples.RoleResponder: {}}})
+	(&analyzer{in: &Input{}, rep: r}).buildSummary(map[string]*armFacts{"go": f})
+	if c := requestsCaption(r); c != "" {
+		t.Errorf("Go only: %q", c)
+	}
+}

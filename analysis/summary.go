@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 )
 
@@ -51,7 +52,8 @@ type RoleFacts struct {
 	Poll           string `json:"poll,omitempty"`
 	Sched          string `json:"sched,omitempty"`
 	HardwareStamps string `json:"hardware_stamps,omitempty"`
-	Stack          string `json:"stack,omitempty"` // the responder's socket stack
+	Stack          string `json:"stack,omitempty"`  // the responder's socket stack
+	Engine         string `json:"engine,omitempty"` // the sender's or responder's loop: go, native, xdp...
 }
 
 // ArmVerdict is one arm in one sentence.
@@ -105,6 +107,7 @@ func (f *armFacts) add(j *samples.Joined) {
 		put("sched", setting(h.Settings["sched"]))
 		put("hardware_stamps", setting(h.Settings["hardware_stamps"]))
 		put("stack", setting(h.Settings["stack"]))
+		put("engine", engineSetting(role, h.Settings["engine"]))
 	}
 }
 
@@ -112,7 +115,7 @@ func (f *armFacts) roles() map[string]RoleFacts {
 	out := map[string]RoleFacts{}
 	for role, m := range f.seen {
 		v := func(k string) string { return strings.Join(m[k], " | ") }
-		out[string(role)] = RoleFacts{Host: v("host"), Iface: v("iface"), CPU: v("cpu"), Poll: v("poll"), Sched: v("sched"), HardwareStamps: v("hardware_stamps"), Stack: v("stack")}
+		out[string(role)] = RoleFacts{Host: v("host"), Iface: v("iface"), CPU: v("cpu"), Poll: v("poll"), Sched: v("sched"), HardwareStamps: v("hardware_stamps"), Stack: v("stack"), Engine: v("engine")}
 	}
 	return out
 }
@@ -123,6 +126,15 @@ func setting(v any) string {
 		return ""
 	}
 	return fmt.Sprint(v)
+}
+
+// engineSetting renders a sender's or responder's "engine": rig's Go
+// probes write none, the native and reflector engines name themselves.
+func engineSetting(role samples.Role, v any) string {
+	if v == nil && (role == samples.RoleSender || role == samples.RoleResponder) {
+		return probe.EngineGo.String()
+	}
+	return setting(v)
 }
 
 // cpuSetting renders the "cpu" setting: a CPU number, or −1 for a thread

@@ -43,7 +43,7 @@ func TestSummaryCompared(t *testing.T) {
 	var md strings.Builder
 	writeSummaryMD(&md, rep)
 	for _, want := range []string{
-		"| base | 3 of 3 | 2 | busy, other | not pinned | capture sw | CLOCK_REALTIME | 591 |",
+		"| base | 3 of 3 | 2 | go, busy, other | go, block, not pinned | capture sw | CLOCK_REALTIME | 591 |",
 		"| responder (responder; ip netns exec) | vm, 6.18.44-fc-v1147 | Intel(R) Xeon(R) Processor @ 2.60GHz | online 0-1; isolated —; nohz_full —; no SMT | tsc | rig-rsp0 veth 10000 Mb/s, no PHC |",
 		"Timestamps requested: software.",
 		noProblems,

@@ -13,6 +13,7 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/probe"
+	"github.com/rig-project/rig/sender"
 )
 
 // readStacks looks for each stack of probe.StackTable as rig respond
@@ -27,6 +28,16 @@ func readStacks() map[probe.StackName]string {
 		}
 	}
 	return m
+}
+
+// readSendNative asks what rig send --engine native asks first
+// (sender.FindEngine): is its program beside this rig.
+func readSendNative() *string {
+	why := ""
+	if _, err := sender.FindEngine(probe.Send{Engine: probe.EngineNative}); err != nil {
+		why = err.Error()
+	}
+	return &why
 }
 
 // IOUringDisabled is the sysctl that turns io_uring off (Linux 6.6+).

@@ -90,7 +90,7 @@ func Read(fs hostfs.FS) (*Facts, error) {
 	if f.StressNG, err = hasStressNG(); err != nil {
 		return nil, err
 	}
-	f.Stacks, f.IOUring = readStacks(), readIOUring(fs)
+	f.Stacks, f.IOUring, f.SendNative = readStacks(), readIOUring(fs), readSendNative()
 	pf, err := power.ReadFacts(context.Background(), fs, power.HostTuned(fs))
 	if err != nil {
 		return nil, fmt.Errorf("power facts: %w", err)

@@ -489,6 +489,12 @@ func (r *run) spec(arm scenario.Arm, n int) (round.Spec, error) {
 	if arm.Request == scenario.RequestUnicast {
 		c.Group, c.Unicast = netip.AddrPort{}, s.RequestTo(arm, r.to)
 	}
+	if v := arm.Effective.Sender.Engine; v != nil {
+		c.Engine = *v
+	}
+	if v := arm.Effective.Sender.Poll; v != nil {
+		c.Poll = *v
+	}
 	spec := round.Spec{Dir: rundir.RoundDir(r.dir, arm.Name, n), Send: c, SendOn: r.hs.sender.Agent, Telemetry: true}
 	if h := r.hs.capture; h != nil {
 		cc := probe.DefaultCapture()

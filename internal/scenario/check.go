@@ -43,6 +43,17 @@ func (c *checker) warn(path, reason, hint string) {
 	}
 }
 
+// field is where arm's knob sub is written: in the arm, else in
+// defaults, else the arm itself.
+func (c *checker) field(arm, sub string) string {
+	for _, p := range []string{arm + "." + sub, "defaults." + sub} {
+		if c.x.has(p) {
+			return p
+		}
+	}
+	return arm
+}
+
 func (c *checker) val(path, reason, hint string) { c.add(c.x.valErr(path, reason, hint)) }
 func (c *checker) key(path, reason, hint string) { c.add(c.x.keyErr(path, reason, hint)) }
 
@@ -149,6 +160,10 @@ func (c *checker) scenario(r *rawScenario) *Scenario {
 		a.Request = c.armRequest(p, ra.Request, s.Traffic.Request)
 		a.Effective = merge(s.Defaults, a.Knobs)
 		a.PerResponder = c.perResponder(p, ra.Knobs.Responders, s.Responders)
+		if e := a.Effective.Sender.Engine; e != nil && *e == probe.EngineNative && len(s.Responders) > 1 {
+			c.valOnce(c.field(p, "sender.engine"), fmt.Sprintf("engine native for the sender, and %d responders answer each request: the native sender files one responder's replies", len(s.Responders)),
+				"use engine: go for the sender of a fan-out (or one responder)")
+		}
 		if len(s.Responders) > 1 {
 			for _, h := range s.Responders {
 				c.effective(p, s.KnobsFor(a, h))
@@ -390,6 +405,9 @@ func (c *checker) perResponder(p string, m map[string]*rawKnobs, responders []st
 		}
 		if rk.Responders != nil {
 			c.key(kp+".responders", "responders: inside responders:", "the knobs under responders."+n+" act on "+n+" alone; write them there directly")
+		}
+		if rk.Sender != nil {
+			c.key(kp+".sender", "sender: under responders: the one sender's engine is not a responder's", "write sender: in the arm or in defaults")
 		}
 		out[n] = c.knobs(kp, rk)
 	}

@@ -45,6 +45,9 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 		}
 		k.Responder.Stack = c.stack(rp, rr)
 	}
+	if rs := r.Sender; rs != nil {
+		k.Sender = c.sender(p+".sender", rs)
+	}
 	if r.IRQ != nil {
 		ip := p + ".irq"
 		q := &IRQ{}
@@ -405,6 +408,34 @@ func (c *checker) stack(rp string, rr *rawResponder) *probe.Stack {
 	return &probe.Stack{Name: n, Env: strings.Join(rr.StackEnv, ",")}
 }
 
+// sender reads sender.engine and sender.poll: rig send's --engine and
+// --poll, with their parsers.
+func (c *checker) sender(sp string, rs *rawSender) Sender {
+	var out Sender
+	if *rs == (rawSender{}) {
+		c.key(sp, "sender sets nothing", "set engine: native (or go) and/or poll: busy (or block), or delete it")
+	}
+	if rs.Engine != nil {
+		switch e, err := probe.ParseEngine(*rs.Engine); {
+		case err != nil:
+			c.val(sp+".engine", err.Error(), "use go or native")
+		case e.Reflector():
+			c.val(sp+".engine", fmt.Sprintf("engine %s answers requests, it does not send them", e), "use go or native for the sender; "+e.String()+" is a responder's engine (responder: {engine: "+e.String()+"})")
+		default:
+			out.Engine = &e
+		}
+	}
+	if rs.Poll != nil {
+		var m probe.PollMode
+		if err := m.UnmarshalText([]byte(*rs.Poll)); err != nil {
+			c.val(sp+".poll", fmt.Sprintf("sender poll %q: the sender's one thread waits for replies by block or busy, with either engine", *rs.Poll), "use block (sleeps in ppoll) or busy (polls without blocking, one CPU at 100 %); busy-poll, epoll and io-uring are the responder's (responder: {poll: ...})")
+		} else {
+			out.Poll = &m
+		}
+	}
+	return out
+}
+
 // merge applies an arm over the defaults. Scalars and NIC fields merge
 // field by field; irq, cstate, load, smt-sibling and smt are replaced
 // whole because their fields only make sense together; requires is the
@@ -419,6 +450,8 @@ func merge(d, a Knobs) Knobs {
 	over(&e.Responder.Poll, a.Responder.Poll)
 	over(&e.Responder.Engine, a.Responder.Engine)
 	over(&e.Responder.Stack, a.Responder.Stack)
+	over(&e.Sender.Engine, a.Sender.Engine)
+	over(&e.Sender.Poll, a.Sender.Poll)
 	over(&e.IRQ, a.IRQ)
 	ec, ac := &e.NIC.Coalesce, a.NIC.Coalesce
 	over(&ec.RxUsecs, ac.RxUsecs)

@@ -60,6 +60,7 @@ type rawTraffic struct {
 
 type rawKnobs struct {
 	Responder  *rawResponder `yaml:"responder"`
+	Sender     *rawSender    `yaml:"sender"`
 	IRQ        *rawIRQ       `yaml:"irq"`
 	NIC        *rawNIC       `yaml:"nic"`
 	CState     *rawCState    `yaml:"cstate"`
@@ -89,6 +90,11 @@ type rawResponder struct {
 	Engine   *string  `yaml:"engine"`
 	Stack    *string  `yaml:"stack"`
 	StackEnv []string `yaml:"stack-env"` // NAME=VALUE
+}
+
+type rawSender struct {
+	Engine *string `yaml:"engine"`
+	Poll   *string `yaml:"poll"`
 }
 
 type rawNoise struct {

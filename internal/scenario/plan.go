@@ -189,6 +189,9 @@ func WriteDryRun(w io.Writer, s *Scenario, p Plan, o DryRunOptions) error {
 		if perArm {
 			ew.printf("    requests: %s\n", s.RequestsText(a, s.RequestAddr))
 		}
+		if l := senderText(a); l != "" {
+			ew.printf("    %s\n", l)
+		}
 		lines := describe(a, iface, o.Local)
 		if s.Fanout() {
 			lines = nil
@@ -238,6 +241,27 @@ func (s *Scenario) ifaceOf(name string) string {
 		}
 	}
 	return "IFACE"
+}
+
+// senderText is the line of an arm that sets the sender's engine or poll
+// ("" when rig send's defaults run it).
+func senderText(a Arm) string {
+	e := a.Effective.Sender
+	var parts []string
+	if e.Engine != nil {
+		parts = append(parts, "engine "+e.Engine.String())
+	}
+	if e.Poll != nil {
+		parts = append(parts, "poll "+e.Poll.String())
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	from := ""
+	if a.Knobs.Sender == (Sender{}) {
+		from = "  [defaults]"
+	}
+	return "sender process: " + strings.Join(parts, ", ") + from
 }
 
 // describe lists what an arm sets, one line per knob, with the current

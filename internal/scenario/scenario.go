@@ -246,13 +246,15 @@ type Arm struct {
 	Notes []string
 }
 
-// Knobs are the settings an arm applies on the responder host. A nil
-// pointer or slice means "leave the host as it is".
+// Knobs are the settings an arm applies on the responder host, and the
+// sender's engine. A nil pointer or slice means "leave the host as it is"
+// (rig send's default for the sender).
 //
 // The JSON names (manifest.json's knobs, the agent's apply operation) are
 // snake_case like every other key rig writes.
 type Knobs struct {
 	Responder  Responder       `json:"responder"`
+	Sender     Sender          `json:"sender"`
 	IRQ        *IRQ            `json:"irq"`
 	NIC        NIC             `json:"nic"`
 	CState     *CState         `json:"cstate"`
@@ -274,6 +276,13 @@ type Responder struct {
 	Poll     *probe.Poll     `json:"poll"`   // how the responder waits for a request
 	Engine   *probe.Engine   `json:"engine"` // rig respond --engine
 	Stack    *probe.Stack    `json:"stack"`  // rig respond --stack (and --stack-env)
+}
+
+// Sender says how the sender runs its loop: rig send --engine and --poll
+// (its CPU is host option cpu).
+type Sender struct {
+	Engine *probe.Engine   `json:"engine"`
+	Poll   *probe.PollMode `json:"poll"`
 }
 
 // Quietest is responder.cpu: quietest — the responder host's agent ranks

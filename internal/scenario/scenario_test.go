@@ -101,6 +101,7 @@ type StaticFacts struct {
 	Stacks     map[probe.StackName]string // nil: not reported
 	IOUring    *facts.IOUring
 	NAPI       map[string]facts.NAPIKnobs
+	SendNative *string // nil: not reported
 }
 
 // hostOf is what tests hand to factsFor: a *StaticFacts or a *facts.Facts.
@@ -145,7 +146,7 @@ func (sf *StaticFacts) facts() *facts.Facts {
 	if sf.PowerFacts != nil {
 		f.Power = sf.PowerFacts
 	}
-	f.Stacks, f.IOUring, f.NAPI = sf.Stacks, sf.IOUring, sf.NAPI
+	f.Stacks, f.IOUring, f.NAPI, f.SendNative = sf.Stacks, sf.IOUring, sf.NAPI, sf.SendNative
 	return f
 }
 
@@ -586,6 +587,7 @@ func FuzzLoad(f *testing.F) {
 		}
 	}
 	f.Add([]byte("a: &x [1]\nb: *x\n<<: {c: 1}\n"))
+	f.Add([]byte("name: t\nemulate: netns\ntraffic: {group: \"239.1.1.1:5000\"}\nresponders: 2\ndefaults: {sender: {engine: native, poll: busy}}\narms: [{name: a, sender: {engine: xdp}}]\n"))
 	facts := smallHost()
 	f.Fuzz(func(t *testing.T, src []byte) {
 		s, err := Parse("fuzz.yaml", src)
@@ -660,7 +662,7 @@ func TestFormatDoc(t *testing.T) {
 		t.Errorf("README.md example: %d hosts, %d arms: not the example this test knows", len(s.Hosts), len(s.Arms))
 	}
 	for _, path := range []string{"", "hosts.x", "traffic", "arms[0]", "arms[0].responder", "arms[0].irq", "arms[0].nic",
-		"arms[0].nic.coalesce", "arms[0].nic.ring", "arms[0].cstate", "arms[0].load", "arms[0].smt-sibling", "arms[0].power", "arms[0].noise", "capture"} {
+		"arms[0].nic.coalesce", "arms[0].nic.ring", "arms[0].cstate", "arms[0].load", "arms[0].smt-sibling", "arms[0].power", "arms[0].noise", "arms[0].sender", "capture"} {
 		keys := knownKeys(path)
 		if len(keys) == 0 {
 			t.Errorf("no keys known under %q", path)

@@ -134,6 +134,11 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 			}
 		}
 	}
+	if snd := s.HostWith(RoleSender); snd != nil && hosts[snd.Name] != nil {
+		for i := range s.Arms {
+			v.sendNative(i, hosts[snd.Name])
+		}
+	}
 	rsp := s.HostWith(RoleResponder)
 	if rsp == nil {
 		return nil
@@ -242,13 +247,7 @@ func (v *validator) run(byHost map[string]*facts.Facts) error {
 // field returns where a knob of an arm is written: in the arm, or else in
 // defaults.
 func (v *validator) field(i int, sub string) string {
-	if p := fmt.Sprintf("arms[%d].%s", i, sub); v.s.pos.has(p) {
-		return p
-	}
-	if p := "defaults." + sub; v.s.pos.has(p) {
-		return p
-	}
-	return fmt.Sprintf("arms[%d]", i)
+	return v.c.field(fmt.Sprintf("arms[%d]", i), sub)
 }
 
 func (v *validator) cpus(path string, cpus []int, hf *hostFacts, what string) {
@@ -680,6 +679,23 @@ func (v *validator) native(i int, k Knobs, h Host, hf *hostFacts) {
 			v.c.warn(v.knobField(i, h.Name, "responder.poll"), fmt.Sprintf("arm %s: prefer-busy-poll on host %s: %s has napi_defer_hard_irqs %s and gro_flush_timeout %s ns, and the arm sets no nic napi-defer-hard-irqs and gro-flush-timeout above 0: the loop polls, but the kernel does not hold the interrupts off for it",
 				a.Name, hf.name, h.Iface, orUnset(host.DeferHardIRQs), orUnset(host.GROFlushTimeout)), napiHint)
 		}
+	}
+}
+
+// sendNative checks that arm i's native sender can start on the sender
+// host hf: without its program rig send refuses the round, after the
+// arm's knobs changed the responder hosts.
+func (v *validator) sendNative(i int, hf *hostFacts) {
+	a := v.s.Arms[i]
+	if e := a.Effective.Sender.Engine; e == nil || *e != probe.EngineNative {
+		return
+	}
+	switch why := hf.f.SendNative; {
+	case why == nil:
+		v.c.warn(v.field(i, "sender.engine"), fmt.Sprintf("arm %s: cannot tell whether rig send --engine native starts on host %s (its agent does not report it: an older rig)", a.Name, hf.name),
+			"rig send refuses the round if its program is missing; install this rig's version on the host so its agent reports it")
+	case *why != "":
+		v.c.valOnce(v.field(i, "sender.engine"), fmt.Sprintf("engine native for the sender, and on host %s %s", hf.name, *why), fmt.Sprintf("give host %s the native sender's program as said, or use engine: go for the sender", hf.name))
 	}
 }
 

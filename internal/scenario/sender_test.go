@@ -1,0 +1,131 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/rig-project/rig/internal/probe"
+)
+
+// TestSenderKnob: sender.engine and sender.poll are rig send's --engine
+// and --poll, merged defaults → arm field by field, in the manifest's
+// knobs as the text a scenario writes, and in the dry run per arm.
+func TestSenderKnob(t *testing.T) {
+	s := load(t, `name: t
+emulate: netns
+traffic: {group: "239.1.1.1:5000"}
+defaults:
+  sender: {engine: native}
+  responder: {engine: native}
+arms:
+  - name: native
+  - name: native-busy
+    sender: {poll: busy}
+  - name: go
+    sender: {engine: go, poll: block}
+`)
+	want := []struct {
+		engine probe.Engine
+		poll   *probe.PollMode
+		json   string
+	}{
+		{probe.EngineNative, nil, `"sender":{"engine":"native","poll":null}`},
+		{probe.EngineNative, ptrTo(probe.Busy), `"sender":{"engine":"native","poll":"busy"}`},
+		{probe.EngineGo, ptrTo(probe.Block), `"sender":{"engine":"go","poll":"block"}`},
+	}
+	for i, a := range s.Arms {
+		e := a.Effective.Sender
+		if e.Engine == nil || *e.Engine != want[i].engine || (e.Poll == nil) != (want[i].poll == nil) || (e.Poll != nil && *e.Poll != *want[i].poll) {
+			t.Errorf("arm %s: sender %+v", a.Name, e)
+		}
+		b, err := json.Marshal(a.Effective)
+		if err != nil || !strings.Contains(string(b), want[i].json) {
+			t.Errorf("arm %s: knobs JSON %s, %v", a.Name, b, err)
+		}
+		var back Knobs
+		if err := json.Unmarshal(b, &back); err != nil || *back.Sender.Engine != *e.Engine {
+			t.Errorf("arm %s: JSON back %+v, %v", a.Name, back.Sender, err)
+		}
+	}
+	var out bytes.Buffer
+	if err := WriteDryRun(&out, s, s.Plan(), DryRunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"  native (baseline)\n    sender process: engine native  [defaults]\n", "  native-busy\n    sender process: engine native, poll busy\n", "  go\n    sender process: engine go, poll block\n"} {
+		if !strings.Contains(out.String(), l) {
+			t.Errorf("dry run lacks %q:\n%s", l, out.String())
+		}
+	}
+}
+
+// TestSenderKnobRefused: what rig send refuses is refused at the line and
+// column where the scenario writes it, with the reason and the fix: a
+// responder's engine or poll for the sender, the native sender with more
+// than one responder (wherever its engine is written), and sender: where
+// it means nothing.
+func TestSenderKnobRefused(t *testing.T) {
+	const head = "name: t\nemulate: netns\ntraffic: {group: \"239.1.1.1:5000\"}\n"
+	for _, c := range []struct{ src, want, hint string }{
+		{head + "arms:\n  - name: a\n    sender: {engine: xdp}\n", "t.yaml:6:22: engine xdp answers requests, it does not send them", "use go or native for the sender"},
+		{head + "arms:\n  - name: a\n    sender: {engine: tc}\n", "t.yaml:6:22: engine tc answers requests", "responder: {engine: tc}"},
+		{head + "arms:\n  - name: a\n    sender: {engine: c}\n", `t.yaml:6:22: engine "c": want go, native`, "use go or native"},
+		{head + "arms:\n  - name: a\n    sender: {engine: native, poll: epoll}\n", `t.yaml:6:36: sender poll "epoll": the sender's one thread waits for replies by block or busy`, "use block"},
+		{head + "defaults:\n  sender: {poll: \"busy-poll:50\"}\narms:\n  - name: a\n", `t.yaml:5:18: sender poll "busy-poll:50"`, "responder: {poll: ...}"},
+		{head + "arms:\n  - name: a\n    sender: {}\n", "t.yaml:6:5: sender sets nothing", "set engine: native"},
+		{head + "responders: 2\ndefaults:\n  sender: {engine: native}\narms:\n  - name: a\n  - name: b\n", "t.yaml:6:20: engine native for the sender, and 2 responders answer each request: the native sender files one responder's replies", "use engine: go for the sender of a fan-out"},
+		{"name: t\nhosts:\n  a: {via: local, roles: [sender, responder], iface: eth1}\n  b: {via: ssh b, roles: [responder], iface: eth1}\ntraffic: {group: 239.1.1.1:5000}\narms:\n  - name: x\n    sender: {engine: native}\n",
+			"t.yaml:8:22: engine native for the sender, and 2 responders", "use engine: go"},
+		{head + "responders: 2\narms:\n  - name: x\n    responders: {responder1: {sender: {poll: busy}}}\n", "t.yaml:7:31: sender: under responders: the one sender's engine is not a responder's", "write sender: in the arm or in defaults"},
+	} {
+		_, err := Parse("t.yaml", []byte(c.src))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error()[strings.Index(err.Error(), c.want):], c.hint) {
+			t.Errorf("%s\ngot %v\nwant %q, hint %q", c.src, err, c.want, c.hint)
+		}
+	}
+	// The fan-out refusal is said once for the defaults all arms share.
+	_, err := Parse("t.yaml", []byte(head+"responders: 2\ndefaults:\n  sender: {engine: native}\narms:\n  - name: a\n  - name: b\n"))
+	if n := strings.Count(err.Error(), "engine native for the sender"); n != 1 {
+		t.Errorf("said %d times:\n%v", n, err)
+	}
+}
+
+// TestSenderNativeProgram: an arm's native sender needs rig-send-native
+// on the sender host; the host's facts say whether rig send finds it, and
+// a host without it refuses the scenario before anything changes, at the
+// engine's line with what is missing; a host that does not say warns.
+func TestSenderNativeProgram(t *testing.T) {
+	const src = `name: t
+hosts:
+  snd: {via: ssh snd, roles: [sender], iface: eth0}
+  rsp: {via: local, roles: [responder], iface: eth0}
+traffic: {group: "239.1.1.1:5000"}
+arms:
+  - name: go
+  - name: native
+    sender: {engine: native}
+`
+	missing := "the native program rig-send-native is missing (no executable /opt/rig/rig-send-native): build it with `make build`"
+	found := ""
+	for _, c := range []struct {
+		snd  *string
+		err  string
+		warn string
+	}{
+		{&missing, "t.yaml:9:22: engine native for the sender, and on host snd " + missing, ""},
+		{nil, "", "t.yaml:9:22: arm native: cannot tell whether rig send --engine native starts on host snd"},
+		{&found, "", ""},
+	} {
+		s := load(t, src)
+		snd := smallHost()
+		snd.SendNative = c.snd
+		err := Validate(s, factsOf(map[string]hostOf{"snd": snd, "rsp": smallHost()}))
+		switch {
+		case c.err == "" && err != nil, c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "hint: give host snd the native sender's program as said, or use engine: go for the sender")):
+			t.Errorf("sender's facts %v: %v, want %q", c.snd, err, c.err)
+		case c.warn == "" && len(s.Warnings) > 0, c.warn != "" && !strings.Contains(s.Warnings.Error(), c.warn):
+			t.Errorf("sender's facts %v: warnings %v, want %q", c.snd, s.Warnings, c.warn)
+		}
+	}
+}

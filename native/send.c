@@ -66,8 +66,8 @@ static struct {
 	uint32_t arm, round;
 	uint64_t run_id, count;
 	int64_t interval_ns, spin_ns, reply_timeout_ns;
-	int size, busy, rcvbuf, out_fd;
-} c = {.port = -1, .out_fd = -1};
+	int size, busy, rcvbuf, out_fd, live_fd;
+} c = {.port = -1, .out_fd = -1, .live_fd = -1};
 
 static volatile sig_atomic_t stop_signal;
 static struct srec *recs;
@@ -76,6 +76,10 @@ static int64_t last = -1, maxseq = -1; /* the last request sent, the highest rep
 static uint64_t received;
 static int tx_misses;
 static int64_t start_mono;
+/* The live page (--live-fd): sent and received as the loop counts them,
+ * stored relaxed for rig's progress lines; without one, a private pair. */
+enum { LIVE_SENT, LIVE_RECEIVED, LIVE_N };
+static uint64_t live_none[LIVE_N], *live = live_none;
 
 static uint8_t txbuf[2048], rxbuf[2048];
 static union { uint8_t b[256]; struct cmsghdr align; } rx_oob, eq_oob;
@@ -94,7 +98,8 @@ static void args(int argc, char **argv)
 		{"cpu", 1, 0, 'c'}, {"fifo", 1, 0, 'f'}, {"poll", 1, 0, 'p'}, {"ts-flags", 1, 0, 't'},
 		{"ts-optional", 1, 0, 'T'}, {"hw-tx", 1, 0, 'h'}, {"hw-rx", 1, 0, 'H'}, {"hw-window", 1, 0, 'w'},
 		{"hw-fail", 1, 0, 'F'}, {"tx-sw", 1, 0, 'S'}, {"reply-timeout-ns", 1, 0, 'e'}, {"tx-wait-ns", 1, 0, 'W'},
-		{"rcvbuf", 1, 0, 's'}, {"ready-fd", 1, 0, 'y'}, {"out-fd", 1, 0, 'O'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
+		{"rcvbuf", 1, 0, 's'}, {"ready-fd", 1, 0, 'y'}, {"out-fd", 1, 0, 'O'},
+		{"live-fd", 1, 0, 'L'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
 	};
 	int o;
 	opterr = 0;
@@ -144,6 +149,7 @@ static void args(int argc, char **argv)
 		case 's': c.rcvbuf = (int)num("rcvbuf", v, INT_MAX); break;
 		case 'y': sk.ready_fd = (int)num("ready-fd", v, INT_MAX); break;
 		case 'O': c.out_fd = (int)num("out-fd", v, INT_MAX); break;
+		case 'L': c.live_fd = (int)num("live-fd", v, INT_MAX); break;
 		case 'V':
 			printf("rig-send-native commit %s, handoff format %d, wire format %d\n", RIG_COMMIT, SEND_HANDOFF_VERSION, WIRE_VERSION);
 			exit(0);
@@ -267,6 +273,7 @@ static int reply(size_t n, int64_t user)
 	hw_received(r->t[S_RX_HW]);
 	r->t[S_RX_USER] = user;
 	received++;
+	__atomic_store_n(&live[LIVE_RECEIVED], received, __ATOMIC_RELAXED);
 	return 1;
 }
 
@@ -369,6 +376,7 @@ static void send_now(uint64_t k)
 	}
 	r->t[S_TX_USER] = real;
 	cnt[SH_SENT]++;
+	__atomic_store_n(&live[LIVE_SENT], cnt[SH_SENT], __ATOMIC_RELAXED);
 	last = (int64_t)k;
 	hw_sent(real);
 	if (tx_misses < TX_EAGER_MISSES && (want_sw || want_hw)) {
@@ -440,6 +448,11 @@ int main(int argc, char **argv)
 	recs = mmap(NULL, c.count * sizeof *recs, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (recs == MAP_FAILED)
 		die(1, "%" PRIu64 " records: %s", c.count, strerror(errno));
+	if (c.live_fd >= 0) {
+		live = mmap(NULL, sizeof live_none, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, c.live_fd, 0);
+		if (live == MAP_FAILED)
+			die(1, "the live page (--live-fd %d): %s", c.live_fd, strerror(errno));
+	}
 	place();
 	/* A 1 ns timer slack: a sleep until due − spin ends then, not up to 50 µs later. */
 	if (prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) < 0)

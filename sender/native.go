@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/rig-project/rig/internal/native"
@@ -44,6 +45,7 @@ type nativeLoop struct {
 	proc  *native.Proc
 	ready native.Ready
 	h     *native.SendHandoff // after Run
+	taken atomic.Bool         // Run has the handoff: Progress reads the Sender's counts
 }
 
 // NewNative is New for the native engine (docs/probes.md#the-native-engine):
@@ -62,7 +64,7 @@ func NewNative(cfg probe.Send, o Options, prog string) (*Sender, error) {
 	}
 	s := &Sender{cfg: cfg, opt: o, dst: cfg.Dest(), lastSeq: -1, nat: &nativeLoop{prog: prog}}
 	s.allocate()
-	if s.nat.proc, s.nat.ready, err = native.Start(prog, s.nativeArgs(ifi, plan), native.Launch{}, os.Stderr); err != nil {
+	if s.nat.proc, s.nat.ready, err = native.Start(prog, s.nativeArgs(ifi, plan), native.Launch{Live: native.SendLive}, os.Stderr); err != nil {
 		return nil, err
 	}
 	s.granted, s.rcvbuf = plan.Granted, s.nat.ready.RcvBuf
@@ -102,6 +104,7 @@ func (s *Sender) runNative(ctx context.Context) error {
 	if h != nil {
 		s.take(h)
 	}
+	s.nat.taken.Store(true)
 	s.hw.Finish()
 	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
 	s.finish()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,9 +18,13 @@ import (
 	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
+	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/testbin"
 )
+
+// sendRunID is the run of the native sender's lab tests.
+const sendRunID = "00000000000b0b0b"
 
 // sendRound runs rig respond (answering answer requests, with the flags
 // respond) and rig send (count requests, with the flags send, the native
@@ -27,33 +32,47 @@ import (
 // and both logs.
 func sendRound(t *testing.T, topo *netlab.Topology, dir string, count, answer int, send, respond []string) (*samples.File, string) {
 	t.Helper()
-	rig := testbin.Rig(t)
-	const runID = "00000000000b0b0b"
-	cmd := exec.Command("ip", append([]string{"netns", "exec", topo.Netns(netlab.Responder), rig, "respond", "--iface", topo.Responder.Interface,
-		"--timestamps", "software", "--count", strconv.Itoa(answer), "--run-id", runID, "--cpu", "1"}, respond...)...)
-	cmd.Env = append(os.Environ(), native.EnvDir+"="+dir)
-	var log lockedBuffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	waitFor(t, &log, ": ready")
-	out := filepath.Join(t.TempDir(), "sender.samples")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	snd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", topo.Netns(netlab.Sender), rig, "send", "--iface", topo.Sender.Interface,
-		"--count", strconv.Itoa(count), "--timestamps", "software", "--run-id", runID, "--cpu", "0", "--out", out}, send...)...)
-	snd.Env = append(os.Environ(), native.EnvDir+"="+dir)
+	log := respondFor(t, topo, dir, answer, respond)
+	snd, out := sendCmd(t, topo, dir, count, send)
 	b, err := snd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("rig send %v: %v\n%s\nrig respond:\n%s", send, err, b, &log)
+		t.Fatalf("rig send %v: %v\n%s\nrig respond:\n%s", send, err, b, log)
 	}
 	f, err := samples.ReadFile(out)
 	if err != nil {
 		t.Fatalf("rig send %v: its sample file: %v\n%s", send, err, b)
 	}
 	return f, string(b) + "\nrig respond:\n" + log.String()
+}
+
+// respondFor starts rig respond on the lab until the test ends, once it is
+// ready, and returns its log.
+func respondFor(t *testing.T, topo *netlab.Topology, dir string, answer int, respond []string) *lockedBuffer {
+	t.Helper()
+	cmd := exec.Command("ip", append([]string{"netns", "exec", topo.Netns(netlab.Responder), testbin.Rig(t), "respond", "--iface", topo.Responder.Interface,
+		"--timestamps", "software", "--count", strconv.Itoa(answer), "--run-id", sendRunID, "--cpu", "1"}, respond...)...)
+	cmd.Env = append(os.Environ(), native.EnvDir+"="+dir)
+	var log lockedBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, &log, ": ready")
+	return &log
+}
+
+// sendCmd is rig send of count requests with the flags send on the lab,
+// and its sample file's path.
+func sendCmd(t *testing.T, topo *netlab.Topology, dir string, count int, send []string) (*exec.Cmd, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "sender.samples")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	snd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", topo.Netns(netlab.Sender), testbin.Rig(t), "send", "--iface", topo.Sender.Interface,
+		"--count", strconv.Itoa(count), "--timestamps", "software", "--run-id", sendRunID, "--cpu", "0", "--out", out}, send...)...)
+	snd.Env = append(os.Environ(), native.EnvDir+"="+dir)
+	return snd, out
 }
 
 // TestNativeSender: rig send --engine native against the Go and the
@@ -179,5 +198,34 @@ func TestNativeSenderLibcCalls(t *testing.T) {
 			t.Errorf("%s: %d sendmsg in the loop for %d requests\n%s", poll, seen["loop sendmsg"], n, log)
 		}
 		t.Logf("%s, %d requests: the program's own counts %v", poll, n, own)
+	}
+}
+
+// TestNativeSenderProgress: rig send --engine native --progress-lines
+// reports requests sent while its round runs (the program's live page),
+// not only once it hands its records back.
+func TestNativeSenderProgress(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	dir := testbin.Native(t)
+	const n = 3000 // 3 s at the default 1 ms: progress lines come once a second
+	respondFor(t, topo, dir, n, []string{"--engine", "native"})
+	snd, _ := sendCmd(t, topo, dir, n, []string{"--engine", "native", "--progress-lines"})
+	lines, err := snd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log []string
+	live := ""
+	for sc := bufio.NewScanner(lines); sc.Scan(); {
+		log = append(log, sc.Text())
+		if s, r, ok := probe.ParseProgress(sc.Text()); ok && s > 0 && s < n && r <= s && live == "" {
+			live = sc.Text()
+		}
+	}
+	if err := snd.Wait(); err != nil || live == "" {
+		t.Errorf("rig send: %v; no progress line with 0 < sent < %d while it ran:\n%s", err, n, strings.Join(log, "\n"))
 	}
 }

@@ -16,6 +16,14 @@ import (
 // (native/send.c writes it).
 const SendHandoffVersion = 1
 
+// The native sender's live page (Launch.Live): requests sent and replies
+// received so far, as its loop counts them (native/send.c's LIVE_*).
+const (
+	LiveSent = iota
+	LiveReceived
+	SendLive // counters in the page
+)
+
 var sendMagic = [8]byte{'R', 'I', 'G', 'N', 'S', 'N', 'D', '\n'}
 
 // The native sender's header fields, in file order (native/rig.h's SH_*).

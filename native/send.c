@@ -70,6 +70,7 @@ static struct {
 } c = {.port = -1, .out_fd = -1, .live_fd = -1};
 
 static volatile sig_atomic_t stop_signal;
+static int failed; /* FAIL_*: a call failed, the loop stops and hands back what it has */
 static struct srec *recs;
 static uint64_t cnt[SH_NFIELDS];
 static int64_t last = -1, maxseq = -1; /* the last request sent, the highest replied */
@@ -277,6 +278,14 @@ static int reply(size_t n, int64_t user)
 	return 1;
 }
 
+/* fail notes the call that failed, and its errno, for the handoff. */
+static void fail(int call)
+{
+	cnt[SH_FAIL_CALL] = (uint64_t)call;
+	cnt[SH_FAIL_ERRNO] = (uint64_t)errno;
+	failed = call;
+}
+
 /* read_replies reads the replies queued: block stops at the first reply
  * it files (poll says what is left), busy reads until the queue is empty. */
 static void read_replies(void)
@@ -289,7 +298,7 @@ static void read_replies(void)
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				die(1, "recvmsg: %s", strerror(errno));
+				fail(FAIL_RECVMSG);
 			return;
 		}
 		int64_t user = now_ns(CLOCK_REALTIME);
@@ -317,7 +326,7 @@ static void serve(int64_t deadline)
 		cnt[SH_CALLS_WAITS]++;
 		int r = ppoll(&p, 1, &ts, NULL);
 		if (r < 0 && errno != EINTR)
-			die(1, "ppoll: %s", strerror(errno));
+			fail(FAIL_PPOLL);
 		ready = r > 0 ? p.revents : 0;
 	}
 	if (ready & POLLIN)
@@ -333,7 +342,7 @@ static void serve(int64_t deadline)
  * busyGuard; both then spin on the clock. */
 static void wait_serving(int64_t due)
 {
-	while (!stop_signal) {
+	while (!stop_signal && !failed) {
 		int64_t left = due - now_ns(CLOCK_MONOTONIC);
 		if (c.busy) {
 			if (left <= BUSY_GUARD_NS)
@@ -355,7 +364,7 @@ static void wait_serving(int64_t due)
 		cnt[SH_CALLS_WAITS]++;
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
-	while (!stop_signal && now_ns(CLOCK_MONOTONIC) < due) {
+	while (!stop_signal && !failed && now_ns(CLOCK_MONOTONIC) < due) {
 	}
 }
 
@@ -402,14 +411,14 @@ static int done(void)
 
 static void loop(void)
 {
-	for (uint64_t k = 0; k < c.count && !stop_signal && !stop_proof; k++) {
+	for (uint64_t k = 0; k < c.count && !stop_signal && !stop_proof && !failed; k++) {
 		wait_serving(start_mono + (int64_t)k * c.interval_ns);
-		if (stop_signal)
+		if (stop_signal || failed)
 			break;
 		send_now(k);
 	}
 	/* Collect what is in flight; look at completion once a millisecond. */
-	for (int64_t next = now_ns(CLOCK_MONOTONIC);;) {
+	for (int64_t next = now_ns(CLOCK_MONOTONIC); !failed;) {
 		serve(next);
 		int64_t now = now_ns(CLOCK_MONOTONIC);
 		if (now >= next) {
@@ -492,5 +501,5 @@ int main(int argc, char **argv)
 	cnt[SH_CALLS_SOCKET] = calls[CALL_SOCKET];
 	if (write_handoff() < 0)
 		die(1, "writing the handoff: %s", strerror(errno));
-	return 0;
+	return failed ? 1 : 0; /* rig reads why from the handoff */
 }

@@ -3,6 +3,7 @@ package sender
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -98,11 +99,15 @@ func (s *Sender) nativeArgs(ifi *net.Interface, plan tstamp.Plan) []string {
 
 // runNative is Run with the native program running the loop: it waits
 // for the program (SIGTERM when ctx is done), files its handoff where the
-// Go loop files what it reads, and completes the round as Run does.
+// Go loop files what it reads — also when a call failed in the loop — and
+// completes the round as Run does.
 func (s *Sender) runNative(ctx context.Context) error {
 	h, err := s.nat.proc.WaitSend(ctx)
 	if h != nil {
 		s.take(h)
+		if h.Failed != nil { // the program exits 1 for it: its handoff says why
+			err = fmt.Errorf("%s: %w", NativeProgram, h.Failed)
+		}
 	}
 	s.nat.taken.Store(true)
 	s.hw.Finish()

@@ -21,6 +21,7 @@ import (
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/testbin"
+	"golang.org/x/sys/unix"
 )
 
 // sendRunID is the run of the native sender's lab tests.
@@ -228,4 +229,73 @@ func TestNativeSenderProgress(t *testing.T) {
 	if err := snd.Wait(); err != nil || live == "" {
 		t.Errorf("rig send: %v; no progress line with 0 < sent < %d while it ran:\n%s", err, n, strings.Join(log, "\n"))
 	}
+}
+
+// TestNativeSenderLoopFails: a call that fails inside the native sender's
+// loop — here ppoll, EINVAL once the running program's RLIMIT_NOFILE is
+// dropped to 0 under it (poll refuses more descriptors than the limit) —
+// stops the loop, which still hands back what it recorded: rig send writes
+// the sample file with the records so far and stopped "failed: … ppoll:
+// invalid argument", and exits non-zero, as the Go sender does for a
+// failed wait.
+func TestNativeSenderLoopFails(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	dir := testbin.Native(t)
+	const n = 3000
+	respondFor(t, topo, dir, n, []string{"--engine", "native"})
+	snd, out := sendCmd(t, topo, dir, n, []string{"--engine", "native", "--progress-lines"})
+	lines, err := snd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log []string
+	limited := false
+	for sc := bufio.NewScanner(lines); sc.Scan(); {
+		log = append(log, sc.Text())
+		if s, _, ok := probe.ParseProgress(sc.Text()); ok && s > 0 && !limited {
+			prog := childOf(t, snd.Process.Pid) // ip netns exec execs rig: its child is the program
+			if err := unix.Prlimit(prog, unix.RLIMIT_NOFILE, &unix.Rlimit{}, nil); err != nil {
+				t.Fatalf("prlimit %d: %v", prog, err)
+			}
+			limited = true
+		}
+	}
+	err = snd.Wait()
+	f, ferr := samples.ReadFile(out)
+	if err == nil || ferr != nil || !limited {
+		t.Fatalf("rig send: %v (want a failure), its sample file: %v, limited %v\n%s", err, ferr, limited, strings.Join(log, "\n"))
+	}
+	sent := 0
+	for _, r := range f.Records {
+		if r.T[samples.TxUser] != 0 {
+			sent++
+		}
+	}
+	c := f.Footer.Counters
+	if !strings.HasPrefix(f.Footer.Stopped, samples.StoppedFailed) || !strings.Contains(f.Footer.Stopped, "ppoll: invalid argument") ||
+		len(f.Records) != n || sent == 0 || sent == n || uint64(sent) != c.Sent || c.Received == 0 {
+		t.Errorf("stopped %q, %d records, %d sent, counters %+v\n%s", f.Footer.Stopped, len(f.Records), sent, c, strings.Join(log, "\n"))
+	}
+}
+
+// childOf is the one child process of pid.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var kids []string
+	for _, p := range tasks {
+		b, _ := os.ReadFile(p)
+		kids = append(kids, strings.Fields(string(b))...)
+	}
+	if len(kids) != 1 {
+		t.Fatalf("process %d has children %v, want one", pid, kids)
+	}
+	k, err := strconv.Atoi(kids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -8,7 +8,9 @@
  * thread serves the socket (replies, and TX stamps from the error queue,
  * one read per stamp) by --poll block (ppoll while a reply or stamp is
  * awaited, else clock_nanosleep to the absolute deadline, then a spin of
- * --spin-ns) or busy (recvmsg without blocking, then a spin). After the
+ * --spin-ns) or busy (recvmsg without blocking, then a spin); in the
+ * closed loop (block, --spin-ns ≥ --interval-ns) the reply is awaited in
+ * a blocking recvmsg, not ppoll. After the
  * last send it collects replies until all came or --reply-timeout-ns
  * passed, and TX stamps for --tx-wait-ns.
  *
@@ -66,7 +68,7 @@ static struct {
 	uint32_t arm, round;
 	uint64_t run_id, count;
 	int64_t interval_ns, spin_ns, reply_timeout_ns;
-	int size, busy, rcvbuf, out_fd, live_fd;
+	int size, busy, closed, rcvbuf, out_fd, live_fd;
 } c = {.port = -1, .out_fd = -1, .live_fd = -1};
 
 static volatile sig_atomic_t stop_signal;
@@ -162,6 +164,19 @@ static void args(int argc, char **argv)
 	if (!sk.iface || !sk.ifindex || c.has_group == c.has_to || c.port < 0 || !c.run_id || !c.count || !c.interval_ns ||
 	    c.size < WIRE_HEADER_LEN || !c.reply_timeout_ns || c.out_fd < 0)
 		die(2, "needs --iface, --ifindex, --group or --to, --port, --run-id, --count, --interval-ns, --size (44 or more), --reply-timeout-ns and --out-fd (rig send --engine native builds this command line)");
+	/* The closed loop: block, spinning the whole interval, so nothing but
+	 * the reply is waited for between two sends (wait_serving). */
+	c.closed = !c.busy && c.spin_ns >= c.interval_ns;
+}
+
+/* rcvtimeo sets SO_RCVTIMEO to ns: what the kernel made of it. */
+static int64_t rcvtimeo(int64_t ns)
+{
+	struct timeval tv = {ns / 1000000000, ns % 1000000000 / 1000};
+	socklen_t len = sizeof tv;
+	if (sopt(SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 || getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) < 0)
+		sockfail("SO_RCVTIMEO");
+	return tv.tv_sec * 1000000000 + tv.tv_usec * 1000;
 }
 
 static int setup_socket(void)
@@ -187,6 +202,16 @@ static int setup_socket(void)
 			sockfail("IP_MULTICAST_LOOP");
 	}
 	int rcvbuf = set_rcvbuf(c.rcvbuf);
+	/* The closed loop's reply wait: a blocking recvmsg bounded by
+	 * SO_RCVTIMEO, set once. The kernel counts it in ticks (4 ms at
+	 * HZ=250) from the next one, so one tick could end a wait at once:
+	 * half an interval and at least two ticks. A reply slower than that
+	 * makes the next send late by up to the bound, which its due time
+	 * shows — the price of one system call less than ppoll's. */
+	if (c.closed) {
+		int64_t tick = rcvtimeo(1000);
+		rcvtimeo(c.interval_ns / 2 > 2 * tick ? c.interval_ns / 2 : 2 * tick);
+	}
 	if (c.has_reply_group) {
 		mr.imr_multiaddr = c.reply_group.sin_addr;
 		if (sopt(IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof mr) < 0)
@@ -286,29 +311,33 @@ static void fail(int call)
 	failed = call;
 }
 
+/* read_one reads one datagram (flags 0: blocking, until SO_RCVTIMEO) and
+ * files it: reply's verdict, or -1 when nothing was read. */
+static int read_one(int flags)
+{
+	rx_msg.msg_controllen = sizeof rx_oob.b;
+	rx_msg.msg_flags = 0;
+	ssize_t n = recv_msg(&rx_msg, flags);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			fail(FAIL_RECVMSG);
+		return -1;
+	}
+	int64_t user = now_ns(CLOCK_REALTIME);
+	if (rx_msg.msg_flags & MSG_TRUNC) {
+		cnt[SH_MALFORMED]++;
+		return 0;
+	}
+	return reply((size_t)n, user);
+}
+
 /* read_replies reads the replies queued: block stops at the first reply
  * it files (poll says what is left), busy reads until the queue is empty. */
 static void read_replies(void)
 {
-	for (;;) {
-		rx_msg.msg_controllen = sizeof rx_oob.b;
-		rx_msg.msg_flags = 0;
-		ssize_t n = recv_msg(&rx_msg, MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				fail(FAIL_RECVMSG);
+	for (int r; (r = read_one(MSG_DONTWAIT)) >= 0;)
+		if (r && !c.busy)
 			return;
-		}
-		int64_t user = now_ns(CLOCK_REALTIME);
-		if (rx_msg.msg_flags & MSG_TRUNC) {
-			cnt[SH_MALFORMED]++;
-			continue;
-		}
-		if (reply((size_t)n, user) && !c.busy)
-			return;
-	}
 }
 
 /* serve reads what the socket holds: busy without blocking, block after
@@ -342,6 +371,7 @@ static void serve(int64_t deadline)
  * busyGuard; both then spin on the clock. */
 static void wait_serving(int64_t due)
 {
+	int timed_out = 0;
 	while (!stop_signal && !failed) {
 		int64_t left = due - now_ns(CLOCK_MONOTONIC);
 		if (c.busy) {
@@ -352,7 +382,17 @@ static void wait_serving(int64_t due)
 			continue;
 		}
 		int awaiting = reply_awaited();
-		int64_t spin = awaiting && c.spin_ns > REPLY_GUARD_NS ? REPLY_GUARD_NS : c.spin_ns;
+		/* Closed loop: the reply in a blocking recvmsg (2 system calls per
+		 * round trip, as sockperf's), then its TX stamp if the eager read
+		 * missed it; what is still awaited after falls to ppoll. */
+		if (c.closed && awaiting && !timed_out && left > REPLY_GUARD_NS) {
+			int r = read_one(0);
+			timed_out = r < 0;
+			if (r > 0 && tx_awaited())
+				read_tx(1);
+			continue;
+		}
+		int64_t spin = (awaiting || (c.closed && tx_awaited())) && c.spin_ns > REPLY_GUARD_NS ? REPLY_GUARD_NS : c.spin_ns;
 		if (left <= spin)
 			break;
 		int64_t wake = due - spin;
@@ -417,9 +457,12 @@ static void loop(void)
 			break;
 		send_now(k);
 	}
-	/* Collect what is in flight; look at completion once a millisecond. */
+	/* Collect what is in flight (the closed loop's last reply as the
+	 * others); look at completion once a millisecond, first before any
+	 * wait. */
+	if (c.closed && !stop_signal && !failed && reply_awaited() && read_one(0) > 0 && tx_awaited())
+		read_tx(1);
 	for (int64_t next = now_ns(CLOCK_MONOTONIC); !failed;) {
-		serve(next);
 		int64_t now = now_ns(CLOCK_MONOTONIC);
 		if (now >= next) {
 			read_tx(0);
@@ -427,6 +470,7 @@ static void loop(void)
 				return;
 			next = now + 1000000;
 		}
+		serve(next);
 	}
 }
 

@@ -175,8 +175,12 @@ func TestNativeSenderLibcCalls(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "rig-respond-native"), filepath.Join(wrap, "rig-respond-native")); err != nil {
 		t.Fatal(err)
 	}
-	for _, poll := range []string{"block", "busy"} {
-		f, log := sendRound(t, topo, wrap, n, n, []string{"--engine", "native", "--poll", poll}, []string{"--engine", "native", "--poll", poll})
+	for _, poll := range []string{"block", "busy", "closed"} {
+		send, respond := []string{"--engine", "native", "--poll", poll}, []string{"--engine", "native", "--poll", poll}
+		if poll == "closed" { // block, spinning the whole interval: the reply in a blocking recvmsg
+			send, respond = []string{"--engine", "native", "--poll", "block", "--spin", "1ms"}, []string{"--engine", "native"}
+		}
+		f, log := sendRound(t, topo, wrap, n, n, send, respond)
 		seen := readCalls(t, calls)
 		var own map[string]uint64
 		b, _ := json.Marshal(f.Header.Settings["loop_calls"])
@@ -197,6 +201,23 @@ func TestNativeSenderLibcCalls(t *testing.T) {
 		}
 		if seen["loop sendmsg"] != n || !strings.Contains(log, fmt.Sprintf("sent %d  received %d  lost 0", n, n)) {
 			t.Errorf("%s: %d sendmsg in the loop for %d requests\n%s", poll, seen["loop sendmsg"], n, log)
+		}
+		if poll == "closed" {
+			// 2 system calls per round trip besides the TX-stamp reads: the
+			// sendmsg and the blocking recvmsg, no ppoll. A reply slower than
+			// the blocking read's bound (at least a tick, 1 ms or more, from
+			// its start after the send: a VM's tail) costs one ppoll and one
+			// recvmsg more; those are allowed, no others.
+			slow := uint64(0)
+			for _, r := range f.Records {
+				if r.T[samples.RxUser]-r.T[samples.TxUser] > int64(time.Millisecond) {
+					slow++
+				}
+			}
+			if data := own["recvmsg"] - own["tx_reads"]; own["waits"] > slow || data < n || data > n+slow {
+				t.Errorf("closed loop: %d data recvmsg and %d waits for %d round trips (%d replies slower than 1 ms)", data, own["waits"], n, slow)
+			}
+			t.Logf("closed loop: %d replies slower than 1 ms", slow)
 		}
 		t.Logf("%s, %d requests: the program's own counts %v", poll, n, own)
 	}

@@ -102,7 +102,7 @@ static void args(int argc, char **argv)
 		{"ts-optional", 1, 0, 'T'}, {"hw-tx", 1, 0, 'h'}, {"hw-rx", 1, 0, 'H'}, {"hw-window", 1, 0, 'w'},
 		{"hw-fail", 1, 0, 'F'}, {"tx-sw", 1, 0, 'S'}, {"reply-timeout-ns", 1, 0, 'e'}, {"tx-wait-ns", 1, 0, 'W'},
 		{"rcvbuf", 1, 0, 's'}, {"ready-fd", 1, 0, 'y'}, {"out-fd", 1, 0, 'O'},
-		{"live-fd", 1, 0, 'L'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
+		{"live-fd", 1, 0, 'L'}, {"presence", 1, 0, 'Q'}, {"fd-stat", 1, 0, 'd'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
 	};
 	int o;
 	opterr = 0;
@@ -153,6 +153,8 @@ static void args(int argc, char **argv)
 		case 'y': sk.ready_fd = (int)num("ready-fd", v, INT_MAX); break;
 		case 'O': c.out_fd = (int)num("out-fd", v, INT_MAX); break;
 		case 'L': c.live_fd = (int)num("live-fd", v, INT_MAX); break;
+		case 'Q': sk.presence = v; break;
+		case 'd': sk.fd_stat = v; break;
 		case 'V':
 			printf("rig-send-native commit %s, handoff format %d, wire format %d\n", RIG_COMMIT, SEND_HANDOFF_VERSION, WIRE_VERSION);
 			exit(0);
@@ -511,8 +513,10 @@ int main(int argc, char **argv)
 	if (prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) < 0)
 		die(1, "PR_SET_TIMERSLACK: %s", strerror(errno));
 	int mlock_err = mlockall(MCL_CURRENT | MCL_FUTURE) < 0 ? errno : 0;
-	if (dprintf(sk.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d\n",
-		    (int)gettid(), ts_granted, ts_old, ts_dropped, ts_assumed, rcvbuf, mlock_err) < 0)
+	char stack[160];
+	stack_checks(stack, sizeof stack);
+	if (dprintf(sk.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d%s\n",
+		    (int)gettid(), ts_granted, ts_old, ts_dropped, ts_assumed, rcvbuf, mlock_err, stack) < 0)
 		die(1, "ready pipe: %s", strerror(errno));
 
 	struct rusage ru0, ru1;

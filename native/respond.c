@@ -25,7 +25,6 @@
  * it, the buffers are static.
  */
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -79,8 +78,6 @@ static struct cfg {
 	int busy_poll_us, budget;
 	int rcvbuf;
 	int out_fd;
-	const char *presence; /* the stack's own "am I loaded" function, int f(void) */
-	const char *fd_stat;  /* its per-socket check, as onload_fd_stat */
 } c = {.out_fd = -1, .budget = 64};
 
 static int ep = -1;
@@ -177,8 +174,8 @@ static void args(int argc, char **argv)
 		case 's': c.rcvbuf = (int)num("rcvbuf", v, INT_MAX); break;
 		case 'y': sk.ready_fd = (int)num("ready-fd", v, INT_MAX); break;
 		case 'O': c.out_fd = (int)num("out-fd", v, INT_MAX); break;
-		case 'P': c.presence = v; break;
-		case 'd': c.fd_stat = v; break;
+		case 'P': sk.presence = v; break;
+		case 'd': sk.fd_stat = v; break;
 		case 'V':
 			printf("rig-respond-native commit %s, handoff format %d, wire format %d\n", RIG_COMMIT, HANDOFF_VERSION, WIRE_VERSION);
 			exit(0);
@@ -503,50 +500,6 @@ static void loop_ring(void)
 static void on_signal(int sig) { stop_signal = sig; }
 
 
-/* presence asks the preloaded stack itself whether it is loaded: its
- * function looked up in the process (dlsym, no link dependency), called
- * after the socket is set up. "yes", "no", or "absent" (no such function). */
-static const char *presence(void)
-{
-	int (*f)(void);
-	*(void **)&f = dlsym(RTLD_DEFAULT, c.presence);
-	return !f ? "absent" : f() ? "yes" : "no";
-}
-
-/* onload_stat is Onload's (extensions.h): what onload_fd_stat fills. */
-struct onload_stat {
-	int32_t stack_id;
-	char *stack_name; /* malloc'd by the stack: the caller frees it */
-	int32_t endpoint_id;
-	int32_t endpoint_state;
-};
-
-/* fd_stat asks the stack whether it took this socket, as onload_fd_stat
- * does: 1 accelerated (in stack id and name), 0 left to the kernel, < 0
- * an error. Once, in setup: the name it allocates is freed here. */
-static void fd_stat(char *out, size_t n)
-{
-	int (*f)(int, struct onload_stat *);
-	*(void **)&f = dlsym(RTLD_DEFAULT, c.fd_stat);
-	struct onload_stat st = {0};
-	int r = f ? f(fd, &st) : 0;
-	if (!f)
-		snprintf(out, n, " accelerated=absent");
-	else if (r < 0)
-		snprintf(out, n, " accelerated=error:%ld", -(long)r);
-	else if (r == 0)
-		snprintf(out, n, " accelerated=no");
-	else {
-		/* The name is one field of the ready line: no spaces in it. */
-		for (char *p = st.stack_name; p && *p; p++)
-			if (*p <= ' ' || *p > '~')
-				*p = '?';
-		snprintf(out, n, " accelerated=yes stack=%.32s id=%d", st.stack_name && *st.stack_name ? st.stack_name : "-", st.stack_id);
-	}
-	free(st.stack_name);
-}
-
-
 int main(int argc, char **argv)
 {
 	sk.prog = "rig-respond-native";
@@ -572,13 +525,10 @@ int main(int argc, char **argv)
 	/* After the ring: its SQ thread must not inherit the CPU or the policy. */
 	place();
 	int mlock_err = mlockall(MCL_CURRENT | MCL_FUTURE) < 0 ? errno : 0;
-	char stack[160] = "", fds[80] = "";
-	if (c.presence)
-		snprintf(stack, sizeof stack, " presence=%s", presence());
-	if (c.fd_stat)
-		fd_stat(fds, sizeof fds);
-	if (dprintf(sk.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d%s%s\n",
-		    (int)gettid(), ts_granted, ts_old, ts_dropped, ts_assumed, rcvbuf, mlock_err, stack, fds) < 0)
+	char stack[160];
+	stack_checks(stack, sizeof stack);
+	if (dprintf(sk.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d%s\n",
+		    (int)gettid(), ts_granted, ts_old, ts_dropped, ts_assumed, rcvbuf, mlock_err, stack) < 0)
 		die(1, "ready pipe: %s", strerror(errno));
 
 	struct rusage ru0, ru1;

@@ -8,7 +8,9 @@
  * thread serves the socket (replies, and TX stamps from the error queue,
  * one read per stamp) by --poll block (ppoll while a reply or stamp is
  * awaited, else clock_nanosleep to the absolute deadline, then a spin of
- * --spin-ns) or busy (recvmsg without blocking, then a spin). After the
+ * --spin-ns) or busy (recvmsg without blocking, then a spin); in the
+ * closed loop (block, --spin-ns ≥ --interval-ns) the reply is awaited in
+ * a blocking recvmsg, not ppoll. After the
  * last send it collects replies until all came or --reply-timeout-ns
  * passed, and TX stamps for --tx-wait-ns.
  *
@@ -66,16 +68,21 @@ static struct {
 	uint32_t arm, round;
 	uint64_t run_id, count;
 	int64_t interval_ns, spin_ns, reply_timeout_ns;
-	int size, busy, rcvbuf, out_fd;
-} c = {.port = -1, .out_fd = -1};
+	int size, busy, closed, rcvbuf, out_fd, live_fd;
+} c = {.port = -1, .out_fd = -1, .live_fd = -1};
 
 static volatile sig_atomic_t stop_signal;
+static int failed; /* FAIL_*: a call failed, the loop stops and hands back what it has */
 static struct srec *recs;
 static uint64_t cnt[SH_NFIELDS];
 static int64_t last = -1, maxseq = -1; /* the last request sent, the highest replied */
 static uint64_t received;
 static int tx_misses;
 static int64_t start_mono;
+/* The live page (--live-fd): sent and received as the loop counts them,
+ * stored relaxed for rig's progress lines; without one, a private pair. */
+enum { LIVE_SENT, LIVE_RECEIVED, LIVE_N };
+static uint64_t live_none[LIVE_N], *live = live_none;
 
 static uint8_t txbuf[2048], rxbuf[2048];
 static union { uint8_t b[256]; struct cmsghdr align; } rx_oob, eq_oob;
@@ -94,7 +101,8 @@ static void args(int argc, char **argv)
 		{"cpu", 1, 0, 'c'}, {"fifo", 1, 0, 'f'}, {"poll", 1, 0, 'p'}, {"ts-flags", 1, 0, 't'},
 		{"ts-optional", 1, 0, 'T'}, {"hw-tx", 1, 0, 'h'}, {"hw-rx", 1, 0, 'H'}, {"hw-window", 1, 0, 'w'},
 		{"hw-fail", 1, 0, 'F'}, {"tx-sw", 1, 0, 'S'}, {"reply-timeout-ns", 1, 0, 'e'}, {"tx-wait-ns", 1, 0, 'W'},
-		{"rcvbuf", 1, 0, 's'}, {"ready-fd", 1, 0, 'y'}, {"out-fd", 1, 0, 'O'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
+		{"rcvbuf", 1, 0, 's'}, {"ready-fd", 1, 0, 'y'}, {"out-fd", 1, 0, 'O'},
+		{"live-fd", 1, 0, 'L'}, {"presence", 1, 0, 'Q'}, {"fd-stat", 1, 0, 'd'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
 	};
 	int o;
 	opterr = 0;
@@ -144,6 +152,9 @@ static void args(int argc, char **argv)
 		case 's': c.rcvbuf = (int)num("rcvbuf", v, INT_MAX); break;
 		case 'y': sk.ready_fd = (int)num("ready-fd", v, INT_MAX); break;
 		case 'O': c.out_fd = (int)num("out-fd", v, INT_MAX); break;
+		case 'L': c.live_fd = (int)num("live-fd", v, INT_MAX); break;
+		case 'Q': sk.presence = v; break;
+		case 'd': sk.fd_stat = v; break;
 		case 'V':
 			printf("rig-send-native commit %s, handoff format %d, wire format %d\n", RIG_COMMIT, SEND_HANDOFF_VERSION, WIRE_VERSION);
 			exit(0);
@@ -155,6 +166,19 @@ static void args(int argc, char **argv)
 	if (!sk.iface || !sk.ifindex || c.has_group == c.has_to || c.port < 0 || !c.run_id || !c.count || !c.interval_ns ||
 	    c.size < WIRE_HEADER_LEN || !c.reply_timeout_ns || c.out_fd < 0)
 		die(2, "needs --iface, --ifindex, --group or --to, --port, --run-id, --count, --interval-ns, --size (44 or more), --reply-timeout-ns and --out-fd (rig send --engine native builds this command line)");
+	/* The closed loop: block, spinning the whole interval, so nothing but
+	 * the reply is waited for between two sends (wait_serving). */
+	c.closed = !c.busy && c.spin_ns >= c.interval_ns;
+}
+
+/* rcvtimeo sets SO_RCVTIMEO to ns: what the kernel made of it. */
+static int64_t rcvtimeo(int64_t ns)
+{
+	struct timeval tv = {ns / 1000000000, ns % 1000000000 / 1000};
+	socklen_t len = sizeof tv;
+	if (sopt(SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 || getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) < 0)
+		sockfail("SO_RCVTIMEO");
+	return tv.tv_sec * 1000000000 + tv.tv_usec * 1000;
 }
 
 static int setup_socket(void)
@@ -180,6 +204,16 @@ static int setup_socket(void)
 			sockfail("IP_MULTICAST_LOOP");
 	}
 	int rcvbuf = set_rcvbuf(c.rcvbuf);
+	/* The closed loop's reply wait: a blocking recvmsg bounded by
+	 * SO_RCVTIMEO, set once. The kernel counts it in ticks (4 ms at
+	 * HZ=250) from the next one, so one tick could end a wait at once:
+	 * half an interval and at least two ticks. A reply slower than that
+	 * makes the next send late by up to the bound, which its due time
+	 * shows — the price of one system call less than ppoll's. */
+	if (c.closed) {
+		int64_t tick = rcvtimeo(1000);
+		rcvtimeo(c.interval_ns / 2 > 2 * tick ? c.interval_ns / 2 : 2 * tick);
+	}
 	if (c.has_reply_group) {
 		mr.imr_multiaddr = c.reply_group.sin_addr;
 		if (sopt(IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof mr) < 0)
@@ -267,32 +301,45 @@ static int reply(size_t n, int64_t user)
 	hw_received(r->t[S_RX_HW]);
 	r->t[S_RX_USER] = user;
 	received++;
+	__atomic_store_n(&live[LIVE_RECEIVED], received, __ATOMIC_RELAXED);
 	return 1;
+}
+
+/* fail notes the call that failed, and its errno, for the handoff. */
+static void fail(int call)
+{
+	cnt[SH_FAIL_CALL] = (uint64_t)call;
+	cnt[SH_FAIL_ERRNO] = (uint64_t)errno;
+	failed = call;
+}
+
+/* read_one reads one datagram (flags 0: blocking, until SO_RCVTIMEO) and
+ * files it: reply's verdict, or -1 when nothing was read. */
+static int read_one(int flags)
+{
+	rx_msg.msg_controllen = sizeof rx_oob.b;
+	rx_msg.msg_flags = 0;
+	ssize_t n = recv_msg(&rx_msg, flags);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			fail(FAIL_RECVMSG);
+		return -1;
+	}
+	int64_t user = now_ns(CLOCK_REALTIME);
+	if (rx_msg.msg_flags & MSG_TRUNC) {
+		cnt[SH_MALFORMED]++;
+		return 0;
+	}
+	return reply((size_t)n, user);
 }
 
 /* read_replies reads the replies queued: block stops at the first reply
  * it files (poll says what is left), busy reads until the queue is empty. */
 static void read_replies(void)
 {
-	for (;;) {
-		rx_msg.msg_controllen = sizeof rx_oob.b;
-		rx_msg.msg_flags = 0;
-		ssize_t n = recv_msg(&rx_msg, MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				die(1, "recvmsg: %s", strerror(errno));
+	for (int r; (r = read_one(MSG_DONTWAIT)) >= 0;)
+		if (r && !c.busy)
 			return;
-		}
-		int64_t user = now_ns(CLOCK_REALTIME);
-		if (rx_msg.msg_flags & MSG_TRUNC) {
-			cnt[SH_MALFORMED]++;
-			continue;
-		}
-		if (reply((size_t)n, user) && !c.busy)
-			return;
-	}
 }
 
 /* serve reads what the socket holds: busy without blocking, block after
@@ -310,7 +357,7 @@ static void serve(int64_t deadline)
 		cnt[SH_CALLS_WAITS]++;
 		int r = ppoll(&p, 1, &ts, NULL);
 		if (r < 0 && errno != EINTR)
-			die(1, "ppoll: %s", strerror(errno));
+			fail(FAIL_PPOLL);
 		ready = r > 0 ? p.revents : 0;
 	}
 	if (ready & POLLIN)
@@ -326,7 +373,8 @@ static void serve(int64_t deadline)
  * busyGuard; both then spin on the clock. */
 static void wait_serving(int64_t due)
 {
-	while (!stop_signal) {
+	int timed_out = 0;
+	while (!stop_signal && !failed) {
 		int64_t left = due - now_ns(CLOCK_MONOTONIC);
 		if (c.busy) {
 			if (left <= BUSY_GUARD_NS)
@@ -336,7 +384,17 @@ static void wait_serving(int64_t due)
 			continue;
 		}
 		int awaiting = reply_awaited();
-		int64_t spin = awaiting && c.spin_ns > REPLY_GUARD_NS ? REPLY_GUARD_NS : c.spin_ns;
+		/* Closed loop: the reply in a blocking recvmsg (2 system calls per
+		 * round trip, as sockperf's), then its TX stamp if the eager read
+		 * missed it; what is still awaited after falls to ppoll. */
+		if (c.closed && awaiting && !timed_out && left > REPLY_GUARD_NS) {
+			int r = read_one(0);
+			timed_out = r < 0;
+			if (r > 0 && tx_awaited())
+				read_tx(1);
+			continue;
+		}
+		int64_t spin = (awaiting || (c.closed && tx_awaited())) && c.spin_ns > REPLY_GUARD_NS ? REPLY_GUARD_NS : c.spin_ns;
 		if (left <= spin)
 			break;
 		int64_t wake = due - spin;
@@ -348,7 +406,7 @@ static void wait_serving(int64_t due)
 		cnt[SH_CALLS_WAITS]++;
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
-	while (!stop_signal && now_ns(CLOCK_MONOTONIC) < due) {
+	while (!stop_signal && !failed && now_ns(CLOCK_MONOTONIC) < due) {
 	}
 }
 
@@ -369,6 +427,7 @@ static void send_now(uint64_t k)
 	}
 	r->t[S_TX_USER] = real;
 	cnt[SH_SENT]++;
+	__atomic_store_n(&live[LIVE_SENT], cnt[SH_SENT], __ATOMIC_RELAXED);
 	last = (int64_t)k;
 	hw_sent(real);
 	if (tx_misses < TX_EAGER_MISSES && (want_sw || want_hw)) {
@@ -394,15 +453,18 @@ static int done(void)
 
 static void loop(void)
 {
-	for (uint64_t k = 0; k < c.count && !stop_signal && !stop_proof; k++) {
+	for (uint64_t k = 0; k < c.count && !stop_signal && !stop_proof && !failed; k++) {
 		wait_serving(start_mono + (int64_t)k * c.interval_ns);
-		if (stop_signal)
+		if (stop_signal || failed)
 			break;
 		send_now(k);
 	}
-	/* Collect what is in flight; look at completion once a millisecond. */
-	for (int64_t next = now_ns(CLOCK_MONOTONIC);;) {
-		serve(next);
+	/* Collect what is in flight (the closed loop's last reply as the
+	 * others); look at completion once a millisecond, first before any
+	 * wait. */
+	if (c.closed && !stop_signal && !failed && reply_awaited() && read_one(0) > 0 && tx_awaited())
+		read_tx(1);
+	for (int64_t next = now_ns(CLOCK_MONOTONIC); !failed;) {
 		int64_t now = now_ns(CLOCK_MONOTONIC);
 		if (now >= next) {
 			read_tx(0);
@@ -410,6 +472,7 @@ static void loop(void)
 				return;
 			next = now + 1000000;
 		}
+		serve(next);
 	}
 }
 
@@ -440,13 +503,20 @@ int main(int argc, char **argv)
 	recs = mmap(NULL, c.count * sizeof *recs, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (recs == MAP_FAILED)
 		die(1, "%" PRIu64 " records: %s", c.count, strerror(errno));
+	if (c.live_fd >= 0) {
+		live = mmap(NULL, sizeof live_none, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, c.live_fd, 0);
+		if (live == MAP_FAILED)
+			die(1, "the live page (--live-fd %d): %s", c.live_fd, strerror(errno));
+	}
 	place();
 	/* A 1 ns timer slack: a sleep until due − spin ends then, not up to 50 µs later. */
 	if (prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) < 0)
 		die(1, "PR_SET_TIMERSLACK: %s", strerror(errno));
 	int mlock_err = mlockall(MCL_CURRENT | MCL_FUTURE) < 0 ? errno : 0;
-	if (dprintf(sk.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d\n",
-		    (int)gettid(), ts_granted, ts_old, ts_dropped, ts_assumed, rcvbuf, mlock_err) < 0)
+	char stack[160];
+	stack_checks(stack, sizeof stack);
+	if (dprintf(sk.ready_fd, "ready tid=%d ts_flags=%#x ts_old=%d ts_dropped=%#x ts_assumed=%d rcvbuf=%d mlockall=%d%s\n",
+		    (int)gettid(), ts_granted, ts_old, ts_dropped, ts_assumed, rcvbuf, mlock_err, stack) < 0)
 		die(1, "ready pipe: %s", strerror(errno));
 
 	struct rusage ru0, ru1;
@@ -479,5 +549,5 @@ int main(int argc, char **argv)
 	cnt[SH_CALLS_SOCKET] = calls[CALL_SOCKET];
 	if (write_handoff() < 0)
 		die(1, "writing the handoff: %s", strerror(errno));
-	return 0;
+	return failed ? 1 : 0; /* rig reads why from the handoff */
 }

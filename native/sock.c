@@ -6,6 +6,7 @@
  * keyed for their TX stamps, and the thread's CPU and policy.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/errqueue.h>
@@ -413,3 +414,55 @@ void place(void)
 }
 
 int64_t tv_ns(struct timeval tv) { return (int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000; }
+/* presence asks the preloaded stack itself whether it is loaded: its
+ * function looked up in the process (dlsym, no link dependency), called
+ * after the socket is set up. "yes", "no", or "absent" (no such function). */
+static const char *presence(void)
+{
+	int (*f)(void);
+	*(void **)&f = dlsym(RTLD_DEFAULT, sk.presence);
+	return !f ? "absent" : f() ? "yes" : "no";
+}
+
+/* onload_stat is Onload's (extensions.h): what onload_fd_stat fills. */
+struct onload_stat {
+	int32_t stack_id;
+	char *stack_name; /* malloc'd by the stack: the caller frees it */
+	int32_t endpoint_id;
+	int32_t endpoint_state;
+};
+
+/* fd_stat asks the stack whether it took this socket, as onload_fd_stat
+ * does: 1 accelerated (in stack id and name), 0 left to the kernel, < 0
+ * an error. Once, in setup: the name it allocates is freed here. */
+static void fd_stat(char *out, size_t n)
+{
+	int (*f)(int, struct onload_stat *);
+	*(void **)&f = dlsym(RTLD_DEFAULT, sk.fd_stat);
+	struct onload_stat st = {0};
+	int r = f ? f(fd, &st) : 0;
+	if (!f)
+		snprintf(out, n, " accelerated=absent");
+	else if (r < 0)
+		snprintf(out, n, " accelerated=error:%ld", -(long)r);
+	else if (r == 0)
+		snprintf(out, n, " accelerated=no");
+	else {
+		/* The name is one field of the ready line: no spaces in it. */
+		for (char *p = st.stack_name; p && *p; p++)
+			if (*p <= ' ' || *p > '~')
+				*p = '?';
+		snprintf(out, n, " accelerated=yes stack=%.32s id=%d", st.stack_name && *st.stack_name ? st.stack_name : "-", st.stack_id);
+	}
+	free(st.stack_name);
+}
+
+void stack_checks(char *out, size_t n)
+{
+	size_t used = 0;
+	out[0] = 0;
+	if (sk.presence)
+		used = (size_t)snprintf(out, n, " presence=%s", presence());
+	if (sk.fd_stat && used < n)
+		fd_stat(out + used, n - used);
+}

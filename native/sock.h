@@ -22,6 +22,8 @@ struct sockcfg {
 	int hw_rx, hw_tx, hw_window, hw_fail;
 	int tx_sched; /* --tx-sw sched: the qdisc's stamp is the software TX stamp */
 	int64_t tx_wait_ns;
+	const char *presence; /* --presence: the stack's "am I loaded" function, int f(void) */
+	const char *fd_stat;  /* --fd-stat: its per-socket check, as onload_fd_stat */
 };
 extern struct sockcfg sk;
 extern int fd;
@@ -73,5 +75,10 @@ int tx_key(const struct txst *t, uint32_t *key);
 /* tx_file stores t in a record's TX slots (the kind the loop wants for
  * software, SND for hardware) and notes a hardware one for the proof. */
 void tx_file(const struct txst *t, int64_t *sw, int64_t *hw);
+
+/* stack_checks writes the ready line's fields of the stack's own checks
+ * (--presence, --fd-stat) on the set-up socket: " presence=yes|no|absent"
+ * and " accelerated=yes stack=NAME id=N|no|absent|error:N", each when asked. */
+void stack_checks(char *out, size_t n);
 
 #endif

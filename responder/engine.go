@@ -29,7 +29,7 @@ func FindEngine(cfg probe.Respond) (string, error) {
 	if cfg.Engine != probe.EngineNative {
 		return "", nil
 	}
-	if _, err := stackLaunch(cfg.Stack); err != nil {
+	if _, err := native.StackLaunch(cfg.Stack); err != nil {
 		return "", err
 	}
 	return native.Find(NativeProgram)

@@ -66,7 +66,7 @@ func NewNative(cfg probe.Respond, o Options, prog string) (*Native, error) {
 			return nil, err
 		}
 	}
-	launch, err := stackLaunch(cfg.Stack)
+	launch, err := native.StackLaunch(cfg.Stack)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func NewNative(cfg probe.Respond, o Options, prog string) (*Native, error) {
 		return nil, err
 	}
 	if !cfg.Stack.Kernel() {
-		if n.lib, err = proveStack(cfg.Stack, cfg.Iface, n.proc.Pid(), n.ready); err != nil {
+		if n.lib, err = native.ProveStack(cfg.Stack, "responder", cfg.Iface, n.proc.Pid(), n.ready); err != nil {
 			n.proc.Close()
 			return nil, err
 		}
@@ -163,13 +163,7 @@ func (n *Native) args(ifi *net.Interface, plan tstamp.Plan) []string {
 	if c.Reply.IsValid() {
 		a = append(a, "--reply", c.Reply.String())
 	}
-	if p := c.Stack.Info().Presence; p != "" {
-		a = append(a, "--presence", p)
-	}
-	if f := c.Stack.Info().FdStat; f != "" {
-		a = append(a, "--fd-stat", f)
-	}
-	return a
+	return append(a, native.StackArgs(c.Stack)...)
 }
 
 // Granted reports the timestamping the kernel granted the program's socket.
@@ -263,15 +257,7 @@ func (n *Native) Header(arm, round int) samples.Header {
 	if n.cfg.Poll.Mode == probe.PreferBusyPoll {
 		more["busy_poll_budget"] = n.cfg.Poll.Budget
 	}
-	if n.lib != "" {
-		more["stack_library"], more["stack_env"] = n.lib, n.cfg.Stack.Vars()
-		if p := n.cfg.Stack.Info().Presence; p != "" {
-			more["stack_presence"] = p + ": " + n.ready.Presence
-		}
-		if f := n.cfg.Stack.Info().FdStat; f != "" {
-			more["stack_fd_stat"] = fmt.Sprintf("%s: %s (stack %s, id %d)", f, n.ready.Accelerated, n.ready.FdStack, n.ready.FdStackID)
-		}
-	}
+	native.StackSettings(more, n.cfg.Stack, n.lib, n.ready)
 	more["mlockall"] = "ok"
 	if n.ready.MlockAll != 0 {
 		more["mlockall"] = n.ready.MlockAll.Error()

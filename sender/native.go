@@ -3,10 +3,12 @@ package sender
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/rig-project/rig/internal/native"
@@ -20,11 +22,14 @@ import (
 const NativeProgram = "rig-send-native"
 
 // FindEngine finds the native sender's program when cfg asks for it (""
-// for the Go engine): a missing one is refused (os.ErrNotExist) before
-// anything is set up.
+// for the Go engine): a missing one is refused (os.ErrNotExist), and a
+// stack this host lacks (*native.Refusal), before anything is set up.
 func FindEngine(cfg probe.Send) (string, error) {
 	if cfg.Engine != probe.EngineNative {
 		return "", nil
+	}
+	if _, err := native.StackLaunch(cfg.Stack); err != nil {
+		return "", err
 	}
 	return native.Find(NativeProgram)
 }
@@ -41,9 +46,12 @@ func Open(cfg probe.Send, o Options, prog string) (*Sender, error) {
 // nativeLoop is the native program that runs a Sender's loop.
 type nativeLoop struct {
 	prog  string
+	stack probe.Stack
+	lib   string // the stack's library as mapped in the program
 	proc  *native.Proc
 	ready native.Ready
 	h     *native.SendHandoff // after Run
+	taken atomic.Bool         // Run has the handoff: Progress reads the Sender's counts
 }
 
 // NewNative is New for the native engine (docs/probes.md#the-native-engine):
@@ -60,10 +68,21 @@ func NewNative(cfg probe.Send, o Options, prog string) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sender{cfg: cfg, opt: o, dst: cfg.Dest(), lastSeq: -1, nat: &nativeLoop{prog: prog}}
-	s.allocate()
-	if s.nat.proc, s.nat.ready, err = native.Start(prog, s.nativeArgs(ifi, plan), native.Launch{}, os.Stderr); err != nil {
+	launch, err := native.StackLaunch(cfg.Stack)
+	if err != nil {
 		return nil, err
+	}
+	launch.Live = native.SendLive
+	s := &Sender{cfg: cfg, opt: o, dst: cfg.Dest(), lastSeq: -1, nat: &nativeLoop{prog: prog, stack: cfg.Stack}}
+	s.allocate()
+	if s.nat.proc, s.nat.ready, err = native.Start(prog, s.nativeArgs(ifi, plan), launch, os.Stderr); err != nil {
+		return nil, err
+	}
+	if !cfg.Stack.Kernel() {
+		if s.nat.lib, err = native.ProveStack(cfg.Stack, "sender", cfg.Iface, s.nat.proc.Pid(), s.nat.ready); err != nil {
+			s.nat.proc.Close()
+			return nil, err
+		}
 	}
 	s.granted, s.rcvbuf = plan.Granted, s.nat.ready.RcvBuf
 	if plan.Want != 0 {
@@ -91,17 +110,22 @@ func (s *Sender) nativeArgs(ifi *net.Interface, plan tstamp.Plan) []string {
 	if c.ReplyGroup.IsValid() {
 		a = append(a, "--reply-group", c.ReplyGroup.String())
 	}
-	return a
+	return append(a, native.StackArgs(c.Stack)...)
 }
 
 // runNative is Run with the native program running the loop: it waits
 // for the program (SIGTERM when ctx is done), files its handoff where the
-// Go loop files what it reads, and completes the round as Run does.
+// Go loop files what it reads — also when a call failed in the loop — and
+// completes the round as Run does.
 func (s *Sender) runNative(ctx context.Context) error {
 	h, err := s.nat.proc.WaitSend(ctx)
 	if h != nil {
 		s.take(h)
+		if h.Failed != nil { // the program exits 1 for it: its handoff says why
+			err = fmt.Errorf("%s: %w", NativeProgram, h.Failed)
+		}
 	}
+	s.nat.taken.Store(true)
 	s.hw.Finish()
 	s.txWant = samples.TxWanted(s.granted.Software(), s.hw.TX())
 	s.finish()
@@ -170,7 +194,8 @@ func (n *nativeLoop) settings(m map[string]any) {
 	if n == nil {
 		return
 	}
-	m["engine"], m["native_program"], m["mlockall"] = probe.EngineNative.String(), n.prog, "ok"
+	m["engine"], m["native_program"], m["mlockall"], m["stack"] = probe.EngineNative.String(), n.prog, "ok", n.stack.String()
+	native.StackSettings(m, n.stack, n.lib, n.ready)
 	if n.ready.MlockAll != 0 {
 		m["mlockall"] = n.ready.MlockAll.Error()
 	}

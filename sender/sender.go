@@ -27,6 +27,7 @@ import (
 
 	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
+	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -169,6 +170,9 @@ func (s *Sender) RunID() uint64 { return s.cfg.RunID }
 
 // Progress returns requests sent and replies received so far.
 func (s *Sender) Progress() (sent, received int) {
+	if n := s.nat; n != nil && !n.taken.Load() {
+		return int(n.proc.Live(native.LiveSent)), int(n.proc.Live(native.LiveReceived)) // the program's, as it runs
+	}
 	return int(s.sent.Load()), int(s.received.Load())
 }
 

@@ -13,7 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -192,16 +194,21 @@ type Proc struct {
 	lines *bufio.Reader // the ready pipe
 	pipe  *os.File
 	out   *os.File // the handoff, an unlinked temporary file
+	live  []byte   // Launch.Live's page, shared with the program
 	exit  chan error
 }
 
 // Launch is how a program starts under a kernel-bypass stack: through
 // the stack's launcher, which execs it (the process stays the one
 // started), and with variables added to its environment (LD_PRELOAD, the
-// stack's own). The zero Launch starts it as it is.
+// stack's own). The zero Launch starts it as it is. Live asks for a page
+// of that many u64 counters the program stores as its loop runs and rig
+// reads meanwhile (Proc.Live): an unlinked file both map shared, passed
+// as --live-fd 5, so the loop reports without a system call.
 type Launch struct {
 	Launcher string
 	Env      []string
+	Live     int
 }
 
 // Start runs the responder program prog with args through l (StartLine)
@@ -236,7 +243,18 @@ func StartLine(prog string, args []string, l Launch, stderr io.Writer) (*Proc, s
 	}
 	os.Remove(p.out.Name()) // the open file is enough; nothing is left behind
 	// The pipe first: whatever the program refuses then goes to it.
-	argv := append([]string{prog, "--ready-fd", "3", "--out-fd", "4"}, args...)
+	argv, files := []string{prog, "--ready-fd", "3", "--out-fd", "4"}, []*os.File{w, p.out}
+	if l.Live > 0 {
+		lf, err := p.livePage(l.Live)
+		if err != nil {
+			p.close()
+			w.Close()
+			return nil, "", err
+		}
+		defer lf.Close() // the program and the mapping hold it
+		argv, files = append(argv, "--live-fd", "5"), append(files, lf)
+	}
+	argv = append(argv, args...)
 	if l.Launcher != "" {
 		argv = append([]string{l.Launcher}, argv...)
 	}
@@ -244,7 +262,7 @@ func StartLine(prog string, args []string, l Launch, stderr io.Writer) (*Proc, s
 	if l.Env != nil {
 		p.cmd.Env = append(os.Environ(), l.Env...)
 	}
-	p.cmd.ExtraFiles = []*os.File{w, p.out}
+	p.cmd.ExtraFiles = files
 	p.cmd.Stdout, p.cmd.Stderr = stderr, stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	err = p.cmd.Start()
@@ -277,6 +295,33 @@ func lineErr(name, line string) error {
 		return fmt.Errorf("%s: %s", name, msg)
 	}
 	return nil
+}
+
+// livePage makes Launch.Live's page of n counters, mapped here.
+func (p *Proc) livePage(n int) (*os.File, error) {
+	f, err := os.CreateTemp("", "rig-native-*.live")
+	if err == nil {
+		os.Remove(f.Name())
+		if err = f.Truncate(int64(8 * n)); err == nil {
+			p.live, err = syscall.Mmap(int(f.Fd()), 0, 8*n, syscall.PROT_READ, syscall.MAP_SHARED)
+		}
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the native program's live counters: %w", err)
+	}
+	return f, nil
+}
+
+// Live is counter i of the live page as the program last stored it (0
+// without a page). It must not be called after Close.
+func (p *Proc) Live(i int) uint64 {
+	if 8*i+8 > len(p.live) {
+		return 0
+	}
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&p.live[8*i])))
 }
 
 // Pid is the program's process (the launcher's, which exec'd it).
@@ -339,6 +384,10 @@ func (p *Proc) Close() {
 func (p *Proc) close() {
 	p.pipe.Close()
 	p.out.Close()
+	if p.live != nil {
+		_ = syscall.Munmap(p.live)
+		p.live = nil
+	}
 }
 
 // TimestampArgs are a native program's flags for its socket's

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
@@ -14,7 +15,15 @@ import (
 
 // SendHandoffVersion is the native sender's handoff version read
 // (native/send.c writes it).
-const SendHandoffVersion = 1
+const SendHandoffVersion = 2
+
+// The native sender's live page (Launch.Live): requests sent and replies
+// received so far, as its loop counts them (native/send.c's LIVE_*).
+const (
+	LiveSent = iota
+	LiveReceived
+	SendLive // counters in the page
+)
 
 var sendMagic = [8]byte{'R', 'I', 'G', 'N', 'S', 'N', 'D', '\n'}
 
@@ -43,8 +52,13 @@ const (
 	shCallsWaits
 	shCallsSetsockopt
 	shCallsSocket
+	shFailCall // version 2: failCalls' index, 0 when the loop did not fail
+	shFailErrno
 	shFields
 )
+
+// failCalls name the calls whose failure ends the loop (rig.h's FAIL_*).
+var failCalls = []string{"", "ppoll", "recvmsg"}
 
 // sendStamps are the stamps of a native sender's record, in order.
 var sendStamps = [...]samples.Stamp{samples.Due, samples.TxUser, samples.TxSW, samples.TxHW, samples.RxHW, samples.RxSW, samples.RxUser}
@@ -61,14 +75,18 @@ type SendHandoff struct {
 	StopSignal         int                  // the signal that ended the loop (0: it ran out)
 	Keying             tstamp.Keying
 	Calls              Calls // RingOps stays 0; Waits counts ppoll and clock_nanosleep
+	// Failed is why the loop stopped early when a call failed in it (nil:
+	// it did not); the records are those taken until then.
+	Failed error
 	// Records are one per sequence of the round, in order: Seq, Flags
 	// (duplicate, reordered) and the sender's stamps; Responder is 0.
 	Records []samples.Record
 }
 
 // ReadSendHandoff reads a native sender's handoff. It refuses a newer
-// version than it knows, a header shorter than version 1's, a count out
-// of range, unknown flags, and a reply or TX stamp on a request not sent.
+// version than it knows, a header shorter than version 2's, a count out of range, an
+// unknown failed call or an errno that does not go with it, unknown
+// flags, and a reply or TX stamp on a request not sent.
 func ReadSendHandoff(r io.Reader) (*SendHandoff, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	f, err := readHeader(br, sendMagic, SendHandoffVersion, shFields, "sender handoff")
@@ -93,6 +111,11 @@ func ReadSendHandoff(r io.Reader) (*SendHandoff, error) {
 		return bad("TX keying %d unknown", f[shKeying])
 	case f[shStopSignal] > 64 || f[shThreadOK] > 1:
 		return bad("stop signal %d, thread figures %d: out of range", f[shStopSignal], f[shThreadOK])
+	case f[shFailCall] >= uint64(len(failCalls)) || (f[shFailCall] == 0) != (f[shFailErrno] == 0) || f[shFailErrno] > 4095:
+		return bad("failed call %d with errno %d: unknown", f[shFailCall], f[shFailErrno])
+	}
+	if f[shFailCall] != 0 {
+		h.Failed = fmt.Errorf("%s: %w", failCalls[f[shFailCall]], syscall.Errno(f[shFailErrno]))
 	}
 	if f[shThreadOK] == 1 {
 		h.Thread = &samples.ThreadUsage{WallNS: int64(f[shThreadWall]), CPUNS: int64(f[shThreadCPU]),

@@ -3,7 +3,9 @@ package native
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rig-project/rig/internal/samples"
@@ -38,8 +40,14 @@ func TestReadSendHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := samples.Counters{Sent: 2, Foreign: 4, Duplicated: 1, Reordered: 1}
-	if h.Counters != want || h.Keying != tstamp.KeyPerSend || h.Thread == nil || h.Thread.CPUNS != 5e8 || h.Calls.Sendmsg != 2 || len(h.Records) != 3 {
+	if h.Counters != want || h.Keying != tstamp.KeyPerSend || h.Thread == nil || h.Thread.CPUNS != 5e8 || h.Calls.Sendmsg != 2 || len(h.Records) != 3 || h.Failed != nil {
 		t.Fatalf("%+v", h)
+	}
+	f := validSendFields()
+	f[shFailCall], f[shFailErrno] = 2, uint64(syscall.ENETDOWN)
+	if h, err := ReadSendHandoff(bytes.NewReader(encodeSend(f, validSendRecs))); err != nil || !errors.Is(h.Failed, syscall.ENETDOWN) ||
+		h.Failed.Error() != "recvmsg: network is down" || len(h.Records) != 3 {
+		t.Errorf("a failed loop's handoff: %v, %+v", err, h)
 	}
 	r := h.Records[1]
 	if r.Seq != 1 || r.Flags != samples.FlagReordered || r.T[samples.Due] != 190 || r.T[samples.TxUser] != 200 || r.T[samples.TxSW] != 210 ||
@@ -72,6 +80,10 @@ func TestReadSendHandoffRefuses(t *testing.T) {
 		"trailing":      {append(mod(same, validSendRecs), 0), "bytes after"},
 		"flags":         {mod(same, [][8]uint64{{8, 1, 1, 0, 0, 0, 0, 0}, validSendRecs[1], validSendRecs[2]}), "unknown flags"},
 		"reply unsent":  {mod(same, [][8]uint64{validSendRecs[0], validSendRecs[1], {0, 290, 0, 0, 0, 0, 0, 5}}), "not sent"},
+		"version 1":     {encodeSend(validSendFields()[:shFailCall], validSendRecs), "header fields"},
+		"failed call":   {mod(func(f []uint64) { f[shFailCall], f[shFailErrno] = 3, 5 }, validSendRecs), "failed call 3"},
+		"no errno":      {mod(func(f []uint64) { f[shFailCall] = 1 }, validSendRecs), "failed call 1 with errno 0"},
+		"errno alone":   {mod(func(f []uint64) { f[shFailErrno] = 5 }, validSendRecs), "failed call 0 with errno 5"},
 	} {
 		if _, err := ReadSendHandoff(bytes.NewReader(c.b)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
@@ -82,6 +94,9 @@ func TestReadSendHandoffRefuses(t *testing.T) {
 func FuzzReadSendHandoff(f *testing.F) {
 	f.Add(encodeSend(validSendFields(), validSendRecs))
 	f.Add(encodeSend(validSendFields()[:shFields-1], nil))
+	failed := validSendFields()
+	failed[shFailCall], failed[shFailErrno] = 1, 22
+	f.Add(encodeSend(failed, validSendRecs))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := ReadSendHandoff(bytes.NewReader(b))
 		if err != nil {
@@ -95,6 +110,9 @@ func FuzzReadSendHandoff(f *testing.F) {
 			if r.T[samples.TxUser] != 0 {
 				sent++
 			}
+		}
+		if h.Failed != nil && !strings.HasPrefix(h.Failed.Error(), "ppoll: ") && !strings.HasPrefix(h.Failed.Error(), "recvmsg: ") {
+			t.Fatalf("failed: %v", h.Failed)
 		}
 		if sent != h.Counters.Sent {
 			t.Fatalf("%d sent, counters %+v", sent, h.Counters)

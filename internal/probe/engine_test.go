@@ -63,7 +63,8 @@ func FuzzParseEnginePoll(f *testing.F) {
 	})
 }
 
-// TestStack: every stack but kernel needs the native engine, the Go
+// TestStack: every stack but kernel needs the native engine (rig respond's
+// and rig send's), the Go
 // engine saying why; custom needs its library; the custom flags belong to
 // custom alone; an unknown stack lists the known ones.
 func TestStack(t *testing.T) {
@@ -91,6 +92,15 @@ func TestStack(t *testing.T) {
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
+	}
+	// rig send checks its stack as rig respond does.
+	snd := DefaultSend()
+	snd.Iface, snd.Stack = "veth-s", Stack{Name: StackCustom, Preload: "/x/libi.so"}
+	if err := snd.Check(); err == nil || !strings.Contains(err.Error(), "--stack custom needs --engine native") {
+		t.Errorf("send, custom on go: %v", err)
+	}
+	if snd.Engine = EngineNative; snd.Check() != nil {
+		t.Errorf("send, custom on native: %v", snd.Check())
 	}
 	if _, err := ParseStack("dpdk"); err == nil || err.Error() != `stack "dpdk": want kernel, exasock, onload, vma, xlio or custom` {
 		t.Errorf("dpdk: %v", err)

@@ -161,14 +161,17 @@ func TestSendRoundTrip(t *testing.T) {
 	base := DefaultSend()
 	base.Iface = "veth-s"
 	roundTrip[Send](t, base, Send.Args, with(commonChanges(func(s *Send) *Common { return &s.Common }), map[string]func(*Send){
-		"Count":         func(s *Send) { s.Count = 3000 },
-		"Interval":      func(s *Send) { s.Interval = 250 * time.Microsecond },
-		"Size":          func(s *Send) { s.Size = 1472 },
-		"Spin":          func(s *Send) { s.Spin = 0 },
-		"CPU":           func(s *Send) { s.CPU = 1 },
-		"Sched":         func(s *Send) { s.Sched = cpusched.Sched{Policy: cpusched.FIFO, Priority: 1} },
-		"Poll":          func(s *Send) { s.Poll = Busy },
-		"Engine":        func(s *Send) { s.Engine = EngineNative },
+		"Count":    func(s *Send) { s.Count = 3000 },
+		"Interval": func(s *Send) { s.Interval = 250 * time.Microsecond },
+		"Size":     func(s *Send) { s.Size = 1472 },
+		"Spin":     func(s *Send) { s.Spin = 0 },
+		"CPU":      func(s *Send) { s.CPU = 1 },
+		"Sched":    func(s *Send) { s.Sched = cpusched.Sched{Policy: cpusched.FIFO, Priority: 1} },
+		"Poll":     func(s *Send) { s.Poll = Busy },
+		"Engine":   func(s *Send) { s.Engine = EngineNative },
+		"Stack": func(s *Send) {
+			s.Engine, s.Stack = EngineNative, Stack{Name: StackCustom, Launcher: "/opt/x/launch", Preload: "libx.so", Presence: "x_loaded", FdStat: "x_fd_stat", Env: "EF_POLL_USEC=100000"}
+		},
 		"Port":          func(s *Send) { s.Port = 0 },
 		"ReplyGroup":    func(s *Send) { s.ReplyGroup = replyGroup },
 		"Responders":    func(s *Send) { s.Responders = 3 },

@@ -48,12 +48,7 @@ func (r *Respond) Register(fs *flag.FlagSet) {
 	fs.IntVar(&r.Capacity, "capacity", d.Capacity, "sequences recorded (0..capacity-1); more are answered but not recorded")
 	fs.DurationVar(&r.TxWait, "tx-wait", d.TxWait, "how long to wait for the last replies' TX stamps")
 	fs.TextVar(&r.Engine, "engine", d.Engine, "go (rig's own loop) | native (rig-respond-native, beside rig: a C loop no runtime interrupts, which kernel-bypass stacks can accelerate; more --poll backends) | xdp (the reflector: an XDP program answers in the driver, the path's floor) | xdp-generic (the same in the stack's receive path, for drivers without XDP) | tc (the same at tc ingress)")
-	fs.TextVar(&r.Stack.Name, "stack", d.Stack.Name, "socket stack of --engine native: kernel | onload | exasock | vma | xlio (launched by its launcher or preloaded, and proven mapped in the program) | custom (--stack-preload)")
-	fs.StringVar(&r.Stack.Launcher, "stack-launcher", d.Stack.Launcher, "--stack custom: a launcher that execs the program (as onload does)")
-	fs.StringVar(&r.Stack.Preload, "stack-preload", d.Stack.Preload, "--stack custom: the library to preload (LD_PRELOAD), a path or a name the dynamic loader finds")
-	fs.StringVar(&r.Stack.Presence, "stack-presence", d.Stack.Presence, "--stack custom: the library's int f(void) that says it is loaded (as onload_is_present): the program calls it and must hear non-zero")
-	fs.StringVar(&r.Stack.FdStat, "stack-fd-stat", d.Stack.FdStat, "--stack custom: the library's per-socket check, int f(int fd, struct onload_stat *) as onload_fd_stat: the program calls it on its socket and must hear 1 (accelerated)")
-	fs.Var((*envList)(&r.Stack.Env), "stack-env", "NAME=VALUE for the program's environment under a stack, comma-separated or repeated (e.g. EF_RX_TIMESTAMPING=3)")
+	r.Stack.register(fs, d.Stack)
 }
 
 // Parse completes r from fs, the FlagSet Register defined the flags on,

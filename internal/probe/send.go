@@ -21,6 +21,7 @@ type Send struct {
 	Sched    cpusched.Sched // --sched
 	Poll     PollMode       // --poll: block or busy
 	Engine   Engine         // --engine: go or native
+	Stack    Stack          // --stack, --stack-launcher, --stack-preload, --stack-env (as Respond's)
 	// Port is the local UDP port (--port); -1: the port of Group or
 	// Unicast. ReplyGroup's port, when set, takes its place.
 	Port int
@@ -43,7 +44,7 @@ type Send struct {
 // defaults: a scenario's rounds (internal/scenario) start from it too.
 func DefaultSend() Send {
 	return Send{Common: defaultCommon(), Count: 10000, Interval: time.Millisecond, Size: wire.DefaultSize, Spin: 50 * time.Microsecond,
-		CPU: -1, Port: -1, Responders: 1, Warmup: 2, ReplyTimeout: 500 * time.Millisecond, TxWait: 500 * time.Millisecond}
+		CPU: -1, Port: -1, Responders: 1, Warmup: 2, ReplyTimeout: 500 * time.Millisecond, TxWait: 500 * time.Millisecond, Stack: Stack{Name: StackKernel}}
 }
 
 // MaxCount bounds --count: a sequence and a reply slot's index fit 31 bits.
@@ -61,7 +62,8 @@ func (s *Send) Register(fs *flag.FlagSet) {
 	fs.IntVar(&s.CPU, "cpu", d.CPU, "CPU to pin the pacing thread to (-1: no pinning)")
 	fs.TextVar(&s.Sched, "sched", d.Sched, "scheduling policy of the pacing thread: other | fifo:N")
 	fs.TextVar(&s.Poll, "poll", d.Poll, "how the sending thread waits for replies and TX stamps between sends: block (sleeps in ppoll: one wake-up per reply) | busy (polls the socket without blocking: no wake-up, one CPU at 100 %)")
-	fs.TextVar(&s.Engine, "engine", d.Engine, "go (rig's own loop) | native (rig-send-native, beside rig: the same loop in C, no runtime to interrupt it; one responder)")
+	fs.TextVar(&s.Engine, "engine", d.Engine, "go (rig's own loop) | native (rig-send-native, beside rig: the same loop in C, no runtime to interrupt it, which kernel-bypass stacks can accelerate; one responder)")
+	s.Stack.register(fs, d.Stack)
 	fs.IntVar(&s.Port, "port", d.Port, "local UDP port; replies come back to it (-1: the port of --group or --to)")
 	fs.TextVar((*group)(&s.ReplyGroup), "reply-group", group(d.ReplyGroup), "join this group:port for replies (the responder's --reply); its port becomes the local port")
 	fs.IntVar(&s.Responders, "responders", d.Responders, fmt.Sprintf("how many responders answer every request (their --id 0..N-1; 1..%d): each reply is filed under its responder", MaxResponders))
@@ -117,7 +119,7 @@ func (s Send) Check() error {
 	if err := wire.CheckSize(s.Size); err != nil {
 		return fmt.Errorf("--size %d: %w", s.Size, err)
 	}
-	return nil
+	return s.Stack.check(s.Engine)
 }
 
 // LocalPort is the sender's UDP port: ReplyGroup's, else Port, else the

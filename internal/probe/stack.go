@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"flag"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -76,7 +77,7 @@ func (n *StackName) UnmarshalText(b []byte) error {
 	return err
 }
 
-// Stack is the socket stack of rig respond --engine native: --stack and,
+// Stack is the socket stack of rig respond and rig send --engine native: --stack and,
 // for custom, --stack-launcher and --stack-preload; --stack-env for any
 // but kernel.
 type Stack struct {
@@ -138,6 +139,17 @@ func (s Stack) check(e Engine) error {
 		}
 	}
 	return nil
+}
+
+// register defines the stack's flags on fs (rig respond's and rig send's),
+// bound to s and set to d.
+func (s *Stack) register(fs *flag.FlagSet, d Stack) {
+	fs.TextVar(&s.Name, "stack", d.Name, "socket stack of --engine native: kernel | onload | exasock | vma | xlio (launched by its launcher or preloaded, and proven mapped in the program) | custom (--stack-preload)")
+	fs.StringVar(&s.Launcher, "stack-launcher", d.Launcher, "--stack custom: a launcher that execs the program (as onload does)")
+	fs.StringVar(&s.Preload, "stack-preload", d.Preload, "--stack custom: the library to preload (LD_PRELOAD), a path or a name the dynamic loader finds")
+	fs.StringVar(&s.Presence, "stack-presence", d.Presence, "--stack custom: the library's int f(void) that says it is loaded (as onload_is_present): the program calls it and must hear non-zero")
+	fs.StringVar(&s.FdStat, "stack-fd-stat", d.FdStat, "--stack custom: the library's per-socket check, int f(int fd, struct onload_stat *) as onload_fd_stat: the program calls it on its socket and must hear 1 (accelerated)")
+	fs.Var((*envList)(&s.Env), "stack-env", "NAME=VALUE for the program's environment under a stack, comma-separated or repeated (e.g. EF_RX_TIMESTAMPING=3)")
 }
 
 // envList is --stack-env: NAME=VALUE pairs, comma-separated or repeated.

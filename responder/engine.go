@@ -32,7 +32,7 @@ func FindEngine(cfg probe.Respond) (string, error) {
 	if _, err := native.StackLaunch(cfg.Stack); err != nil {
 		return "", err
 	}
-	return native.Find(NativeProgram)
+	return native.Find(native.RespondProgram)
 }
 
 // Open sets up the Go engine's responder, or with prog (FindEngine) the

@@ -20,9 +20,6 @@ import (
 	"github.com/rig-project/rig/internal/wire"
 )
 
-// NativeProgram is the native engine's responder program (native/respond.c).
-const NativeProgram = "rig-respond-native"
-
 // Native is a responder whose loop runs in the native program
 // (docs/probes.md#the-native-engine). rig decides here what New decides —
 // the request address, the socket's timestamping flags (tstamp.PlanFor),
@@ -48,7 +45,7 @@ type Native struct {
 }
 
 // NewNative checks cfg (cfg.Engine native) as New does, decides the
-// socket's timestamping and starts prog (native.Find(NativeProgram)),
+// socket's timestamping and starts prog (native.Find(native.RespondProgram)),
 // which returns once the program's socket is set up. A backend the host
 // cannot run is refused with the reason (*native.Refusal).
 func NewNative(cfg probe.Respond, o Options, prog string) (*Native, error) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/netlab/netlabtest"
 	"github.com/rig-project/rig/internal/nicfake"
@@ -29,7 +30,7 @@ import (
 // columns say why there is no hardware one.
 func TestNativeHardwareProof(t *testing.T) {
 	topo := netlabtest.New(t, netlab.Options{})
-	prog := filepath.Join(testbin.Native(t), NativeProgram)
+	prog := filepath.Join(testbin.Native(t), native.RespondProgram)
 	nic := nicfake.New(nicfake.MLX5(), topo.Responder.Interface)
 	nic.SetConfig(tstamp.HWTstampConfig{TxType: tstamp.TxOn, RxFilter: tstamp.FilterAll})
 	group := netip.MustParseAddrPort("239.8.8.9:9210")

@@ -18,9 +18,6 @@ import (
 	"github.com/rig-project/rig/internal/wire"
 )
 
-// NativeProgram is the native engine's sender program (native/send.c).
-const NativeProgram = "rig-send-native"
-
 // FindEngine finds the native sender's program when cfg asks for it (""
 // for the Go engine): a missing one is refused (os.ErrNotExist), and a
 // stack this host lacks (*native.Refusal), before anything is set up.
@@ -31,7 +28,7 @@ func FindEngine(cfg probe.Send) (string, error) {
 	if _, err := native.StackLaunch(cfg.Stack); err != nil {
 		return "", err
 	}
-	return native.Find(NativeProgram)
+	return native.Find(native.SendProgram)
 }
 
 // Open sets up the Go engine's sender, or with prog (FindEngine) the
@@ -122,7 +119,7 @@ func (s *Sender) runNative(ctx context.Context) error {
 	if h != nil {
 		s.take(h)
 		if h.Failed != nil { // the program exits 1 for it: its handoff says why
-			err = fmt.Errorf("%s: %w", NativeProgram, h.Failed)
+			err = fmt.Errorf("%s: %w", native.SendProgram, h.Failed)
 		}
 	}
 	s.nat.taken.Store(true)

@@ -16,7 +16,7 @@ import (
 func TestNativeTake(t *testing.T) {
 	cfg := probe.DefaultSend()
 	cfg.Count, cfg.ReplyTimeout = 5, time.Millisecond
-	s := &Sender{cfg: cfg, lastSeq: -1, nat: &nativeLoop{prog: NativeProgram}}
+	s := &Sender{cfg: cfg, lastSeq: -1, nat: &nativeLoop{prog: native.SendProgram}}
 	s.allocate()
 	s.granted = tstamp.Granted{Flags: tstamp.FlagSoftware | tstamp.FlagTxSoftware | tstamp.FlagRxSoftware}
 	s.hw = tstamp.NewHWProof(s.granted, cfg.TxWait, "the sender's UDP socket", "replies", "requests")

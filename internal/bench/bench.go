@@ -44,8 +44,6 @@ import (
 	"github.com/rig-project/rig/internal/round"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/responder"
-	"github.com/rig-project/rig/sender"
 )
 
 // Part names one section of the bench.
@@ -403,7 +401,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if cfg.native() && (cfg.has(PartRTT) || cfg.has(PartCost)) {
 		// Refused before anything runs, never skipped: rig respond
 		// --engine native would find no program either.
-		for _, prog := range []string{responder.NativeProgram, sender.NativeProgram} {
+		for _, prog := range []string{native.RespondProgram, native.SendProgram} {
 			if _, err := native.FindFor(cfg.Rig, prog); err != nil {
 				return nil, NativeMissing{fmt.Errorf("bench: the native engine's rounds (--engines %s): %w; or run without them: --engines go", engineList(cfg.Engines), err)}
 			}

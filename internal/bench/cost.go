@@ -16,13 +16,12 @@ import (
 	"github.com/rig-project/rig/internal/agent"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/netlab"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/rundir"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/wire"
-	"github.com/rig-project/rig/responder"
-	"github.com/rig-project/rig/sender"
 )
 
 // CostRow is one tool's work per round trip on one side in one mode,
@@ -208,7 +207,7 @@ func (b *runner) costRig(ctx context.Context, mode string, engine probe.Engine, 
 		// The programs' command lines are rig's (sender/native.go,
 		// responder/native.go): --run-id ID.
 		byID := func(p rundir.Process) bool { return slices.Contains(p.Cmdline, id) }
-		comm, rspComm, isSender, isResponder = kernelComm(sender.NativeProgram), kernelComm(responder.NativeProgram), byID, byID
+		comm, rspComm, isSender, isResponder = kernelComm(native.SendProgram), kernelComm(native.RespondProgram), byID, byID
 	}
 	c, err := b.countTool(ctx, comm, rspComm, isSender, isResponder, costSettle, done)
 	werr := <-done

@@ -13,7 +13,6 @@ import (
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/probe"
-	"github.com/rig-project/rig/sender"
 )
 
 // readStacks looks for each stack of probe.StackTable as rig respond
@@ -30,11 +29,11 @@ func readStacks() map[probe.StackName]string {
 	return m
 }
 
-// readSendNative asks what rig send --engine native asks first
-// (sender.FindEngine): is its program beside this rig.
-func readSendNative() *string {
+// readNative asks what rig send and rig respond --engine native ask
+// first (native.Find): is the program beside this rig; "" where it is.
+func readNative(prog string) *string {
 	why := ""
-	if _, err := sender.FindEngine(probe.Send{Engine: probe.EngineNative}); err != nil {
+	if _, err := native.Find(prog); err != nil {
 		why = err.Error()
 	}
 	return &why

@@ -75,10 +75,12 @@ type Facts struct {
 	// library where the loader finds it), else what is missing. nil: not
 	// known (an older agent).
 	Stacks map[probe.StackName]string `json:"stacks,omitempty"`
-	// SendNative is why rig send --engine native would refuse here
-	// (sender.FindEngine: its program missing, and how to get it), ""
-	// where it finds it; nil: not known (an older agent).
-	SendNative *string `json:"send_native,omitempty"`
+	// SendNative and RespondNative are why rig send and rig respond
+	// --engine native would refuse here (native.Find: the program missing,
+	// and how to get it), "" where they find it; nil: not known (an older
+	// agent).
+	SendNative    *string `json:"send_native,omitempty"`
+	RespondNative *string `json:"respond_native,omitempty"`
 	// IOUring is whether rig's processes can set up an io_uring there
 	// (nil: not known: an older agent, or a fake root that cannot say).
 	IOUring *IOUring `json:"io_uring,omitempty"`

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/tstamp"
 )
@@ -90,7 +91,8 @@ func Read(fs hostfs.FS) (*Facts, error) {
 	if f.StressNG, err = hasStressNG(); err != nil {
 		return nil, err
 	}
-	f.Stacks, f.IOUring, f.SendNative = readStacks(), readIOUring(fs), readSendNative()
+	f.Stacks, f.IOUring = readStacks(), readIOUring(fs)
+	f.SendNative, f.RespondNative = readNative(native.SendProgram), readNative(native.RespondProgram)
 	pf, err := power.ReadFacts(context.Background(), fs, power.HostTuned(fs))
 	if err != nil {
 		return nil, fmt.Errorf("power facts: %w", err)

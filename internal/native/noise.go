@@ -13,8 +13,12 @@ import (
 	"github.com/rig-project/rig/internal/samples"
 )
 
-// NoiseProgram is the platform-noise probe's loop (native/noise.c).
-const NoiseProgram = "rig-noise-native"
+// The native engine's programs, which rig finds beside itself (Find).
+const (
+	SendProgram    = "rig-send-native"    // rig send's loop (native/send.c)
+	RespondProgram = "rig-respond-native" // rig respond's loop (native/respond.c)
+	NoiseProgram   = "rig-noise-native"   // the platform-noise probe's loop (native/noise.c)
+)
 
 // NoiseHandoffVersion is the noise handoff version read (native/noise.c writes it).
 const NoiseHandoffVersion = 1

@@ -125,9 +125,10 @@ arms:
 	}
 }
 
-// TestNativeCannotTell: a host whose agent reports neither its stacks nor
-// io_uring gives a warning at the arm's responder.stack and
-// responder.poll, not a refusal and not silence.
+// TestNativeCannotTell: a host whose agent reports neither its native
+// program, its stacks nor io_uring gives a warning at the arm's
+// responder.engine, responder.stack and responder.poll, not a refusal
+// and not silence.
 func TestNativeCannotTell(t *testing.T) {
 	s := load(t, `name: t
 hosts: {h: {via: local, roles: [sender, responder], iface: eth1}}
@@ -137,17 +138,17 @@ arms:
     responder: {engine: native, stack: onload, poll: io-uring}
 `)
 	f := bigHost()
-	f.Stacks, f.IOUring = nil, nil
+	f.Stacks, f.IOUring, f.RespondNativeUnknown = nil, nil, true
 	if err := Validate(s, factsFor(s, f)); err != nil {
 		t.Fatal(err)
 	}
 	w := s.Warnings.Error()
-	for _, want := range []string{"t.yaml:6:40: arm a: cannot tell whether host h has stack onload", "t.yaml:6:54: arm a: cannot tell whether io_uring works on host h"} {
+	for _, want := range []string{"t.yaml:6:25: arm a: cannot tell whether rig respond --engine native starts on host h", "t.yaml:6:40: arm a: cannot tell whether host h has stack onload", "t.yaml:6:54: arm a: cannot tell whether io_uring works on host h"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings lack %q:\n%s", want, w)
 		}
 	}
-	if len(s.Warnings) != 2 || len(s.Arms[0].Notes) != 0 {
+	if len(s.Warnings) != 3 || len(s.Arms[0].Notes) != 0 {
 		t.Errorf("%d warnings, notes %q:\n%s", len(s.Warnings), s.Arms[0].Notes, w)
 	}
 }

@@ -17,9 +17,11 @@ import (
 	"github.com/rig-project/rig/internal/facts"
 	"github.com/rig-project/rig/internal/hostfs"
 	"github.com/rig-project/rig/internal/hostinfo"
+	"github.com/rig-project/rig/internal/native"
 	"github.com/rig-project/rig/internal/power"
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/rundir"
+	"github.com/rig-project/rig/internal/testbin"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -102,6 +104,11 @@ type StaticFacts struct {
 	IOUring    *facts.IOUring
 	NAPI       map[string]facts.NAPIKnobs
 	SendNative *string // nil: not reported
+	// RespondNative is why rig respond --engine native would refuse; nil:
+	// found, as every test host's agent has its program unless it says
+	// otherwise (RespondNativeUnknown: an older agent, which does not say).
+	RespondNative        *string
+	RespondNativeUnknown bool
 }
 
 // hostOf is what tests hand to factsFor: a *StaticFacts or a *facts.Facts.
@@ -147,6 +154,9 @@ func (sf *StaticFacts) facts() *facts.Facts {
 		f.Power = sf.PowerFacts
 	}
 	f.Stacks, f.IOUring, f.NAPI, f.SendNative = sf.Stacks, sf.IOUring, sf.NAPI, sf.SendNative
+	if f.RespondNative = sf.RespondNative; f.RespondNative == nil && !sf.RespondNativeUnknown {
+		f.RespondNative = new("")
+	}
 	return f
 }
 
@@ -209,7 +219,9 @@ func TestShippedScenarios(t *testing.T) {
 			}
 			facts := bigHost()
 			if s.Emulate != "" {
-				// demo.yaml must run here, on this machine.
+				// demo.yaml must run here, on this machine, and floor.yaml
+				// with the native programs beside rig.
+				t.Setenv(native.EnvDir, testbin.Native(t))
 				local := tree(t, hostfs.Default())
 				if err := Validate(s, factsFor(s, local)); err != nil {
 					t.Fatalf("against this machine: %v", err)

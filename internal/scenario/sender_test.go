@@ -129,3 +129,40 @@ arms:
 		}
 	}
 }
+
+// TestResponderNativeProgram: the same for rig-respond-native on a
+// responder host, refused at the engine where it is written (here under
+// defaults) before any round changed a host.
+func TestResponderNativeProgram(t *testing.T) {
+	const src = `name: t
+hosts:
+  snd: {via: local, roles: [sender], iface: eth0}
+  rsp: {via: ssh rsp, roles: [responder], iface: eth0}
+traffic: {group: "239.1.1.1:5000"}
+defaults:
+  responder: {engine: native}
+arms: [{name: a}, {name: b}]
+`
+	missing := "the native program rig-respond-native is missing: build it with `make build`"
+	for _, c := range []struct {
+		why     *string
+		unknown bool
+		err     string
+		warn    string
+	}{
+		{why: &missing, err: "t.yaml:7:23: engine native for the responder, and on host rsp " + missing},
+		{unknown: true, warn: "t.yaml:7:23: arm a: cannot tell whether rig respond --engine native starts on host rsp"},
+		{},
+	} {
+		s := load(t, src)
+		rsp := smallHost()
+		rsp.RespondNative, rsp.RespondNativeUnknown = c.why, c.unknown
+		err := Validate(s, factsOf(map[string]hostOf{"snd": smallHost(), "rsp": rsp}))
+		switch {
+		case c.err == "" && err != nil, c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || strings.Count(err.Error(), "engine native for the responder") != 1):
+			t.Errorf("responder's facts %v: %v, want %q once", c.why, err, c.err)
+		case c.warn == "" && len(s.Warnings) > 0, c.warn != "" && !strings.Contains(s.Warnings.Error(), c.warn):
+			t.Errorf("responder's facts %v: warnings %v, want %q", c.why, s.Warnings, c.warn)
+		}
+	}
+}

@@ -637,6 +637,9 @@ func (v *validator) armCPU(i, cpu int, hf, nf *hostFacts, skip []string, cstateD
 // that hold the NIC's interrupts off (the arm's napi, else the host's).
 func (v *validator) native(i int, k Knobs, h Host, hf *hostFacts) {
 	a, r, napi := v.s.Arms[i], k.Responder, k.NIC.NAPI
+	if r.Engine != nil && *r.Engine == probe.EngineNative {
+		v.program(v.knobField(i, h.Name, "responder.engine"), a.Name, "responder", hf, hf.f.RespondNative)
+	}
 	if st := r.Stack; st != nil && !st.Kernel() && st.Name != probe.StackCustom {
 		switch why, ok := hf.f.Stacks[st.Name]; {
 		case hf.f.Stacks == nil:
@@ -683,19 +686,25 @@ func (v *validator) native(i int, k Knobs, h Host, hf *hostFacts) {
 }
 
 // sendNative checks that arm i's native sender can start on the sender
-// host hf: without its program rig send refuses the round, after the
-// arm's knobs changed the responder hosts.
+// host hf.
 func (v *validator) sendNative(i int, hf *hostFacts) {
-	a := v.s.Arms[i]
-	if e := a.Effective.Sender.Engine; e == nil || *e != probe.EngineNative {
-		return
+	if e := v.s.Arms[i].Effective.Sender.Engine; e != nil && *e == probe.EngineNative {
+		v.program(v.field(i, "sender.engine"), v.s.Arms[i].Name, "sender", hf, hf.f.SendNative)
 	}
-	switch why := hf.f.SendNative; {
+}
+
+// program checks that the native engine's program of role (sender or
+// responder) starts on host hf, from why its agent says it would not
+// (nil: not said): without it the round is refused after the arm's knobs
+// changed the hosts.
+func (v *validator) program(p, arm, role string, hf *hostFacts, why *string) {
+	cmd := map[string]string{"sender": "rig send", "responder": "rig respond"}[role]
+	switch {
 	case why == nil:
-		v.c.warn(v.field(i, "sender.engine"), fmt.Sprintf("arm %s: cannot tell whether rig send --engine native starts on host %s (its agent does not report it: an older rig)", a.Name, hf.name),
-			"rig send refuses the round if its program is missing; install this rig's version on the host so its agent reports it")
+		v.c.warn(p, fmt.Sprintf("arm %s: cannot tell whether %s --engine native starts on host %s (its agent does not report it: an older rig)", arm, cmd, hf.name),
+			cmd+" refuses the round if its program is missing; install this rig's version on the host so its agent reports it")
 	case *why != "":
-		v.c.valOnce(v.field(i, "sender.engine"), fmt.Sprintf("engine native for the sender, and on host %s %s", hf.name, *why), fmt.Sprintf("give host %s the native sender's program as said, or use engine: go for the sender", hf.name))
+		v.c.valOnce(p, fmt.Sprintf("engine native for the %s, and on host %s %s", role, hf.name, *why), fmt.Sprintf("give host %s the native %s's program as said, or use engine: go for the %s", hf.name, role, role))
 	}
 }
 

@@ -145,13 +145,9 @@ func verdict(c *Comparison, st string, this, other *MetricReport) string {
 		}
 		return VerdictReal
 	}
-	q := map[string]string{"median": "50", "p99": "99", "p99.9": "99.9"}[st]
-	for _, s := range [][]string{this.Summary.Undersampled, other.Summary.Undersampled} {
-		for _, u := range s {
-			if u == q {
-				return VerdictUndersampled
-			}
-		}
+	q := percentOf(st)
+	if contains(this.Summary.Undersampled, q) || contains(other.Summary.Undersampled, q) {
+		return VerdictUndersampled
 	}
 	ea, eb := envelope(this, q), envelope(other, q)
 	co := overlap(ea, eb)

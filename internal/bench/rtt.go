@@ -19,6 +19,10 @@ import (
 // pacing comparison with cyclictest.
 var rttModes = []string{"block", ModeBlockDefault, "busy"}
 
+// peerModes are the modes rig meets sockperf in, and the native engine the
+// Go engine: the tables and goals that compare them.
+var peerModes = []string{"block", "busy"}
+
 // plan is what one interleaved RTT round runs.
 type plan struct {
 	modes []string // of rttModes, in that order

@@ -470,7 +470,6 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Host:        c.opt.Host,
 		Iface:       c.cfg.Iface,
 		Clocks:      clocks,
-		Responders:  c.responders(),
 		Settings: map[string]any{"timestamps": c.granted.String(), "ports": c.ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf,
 			"hardware_stamps": c.hw.String(), "mirror": c.mirror()},
 		StartedAt: c.started.UTC().Format(time.RFC3339Nano),
@@ -479,6 +478,7 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		h.Settings["pcap"] = map[string]any{"stamps": "cap_*_" + c.Source(), "frames": c.pcap.n, "left_out": c.pcap.leftOut}
 	}
 	h.SetRequests(c.cfg.Group, c.cfg.Unicast)
+	h.SetResponders(c.cfg.Responders)
 	return h
 }
 
@@ -487,14 +487,6 @@ func (c *Capture) WriteFile(path string, arm, round int) error {
 	return samples.WriteFile(path, c.Header(arm, round), c.Records(), samples.Footer{
 		Counters: c.cnt, PerResponder: c.PerResponder(), EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: c.stopped,
 	})
-}
-
-// responders is Header.Responders: 0 (left out) with one responder.
-func (c *Capture) responders() int {
-	if c.cfg.Responders == 1 {
-		return 0
-	}
-	return c.cfg.Responders
 }
 
 // WritePcap writes the kept frames as a pcap file with nanosecond stamps

@@ -587,7 +587,6 @@ func (s *Sender) Header() samples.Header {
 		Count:       s.cfg.Count,
 		Size:        s.cfg.Size,
 		Warmup:      s.cfg.Warmup,
-		Responders:  s.responders(),
 		Clocks:      clocks,
 		Settings: map[string]any{
 			"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "rcvbuf_bytes": s.rcvbuf, "spin_ns": int64(s.cfg.Spin), "poll": s.cfg.Poll.String(),
@@ -598,6 +597,7 @@ func (s *Sender) Header() samples.Header {
 		StartedAt: s.started.UTC().Format(time.RFC3339Nano),
 	}
 	h.SetRequests(s.cfg.Group, s.cfg.Unicast)
+	h.SetResponders(s.cfg.Responders)
 	s.nat.settings(h.Settings)
 	return h
 }
@@ -607,15 +607,6 @@ func (s *Sender) WriteFile(path string) error {
 	return samples.WriteFile(path, s.Header(), s.out, samples.Footer{Thread: s.thread,
 		Counters: s.cnt, PerResponder: s.PerResponder(), EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: s.stopped,
 	})
-}
-
-// responders is Header.Responders: 0 (left out) with one responder, so a
-// one-responder file reads as before there were several.
-func (s *Sender) responders() int {
-	if s.cfg.Responders == 1 {
-		return 0
-	}
-	return s.cfg.Responders
 }
 
 // Close releases the socket, or stops the native program.

@@ -279,6 +279,14 @@ type Footer struct {
 // ResponderCount is h.Responders with older files' 0 read as 1.
 func (h *Header) ResponderCount() int { return max(h.Responders, 1) }
 
+// SetResponders records n responders: left out (0) for one, so that a
+// one-responder file reads as before there were several.
+func (h *Header) SetResponders(n int) {
+	if n > 1 {
+		h.Responders = n
+	}
+}
+
 // CountersOf returns responder id's counters from a footer: its
 // PerResponder entry, or with one responder the file's counters.
 func (f *Footer) CountersOf(id uint32) Counters {

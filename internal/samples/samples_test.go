@@ -717,3 +717,15 @@ func TestJoinDirTruncated(t *testing.T) {
 		}
 	}
 }
+
+// TestSetResponders: one responder is left out of the header (older
+// readers, and ResponderCount, read 0 as 1); several are written.
+func TestSetResponders(t *testing.T) {
+	for n, want := range map[int]int{1: 0, 2: 2, 8: 8} {
+		var h Header
+		h.SetResponders(n)
+		if h.Responders != want || h.ResponderCount() != n {
+			t.Errorf("SetResponders(%d): Responders %d, ResponderCount %d; want %d, %d", n, h.Responders, h.ResponderCount(), want, n)
+		}
+	}
+}

@@ -472,7 +472,7 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		Clocks:      clocks,
 		Settings: map[string]any{"timestamps": c.granted.String(), "ports": c.ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf,
 			"hardware_stamps": c.hw.String(), "mirror": c.mirror()},
-		StartedAt: c.started.UTC().Format(time.RFC3339Nano),
+		StartedAt: samples.Time(c.started),
 	}
 	if c.cfg.Pcap != "" { // which columns the pcap file's stamps are
 		h.Settings["pcap"] = map[string]any{"stamps": "cap_*_" + c.Source(), "frames": c.pcap.n, "left_out": c.pcap.leftOut}
@@ -485,7 +485,7 @@ func (c *Capture) Header(arm, round int) samples.Header {
 // WriteFile writes the capture's sample file.
 func (c *Capture) WriteFile(path string, arm, round int) error {
 	return samples.WriteFile(path, c.Header(arm, round), c.Records(), samples.Footer{
-		Counters: c.cnt, PerResponder: c.PerResponder(), EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: c.stopped,
+		Counters: c.cnt, PerResponder: c.PerResponder(), EndedAt: samples.Time(time.Now()), Stopped: c.stopped,
 	})
 }
 

@@ -374,7 +374,7 @@ func header(cfg probe.Respond, host string, g tstamp.Granted, hw *tstamp.HWProof
 		ResponderID: uint32(cfg.ID),
 		Clocks:      probe.Clocks(g, hw, cfg.Iface, "req_rx", "rep_tx"),
 		Settings:    settings,
-		StartedAt:   started.UTC().Format(time.RFC3339Nano),
+		StartedAt:   samples.Time(started),
 	}
 	h.SetRequests(cfg.Group, cfg.Unicast)
 	return h
@@ -383,7 +383,7 @@ func header(cfg probe.Respond, host string, g tstamp.Granted, hw *tstamp.HWProof
 // WriteFile writes the responder's sample file for one round.
 func (r *Responder) WriteFile(path string, arm, round int) error {
 	return samples.WriteFile(path, r.Header(arm, round), r.Records(), samples.Footer{Thread: r.thread,
-		Counters: r.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: r.stopped,
+		Counters: r.cnt, EndedAt: samples.Time(time.Now()), Stopped: r.stopped,
 	})
 }
 

@@ -594,7 +594,7 @@ func (s *Sender) Header() samples.Header {
 			"reply_timeout_ns": int64(s.cfg.ReplyTimeout), "tx_wait_ns": int64(s.cfg.TxWait), "phc": s.phc,
 			"hardware_stamps": s.hw.String(),
 		},
-		StartedAt: s.started.UTC().Format(time.RFC3339Nano),
+		StartedAt: samples.Time(s.started),
 	}
 	h.SetRequests(s.cfg.Group, s.cfg.Unicast)
 	h.SetResponders(s.cfg.Responders)
@@ -605,7 +605,7 @@ func (s *Sender) Header() samples.Header {
 // WriteFile writes the sender's sample file.
 func (s *Sender) WriteFile(path string) error {
 	return samples.WriteFile(path, s.Header(), s.out, samples.Footer{Thread: s.thread,
-		Counters: s.cnt, PerResponder: s.PerResponder(), EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: s.stopped,
+		Counters: s.cnt, PerResponder: s.PerResponder(), EndedAt: samples.Time(time.Now()), Stopped: s.stopped,
 	})
 }
 

@@ -25,6 +25,7 @@ package samples
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rig-project/rig/internal/rundir"
 )
@@ -275,6 +276,10 @@ type Footer struct {
 	// malformed, TX stamps) is the file's. Counters are the sums.
 	PerResponder []Counters `json:"per_responder,omitempty"`
 }
+
+// Time is how a sample file writes a wall-clock time (StartedAt,
+// EndedAt): UTC, RFC 3339 with nanoseconds.
+func Time(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // ResponderCount is h.Responders with older files' 0 read as 1.
 func (h *Header) ResponderCount() int { return max(h.Responders, 1) }

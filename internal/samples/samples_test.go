@@ -729,3 +729,12 @@ func TestSetResponders(t *testing.T) {
 		}
 	}
 }
+
+// TestTime: a sample file's times are UTC with nanoseconds, whatever zone
+// the probe's host is in.
+func TestTime(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("UTC+1", 3600))
+	if got, want := Time(at), "2026-01-02T02:04:05.000000006Z"; got != want {
+		t.Errorf("Time = %q, want %q", got, want)
+	}
+}

@@ -779,7 +779,7 @@ func (ra *RoundAccount) lines(arm string) (problems, notes []string) {
 // roleCounts renders the non-zero counts per role, "sender 3, capture 9".
 func roleCounts(m map[samples.Role]uint64) string {
 	var parts []string
-	for _, r := range []samples.Role{samples.RoleSender, samples.RoleResponder, samples.RoleCapture} {
+	for _, r := range samples.Roles {
 		if m[r] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", r, m[r]))
 		}

@@ -149,6 +149,9 @@ const (
 	RoleCapture   Role = "capture"
 )
 
+// Roles are the roles in the order a round's files are read and counted.
+var Roles = []Role{RoleSender, RoleResponder, RoleCapture}
+
 // Columns each role records, in file order.
 var roleColumns = map[Role][]Stamp{
 	RoleSender:    {Due, TxUser, TxSW, TxHW, RxHW, RxSW, RxUser},

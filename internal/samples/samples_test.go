@@ -738,3 +738,16 @@ func TestTime(t *testing.T) {
 		t.Errorf("Time = %q, want %q", got, want)
 	}
 }
+
+// TestRolesListed: Roles, which the round reader and the accounting walk,
+// names every role that has columns, once.
+func TestRolesListed(t *testing.T) {
+	if len(Roles) != len(roleColumns) {
+		t.Fatalf("Roles %v, roles with columns %d", Roles, len(roleColumns))
+	}
+	for _, r := range Roles {
+		if ColumnsFor(r) == nil {
+			t.Errorf("role %s has no columns", r)
+		}
+	}
+}

@@ -93,13 +93,13 @@ Arms: {{range $i, $a := .R.Arms}}{{if $i}}, {{end}}<span class="arm">{{$a.Name}}
 {{if .R.Problems}}<h2 id="problems">Problems</h2><ul>{{range .R.Problems}}<li class="problem">{{.}}</li>{{end}}</ul>{{end}}
 {{if .R.Notes}}<h2 id="notes">Notes</h2><ul>{{range .R.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </body></html>
-{{define "section"}}<h2>{{plain .Title}}</h2>
+{{define "plot"}}<figure class="plot" id="plot-{{.Name}}"><img class="plot" alt="{{.Title}}" width="{{.W}}" height="{{.H}}" src="{{.Data}}">
+<figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption></figure>
+{{end}}{{define "section"}}<h2>{{plain .Title}}</h2>
 <p class="caption">{{.Caption}}</p>
 {{if .Rows}}<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}{{td .}}{{end}}</tr>
 {{end}}</table>{{end}}
-{{end}}{{define "plot"}}<figure class="plot" id="plot-{{.Name}}"><img class="plot" alt="{{.Title}}" width="{{.W}}" height="{{.H}}" src="{{.Data}}">
-<figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption></figure>
 {{end}}`))
 
 // spreadCell matches a table cell "median [min–max]" with an optional †.

@@ -302,8 +302,7 @@ func countGoal(goal, measured string, met bool) Goal {
 	return Goal{Goal: goal, Measured: measured, Decision: d}
 }
 
-// ratioFigs are the figures a ratio goal against another tool or engine
-// compares, paired by round.
+// ratioFigs are the figures a ratio goal compares, paired by round.
 var ratioFigs = []struct {
 	name string
 	fig  func(Summary) int64

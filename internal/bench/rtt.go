@@ -19,8 +19,7 @@ import (
 // pacing comparison with cyclictest.
 var rttModes = []string{"block", ModeBlockDefault, "busy"}
 
-// peerModes are the modes rig meets sockperf in, and the native engine the
-// Go engine: the tables and goals that compare them.
+// peerModes are the modes rig meets sockperf, and native meets Go, in.
 var peerModes = []string{"block", "busy"}
 
 // plan is what one interleaved RTT round runs.

@@ -257,6 +257,17 @@ type CIEnvelope struct {
 	HighNS *int64 `json:"high_ns"`
 }
 
+// ciOf is the envelope of percentile q's intervals; false when no round
+// had q.
+func (s *Summary) ciOf(q string) (CIEnvelope, bool) {
+	for _, e := range s.CI {
+		if e.Q == q {
+			return e, true
+		}
+	}
+	return CIEnvelope{Q: q}, false
+}
+
 // Stat returns the across-round spread of a statistic: "median", "p90",
 // "p99", "p99.9", "p99.99" or "worst".
 func (s *Summary) Stat(name string) *Spread {

@@ -149,7 +149,8 @@ func verdict(c *Comparison, st string, this, other *MetricReport) string {
 	if contains(this.Summary.Undersampled, q) || contains(other.Summary.Undersampled, q) {
 		return VerdictUndersampled
 	}
-	ea, eb := envelope(this, q), envelope(other, q)
+	ea, _ := this.Summary.ciOf(q)
+	eb, _ := other.Summary.ciOf(q)
 	co := overlap(ea, eb)
 	c.CIsOverlap = &co
 	fp := min(RangesDisjointRate(r, s), IntervalsDisjointRate(r, s))
@@ -161,15 +162,6 @@ func verdict(c *Comparison, st string, this, other *MetricReport) string {
 		return VerdictIndicative
 	}
 	return VerdictReal
-}
-
-func envelope(m *MetricReport, q string) CIEnvelope {
-	for _, e := range m.Summary.CI {
-		if e.Q == q {
-			return e
-		}
-	}
-	return CIEnvelope{Q: q}
 }
 
 // overlap treats an open side (nil) as unbounded.

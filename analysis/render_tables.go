@@ -28,10 +28,8 @@ func cell(s *Spread) string {
 
 // ciCell prints the envelope of the rounds' 95 % intervals of percentile q.
 func ciCell(s *Summary, q string) string {
-	for _, e := range s.CI {
-		if e.Q == q {
-			return bound(e.LowNS) + "–" + bound(e.HighNS)
-		}
+	if e, ok := s.ciOf(q); ok {
+		return bound(e.LowNS) + "–" + bound(e.HighNS)
 	}
 	return "—"
 }

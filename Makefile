@@ -42,9 +42,9 @@ NATIVE_DEBS   := gcc libc6-dev
 NATIVE_CROSS_DEBS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 NATIVE_CFLAGS ?= -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -DRIG_COMMIT='"$(COMMIT)"'
 NATIVE_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-NATIVE_SRC    := native/respond.c native/sock.c native/wire.c native/handoff.c native/uring.c
-SEND_SRC      := native/send.c native/sock.c native/wire.c native/handoff.c
-NOISE_SRC     := native/noise.c native/handoff.c
+NATIVE_SRC    := native/respond.c native/sock.c native/pin.c native/wire.c native/handoff.c native/uring.c
+SEND_SRC      := native/send.c native/sock.c native/pin.c native/wire.c native/handoff.c
+NOISE_SRC     := native/noise.c native/pin.c native/handoff.c
 # The compilers of make dist: the system's for its own architecture.
 NATIVE_CC_amd64 ?= $(if $(filter x86_64,$(shell uname -m)),$(CC),x86_64-linux-gnu-gcc)
 NATIVE_CC_arm64 ?= $(if $(filter aarch64,$(shell uname -m)),$(CC),aarch64-linux-gnu-gcc)

@@ -257,6 +257,17 @@ type CIEnvelope struct {
 	HighNS *int64 `json:"high_ns"`
 }
 
+// ciOf is the envelope of percentile q's intervals; false when no round
+// had q.
+func (s *Summary) ciOf(q string) (CIEnvelope, bool) {
+	for _, e := range s.CI {
+		if e.Q == q {
+			return e, true
+		}
+	}
+	return CIEnvelope{Q: q}, false
+}
+
 // Stat returns the across-round spread of a statistic: "median", "p90",
 // "p99", "p99.9", "p99.99" or "worst".
 func (s *Summary) Stat(name string) *Spread {
@@ -779,7 +790,7 @@ func (ra *RoundAccount) lines(arm string) (problems, notes []string) {
 // roleCounts renders the non-zero counts per role, "sender 3, capture 9".
 func roleCounts(m map[samples.Role]uint64) string {
 	var parts []string
-	for _, r := range []samples.Role{samples.RoleSender, samples.RoleResponder, samples.RoleCapture} {
+	for _, r := range samples.Roles {
 		if m[r] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", r, m[r]))
 		}

@@ -145,15 +145,12 @@ func verdict(c *Comparison, st string, this, other *MetricReport) string {
 		}
 		return VerdictReal
 	}
-	q := map[string]string{"median": "50", "p99": "99", "p99.9": "99.9"}[st]
-	for _, s := range [][]string{this.Summary.Undersampled, other.Summary.Undersampled} {
-		for _, u := range s {
-			if u == q {
-				return VerdictUndersampled
-			}
-		}
+	q := percentOf(st)
+	if contains(this.Summary.Undersampled, q) || contains(other.Summary.Undersampled, q) {
+		return VerdictUndersampled
 	}
-	ea, eb := envelope(this, q), envelope(other, q)
+	ea, _ := this.Summary.ciOf(q)
+	eb, _ := other.Summary.ciOf(q)
 	co := overlap(ea, eb)
 	c.CIsOverlap = &co
 	fp := min(RangesDisjointRate(r, s), IntervalsDisjointRate(r, s))
@@ -165,15 +162,6 @@ func verdict(c *Comparison, st string, this, other *MetricReport) string {
 		return VerdictIndicative
 	}
 	return VerdictReal
-}
-
-func envelope(m *MetricReport, q string) CIEnvelope {
-	for _, e := range m.Summary.CI {
-		if e.Q == q {
-			return e
-		}
-	}
-	return CIEnvelope{Q: q}
 }
 
 // overlap treats an open side (nil) as unbounded.

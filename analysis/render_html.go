@@ -77,20 +77,10 @@ Arms: {{range $i, $a := .R.Arms}}{{if $i}}, {{end}}<span class="arm">{{$a.Name}}
 <li>Verdicts: {{.R.Rules.Verdict}}.</li>
 <li>Units: {{.R.Rules.Units}}.</li>
 </ul>
-{{range .Tables}}<h2>{{plain .Title}}</h2>
-<p class="caption">{{.Caption}}</p>
-{{if .Rows}}<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}{{td .}}{{end}}</tr>
-{{end}}</table>{{end}}
-{{end}}
+{{range .Tables}}{{template "section" .}}{{end}}
 {{if .OtherPlots}}<h2>Percentiles of the other metrics</h2>
 <div class="plots">{{range .OtherPlots}}{{template "plot" .}}{{end}}</div>{{end}}
-{{range .After}}<h2>{{plain .Title}}</h2>
-<p class="caption">{{.Caption}}</p>
-{{if .Rows}}<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}{{td .}}{{end}}</tr>
-{{end}}</table>{{end}}
-{{end}}
+{{range .After}}{{template "section" .}}{{end}}
 <h2>Responder CPU activity (telemetry)</h2>
 {{range .R.Telemetry}}<h3>{{.Arm}}</h3>
 {{range .Blocks}}{{if .Head}}<p class="caption">{{.Text}}</p>
@@ -105,6 +95,11 @@ Arms: {{range $i, $a := .R.Arms}}{{if $i}}, {{end}}<span class="arm">{{$a.Name}}
 </body></html>
 {{define "plot"}}<figure class="plot" id="plot-{{.Name}}"><img class="plot" alt="{{.Title}}" width="{{.W}}" height="{{.H}}" src="{{.Data}}">
 <figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption></figure>
+{{end}}{{define "section"}}<h2>{{plain .Title}}</h2>
+<p class="caption">{{.Caption}}</p>
+{{if .Rows}}<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}{{td .}}{{end}}</tr>
+{{end}}</table>{{end}}
 {{end}}`))
 
 // spreadCell matches a table cell "median [min–max]" with an optional †.

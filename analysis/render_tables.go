@@ -28,19 +28,19 @@ func cell(s *Spread) string {
 
 // ciCell prints the envelope of the rounds' 95 % intervals of percentile q.
 func ciCell(s *Summary, q string) string {
-	for _, e := range s.CI {
-		if e.Q != q {
-			continue
-		}
-		side := func(p *int64) string {
-			if p == nil {
-				return "open"
-			}
-			return FormatUS(*p)
-		}
-		return side(e.LowNS) + "–" + side(e.HighNS)
+	if e, ok := s.ciOf(q); ok {
+		return bound(e.LowNS) + "–" + bound(e.HighNS)
 	}
 	return "—"
+}
+
+// bound is one side of a 95 % interval in µs: "open" when too few
+// samples bound it.
+func bound(p *int64) string {
+	if p == nil {
+		return "open"
+	}
+	return FormatUS(*p)
 }
 
 // Only returns a copy of r restricted to one metric (for --metric).
@@ -538,13 +538,7 @@ func pairedTable(r *Report) table {
 			if s == nil {
 				return "—"
 			}
-			side := func(v *int64) string {
-				if v == nil {
-					return "open"
-				}
-				return FormatUS(*v)
-			}
-			c := fmt.Sprintf("%s [%s, %s]", FormatUS(s.ValueNS), side(s.CILowNS), side(s.CIHighNS))
+			c := fmt.Sprintf("%s [%s, %s]", FormatUS(s.ValueNS), bound(s.CILowNS), bound(s.CIHighNS))
 			if s.Undersampled {
 				c += " (undersampled)"
 			}

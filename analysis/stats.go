@@ -32,6 +32,17 @@ func (q Quantile) Name() string {
 	return "p" + q.Percent()
 }
 
+// percentOf is the percentage of the statistic Name calls stat ("p99.9":
+// "99.9"); "" for one that is no percentile ("worst").
+func percentOf(stat string) string {
+	for _, q := range Percentiles {
+		if q.Name() == stat {
+			return q.Percent()
+		}
+	}
+	return ""
+}
+
 // Percent is the percentage without trailing zeros: "99.9".
 func (q Quantile) Percent() string {
 	s := fmt.Sprintf("%d.%04d", q/10000, q%10000)

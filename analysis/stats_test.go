@@ -65,6 +65,16 @@ func TestQuantileNames(t *testing.T) {
 	}
 }
 
+// TestPercentOf: the compared statistics' percentiles, which the undersampled
+// marks of the tables, comparisons and summary look up, come from Percentiles.
+func TestPercentOf(t *testing.T) {
+	for st, want := range map[string]string{"median": "50", "p99": "99", "p99.9": "99.9", "p99.99": "99.99", "worst": "", "p42": ""} {
+		if got := percentOf(st); got != want {
+			t.Errorf("percentOf(%q) = %q, want %q", st, got, want)
+		}
+	}
+}
+
 func TestUndersampledRule(t *testing.T) {
 	for _, c := range []struct {
 		q     Quantile

@@ -275,7 +275,7 @@ func valueList(mr *MetricReport) string {
 			continue
 		}
 		p := fmt.Sprintf("%s %s µs", st, FormatUS(sp.MedianNS))
-		if q := statQ[st]; q != "" && contains(mr.Summary.Undersampled, q) {
+		if q := percentOf(st); q != "" && contains(mr.Summary.Undersampled, q) {
 			p += " †"
 		}
 		parts = append(parts, p)
@@ -285,9 +285,6 @@ func valueList(mr *MetricReport) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// statQ maps a compared statistic to its percentile.
-var statQ = map[string]string{"median": "50", "p99": "99", "p99.9": "99.9"}
 
 // provenance is the clock, sample count and rule of the numbers of mr
 // (and of ref when compared).

@@ -221,8 +221,7 @@ func (r *telResult) medianRates() []float64 {
 		for i, iv := range r.Intervals {
 			col[i] = float64(iv.Deltas[k]) / (float64(iv.End-iv.Start) / 1e9)
 		}
-		slices.Sort(col)
-		out[k] = col[(len(col)-1)/2]
+		out[k] = medianF(col)
 	}
 	return out
 }
@@ -532,7 +531,7 @@ func worstBlocks(a *TelemetryArm, byK map[int]*telRound) []TelemetryBlock {
 	seen := map[[2]int]int{}            // (round, interval) → # of its first row
 	seenLabels := map[[2]int][]string{} // what stood out in it
 	for i, w := range a.Worst {
-		row := []string{strconv.Itoa(i + 1), strconv.Itoa(w.Round), strconv.FormatUint(w.Seq, 10), fmtUS(w.ValueNS)}
+		row := []string{strconv.Itoa(i + 1), strconv.Itoa(w.Round), strconv.FormatUint(w.Seq, 10), FormatUS(w.ValueNS)}
 		ps := PlacedSample{WorstSample: w, Unusual: []string{}}
 		tr := byK[w.Round]
 		if w.At != "" {
@@ -634,8 +633,6 @@ func rate(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'f', 0, 64)
 }
-
-func fmtUS(ns int64) string { return strconv.FormatFloat(float64(ns)/1e3, 'f', 2, 64) }
 
 func clock(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05.000000") }
 

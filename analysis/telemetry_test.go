@@ -226,7 +226,7 @@ func TestTelemetryWorstPlacement(t *testing.T) {
 			{Round: 0, Seq: 9, ValueNS: 9000},                                   // PHC stamps only
 			{Round: 0, Seq: 8, ValueNS: 8000, At: "cap_req_sw", AtNS: t0 - 1e9}, // before the first interval
 			{Round: 1, Seq: 7, ValueNS: 7000, At: "due", AtNS: t0 + 10e9},       // round without telemetry
-			{Round: 0, Seq: 100, ValueNS: 6000, At: "req_rx_sw", AtNS: t0 + 100e6},
+			{Round: 0, Seq: 100, ValueNS: 6005, At: "req_rx_sw", AtNS: t0 + 100e6},
 		}}
 	bl, err := SummarizeTelemetry(a)
 	if err != nil {
@@ -245,6 +245,9 @@ func TestTelemetryWorstPlacement(t *testing.T) {
 		if !strings.Contains(strings.Join(wt.Rows[i], " | "), want) {
 			t.Errorf("row %d %q lacks %q", i, wt.Rows[i], want)
 		}
+	}
+	if v := wt.Rows[3][3]; v != "6.01" { // rounded as every table rounds (FormatUS)
+		t.Errorf("worst value %q, want 6.01", v)
 	}
 	if !strings.Contains(wt.Text, "(cap_req_sw, due, req_rx_sw)") {
 		t.Errorf("stamps used not named: %s", wt.Text)

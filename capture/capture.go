@@ -40,7 +40,6 @@ import (
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/internal/wire"
 )
 
@@ -459,42 +458,22 @@ func (c *Capture) Header(arm, round int) samples.Header {
 		hw := samples.Clock{Source: "hw", Clock: "phc", Iface: c.cfg.Iface, PHCIndex: c.granted.NIC.Caps.PHCIndex}
 		clocks["cap_req_hw"], clocks["cap_rep_hw"] = hw, hw
 	}
-	h := samples.Header{
-		WireVersion: wire.Version,
-		RigVersion:  version.String(),
-		Role:        samples.RoleCapture,
-		RunID:       wire.FormatRunID(c.runID),
-		Arm:         c.cfg.Arm,
-		ArmIndex:    arm,
-		Round:       round,
-		Host:        c.opt.Host,
-		Iface:       c.cfg.Iface,
-		Clocks:      clocks,
-		Responders:  c.responders(),
-		Settings: map[string]any{"timestamps": c.granted.String(), "ports": c.ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf,
-			"hardware_stamps": c.hw.String(), "mirror": c.mirror()},
-		StartedAt: c.started.UTC().Format(time.RFC3339Nano),
-	}
+	h := c.cfg.Header(samples.RoleCapture, c.runID, arm, round, c.opt.Host, c.started)
+	h.Clocks = clocks
+	h.Settings = map[string]any{"timestamps": c.granted.String(), "ports": c.ports, "phc": c.phc, "rcvbuf_bytes": c.rcvbuf,
+		"hardware_stamps": c.hw.String(), "mirror": c.mirror()}
 	if c.cfg.Pcap != "" { // which columns the pcap file's stamps are
 		h.Settings["pcap"] = map[string]any{"stamps": "cap_*_" + c.Source(), "frames": c.pcap.n, "left_out": c.pcap.leftOut}
 	}
-	h.SetRequests(c.cfg.Group, c.cfg.Unicast)
+	h.SetResponders(c.cfg.Responders)
 	return h
 }
 
 // WriteFile writes the capture's sample file.
 func (c *Capture) WriteFile(path string, arm, round int) error {
 	return samples.WriteFile(path, c.Header(arm, round), c.Records(), samples.Footer{
-		Counters: c.cnt, PerResponder: c.PerResponder(), EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: c.stopped,
+		Counters: c.cnt, PerResponder: c.PerResponder(), EndedAt: samples.Time(time.Now()), Stopped: c.stopped,
 	})
-}
-
-// responders is Header.Responders: 0 (left out) with one responder.
-func (c *Capture) responders() int {
-	if c.cfg.Responders == 1 {
-		return 0
-	}
-	return c.cfg.Responders
 }
 
 // WritePcap writes the kept frames as a pcap file with nanosecond stamps

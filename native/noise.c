@@ -26,7 +26,6 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pin.h"
 #include "rig.h"
 
 #ifndef RIG_COMMIT
@@ -63,28 +63,9 @@ static uint64_t lost, longest;
 static double ns_per_tick;
 static uint64_t h[N_NFIELDS];
 
-static void die(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
-
-/* die reports a setup error on the ready pipe (stderr without one) and
- * exits: code 2 refused, 1 failed. */
-static void die(int code, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	if (c.ready_fd < 0 || dprintf(c.ready_fd, "%s %s\n", code == 2 ? "refused" : "failed", msg) < 0)
-		fprintf(stderr, "rig-noise-native: %s\n", msg);
-	exit(code);
-}
-
-static int64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static const char *const prog = "rig-noise-native";
+const int *const die_fd = &c.ready_fd;
+const char *const *const die_prog = &prog;
 
 /* ---- the counter ---- */
 
@@ -246,17 +227,7 @@ static uint64_t loop(uint64_t *first, uint64_t *last, uint64_t *shortest)
 	return n;
 }
 
-/* ---- command line and placement ---- */
-
-static uint64_t num(const char *name, const char *s, uint64_t max)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || *s == '-' || *end || end == s || v > max)
-		die(2, "--%s %s: want a number up to %" PRIu64, name, s, max);
-	return v;
-}
+/* ---- command line ---- */
 
 static void args(int argc, char **argv)
 {
@@ -289,25 +260,6 @@ static void args(int argc, char **argv)
 
 static void on_signal(int sig) { stop_signal = sig; }
 
-static void place(void)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(c.cpu, &set);
-	if (sched_setaffinity(0, sizeof set, &set) < 0)
-		die(2, "pin thread to CPU %d: %s (is it online and in this process's cpuset?)", c.cpu, strerror(errno));
-	if (c.fifo) {
-		struct sched_param sp = {.sched_priority = c.fifo};
-		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
-			if (errno == EPERM)
-				die(2, "set scheduling policy fifo:%d: needs CAP_SYS_NICE (run as root or grant it)", c.fifo);
-			die(1, "set scheduling policy fifo:%d: %s", c.fifo, strerror(errno));
-		}
-	}
-}
-
-static int64_t tv_ns(struct timeval tv) { return (int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000; }
-
 int main(int argc, char **argv)
 {
 	args(argc, argv);
@@ -316,7 +268,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	if (!(heap = calloc(c.keep, sizeof *heap)))
 		die(1, "%" PRIu64 " gaps: %s", c.keep, strerror(errno));
-	place();
+	pin_thread(c.cpu, c.fifo);
 	int mlock_err = mlockall(MCL_CURRENT | MCL_FUTURE) < 0 ? errno : 0;
 
 	/* The rate, on the CPU the loop runs on. */

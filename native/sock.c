@@ -1,9 +1,9 @@
 /*
  * The socket layer both native loops share (rig-respond-native,
- * rig-send-native): setup errors, the command line's numbers and
- * addresses, every socket call through libc (counted for the handoff),
- * the socket's SO_TIMESTAMPING as rig planned it, stamp parsing, sends
- * keyed for their TX stamps, and the thread's CPU and policy.
+ * rig-send-native): the command line's addresses, every socket call
+ * through libc (counted for the handoff), the socket's SO_TIMESTAMPING as
+ * rig planned it, stamp parsing, sends keyed for their TX stamps; setup
+ * errors, numbers and the thread's placement are pin.c's.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -12,8 +12,6 @@
 #include <linux/errqueue.h>
 #include <linux/net_tstamp.h>
 #include <netinet/in.h>
-#include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,28 +55,9 @@ static int per_send_ok;
 static uint64_t kring[COUNTER_RING];
 static union { uint8_t b[64]; struct cmsghdr align; } tx_oob;
 
-void die(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
-
-/* die reports a setup error on the ready pipe (stderr without one) and
- * exits: code 2 refused, 1 failed. */
-void die(int code, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	if (sk.ready_fd < 0 || dprintf(sk.ready_fd, "%s %s\n", code == 2 ? "refused" : "failed", msg) < 0)
-		fprintf(stderr, "%s: %s\n", sk.prog, msg);
-	exit(code);
-}
-
-int64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+/* die reports on the ready pipe the command line gave. */
+const int *const die_fd = &sk.ready_fd;
+const char *const *const die_prog = &sk.prog;
 
 /* Every socket call goes through libc; these count them for the handoff. */
 int sopt(int level, int opt, const void *v, socklen_t len)
@@ -93,16 +72,6 @@ ssize_t recv_msg(struct msghdr *m, int flags)
 {
 	calls[CALL_RECVMSG]++;
 	return recvmsg(fd, m, flags);
-}
-
-uint64_t num(const char *name, const char *s, uint64_t max)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || *s == '-' || *end || end == s || v > max)
-		die(2, "--%s %s: want a number up to %" PRIu64, name, s, max);
-	return v;
 }
 
 void addr(const char *name, const char *s, struct sockaddr_in *sa, int *has)
@@ -394,26 +363,8 @@ int set_rcvbuf(int want)
 	return got;
 }
 
-void place(void)
-{
-	if (sk.cpu >= 0) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		CPU_SET(sk.cpu, &set);
-		if (sched_setaffinity(0, sizeof set, &set) < 0)
-			die(2, "pin thread to CPU %d: %s (is it in this process's cpuset?)", sk.cpu, strerror(errno));
-	}
-	if (sk.fifo) {
-		struct sched_param sp = {.sched_priority = sk.fifo};
-		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
-			if (errno == EPERM)
-				die(2, "set scheduling policy fifo:%d: needs CAP_SYS_NICE (run as root or grant it)", sk.fifo);
-			die(1, "set scheduling policy fifo:%d: %s", sk.fifo, strerror(errno));
-		}
-	}
-}
+void place(void) { pin_thread(sk.cpu, sk.fifo); }
 
-int64_t tv_ns(struct timeval tv) { return (int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000; }
 /* presence asks the preloaded stack itself whether it is loaded: its
  * function looked up in the process (dlsym, no link dependency), called
  * after the socket is set up. "yes", "no", or "absent" (no such function). */

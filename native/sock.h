@@ -12,6 +12,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "pin.h"
+
 /* sk is what the command line set for it; fd the loop's socket. */
 struct sockcfg {
 	const char *prog; /* for messages when there is no ready pipe */
@@ -40,14 +42,8 @@ extern uint32_t ts_granted, ts_dropped;
 extern int ts_old, ts_assumed, want_sw, want_hw, want_hw_rx, sw_kind;
 extern enum keying keying;
 
-/* die reports a setup error on the ready pipe (stderr without one) and
- * exits: code 2 refused, 1 failed. */
-void die(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 void sockfail(const char *what);
-uint64_t num(const char *name, const char *s, uint64_t max);
 void addr(const char *name, const char *s, struct sockaddr_in *sa, int *has);
-int64_t now_ns(clockid_t clk);
-int64_t tv_ns(struct timeval tv);
 int sopt(int level, int opt, const void *v, socklen_t len);
 int sopt_int(int level, int opt, int v);
 ssize_t recv_msg(struct msghdr *m, int flags);

@@ -271,7 +271,7 @@ func (n *Native) Header(arm, round int) samples.Header {
 // WriteFile writes the responder's sample file for one round.
 func (n *Native) WriteFile(path string, arm, round int) error {
 	return samples.WriteFile(path, n.Header(arm, round), n.recs, samples.Footer{Thread: n.Thread(),
-		Counters: n.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: n.stopped,
+		Counters: n.cnt, EndedAt: samples.Time(time.Now()), Stopped: n.stopped,
 	})
 }
 

@@ -29,7 +29,6 @@ import (
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/internal/wire"
 )
 
@@ -361,29 +360,15 @@ func header(cfg probe.Respond, host string, g tstamp.Granted, hw *tstamp.HWProof
 		"sched": cfg.Sched.String(), "timestamps": g.String(), "hardware_stamps": hw.String(), "stack": cfg.Stack.String(),
 	}
 	maps.Copy(settings, more)
-	h := samples.Header{
-		WireVersion: wire.Version,
-		RigVersion:  version.String(),
-		Role:        samples.RoleResponder,
-		RunID:       wire.FormatRunID(cfg.RunID),
-		Arm:         cfg.Arm,
-		ArmIndex:    arm,
-		Round:       round,
-		Host:        host,
-		Iface:       cfg.Iface,
-		ResponderID: uint32(cfg.ID),
-		Clocks:      probe.Clocks(g, hw, cfg.Iface, "req_rx", "rep_tx"),
-		Settings:    settings,
-		StartedAt:   started.UTC().Format(time.RFC3339Nano),
-	}
-	h.SetRequests(cfg.Group, cfg.Unicast)
+	h := cfg.Header(samples.RoleResponder, cfg.RunID, arm, round, host, started)
+	h.ResponderID, h.Clocks, h.Settings = uint32(cfg.ID), probe.Clocks(g, hw, cfg.Iface, "req_rx", "rep_tx"), settings
 	return h
 }
 
 // WriteFile writes the responder's sample file for one round.
 func (r *Responder) WriteFile(path string, arm, round int) error {
 	return samples.WriteFile(path, r.Header(arm, round), r.Records(), samples.Footer{Thread: r.thread,
-		Counters: r.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: r.stopped,
+		Counters: r.cnt, EndedAt: samples.Time(time.Now()), Stopped: r.stopped,
 	})
 }
 

@@ -192,7 +192,7 @@ func (e *Reflect) Header(arm, round int) samples.Header {
 // WriteFile writes the reflector's sample file: counts, no records.
 func (e *Reflect) WriteFile(path string, arm, round int) error {
 	return samples.WriteFile(path, e.Header(arm, round), nil, samples.Footer{
-		Counters: e.cnt, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: e.stopped,
+		Counters: e.cnt, EndedAt: samples.Time(time.Now()), Stopped: e.stopped,
 	})
 }
 

@@ -31,7 +31,6 @@ import (
 	"github.com/rig-project/rig/internal/probe"
 	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
-	"github.com/rig-project/rig/internal/version"
 	"github.com/rig-project/rig/internal/wire"
 )
 
@@ -577,31 +576,15 @@ func (s *Sender) PerResponder() []samples.Counters {
 func (s *Sender) Header() samples.Header {
 	clocks := probe.Clocks(s.granted, s.hw, s.cfg.Iface, "rx", "tx")
 	clocks["due"] = samples.Clock{Source: "user", Clock: "CLOCK_REALTIME", Note: "start + k·interval"}
-	h := samples.Header{
-		WireVersion: wire.Version,
-		RigVersion:  version.String(),
-		Role:        samples.RoleSender,
-		RunID:       wire.FormatRunID(s.cfg.RunID),
-		Arm:         s.cfg.Arm,
-		ArmIndex:    s.cfg.ArmIndex,
-		Round:       s.cfg.Round,
-		Host:        s.opt.Host,
-		Iface:       s.cfg.Iface,
-		IntervalNS:  int64(s.cfg.Interval),
-		Count:       s.cfg.Count,
-		Size:        s.cfg.Size,
-		Warmup:      s.cfg.Warmup,
-		Responders:  s.responders(),
-		Clocks:      clocks,
-		Settings: map[string]any{
-			"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "rcvbuf_bytes": s.rcvbuf, "spin_ns": int64(s.cfg.Spin), "poll": s.cfg.Poll.String(),
-			"timestamps": s.granted.String(), "tx_keying": s.keying().String(),
-			"reply_timeout_ns": int64(s.cfg.ReplyTimeout), "tx_wait_ns": int64(s.cfg.TxWait), "phc": s.phc,
-			"hardware_stamps": s.hw.String(),
-		},
-		StartedAt: s.started.UTC().Format(time.RFC3339Nano),
+	h := s.cfg.Header(samples.RoleSender, s.cfg.RunID, s.cfg.ArmIndex, s.cfg.Round, s.opt.Host, s.started)
+	h.IntervalNS, h.Count, h.Size, h.Warmup, h.Clocks = int64(s.cfg.Interval), s.cfg.Count, s.cfg.Size, s.cfg.Warmup, clocks
+	h.Settings = map[string]any{
+		"cpu": s.cfg.CPU, "sched": s.cfg.Sched.String(), "rcvbuf_bytes": s.rcvbuf, "spin_ns": int64(s.cfg.Spin), "poll": s.cfg.Poll.String(),
+		"timestamps": s.granted.String(), "tx_keying": s.keying().String(),
+		"reply_timeout_ns": int64(s.cfg.ReplyTimeout), "tx_wait_ns": int64(s.cfg.TxWait), "phc": s.phc,
+		"hardware_stamps": s.hw.String(),
 	}
-	h.SetRequests(s.cfg.Group, s.cfg.Unicast)
+	h.SetResponders(s.cfg.Responders)
 	s.nat.settings(h.Settings)
 	return h
 }
@@ -609,17 +592,8 @@ func (s *Sender) Header() samples.Header {
 // WriteFile writes the sender's sample file.
 func (s *Sender) WriteFile(path string) error {
 	return samples.WriteFile(path, s.Header(), s.out, samples.Footer{Thread: s.thread,
-		Counters: s.cnt, PerResponder: s.PerResponder(), EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: s.stopped,
+		Counters: s.cnt, PerResponder: s.PerResponder(), EndedAt: samples.Time(time.Now()), Stopped: s.stopped,
 	})
-}
-
-// responders is Header.Responders: 0 (left out) with one responder, so a
-// one-responder file reads as before there were several.
-func (s *Sender) responders() int {
-	if s.cfg.Responders == 1 {
-		return 0
-	}
-	return s.cfg.Responders
 }
 
 // Close releases the socket, or stops the native program.

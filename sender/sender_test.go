@@ -324,8 +324,9 @@ func TestRepliesPerResponder(t *testing.T) {
 	if c := s.Counters(); c.Received != 22 || c.Lost != 5 || c.Sent != 9 {
 		t.Errorf("round counters %+v: want 22 received, 5 lost of 9 × 3", c)
 	}
-	if s.responders() != n {
-		t.Errorf("header responders %d", s.responders())
+	s.conn = &tstamp.Conn{} // Header reads its TX keying
+	if h := s.Header(); h.Responders != n {
+		t.Errorf("header responders %d", h.Responders)
 	}
 	// Filing a reply allocates nothing, whichever responder it is from.
 	a := &Sender{cfg: probe.Send{Common: probe.Common{RunID: 5}, Count: 1000, Responders: n}}

@@ -146,7 +146,7 @@ func (b *runner) cost(ctx context.Context) error {
 	if cfg.native() {
 		tools = slices.Insert(tools, 2, RigNative)
 	}
-	for _, mode := range []string{"block", "busy"} {
+	for _, mode := range peerModes {
 		for _, tool := range tools {
 			b.logf("cost: %s %s", mode, tool)
 			var rows []CostRow

@@ -83,12 +83,13 @@ func (r *Results) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- bench wall time: %v\n", r.Elapsed.Round(time.Second))
 	}
 	if len(r.RTT) > 0 {
+		tools := []string{"rig user", ToolClosedLoop, ToolNative, ToolNoStamps, "rig sw"} // rig's rows, in order
 		b.WriteString("\n## RTT at 1 request/ms (full round trip, µs)\n\n")
 		b.WriteString("Multicast request, unicast reply. rig user = rx_user − tx_user (what sockperf measures: user space to user space) of every request; rig user, closed loop = the same for the requests sent after the previous reply arrived — sockperf's ping-pong sends only then, so a stall gives it one sample while rig's schedule (an open loop) records every request the stall held (checked: a 300 ms SIGSTOP of sockperf's server gave one 302 ms sample and a 302 ms gap in its sends); the goals use this row; rig user, closed loop, no kernel stamps = the same from rounds run with `--timestamps off` on both rig ends (sockperf takes no kernel stamps either): what is left of a gap once the kernel's stamping is out of the path; rig sw = kernel software stamps rx_sw − tx_sw (without the sender's own send and wake-up costs). block: `rig respond --poll block` + `rig send --poll block --spin 1ms` vs blocking `sockperf server` / `ping-pong` (sockperf's blocking client busy-waits between sends and blocks only for the reply; rig's sender does the same when its spin window covers the interval); block, rig default: the same with rig's default `--spin 50µs` (the sender sleeps between requests, its CPU halts and the reply pays a wake-up of a halted vCPU; ratios against the block sockperf row, for information); busy: `--poll busy` on both rig ends vs `--nonblocked` on both sockperf ends.\n\n")
 		b.WriteString("| mode | tool | n | lost | median | p99 | p99.9 | max | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, mode := range []string{"block", ModeBlockDefault, "busy"} {
+		for _, mode := range rttModes {
 			sp := r.sockperfFor(mode)
-			for _, tool := range []string{"rig user", ToolClosedLoop, ToolNative, ToolNoStamps, "rig sw", "sockperf"} {
+			for _, tool := range append(tools, "sockperf") {
 				row := r.rtt(mode, tool)
 				if row == nil {
 					continue
@@ -108,9 +109,9 @@ func (r *Results) Markdown(w io.Writer) error {
 		}
 		b.WriteString("\n### Paired by round\n\nThe same figures compared round by round — rig's round against the sockperf round of the same number — then the median of the per-round ratios (smallest–largest in brackets). Neighbouring rounds share the host's state; pooled percentiles let the loudest minutes decide. The goals use these.\n\n")
 		b.WriteString("| mode | tool | rounds | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|\n")
-		for _, mode := range []string{"block", ModeBlockDefault, "busy"} {
+		for _, mode := range rttModes {
 			sp := r.sockperfFor(mode)
-			for _, tool := range []string{"rig user", ToolClosedLoop, ToolNative, ToolNoStamps, "rig sw"} {
+			for _, tool := range tools {
 				row := r.rtt(mode, tool)
 				if row == nil || sp == nil {
 					continue
@@ -212,7 +213,7 @@ func (r *Results) engines(b *strings.Builder) {
 	}
 	b.WriteString("\n### Native and Go engines\n\nrig's closed-loop user RTT (µs; medians over the pooled samples, n = their count) with the native engine on both ends against the same with the Go engine on both ends, compared round by round (ratio native/Go; median of the rounds, smallest–largest in brackets): below 1.00 the native engine is faster. The goals judge it with the equivalence bound.\n\n")
 	b.WriteString("| mode | rounds | median native | median Go | ratio median | ratio p99 | ratio p99.9 | n native | n Go |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, mode := range []string{"block", "busy"} {
+	for _, mode := range peerModes {
 		nat, gor := r.rtt(mode, ToolNative), r.rtt(mode, ToolClosedLoop)
 		if nat == nil || gor == nil {
 			continue
@@ -227,7 +228,7 @@ func (r *Results) engines(b *strings.Builder) {
 // closed-loop rows with and without them, compared round by round.
 func (r *Results) stampCost(b *strings.Builder) {
 	head := false
-	for _, mode := range []string{"block", "busy"} {
+	for _, mode := range peerModes {
 		on, off := r.rtt(mode, ToolClosedLoop), r.rtt(mode, ToolNoStamps)
 		if on == nil || off == nil || off.Stats.N == 0 {
 			continue
@@ -301,10 +302,16 @@ func countGoal(goal, measured string, met bool) Goal {
 	return Goal{Goal: goal, Measured: measured, Decision: d}
 }
 
+// ratioFigs are the figures a ratio goal compares, paired by round.
+var ratioFigs = []struct {
+	name string
+	fig  func(Summary) int64
+}{{"median", p50}, {"p99.9", p999}}
+
 // Goals checks the goals the results cover.
 func (r *Results) Goals() []Goal {
 	var g []Goal
-	for _, mode := range []string{"block", "busy"} {
+	for _, mode := range peerModes {
 		// A goal whose rows hold no samples yet is there all the same,
 		// undecided: --until-decided adds rounds for it, not ends.
 		rig, sp := r.rtt(mode, ToolClosedLoop), r.rtt(mode, "sockperf")
@@ -312,10 +319,7 @@ func (r *Results) Goals() []Goal {
 			continue
 		}
 		off := r.rtt(mode, ToolNoStamps)
-		for _, f := range []struct {
-			name string
-			fig  func(Summary) int64
-		}{{"median", p50}, {"p99.9", p999}} {
+		for _, f := range ratioFigs {
 			p := paired(rig.PerRound, sp.PerRound, f.fig)
 			measured := fmt.Sprintf("%.2f %s (pooled %s)", p.Median, p.CI(), ratio(f.fig(rig.Stats), f.fig(sp.Stats)))
 			if off != nil && off.Stats.N > 0 {
@@ -362,10 +366,7 @@ func nativeGoals(mode string, nat, gor, sp *RTTRow) []Goal {
 		name, what string
 		row        *RTTRow
 	}{{"sockperf", "native sender and responder", sp}, {"rig go", "the native engine against the Go engine on both ends in the same rounds: the engine decision", gor}} {
-		for _, f := range []struct {
-			name string
-			fig  func(Summary) int64
-		}{{"median", p50}, {"p99.9", p999}} {
+		for _, f := range ratioFigs {
 			p := paired(nat.PerRound, ref.row.PerRound, f.fig)
 			g = append(g, ratioGoal(fmt.Sprintf("%s: rig native/%s %s ≤ %.2f (closed-loop user RTT, %s, paired by round)", mode, ref.name, f.name, EquivalenceBound, ref.what),
 				fmt.Sprintf("%.2f %s (pooled %s)", p.Median, p.CI(), ratio(f.fig(nat.Stats), f.fig(ref.row.Stats))), mode, p))
@@ -458,7 +459,7 @@ func (r *Results) costTables(b *strings.Builder) {
 func (r *Results) costGoals() []Goal {
 	var g []Goal
 	sides := []string{"sender", "responder"}
-	for _, mode := range []string{"block", "busy"} {
+	for _, mode := range peerModes {
 		var rig, sp [2]*CostRow
 		for i, side := range sides {
 			rig[i], sp[i] = r.costRow(mode, CostRig, side), r.costRow(mode, CostSockperf, side)
@@ -498,8 +499,8 @@ func (r *Results) costGoals() []Goal {
 		}
 		g = append(g, countGoal(fmt.Sprintf("%s: rig's probe processes allocate nothing per round trip (< %g heap allocations per round trip: the longer round makes no more than the shorter)", mode, MaxAllocsPerRT), strings.Join(m, "; "), met))
 	}
-	for _, mode := range []string{"block", "busy"} {
-		for _, side := range []string{"sender", "responder"} {
+	for _, mode := range peerModes {
+		for _, side := range sides {
 			nat, gor := r.costRow(mode, RigNative, side), r.costRow(mode, CostRig, side)
 			if nat == nil {
 				continue

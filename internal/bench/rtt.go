@@ -19,6 +19,9 @@ import (
 // pacing comparison with cyclictest.
 var rttModes = []string{"block", ModeBlockDefault, "busy"}
 
+// peerModes are the modes rig meets sockperf, and native meets Go, in.
+var peerModes = []string{"block", "busy"}
+
 // plan is what one interleaved RTT round runs.
 type plan struct {
 	modes []string // of rttModes, in that order

@@ -13,7 +13,10 @@ import (
 	"github.com/rig-project/rig/internal/cli"
 	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/hostfs"
+	"github.com/rig-project/rig/internal/samples"
 	"github.com/rig-project/rig/internal/tstamp"
+	"github.com/rig-project/rig/internal/version"
+	"github.com/rig-project/rig/internal/wire"
 )
 
 // DefaultGroup is --group's default: the multicast group:port of requests.
@@ -102,10 +105,19 @@ func (c Common) Dest() netip.AddrPort {
 
 // Requests describes the destination for log lines, as the tables do.
 func (c Common) Requests() string {
-	if c.Unicast.IsValid() {
-		return "unicast to " + c.Unicast.String()
-	}
-	return "multicast " + c.Group.String()
+	var h samples.Header
+	h.SetRequests(c.Group, c.Unicast)
+	return h.Requests()
+}
+
+// Header is the part of a sample file's header every probe fills alike:
+// versions, role, run, arm, round, host, interface, start, and where the
+// requests went.
+func (c Common) Header(role samples.Role, runID uint64, arm, round int, host string, started time.Time) samples.Header {
+	h := samples.Header{WireVersion: wire.Version, RigVersion: version.String(), Role: role, RunID: wire.FormatRunID(runID),
+		Arm: c.Arm, ArmIndex: arm, Round: round, Host: host, Iface: c.Iface, StartedAt: samples.Time(started)}
+	h.SetRequests(c.Group, c.Unicast)
+	return h
 }
 
 // Host checks what the command line names on this host before a socket

@@ -435,7 +435,7 @@ func roundFiles(path string) (names []string, err error) {
 	if !st.IsDir() {
 		return []string{path}, nil
 	}
-	for _, r := range []Role{RoleSender, RoleResponder, RoleCapture} {
+	for _, r := range Roles {
 		p := filepath.Join(path, FileName(r))
 		if ok, err := present(p); err != nil {
 			return nil, err

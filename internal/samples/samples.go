@@ -25,6 +25,7 @@ package samples
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rig-project/rig/internal/rundir"
 )
@@ -147,6 +148,9 @@ const (
 	RoleResponder Role = "responder"
 	RoleCapture   Role = "capture"
 )
+
+// Roles are the roles in the order a round's files are read and counted.
+var Roles = []Role{RoleSender, RoleResponder, RoleCapture}
 
 // Columns each role records, in file order.
 var roleColumns = map[Role][]Stamp{
@@ -276,8 +280,20 @@ type Footer struct {
 	PerResponder []Counters `json:"per_responder,omitempty"`
 }
 
+// Time is how a sample file writes a wall-clock time (StartedAt,
+// EndedAt): UTC, RFC 3339 with nanoseconds.
+func Time(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
 // ResponderCount is h.Responders with older files' 0 read as 1.
 func (h *Header) ResponderCount() int { return max(h.Responders, 1) }
+
+// SetResponders records n responders: left out (0) for one, so that a
+// one-responder file reads as before there were several.
+func (h *Header) SetResponders(n int) {
+	if n > 1 {
+		h.Responders = n
+	}
+}
 
 // CountersOf returns responder id's counters from a footer: its
 // PerResponder entry, or with one responder the file's counters.

@@ -717,3 +717,37 @@ func TestJoinDirTruncated(t *testing.T) {
 		}
 	}
 }
+
+// TestSetResponders: one responder is left out of the header (older
+// readers, and ResponderCount, read 0 as 1); several are written.
+func TestSetResponders(t *testing.T) {
+	for n, want := range map[int]int{1: 0, 2: 2, 8: 8} {
+		var h Header
+		h.SetResponders(n)
+		if h.Responders != want || h.ResponderCount() != n {
+			t.Errorf("SetResponders(%d): Responders %d, ResponderCount %d; want %d, %d", n, h.Responders, h.ResponderCount(), want, n)
+		}
+	}
+}
+
+// TestTime: a sample file's times are UTC with nanoseconds, whatever zone
+// the probe's host is in.
+func TestTime(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("UTC+1", 3600))
+	if got, want := Time(at), "2026-01-02T02:04:05.000000006Z"; got != want {
+		t.Errorf("Time = %q, want %q", got, want)
+	}
+}
+
+// TestRolesListed: Roles, which the round reader and the accounting walk,
+// names every role that has columns, once.
+func TestRolesListed(t *testing.T) {
+	if len(Roles) != len(roleColumns) {
+		t.Fatalf("Roles %v, roles with columns %d", Roles, len(roleColumns))
+	}
+	for _, r := range Roles {
+		if ColumnsFor(r) == nil {
+			t.Errorf("role %s has no columns", r)
+		}
+	}
+}

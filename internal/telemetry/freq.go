@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/rig-project/rig/internal/hostinfo"
 	"github.com/rig-project/rig/internal/rundir"
@@ -68,23 +69,12 @@ func (s *Sampler) openFreq(cpu int) {
 		} else {
 			why = append(why, err.Error())
 		}
-		fm.note = joinWhy(why)
+		fm.note = strings.Join(why, "; ")
 		return
 	}
 	fm.cur = f
 	fm.kHz = make([]uint64, s.cfg.MaxSamples)
-	fm.note = joinWhy(why)
-}
-
-func joinWhy(w []string) string {
-	out := ""
-	for i, s := range w {
-		if i > 0 {
-			out += "; "
-		}
-		out += s
-	}
-	return out
+	fm.note = strings.Join(why, "; ")
 }
 
 // readMSR reads the TSC, MPERF and APERF into the start (end=false) or

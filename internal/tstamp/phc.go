@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -123,7 +124,7 @@ func offset(dev PHCDevice, samples int) (PHCOffset, error) {
 		if err != nil {
 			return PHCOffset{}, err
 		}
-		o.Method, o.Fallback = MethodExtended, joinWhy(why)
+		o.Method, o.Fallback = MethodExtended, strings.Join(why, "; ")
 		return o, nil
 	}
 	if !fallThrough(err) {
@@ -132,7 +133,7 @@ func offset(dev PHCDevice, samples int) (PHCOffset, error) {
 	why = append(why, MethodExtended+": "+errName(err))
 	var alt [2*unix.PTP_MAX_SAMPLES + 1]int64
 	if err := dev.Basic(samples, &alt); err != nil {
-		return PHCOffset{}, fmt.Errorf("tstamp: %s (after %s): %w", MethodBasic, joinWhy(why), err)
+		return PHCOffset{}, fmt.Errorf("tstamp: %s (after %s): %w", MethodBasic, strings.Join(why, "; "), err)
 	}
 	var tri [unix.PTP_MAX_SAMPLES][3]int64
 	for i := 0; i < samples; i++ {
@@ -142,19 +143,8 @@ func offset(dev PHCDevice, samples int) (PHCOffset, error) {
 	if err != nil {
 		return PHCOffset{}, err
 	}
-	o.Method, o.Fallback = MethodBasic, joinWhy(why)
+	o.Method, o.Fallback = MethodBasic, strings.Join(why, "; ")
 	return o, nil
-}
-
-func joinWhy(why []string) string {
-	s := ""
-	for i, w := range why {
-		if i > 0 {
-			s += "; "
-		}
-		s += w
-	}
-	return s
 }
 
 func fallThrough(err error) bool {

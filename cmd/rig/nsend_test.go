@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -249,6 +251,27 @@ func TestNativeSenderProgress(t *testing.T) {
 	}
 	if err := snd.Wait(); err != nil || live == "" {
 		t.Errorf("rig send: %v; no progress line with 0 < sent < %d while it ran:\n%s", err, n, strings.Join(log, "\n"))
+	}
+}
+
+// TestNativeSenderLiveFull: the live page's blocks are taken before the
+// program starts, so a full TMPDIR is a clear refusal, not a SIGBUS in the
+// loop at its first store to a hole of the file.
+func TestNativeSenderLiveFull(t *testing.T) {
+	topo := netlabtest.New(t, netlab.Options{})
+	dir, tmp := testbin.Native(t), t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4k", "rig-live-test", tmp).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(tmp, syscall.MNT_DETACH) })
+	if err := os.WriteFile(filepath.Join(tmp, "fill"), make([]byte, 64<<10), 0o644); err == nil || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling the tmpfs: %v", err)
+	}
+	snd, _ := sendCmd(t, topo, dir, 10, []string{"--engine", "native"})
+	snd.Env = append(snd.Env, "TMPDIR="+tmp)
+	out, err := snd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "live counters: ") || !strings.Contains(string(out), "no space left on device") {
+		t.Fatalf("rig send with a full TMPDIR: %v\n%s", err, out)
 	}
 }
 

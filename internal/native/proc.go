@@ -297,12 +297,14 @@ func lineErr(name, line string) error {
 	return nil
 }
 
-// livePage makes Launch.Live's page of n counters, mapped here.
+// livePage makes Launch.Live's page of n counters, mapped here. Its
+// blocks are allocated now: a store to a hole of a file on a full disk
+// would kill the program with SIGBUS mid-round.
 func (p *Proc) livePage(n int) (*os.File, error) {
 	f, err := os.CreateTemp("", "rig-native-*.live")
 	if err == nil {
 		os.Remove(f.Name())
-		if err = f.Truncate(int64(8 * n)); err == nil {
+		if err = syscall.Fallocate(int(f.Fd()), 0, 0, int64(8*n)); err == nil {
 			p.live, err = syscall.Mmap(int(f.Fd()), 0, 8*n, syscall.PROT_READ, syscall.MAP_SHARED)
 		}
 		if err != nil {

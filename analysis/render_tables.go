@@ -700,20 +700,23 @@ func enginesCaption(r *Report) string {
 	return " Engines (sender/responder): " + strings.Join(per, "; ") + "."
 }
 
-// stacksCaption names each arm's responder socket stack, from its sample
-// headers, when one arm ran on another than the kernel's ("" otherwise:
-// files before stacks say none).
+// stacksCaption names each arm's responder and sender socket stacks, from
+// its sample headers, when one arm ran that program on another than the
+// kernel's ("" otherwise: files before stacks, and the Go engine, say none).
 func stacksCaption(r *Report) string {
-	var per []string
-	bypass := false
-	for _, a := range r.Summary.Arms {
-		if st := a.Roles[string(samples.RoleResponder)].Stack; st != "" {
-			per = append(per, "arm "+a.Name+": "+st)
-			bypass = bypass || st != string(probe.StackKernel)
+	out := ""
+	for _, role := range []samples.Role{samples.RoleResponder, samples.RoleSender} {
+		var per []string
+		bypass := false
+		for _, a := range r.Summary.Arms {
+			if st := a.Roles[string(role)].Stack; st != "" {
+				per = append(per, "arm "+a.Name+": "+st)
+				bypass = bypass || st != string(probe.StackKernel)
+			}
+		}
+		if bypass {
+			out += " " + capitalize(string(role)) + " socket stack: " + strings.Join(per, "; ") + "."
 		}
 	}
-	if !bypass {
-		return ""
-	}
-	return " Responder socket stack: " + strings.Join(per, "; ") + "."
+	return out
 }

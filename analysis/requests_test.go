@@ -44,19 +44,33 @@ func TestRequestsCaption(t *testing.T) {
 	}
 }
 
-// Every caption names each arm's responder socket stack, from the sample
-// headers, once an arm ran on a kernel-bypass stack; kernel-only runs (and
-// files from before stacks) say nothing.
+// Every caption names each arm's responder socket stack, and the sender's,
+// from the sample headers, once an arm ran that program on a kernel-bypass
+// stack; kernel-only runs (and files from before stacks, and the Go
+// sender's, which name none) say nothing.
 func TestStacksCaption(t *testing.T) {
 	r := &Report{Arms: []*ArmReport{{Name: "kernel"}, {Name: "onload"}}}
 	build := func(stacks ...string) {
 		facts := map[string]*armFacts{}
 		for i, st := range stacks {
+			rsp, snd, _ := strings.Cut(st, "/")
+			h := map[samples.Role]samples.Header{samples.RoleResponder: {Settings: map[string]any{"stack": rsp}}, samples.RoleSender: {Settings: map[string]any{}}}
+			if snd != "" {
+				h[samples.RoleSender].Settings["stack"] = snd
+			}
 			f := &armFacts{}
-			f.add(&samples.Joined{Headers: map[samples.Role]samples.Header{samples.RoleResponder: {Settings: map[string]any{"stack": st}}}})
+			f.add(&samples.Joined{Headers: h})
 			facts[r.Arms[i].Name] = f
 		}
 		(&analyzer{in: &Input{}, rep: r}).buildSummary(facts)
+	}
+	build("kernel", "kernel/kernel")
+	if c := requestsCaption(r); c != "" {
+		t.Errorf("kernel only: %q", c)
+	}
+	build("kernel", "onload/vma")
+	if c, want := requestsCaption(r), " Responder socket stack: arm kernel: kernel; arm onload: onload. Sender socket stack: arm onload: vma."; c != want {
+		t.Errorf("onload and a vma sender: %q, want %q", c, want)
 	}
 	build("kernel", "kernel")
 	if c := requestsCaption(r); c != "" {

@@ -52,7 +52,7 @@ type RoleFacts struct {
 	Poll           string `json:"poll,omitempty"`
 	Sched          string `json:"sched,omitempty"`
 	HardwareStamps string `json:"hardware_stamps,omitempty"`
-	Stack          string `json:"stack,omitempty"`  // the responder's socket stack
+	Stack          string `json:"stack,omitempty"`  // the native engine's socket stack
 	Engine         string `json:"engine,omitempty"` // the sender's or responder's loop: go, native, xdp...
 }
 

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,87 @@ func TestRunNativeSender(t *testing.T) {
 		if err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("%s lacks %q: %v\n%s", file, want, err, b)
 		}
+	}
+}
+
+// TestRunNativeSenderStack runs an arm whose native sender is on a stack
+// through the runner on the emulated topology, with the counting
+// interposer standing in for VMA's libvma.so (found, as the loader finds
+// it, in LD_PRELOAD and LD_LIBRARY_PATH): the sender's sample header names
+// the stack and the library mapped in rig-send-native, the library saw
+// every request's sendmsg, every request is answered, and the manifest and
+// the tables' captions name the sender's stack. A stack the sender host
+// lacks (XLIO) refuses the scenario at its line before anything runs.
+// (stack custom, the interposer under its own name, is the command line's.)
+func TestRunNativeSenderStack(t *testing.T) {
+	testbin.Integration(t)
+	bin := testbin.Native(t)
+	t.Setenv(native.EnvDir, bin)
+	libs := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(bin, "librig-interpose.so"))
+	if err != nil || os.WriteFile(filepath.Join(libs, "libvma.so"), b, 0o755) != nil {
+		t.Fatalf("the interposer as libvma.so: %v", err)
+	}
+	t.Setenv("LD_LIBRARY_PATH", libs)
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	src := fmt.Sprintf(`name: itest-nsend-stack
+emulate: netns
+traffic:
+  group: 239.66.0.5:7640
+  interval: 1ms
+  count: 200
+  warmup: 2
+  reply-timeout: 2s
+timestamps: software
+rounds: 1
+order: sequential
+defaults:
+  responder: {cpu: 1, engine: native}
+  sender: {engine: native}
+arms:
+  - name: kernel
+    sender: {stack: kernel}
+  - name: vma
+    sender: {stack: vma, stack-env: [RIG_INTERPOSE_OUT=%s]}
+`, calls)
+	res, log, err := runYAML(t, dir, "nsend-stack.yaml", src+"  - name: xlio\n    sender: {stack: xlio}\n")
+	var list scenario.ErrorList
+	if !errors.As(err, &list) || !strings.Contains(err.Error(), "nsend-stack.yaml:21:21: stack xlio is not on host sender") || !strings.Contains(err.Error(), "install NVIDIA XLIO") {
+		t.Fatalf("the xlio arm: %v, want it refused at its line with the install hint\n%s", err, log)
+	}
+	if res != nil && res.Dir != "" {
+		t.Errorf("a run directory for a refused scenario: %s", res.Dir)
+	}
+	if res, log, err = runYAML(t, dir, "nsend-stack.yaml", src); err != nil || res == nil {
+		t.Fatalf("run: %v\n%s", err, log)
+	}
+	for arm, lib := range map[string]any{"kernel": nil, "vma": filepath.Join(libs, "libvma.so")} {
+		j, err := samples.JoinDir(rundir.RoundDir(res.Dir, arm, 0), 0)
+		if err != nil {
+			t.Fatalf("arm %s: %v\n%s", arm, err, log)
+		}
+		snd := j.Headers[samples.RoleSender].Settings
+		if snd["engine"] != "native" || snd["stack"] != arm || snd["stack_library"] != lib {
+			t.Errorf("arm %s: sender settings %v", arm, snd)
+		}
+		if c := j.Counters[samples.RoleSender]; c.Sent != 200 || c.Received != 200 {
+			t.Errorf("arm %s: sender %+v, want every request answered", arm, c)
+		}
+	}
+	b, err = os.ReadFile(calls)
+	if err != nil || !strings.Contains(string(b), "loop sendmsg 200\n") {
+		t.Errorf("the stack's library saw, in the sender's loop: %s (%v), want sendmsg 200 times", b, err)
+	}
+	m, err := rundir.ReadManifest(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := m.Arms[1].Knobs["sender"].(map[string]any); fmt.Sprint(s["stack"]) != "map[env:RIG_INTERPOSE_OUT="+calls+" name:vma]" {
+		t.Errorf("manifest knobs of arm vma: %v", m.Arms[1].Knobs)
+	}
+	tables, err := os.ReadFile(filepath.Join(res.Dir, "tables.md"))
+	if want := "Sender socket stack: arm kernel: kernel; arm vma: vma."; err != nil || !strings.Contains(string(tables), want) {
+		t.Errorf("tables.md lacks %q: %v\n%s", want, err, tables)
 	}
 }

@@ -495,6 +495,9 @@ func (r *run) spec(arm scenario.Arm, n int) (round.Spec, error) {
 	if v := arm.Effective.Sender.Poll; v != nil {
 		c.Poll = *v
 	}
+	if v := arm.Effective.Sender.Stack; v != nil {
+		c.Stack = *v
+	}
 	spec := round.Spec{Dir: rundir.RoundDir(r.dir, arm.Name, n), Send: c, SendOn: r.hs.sender.Agent, Telemetry: true}
 	if h := r.hs.capture; h != nil {
 		cc := probe.DefaultCapture()

@@ -705,6 +705,9 @@ func (c *checker) effective(p string, e Knobs) {
 	if st := e.Responder.Stack; st != nil && !st.Kernel() && (e.Responder.Engine == nil || *e.Responder.Engine != probe.EngineNative) {
 		c.key(p+".responder.stack", fmt.Sprintf("stack %s needs engine: native: the Go engine makes its socket calls as raw system calls, which no preloaded stack sees", st), "add engine: native to responder, in the arm or in defaults")
 	}
+	if st := e.Sender.Stack; st != nil && !st.Kernel() && (e.Sender.Engine == nil || *e.Sender.Engine != probe.EngineNative) {
+		c.valOnce(c.field(p, "sender.stack"), fmt.Sprintf("stack %s needs engine: native: the Go engine makes its socket calls as raw system calls, which no preloaded stack sees", st), "add engine: native to sender, in the arm or in defaults")
+	}
 	if po := e.Responder.Poll; po != nil && po.Mode > probe.Busy && (e.Responder.Engine == nil || *e.Responder.Engine != probe.EngineNative) {
 		c.key(p+".responder.poll", fmt.Sprintf("poll %s needs engine: native: the Go engine waits by block, busy or busy-poll:µs", po), "add engine: native to responder, in the arm or in defaults, or use one of those")
 	}

@@ -43,7 +43,7 @@ func (c *checker) knobs(p string, r *rawKnobs) Knobs {
 				k.Responder.Engine = &e
 			}
 		}
-		k.Responder.Stack = c.stack(rp, rr)
+		k.Responder.Stack = c.stack(rp, rr.Stack)
 	}
 	if rs := r.Sender; rs != nil {
 		k.Sender = c.sender(p+".sender", rs)
@@ -382,38 +382,43 @@ func (c *checker) stressArgs(path, v, cpusField string) ([]string, bool) {
 	return f, true
 }
 
-// stack reads responder.stack and stack-env; custom needs a library path
-// on the responder host, which only rig respond --stack custom takes.
-func (c *checker) stack(rp string, rr *rawResponder) *probe.Stack {
-	if rr.Stack == nil {
-		if rr.StackEnv != nil {
-			c.key(rp+".stack-env", "stack-env without stack", "add stack: onload (or exasock, vma, xlio), or delete stack-env")
+// stack reads the stack and stack-env of p, the responder or the sender;
+// custom needs a library path on one host, which only the probes' own
+// --stack custom takes.
+func (c *checker) stack(p string, rs rawStack) *probe.Stack {
+	if rs.Name == nil {
+		if rs.Env != nil {
+			c.key(p+".stack-env", "stack-env without stack", "add stack: onload (or exasock, vma, xlio), or delete stack-env")
 		}
 		return nil
 	}
-	n, err := probe.ParseStack(*rr.Stack)
+	n, err := probe.ParseStack(*rs.Name)
 	if err == nil && n == probe.StackCustom {
 		err = fmt.Errorf("stack custom is not a scenario's: its library is a path on one host")
 	}
 	if err != nil {
-		c.val(rp+".stack", err.Error(), "use kernel, onload, exasock, vma or xlio (rig respond --stack custom runs a library of your own)")
+		c.val(p+".stack", err.Error(), "use kernel, onload, exasock, vma or xlio (rig respond and rig send --stack custom run a library of your own)")
 		return nil
 	}
-	for i, kv := range rr.StackEnv {
+	if n == probe.StackKernel && rs.Env != nil {
+		c.key(p+".stack-env", "stack-env with stack kernel: the kernel's stack preloads nothing to read it", "name the stack it is for (onload, exasock, vma or xlio), or delete stack-env")
+		return nil
+	}
+	for i, kv := range rs.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(kv, ", \t") {
-			c.val(fmt.Sprintf("%s.stack-env[%d]", rp, i), fmt.Sprintf("%q is not NAME=VALUE", kv), "write e.g. EF_RX_TIMESTAMPING=3, one per item, without commas")
+			c.val(fmt.Sprintf("%s.stack-env[%d]", p, i), fmt.Sprintf("%q is not NAME=VALUE", kv), "write e.g. EF_RX_TIMESTAMPING=3, one per item, without commas")
 			return nil
 		}
 	}
-	return &probe.Stack{Name: n, Env: strings.Join(rr.StackEnv, ",")}
+	return &probe.Stack{Name: n, Env: strings.Join(rs.Env, ",")}
 }
 
-// sender reads sender.engine and sender.poll: rig send's --engine and
-// --poll, with their parsers.
+// sender reads sender.engine, poll and stack: rig send's --engine, --poll
+// and --stack, with their parsers.
 func (c *checker) sender(sp string, rs *rawSender) Sender {
-	var out Sender
-	if *rs == (rawSender{}) {
-		c.key(sp, "sender sets nothing", "set engine: native (or go) and/or poll: busy (or block), or delete it")
+	out := Sender{Stack: c.stack(sp, rs.Stack)}
+	if rs.Engine == nil && rs.Poll == nil && rs.Stack.Name == nil && rs.Stack.Env == nil {
+		c.key(sp, "sender sets nothing", "set engine: native (or go), poll: busy (or block) and/or stack, or delete it")
 	}
 	if rs.Engine != nil {
 		switch e, err := probe.ParseEngine(*rs.Engine); {
@@ -452,6 +457,7 @@ func merge(d, a Knobs) Knobs {
 	over(&e.Responder.Stack, a.Responder.Stack)
 	over(&e.Sender.Engine, a.Sender.Engine)
 	over(&e.Sender.Poll, a.Sender.Poll)
+	over(&e.Sender.Stack, a.Sender.Stack)
 	over(&e.IRQ, a.IRQ)
 	ec, ac := &e.NIC.Coalesce, a.NIC.Coalesce
 	over(&ec.RxUsecs, ac.RxUsecs)

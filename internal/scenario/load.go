@@ -84,17 +84,24 @@ type rawArm struct {
 }
 
 type rawResponder struct {
-	CPU      any      `yaml:"cpu"` // a CPU number, quietest, or {quietest: LIST, window: D}
-	Sched    *string  `yaml:"sched"`
-	Poll     *string  `yaml:"poll"`
-	Engine   *string  `yaml:"engine"`
-	Stack    *string  `yaml:"stack"`
-	StackEnv []string `yaml:"stack-env"` // NAME=VALUE
+	CPU    any      `yaml:"cpu"` // a CPU number, quietest, or {quietest: LIST, window: D}
+	Sched  *string  `yaml:"sched"`
+	Poll   *string  `yaml:"poll"`
+	Engine *string  `yaml:"engine"`
+	Stack  rawStack `yaml:",inline"`
 }
 
 type rawSender struct {
-	Engine *string `yaml:"engine"`
-	Poll   *string `yaml:"poll"`
+	Engine *string  `yaml:"engine"`
+	Poll   *string  `yaml:"poll"`
+	Stack  rawStack `yaml:",inline"`
+}
+
+// rawStack is the socket stack of a native engine, the responder's or the
+// sender's: rig respond's and rig send's --stack and --stack-env.
+type rawStack struct {
+	Name *string  `yaml:"stack"`
+	Env  []string `yaml:"stack-env"` // NAME=VALUE
 }
 
 type rawNoise struct {

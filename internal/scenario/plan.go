@@ -243,7 +243,7 @@ func (s *Scenario) ifaceOf(name string) string {
 	return "IFACE"
 }
 
-// senderText is the line of an arm that sets the sender's engine or poll
+// senderText is the line of an arm that sets the sender's engine, poll or stack
 // ("" when rig send's defaults run it).
 func senderText(a Arm) string {
 	e := a.Effective.Sender
@@ -253,6 +253,9 @@ func senderText(a Arm) string {
 	}
 	if e.Poll != nil {
 		parts = append(parts, "poll "+e.Poll.String())
+	}
+	if e.Stack != nil {
+		parts = append(parts, "stack "+stackText(*e.Stack, "sender"))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -294,7 +297,7 @@ func describe(a Arm, iface string, local *hostfs.FS) []string {
 			parts = append(parts, "engine "+r.Engine.String())
 		}
 		if r.Stack != nil {
-			parts = append(parts, "stack "+stackText(*r.Stack))
+			parts = append(parts, "stack "+stackText(*r.Stack, "responder"))
 		}
 		set := k.Responder.HasCPU() || k.Responder.Sched != nil || k.Responder.Poll != nil || k.Responder.Engine != nil || k.Responder.Stack != nil
 		out = append(out, "responder process: "+strings.Join(parts, ", ")+from(set))
@@ -483,8 +486,8 @@ func (s *Scenario) kubectlHosts() []string {
 }
 
 // stackText is a stack as the dry run shows it: what launches it, and that
-// the responder host must have it (Validate checks its facts).
-func stackText(st probe.Stack) string {
+// the host of role (responder, sender) must have it (Validate checks its facts).
+func stackText(st probe.Stack, role string) string {
 	if st.Kernel() {
 		return st.String()
 	}
@@ -496,5 +499,5 @@ func stackText(st probe.Stack) string {
 	if st.Env != "" {
 		how += " " + strings.ReplaceAll(st.Env, ",", " ")
 	}
-	return fmt.Sprintf("%s (%s; refused before the run where the responder host lacks it)", st, how)
+	return fmt.Sprintf("%s (%s; refused before the run where the %s host lacks it)", st, how, role)
 }

@@ -278,11 +278,12 @@ type Responder struct {
 	Stack    *probe.Stack    `json:"stack"`  // rig respond --stack (and --stack-env)
 }
 
-// Sender says how the sender runs its loop: rig send --engine and --poll
-// (its CPU is host option cpu).
+// Sender says how the sender runs its loop: rig send --engine, --poll and
+// --stack (its CPU is host option cpu).
 type Sender struct {
 	Engine *probe.Engine   `json:"engine"`
 	Poll   *probe.PollMode `json:"poll"`
+	Stack  *probe.Stack    `json:"stack"` // rig send --stack (and --stack-env)
 }
 
 // Quietest is responder.cpu: quietest — the responder host's agent ranks

@@ -31,9 +31,9 @@ arms:
 		poll   *probe.PollMode
 		json   string
 	}{
-		{probe.EngineNative, nil, `"sender":{"engine":"native","poll":null}`},
-		{probe.EngineNative, ptrTo(probe.Busy), `"sender":{"engine":"native","poll":"busy"}`},
-		{probe.EngineGo, ptrTo(probe.Block), `"sender":{"engine":"go","poll":"block"}`},
+		{probe.EngineNative, nil, `"sender":{"engine":"native","poll":null,"stack":null}`},
+		{probe.EngineNative, ptrTo(probe.Busy), `"sender":{"engine":"native","poll":"busy","stack":null}`},
+		{probe.EngineGo, ptrTo(probe.Block), `"sender":{"engine":"go","poll":"block","stack":null}`},
 	}
 	for i, a := range s.Arms {
 		e := a.Effective.Sender
@@ -163,6 +163,81 @@ arms: [{name: a}, {name: b}]
 			t.Errorf("responder's facts %v: %v, want %q once", c.why, err, c.err)
 		case c.warn == "" && len(s.Warnings) > 0, c.warn != "" && !strings.Contains(s.Warnings.Error(), c.warn):
 			t.Errorf("responder's facts %v: warnings %v, want %q", c.why, s.Warnings, c.warn)
+		}
+	}
+}
+
+// TestSenderStack: sender.stack and stack-env are rig send's --stack and
+// --stack-env, read by the responder's parser and merged defaults → arm,
+// in the manifest's knobs and the dry run; refused where they mean
+// nothing (the Go engine, custom, stack-env without a stack to read it),
+// and checked against the sender host's facts, not the responder's.
+func TestSenderStack(t *testing.T) {
+	const src = `name: t
+hosts:
+  snd: {via: ssh snd, roles: [sender], iface: eth0}
+  rsp: {via: local, roles: [responder], iface: eth0}
+traffic: {group: "239.1.1.1:5000"}
+defaults:
+  sender: {engine: native, stack: onload, stack-env: [EF_POLL_USEC=100000]}
+arms:
+  - name: onload
+  - name: kernel
+    sender: {stack: kernel}
+`
+	s := load(t, src)
+	for i, want := range []string{`"stack":{"name":"onload","env":"EF_POLL_USEC=100000"}`, `"stack":{"name":"kernel"}`} {
+		b, _ := json.Marshal(s.Arms[i].Effective.Sender)
+		if !strings.Contains(string(b), want) {
+			t.Errorf("arm %s: sender %s, want %s", s.Arms[i].Name, b, want)
+		}
+	}
+	var out bytes.Buffer
+	if err := WriteDryRun(&out, s, s.Plan(), DryRunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"sender process: engine native, stack onload (launcher onload EF_POLL_USEC=100000; refused before the run where the sender host lacks it)  [defaults]\n",
+		"sender process: engine native, stack kernel\n"} {
+		if !strings.Contains(out.String(), l) {
+			t.Errorf("dry run lacks %q:\n%s", l, out.String())
+		}
+	}
+	// The sender host's facts decide: smallHost has no onload.
+	for _, c := range []struct {
+		snd, rsp *StaticFacts
+		err      string
+		warn     string
+	}{
+		{smallHost(), &StaticFacts{Online: []int{0, 1}, Ifaces: []string{"eth0"}, Stacks: map[probe.StackName]string{"onload": ""}},
+			"t.yaml:7:35: stack onload is not on host snd: its launcher onload is not on PATH", ""},
+		{&StaticFacts{Online: []int{0, 1}, Ifaces: []string{"eth0"}}, smallHost(), "", "t.yaml:7:35: arm onload: cannot tell whether host snd has stack onload"},
+		{&StaticFacts{Online: []int{0, 1}, Ifaces: []string{"eth0"}, Stacks: map[probe.StackName]string{"onload": ""}}, smallHost(), "", ""},
+	} {
+		s := load(t, src)
+		c.snd.SendNative = new("")
+		err := Validate(s, factsOf(map[string]hostOf{"snd": c.snd, "rsp": c.rsp}))
+		switch {
+		case c.err == "" && err != nil, c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "install OpenOnload") || strings.Count(err.Error(), "stack onload is not") != 1):
+			t.Errorf("sender's stacks %v: %v, want %q once", c.snd.Stacks, err, c.err)
+		case c.warn == "" && len(s.Warnings) > 0, c.warn != "" && (len(s.Warnings) == 0 || !strings.Contains(s.Warnings.Error(), c.warn) || !strings.Contains(s.Warnings.Error(), "rig send refuses the round")):
+			t.Errorf("sender's stacks %v: warnings %v, want %q", c.snd.Stacks, s.Warnings, c.warn)
+		}
+	}
+	const head = "name: t\nemulate: netns\ntraffic: {group: \"239.1.1.1:5000\"}\n"
+	for _, c := range []struct{ src, want, hint string }{
+		{head + "arms:\n  - name: a\n    sender: {stack: vma}\n", "t.yaml:6:21: stack vma needs engine: native: the Go engine makes its socket calls as raw system calls", "add engine: native to sender"},
+		{head + "defaults:\n  sender: {engine: go, stack: xlio}\narms:\n  - name: a\n  - name: b\n", "t.yaml:5:31: stack xlio needs engine: native", "add engine: native to sender"},
+		{head + "arms:\n  - name: a\n    sender: {engine: native, stack: custom}\n", "t.yaml:6:37: stack custom is not a scenario's", "rig respond and rig send --stack custom"},
+		{head + "arms:\n  - name: a\n    sender: {engine: native, stack-env: [A=1]}\n", "t.yaml:6:30: stack-env without stack", "add stack: onload"},
+		{head + "arms:\n  - name: a\n    sender: {engine: native, stack: kernel, stack-env: [A=1]}\n", "t.yaml:6:45: stack-env with stack kernel", "name the stack it is for"},
+		{head + "arms:\n  - name: a\n    sender: {engine: native, stack: vma, stack-env: [A]}\n", `t.yaml:6:54: "A" is not NAME=VALUE`, "one per item"},
+	} {
+		_, err := Parse("t.yaml", []byte(c.src))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error()[strings.Index(err.Error(), c.want):], c.hint) {
+			t.Errorf("%s\ngot %v\nwant %q, hint %q", c.src, err, c.want, c.hint)
+		}
+		if err != nil && strings.Count(err.Error(), "needs engine") > 1 {
+			t.Errorf("said more than once:\n%v", err)
 		}
 	}
 }

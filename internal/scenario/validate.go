@@ -640,15 +640,7 @@ func (v *validator) native(i int, k Knobs, h Host, hf *hostFacts) {
 	if r.Engine != nil && *r.Engine == probe.EngineNative {
 		v.program(v.knobField(i, h.Name, "responder.engine"), a.Name, "responder", hf, hf.f.RespondNative)
 	}
-	if st := r.Stack; st != nil && !st.Kernel() && st.Name != probe.StackCustom {
-		switch why, ok := hf.f.Stacks[st.Name]; {
-		case hf.f.Stacks == nil:
-			v.c.warn(v.knobField(i, h.Name, "responder.stack"), fmt.Sprintf("arm %s: cannot tell whether host %s has stack %s (its agent does not report stacks: an older rig, or no ldconfig there)", a.Name, hf.name, st),
-				"rig respond refuses the round if the stack is missing; install this rig's version on the host so its agent reports its stacks")
-		case !ok || why != "":
-			v.c.val(v.field(i, "responder.stack"), fmt.Sprintf("stack %s is not on host %s: %s", st, hf.name, cmp.Or(why, "rig does not know it there")), st.Info().Install)
-		}
-	}
+	v.stackOn(r.Stack, v.knobField(i, h.Name, "responder.stack"), v.field(i, "responder.stack"), a.Name, "rig respond", hf)
 	if r.Poll == nil {
 		return
 	}
@@ -688,8 +680,26 @@ func (v *validator) native(i int, k Knobs, h Host, hf *hostFacts) {
 // sendNative checks that arm i's native sender can start on the sender
 // host hf.
 func (v *validator) sendNative(i int, hf *hostFacts) {
-	if e := v.s.Arms[i].Effective.Sender.Engine; e != nil && *e == probe.EngineNative {
-		v.program(v.field(i, "sender.engine"), v.s.Arms[i].Name, "sender", hf, hf.f.SendNative)
+	a := v.s.Arms[i]
+	if e := a.Effective.Sender.Engine; e != nil && *e == probe.EngineNative {
+		v.program(v.field(i, "sender.engine"), a.Name, "sender", hf, hf.f.SendNative)
+	}
+	v.stackOn(a.Effective.Sender.Stack, v.field(i, "sender.stack"), v.field(i, "sender.stack"), a.Name, "rig send", hf)
+}
+
+// stackOn checks that stack st (nil: none) of arm's program, started by
+// cmd, is on host hf, from its agent's facts: warned at warnAt when they
+// do not say, refused at at when it is missing.
+func (v *validator) stackOn(st *probe.Stack, warnAt, at, arm, cmd string, hf *hostFacts) {
+	if st == nil || st.Kernel() || st.Name == probe.StackCustom {
+		return
+	}
+	switch why, ok := hf.f.Stacks[st.Name]; {
+	case hf.f.Stacks == nil:
+		v.c.warn(warnAt, fmt.Sprintf("arm %s: cannot tell whether host %s has stack %s (its agent does not report stacks: an older rig, or no ldconfig there)", arm, hf.name, st),
+			cmd+" refuses the round if the stack is missing; install this rig's version on the host so its agent reports its stacks")
+	case !ok || why != "":
+		v.c.valOnce(at, fmt.Sprintf("stack %s is not on host %s: %s", st, hf.name, cmp.Or(why, "rig does not know it there")), st.Info().Install)
 	}
 }
 

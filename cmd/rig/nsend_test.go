@@ -234,22 +234,13 @@ func TestNativeSenderProgress(t *testing.T) {
 	const n = 3000 // 3 s at the default 1 ms: progress lines come once a second
 	respondFor(t, topo, dir, n, []string{"--engine", "native"})
 	snd, _ := sendCmd(t, topo, dir, n, []string{"--engine", "native", "--progress-lines"})
-	lines, err := snd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := snd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var log []string
 	live := ""
-	for sc := bufio.NewScanner(lines); sc.Scan(); {
-		log = append(log, sc.Text())
-		if s, r, ok := probe.ParseProgress(sc.Text()); ok && s > 0 && s < n && r <= s && live == "" {
-			live = sc.Text()
+	log, err := runProgress(t, snd, func(s, r int, line string) {
+		if s > 0 && s < n && r <= s && live == "" {
+			live = line
 		}
-	}
-	if err := snd.Wait(); err != nil || live == "" {
+	})
+	if err != nil || live == "" {
 		t.Errorf("rig send: %v; no progress line with 0 < sent < %d while it ran:\n%s", err, n, strings.Join(log, "\n"))
 	}
 }
@@ -288,26 +279,16 @@ func TestNativeSenderLoopFails(t *testing.T) {
 	const n = 3000
 	respondFor(t, topo, dir, n, []string{"--engine", "native"})
 	snd, out := sendCmd(t, topo, dir, n, []string{"--engine", "native", "--progress-lines"})
-	lines, err := snd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := snd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var log []string
 	limited := false
-	for sc := bufio.NewScanner(lines); sc.Scan(); {
-		log = append(log, sc.Text())
-		if s, _, ok := probe.ParseProgress(sc.Text()); ok && s > 0 && !limited {
+	log, err := runProgress(t, snd, func(s, _ int, _ string) {
+		if s > 0 && !limited {
 			prog := childOf(t, snd.Process.Pid) // ip netns exec execs rig: its child is the program
 			if err := unix.Prlimit(prog, unix.RLIMIT_NOFILE, &unix.Rlimit{}, nil); err != nil {
 				t.Fatalf("prlimit %d: %v", prog, err)
 			}
 			limited = true
 		}
-	}
-	err = snd.Wait()
+	})
 	f, ferr := samples.ReadFile(out)
 	if err == nil || ferr != nil || !limited {
 		t.Fatalf("rig send: %v (want a failure), its sample file: %v, limited %v\n%s", err, ferr, limited, strings.Join(log, "\n"))
@@ -323,6 +304,27 @@ func TestNativeSenderLoopFails(t *testing.T) {
 		len(f.Records) != n || sent == 0 || sent == n || uint64(sent) != c.Sent || c.Received == 0 {
 		t.Errorf("stopped %q, %d records, %d sent, counters %+v\n%s", f.Footer.Stopped, len(f.Records), sent, c, strings.Join(log, "\n"))
 	}
+}
+
+// runProgress runs rig send snd to its end, handing each progress line
+// to on as it comes: what it printed on stderr, and how it ended.
+func runProgress(t *testing.T, snd *exec.Cmd, on func(sent, received int, line string)) ([]string, error) {
+	t.Helper()
+	lines, err := snd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log []string
+	for sc := bufio.NewScanner(lines); sc.Scan(); {
+		log = append(log, sc.Text())
+		if s, r, ok := probe.ParseProgress(sc.Text()); ok {
+			on(s, r, sc.Text())
+		}
+	}
+	return log, snd.Wait()
 }
 
 // childOf is the one child process of pid.

@@ -356,6 +356,12 @@ const (
 	ToolNative = "rig native, closed loop"
 )
 
+// ToolNativeNoStamps is ToolNative from rounds run with `--timestamps off`
+// on both native ends: the native loops against sockperf's like with like
+// (neither takes a kernel stamp), and against ToolNative what the kernel's
+// stamping adds to the native engine's round trip.
+const ToolNativeNoStamps = "rig native, closed loop, no kernel stamps"
+
 // The pacing rows: rig's lateness of every request, of its wake-ups alone
 // (cyclictest's rule: missed periods are skipped, see rigFigures), and
 // cyclictest's wake-up latency.

@@ -49,8 +49,8 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, log.String())
 	}
-	if len(res.RTT) != 15 {
-		t.Fatalf("%d RTT rows, want 15 (block and busy × rig user, closed loop, closed loop without kernel stamps, rig sw, sockperf, rig native; rig default × rig user, closed loop, rig sw)", len(res.RTT))
+	if len(res.RTT) != 17 {
+		t.Fatalf("%d RTT rows, want 17 (block and busy × rig user, closed loop, closed loop without kernel stamps, rig sw, sockperf, rig native, rig native without kernel stamps; rig default × rig user, closed loop, rig sw)", len(res.RTT))
 	}
 	for _, r := range res.RTT {
 		if r.Tool == "rig sw" {
@@ -176,6 +176,8 @@ func TestSmoke(t *testing.T) {
 	for _, want := range []string{"| block | rig user |", "| block, rig default | rig user |", "| busy | sockperf |", "| cyclictest |", "### Paired by round", "Paired by round (rig's wake-ups", "sockperf max ping-pong rate", "| 20000 |", "## Goals", "### Measuring threads", "| busy | rig | responder | 2 |", "| busy | rig user, closed loop, no kernel stamps |", "### What the kernel's stamps cost", "### Kernel stamp to user space", "| block | sender |", "| busy | responder |", "without kernel stamps", "## Work per round trip", "| busy | rig, GODEBUG=asyncpreemptoff=1 | responder |", "syscalls per round trip without TX-stamp reads", "peak RSS", "then 1 round added by `--until-decided`",
 		"| busy | rig native, closed loop |", "### Native and Go engines", "| busy | rig native | responder | 2 |", "busy: rig native/rig go median", "the native responder's process makes no futex",
 		"the native sender's process makes no futex",
+		"| busy | rig native, closed loop, no kernel stamps |", "busy: rig native without kernel stamps/sockperf median", "| busy | native | 2 |",
+		"rig native without kernel stamps while its goals were undecided: 2 rounds of it in all",
 		"## Platform noise on CPU 1", "| rig noise (gaps) | 2 (cyclictest first) |", "| rig noise (gaps) | all |", "| cyclictest (wake-up latency) | all |", "| osnoise (in the probe's window) | 1 (rig noise first) |", "The probe's detection floor:", "What this shows:"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, md.String())

@@ -65,15 +65,19 @@ func (r *Results) Markdown(w io.Writer) error {
 			r.RTTRounds, min(r.RTTRounds, NoStampRounds), c.RoundTime, r.roundsNote(), c.Warmup)
 	}
 	if r.nativeRan() {
-		b.WriteString("- in block and busy, rounds of the native engine on both ends (`rig send --engine native` against `rig respond --engine native`, the same `--poll`) take their turn in the same rotation: the engines are compared round by round, each with sockperf's round and with the Go engine's round of the same number\n")
+		b.WriteString("- in block and busy, rounds of the native engine on both ends (`rig send --engine native` against `rig respond --engine native`, the same `--poll`), with kernel stamps and, in the rounds rig runs without them, with `--timestamps off`, take their turn in the same rotation: the engines are compared round by round, each with sockperf's round and with the Go engine's round of the same number\n")
 	}
 	if r.ExtraRounds > 0 {
 		tools := "rig and sockperf"
 		if r.nativeRan() {
 			tools = "rig, rig native and sockperf"
 		}
-		fmt.Fprintf(&b, "- then %s added by `--until-decided` (at most %d rounds in all), each of the modes whose goals were still undecided: %s only (no rounds without kernel stamps)\n",
-			plural(r.ExtraRounds, "round"), c.MaxRounds, tools)
+		off := "no rounds without kernel stamps"
+		if n := r.nativeOffRounds(); n > min(r.RTTRounds, NoStampRounds) {
+			off = fmt.Sprintf("and rig native without kernel stamps while its goals were undecided: %s of it in all", plural(n, "round"))
+		}
+		fmt.Fprintf(&b, "- then %s added by `--until-decided` (at most %d rounds in all), each of the modes whose goals were still undecided: %s only (%s)\n",
+			plural(r.ExtraRounds, "round"), c.MaxRounds, tools, off)
 	}
 	if lab {
 		fmt.Fprintf(&b, "- start-up like sockperf's: its server runs alone while its client's warm-up stage sleeps (~2 s), so rig's responder runs alone %v before rig's sender starts; a busy responder spinning alone pushes the host's other wake-ups to the idle CPU, and there they stay while both CPUs are busy\n",
@@ -83,7 +87,7 @@ func (r *Results) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- bench wall time: %v\n", r.Elapsed.Round(time.Second))
 	}
 	if len(r.RTT) > 0 {
-		tools := []string{"rig user", ToolClosedLoop, ToolNative, ToolNoStamps, "rig sw"} // rig's rows, in order
+		tools := []string{"rig user", ToolClosedLoop, ToolNative, ToolNoStamps, ToolNativeNoStamps, "rig sw"} // rig's rows, in order
 		b.WriteString("\n## RTT at 1 request/ms (full round trip, µs)\n\n")
 		b.WriteString("Multicast request, unicast reply. rig user = rx_user − tx_user (what sockperf measures: user space to user space) of every request; rig user, closed loop = the same for the requests sent after the previous reply arrived — sockperf's ping-pong sends only then, so a stall gives it one sample while rig's schedule (an open loop) records every request the stall held (checked: a 300 ms SIGSTOP of sockperf's server gave one 302 ms sample and a 302 ms gap in its sends); the goals use this row; rig user, closed loop, no kernel stamps = the same from rounds run with `--timestamps off` on both rig ends (sockperf takes no kernel stamps either): what is left of a gap once the kernel's stamping is out of the path; rig sw = kernel software stamps rx_sw − tx_sw (without the sender's own send and wake-up costs). block: `rig respond --poll block` + `rig send --poll block --spin 1ms` vs blocking `sockperf server` / `ping-pong` (sockperf's blocking client busy-waits between sends and blocks only for the reply; rig's sender does the same when its spin window covers the interval); block, rig default: the same with rig's default `--spin 50µs` (the sender sleeps between requests, its CPU halts and the reply pays a wake-up of a halted vCPU; ratios against the block sockperf row, for information); busy: `--poll busy` on both rig ends vs `--nonblocked` on both sockperf ends.\n\n")
 		b.WriteString("| mode | tool | n | lost | median | p99 | p99.9 | max | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -105,7 +109,7 @@ func (r *Results) Markdown(w io.Writer) error {
 		}
 		b.WriteString("\nratio = rig / sockperf over the pooled samples (≤ 1.00: rig is as fast or faster).\n")
 		if r.nativeRan() {
-			b.WriteString("\nrig native, closed loop = rig user, closed loop of the rounds run by the native engine on both ends (`rig send --engine native` and `rig respond --engine native`: C loops no Go runtime interrupts, like with like against sockperf), everything else as in the rig rounds.\n")
+			b.WriteString("\nrig native, closed loop = rig user, closed loop of the rounds run by the native engine on both ends (`rig send --engine native` and `rig respond --engine native`: C loops no Go runtime interrupts, like with like against sockperf), everything else as in the rig rounds; rig native, closed loop, no kernel stamps = the same with `--timestamps off` on both native ends.\n")
 		}
 		b.WriteString("\n### Paired by round\n\nThe same figures compared round by round — rig's round against the sockperf round of the same number — then the median of the per-round ratios (smallest–largest in brackets). Neighbouring rounds share the host's state; pooled percentiles let the loudest minutes decide. The goals use these.\n\n")
 		b.WriteString("| mode | tool | rounds | ratio median | ratio p99 | ratio p99.9 |\n|---|---|---:|---:|---:|---:|\n")
@@ -200,6 +204,18 @@ func orNA(s string) string {
 	return s
 }
 
+// nativeOffRounds is the most rounds the native engine ran without kernel
+// stamps in a mode.
+func (r *Results) nativeOffRounds() int {
+	n := 0
+	for _, x := range r.RTT {
+		if x.Tool == ToolNativeNoStamps {
+			n = max(n, x.Rounds)
+		}
+	}
+	return n
+}
+
 // nativeRan reports whether the RTT rounds ran the native engine.
 func (r *Results) nativeRan() bool {
 	return slices.ContainsFunc(r.RTT, func(x RTTRow) bool { return x.Tool == ToolNative })
@@ -225,22 +241,25 @@ func (r *Results) engines(b *strings.Builder) {
 }
 
 // stampCost writes what the kernel's stamps add to rig's round trip: the
-// closed-loop rows with and without them, compared round by round.
+// closed-loop rows with and without them, per engine, compared round by
+// round.
 func (r *Results) stampCost(b *strings.Builder) {
 	head := false
 	for _, mode := range peerModes {
-		on, off := r.rtt(mode, ToolClosedLoop), r.rtt(mode, ToolNoStamps)
-		if on == nil || off == nil || off.Stats.N == 0 {
-			continue
+		for _, e := range []struct{ engine, on, off string }{{"go", ToolClosedLoop, ToolNoStamps}, {"native", ToolNative, ToolNativeNoStamps}} {
+			on, off := r.rtt(mode, e.on), r.rtt(mode, e.off)
+			if on == nil || off == nil || off.Stats.N == 0 {
+				continue
+			}
+			if !head {
+				b.WriteString("\n### What the kernel's stamps cost\n\nrig's closed-loop user RTT (rx_user − tx_user, CLOCK_REALTIME read in user space, µs; medians over the pooled samples, n = their count) with software stamps on both ends (four per round trip: TX and RX on each side) against the same engine with `--timestamps off`, compared round by round (ratio with/without; median of the rounds, smallest–largest in brackets). sockperf takes no kernel stamps, so this is the part of a gap to sockperf that is the measurement itself.\n\n")
+				b.WriteString("| mode | engine | rounds | median with | median without | ratio median | ratio p99 | ratio p99.9 | n with | n without |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+				head = true
+			}
+			m := paired(on.PerRound, off.PerRound, p50)
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %d | %d |\n", mode, e.engine, m.N, us(on.Stats.P50), us(off.Stats.P50), m,
+				paired(on.PerRound, off.PerRound, p99), paired(on.PerRound, off.PerRound, p999), on.Stats.N, off.Stats.N)
 		}
-		if !head {
-			b.WriteString("\n### What the kernel's stamps cost\n\nrig's closed-loop user RTT (rx_user − tx_user, CLOCK_REALTIME read in user space, µs; medians over the pooled samples, n = their count) with software stamps on both ends (four per round trip: TX and RX on each side) against the same with `--timestamps off`, compared round by round (ratio with/without; median of the rounds, smallest–largest in brackets). sockperf takes no kernel stamps, so this is the part of a gap to sockperf that is the measurement itself.\n\n")
-			b.WriteString("| mode | rounds | median with | median without | ratio median | ratio p99 | ratio p99.9 | n with | n without |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-			head = true
-		}
-		m := paired(on.PerRound, off.PerRound, p50)
-		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %d | %d |\n", mode, m.N, us(on.Stats.P50), us(off.Stats.P50), m,
-			paired(on.PerRound, off.PerRound, p99), paired(on.PerRound, off.PerRound, p999), on.Stats.N, off.Stats.N)
 	}
 }
 
@@ -286,6 +305,9 @@ type Goal struct {
 	Rounds   int
 	ToDecide string
 	mode     string // the RTT mode whose rounds add to it ("": none)
+	// nativeOff: its rounds are the native engine's without kernel stamps
+	// (ToolNativeNoStamps), which --until-decided adds only for it.
+	nativeOff bool
 }
 
 // ratioGoal judges a paired ratio against EquivalenceBound.
@@ -330,6 +352,15 @@ func (r *Results) Goals() []Goal {
 		}
 		if nat := r.rtt(mode, ToolNative); nat != nil {
 			g = append(g, nativeGoals(mode, nat, rig, sp)...)
+		}
+		if off := r.rtt(mode, ToolNativeNoStamps); off != nil {
+			for _, f := range ratioFigs {
+				p := paired(off.PerRound, sp.PerRound, f.fig)
+				x := ratioGoal(fmt.Sprintf("%s: rig native without kernel stamps/sockperf %s ≤ %.2f (closed-loop user RTT, `--timestamps off` on both native ends: like with like, neither tool takes a kernel stamp; paired by round)", mode, f.name, EquivalenceBound),
+					fmt.Sprintf("%.2f %s (pooled %s)", p.Median, p.CI(), ratio(f.fig(off.Stats), f.fig(sp.Stats))), mode, p)
+				x.nativeOff = true
+				g = append(g, x)
+			}
 		}
 	}
 	if rig, cyc := r.pacingRow(PacingRigWake), r.pacingRow(PacingCyclictest); rig != nil && cyc != nil {

@@ -70,6 +70,9 @@ func syntheticRTT(t *testing.T, rounds int, engines ...probe.Engine) *Results {
 				// faster than the Go responder in even rounds, slower in odd ones
 				p.nat.add(k, rtts(base-1_000+kk%2*1_600, 30, 45))
 				p.lostNat += 2
+				if k < NoStampRounds {
+					p.natOff.add(k, rtts(base-2_500+kk%2*400, 30, 45))
+				}
 				p.natSnd.add(usage(kk + 4))
 				p.natRsp.add(&samples.ThreadUsage{WallNS: 3e9, CPUNS: 2e9, Voluntary: 3000, Involuntary: kk})
 			}

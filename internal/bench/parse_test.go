@@ -412,8 +412,22 @@ func TestPaired(t *testing.T) {
 	}
 	var md strings.Builder
 	res.stampCost(&md)
-	if !strings.Contains(md.String(), "| block | 4 | 0.12 | 0.09 | 1.06 (1.06–1.06) |") || !strings.Contains(md.String(), "| 4 | 4 |\n") {
+	if !strings.Contains(md.String(), "| block | go | 4 | 0.12 | 0.09 | 1.06 (1.06–1.06) |") || !strings.Contains(md.String(), "| 4 | 4 |\n") {
 		t.Errorf("stamp cost table:\n%s", md.String())
+	}
+	// The native engine without kernel stamps has goals of its own against
+	// sockperf; undecided, they ask --until-decided for its rounds, which
+	// no other goal does.
+	if p := res.undecided(); p.nativeOff {
+		t.Errorf("plan %+v: native rounds without stamps asked for with none run", p)
+	}
+	res.RTT = append(res.RTT, row(ToolNativeNoStamps, s(95, 95, 95, 95), 95))
+	g = res.Goals()
+	if len(g) != 4 || !g[2].nativeOff || !strings.Contains(g[2].Goal, "block: rig native without kernel stamps/sockperf median") || g[2].Decision != Undecided {
+		t.Fatalf("goals %+v: want the native engine's unstamped median and p99.9 goals, undecided over 4 rounds", g)
+	}
+	if p := res.undecided(); !p.nativeOff || !slices.Contains(p.modes, "block") {
+		t.Errorf("plan %+v: want native rounds without stamps in block", p)
 	}
 }
 

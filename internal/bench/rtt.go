@@ -26,8 +26,11 @@ var peerModes = []string{"block", "busy"}
 type plan struct {
 	modes []string // of rttModes, in that order
 	// noStamps adds rig with --timestamps off beside rig and sockperf in
-	// block and busy.
+	// block and busy (both engines, with engines go,native).
 	noStamps bool
+	// nativeOff adds the native engine with --timestamps off alone: the
+	// rounds --until-decided adds for ToolNativeNoStamps's goals.
+	nativeOff bool
 	// pacing runs cyclictest (beside ModeBlockDefault, whose lateness it
 	// is compared with).
 	pacing bool
@@ -48,9 +51,11 @@ type pool struct {
 	user, closed, sw, sp series
 	off                  series // closed-loop user RTT, kernel stamps off
 	nat                  series // closed-loop user RTT, the native engine on both ends
+	natOff               series // nat, kernel stamps off
 	recvSnd, recvRsp     series // rig's kernel-stamp-to-read time per side (RecvRow)
 	lostRig, lostSP      int
 	lostOff, lostNat     int
+	lostNatOff           int
 	rigSnd, rigRsp       ThreadRow
 	natSnd, natRsp       ThreadRow
 	spCli, spSrv         ThreadRow
@@ -194,31 +199,43 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 			continue
 		}
 		// the native engine on both ends (rig send and rig respond --engine
-		// native, the same --poll): the engines compared in the same rounds.
-		runNative := func() error {
-			b.logf("round %d %s: rig native", k+1, mode)
-			dir := filepath.Join(modeDir, "rig-native-"+strconv.Itoa(k))
-			f, err := b.rigRound(ctx, dir, poll, "software", probe.EngineNative, spin, k, time.Millisecond, count, warmup)
-			if err != nil {
-				return fmt.Errorf("%w (native engine)", err)
+		// native, the same --poll): the engines compared in the same rounds;
+		// with timestamps off, its loops against sockperf's like with like.
+		native := func(timestamps string) func() error {
+			return func() error {
+				what := "native engine"
+				if timestamps == "off" {
+					what += ", timestamps off"
+				}
+				b.logf("round %d %s: rig %s", k+1, mode, what)
+				dir := filepath.Join(modeDir, "rig-native-"+timestamps+"-"+strconv.Itoa(k))
+				f, err := b.rigRound(ctx, dir, poll, timestamps, probe.EngineNative, spin, k, time.Millisecond, count, warmup)
+				if err != nil {
+					return fmt.Errorf("%w (%s)", err, what)
+				}
+				g, err := rigFigures(f)
+				if err != nil {
+					return fmt.Errorf("rig round (%s, round %d, %s): sender file: %w", poll, k, what, err)
+				}
+				if timestamps == "off" {
+					pl.natOff.add(k, g.closed)
+					pl.lostNatOff += g.lost
+					return nil
+				}
+				rsp, err := samples.ReadFile(filepath.Join(dir, samples.FileName(samples.RoleResponder)))
+				if err != nil {
+					return fmt.Errorf("rig round (%s, round %d, %s): %w", poll, k, what, err)
+				}
+				if f.Footer != nil {
+					pl.natSnd.add(f.Footer.Thread)
+				}
+				if rsp.Footer != nil {
+					pl.natRsp.add(rsp.Footer.Thread)
+				}
+				pl.nat.add(k, g.closed)
+				pl.lostNat += g.lost
+				return nil
 			}
-			rsp, err := samples.ReadFile(filepath.Join(dir, samples.FileName(samples.RoleResponder)))
-			if err != nil {
-				return fmt.Errorf("rig round (%s, round %d, native engine): %w", poll, k, err)
-			}
-			if f.Footer != nil {
-				pl.natSnd.add(f.Footer.Thread)
-			}
-			if rsp.Footer != nil {
-				pl.natRsp.add(rsp.Footer.Thread)
-			}
-			g, err := rigFigures(f)
-			if err != nil {
-				return fmt.Errorf("rig round (%s, round %d, native engine): sender file: %w", poll, k, err)
-			}
-			pl.nat.add(k, g.closed)
-			pl.lostNat += g.lost
-			return nil
 		}
 		runSockperf := func() error {
 			b.logf("round %d %s: sockperf", k+1, mode)
@@ -235,13 +252,17 @@ func (b *runner) rttRound(ctx context.Context, st *rttState, k int, p plan) erro
 			pl.spSrv.add(sp.ServerUsage)
 			return nil
 		}
-		runs := []func() error{runRig, runRigOff, runSockperf}
-		if !p.noStamps {
-			runs = []func() error{runRig, runSockperf}
-		}
+		runs := []func() error{runRig}
 		if cfg.native() { // beside rig's: each still goes first in turn
-			runs = slices.Insert(runs, 1, runNative)
+			runs = append(runs, native("software"))
 		}
+		if p.noStamps {
+			runs = append(runs, runRigOff)
+		}
+		if cfg.native() && (p.noStamps || p.nativeOff) {
+			runs = append(runs, native("off"))
+		}
+		runs = append(runs, runSockperf)
 		if err := rotate(k, runs...); err != nil {
 			return err
 		}
@@ -281,7 +302,7 @@ func (b *runner) finishRTT(st *rttState) {
 		if mode != ModeBlockDefault {
 			res.RTT = append(res.RTT, row(ToolNoStamps, p.off, p.lostOff), row("sockperf", p.sp, p.lostSP))
 			if b.cfg.native() {
-				res.RTT = append(res.RTT, row(ToolNative, p.nat, p.lostNat))
+				res.RTT = append(res.RTT, row(ToolNative, p.nat, p.lostNat), row(ToolNativeNoStamps, p.natOff, p.lostNatOff))
 			}
 		}
 		for _, t := range []struct {
@@ -309,6 +330,7 @@ func (r *Results) undecided() plan {
 	for _, g := range r.Goals() {
 		if g.mode != "" && g.Decision == Undecided {
 			need[g.mode] = true
+			p.nativeOff = p.nativeOff || g.nativeOff
 		}
 	}
 	for _, m := range rttModes {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rig-project/rig/internal/facts"
@@ -27,21 +28,23 @@ import (
 // Responder does and hands its records back; Run turns them into the same
 // records, counters and sample file.
 type Native struct {
-	cfg     probe.Respond
-	opt     Options
-	prog    string
-	proc    *native.Proc
-	ready   native.Ready
-	lib     string // the stack's library as mapped in the program
-	granted tstamp.Granted
-	hw      *tstamp.HWProof
-	h       *native.Handoff
-	recs    []samples.Record
-	cnt     samples.Counters
-	phc     *tstamp.PHCRecord
-	started time.Time
-	stopped string
-	notes   []string
+	cfg   probe.Respond
+	opt   Options
+	prog  string
+	proc  *native.Proc
+	ready native.Ready
+	lib   string // the stack's library as mapped in the program
+	// rigThreads is where rig's own threads ran meanwhile (Proc.KeepOff).
+	rigThreads string
+	granted    tstamp.Granted
+	hw         *tstamp.HWProof
+	h          *native.Handoff
+	recs       []samples.Record
+	cnt        samples.Counters
+	phc        *tstamp.PHCRecord
+	started    time.Time
+	stopped    string
+	notes      []string
 }
 
 // NewNative checks cfg (cfg.Engine native) as New does, decides the
@@ -79,6 +82,9 @@ func NewNative(cfg probe.Respond, o Options, prog string) (*Native, error) {
 	n.granted = plan.Granted
 	if plan.Want != 0 {
 		n.granted = plan.Settle(n.ready.TS)
+	}
+	if n.rigThreads = n.proc.KeepOff(cfg.CPU); strings.HasPrefix(n.rigThreads, "may") {
+		n.notes = append(n.notes, "rig's own threads "+n.rigThreads+": their wake-ups can preempt it")
 	}
 	if n.ready.MlockAll != 0 {
 		n.notes = append(n.notes, "mlockall failed ("+n.ready.MlockAll.Error()+"): the loop's pages may fault (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)")
@@ -256,6 +262,9 @@ func (n *Native) Header(arm, round int) samples.Header {
 	}
 	native.StackSettings(more, n.cfg.Stack, n.lib, n.ready)
 	more["mlockall"] = "ok"
+	if n.rigThreads != "" {
+		more["rig_threads"] = n.rigThreads
+	}
 	if n.ready.MlockAll != 0 {
 		more["mlockall"] = n.ready.MlockAll.Error()
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -45,10 +46,12 @@ type nativeLoop struct {
 	prog  string
 	stack probe.Stack
 	lib   string // the stack's library as mapped in the program
-	proc  *native.Proc
-	ready native.Ready
-	h     *native.SendHandoff // after Run
-	taken atomic.Bool         // Run has the handoff: Progress reads the Sender's counts
+	// rigThreads is where rig's own threads ran meanwhile (Proc.KeepOff).
+	rigThreads string
+	proc       *native.Proc
+	ready      native.Ready
+	h          *native.SendHandoff // after Run
+	taken      atomic.Bool         // Run has the handoff: Progress reads the Sender's counts
 }
 
 // NewNative is New for the native engine (docs/probes.md#the-native-engine):
@@ -80,6 +83,9 @@ func NewNative(cfg probe.Send, o Options, prog string) (*Sender, error) {
 			s.nat.proc.Close()
 			return nil, err
 		}
+	}
+	if s.nat.rigThreads = s.nat.proc.KeepOff(cfg.CPU); strings.HasPrefix(s.nat.rigThreads, "may") {
+		fmt.Fprintf(os.Stderr, "rig send: rig's own threads %s: their wake-ups can preempt it\n", s.nat.rigThreads)
 	}
 	s.granted, s.rcvbuf = plan.Granted, s.nat.ready.RcvBuf
 	if plan.Want != 0 {
@@ -192,6 +198,9 @@ func (n *nativeLoop) settings(m map[string]any) {
 		return
 	}
 	m["engine"], m["native_program"], m["mlockall"], m["stack"] = probe.EngineNative.String(), n.prog, "ok", n.stack.String()
+	if n.rigThreads != "" {
+		m["rig_threads"] = n.rigThreads
+	}
 	native.StackSettings(m, n.stack, n.lib, n.ready)
 	if n.ready.MlockAll != 0 {
 		m["mlockall"] = n.ready.MlockAll.Error()

@@ -101,7 +101,7 @@ func TestNativeEngine(t *testing.T) {
 					t.Errorf("%s: clock %s = %+v, the Go engine's %+v", what, k, f.Header.Clocks[k], c)
 				}
 			}
-			if s := f.Header.Settings; s["engine"] != "native" || s["poll"] == "" || s["tx_keying"] != "SCM_TS_OPT_ID" {
+			if s := f.Header.Settings; s["engine"] != "native" || s["poll"] == "" || s["tx_keying"] != "SCM_TS_OPT_ID" || s["rig_threads"] != "off CPU 1" {
 				t.Errorf("%s: settings %v", what, s)
 			}
 			c := f.Footer.Counters

@@ -106,6 +106,11 @@ func TestNativeSender(t *testing.T) {
 		if s := f.Header.Settings; s["engine"] != "native" || s["tx_keying"] != "SCM_TS_OPT_ID" || s["loop_calls"] == nil {
 			t.Errorf("%s: settings %v", c.name, s)
 		}
+		// The loop has its CPU (rig send's default, 0) to itself: rig's
+		// own threads move off it while it runs, and the header says so.
+		if got := f.Header.Settings["rig_threads"]; got != "off CPU 0" {
+			t.Errorf("%s: rig_threads %v, want off CPU 0", c.name, got)
+		}
 		if !slices.Equal(f.Header.Columns, goFile.Header.Columns) || fmt.Sprint(f.Header.Clocks) != fmt.Sprint(goFile.Header.Clocks) {
 			t.Errorf("%s: columns %v clocks %v; the Go sender's %v %v", c.name, f.Header.Columns, f.Header.Clocks, goFile.Header.Columns, goFile.Header.Clocks)
 		}

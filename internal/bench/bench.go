@@ -419,7 +419,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		}
 	}
 	start := time.Now()
-	res := &Results{Config: cfg, Env: snapshotEnv(ctx)}
+	res := &Results{Config: cfg, Env: snapshotEnv(ctx, cfg.Rig)}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}

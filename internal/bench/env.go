@@ -16,7 +16,7 @@ import (
 type Env struct {
 	Date       time.Time
 	Commit     string // `git rev-parse HEAD`, or "uncommitted"
-	Rig        string // rig version line
+	Rig        string // the measured rig's version line (`rig version`'s first)
 	Kernel     string
 	CPUs       int
 	LoadBefore string // /proc/loadavg at the start
@@ -25,8 +25,13 @@ type Env struct {
 	Cyclictest string
 }
 
-func snapshotEnv(ctx context.Context) Env {
-	e := Env{Date: time.Now().UTC(), Rig: version.String(), CPUs: runtime.NumCPU(), LoadBefore: readLoadavg()}
+// snapshotEnv reads the host and the tools; rig is the binary measured,
+// whose own version is asked: rigbench's may be another build.
+func snapshotEnv(ctx context.Context, rig string) Env {
+	e := Env{Date: time.Now().UTC(), Rig: toolVersion(ctx, `^(rig [^\n]*)`, rig, "version"), CPUs: runtime.NumCPU(), LoadBefore: readLoadavg()}
+	if e.Rig == "" {
+		e.Rig = "unknown (" + rig + " version failed); rigbench " + version.String()
+	}
 	e.Commit = "uncommitted"
 	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output(); err == nil {
 		e.Commit = strings.TrimSpace(string(out))

@@ -2,9 +2,11 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -617,5 +619,22 @@ func TestAllocRoundsResolve(t *testing.T) {
 	if noise := 7 / reqs; noise >= MaxAllocsPerRT/2 {
 		t.Errorf("allocation rounds %v and %v differ by %.0f requests: 7 allocations of noise are %.4f per round trip, not under %.4f",
 			scaleDur(c.CostTime, allocShort), scaleDur(c.CostTime, allocLong), reqs, noise, MaxAllocsPerRT/2)
+	}
+}
+
+// TestEnvRigVersion: the table names the rig binary measured, by its own
+// `rig version`, not rigbench's build; a binary that cannot say is named so.
+func TestEnvRigVersion(t *testing.T) {
+	dir := t.TempDir()
+	rig := filepath.Join(dir, "rig")
+	if err := os.WriteFile(rig, []byte("#!/bin/sh\necho 'rig 9.9.9 (commit 0123456789ab)'\necho 'wire format 2'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if e := snapshotEnv(context.Background(), rig); e.Rig != "rig 9.9.9 (commit 0123456789ab)" {
+		t.Errorf("Rig = %q, want the measured binary's first version line", e.Rig)
+	}
+	missing := filepath.Join(dir, "none")
+	if e := snapshotEnv(context.Background(), missing); !strings.HasPrefix(e.Rig, "unknown ("+missing+" version failed); rigbench ") {
+		t.Errorf("Rig = %q, want it said that the measured binary could not tell", e.Rig)
 	}
 }

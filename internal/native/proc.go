@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/rig-project/rig/internal/cpusched"
 	"github.com/rig-project/rig/internal/tstamp"
 )
 
@@ -196,6 +197,7 @@ type Proc struct {
 	out   *os.File // the handoff, an unlinked temporary file
 	live  []byte   // Launch.Live's page, shared with the program
 	exit  chan error
+	back  func() // KeepOff's restore (nil: rig's threads were not moved)
 }
 
 // Launch is how a program starts under a kernel-bypass stack: through
@@ -372,6 +374,24 @@ func wait[T any](p *Proc, ctx context.Context, read func(io.Reader) (*T, error))
 	return h, nil
 }
 
+// KeepOff moves rig's own threads off cpu, where the program's loop runs
+// pinned, until Close: otherwise the Go runtime's wake-ups (sysmon, the
+// progress ticker, the garbage collector) would preempt the loop it
+// measures. It says where rig's threads stand, for the sample header:
+// "off CPU N", or why they may still run there (a process confined to
+// that CPU, by taskset or a cpuset of one); "" for no CPU (cpu < 0).
+func (p *Proc) KeepOff(cpu int) string {
+	if cpu < 0 {
+		return ""
+	}
+	back, err := cpusched.AvoidCPU(cpu)
+	p.back = back
+	if err != nil {
+		return fmt.Sprintf("may share CPU %d with the loop (moving them: %v)", cpu, err)
+	}
+	return fmt.Sprintf("off CPU %d", cpu)
+}
+
 // Close kills the program if it still runs and releases what Start opened.
 func (p *Proc) Close() {
 	select {
@@ -384,6 +404,10 @@ func (p *Proc) Close() {
 }
 
 func (p *Proc) close() {
+	if p.back != nil {
+		p.back()
+		p.back = nil
+	}
 	p.pipe.Close()
 	p.out.Close()
 	if p.live != nil {

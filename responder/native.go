@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rig-project/rig/internal/facts"
@@ -83,8 +82,9 @@ func NewNative(cfg probe.Respond, o Options, prog string) (*Native, error) {
 	if plan.Want != 0 {
 		n.granted = plan.Settle(n.ready.TS)
 	}
-	if n.rigThreads = n.proc.KeepOff(cfg.CPU); strings.HasPrefix(n.rigThreads, "may") {
-		n.notes = append(n.notes, "rig's own threads "+n.rigThreads+": their wake-ups can preempt it")
+	var shared bool
+	if n.rigThreads, shared = n.proc.KeepOff(cfg.CPU); shared {
+		n.notes = append(n.notes, "rig's own threads "+n.rigThreads+": their wake-ups can preempt the loop")
 	}
 	if n.ready.MlockAll != 0 {
 		n.notes = append(n.notes, "mlockall failed ("+n.ready.MlockAll.Error()+"): the loop's pages may fault (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)")

@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -84,8 +83,9 @@ func NewNative(cfg probe.Send, o Options, prog string) (*Sender, error) {
 			return nil, err
 		}
 	}
-	if s.nat.rigThreads = s.nat.proc.KeepOff(cfg.CPU); strings.HasPrefix(s.nat.rigThreads, "may") {
-		fmt.Fprintf(os.Stderr, "rig send: rig's own threads %s: their wake-ups can preempt it\n", s.nat.rigThreads)
+	var shared bool
+	if s.nat.rigThreads, shared = s.nat.proc.KeepOff(cfg.CPU); shared {
+		fmt.Fprintf(os.Stderr, "rig send: rig's own threads %s: their wake-ups can preempt the loop\n", s.nat.rigThreads)
 	}
 	s.granted, s.rcvbuf = plan.Granted, s.nat.ready.RcvBuf
 	if plan.Want != 0 {

@@ -350,18 +350,7 @@ func (r *Results) Goals() []Goal {
 			}
 			g = append(g, ratioGoal(fmt.Sprintf("%s: rig/sockperf %s ≤ %.2f (closed-loop user RTT, paired by round)", mode, f.name, EquivalenceBound), measured, mode, p))
 		}
-		if nat := r.rtt(mode, ToolNative); nat != nil {
-			g = append(g, nativeGoals(mode, nat, rig, sp)...)
-		}
-		if off := r.rtt(mode, ToolNativeNoStamps); off != nil {
-			for _, f := range ratioFigs {
-				p := paired(off.PerRound, sp.PerRound, f.fig)
-				x := ratioGoal(fmt.Sprintf("%s: rig native without kernel stamps/sockperf %s ≤ %.2f (closed-loop user RTT, `--timestamps off` on both native ends: like with like, neither tool takes a kernel stamp; paired by round)", mode, f.name, EquivalenceBound),
-					fmt.Sprintf("%.2f %s (pooled %s)", p.Median, p.CI(), ratio(f.fig(off.Stats), f.fig(sp.Stats))), mode, p)
-				x.nativeOff = true
-				g = append(g, x)
-			}
-		}
+		g = append(g, nativeGoals(mode, r.rtt(mode, ToolNative), r.rtt(mode, ToolNativeNoStamps), rig, sp)...)
 	}
 	if rig, cyc := r.pacingRow(PacingRigWake), r.pacingRow(PacingCyclictest); rig != nil && cyc != nil {
 		pt := paired(rig.PerRound, cyc.PerRound, p999)
@@ -389,18 +378,29 @@ func (r *Results) Goals() []Goal {
 	return g
 }
 
-// nativeGoals are the native engine's ratio goals in mode: against
-// sockperf, as rig's, and against the Go engine (the engine decision).
-func nativeGoals(mode string, nat, gor, sp *RTTRow) []Goal {
+// nativeGoals are the native engine's ratio goals in mode (none for a
+// row it lacks): against sockperf, as rig's; against the Go engine (the
+// engine decision); and without kernel stamps against sockperf.
+func nativeGoals(mode string, nat, off, gor, sp *RTTRow) []Goal {
 	var g []Goal
-	for _, ref := range []struct {
+	for _, c := range []struct {
 		name, what string
-		row        *RTTRow
-	}{{"sockperf", "native sender and responder", sp}, {"rig go", "the native engine against the Go engine on both ends in the same rounds: the engine decision", gor}} {
+		row, ref   *RTTRow
+		off        bool
+	}{
+		{"rig native/sockperf", "native sender and responder,", nat, sp, false},
+		{"rig native/rig go", "the native engine against the Go engine on both ends in the same rounds: the engine decision,", nat, gor, false},
+		{"rig native without kernel stamps/sockperf", "`--timestamps off` on both native ends: like with like, neither tool takes a kernel stamp;", off, sp, true},
+	} {
+		if c.row == nil {
+			continue
+		}
 		for _, f := range ratioFigs {
-			p := paired(nat.PerRound, ref.row.PerRound, f.fig)
-			g = append(g, ratioGoal(fmt.Sprintf("%s: rig native/%s %s ≤ %.2f (closed-loop user RTT, %s, paired by round)", mode, ref.name, f.name, EquivalenceBound, ref.what),
-				fmt.Sprintf("%.2f %s (pooled %s)", p.Median, p.CI(), ratio(f.fig(nat.Stats), f.fig(ref.row.Stats))), mode, p))
+			p := paired(c.row.PerRound, c.ref.PerRound, f.fig)
+			x := ratioGoal(fmt.Sprintf("%s: %s %s ≤ %.2f (closed-loop user RTT, %s paired by round)", mode, c.name, f.name, EquivalenceBound, c.what),
+				fmt.Sprintf("%.2f %s (pooled %s)", p.Median, p.CI(), ratio(f.fig(c.row.Stats), f.fig(c.ref.Stats))), mode, p)
+			x.nativeOff = c.off
+			g = append(g, x)
 		}
 	}
 	return g

@@ -377,19 +377,19 @@ func wait[T any](p *Proc, ctx context.Context, read func(io.Reader) (*T, error))
 // KeepOff moves rig's own threads off cpu, where the program's loop runs
 // pinned, until Close: otherwise the Go runtime's wake-ups (sysmon, the
 // progress ticker, the garbage collector) would preempt the loop it
-// measures. It says where rig's threads stand, for the sample header:
-// "off CPU N", or why they may still run there (a process confined to
-// that CPU, by taskset or a cpuset of one); "" for no CPU (cpu < 0).
-func (p *Proc) KeepOff(cpu int) string {
+// measures. where says where they stand, for the sample header: "off CPU
+// N", or why they may still run there (shared: a process confined to that
+// CPU, by taskset or a cpuset of one); "" for no CPU (cpu < 0).
+func (p *Proc) KeepOff(cpu int) (where string, shared bool) {
 	if cpu < 0 {
-		return ""
+		return "", false
 	}
 	back, err := cpusched.AvoidCPU(cpu)
 	p.back = back
 	if err != nil {
-		return fmt.Sprintf("may share CPU %d with the loop (moving them: %v)", cpu, err)
+		return fmt.Sprintf("may share CPU %d with the loop (moving them: %v; allow rig a CPU besides %d, e.g. a wider taskset or cpuset)", cpu, err, cpu), true
 	}
-	return fmt.Sprintf("off CPU %d", cpu)
+	return fmt.Sprintf("off CPU %d", cpu), false
 }
 
 // Close kills the program if it still runs and releases what Start opened.

@@ -50,8 +50,8 @@ func TestKeepOff(t *testing.T) {
 	}
 	a, b := cpus[0], cpus[1]
 	var p, q Proc
-	if got := p.KeepOff(a); got != "off CPU "+strconv.Itoa(a) {
-		t.Fatalf("KeepOff(%d) = %q", a, got)
+	if got, shared := p.KeepOff(a); got != "off CPU "+strconv.Itoa(a) || shared {
+		t.Fatalf("KeepOff(%d) = %q, %v", a, got, shared)
 	}
 	for f, c := range allowed(t) {
 		if len(c) != 1 || c[0] != b {
@@ -59,8 +59,9 @@ func TestKeepOff(t *testing.T) {
 		}
 	}
 	// Now confined to b, as under taskset: KeepOff(b) cannot move them.
-	if got := q.KeepOff(b); !strings.HasPrefix(got, "may share CPU "+strconv.Itoa(b)+" with the loop (moving them: thread ") {
-		t.Errorf("KeepOff(%d) confined to it = %q, want that rig's threads may share it", b, got)
+	if got, shared := q.KeepOff(b); !shared || !strings.HasPrefix(got, "may share CPU "+strconv.Itoa(b)+" with the loop (moving them: thread ") ||
+		!strings.Contains(got, "allow rig a CPU besides "+strconv.Itoa(b)) {
+		t.Errorf("KeepOff(%d) confined to it = %q, %v; want that rig's threads may share it, and the fix", b, got, shared)
 	}
 	q.back()
 	p.back()
@@ -69,7 +70,7 @@ func TestKeepOff(t *testing.T) {
 			t.Errorf("%s: allowed %v after the restore, want %v", f, c, cpus)
 		}
 	}
-	if got := p.KeepOff(-1); got != "" {
-		t.Errorf("KeepOff(-1) = %q, want nothing said for an unpinned loop", got)
+	if got, shared := p.KeepOff(-1); got != "" || shared {
+		t.Errorf("KeepOff(-1) = %q, %v; want nothing said for an unpinned loop", got, shared)
 	}
 }

@@ -112,10 +112,11 @@ deps:
 # the race detector (integration tests need root and skip without it), and a
 # short run of every fuzz target. Packages run one at a time (-p 1): the
 # integration tests share 2 CPUs and check host-wide state (no stress-ng
-# left, no lab left), so they must not overlap.
+# left, no lab left), so they must not overlap. A failure ends with the
+# failed tests' own lines (.ci/gotest.sh), where a CI log's tail shows them.
 test: deps lint
-	$(GO) test -race -p 1 -count=1 -timeout 40m $(PKGS)
-	cd $(K8S) && $(GO) test -race -count=1 ./...
+	GO=$(GO) ./.ci/gotest.sh -race -p 1 -count=1 -timeout 40m $(PKGS)
+	cd $(K8S) && GO=$(GO) ../../.ci/gotest.sh -race -count=1 ./...
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-arm64
 
@@ -143,7 +144,7 @@ test-arm64:
 # run. Prints the table fault / expected / observed / held and fails if a
 # row does not hold. `make test` skips it (RIG_CHAOS unset).
 chaos:
-	RIG_CHAOS=1 $(GO) test -race -count=1 -timeout 20m -run '^TestChaos$$' -v ./internal/chaos
+	RIG_CHAOS=1 GO=$(GO) ./.ci/gotest.sh -race -count=1 -timeout 20m -run '^TestChaos$$' -v ./internal/chaos
 
 # unit: fast tests only (no root needed), no race detector: -short skips
 # every test gated by testbin.Integration (namespaces, stress-ng, root).
@@ -220,7 +221,7 @@ bench: build rigbench
 
 bench-smoke: build rigbench
 	@./.ci/install-debs.sh iproute2 sockperf rt-tests linux-perf
-	RIG_BENCH_SMOKE=1 $(GO) test -count=1 -timeout 10m -run '^TestSmoke$$' -v ./internal/bench
+	RIG_BENCH_SMOKE=1 GO=$(GO) ./.ci/gotest.sh -count=1 -timeout 10m -run '^TestSmoke$$' -v ./internal/bench
 
 gobench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)

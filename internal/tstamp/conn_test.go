@@ -574,6 +574,25 @@ func TestCloseDuringUse(t *testing.T) {
 	}
 }
 
+// pollUntil is c.PollUntil(deadline), again while it reports nothing
+// before the deadline: that is an EINTR (a signal reached the thread in
+// ppoll, which no SA_RESTART restarts), which PollUntil reports as no
+// error and its callers poll again. More than a few in a row are a
+// PollUntil that does not sleep.
+func pollUntil(t *testing.T, c *Conn, deadline time.Time) (Ready, error) {
+	t.Helper()
+	for early := 1; ; early++ {
+		r, err := c.PollUntil(deadline)
+		if r != 0 || err != nil || !time.Now().Before(deadline) {
+			return r, err
+		}
+		if early == 3 {
+			t.Fatalf("PollUntil returned nothing before its deadline %d times in a row", early)
+		}
+		t.Logf("PollUntil returned nothing %v before its deadline (EINTR): polling again", time.Until(deadline))
+	}
+}
+
 // PollUntil sleeps to its deadline and not less, wakes early for data with
 // the timer left armed, re-arms only for a new deadline, and does not
 // allocate.
@@ -582,7 +601,7 @@ func TestPollUntil(t *testing.T) {
 	tx := listen(t, UDPOptions{})
 	start := time.Now()
 	deadline := start.Add(20 * time.Millisecond)
-	r, err := rx.PollUntil(deadline)
+	r, err := pollUntil(t, rx, deadline)
 	if err != nil || r != 0 {
 		t.Fatalf("PollUntil on an empty socket = %v, %v; want 0 at the deadline", r, err)
 	}
@@ -605,7 +624,7 @@ func TestPollUntil(t *testing.T) {
 		}
 		sent <- err
 	}()
-	if r, err := rx.PollUntil(far); err != nil || r&ReadyData == 0 {
+	if r, err := pollUntil(t, rx, far); err != nil || r&ReadyData == 0 {
 		t.Fatalf("PollUntil with a datagram = %v, %v; want ReadyData", r, err)
 	}
 	if err := <-sent; err != nil {

@@ -616,9 +616,8 @@ func (x *runner) running(cpu int) string {
 			if err != nil {
 				continue
 			}
-			tid, comm, state, c, ok := hostinfo.ParseTaskStatFields(b)
-			if ok && c == cpu && state == 'R' && len(out) < 8 {
-				out = append(out, fmt.Sprintf("%s[%d]", comm, tid))
+			if st, ok := hostinfo.ParseTaskStat(b); ok && st.CPU == cpu && st.State == 'R' && len(out) < 8 {
+				out = append(out, fmt.Sprintf("%s[%d]", st.Comm, st.PID))
 			}
 		}
 	}

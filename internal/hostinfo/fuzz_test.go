@@ -198,8 +198,8 @@ func FuzzTaskStat(f *testing.F) {
 	seedFiles(f, "/proc/4242/task/4250/stat")
 	seedFiles(f, "/proc/4242/task/4250/status")
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if pid, comm, _, cpu, ok := ParseTaskStatFields(b); ok && (pid < 0 || cpu < 0 || len(comm) > len(b)) {
-			t.Fatal(pid, cpu)
+		if st, ok := ParseTaskStat(b); ok && (st.PID < 0 || st.CPU < 0 || len(st.Comm) > len(b)) {
+			t.Fatal(st)
 		}
 		ParseCtxSwitches(b)
 	})

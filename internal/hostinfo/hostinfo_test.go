@@ -435,26 +435,28 @@ func TestTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, comm, state, cpu, ok := ParseTaskStatFields(b)
-	if !ok || pid != 4250 || string(comm) != "rig-responder" || cpu != 2 || state != 'R' {
-		t.Fatal(pid, string(comm), state, cpu, ok)
+	st, ok := ParseTaskStat(b)
+	if !ok || st.PID != 4250 || string(st.Comm) != "rig-responder" || st.CPU != 2 || st.State != 'R' || st.Flags != 0 {
+		t.Fatal(st, ok)
 	}
-	tricky := []byte("77 (a) b (c) S" + strings.Repeat(" 0", 35) + " 3 0 0 0 0\n")
-	if _, comm, _, cpu, ok := ParseTaskStatFields(tricky); !ok || string(comm) != "a) b (c" || cpu != 3 {
-		t.Fatal(string(comm), cpu, ok)
+	// The comm may hold ") (": fields count from the last ')'. Field 9
+	// (flags) is PF_IO_WORKER|PF_FORKNOEXEC|… as on an iou-sqp thread.
+	tricky := []byte("77 (a) b (c) S 1 1 1 0 -1 4210768" + strings.Repeat(" 0", 29) + " 3 0 0 0 0\n")
+	if st, ok := ParseTaskStat(tricky); !ok || string(st.Comm) != "a) b (c" || st.CPU != 3 || st.Flags != 0x404050 || st.Flags&PFIOWorker == 0 {
+		t.Fatal(st, ok)
 	}
 	own, err := os.ReadFile("/proc/self/stat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, _, ok := ParseTaskStatFields(own); !ok {
+	if _, ok := ParseTaskStat(own); !ok {
 		t.Fatalf("live stat %q", own)
 	}
-	st, _ := fx("isolated").ReadFile("/proc/4242/task/4250/status")
-	if v, i, ok := ParseCtxSwitches(st); !ok || v != 4350 || i != 4250%7 {
+	status, _ := fx("isolated").ReadFile("/proc/4242/task/4250/status")
+	if v, i, ok := ParseCtxSwitches(status); !ok || v != 4350 || i != 4250%7 {
 		t.Fatal(v, i, ok)
 	}
-	if n := testing.AllocsPerRun(20, func() { ParseCtxSwitches(st); ParseTaskStatFields(b) }); n != 0 {
+	if n := testing.AllocsPerRun(20, func() { ParseCtxSwitches(status); ParseTaskStat(b) }); n != 0 {
 		t.Fatalf("allocs %v", n)
 	}
 	p, err := FindProcesses(fx("irqbalance"), "irqbalance", "ptp4l")

@@ -17,28 +17,40 @@ import (
 	"github.com/rig-project/rig/internal/rundir"
 )
 
-// ParseTaskStatFields parses a /proc/PID/stat or /proc/PID/task/TID/stat
-// line without allocating: the pid (the TID for a task file), the comm
-// without its parentheses (aliasing b), the state, and field 39
-// "processor", the CPU the task last ran on. The comm may contain spaces
-// and ')', so the fields after it are found from the last ')'.
-func ParseTaskStatFields(b []byte) (pid int, comm []byte, state byte, cpu int, ok bool) {
+// TaskStat is what rig reads of a /proc/PID/stat or
+// /proc/PID/task/TID/stat line.
+type TaskStat struct {
+	PID   int    // the TID for a task file
+	Comm  []byte // without its parentheses, aliasing the line
+	State byte
+	Flags uint64 // field 9, the kernel's PF_* flags (PFIOWorker)
+	CPU   int    // field 39 "processor": the CPU the task last ran on
+}
+
+// PFIOWorker is PF_IO_WORKER (include/linux/sched.h): a thread the kernel
+// made in the process for io_uring (iou-sqp-PID, iou-wrk-PID).
+const PFIOWorker = 0x10
+
+// ParseTaskStat parses a stat line without allocating. The comm may
+// contain spaces and ')', so the fields after it are found from the last
+// ')'.
+func ParseTaskStat(b []byte) (st TaskStat, ok bool) {
 	open := bytes.IndexByte(b, '(')
 	close := bytes.LastIndexByte(b, ')')
 	if open < 1 || close < open {
-		return 0, nil, 0, 0, false
+		return TaskStat{}, false
 	}
 	p, n, ok1 := parseUintPrefix(bytes.TrimSpace(b[:open]))
 	if !ok1 || n != len(bytes.TrimSpace(b[:open])) || p > 1<<31 {
-		return 0, nil, 0, 0, false
+		return TaskStat{}, false
 	}
-	comm = b[open+1 : close]
+	st.PID, st.Comm = int(p), b[open+1:close]
 	rest := b[close+1:]
 	// Field 3 (state) is the first after ')'; processor is field 39.
 	for field := 3; ; field++ {
 		rest = trimLeftSpace(rest)
 		if len(rest) == 0 {
-			return 0, nil, 0, 0, false
+			return TaskStat{}, false
 		}
 		end := bytes.IndexAny(rest, " \n")
 		if end < 0 {
@@ -48,15 +60,22 @@ func ParseTaskStatFields(b []byte) (pid int, comm []byte, state byte, cpu int, o
 		switch field {
 		case 3:
 			if len(tok) != 1 {
-				return 0, nil, 0, 0, false
+				return TaskStat{}, false
 			}
-			state = tok[0]
+			st.State = tok[0]
+		case 9:
+			v, m, ok := parseUintPrefix(tok)
+			if !ok || m != len(tok) {
+				return TaskStat{}, false
+			}
+			st.Flags = v
 		case 39:
 			v, m, ok := parseUintPrefix(tok)
 			if !ok || m != len(tok) || v > 1<<20 {
-				return 0, nil, 0, 0, false
+				return TaskStat{}, false
 			}
-			return int(p), comm, state, int(v), true
+			st.CPU = int(v)
+			return st, true
 		}
 		rest = rest[end:]
 	}
@@ -170,13 +189,23 @@ type TaskCPUs struct {
 }
 
 // ThreadCPUsAllowed reads the Cpus_allowed_list of each thread of a
-// process (pid "self" or a number), skipping threads that exit meanwhile.
+// process (pid "self" or a number), skipping threads that exit meanwhile
+// and the kernel's io_uring threads (PFIOWorker): an SQPOLL thread is
+// placed on every online CPU whatever the process's cpuset (seen on 6.18
+// in a cgroup v1 cpuset), and lingers after its ring is closed — rig's own
+// io_uring probe (internal/facts) made a pod's rig see the node's CPUs.
 // Without a task directory (a fake tree) it is the process's own list.
 func ThreadCPUsAllowed(fs hostfs.FS, pid string) ([]TaskCPUs, error) {
 	tasks, _ := fs.ReadDir("/proc/" + pid + "/task")
 	var all []TaskCPUs
 	for _, t := range tasks {
-		if l, err := CPUsAllowed(fs, pid+"/task/"+t.Name()); err == nil {
+		task := pid + "/task/" + t.Name()
+		if b, err := fs.ReadFile("/proc/" + task + "/stat"); err == nil {
+			if st, ok := ParseTaskStat(b); ok && st.Flags&PFIOWorker != 0 {
+				continue
+			}
+		}
+		if l, err := CPUsAllowed(fs, task); err == nil {
 			all = append(all, TaskCPUs{t.Name(), l})
 		}
 	}

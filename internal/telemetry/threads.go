@@ -73,11 +73,11 @@ func (ts *threadScanner) tasks() []Task {
 			if err != nil {
 				continue
 			}
-			tid, comm, state, cpu, ok := hostinfo.ParseTaskStatFields(b)
-			if !ok || !slices.Contains(ts.cpus, cpu) {
+			st, ok := hostinfo.ParseTaskStat(b)
+			if !ok || !slices.Contains(ts.cpus, st.CPU) {
 				continue
 			}
-			tk := Task{PID: pid, TID: tid, Comm: string(comm), State: state, CPU: cpu}
+			tk := Task{PID: pid, TID: st.PID, Comm: string(st.Comm), State: st.State, CPU: st.CPU}
 			if !ts.noSched {
 				if b, err := ts.fs.ReadFile(dir + "/" + t.Name() + "/schedstat"); err == nil {
 					tk.Sched, tk.SchedOK = hostinfo.ParseTaskSchedstat(b)
